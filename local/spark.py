@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
@@ -41,6 +42,9 @@ def build_local_spark(warehouse_uri: str, nessie_uri_v2: str, *, app_name: str =
     """Create (or return) the process-wide local SparkSession with the `lake` catalog."""
     from pyspark.sql import SparkSession
 
+    # Keep the driver on loopback: the machines here (and laptops on VPNs) resolve the
+    # hostname to an address other processes should not be talking to.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app_name)
@@ -48,6 +52,8 @@ def build_local_spark(warehouse_uri: str, nessie_uri_v2: str, *, app_name: str =
         .config("spark.sql.extensions",
                 "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
         .config("spark.driver.memory", driver_memory)
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", str(max(cores * 2, 2)))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

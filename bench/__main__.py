@@ -1,0 +1,33 @@
+"""Run every benchmark: `python -m bench [name ...]` (see `make bench`).
+
+Each benchmark measures its own baseline in the same run and prints ratios
+against it, because absolute seconds on shared machines mean little.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = {
+    "nessie": "bench.nessie_bench",
+    "lambda_sizes": "bench.lambda_sizes",
+    "wap_job": "bench.wap_job_bench",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = (argv if argv is not None else sys.argv[1:]) or list(BENCHMARKS)
+    unknown = [name for name in names if name not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        return 2
+    for name in names:
+        print(f"\n=== {name} ===", flush=True)
+        module = importlib.import_module(BENCHMARKS[name])
+        module.main([])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
