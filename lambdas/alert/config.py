@@ -1,0 +1,60 @@
+"""The alert Lambda's configuration, read once from the environment and validated there.
+
+Candidates for `lambdas/common/config.py`: the env names are the shared ones of docs/contracts.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from lambdas.alert.exceptions import AlertConfigError
+
+ENV_SLACK_SECRET_ARN = "WAP_SLACK_SECRET_ARN"  # noqa: S105 (a variable name)
+ENV_SLACK_CHANNEL = "WAP_SLACK_CHANNEL"
+ENV_SLACK_API_URL = "WAP_SLACK_API_URL"
+ENV_NESSIE_UI_URL = "WAP_NESSIE_UI_URL"
+
+
+def _optional(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def _http_url(env: Mapping[str, str], name: str) -> str | None:
+    value = _optional(env, name)
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise AlertConfigError(f"{name} must be an http(s) URL, got {value!r}")
+    if any(ch in value for ch in "<>|\"' "):
+        raise AlertConfigError(f"{name} contains characters not allowed in a URL: {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class AlertConfig:
+    """Where alerts go and how links in them are built."""
+
+    slack_secret_arn: str | None = None
+    slack_channel: str | None = None
+    slack_api_url: str | None = None  # base URL ending in /api/; None = Slack itself
+    nessie_ui_url: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AlertConfig:
+        """Read and validate the WAP_* variables; raise AlertConfigError naming the bad one."""
+        env = os.environ if env is None else env
+        api_url = _http_url(env, ENV_SLACK_API_URL)
+        if api_url is not None and not api_url.endswith("/"):
+            api_url += "/"
+        ui_url = _http_url(env, ENV_NESSIE_UI_URL)
+        return cls(
+            slack_secret_arn=_optional(env, ENV_SLACK_SECRET_ARN),
+            slack_channel=_optional(env, ENV_SLACK_CHANNEL),
+            slack_api_url=api_url,
+            nessie_ui_url=ui_url.rstrip("/") if ui_url else None,
+        )

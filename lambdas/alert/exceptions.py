@@ -1,0 +1,32 @@
+"""Errors of the alert Lambda. Step Functions matches on these class names."""
+
+from __future__ import annotations
+
+
+class AlertError(Exception):
+    """Base error of the alert package."""
+
+
+class AlertConfigError(AlertError):
+    """The Lambda's environment or the Slack secret is not usable as configured."""
+
+
+class AlertEventError(AlertError, ValueError):
+    """The event given to the alert is missing a field or has a field of the wrong type."""
+
+
+class AlertDeliveryError(AlertError):
+    """Slack stayed unavailable (429, 5xx, unreachable) after bounded retries: retry later."""
+
+    def __init__(self, message: str, *, slack_error: str | None = None, status: int | None = None):
+        super().__init__(message)
+        self.slack_error = slack_error
+        self.status = status
+
+
+class AlertRejectedError(AlertError):
+    """Slack refused the message for a reason a retry cannot fix (auth, channel, payload)."""
+
+    def __init__(self, message: str, *, slack_error: str):
+        super().__init__(message)
+        self.slack_error = slack_error

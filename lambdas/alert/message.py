@@ -1,0 +1,263 @@
+"""Render an alert as a Slack Block Kit message plus its plain-text fallback.
+
+Everything that comes from data (event, report) is escaped for Slack mrkdwn (`&`, `<`, `>`)
+and clipped so the message stays inside Block Kit's limits whatever the report holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lambdas.alert.event import AlertEvent
+from lambdas.alert.links import (
+    browsable_url,
+    execution_console_url,
+    nessie_branch_url,
+    nessie_table_url,
+)
+from lambdas.alert.report import CheckFailure
+
+# Block Kit limits (docs.slack.dev/reference/block-kit): 50 blocks per message, 3000 characters
+# per section text, 150 per header. Slack also rejects messages whose blocks add up to roughly
+# 12-13k characters (msg_blocks_too_long, not documented), so we keep a total budget below that.
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_HEADER_TEXT = 150
+MAX_TOTAL_TEXT = 11_000
+MAX_FALLBACK_TEXT = 3000
+
+# Raw (pre-escape) lengths for single values.
+_MAX_VALUE = 500
+_MAX_REASON = 1500
+_MAX_SAMPLE = 300
+
+_TITLES = {
+    "AUDIT_FAILED": "Audit failed",
+    "REJECTED": "Ingest rejected",
+    "JOB_FAILED": "Ingest job failed",
+    "PUBLISH_FAILED": "Publish failed",
+}
+_SAFE_TABLE = re.compile(r"^[A-Za-z0-9_.]{1,120}$")
+_PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
+
+
+@dataclass(frozen=True)
+class SlackMessage:
+    """What chat.postMessage gets: `text` (notification fallback) and `blocks`."""
+
+    text: str
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+
+def escape(text: str) -> str:
+    """Escape the three characters Slack mrkdwn treats as control characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _value(value: Any, limit: int = _MAX_VALUE) -> str:
+    """A data value as escaped mrkdwn, clipped before escaping so no entity is cut."""
+    return escape(_clip(str(value), limit))
+
+
+def _code(value: Any, limit: int = _MAX_VALUE) -> str:
+    # A backtick inside inline code would end it early.
+    return "`" + _value(str(value).replace("`", "'"), limit) + "`"
+
+
+def fit(text: str, limit: int) -> str:
+    """Cut already-escaped mrkdwn to `limit` characters without splitting an entity."""
+    if len(text) <= limit:
+        return text
+    cut = _PARTIAL_ENTITY.sub("", text[: limit - 1])
+    return cut + "…"
+
+
+def outcome_title(outcome: str) -> str:
+    """A human title for an outcome; unknown outcomes are named generically."""
+    if outcome in _TITLES:
+        return _TITLES[outcome]
+    name = re.sub(r"[^A-Za-z0-9_]", "", outcome)[:40] or "UNKNOWN"
+    return f"Ingest ended with {name}"
+
+
+def _text_length(blocks: list[dict[str, Any]]) -> int:
+    total = 0
+    for block in blocks:
+        if "text" in block:
+            total += len(block["text"]["text"])
+        for element in block.get("elements", ()):
+            total += len(element.get("text", ""))
+    return total
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": fit(text, MAX_SECTION_TEXT)}}
+
+
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": fit(text, 2000)}]}
+
+
+def _link(url: str | None, label: str) -> str:
+    """`<url|label>` when there is a URL, else the label alone; label is already escaped."""
+    if not url:
+        return label
+    return f"<{escape(url)}|{label}>"
+
+
+def _summary(event: AlertEvent, report: dict[str, Any] | None) -> str:
+    lines = [f"*Table:* {_code(event.table)}"]
+    if event.source_uri:
+        lines.append(f"*Source:* {_code(event.source_uri)}")
+    lines.append(f"*Outcome:* {_code(event.outcome, 80)}")
+    if event.reason:
+        lines.append(f"*Reason:* {_value(event.reason, _MAX_REASON)}")
+    lines.append(f"*Ingest:* {_code(event.ingest_id, 80)}")
+    if report and isinstance(report.get("rows_written"), int):
+        lines.append(f"*Rows written on the branch:* {report['rows_written']}")
+    return "\n".join(lines)
+
+
+def _branch(event: AlertEvent, nessie_ui_url: str | None) -> str | None:
+    if not event.branch:
+        return None
+    branch_url = nessie_branch_url(nessie_ui_url, event.branch)
+    table_url = nessie_table_url(nessie_ui_url, event.branch, event.table)
+    text = f"*Branch:* {_link(branch_url, _code(event.branch, 250))}"
+    if branch_url:
+        text += " (open in the Nessie UI)"
+    if table_url:
+        text += f" · {_link(table_url, 'table on this branch')}"
+    text += "\nThe branch stays open: inspect it, then fix the data or publish/discard it."
+    return text
+
+
+def _threshold(value: Any) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _sample_line(sample: Any) -> str:
+    if isinstance(sample, str):
+        raw = sample
+    else:
+        raw = json.dumps(sample, default=str, ensure_ascii=False, separators=(", ", ": "))
+    # Three backticks inside the code block would close it.
+    return _value(raw.replace("```", "'''"), _MAX_SAMPLE)
+
+
+def _check_text(index: int, check: CheckFailure) -> str:
+    head = f"*{index}. {_value(check.name, 200)}* · {_code(check.kind, 60)}"
+    if check.columns:
+        head += f" on {_code(', '.join(check.columns), 300)}"
+    head += f" · severity {_value(check.severity, 20)}"
+    if check.status != "failed":
+        head += f" · status *{_value(check.status, 20)}*"
+    lines = [head]
+    count = "unknown" if check.violations is None else str(check.violations)
+    detail = f"Violations: *{count}*"
+    if check.threshold is not None:
+        detail += f" (threshold: {_code(_threshold(check.threshold), 200)})"
+    lines.append(detail)
+    text = "\n".join(lines)
+    if not check.samples:
+        return text
+    # Close the code block ourselves so a long sample list cannot leave it open.
+    budget = MAX_SECTION_TEXT - len(text) - len("\nSample violating rows:\n``````") - 40
+    samples: list[str] = []
+    for position, sample in enumerate(check.samples):
+        line = _sample_line(sample)
+        if sum(len(s) + 1 for s in samples) + len(line) > budget:
+            samples.append(f"… {len(check.samples) - position} more")
+            break
+        samples.append(line)
+    return text + "\nSample violating rows:\n```" + "\n".join(samples) + "```"
+
+
+def _links(event: AlertEvent) -> str | None:
+    lines = []
+    if event.report_uri:
+        lines.append(f"*Report:* {_link(browsable_url(event.report_uri), _code(event.report_uri))}")
+    if event.execution_arn:
+        name = event.execution_arn.rsplit(":", 1)[-1]
+        url = execution_console_url(event.execution_arn)
+        label = _code(name if url else event.execution_arn)
+        lines.append(f"*Execution:* {_link(url, label)}")
+    if event.log_uri:
+        url = browsable_url(event.log_uri, prefix=True)
+        lines.append(f"*Logs:* {_link(url, _code(event.log_uri))}")
+    return "\n".join(lines) or None
+
+
+def _fallback(event: AlertEvent, checks: list[CheckFailure]) -> str:
+    text = f"{outcome_title(event.outcome)}: {_value(event.table, 200)}"
+    if event.source_uri:
+        text += f" from {_value(event.source_uri, 300)}"
+    if event.reason:
+        text += f". {_value(event.reason, 500)}"
+    if checks:
+        names = ", ".join(_value(c.name, 80) for c in checks[:5])
+        more = f" and {len(checks) - 5} more" if len(checks) > 5 else ""
+        text += f". {len(checks)} check(s) did not pass: {names}{more}"
+    if event.branch:
+        text += f". Branch: {_value(event.branch, 250)}"
+    return fit(text, MAX_FALLBACK_TEXT)
+
+
+def build_message(
+    event: AlertEvent,
+    report: dict[str, Any] | None,
+    checks: list[CheckFailure],
+    *,
+    nessie_ui_url: str | None = None,
+    report_problem: str | None = None,
+) -> SlackMessage:
+    """Render the alert; the result always satisfies the limits above."""
+    title = outcome_title(event.outcome)
+    if _SAFE_TABLE.match(event.table):
+        title = f"{title}: {event.table}"
+    head: list[dict[str, Any]] = [
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": _clip(title, MAX_HEADER_TEXT), "emoji": True},
+        },
+        _section(_summary(event, report)),
+    ]
+    branch = _branch(event, nessie_ui_url)
+    if branch:
+        head.append(_section(branch))
+    if report_problem:
+        head.append(_context(f":warning: Audit report unavailable: {_value(report_problem)}"))
+
+    tail: list[dict[str, Any]] = []
+    links = _links(event)
+    if links:
+        tail = [{"type": "divider"}, _section(links)]
+
+    body: list[dict[str, Any]] = []
+    if checks:
+        total = len(report.get("checks", [])) if report else len(checks)
+        body.append({"type": "divider"})
+        body.append(_section(f"*{len(checks)} of {total} checks did not pass*"))
+        reserved = len(head) + len(tail) + len(body) + 1  # +1: the "more" note
+        used = _text_length(head) + _text_length(tail) + _text_length(body) + 200
+        shown = 0
+        for check in checks:
+            block = _section(_check_text(shown + 1, check))
+            size = len(block["text"]["text"])
+            if reserved + shown + 1 > MAX_BLOCKS or used + size > MAX_TOTAL_TEXT:
+                break
+            body.append(block)
+            used += size
+            shown += 1
+        if shown < len(checks):
+            hidden = len(checks) - shown
+            body.append(_context(f"…and {hidden} more not shown here: see the report."))
+    blocks = head + body + tail
+    return SlackMessage(text=_fallback(event, checks), blocks=blocks)
