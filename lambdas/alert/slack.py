@@ -6,6 +6,7 @@ invocation; once they are used up, AlertDeliveryError lets Step Functions retry 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ RETRYABLE_SLACK_ERRORS = frozenset(
     {"ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable",
      "request_timeout"}
 )
+_ERROR_CODE = re.compile(r"^[a-z0-9_]{1,64}$")
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,9 @@ def _api_failure(exc: SlackApiError) -> Exception:
     response = exc.response
     status = getattr(response, "status_code", None)
     data = response.data if isinstance(getattr(response, "data", None), dict) else {}
-    code = str(data.get("error") or f"http_{status}")
+    error = data.get("error")
+    # Non-JSON bodies (an HTML 5xx page) come back as a long sentence in `error`.
+    code = error if isinstance(error, str) and _ERROR_CODE.match(error) else f"http_{status}"
     if status == 429 or (status is not None and status >= 500) or code in RETRYABLE_SLACK_ERRORS:
         return AlertDeliveryError(
             f"Slack unavailable after retries: HTTP {status}, error {code}",
