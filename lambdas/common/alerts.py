@@ -1,0 +1,37 @@
+"""Building the alert event (contract of lambdas/alert) and sending it without side effects."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+_log = logging.getLogger(__name__)
+
+
+def alert_event(record: Mapping[str, Any], *, outcome: str, reason: str | None,
+                execution_arn: str | None = None) -> dict[str, Any]:
+    """The alert Lambda's input for an ingest that did not publish."""
+    return {
+        "ingest_id": record["ingest_id"],
+        "table": record.get("table") or "unknown",
+        "source_uri": record.get("source_uri"),
+        "outcome": outcome,
+        "reason": reason,
+        "branch": record.get("branch"),
+        "report_uri": record.get("report_uri"),
+        "execution_arn": execution_arn or record.get("execution_arn"),
+        "log_uri": record.get("log_uri"),
+    }
+
+
+def send_alert_quietly(event: dict[str, Any]) -> bool:
+    """Send through `lambdas.alert.notify.send_alert`; never raises (an alert cannot change
+    the recorded outcome). Returns whether Slack accepted it."""
+    try:
+        from lambdas.alert.notify import send_alert
+
+        return bool(send_alert(event).get("delivered"))
+    except Exception:
+        _log.exception("alert for ingest %s not delivered", event.get("ingest_id"))
+        return False

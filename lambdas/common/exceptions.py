@@ -1,0 +1,43 @@
+"""Errors of the orchestration Lambdas.
+
+The Python Lambda runtime reports an exception's class name as `errorType`;
+the state machine retries on the names of the `RetryableError` subclasses.
+"""
+
+from __future__ import annotations
+
+
+class WapError(Exception):
+    """Base error of the orchestration Lambdas."""
+
+
+class ConfigError(WapError):
+    """The Lambda environment is missing or has an invalid setting."""
+
+
+class RetryableError(WapError):
+    """A dependency failed transiently; the same invocation may succeed later."""
+
+
+class NessieUnavailableError(RetryableError):
+    """The Nessie server could not be reached or answered 5xx."""
+
+
+class LedgerContentionError(RetryableError):
+    """A ledger item kept changing under a conditional write."""
+
+
+class NessieError(WapError):
+    """Nessie refused a request (4xx other than a conflict)."""
+
+
+class MergeConflictError(WapError):
+    """Nessie rejected a merge because main changed the same content."""
+
+
+class InvalidEventError(WapError):
+    """The Lambda input does not have the expected shape."""
+
+
+class ReportError(WapError):
+    """The audit report is missing or does not follow the contract."""

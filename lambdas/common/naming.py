@@ -1,0 +1,116 @@
+"""Pure naming rules: key routing, marker files, ingest ids, branch names."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
+# Nessie's reference-name rule (org.projectnessie.model.Validation.REF_NAME_REGEX).
+NESSIE_REF_NAME = re.compile(r"^[A-Za-z](((?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9._-])?$")
+INGEST_ID = re.compile(r"[0-9a-f]{16}")
+BRANCH_PREFIX = "wap_"
+SUPPORTED_EXTENSIONS = (".parquet",)
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A validated `<namespace>.<table>` identifier."""
+
+    namespace: str
+    name: str
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.namespace}.{self.name}"
+
+    @classmethod
+    def parse(cls, qualified: str) -> TableRef:
+        """Parse `ns.table`; raise ValueError when it is not two valid identifiers."""
+        parts = qualified.split(".")
+        if len(parts) != 2 or not all(IDENTIFIER.fullmatch(p) for p in parts):
+            raise ValueError(f"not a table identifier ns.table: {qualified!r}")
+        return cls(parts[0], parts[1])
+
+
+class Unroutable(ValueError):
+    """The key does not name a table we can ingest into (the message says why)."""
+
+
+def file_name(key: str) -> str:
+    return key.rsplit("/", 1)[-1]
+
+
+def is_marker(key: str) -> bool:
+    """True for keys that are not data: folders, `_SUCCESS`, `_`- or `.`-prefixed names."""
+    if not key or key.endswith("/"):
+        return True
+    name = file_name(key)
+    return name.startswith(("_", "."))
+
+
+def route_key(key: str) -> TableRef:
+    """Map `<namespace>/<table>/<...>/<file>` to its table; raise `Unroutable` otherwise."""
+    parts = key.split("/")
+    if len(parts) < 3 or not parts[-1]:
+        raise Unroutable(
+            f"key {key!r} is not under <namespace>/<table>/: cannot tell which table it belongs to")
+    namespace, table = parts[0], parts[1]
+    for label, value in (("namespace", namespace), ("table", table)):
+        if not IDENTIFIER.fullmatch(value):
+            raise Unroutable(
+                f"key {key!r}: {label} {value!r} is not a valid identifier "
+                "(lower-case letters, digits and _, not starting with a digit)")
+    return TableRef(namespace, table)
+
+
+def unsupported_extension(key: str) -> str | None:
+    """A reason when the file is not a format we ingest, else None."""
+    if file_name(key).lower().endswith(SUPPORTED_EXTENSIONS):
+        return None
+    return (f"unsupported file type {file_name(key)!r}: only "
+            f"{', '.join(SUPPORTED_EXTENSIONS)} files are ingested")
+
+
+def ingest_id(bucket: str, key: str, version: str) -> str:
+    """`sha256("<bucket>/<key>#<versionId or etag>")`, first 16 hex characters."""
+    if not version:
+        raise ValueError("an object version id or ETag is required for the ingest id")
+    return hashlib.sha256(f"{bucket}/{key}#{version}".encode()).hexdigest()[:16]
+
+
+def branch_name(table: TableRef, at: datetime, ingest: str) -> str:
+    """`wap_<namespace>_<table>_<yyyymmddThhmmss>_<id8>` (UTC)."""
+    if not INGEST_ID.fullmatch(ingest):
+        raise ValueError(f"not an ingest id: {ingest!r}")
+    stamp = at.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
+    name = f"{BRANCH_PREFIX}{table.namespace}_{table.name}_{stamp}_{ingest[:8]}"
+    if not NESSIE_REF_NAME.fullmatch(name):  # cannot happen for valid identifiers; guard anyway
+        raise ValueError(f"branch name {name!r} is not a valid Nessie reference name")
+    return name
+
+
+def s3_uri(bucket: str, key: str) -> str:
+    return f"s3://{bucket}/{key}"
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """`s3://bucket/key` -> (bucket, key)."""
+    if not uri.startswith("s3://") or "/" not in uri[5:]:
+        raise ValueError(f"not an s3://bucket/key URI: {uri!r}")
+    bucket, key = uri[5:].split("/", 1)
+    return bucket, key
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)

@@ -1,0 +1,27 @@
+"""Finish Lambda: every execution path ends here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lambdas.common.config import load_settings
+from lambdas.common.exceptions import InvalidEventError
+from lambdas.common.ledger import Ledger
+from lambdas.common.log import logger
+from lambdas.common.nessie import NessieGateway
+from lambdas.finish.service import finish
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Input: `{"state": <execution state>, "execution_arn"}`. Output: see `finish`."""
+    if not isinstance(event, dict) or not isinstance(event.get("state"), dict):
+        raise InvalidEventError("finish input must be {'state': {...}, 'execution_arn': ...}")
+    settings = load_settings()
+    state = event["state"]
+    logger.append_keys(ingest_id=state.get("ingest_id"))
+    result = finish(settings, Ledger(settings.ledger_table), NessieGateway(settings.nessie_uri),
+                    state, event.get("execution_arn"))
+    logger.info("ingest finished", extra={"status": result["status"],
+                                          "next_ingest_id": result["next_ingest_id"]})
+    return result

@@ -1,0 +1,92 @@
+"""Publish an audited ingest: merge exactly the audited commit into main, or rebase.
+
+Main only moves by a merge of the hash the report names. When main changed
+the same table meanwhile (an outside writer), the merge conflicts: the ingest
+is re-run on a fresh branch from main, at most `max_publish_attempts` times.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from lambdas.common import constants as c
+from lambdas.common.config import Settings
+from lambdas.common.exceptions import InvalidEventError, MergeConflictError
+from lambdas.common.ingest import job_log_uri, start_job_run
+from lambdas.common.ledger import Ledger
+from lambdas.common.naming import TableRef, branch_name, iso, utcnow
+from lambdas.common.nessie import NessieGateway
+
+_MERGE_TRIES = 2  # a second try absorbs main moving between reading its hash and merging
+
+
+def publish(settings: Settings, ledger: Ledger, nessie: NessieGateway,
+            state: dict[str, Any]) -> dict[str, Any]:
+    """Merge `state.run.branch @ state.outcome.branch_hash` into main and delete the branch.
+
+    Returns `{"status": "PUBLISHED", ...}`, `{"status": "REBASED", "run": {...}}` (the
+    state machine waits for the new run) or `{"status": "PUBLISH_FAILED", "reason"}`.
+    """
+    try:
+        ingest_id, table, run = state["ingest_id"], state["table"], state["run"]
+        branch, attempt = run["branch"], int(run["attempt"])
+        from_hash = state["outcome"]["branch_hash"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidEventError(f"publish input: {exc!r}") from exc
+    base = {"report_uri": run.get("report_uri"), "log_uri": run.get("log_uri"),
+            "branch_hash": from_hash, "rows_written": state["outcome"].get("rows_written")}
+    record = ledger.get_ingest(ingest_id) or {}
+    if record.get("published_branch") == branch:  # retried after the merge went through
+        nessie.delete_branch(branch)
+        return {**base, "status": c.PUBLISHED, "main_hash": record.get("published_hash")}
+    if record.get(f"branch_attempt_{attempt + 1}"):  # retried after a rebase had begun
+        return _rebase(settings, ledger, nessie, ingest_id, table, run, base,
+                       reason=record.get("error") or "merge conflict")
+
+    conflict: MergeConflictError | None = None
+    for _ in range(_MERGE_TRIES):
+        try:
+            main_hash = nessie.merge_into_main(branch, from_hash)
+            break
+        except MergeConflictError as exc:
+            conflict = exc
+    else:
+        reason = f"merge of {branch} into main conflicted: {conflict}"
+        if attempt >= settings.max_publish_attempts:
+            return {**base, "status": c.PUBLISH_FAILED,
+                    "reason": f"{reason}; gave up after {attempt} attempts "
+                              "(main keeps changing the same table)"}
+        return _rebase(settings, ledger, nessie, ingest_id, table, run, base, reason=reason)
+    ledger.update_ingest(ingest_id, {"published_branch": branch, "published_hash": main_hash})
+    nessie.delete_branch(branch)
+    return {**base, "status": c.PUBLISHED, "main_hash": main_hash}
+
+
+def _rebase(settings: Settings, ledger: Ledger, nessie: NessieGateway, ingest_id: str,
+            table: str, run: dict[str, Any], base: dict[str, Any], *,
+            reason: str) -> dict[str, Any]:
+    """Fresh branch from main and a new job run for the next attempt."""
+    attempt = int(run["attempt"]) + 1
+    now = utcnow()
+    proposed = branch_name(TableRef.parse(table), now, ingest_id)
+    if proposed == run["branch"]:
+        proposed = branch_name(TableRef.parse(table), now + timedelta(seconds=1), ingest_id)
+    branch = ledger.set_once(ingest_id, f"branch_attempt_{attempt}", proposed)
+    ledger.update_ingest(ingest_id, {"error": reason})
+    nessie.ensure_branch_from_main(branch)
+    # The conflicting branch holds a stale copy of the same rows: drop it.
+    nessie.delete_branch(run["branch"])
+    report_uri = settings.report_uri(table, ingest_id, attempt)
+    record = ledger.get_ingest(ingest_id) or {}
+    job_run_id = start_job_run(settings, ingest_id=ingest_id, attempt=attempt,
+                               source_uri=record.get("source_uri") or run.get("source_uri"),
+                               table=table, branch=branch, report_uri=report_uri)
+    started_at = ledger.set_once(ingest_id, f"job_started_at_{attempt}", iso(utcnow()))
+    log_uri = job_log_uri(settings, ingest_id, job_run_id)
+    ledger.update_ingest(ingest_id, {"branch": branch, "job_run_id": job_run_id,
+                                     "attempts": attempt, "report_uri": report_uri,
+                                     "log_uri": log_uri})
+    new_run = {"attempt": attempt, "branch": branch, "job_run_id": job_run_id,
+               "report_uri": report_uri, "log_uri": log_uri, "started_at": started_at}
+    return {**base, "status": c.PUBLISH_REBASED, "reason": reason, "run": new_run}

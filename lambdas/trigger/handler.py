@@ -1,0 +1,28 @@
+"""Trigger Lambda: S3 / EventBridge "Object Created" -> ingest started or queued."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from lambdas.common.config import load_settings
+from lambdas.common.ledger import Ledger
+from lambdas.common.log import logger
+from lambdas.common.nessie import NessieGateway
+from lambdas.trigger.events import parse_event
+from lambdas.trigger.service import handle_object
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Handle every object of the event; a retryable failure fails the whole invocation so
+    Lambda retries it (already-finished objects are no-ops the second time)."""
+    settings = load_settings()
+    ledger = Ledger(settings.ledger_table)
+    nessie = NessieGateway(settings.nessie_uri)
+    results = []
+    for obj in parse_event(event):
+        result = handle_object(obj, settings, ledger, nessie)
+        logger.info("object handled", extra=asdict(result))
+        results.append(asdict(result))
+    return {"results": results}
