@@ -1,0 +1,385 @@
+"""Nessie REST API v2 (the subset Iceberg's NessieCatalog and the Nessie Java client use).
+
+Parse and serialise only: every rule lives in `store.py`. Paths, parameters and bodies follow
+Nessie's OpenAPI spec (`META-INF/openapi/openapi.yaml` in the Iceberg runtime jar).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .cel import compile_filter
+from .exceptions import BadRequestError, ContentNotFoundError
+from .http import Call, Route
+from .models import (
+    BRANCH,
+    NO_ANCESTOR,
+    SPEC_VERSION,
+    TAG,
+    Commit,
+    Reference,
+    parse_key,
+    parse_merge,
+    parse_operations,
+)
+from .refs import (
+    RefSpec,
+    key_from_path_string,
+    key_to_path_string,
+    key_to_string,
+    parse_ref_spec,
+    validate_hash,
+    validate_ref_name,
+)
+from .store import MAX_PAGE, NessieStore, Resolved
+
+# ------------------------------------------------------------------ serialisers
+
+
+def ref_json(ref: Reference | Resolved) -> dict[str, Any]:
+    if isinstance(ref, Resolved):
+        return ref.as_reference()
+    return {"type": ref.type, "name": ref.name, "hash": ref.hash}
+
+
+def commit_meta_json(commit: Commit) -> dict[str, Any]:
+    meta = commit.meta
+    return {
+        "hash": commit.hash,
+        "committer": meta.get("committer", ""),
+        "authors": list(meta.get("authors", [])),
+        "allSignedOffBy": list(meta.get("allSignedOffBy", [])),
+        "message": meta.get("message", ""),
+        "commitTime": meta.get("commitTime"),
+        "authorTime": meta.get("authorTime"),
+        "allProperties": {k: list(v) for k, v in meta.get("allProperties", {}).items()},
+        "parentCommitHashes": commit.parents,
+    }
+
+
+def operation_json(op: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": op["type"], "key": {"elements": op["key"]}}
+    if op["type"] == "PUT":
+        out["content"] = op["content"]
+    return out
+
+
+def _ref_metadata(store: NessieStore, ref: Reference) -> dict[str, Any]:
+    head = store.commit_of(ref.hash)
+    meta: dict[str, Any] = {"numTotalCommits": head.seq}
+    if ref.hash != NO_ANCESTOR:
+        meta["commitMetaOfHEAD"] = commit_meta_json(head)
+    if ref.type == BRANCH:
+        default_head = store.get_ref(store.default_branch).hash
+        base = store.merge_base(default_head, ref.hash)
+        meta["commonAncestorHash"] = base
+        meta["numCommitsAhead"] = len(store.ancestors(ref.hash) - store.ancestors(base))
+        meta["numCommitsBehind"] = len(store.ancestors(default_head) - store.ancestors(base))
+    return meta
+
+
+def reference_with_meta(store: NessieStore, ref: Reference, fetch_all: bool) -> dict[str, Any]:
+    out = ref_json(ref)
+    if fetch_all:
+        out["metadata"] = _ref_metadata(store, ref)
+    return out
+
+
+def _fetch_all(call: Call) -> bool:
+    fetch = (call.arg("fetch") or "MINIMAL").upper()
+    if fetch not in ("MINIMAL", "ALL"):
+        raise BadRequestError(f"Invalid fetch option '{fetch}'")
+    return fetch == "ALL"
+
+
+def _resolve(store: NessieStore, text: str) -> Resolved:
+    return store.resolve(parse_ref_spec(text))
+
+
+def _named_with_hash(text: str) -> RefSpec:
+    """`name@hash` / `name` for operations on a named reference (commit, merge, assign...)."""
+    spec = parse_ref_spec(text)
+    if spec.name is None or spec.relative:
+        raise BadRequestError(f"A named reference is required, got '{text}'")
+    return spec
+
+
+def _ref_type(call: Call) -> str | None:
+    value = call.arg("type")
+    if value is None:
+        return None
+    upper = value.upper()
+    if upper not in (BRANCH, TAG):
+        raise BadRequestError(f"Invalid reference type '{value}'")
+    return upper
+
+
+# ------------------------------------------------------------------ handlers
+
+
+def get_config(store: NessieStore, call: Call) -> tuple[int, Any]:
+    created, oldest = store.config_times()
+    return 200, {
+        "defaultBranch": store.default_branch,
+        "minSupportedApiVersion": 1,
+        "maxSupportedApiVersion": 2,
+        "actualApiVersion": 2,
+        "specVersion": SPEC_VERSION,
+        "noAncestorHash": NO_ANCESTOR,
+        "repositoryCreationTimestamp": created,
+        "oldestPossibleCommitTimestamp": oldest,
+    }
+
+
+def list_references(store: NessieStore, call: Call) -> tuple[int, Any]:
+    fetch_all = _fetch_all(call)
+    refs = [reference_with_meta(store, r, fetch_all) for r in store.list_refs()]
+    flt = call.arg("filter")
+    if flt:
+        predicate = compile_filter(flt)
+        refs = [r for r in refs if predicate({
+            "ref": r, "refType": r["type"], "metadata": r.get("metadata", {}),
+            "commit": r.get("metadata", {}).get("commitMetaOfHEAD", {})})]
+    return 200, {"references": refs, "hasMore": False}
+
+
+def get_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
+    spec = parse_ref_spec(call.params["ref"])
+    if spec.name is None or spec.hash is not None or spec.relative:
+        raise BadRequestError(f"Only a reference name is allowed here, got '{call.params['ref']}'")
+    name = store.default_branch if spec.name == "-" else spec.name
+    return 200, {"reference": reference_with_meta(store, store.get_ref(name),
+                                                  _fetch_all(call))}
+
+
+def create_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
+    name = call.arg("name")
+    ref_type = _ref_type(call)
+    if not name or ref_type is None:
+        raise BadRequestError("Query parameters 'name' and 'type' are required")
+    validate_ref_name(name)
+    body = call.json()
+    if not isinstance(body, dict):
+        raise BadRequestError("Request body must be a Reference object")
+    source, hash_ = body.get("name"), body.get("hash")
+    if hash_ is not None:
+        validate_hash(hash_)
+    if source is not None and not isinstance(source, str):
+        raise BadRequestError("Reference name must be a string")
+    if body.get("type") == "DETACHED":
+        source = None
+    ref = store.create_ref(name, ref_type, hash_, source)
+    return 200, {"reference": ref_json(ref)}
+
+
+def assign_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
+    spec = _named_with_hash(call.params["ref"])
+    body = call.json()
+    if not isinstance(body, dict) or not isinstance(body.get("hash"), str):
+        raise BadRequestError("Request body must be a Reference object with a 'hash'")
+    target_hash = validate_hash(body["hash"])
+    if isinstance(body.get("name"), str) and body.get("type") != "DETACHED":
+        target = store.resolve(RefSpec(body["name"], target_hash))
+        target_hash = target.hash
+    ref = store.assign_ref(spec.name or "", spec.hash, _ref_type(call), target_hash)
+    return 200, {"reference": ref_json(ref)}
+
+
+def delete_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
+    spec = _named_with_hash(call.params["ref"])
+    ref = store.delete_ref(spec.name or "", spec.hash, _ref_type(call))
+    return 200, {"reference": ref_json(ref)}
+
+
+def get_content(store: NessieStore, call: Call) -> tuple[int, Any]:
+    resolved = _resolve(store, call.params["ref"])
+    key = tuple(key_from_path_string(call.params["key"]))
+    content = store.tree(resolved.hash).get(key)
+    if content is None:
+        raise ContentNotFoundError.at(list(key), resolved.name or resolved.hash)
+    return 200, {"content": content, "effectiveReference": ref_json(resolved)}
+
+
+def _contents(store: NessieStore, resolved: Resolved, keys: list[tuple[str, ...]]
+              ) -> dict[str, Any]:
+    tree = store.tree(resolved.hash)
+    found = [{"key": {"elements": list(k)}, "content": tree[k]} for k in keys if k in tree]
+    return {"contents": found, "effectiveReference": ref_json(resolved)}
+
+
+def get_several_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
+    resolved = _resolve(store, call.params["ref"])
+    keys = [tuple(key_from_path_string(k)) for k in call.args("key")]
+    return 200, _contents(store, resolved, keys)
+
+
+def get_multiple_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
+    resolved = _resolve(store, call.params["ref"])
+    body = call.json()
+    if not isinstance(body, dict) or not isinstance(body.get("requestedKeys"), list):
+        raise BadRequestError("Request body must be a GetMultipleContentsRequest")
+    if len(body["requestedKeys"]) > 10_000:
+        raise BadRequestError("Too many requested keys")
+    keys = [parse_key(k) for k in body["requestedKeys"]]
+    return 200, _contents(store, resolved, keys)
+
+
+def _entry_env(key: tuple[str, ...], content: dict[str, Any]) -> dict[str, Any]:
+    ns = list(key[:-1])
+    return {"entry": {
+        "key": key_to_string(key), "encodedKey": key_to_path_string(key),
+        "keyElements": list(key), "name": key[-1], "namespace": key_to_string(ns),
+        "namespaceElements": ns, "contentType": content.get("type"),
+    }}
+
+
+def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
+    resolved = _resolve(store, call.params["ref"])
+    tree = store.tree(resolved.hash)
+    keys = sorted(tree)
+    wanted = {tuple(key_from_path_string(k)) for k in call.args("key")}
+    min_key, max_key, prefix = (call.arg("min-key"), call.arg("max-key"), call.arg("prefix-key"))
+    if prefix and (min_key or max_key):
+        raise BadRequestError("Combining prefixKey with either minKey or maxKey is not supported.")
+    if wanted:
+        keys = [k for k in keys if k in wanted]
+    if min_key:
+        lo = tuple(key_from_path_string(min_key))
+        keys = [k for k in keys if k >= lo]
+    if max_key:
+        hi = tuple(key_from_path_string(max_key))
+        keys = [k for k in keys if k <= hi]
+    if prefix:
+        pre = tuple(key_from_path_string(prefix))
+        keys = [k for k in keys if k[:len(pre)] == pre]
+    flt = call.arg("filter")
+    if flt:
+        predicate = compile_filter(flt)
+        keys = [k for k in keys if predicate(_entry_env(k, tree[k]))]
+    token = call.arg("page-token")
+    if token:
+        after = tuple(key_from_path_string(token))
+        keys = [k for k in keys if k > after]
+    size = min(call.int_arg("max-records") or MAX_PAGE, MAX_PAGE)
+    page, more = keys[:size], len(keys) > size
+    with_content = call.bool_arg("content")
+    entries = []
+    for k in page:
+        entry: dict[str, Any] = {"type": tree[k]["type"], "name": {"elements": list(k)},
+                                 "contentId": tree[k].get("id")}
+        if with_content:
+            entry["content"] = tree[k]
+        entries.append(entry)
+    out: dict[str, Any] = {"entries": entries, "hasMore": more,
+                           "effectiveReference": ref_json(resolved)}
+    if more:
+        out["token"] = key_to_path_string(page[-1])
+    return 200, out
+
+
+def commit(store: NessieStore, call: Call) -> tuple[int, Any]:
+    spec = _named_with_hash(call.params["branch"])
+    meta, ops = parse_operations(call.json())
+    ref, added, _ = store.commit(spec.name or "", spec.hash, meta, ops)
+    return 200, {
+        "targetBranch": ref_json(ref),
+        "addedContents": [{"key": {"elements": list(k)}, "contentId": cid} for k, cid in added],
+    }
+
+
+def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
+    spec = _named_with_hash(call.params["branch"])
+    request = parse_merge(call.json())
+    if request.from_hash is not None:
+        validate_hash(request.from_hash, "fromHash")
+    result = store.merge(spec.name or "", spec.hash, request)
+    body: dict[str, Any] = {
+        "wasApplied": result.was_applied,
+        "wasSuccessful": result.was_successful,
+        "resultantTargetHash": result.resultant_target_hash,
+        "commonAncestor": result.common_ancestor,
+        "targetBranch": result.target_branch,
+        "effectiveTargetHash": result.effective_target_hash,
+        "details": result.details,
+    }
+    if result.expected_hash:
+        body["expectedHash"] = result.expected_hash
+    return 200, body
+
+
+def get_diff(store: NessieStore, call: Call) -> tuple[int, Any]:
+    from_ref = _resolve(store, call.params["from"])
+    to_ref = _resolve(store, call.params["to"])
+    diffs = store.diff(from_ref.hash, to_ref.hash)
+    wanted = {tuple(key_from_path_string(k)) for k in call.args("key")}
+    prefix = call.arg("prefix-key")
+    if wanted:
+        diffs = [d for d in diffs if d[0] in wanted]
+    if prefix:
+        pre = tuple(key_from_path_string(prefix))
+        diffs = [d for d in diffs if d[0][:len(pre)] == pre]
+    token = call.arg("page-token")
+    if token:
+        after = tuple(key_from_path_string(token))
+        diffs = [d for d in diffs if d[0] > after]
+    size = min(call.int_arg("max-records") or MAX_PAGE, MAX_PAGE)
+    page, more = diffs[:size], len(diffs) > size
+    entries = []
+    for key, before, after in page:
+        entry: dict[str, Any] = {"key": {"elements": list(key)}}
+        if before is not None:
+            entry["from"] = before
+        if after is not None:
+            entry["to"] = after
+        entries.append(entry)
+    out: dict[str, Any] = {"diffs": entries, "hasMore": more,
+                           "effectiveFromReference": ref_json(from_ref),
+                           "effectiveToReference": ref_json(to_ref)}
+    if more:
+        out["token"] = key_to_path_string(page[-1][0])
+    return 200, out
+
+
+def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
+    resolved = _resolve(store, call.params["ref"])
+    limit = call.arg("limit-hash")
+    page = store.log(resolved.hash, limit_hash=limit or None,
+                     max_records=call.int_arg("max-records"), page_token=call.arg("page-token"))
+    fetch_all = _fetch_all(call)
+    entries = []
+    flt = call.arg("filter")
+    predicate = compile_filter(flt) if flt else None
+    for c in page.commits:
+        entry: dict[str, Any] = {"commitMeta": commit_meta_json(c), "parentCommitHash": c.parent}
+        if fetch_all:
+            entry["operations"] = [operation_json(op) for op in c.operations]
+        if predicate is not None and not predicate({
+                "commit": entry["commitMeta"],
+                "operations": [{"type": op["type"], "key": key_to_string(op["key"]),
+                                "keyElements": op["key"], "name": op["key"][-1],
+                                "namespace": key_to_string(op["key"][:-1]),
+                                "namespaceElements": op["key"][:-1]} for op in c.operations]}):
+            continue
+        entries.append(entry)
+    out: dict[str, Any] = {"logEntries": entries, "hasMore": page.token is not None}
+    if page.token:
+        out["token"] = page.token
+    return 200, out
+
+
+ROUTES: list[Route] = [
+    ("GET", ("config",), get_config),
+    ("GET", ("trees",), list_references),
+    ("POST", ("trees",), create_reference),
+    ("GET", ("trees", "{ref}"), get_reference),
+    ("PUT", ("trees", "{ref}"), assign_reference),
+    ("DELETE", ("trees", "{ref}"), delete_reference),
+    ("GET", ("trees", "{ref}", "contents"), get_several_contents),
+    ("POST", ("trees", "{ref}", "contents"), get_multiple_contents),
+    ("GET", ("trees", "{ref}", "contents", "{key}"), get_content),
+    ("GET", ("trees", "{ref}", "entries"), get_entries),
+    ("GET", ("trees", "{ref}", "history"), get_log),
+    ("POST", ("trees", "{branch}", "history", "commit"), commit),
+    ("POST", ("trees", "{branch}", "history", "merge"), merge),
+    ("GET", ("trees", "{from}", "diff", "{to}"), get_diff),
+]

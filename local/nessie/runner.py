@@ -1,0 +1,83 @@
+"""Run the server in a background thread (tests, local mode) or in the foreground (CLI)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+import uvicorn
+
+from .app import create_app
+from .store import NessieStore
+
+
+@dataclass
+class RunningServer:
+    """A started server: its URLs and a way to stop it."""
+
+    host: str
+    port: int
+    store: NessieStore
+    _server: uvicorn.Server
+    _thread: threading.Thread
+    _socket: socket.socket
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def api_v1(self) -> str:
+        return self.url + "/api/v1"
+
+    @property
+    def api_v2(self) -> str:
+        return self.url + "/api/v2"
+
+    def stop(self) -> None:
+        """Stop serving, wait for the thread, close the database."""
+        self._server.should_exit = True
+        self._thread.join(timeout=15)
+        self._socket.close()
+        self.store.close()
+
+
+def _config(store: NessieStore, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(create_app(store), host=host, port=port, log_level="warning",
+                          access_log=False, lifespan="off", timeout_keep_alive=30)
+
+
+def start_server(db_path: str, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
+    """Start a server on `host:port` (0 = a free port) backed by the SQLite file `db_path`.
+
+    Returns once the server accepts connections.
+    """
+    store = NessieStore(db_path)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound_port = sock.getsockname()[1]
+    server = uvicorn.Server(_config(store, host, bound_port))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                              name=f"nessie-{bound_port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            sock.close()
+            store.close()
+            raise RuntimeError(f"Nessie server on {host}:{bound_port} did not start")
+        time.sleep(0.01)
+    return RunningServer(host, bound_port, store, server, thread, sock)
+
+
+def serve_forever(db_path: str, host: str, port: int) -> None:
+    """Serve in the foreground until interrupted."""
+    store = NessieStore(db_path)
+    try:
+        uvicorn.Server(_config(store, host, port)).run()
+    finally:
+        store.close()

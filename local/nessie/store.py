@@ -1,0 +1,646 @@
+"""State and rules of the catalog: the commit DAG, references, contents, conflict detection.
+
+Persisted in SQLite (WAL). Commits are immutable and content-addressed (sha256 over parents,
+metadata and operations), so they are cached in memory once read; references are always read
+from the database and moved with a compare-and-swap inside `BEGIN IMMEDIATE`, which keeps
+concurrent writers (threads or processes) from losing updates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from .exceptions import (
+    BadRequestError,
+    ReferenceAlreadyExistsError,
+    ReferenceConflictError,
+    ReferenceNotFoundError,
+    conflict,
+)
+from .models import (
+    BRANCH,
+    DEFAULT_BRANCH,
+    DETACHED,
+    NO_ANCESTOR,
+    TAG,
+    Commit,
+    Key,
+    MergeRequest,
+    Operation,
+    Reference,
+    Tree,
+    build_commit_meta,
+    new_content_id,
+    now_iso,
+)
+from .refs import RefSpec, key_to_string, validate_hash, validate_ref_name
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS repo (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS refs (name TEXT PRIMARY KEY, type TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS commits (
+    hash TEXT PRIMARY KEY, parent TEXT NOT NULL, merge_parent TEXT, seq INTEGER NOT NULL,
+    meta TEXT NOT NULL, ops TEXT NOT NULL, tree TEXT NOT NULL);
+"""
+_TREE_CACHE_SIZE = 512
+MAX_PAGE = 250
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A reference spec resolved to a commit: `name`/`type` are None for detached hashes."""
+
+    name: str | None
+    type: str
+    hash: str
+
+    def as_reference(self) -> dict[str, Any]:
+        if self.name is None:
+            return {"type": DETACHED, "name": DETACHED, "hash": self.hash}
+        return {"type": self.type, "name": self.name, "hash": self.hash}
+
+
+@dataclass
+class MergeResult:
+    """Outcome of a merge, applied or not (dry run, conflict returned as a result)."""
+
+    was_applied: bool
+    was_successful: bool
+    resultant_target_hash: str
+    common_ancestor: str
+    target_branch: str
+    effective_target_hash: str
+    expected_hash: str | None
+    details: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class LogPage:
+    commits: list[Commit]
+    token: str | None
+
+
+class NessieStore:
+    """The repository: one SQLite file, one default branch."""
+
+    def __init__(self, db_path: str, default_branch: str = DEFAULT_BRANCH) -> None:
+        self.db_path = db_path
+        self.default_branch = default_branch
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._commits: dict[str, Commit] = {}
+        self._trees: OrderedDict[str, Tree] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        conn = self._conn()
+        conn.executescript(_SCHEMA)
+        with self._write() as c:
+            if c.execute("SELECT 1 FROM repo WHERE key='created'").fetchone() is None:
+                c.execute("INSERT INTO repo VALUES ('created', ?)", (now_iso(),))
+                c.execute("INSERT OR IGNORE INTO refs VALUES (?, ?, ?)",
+                          (default_branch, BRANCH, NO_ANCESTOR))
+        self.created = conn.execute("SELECT value FROM repo WHERE key='created'").fetchone()[0]
+
+    # ------------------------------------------------------------------ connections
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.db_path, isolation_level=None, timeout=30,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self._local.conn = conn
+            with self._cache_lock:
+                self._all_conns = [*getattr(self, "_all_conns", []), conn]
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: in-process lock + `BEGIN IMMEDIATE` (cross-process lock)."""
+        with self._write_lock:
+            conn = self._conn()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._cache_lock:
+            for conn in getattr(self, "_all_conns", []):
+                with suppress(sqlite3.ProgrammingError):
+                    conn.close()
+            self._all_conns = []
+        self._local = threading.local()
+
+    # ------------------------------------------------------------------ commits
+    def commit_of(self, hash_: str) -> Commit:
+        """The commit with this full hash (header only); REFERENCE_NOT_FOUND if unknown."""
+        if hash_ == NO_ANCESTOR:
+            return Commit(NO_ANCESTOR, "", None, 0, {}, [], {})
+        cached = self._commits.get(hash_)
+        if cached is not None:
+            return cached
+        row = self._conn().execute(
+            "SELECT parent, merge_parent, seq, meta, ops FROM commits WHERE hash=?",
+            (hash_,)).fetchone()
+        if row is None:
+            raise ReferenceNotFoundError.commit(hash_)
+        commit = Commit(hash_, row[0], row[1], row[2], json.loads(row[3]), json.loads(row[4]))
+        with self._cache_lock:
+            self._commits[hash_] = commit
+        return commit
+
+    def tree(self, hash_: str) -> Tree:
+        """The full key -> content map at a commit."""
+        if hash_ == NO_ANCESTOR:
+            return {}
+        with self._cache_lock:
+            tree = self._trees.get(hash_)
+            if tree is not None:
+                self._trees.move_to_end(hash_)
+                return tree
+        row = self._conn().execute("SELECT tree FROM commits WHERE hash=?", (hash_,)).fetchone()
+        if row is None:
+            raise ReferenceNotFoundError.commit(hash_)
+        tree = {tuple(k): v for k, v in json.loads(row[0])}
+        self._remember_tree(hash_, tree)
+        return tree
+
+    def _remember_tree(self, hash_: str, tree: Tree) -> None:
+        with self._cache_lock:
+            self._trees[hash_] = tree
+            self._trees.move_to_end(hash_)
+            while len(self._trees) > _TREE_CACHE_SIZE:
+                self._trees.popitem(last=False)
+
+    def expand_hash(self, hash_: str) -> str:
+        """Full hash for a (possibly abbreviated) hash of an existing commit."""
+        hash_ = validate_hash(hash_)
+        if NO_ANCESTOR.startswith(hash_):
+            return NO_ANCESTOR
+        if len(hash_) == 64:
+            self.commit_of(hash_)
+            return hash_
+        upper = hash_ + "g"  # 'g' sorts after every hex digit
+        rows = self._conn().execute(
+            "SELECT hash FROM commits WHERE hash >= ? AND hash < ? LIMIT 2",
+            (hash_, upper)).fetchall()
+        if len(rows) != 1:
+            raise ReferenceNotFoundError.commit(hash_)
+        return rows[0][0]
+
+    def _on_chain(self, head: str, target: str) -> bool:
+        """Whether `target` is on the first-parent chain of `head` (Nessie's commitInChain)."""
+        if target == NO_ANCESTOR:
+            return True
+        target_seq = self.commit_of(target).seq
+        current = head
+        while current != NO_ANCESTOR:
+            if current == target:
+                return True
+            commit = self.commit_of(current)
+            if commit.seq < target_seq:
+                return False
+            current = commit.parent
+        return False
+
+    def ancestors(self, hash_: str) -> set[str]:
+        """Every commit reachable through any parent, `hash_` included."""
+        seen = {hash_}
+        stack = [hash_]
+        while stack:
+            current = stack.pop()
+            if current == NO_ANCESTOR:
+                continue
+            for parent in self.commit_of(current).parents:
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+        return seen
+
+    def merge_base(self, a: str, b: str) -> str:
+        """The nearest common ancestor of two commits (merge parents included)."""
+        in_a = self.ancestors(a)
+        best = NO_ANCESTOR
+        best_seq = -1
+        stack = [b]
+        seen = {b}
+        while stack:
+            current = stack.pop()
+            if current in in_a:
+                seq = self.commit_of(current).seq
+                if seq > best_seq:
+                    best, best_seq = current, seq
+                continue
+            if current == NO_ANCESTOR:
+                continue
+            for parent in self.commit_of(current).parents:
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+        return best
+
+    # ------------------------------------------------------------------ references
+    def get_ref(self, name: str) -> Reference:
+        """A branch or tag by name; REFERENCE_NOT_FOUND if missing."""
+        row = self._conn().execute("SELECT type, hash FROM refs WHERE name=?", (name,)).fetchone()
+        if row is None:
+            raise ReferenceNotFoundError.named(name)
+        return Reference(name, row[0], row[1])
+
+    def list_refs(self) -> list[Reference]:
+        rows = self._conn().execute("SELECT name, type, hash FROM refs ORDER BY name").fetchall()
+        return [Reference(*row) for row in rows]
+
+    def resolve(self, spec: RefSpec) -> Resolved:
+        """Resolve a reference spec to a commit, checking `name@hash` reachability."""
+        if spec.name is not None:
+            name = self.default_branch if spec.name == "-" else spec.name
+            ref = self.get_ref(name)
+            hash_ = ref.hash
+            if spec.hash is not None:
+                hash_ = self.expand_hash(spec.hash)
+                if not self._on_chain(ref.hash, hash_):
+                    raise ReferenceNotFoundError.hash_not_on_ref(hash_, name)
+            resolved = Resolved(name, ref.type, hash_)
+        else:
+            resolved = Resolved(None, DETACHED, self.expand_hash(spec.hash or ""))
+        for op, arg in spec.relative:
+            resolved = Resolved(resolved.name, resolved.type,
+                                self._relative(resolved.hash, op, arg))
+        return resolved
+
+    def _relative(self, hash_: str, op: str, arg: str) -> str:
+        if op == "~":
+            for _ in range(int(arg)):
+                if hash_ == NO_ANCESTOR:
+                    break
+                hash_ = self.commit_of(hash_).parent
+            return hash_
+        if op == "^":
+            n = int(arg)
+            parents = self.commit_of(hash_).parents if hash_ != NO_ANCESTOR else []
+            if n < 1 or n > len(parents):
+                raise ReferenceNotFoundError(f"Commit '{hash_}' has no parent number {n}")
+            return parents[n - 1]
+        when = _parse_instant(arg)
+        while hash_ != NO_ANCESTOR:
+            commit = self.commit_of(hash_)
+            if _parse_instant(commit.meta["commitTime"]) <= when:
+                return hash_
+            hash_ = commit.parent
+        return NO_ANCESTOR
+
+    def create_ref(self, name: str, ref_type: str, hash_: str | None,
+                   source: str | None = None) -> Reference:
+        """Create a branch or tag at `hash_` (default: head of `source` or the default branch)."""
+        validate_ref_name(name)
+        if ref_type not in (BRANCH, TAG):
+            raise BadRequestError(f"Invalid reference type '{ref_type}'")
+        with self._write() as conn:
+            if source is not None and source != DETACHED:
+                src = self.get_ref(source)
+                target = src.hash
+                if hash_:
+                    target = self.expand_hash(hash_)
+                    if not self._on_chain(src.hash, target):
+                        raise ReferenceNotFoundError.hash_not_on_ref(target, source)
+            elif hash_:
+                target = self.expand_hash(hash_)
+            else:
+                target = self.get_ref(self.default_branch).hash
+            try:
+                conn.execute("INSERT INTO refs VALUES (?, ?, ?)", (name, ref_type, target))
+            except sqlite3.IntegrityError:
+                raise ReferenceAlreadyExistsError.named(name) from None
+        return Reference(name, ref_type, target)
+
+    def _current_for_update(self, name: str, expected: str | None,
+                            ref_type: str | None) -> Reference:
+        ref = self.get_ref(name)
+        if ref_type is not None and ref.type != ref_type:
+            raise ReferenceNotFoundError.named(name)
+        if expected is not None:
+            expected_full = self.expand_hash(expected) if len(expected) < 64 else expected.lower()
+            if expected_full != ref.hash:
+                raise ReferenceConflictError.unexpected_hash(name, expected_full, ref.hash)
+        return ref
+
+    def assign_ref(self, name: str, expected: str | None, ref_type: str | None,
+                   target_hash: str) -> Reference:
+        """Point a branch or tag at another commit, if it is still at `expected`."""
+        target = self.expand_hash(target_hash)
+        with self._write() as conn:
+            ref = self._current_for_update(name, expected, ref_type)
+            cur = conn.execute("UPDATE refs SET hash=? WHERE name=? AND hash=?",
+                               (target, name, ref.hash))
+            if cur.rowcount != 1:  # cannot happen under BEGIN IMMEDIATE; kept as a guard
+                raise ReferenceConflictError.unexpected_hash(name, ref.hash, "?")
+        return Reference(name, ref.type, target)
+
+    def delete_ref(self, name: str, expected: str | None, ref_type: str | None) -> Reference:
+        """Delete a branch or tag, if it is still at `expected`; never the default branch."""
+        with self._write() as conn:
+            ref = self._current_for_update(name, expected, ref_type)
+            if name == self.default_branch:
+                raise BadRequestError(f"Default branch '{name}' cannot be deleted.")
+            conn.execute("DELETE FROM refs WHERE name=? AND hash=?", (name, ref.hash))
+        return ref
+
+    # ------------------------------------------------------------------ commit
+    def commit(self, branch: str, expected: str | None, meta_sent: dict[str, Any],
+               ops: list[Operation]) -> tuple[Reference, list[tuple[Key, str]], Commit]:
+        """Commit operations to `branch` on top of its head.
+
+        Per-key conflict detection: for every key the commit touches, the value at the
+        expected hash must equal the value at the head (Nessie's rule; the expected hash may
+        be older than the head when unrelated keys changed meanwhile).
+        """
+        meta = build_commit_meta(meta_sent)
+        with self._write() as conn:
+            ref = self.get_ref(branch)
+            if ref.type != BRANCH:
+                raise ReferenceNotFoundError.named(branch)
+            head = ref.hash
+            expected_full = head
+            if expected is not None:
+                expected_full = self.expand_hash(expected)
+                if not self._on_chain(head, expected_full):
+                    raise ReferenceNotFoundError.hash_not_on_ref(expected_full, branch)
+            head_tree = self.tree(head)
+            expected_tree = head_tree if expected_full == head else self.tree(expected_full)
+            new_tree, stored_ops, added = self._apply(head_tree, expected_tree, ops)
+            commit = self._insert_commit(conn, head, None, meta, stored_ops, new_tree)
+            cur = conn.execute("UPDATE refs SET hash=? WHERE name=? AND hash=?",
+                               (commit.hash, branch, head))
+            if cur.rowcount != 1:
+                raise ReferenceConflictError.unexpected_hash(branch, head, "?")
+        return Reference(branch, BRANCH, commit.hash), added, commit
+
+    def _apply(self, head_tree: Tree, expected_tree: Tree, ops: list[Operation]
+               ) -> tuple[Tree, list[dict[str, Any]], list[tuple[Key, str]]]:
+        conflicts: list[dict[str, Any]] = []
+        new_tree = dict(head_tree)
+        stored: list[dict[str, Any]] = []
+        added: list[tuple[Key, str]] = []
+        deleted_ids = {head_tree[op.key].get("id") for op in ops
+                       if op.type == "DELETE" and op.key in head_tree}
+        deleted_keys: set[Key] = set()
+        for op in ops:
+            key = op.key
+            ks = key_to_string(key)
+            current = head_tree.get(key)
+            if key in deleted_keys:
+                current = None
+            if expected_tree.get(key) != head_tree.get(key):
+                before = expected_tree.get(key)
+                if before is None:
+                    conflicts.append(conflict("KEY_EXISTS", list(key),
+                                              f"key '{ks}' already exists"))
+                elif head_tree.get(key) is None:
+                    conflicts.append(conflict("KEY_DOES_NOT_EXIST", list(key),
+                                              f"key '{ks}' does not exist"))
+                else:
+                    conflicts.append(conflict(
+                        "VALUE_DIFFERS", list(key),
+                        f"values of existing and expected content for key '{ks}' are different"))
+                continue
+            if op.type == "UNCHANGED":
+                continue
+            if op.type == "DELETE":
+                if current is None:
+                    conflicts.append(conflict("KEY_DOES_NOT_EXIST", list(key),
+                                              f"key '{ks}' does not exist"))
+                    continue
+                new_tree.pop(key, None)
+                deleted_keys.add(key)
+                stored.append({"type": "DELETE", "key": list(key)})
+                continue
+            content = dict(op.content or {})
+            cid = content.get("id")
+            if cid is None:
+                if current is not None:
+                    conflicts.append(conflict("KEY_EXISTS", list(key),
+                                              f"key '{ks}' already exists"))
+                    continue
+                content["id"] = new_content_id()
+                added.append((key, content["id"]))
+            elif current is None:
+                if cid not in deleted_ids:  # only a rename may re-use an existing id
+                    conflicts.append(conflict("KEY_DOES_NOT_EXIST", list(key),
+                                              f"key '{ks}' does not exist"))
+                    continue
+            elif current.get("id") != cid:
+                conflicts.append(conflict(
+                    "CONTENT_ID_DIFFERS", list(key),
+                    f"content IDs of existing and expected content for key '{ks}' are different"))
+                continue
+            elif current.get("type") != content["type"]:
+                conflicts.append(conflict(
+                    "PAYLOAD_DIFFERS", list(key),
+                    f"payload of existing and expected content for key '{ks}' are different"))
+                continue
+            new_tree[key] = content
+            stored.append({"type": "PUT", "key": list(key), "content": content})
+        conflicts.extend(self._namespace_conflicts(new_tree, stored))
+        if conflicts:
+            raise ReferenceConflictError(conflicts)
+        return new_tree, stored, added
+
+    @staticmethod
+    def _namespace_conflicts(tree: Tree, stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Parents of put keys must be namespaces; deleted namespaces must be empty."""
+        out: list[dict[str, Any]] = []
+        reported: set[Key] = set()
+        for op in stored:
+            key = tuple(op["key"])
+            if op["type"] == "PUT":
+                for n in range(len(key) - 1, 0, -1):
+                    parent = key[:n]
+                    if parent in reported:
+                        continue
+                    value = tree.get(parent)
+                    ps = key_to_string(parent)
+                    if value is None:
+                        reported.add(parent)
+                        out.append(conflict("NAMESPACE_ABSENT", list(parent),
+                                            f"namespace '{ps}' must exist"))
+                    elif value.get("type") != "NAMESPACE":
+                        reported.add(parent)
+                        out.append(conflict(
+                            "NOT_A_NAMESPACE", list(parent),
+                            f"expecting the key '{ps}' to be a namespace, but is not a namespace "
+                            "(using a content object that is not a namespace as a namespace is "
+                            "forbidden)"))
+            else:
+                size = len(key)
+                if any(len(k) > size and k[:size] == key for k in tree):
+                    out.append(conflict("NAMESPACE_NOT_EMPTY", list(key),
+                                        f"namespace '{key_to_string(key)}' is not empty"))
+        return out
+
+    def _insert_commit(self, conn: sqlite3.Connection, parent: str, merge_parent: str | None,
+                       meta: dict[str, Any], ops: list[dict[str, Any]], tree: Tree) -> Commit:
+        parents = [parent] + ([merge_parent] if merge_parent else [])
+        seq = 1 + max(self.commit_of(p).seq for p in parents)
+        payload = json.dumps({"parents": parents, "meta": meta, "ops": ops},
+                             sort_keys=True, separators=(",", ":"))
+        hash_ = hashlib.sha256(payload.encode()).hexdigest()
+        tree_json = json.dumps(sorted([list(k), v] for k, v in tree.items()),
+                               separators=(",", ":"))
+        conn.execute("INSERT INTO commits VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     (hash_, parent, merge_parent, seq, json.dumps(meta), json.dumps(ops),
+                      tree_json))
+        commit = Commit(hash_, parent, merge_parent, seq, meta, ops)
+        with self._cache_lock:
+            self._commits[hash_] = commit
+        self._remember_tree(hash_, tree)
+        return commit
+
+    # ------------------------------------------------------------------ merge
+    def merge(self, target: str, expected: str | None, request: MergeRequest) -> MergeResult:
+        """Merge the source's changes since the merge base into `target` as one merge commit.
+
+        A key changed on both sides since the merge base (to different values) is a conflict,
+        unless its merge behaviour is FORCE (take the source) or DROP (skip the key).
+        """
+        with self._write() as conn:
+            ref = self.get_ref(target)
+            if ref.type != BRANCH:
+                raise ReferenceNotFoundError.named(target)
+            head = ref.hash
+            if expected is not None:
+                expected = self.expand_hash(expected)
+                if not self._on_chain(head, expected):
+                    raise ReferenceNotFoundError.hash_not_on_ref(expected, target)
+            source_name = self.default_branch if request.from_ref == "-" else request.from_ref
+            source = self.get_ref(source_name)
+            from_hash = source.hash
+            if request.from_hash:
+                from_hash = self.expand_hash(request.from_hash)
+                if not self._on_chain(source.hash, from_hash):
+                    raise ReferenceNotFoundError.hash_not_on_ref(from_hash, source_name)
+            base = self.merge_base(head, from_hash)
+            result = MergeResult(False, True, head, base, target, head, expected)
+            if base == from_hash:  # nothing on the source that the target does not have
+                return result
+            base_tree, source_tree, target_tree = (
+                self.tree(base), self.tree(from_hash), self.tree(head))
+            source_changes = _changed_keys(base_tree, source_tree)
+            target_changes = set(_changed_keys(base_tree, target_tree))
+            new_tree = dict(target_tree)
+            stored: list[dict[str, Any]] = []
+            conflicts: list[dict[str, Any]] = []
+            for key in source_changes:
+                mode = request.key_modes.get(key, request.default_mode)
+                detail: dict[str, Any] = {"key": {"elements": list(key)},
+                                          "mergeBehavior": mode}
+                result.details.append(detail)
+                if mode == "DROP":
+                    continue
+                new_value = source_tree.get(key)
+                if (mode == "NORMAL" and key in target_changes
+                        and target_tree.get(key) != new_value):
+                    ks = key_to_string(key)
+                    if base_tree.get(key) is None:
+                        c = conflict("KEY_EXISTS", list(key), f"key '{ks}' already exists")
+                    elif target_tree.get(key) is None:
+                        c = conflict("KEY_DOES_NOT_EXIST", list(key),
+                                     f"key '{ks}' does not exist")
+                    else:
+                        c = conflict("VALUE_DIFFERS", list(key),
+                                     f"values of existing and expected content for key '{ks}' "
+                                     "are different")
+                    detail["conflict"] = c
+                    conflicts.append(c)
+                    continue
+                if new_value is None:
+                    new_tree.pop(key, None)
+                    stored.append({"type": "DELETE", "key": list(key)})
+                else:
+                    new_tree[key] = new_value
+                    stored.append({"type": "PUT", "key": list(key), "content": new_value})
+            conflicts.extend(self._namespace_conflicts(new_tree, stored))
+            if conflicts:
+                if not request.return_conflict_as_result:
+                    raise ReferenceConflictError(conflicts)
+                result.was_successful = False
+                return result
+            if request.dry_run:
+                return result
+            n = self._count_commits(from_hash, base)
+            sent = dict(request.commit_meta or {})
+            message = request.message or sent.get("message") or (
+                f"Merged {n} commits from {source_name} into {target}.")
+            meta = build_commit_meta(sent, message=message)
+            commit = self._insert_commit(conn, head, from_hash, meta, stored, new_tree)
+            cur = conn.execute("UPDATE refs SET hash=? WHERE name=? AND hash=?",
+                               (commit.hash, target, head))
+            if cur.rowcount != 1:
+                raise ReferenceConflictError.unexpected_hash(target, head, "?")
+            result.was_applied = True
+            result.resultant_target_hash = commit.hash
+            return result
+
+    def _count_commits(self, from_hash: str, base: str) -> int:
+        count = 0
+        current = from_hash
+        while current not in (base, NO_ANCESTOR):
+            count += 1
+            current = self.commit_of(current).parent
+        return count
+
+    # ------------------------------------------------------------------ reads
+    def log(self, start: str, *, limit_hash: str | None = None, max_records: int | None = None,
+            page_token: str | None = None) -> LogPage:
+        """First-parent history from `start` (or the page token) back to the root."""
+        size = min(max_records or MAX_PAGE, MAX_PAGE)
+        current = start
+        if page_token:
+            current = self.expand_hash(page_token)
+        stop = self.expand_hash(limit_hash) if limit_hash else None
+        out: list[Commit] = []
+        while current != NO_ANCESTOR:
+            if len(out) >= size:
+                return LogPage(out, current)
+            commit = self.commit_of(current)
+            out.append(commit)
+            if current == stop:
+                break
+            current = commit.parent
+        return LogPage(out, None)
+
+    def diff(self, from_hash: str, to_hash: str) -> list[tuple[Key, Any, Any]]:
+        """Keys whose content differs between two commits, sorted."""
+        a, b = self.tree(from_hash), self.tree(to_hash)
+        return [(k, a.get(k), b.get(k)) for k in _changed_keys(a, b)]
+
+    def config_times(self) -> tuple[str, str]:
+        return self.created, self.created
+
+
+def _changed_keys(a: Tree, b: Tree) -> list[Key]:
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+def _parse_instant(value: str) -> dt.datetime:
+    if value.isdigit():
+        return dt.datetime.fromtimestamp(int(value) / 1000, dt.UTC)
+    text = value.rstrip("Z")
+    if "." in text:
+        head, frac = text.split(".", 1)
+        text = f"{head}.{frac[:6].ljust(6, '0')}"
+    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
