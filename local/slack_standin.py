@@ -189,7 +189,8 @@ class SlackStandin:
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="slack-standin", daemon=True
+            # A short poll interval keeps stop() fast (shutdown waits for one poll).
+            target=self._server.serve_forever, args=(0.05,), name="slack-standin", daemon=True
         )
 
     # -- lifecycle -------------------------------------------------------------------------
