@@ -174,10 +174,13 @@ def make_endpoint(store: NessieStore, routes: list[Route], prefix: str
             if request.method in ("POST", "PUT"):
                 call.raw_body = await read_body(request)
             status, payload = handler(store, call)
+            LOG.debug("%s %s?%s -> %s", request.method, raw_path.decode(),
+                      request.url.query, status)
             if status == 204 and payload is None:
                 return Response(status_code=204)
             return JSONResponse(payload, status_code=status)
         except NessieError as exc:
+            LOG.debug("%s %s -> %s %s", request.method, request.url, exc.status, exc.message)
             return error_response(exc, request)
         except UnicodeDecodeError:
             return error_response(BadRequestError("Request path is not valid UTF-8"), request)
