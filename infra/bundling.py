@@ -1,0 +1,188 @@
+"""Build Lambda and Spark job assets locally, without Docker.
+
+Every build lands in a directory named after the hash of its inputs under
+`build/`, written to a temporary sibling first and renamed into place, so
+repeated and concurrent synths (pytest, `cdk synth`) reuse it safely.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from infra import constants
+
+LAMBDA_PYTHON_VERSION = "3.12"
+LAMBDA_PLATFORM = "manylinux2014_x86_64"
+# Shipped by the Lambda Python runtime; bundling them again costs ~30 MB per function.
+RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
+# What the runtime puts on sys.path besides our code (used to import handlers like Lambda does).
+RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+_SKIP_NAMES = {"__pycache__", ".pytest_cache", ".ruff_cache"}
+_SKIP_SUFFIXES = (".pyc", ".pyo")
+_FIXED_ZIP_TIME = (2020, 1, 1, 0, 0, 0)
+
+
+class BundlingError(RuntimeError):
+    """A Lambda or job asset could not be built."""
+
+
+def _source_files(root: Path) -> list[Path]:
+    files = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if any(part in _SKIP_NAMES or part.startswith(".") for part in relative.parts):
+            continue
+        if path.is_file() and not path.name.endswith(_SKIP_SUFFIXES):
+            files.append(path)
+    return files
+
+
+def _digest(items: Iterable[tuple[str, bytes]]) -> str:
+    sha = hashlib.sha256()
+    for name, data in items:
+        sha.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return sha.hexdigest()[:16]
+
+
+def _publish(staging: Path, final: Path) -> Path:
+    """Move a finished build into place; a concurrent identical build may have won."""
+    try:
+        staging.rename(final)
+    except OSError:
+        if not final.is_dir():
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def _copy_tree(files: Iterable[Path], source_root: Path, target_root: Path) -> None:
+    for path in files:
+        target = target_root / path.relative_to(source_root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def function_code(name: str, *, lambdas_dir: Path,
+                  build_dir: Path = constants.BUILD_DIR) -> Path:
+    """Directory holding `lambdas/__init__.py`, `lambdas/common/` and `lambdas/<name>/` only."""
+    package = lambdas_dir / name
+    if not (package / "handler.py").is_file():
+        raise BundlingError(f"{package / 'handler.py'} does not exist: no code for Lambda {name!r}")
+    files = [lambdas_dir / "__init__.py", *_source_files(lambdas_dir / "common"),
+             *_source_files(package)]
+    files = [path for path in files if path.is_file()]
+    digest = _digest((str(p.relative_to(lambdas_dir)), p.read_bytes()) for p in files)
+    final = build_dir / "lambda" / "code" / f"{name}-{digest}"
+    if final.is_dir():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final.parent))
+    _copy_tree(files, lambdas_dir.parent, staging)
+    return _publish(staging, final)
+
+
+def dependency_layer(*, requirements: Path,
+                     build_dir: Path = constants.BUILD_DIR) -> Path:
+    """Layer directory (`python/...`) with the pinned Lambda requirements for Python 3.12 x86_64.
+
+    Built once per requirements file content with `pip install --target`
+    for the Lambda platform (wheels only, so no compiler and no Docker).
+    """
+    spec = requirements.read_bytes()
+    flags = ["--platform", LAMBDA_PLATFORM, "--only-binary=:all:", "--implementation", "cp",
+             "--python-version", LAMBDA_PYTHON_VERSION]
+    digest = _digest([("requirements", spec), ("flags", " ".join(flags).encode())])
+    final = build_dir / "lambda" / f"deps-{digest}"
+    if final.is_dir():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".deps-", dir=final.parent))
+    target = staging / "python"
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+               "--no-compile", "--target", str(target), "-r", str(requirements), *flags]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
+    if result.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise BundlingError(
+            f"pip could not build the Lambda dependency layer from {requirements} "
+            f"(needs the package index once; later synths reuse {final.parent}):\n"
+            f"{result.stderr.strip()[-2000:]}")
+    for name in (*RUNTIME_PROVIDED, "bin"):
+        shutil.rmtree(target / name, ignore_errors=True)
+    for dist_info in target.glob("*.dist-info"):
+        if dist_info.name.split("-")[0].lower() in RUNTIME_PROVIDED:
+            shutil.rmtree(dist_info)
+    return _publish(staging, final)
+
+
+def spark_job_package(*, spark_jobs_dir: Path,
+                      build_dir: Path = constants.BUILD_DIR) -> Path:
+    """Directory deployed under `jobs/`: `spark_jobs/` (entry point) + `spark_jobs.zip` (py-files).
+
+    The zip also carries PyYAML's pure-Python package: the job parses the
+    table configs and EMR's Python does not promise it.
+    """
+    import yaml
+
+    files = _source_files(spark_jobs_dir)
+    yaml_dir = Path(yaml.__file__).parent
+    yaml_files = [p for p in _source_files(yaml_dir) if p.suffix == ".py"]
+    digest = _digest([*((str(p.relative_to(spark_jobs_dir)), p.read_bytes()) for p in files),
+                      *((f"yaml/{p.name}", p.read_bytes()) for p in yaml_files)])
+    final = build_dir / "spark" / f"job-{digest}"
+    if final.is_dir():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".job-", dir=final.parent))
+    _copy_tree(files, spark_jobs_dir.parent, staging)
+    with zipfile.ZipFile(staging / "spark_jobs.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in files:
+            _add(archive, path, str(path.relative_to(spark_jobs_dir.parent)))
+        for path in yaml_files:
+            _add(archive, path, f"yaml/{path.name}")
+    return _publish(staging, final)
+
+
+def _add(archive: zipfile.ZipFile, path: Path, name: str) -> None:
+    # Fixed timestamps keep the zip (and so the asset hash) identical between builds.
+    info = zipfile.ZipInfo(name, date_time=_FIXED_ZIP_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    archive.writestr(info, path.read_bytes())
+
+
+def runtime_site(*, build_dir: Path = constants.BUILD_DIR) -> Path:
+    """A directory standing in for the Lambda runtime's own packages (boto3 and its deps).
+
+    Links to this interpreter's copies, so a handler can be imported with
+    exactly code + layer + runtime on sys.path, as on Lambda.
+    """
+    import importlib.util
+
+    site = build_dir / "lambda" / "runtime-site"
+    site.mkdir(parents=True, exist_ok=True)
+    for name in RUNTIME_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise BundlingError(f"{name} is not installed: it stands in for the Lambda runtime")
+        origin = Path(spec.origin)
+        source = origin.parent if origin.name == "__init__.py" else origin
+        link = site / source.name
+        if not link.exists():
+            with contextlib.suppress(FileExistsError):
+                os.symlink(source, link)
+    return site
+
+
+def tree_size(path: Path) -> int:
+    """Bytes of all regular files below `path` (what Lambda counts as unpacked size)."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())

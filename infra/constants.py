@@ -1,0 +1,152 @@
+"""Names and sizes of the deployed service, in one place.
+
+Per-environment values (channel, endpoints, capacities) come from CDK context and
+are validated in `infra.settings`; everything here is the same in every environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Built Lambda code, dependency layer and job package (gitignored, reused across synths).
+BUILD_DIR = REPO_ROOT / "build"
+
+
+@dataclass(frozen=True)
+class SourceTree:
+    """Where the deployed code lives: the repository by default."""
+
+    root: Path = REPO_ROOT
+
+    @property
+    def lambdas_dir(self) -> Path:
+        return self.root / "lambdas"
+
+    @property
+    def spark_jobs_dir(self) -> Path:
+        return self.root / "spark_jobs"
+
+    @property
+    def tables_dir(self) -> Path:
+        return self.root / "tables"
+
+    @property
+    def state_machine_file(self) -> Path:
+        return self.root / "statemachine" / "ingest.asl.json"
+
+    @property
+    def lambda_requirements(self) -> Path:
+        return self.root / "requirements-lambda.txt"
+
+
+STACK_NAME = "WapIngest"
+DEFAULT_REGION = "eu-west-1"
+
+# --- Catalog (Nessie) --------------------------------------------------------
+NESSIE_IMAGE = "ghcr.io/projectnessie/nessie"
+NESSIE_IMAGE_TAG = "0.107.3"
+NESSIE_API_PORT = 19120
+NESSIE_MANAGEMENT_PORT = 9000
+NESSIE_HEALTH_PATH = "/q/health/ready"
+NESSIE_LISTENER_PORT = 80
+NESSIE_CPU = 1024
+NESSIE_MEMORY_MIB = 2048
+# Nessie's dynamodb2 persistence names its tables "<prefix>_refs" and "<prefix>_objs",
+# both hash-keyed on the string attribute "k" (DynamoDB2Backend / DynamoDB2Constants).
+NESSIE_TABLE_SUFFIXES = ("refs", "objs")
+NESSIE_TABLE_KEY = "k"
+
+# --- Storage -----------------------------------------------------------------
+JOB_CODE_PREFIX = "jobs/"
+TABLES_CONFIG_PREFIX = "tables/"
+REPORTS_PREFIX = "reports/"
+EMR_LOGS_PREFIX = "emr-logs/"
+WAREHOUSE_PREFIX = "warehouse/"
+REPORT_RETENTION_DAYS = 400
+EMR_LOG_RETENTION_DAYS = 30
+ACCESS_LOG_RETENTION_DAYS = 90
+
+# --- Compute (EMR Serverless) ---------------------------------------------------
+EMR_RELEASE_LABEL = "emr-7.12.0"
+EMR_IDLE_TIMEOUT_MINUTES = 15
+EMR_MAX_CPU = "32 vCPU"
+EMR_MAX_MEMORY = "128 GB"
+EMR_MAX_DISK = "1000 GB"
+# Iceberg ships with EMR 7.x; this is where EMR Serverless puts its Spark runtime jar.
+EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
+CATALOG_NAME = "lake"
+S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
+
+# --- Pipeline ------------------------------------------------------------------
+LAMBDA_MEMORY_MIB = 512
+LAMBDA_TIMEOUT_SECONDS = 60
+LOG_RETENTION_DAYS = 90
+EVENT_RETRY_ATTEMPTS = 4
+EVENT_MAX_AGE_HOURS = 6
+TRIGGER_ASYNC_RETRIES = 2
+SWEEPER_RATE_MINUTES = 15
+MAX_PUBLISH_ATTEMPTS = 3
+BRANCH_RETENTION_DAYS = 14
+JOB_TIMEOUT_MINUTES = 60
+JOB_POLL_INTERVAL_SECONDS = 30
+LEDGER_PARTITION_KEY = "pk"
+LEDGER_SORT_KEY = "sk"
+POWERTOOLS_SERVICE_NAME = "wap-ingest"
+
+
+class Capability(Enum):
+    """What a Lambda may do; the stack turns each into a grant."""
+
+    LEDGER_READ = "ledger-read"
+    LEDGER_WRITE = "ledger-write"
+    SOURCE_READ = "source-read"
+    TABLE_CONFIG_READ = "table-config-read"
+    REPORTS_READ = "reports-read"
+    START_JOB = "start-job"
+    WATCH_JOB = "watch-job"
+    START_EXECUTION = "start-execution"
+    WATCH_EXECUTION = "watch-execution"
+    SLACK_TOKEN_READ = "slack-token-read"  # noqa: S105 (a capability name, not a secret)
+    NESSIE = "nessie"
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """One Lambda: its package under lambdas/ and what it is allowed to do."""
+
+    name: str
+    capabilities: frozenset[Capability]
+    timeout_seconds: int = LAMBDA_TIMEOUT_SECONDS
+    memory_mib: int = LAMBDA_MEMORY_MIB
+
+    @property
+    def handler(self) -> str:
+        return f"lambdas.{self.name}.handler.handler"
+
+    @property
+    def substitution(self) -> str:
+        """State machine substitution name: CamelCase of the package + FunctionArn."""
+        return "".join(part.title() for part in self.name.split("_")) + "FunctionArn"
+
+
+_C = Capability
+_START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.START_EXECUTION,
+                 _C.SOURCE_READ, _C.TABLE_CONFIG_READ}
+FUNCTIONS: tuple[FunctionSpec, ...] = (
+    # S3 event -> ledger, branch, job run, execution (or queue behind the table's active ingest).
+    FunctionSpec("trigger", frozenset(_START_INGEST)),
+    FunctionSpec("job_status", frozenset({_C.LEDGER_READ, _C.LEDGER_WRITE, _C.WATCH_JOB,
+                                          _C.REPORTS_READ})),
+    # Merge, or rebase (new branch + job re-run) when main moved.
+    FunctionSpec("publish", frozenset({*_START_INGEST, _C.REPORTS_READ, _C.WATCH_JOB}),
+                 timeout_seconds=120),
+    FunctionSpec("alert", frozenset({_C.LEDGER_READ, _C.REPORTS_READ, _C.SLACK_TOKEN_READ})),
+    # Frees the table and starts the next queued ingest.
+    FunctionSpec("finish", frozenset({*_START_INGEST, _C.REPORTS_READ})),
+    # Recovers stuck locks, drops expired branches, alerts.
+    FunctionSpec("sweeper", frozenset({*_START_INGEST, _C.WATCH_JOB, _C.WATCH_EXECUTION,
+                                       _C.SLACK_TOKEN_READ}), timeout_seconds=300),
+)

@@ -1,0 +1,185 @@
+"""Ledger, Lambdas, the S3 -> trigger rule, the state machine and the sweeper schedule."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra import bundling, constants, definition
+from infra.constants import Capability, FunctionSpec
+
+# Step Functions integrations the definition may use besides our Lambdas.
+_LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+_DYNAMODB_ACTIONS = {
+    "arn:aws:states:::dynamodb:getItem": "dynamodb:GetItem",
+    "arn:aws:states:::dynamodb:putItem": "dynamodb:PutItem",
+    "arn:aws:states:::dynamodb:updateItem": "dynamodb:UpdateItem",
+    "arn:aws:states:::dynamodb:deleteItem": "dynamodb:DeleteItem",
+    "arn:aws:states:::aws-sdk:dynamodb:getItem": "dynamodb:GetItem",
+    "arn:aws:states:::aws-sdk:dynamodb:query": "dynamodb:Query",
+    "arn:aws:states:::aws-sdk:dynamodb:updateItem": "dynamodb:UpdateItem",
+    "arn:aws:states:::aws-sdk:dynamodb:putItem": "dynamodb:PutItem",
+}
+_S3_READ = "arn:aws:states:::aws-sdk:s3:getObject"
+
+
+def state_machine_arn(scope: Construct, name: str) -> str:
+    """ARN of the state machine built from its name (breaks the SM -> Lambda -> SM cycle)."""
+    return Stack.of(scope).format_arn(service="states", resource="stateMachine",
+                                      resource_name=name,
+                                      arn_format=ArnFormat.COLON_RESOURCE_NAME)
+
+
+class Pipeline(Construct):
+    """The orchestration: `ledger`, `layer`, `functions` (by package name), `dead_letter_queue`,
+    `ingest_rule`, `state_machine`, `state_machine_name`, `state_machine_arn`.
+
+    Grants between these and other constructs' resources are wired by the stack.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, functions: Sequence[FunctionSpec],
+                 environment: Mapping[str, str], vpc: ec2.IVpc, subnets: ec2.SubnetSelection,
+                 source: s3.IBucket, artifacts: s3.IBucket, state_machine_name: str,
+                 substitutions: Mapping[str, str], removal_policy: RemovalPolicy,
+                 source_tree: constants.SourceTree) -> None:
+        super().__init__(scope, construct_id)
+        self.state_machine_name = state_machine_name
+        self.state_machine_arn = state_machine_arn(self, state_machine_name)
+        self.ledger = dynamodb.Table(
+            self, "Ledger",
+            partition_key=dynamodb.Attribute(name=constants.LEDGER_PARTITION_KEY,
+                                             type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=constants.LEDGER_SORT_KEY,
+                                        type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            removal_policy=removal_policy,
+        )
+        self.dead_letter_queue = sqs.Queue(
+            self, "IngestDlq", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            retention_period=Duration.days(14))
+
+        self.layer = lambda_.LayerVersion(
+            self, "Dependencies",
+            code=lambda_.Code.from_asset(str(bundling.dependency_layer(
+                requirements=source_tree.lambda_requirements))),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
+            compatible_architectures=[lambda_.Architecture.X86_64],
+            description="Pinned requirements-lambda.txt (boto3 comes with the runtime)",
+        )
+        self.nessie_clients = ec2.SecurityGroup(
+            self, "NessieClients", vpc=vpc, allow_all_outbound=True,
+            description="Lambdas that call Nessie (and Slack through the NAT)")
+        self.specs = {spec.name: spec for spec in functions}
+        self.functions: dict[str, lambda_.Function] = {}
+        for spec in functions:
+            in_vpc = Capability.NESSIE in spec.capabilities
+            log_group = logs.LogGroup(self, f"{_camel(spec.name)}Logs",
+                                      retention=logs.RetentionDays.THREE_MONTHS,
+                                      removal_policy=removal_policy)
+            self.functions[spec.name] = lambda_.Function(
+                self, _camel(spec.name),
+                runtime=lambda_.Runtime.PYTHON_3_12,
+                architecture=lambda_.Architecture.X86_64,
+                handler=spec.handler,
+                code=lambda_.Code.from_asset(str(bundling.function_code(
+                    spec.name, lambdas_dir=source_tree.lambdas_dir))),
+                layers=[self.layer],
+                memory_size=spec.memory_mib,
+                timeout=Duration.seconds(spec.timeout_seconds),
+                environment={**environment, "POWERTOOLS_SERVICE_NAME":
+                             f"{constants.POWERTOOLS_SERVICE_NAME}-{spec.name}"},
+                tracing=lambda_.Tracing.ACTIVE,
+                log_group=log_group,
+                vpc=vpc if in_vpc else None,
+                vpc_subnets=subnets if in_vpc else None,
+                security_groups=[self.nessie_clients] if in_vpc else None,
+                # S3 events are retried by EventBridge and Lambda; failures land in the DLQ.
+                dead_letter_queue=self.dead_letter_queue if spec.name == "trigger" else None,
+                retry_attempts=constants.TRIGGER_ASYNC_RETRIES if spec.name == "trigger" else None,
+            )
+
+        self.ingest_rule = events.Rule(
+            self, "SourceObjectCreated",
+            description="Parquet dropped into the source bucket starts an ingest",
+            event_pattern=events.EventPattern(
+                source=["aws.s3"], detail_type=["Object Created"],
+                detail={"bucket": {"name": [source.bucket_name]}}),
+            targets=[targets.LambdaFunction(
+                self.functions["trigger"], dead_letter_queue=self.dead_letter_queue,
+                retry_attempts=constants.EVENT_RETRY_ATTEMPTS,
+                max_event_age=Duration.hours(constants.EVENT_MAX_AGE_HOURS))],
+        )
+        self.sweeper_schedule = events.Rule(
+            self, "SweeperSchedule", description="Recover stuck table locks and stale branches",
+            schedule=events.Schedule.rate(Duration.minutes(constants.SWEEPER_RATE_MINUTES)),
+            targets=[targets.LambdaFunction(self.functions["sweeper"],
+                                            retry_attempts=2)],
+        ) if "sweeper" in self.functions else None
+
+        self.definition = definition.load(source_tree.state_machine_file)
+        arn_substitutions = {spec.substitution: self.functions[spec.name].function_arn
+                             for spec in functions}
+        self.substitutions = {**substitutions, **arn_substitutions}
+        self.definition.require(self.substitutions.keys())
+        sm_logs = logs.LogGroup(self, "StateMachineLogs", retention=logs.RetentionDays.THREE_MONTHS,
+                                removal_policy=removal_policy)
+        self.state_machine = sfn.StateMachine(
+            self, "Ingest",
+            state_machine_name=state_machine_name,
+            definition_body=sfn.DefinitionBody.from_string(self.definition.text),
+            definition_substitutions={name: self.substitutions[name]
+                                      for name in sorted(self.definition.placeholders)},
+            logs=sfn.LogOptions(destination=sm_logs, level=sfn.LogLevel.ALL,
+                                include_execution_data=True),
+            tracing_enabled=True,
+        )
+        self._grant_integrations(artifacts, functions)
+
+    def _grant_integrations(self, artifacts: s3.IBucket,
+                            functions: Sequence[FunctionSpec]) -> None:
+        """Let the state machine's role call exactly what its Task states name."""
+        role = self.state_machine.role
+        by_arn_placeholder = {"${" + spec.substitution + "}": spec.name for spec in functions}
+        # Render with the placeholders themselves, so ARNs stay recognisable.
+        arn_names = {spec.substitution for spec in functions}
+        resources = self.definition.task_resources(
+            {name: "${" + name + "}" if name in arn_names else str(value)
+             for name, value in self.substitutions.items()})
+        unknown = []
+        for resource, parameters in resources:
+            target = resource
+            if resource.startswith(_LAMBDA_INVOKE):
+                target = str(parameters.get("FunctionName", parameters.get("FunctionName.$", "")))
+            if target in by_arn_placeholder:
+                self.functions[by_arn_placeholder[target]].grant_invoke(role)
+            elif resource in _DYNAMODB_ACTIONS:
+                role.add_to_principal_policy(iam.PolicyStatement(
+                    actions=[_DYNAMODB_ACTIONS[resource]], resources=[self.ledger.table_arn]))
+            elif resource == _S3_READ:
+                artifacts.grant_read(role, f"{constants.REPORTS_PREFIX}*")
+            else:
+                unknown.append(resource)
+        if unknown:
+            raise definition.DefinitionError(
+                f"{self.definition.path}: no IAM mapping for Task resources "
+                f"{sorted(set(unknown))}; "
+                "extend infra/pipeline.py so the state machine role gets exactly that permission")
+
+
+def _camel(name: str) -> str:
+    return "".join(part.title() for part in name.split("_"))

@@ -1,0 +1,138 @@
+"""Per-environment deploy settings, read from CDK context and validated at the edge."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from infra import constants
+
+_CHANNEL = re.compile(r"^(#[a-z0-9][a-z0-9._-]{0,79}|[CG][A-Z0-9]{8,})$")
+_STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,100}$")
+_REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+
+
+class SettingsError(ValueError):
+    """A context value is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class PreInitializedCapacity:
+    """Warm EMR Serverless workers (driver + executors) kept while the application runs."""
+
+    drivers: int
+    executors: int
+    cpu: str = "4 vCPU"
+    memory: str = "16 GB"
+
+
+@dataclass(frozen=True)
+class DeploySettings:
+    """Everything that differs between environments; context keys in brackets."""
+
+    stack_name: str = constants.STACK_NAME          # [stackName]
+    region: str = constants.DEFAULT_REGION          # [region]
+    slack_channel: str = "#data-alerts"             # [slackChannel]
+    nessie_endpoint: str | None = None              # [nessieEndpoint] existing Nessie base URL
+    nessie_ui_allowed_cidr: str | None = None       # [nessieUiAllowedCidr]
+    nat_gateways: int = 1                           # [natGateways]
+    emr_release_label: str = constants.EMR_RELEASE_LABEL  # [emrReleaseLabel]
+    emr_max_cpu: str = constants.EMR_MAX_CPU        # [emrMaxCpu]
+    emr_max_memory: str = constants.EMR_MAX_MEMORY  # [emrMaxMemory]
+    emr_pre_initialized: PreInitializedCapacity | None = None  # [emrPreInitializedExecutors]
+    destroy_data_on_delete: bool = False            # [destroyDataOnDelete] dev stacks only
+    alarm_email: str | None = None                  # [alarmEmail]
+
+    @classmethod
+    def from_context(cls, get: Any) -> DeploySettings:
+        """Build from `node.try_get_context`-like `get(key)`; raise SettingsError on bad values."""
+        stack_name = _text(get, "stackName", constants.STACK_NAME)
+        if not _STACK_NAME.match(stack_name):
+            raise SettingsError(f"stackName {stack_name!r}: letters, digits and '-' only")
+        region = _text(get, "region", constants.DEFAULT_REGION)
+        if not _REGION.match(region):
+            raise SettingsError(f"region {region!r} is not an AWS region name")
+        channel = _text(get, "slackChannel", "#data-alerts")
+        if not _CHANNEL.match(channel):
+            raise SettingsError(
+                f"slackChannel {channel!r}: use '#name' (lower case) or a channel id (C0123ABCD)")
+        endpoint = _optional_text(get, "nessieEndpoint")
+        if endpoint is not None:
+            parsed = urlparse(endpoint)
+            if parsed.scheme not in ("http", "https") or not parsed.hostname:
+                raise SettingsError(f"nessieEndpoint {endpoint!r}: expected http(s)://host[:port]")
+            if parsed.path.rstrip("/").endswith(("/api/v1", "/api/v2")):
+                raise SettingsError("nessieEndpoint is the server base URL, without /api/v1|v2")
+            endpoint = endpoint.rstrip("/")
+        cidr = _optional_text(get, "nessieUiAllowedCidr")
+        if cidr is not None:
+            try:
+                network = ipaddress.ip_network(cidr, strict=True)
+            except ValueError as exc:
+                raise SettingsError(f"nessieUiAllowedCidr {cidr!r}: {exc}") from exc
+            if network.prefixlen == 0:
+                raise SettingsError("nessieUiAllowedCidr must not open the catalog to everyone")
+        label = _text(get, "emrReleaseLabel", constants.EMR_RELEASE_LABEL)
+        match = re.fullmatch(r"emr-(\d+)\.(\d+)\.(\d+)", label)
+        if not match or tuple(map(int, match.groups())) < (7, 12, 0):
+            raise SettingsError(f"emrReleaseLabel {label!r}: need emr-7.12.0 or later")
+        executors = _integer(get, "emrPreInitializedExecutors", 0, low=0, high=50)
+        pre_initialized = (PreInitializedCapacity(drivers=1, executors=executors)
+                           if executors else None)
+        return cls(
+            stack_name=stack_name,
+            region=region,
+            slack_channel=channel,
+            nessie_endpoint=endpoint,
+            nessie_ui_allowed_cidr=cidr,
+            nat_gateways=_integer(get, "natGateways", 1, low=1, high=3),
+            emr_release_label=label,
+            emr_max_cpu=_text(get, "emrMaxCpu", constants.EMR_MAX_CPU),
+            emr_max_memory=_text(get, "emrMaxMemory", constants.EMR_MAX_MEMORY),
+            emr_pre_initialized=pre_initialized,
+            destroy_data_on_delete=_boolean(get, "destroyDataOnDelete", False),
+            alarm_email=_optional_text(get, "alarmEmail"),
+        )
+
+
+def _optional_text(get: Any, key: str) -> str | None:
+    value = get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise SettingsError(f"{key} must be a string, got {value!r}")
+    return value.strip()
+
+
+def _text(get: Any, key: str, default: str) -> str:
+    value = _optional_text(get, key)
+    return default if value is None else value
+
+
+def _integer(get: Any, key: str, default: int, *, low: int, high: int) -> int:
+    value = get(key)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(f"{key} must be an integer, got {value!r}") from exc
+    if not low <= number <= high:
+        raise SettingsError(f"{key} must be between {low} and {high}, got {number}")
+    return number
+
+
+def _boolean(get: Any, key: str, default: bool) -> bool:
+    value = get(key)
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "1", "yes"):
+        return True
+    if str(value).lower() in ("false", "0", "no"):
+        return False
+    raise SettingsError(f"{key} must be true or false, got {value!r}")

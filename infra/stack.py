@@ -1,0 +1,209 @@
+"""The one stack: composes the constructs and wires the grants between them."""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+from infra import constants
+from infra.alerts import AlertChannel, PipelineAlarms
+from infra.catalog import NessieCatalog
+from infra.compute import SparkCompute
+from infra.constants import Capability, FunctionSpec, SourceTree
+from infra.network import Network
+from infra.pipeline import Pipeline, state_machine_arn
+from infra.settings import DeploySettings
+from infra.storage import Storage
+
+
+def state_machine_values() -> dict[str, str]:
+    """Non-ARN substitutions of statemachine/ingest.asl.json (same values locally and on AWS)."""
+    return {
+        "JobPollIntervalSeconds": str(constants.JOB_POLL_INTERVAL_SECONDS),
+        "JobTimeoutSeconds": str(constants.JOB_TIMEOUT_MINUTES * 60),
+        "MaxPublishAttempts": str(constants.MAX_PUBLISH_ATTEMPTS),
+    }
+
+
+class WapStack(Stack):
+    """Storage, catalog, compute, pipeline and alerts of the WAP ingestion service."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
+                 source_tree: SourceTree | None = None,
+                 functions: tuple[FunctionSpec, ...] = constants.FUNCTIONS, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        source_tree = source_tree or SourceTree()
+        removal = RemovalPolicy.DESTROY if settings.destroy_data_on_delete else RemovalPolicy.RETAIN
+
+        network = Network(self, "Network", nat_gateways=settings.nat_gateways,
+                          removal_policy=removal)
+        storage = Storage(self, "Storage", removal_policy=removal,
+                          auto_delete_objects=settings.destroy_data_on_delete)
+        catalog: NessieCatalog | None = None
+        if settings.nessie_endpoint:
+            base = settings.nessie_endpoint
+            nessie_v1, nessie_v2, nessie_ui = f"{base}/api/v1", f"{base}/api/v2", base
+        else:
+            catalog = NessieCatalog(
+                self, "Catalog", vpc=network.vpc, subnets=network.private_subnets,
+                access_logs=storage.access_logs, removal_policy=removal,
+                ui_allowed_cidr=settings.nessie_ui_allowed_cidr)
+            nessie_v1, nessie_v2, nessie_ui = catalog.api_v1_uri, catalog.api_v2_uri, catalog.ui_url
+
+        compute = SparkCompute(
+            self, "Compute", vpc=network.vpc, subnets=network.private_subnets,
+            artifacts=storage.artifacts, release_label=settings.emr_release_label,
+            max_cpu=settings.emr_max_cpu, max_memory=settings.emr_max_memory,
+            pre_initialized=settings.emr_pre_initialized, nessie_uri_v2=nessie_v2,
+            warehouse_uri=storage.warehouse_uri, source_tree=source_tree)
+        alert_channel = AlertChannel(self, "Alerts", removal_policy=removal,
+                                     alarm_email=settings.alarm_email)
+
+        state_machine_name = f"{self.stack_name}-ingest"
+        environment = {
+            "WAP_LEDGER_TABLE": "",  # filled below, once the ledger exists
+            "WAP_NESSIE_URI": nessie_v1,
+            "WAP_NESSIE_UI_URL": nessie_ui,
+            "WAP_EMR_APPLICATION_ID": compute.application.attr_application_id,
+            "WAP_EMR_EXECUTION_ROLE_ARN": compute.execution_role.role_arn,
+            "WAP_JOB_ENTRYPOINT": compute.entrypoint,
+            "WAP_JOB_PY_FILES": compute.py_files,
+            "WAP_JOB_SPARK_PARAMETERS": compute.spark_parameters,
+            "WAP_ARTIFACTS_BUCKET": storage.artifacts.bucket_name,
+            "WAP_TABLES_CONFIG_PREFIX": storage.tables_prefix,
+            "WAP_REPORTS_PREFIX": storage.reports_prefix,
+            "WAP_LOGS_PREFIX": storage.logs_prefix,
+            "WAP_STATE_MACHINE_ARN": state_machine_arn(self, state_machine_name),
+            "WAP_SLACK_SECRET_ARN": alert_channel.slack_token.secret_arn,
+            "WAP_SLACK_CHANNEL": settings.slack_channel,
+            "WAP_MAX_PUBLISH_ATTEMPTS": str(constants.MAX_PUBLISH_ATTEMPTS),
+            "WAP_BRANCH_RETENTION_DAYS": str(constants.BRANCH_RETENTION_DAYS),
+            "WAP_JOB_TIMEOUT_MINUTES": str(constants.JOB_TIMEOUT_MINUTES),
+        }
+        pipeline = Pipeline(
+            self, "Pipeline", functions=functions, environment=environment,
+            vpc=network.vpc, subnets=network.private_subnets, source=storage.source,
+            artifacts=storage.artifacts, state_machine_name=state_machine_name,
+            substitutions=state_machine_values(), removal_policy=removal,
+            source_tree=source_tree)
+        for function in pipeline.functions.values():
+            function.add_environment("WAP_LEDGER_TABLE", pipeline.ledger.table_name)
+        PipelineAlarms(self, "Alarms", topic=alert_channel.topic,
+                       state_machine=pipeline.state_machine,
+                       dead_letter_queue=pipeline.dead_letter_queue, functions=pipeline.functions)
+
+        self._grant_job_role(storage, compute)
+        self._grant_functions(pipeline, storage, compute, alert_channel)
+        if catalog is not None:
+            catalog.listener.connections.allow_default_port_from(
+                pipeline.nessie_clients, "Lambdas to the Nessie API")
+            catalog.listener.connections.allow_default_port_from(
+                compute.security_group, "Spark workers to the Nessie API")
+
+        self.storage, self.catalog, self.compute = storage, catalog, compute
+        self.pipeline, self.alert_channel = pipeline, alert_channel
+        CfnOutput(self, "SourceBucketName", value=storage.source.bucket_name)
+        CfnOutput(self, "LakeBucketName", value=storage.lake.bucket_name)
+        CfnOutput(self, "ArtifactsBucketName", value=storage.artifacts.bucket_name)
+        CfnOutput(self, "NessieApiUrl", value=nessie_v2)
+        CfnOutput(self, "NessieUiUrl", value=nessie_ui)
+        CfnOutput(self, "StateMachineArn", value=pipeline.state_machine.state_machine_arn)
+        CfnOutput(self, "SlackSecretArn", value=alert_channel.slack_token.secret_arn)
+        CfnOutput(self, "AlarmTopicArn", value=alert_channel.topic.topic_arn)
+        if catalog is not None:
+            CfnOutput(self, "NessieClusterName", value=catalog.service.cluster.cluster_name)
+            CfnOutput(self, "NessieServiceName", value=catalog.service.service_name)
+        _suppress_framework_findings(self)
+
+    @staticmethod
+    def _grant_job_role(storage: Storage, compute: SparkCompute) -> None:
+        role = compute.execution_role
+        storage.source.grant_read(role)
+        storage.lake.grant_read_write(role)
+        storage.artifacts.grant_read(role, f"{constants.JOB_CODE_PREFIX}*")
+        storage.artifacts.grant_read(role, f"{constants.TABLES_CONFIG_PREFIX}*")
+        storage.artifacts.grant_put(role, f"{constants.REPORTS_PREFIX}*")
+        storage.artifacts.grant_put(role, f"{constants.EMR_LOGS_PREFIX}*")
+
+    def _grant_functions(self, pipeline: Pipeline, storage: Storage, compute: SparkCompute,
+                         alert_channel: AlertChannel) -> None:
+        application_arn = compute.application_arn
+        job_runs = f"{application_arn}/jobruns/*"
+        executions = self.format_arn(
+            service="states", resource="execution",
+            resource_name=f"{pipeline.state_machine_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        for name, function in pipeline.functions.items():
+            capabilities = pipeline.specs[name].capabilities
+            if Capability.LEDGER_READ in capabilities:
+                pipeline.ledger.grant_read_data(function)
+            if Capability.LEDGER_WRITE in capabilities:
+                pipeline.ledger.grant_write_data(function)
+            if Capability.SOURCE_READ in capabilities:
+                storage.source.grant_read(function)
+            if Capability.TABLE_CONFIG_READ in capabilities:
+                storage.artifacts.grant_read(function, f"{constants.TABLES_CONFIG_PREFIX}*")
+            if Capability.REPORTS_READ in capabilities:
+                storage.artifacts.grant_read(function, f"{constants.REPORTS_PREFIX}*")
+            if Capability.SLACK_TOKEN_READ in capabilities:
+                alert_channel.slack_token.grant_read(function)
+            if Capability.START_JOB in capabilities:
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["emr-serverless:StartJobRun", "emr-serverless:TagResource"],
+                    resources=[application_arn, job_runs]))
+                compute.execution_role.grant_pass_role(function.grant_principal)
+            if Capability.WATCH_JOB in capabilities:
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["emr-serverless:GetJobRun", "emr-serverless:CancelJobRun"],
+                    resources=[job_runs]))
+            if Capability.START_EXECUTION in capabilities:
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["states:StartExecution"], resources=[pipeline.state_machine_arn]))
+            if Capability.WATCH_EXECUTION in capabilities:
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["states:DescribeExecution", "states:StopExecution"],
+                    resources=[executions]))
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["states:ListExecutions"], resources=[pipeline.state_machine_arn]))
+
+
+def _suppress_framework_findings(stack: Stack) -> None:
+    """Findings on what CDK itself generates (roles of Lambdas, custom resources)."""
+    lambda_basic = ("Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                    "AWSLambdaBasicExecutionRole")
+    lambda_vpc = ("Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                  "AWSLambdaVPCAccessExecutionRole")
+    NagSuppressions.add_stack_suppressions(stack, [
+        NagPackSuppression(
+            id="AwsSolutions-IAM4",
+            reason="AWS managed basic/VPC execution policies of Lambda roles only grant writing "
+                   "their own logs and managing their ENIs.",
+            applies_to=[lambda_basic, lambda_vpc]),
+        NagPackSuppression(
+            id="AwsSolutions-IAM5",
+            reason="Wildcards are scoped to this stack's resources: objects under one bucket "
+                   "prefix, job runs of our EMR application, executions of our state machine, "
+                   "indexes of our tables; X-Ray, ENI and log-delivery actions have no "
+                   "resource-level permissions.",
+            applies_to=[
+                {"regex": "/^Action::s3:(GetObject|GetBucket|List|DeleteObject|PutObject|Abort)"
+                          "\\*$/g"},
+                {"regex": "/^Action::kms:(GenerateDataKey|ReEncrypt)\\*$/g"},
+                {"regex": "/^Resource::<.*(Bucket|Source|Lake|Artifacts)[A-Za-z0-9]*\\.Arn>/.*$/g"},
+                {"regex": "/^Resource::arn:<AWS::Partition>:s3:::cdk-.*$/g"},
+                {"regex": "/^Resource::<.*Spark.*\\.Arn>/jobruns/\\*$/g"},
+                {"regex": "/^Resource::arn:<AWS::Partition>:states:[^:]+:<AWS::AccountId>:"
+                          "execution:.*:\\*$/g"},
+                {"regex": "/^Resource::<.*(Table|Ledger)[A-Za-z0-9]*\\.Arn>/index/\\*$/g"},
+                {"regex": "/^Resource::<.*\\.Arn>:\\*$/g"},
+                "Resource::*",
+            ]),
+        NagPackSuppression(
+            id="AwsSolutions-L1",
+            reason="The Lambdas are pinned to python3.12: the dependency layer is built for cp312 "
+                   "and that is the version the team tests; CDK's own custom-resource handlers "
+                   "pick their runtimes themselves.",
+        ),
+    ])
