@@ -112,6 +112,11 @@ def _link(url: str | None, label: str) -> str:
     return f"<{escape(url)}|{label}>"
 
 
+def _linked(url: str | None, label: str) -> str:
+    # Formatting inside a link label is not reliably rendered: plain label when linked.
+    return _link(url, _value(label)) if url else _code(label)
+
+
 def _summary(event: AlertEvent, report: dict[str, Any] | None) -> str:
     lines = [f"*Table:* {_code(event.table)}"]
     if event.source_uri:
@@ -130,7 +135,8 @@ def _branch(event: AlertEvent, nessie_ui_url: str | None) -> str | None:
         return None
     branch_url = nessie_branch_url(nessie_ui_url, event.branch)
     table_url = nessie_table_url(nessie_ui_url, event.branch, event.table)
-    text = f"*Branch:* {_link(branch_url, _code(event.branch, 250))}"
+    label = _value(event.branch, 250) if branch_url else _code(event.branch, 250)
+    text = f"*Branch:* {_link(branch_url, label)}"
     if branch_url:
         text += " (open in the Nessie UI)"
     if table_url:
@@ -183,15 +189,14 @@ def _check_text(index: int, check: CheckFailure) -> str:
 def _links(event: AlertEvent) -> str | None:
     lines = []
     if event.report_uri:
-        lines.append(f"*Report:* {_link(browsable_url(event.report_uri), _code(event.report_uri))}")
+        lines.append(f"*Report:* {_linked(browsable_url(event.report_uri), event.report_uri)}")
     if event.execution_arn:
-        name = event.execution_arn.rsplit(":", 1)[-1]
         url = execution_console_url(event.execution_arn)
-        label = _code(name if url else event.execution_arn)
-        lines.append(f"*Execution:* {_link(url, label)}")
+        label = event.execution_arn.rsplit(":", 1)[-1] if url else event.execution_arn
+        lines.append(f"*Execution:* {_linked(url, label)}")
     if event.log_uri:
         url = browsable_url(event.log_uri, prefix=True)
-        lines.append(f"*Logs:* {_link(url, _code(event.log_uri))}")
+        lines.append(f"*Logs:* {_linked(url, event.log_uri)}")
     return "\n".join(lines) or None
 
 
