@@ -1,0 +1,145 @@
+"""The audit engine: metrics first, then one aggregation pass, then samples if needed.
+
+1. every check tries to settle from the snapshot's file metrics (no data read);
+2. the rest contribute aggregates to ONE `agg` over the new rows (Spark prunes the
+   scan to the columns those aggregates reference);
+3. only when something failed, one more query picks up to `SAMPLES` violating
+   rows per failed check (`row_number() <= 5` per check, which Spark 3.5 limits
+   before the shuffle).
+`unique` with `against_main` also looks the batch's keys up on main: that needs
+main's rows, so it is its own query, run only when such a check is configured.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import math
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from spark_jobs.checks import FAILED, SCAN, Check, CheckResult, col
+from spark_jobs.identifiers import quote
+from spark_jobs.metrics import SnapshotStats
+
+SAMPLES = 5
+SAMPLE_COLUMNS = 20
+SAMPLE_TEXT = 200
+
+
+def run_audit(checks: list[Check], stats: SnapshotStats | None,
+              new_rows: Callable[[], DataFrame], now: dt.datetime,
+              main_rows: Callable[[], DataFrame | None] | None = None) -> list[CheckResult]:
+    """Evaluate `checks` on the rows of one snapshot; results in config order."""
+    results: dict[int, CheckResult] = {}
+    pending = []
+    for index, check in enumerate(checks):
+        settled = check.settle(stats, now) if stats is not None else None
+        if settled is None or check.needs_main:
+            pending.append(index)
+        else:
+            results[index] = settled
+    needs_rows = pending or any(result.status == FAILED and checks[i].violation() is not None
+                                for i, result in results.items())
+    rows = new_rows() if needs_rows else None
+    if pending:
+        results.update(_one_pass(checks, pending, rows, now))
+    for index in pending:
+        if checks[index].needs_main:
+            results[index] = _against_main(checks[index], results[index], rows, main_rows)
+    failed = {index: check.violation() for index, check in enumerate(checks)
+              if results[index].status == FAILED and check.violation() is not None}
+    if failed:
+        for index, samples in _samples(rows, checks, failed).items():
+            results[index].samples = samples + results[index].samples
+            del results[index].samples[SAMPLES:]
+    return [results[index] for index in range(len(checks))]
+
+
+def _one_pass(checks: list[Check], pending: list[int], rows: DataFrame,
+              now: dt.datetime) -> dict[int, CheckResult]:
+    aggregates = [F.count(F.lit(1)).alias("__rows")]
+    for index in pending:
+        aggregates += checks[index].aggregates(f"c{index}_")
+    values = rows.agg(*aggregates).first().asDict()
+    return {index: checks[index].finish(values, f"c{index}_", int(values["__rows"]), now)
+            for index in pending}
+
+
+def _against_main(check: Check, batch: CheckResult, rows: DataFrame,
+                  main_rows: Callable[[], DataFrame | None] | None) -> CheckResult:
+    """Add the batch rows whose key is already on main to the batch's duplicates."""
+    main = main_rows() if main_rows is not None else None
+    if main is None:
+        return batch
+    keys = list(check.spec.columns)
+    batch_keys = rows.where(check._keys_present())
+    condition = None
+    for key in keys:
+        equal = F.col("b." + quote(key)) == F.col("m." + quote(key))
+        condition = equal if condition is None else condition & equal
+    main_keys = main.select(*[col(key) for key in keys]).distinct().alias("m")
+    hits = batch_keys.alias("b").join(main_keys, condition, "left_semi")
+    found = hits.count()
+    if not found:
+        return batch
+    batch.violations = (batch.violations or 0) + found
+    batch.observed = batch.violations
+    batch.status = FAILED
+    batch.settled_by = SCAN
+    batch.samples = [_jsonable_row(row.asDict(recursive=True))
+                     for row in hits.limit(SAMPLES).collect()]
+    return batch
+
+
+def _samples(rows: DataFrame, checks: list[Check], predicates: dict) -> dict[int, list[dict]]:
+    """Up to SAMPLES violating rows per failed check, from one query."""
+    wanted: list[str] = []
+    for index in predicates:
+        wanted += [c for c in checks[index].spec.columns if c not in wanted]
+    # The checked columns always, then the table's other columns up to a readable width.
+    width = max(SAMPLE_COLUMNS, len(wanted))
+    wanted = (wanted + [c for c in rows.columns if c not in wanted])[:width]
+    flagged = rows.select(*[col(c) for c in wanted],
+                          *[pred.alias(f"__v{i}") for i, pred in predicates.items()])
+    checks_hit = F.filter(F.array(*[F.when(F.col(f"__v{i}"), F.lit(i)) for i in predicates]),
+                          lambda x: x.isNotNull())
+    exploded = flagged.select(*[col(c) for c in wanted],
+                              F.explode(checks_hit).alias("__check"))
+    per_check = Window.partitionBy("__check").orderBy("__check")
+    picked = (exploded.withColumn("__n", F.row_number().over(per_check))
+              .where(F.col("__n") <= SAMPLES).collect())
+    samples: dict[int, list[dict]] = {index: [] for index in predicates}
+    for row in picked:
+        record = row.asDict(recursive=True)
+        index = record.pop("__check")
+        record.pop("__n")
+        samples[index].append(_jsonable_row(record))
+    return samples
+
+
+def _jsonable_row(row: dict) -> dict:
+    return {key: _jsonable(value) for key, value in row.items()}
+
+
+def _jsonable(value: Any) -> Any:
+    """Report-safe values: ISO dates, exact decimals, no NaN, short strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dt.date | dt.datetime | dt.time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes | bytearray):
+        return "base64:" + base64.b64encode(bytes(value[:SAMPLE_TEXT])).decode()
+    if isinstance(value, str) and len(value) > SAMPLE_TEXT:
+        return value[:SAMPLE_TEXT] + "..."
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value

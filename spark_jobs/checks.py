@@ -1,0 +1,423 @@
+"""Audit checks compiled against the table schema.
+
+Each compiled check can try to settle itself from the snapshot's file metrics
+(`settle`), else contributes aggregate expressions to the one-pass scan
+(`aggregates` / `finish`), and names the predicate that picks its violating rows
+for samples (`violation`). Compiling validates columns, types, regexes and SQL
+against the schema, so a config error surfaces before anything is written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from spark_jobs.errors import ConfigError
+from spark_jobs.identifiers import quote
+from spark_jobs.metrics import ColumnStats, SnapshotStats
+from spark_jobs.table_config import CheckSpec, TableConfig, parse_max_age
+
+PASSED, FAILED, ERROR = "passed", "failed", "error"
+METRICS, SCAN = "metrics", "scan"
+NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
+           T.DecimalType)
+ORDERED = (*NUMERIC, T.DateType, T.TimestampType, T.TimestampNTZType, T.StringType)
+ATOMIC = (*ORDERED, T.BooleanType)
+TIME_TYPES = (T.DateType, T.TimestampType, T.TimestampNTZType)
+# Types whose Iceberg bounds are exact (see metrics.EXACT_BOUND_TYPES).
+EXACT_BOUNDS = (T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType, T.DateType)
+
+
+@dataclass
+class CheckResult:
+    """One entry of the report's `checks` list (docs/contracts.md)."""
+
+    name: str
+    kind: str
+    columns: list[str]
+    severity: str
+    status: str
+    violations: int | None
+    threshold: Any = None
+    observed: Any = None
+    settled_by: str = SCAN
+    samples: list[dict] = field(default_factory=list)
+    message: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def col(name: str) -> Column:
+    """A column reference that survives any name (`select`, `my col`, `a.b`)."""
+    return F.col(quote(name))
+
+
+class Check:
+    """A check bound to its column types; subclasses implement one kind each."""
+
+    #: True when the check reads main's rows besides the batch (unique against_main).
+    needs_main = False
+
+    def __init__(self, spec: CheckSpec, types: dict[str, T.DataType]):
+        self.spec = spec
+        self.types = types
+
+    @property
+    def column(self) -> str:
+        return self.spec.columns[0]
+
+    def threshold(self) -> Any:
+        return None
+
+    def settle(self, stats: SnapshotStats, now: dt.datetime) -> CheckResult | None:
+        """A result from file metrics alone, or None when the rows must be read."""
+        return None
+
+    def aggregates(self, prefix: str) -> list[Column]:
+        """Aggregate expressions for the one-pass scan, aliased under `prefix`."""
+        return [F.count_if(self.violation()).alias(f"{prefix}v")]
+
+    def finish(self, values: dict[str, Any], prefix: str, rows: int,
+               now: dt.datetime) -> CheckResult:
+        return self.result(values[f"{prefix}v"], SCAN)
+
+    def violation(self) -> Column | None:
+        """Predicate true on a violating row (None: the check is about the batch)."""
+        return None
+
+    def result(self, violations: int | None, settled_by: str, observed: Any = None,
+               failed: bool | None = None) -> CheckResult:
+        if failed is None:
+            failed = bool(violations)
+        return CheckResult(
+            name=self.spec.name, kind=self.spec.kind, columns=list(self.spec.columns),
+            severity=self.spec.severity, status=FAILED if failed else PASSED,
+            violations=violations, threshold=self.threshold(),
+            observed=violations if observed is None else observed, settled_by=settled_by)
+
+    def _stats(self, stats: SnapshotStats) -> tuple[ColumnStats, int | None]:
+        """Column stats and the number of non-null values (None when unknown)."""
+        column = stats.columns.get(self.column, ColumnStats(null_count=None))
+        if column.null_count is None:
+            return column, None
+        return column, stats.record_count - column.null_count
+
+    def _bounds_usable(self, column: ColumnStats) -> bool:
+        if not isinstance(self.types[self.column], EXACT_BOUNDS) or not column.bounds_known:
+            return False
+        return column.nan_count == 0 or not isinstance(self.types[self.column],
+                                                      T.FloatType | T.DoubleType)
+
+
+class NotNull(Check):
+    def settle(self, stats, now):
+        counts = [stats.columns.get(name, ColumnStats(null_count=None)).null_count
+                  for name in self.spec.columns]
+        if any(count is None for count in counts):
+            return None
+        if len(counts) == 1:
+            return self.result(counts[0], METRICS)
+        if not any(counts):
+            return self.result(0, METRICS)
+        return None  # rows with several null columns would be counted twice
+
+    def violation(self):
+        condition = F.lit(False)
+        for name in self.spec.columns:
+            condition = condition | col(name).isNull()
+        return condition
+
+
+class Unique(Check):
+    @property
+    def needs_main(self) -> bool:
+        return bool(self.spec.params.get("against_main"))
+
+    def settle(self, stats, now):
+        if self.needs_main or len(self.spec.columns) != 1:
+            return None
+        _, non_null = self._stats(stats)
+        return self.result(0, METRICS) if non_null is not None and non_null <= 1 else None
+
+    def _keys_present(self) -> Column:
+        condition = F.lit(True)
+        for name in self.spec.columns:
+            condition = condition & col(name).isNotNull()
+        return condition
+
+    def aggregates(self, prefix):
+        # Duplicates = rows with a non-null key minus distinct keys: exact, no join.
+        return [F.count_if(self._keys_present()).alias(f"{prefix}n"),
+                F.count_distinct(*[col(name) for name in self.spec.columns])
+                .alias(f"{prefix}d")]
+
+    def finish(self, values, prefix, rows, now):
+        return self.result(int(values[f"{prefix}n"]) - int(values[f"{prefix}d"]), SCAN)
+
+    def violation(self):
+        window = Window.partitionBy(*[col(name) for name in self.spec.columns])
+        return self._keys_present() & (F.count(F.lit(1)).over(window) > 1)
+
+
+class AcceptedValues(Check):
+    def settle(self, stats, now):
+        column, non_null = self._stats(stats)
+        if non_null == 0:
+            return self.result(0, METRICS)
+        if non_null is None or not self._bounds_usable(column) or column.lower != column.upper:
+            return None
+        # Every non-null value equals the single bound.
+        return self.result(0 if column.lower in self.spec.params["values"] else non_null,
+                           METRICS)
+
+    def threshold(self):
+        return {"values": self.spec.params["values"]}
+
+    def violation(self):
+        return col(self.column).isNotNull() & ~col(self.column).isin(
+            *self.spec.params["values"])
+
+
+class Range(Check):
+    def threshold(self):
+        return {"min": _jsonable(self.spec.params.get("min")),
+                "max": _jsonable(self.spec.params.get("max"))}
+
+    def _limits(self) -> tuple[Any, Any]:
+        type_ = self.types[self.column]
+        return tuple(_coerce(self.spec.params.get(key), type_) for key in ("min", "max"))
+
+    def settle(self, stats, now):
+        column, non_null = self._stats(stats)
+        if non_null == 0:
+            return self.result(0, METRICS)
+        if non_null is None or not self._bounds_usable(column):
+            return None
+        low, high = self._limits()
+        if (low is None or column.lower >= low) and (high is None or column.upper <= high):
+            return self.result(0, METRICS)
+        if (low is not None and column.upper < low) or (high is not None and column.lower > high):
+            return self.result(non_null, METRICS)  # every value is outside
+        return None
+
+    def violation(self):
+        low, high = self._limits()
+        outside = F.lit(False)
+        if low is not None:
+            outside = outside | (col(self.column) < F.lit(low))
+        if high is not None:
+            # NaN sorts above every number in Spark, so it counts as out of range.
+            outside = outside | (col(self.column) > F.lit(high))
+        return col(self.column).isNotNull() & outside
+
+
+class Regex(Check):
+    def threshold(self):
+        return {"pattern": self.spec.params["pattern"]}
+
+    def settle(self, stats, now):
+        _, non_null = self._stats(stats)
+        return self.result(0, METRICS) if non_null == 0 else None
+
+    def violation(self):
+        return col(self.column).isNotNull() & ~col(self.column).rlike(self.spec.params["pattern"])
+
+
+class RowCount(Check):
+    def threshold(self):
+        return {"min": self.spec.params.get("min"), "max": self.spec.params.get("max")}
+
+    def _judge(self, rows: int, settled_by: str) -> CheckResult:
+        low, high = self.spec.params.get("min"), self.spec.params.get("max")
+        failed = (low is not None and rows < low) or (high is not None and rows > high)
+        return self.result(1 if failed else 0, settled_by, observed=rows, failed=failed)
+
+    def settle(self, stats, now):
+        return self._judge(stats.record_count, METRICS)
+
+    def aggregates(self, prefix):
+        return []
+
+    def finish(self, values, prefix, rows, now):
+        return self._judge(rows, SCAN)
+
+
+class NullFraction(Check):
+    def threshold(self):
+        return {"max": self.spec.params["max"]}
+
+    def _judge(self, nulls: int, rows: int, settled_by: str) -> CheckResult:
+        fraction = nulls / rows if rows else 0.0
+        return self.result(nulls, settled_by, observed=round(fraction, 6),
+                           failed=fraction > self.spec.params["max"])
+
+    def settle(self, stats, now):
+        nulls = stats.columns.get(self.column, ColumnStats(null_count=None)).null_count
+        return None if nulls is None else self._judge(nulls, stats.record_count, METRICS)
+
+    def aggregates(self, prefix):
+        return [F.count_if(col(self.column).isNull()).alias(f"{prefix}v")]
+
+    def finish(self, values, prefix, rows, now):
+        return self._judge(int(values[f"{prefix}v"]), rows, SCAN)
+
+
+class Expression(Check):
+    def threshold(self):
+        return {"sql": self.spec.params["sql"]}
+
+    def violation(self):
+        # dbt semantics: a row violates when the expression is false; NULL is not false.
+        return ~F.expr(self.spec.params["sql"])
+
+
+class Freshness(Check):
+    def threshold(self):
+        return {"max_age_s": parse_max_age(self.spec.params["max_age"])}
+
+    def _judge(self, newest_micros: int | None, now: dt.datetime,
+               settled_by: str) -> CheckResult:
+        if newest_micros is None:
+            return self.result(1, settled_by, observed=None, failed=True)
+        now_micros = (now - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+        age_s = round((now_micros - newest_micros) / 1e6, 3)
+        failed = age_s > self.threshold()["max_age_s"]
+        return self.result(1 if failed else 0, settled_by, observed={"age_s": age_s},
+                           failed=failed)
+
+    def settle(self, stats, now):
+        column, non_null = self._stats(stats)
+        if non_null == 0:
+            return self._judge(None, now, METRICS)
+        type_ = self.types[self.column]
+        if non_null is None or not column.bounds_known or column.upper is None \
+                or not isinstance(type_, T.TimestampType | T.DateType):
+            return None
+        upper = column.upper
+        if isinstance(upper, dt.date) and not isinstance(upper, dt.datetime):
+            upper = dt.datetime.combine(upper, dt.time())
+        return self._judge((upper - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1),
+                           now, METRICS)
+
+    def aggregates(self, prefix):
+        return [F.unix_micros(F.max(col(self.column)).cast("timestamp")).alias(f"{prefix}v")]
+
+    def finish(self, values, prefix, rows, now):
+        value = values[f"{prefix}v"]
+        return self._judge(None if value is None else int(value), now, SCAN)
+
+
+CHECK_CLASSES: dict[str, type[Check]] = {
+    "not_null": NotNull, "unique": Unique, "accepted_values": AcceptedValues, "range": Range,
+    "regex": Regex, "row_count": RowCount, "null_fraction": NullFraction,
+    "expression": Expression, "freshness": Freshness,
+}
+# kind -> Spark types its column may have.
+ALLOWED_TYPES: dict[str, tuple[type, ...]] = {
+    "unique": ATOMIC, "accepted_values": ATOMIC, "range": ORDERED,
+    "regex": (T.StringType,), "freshness": TIME_TYPES,
+}
+
+
+def compile_checks(spark: SparkSession, config: TableConfig,
+                   schema: T.StructType) -> list[Check]:
+    """Bind the config's checks to `schema` (the table schema after this write).
+
+    Raises ConfigError for a missing column, a type the check cannot take, a regex
+    Java cannot compile or an expression Spark cannot analyse.
+    """
+    types = {f.name: f.dataType for f in schema.fields}
+    specs = list(config.checks)
+    if not config.from_file:
+        specs += default_required_checks(schema)
+    compiled = []
+    for spec in specs:
+        where = f"check {spec.name!r} ({spec.kind})"
+        for name in spec.columns:
+            if name not in types:
+                raise ConfigError(f"{where}: column {name!r} is not in the table; "
+                                  f"columns: {', '.join(types)}")
+            allowed = ALLOWED_TYPES.get(spec.kind)
+            if allowed and not isinstance(types[name], allowed):
+                raise ConfigError(f"{where}: column {name!r} has type "
+                                  f"{types[name].simpleString()}, which {spec.kind} cannot check")
+        check = CHECK_CLASSES[spec.kind](spec, types)
+        if spec.kind == "regex":
+            _validate_java_regex(spark, spec.params["pattern"], where)
+        if spec.kind == "range":
+            try:
+                check._limits()
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where}: min/max do not fit the column type: {exc}") from exc
+        if spec.kind == "expression":
+            _validate_expression(spark, spec.params["sql"], schema, where)
+        compiled.append(check)
+    return compiled
+
+
+def default_required_checks(schema: T.StructType) -> list[CheckSpec]:
+    """not_null on every Iceberg `required` column (part of the defaults)."""
+    return [CheckSpec(name=f"{f.name}_not_null", kind="not_null", columns=(f.name,))
+            for f in schema.fields if not f.nullable]
+
+
+def _validate_java_regex(spark: SparkSession, pattern: str, where: str) -> None:
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        spark._jvm.java.util.regex.Pattern.compile(pattern)
+    except Py4JJavaError as exc:
+        message = str(exc.java_exception.getMessage()).splitlines()[0]
+        raise ConfigError(f"{where}: bad regex {pattern!r}: {message}") from exc
+
+
+def _validate_expression(spark: SparkSession, sql: str, schema: T.StructType,
+                         where: str) -> None:
+    from pyspark.errors import PySparkException
+    from pyspark.sql.utils import AnalysisException, ParseException
+
+    empty: DataFrame = spark.createDataFrame([], schema)
+    try:
+        # `where` refuses aggregates and window functions: the expression is per row.
+        result_type = empty.where(F.expr(sql)).select(F.expr(sql)).schema.fields[0].dataType
+    except (AnalysisException, ParseException, PySparkException) as exc:
+        message = str(exc).strip().splitlines()[0]
+        raise ConfigError(f"{where}: invalid SQL expression {sql!r}: {message}") from exc
+    if not isinstance(result_type, T.BooleanType):
+        raise ConfigError(f"{where}: expression {sql!r} is {result_type.simpleString()}, "
+                          "not boolean")
+
+
+def _coerce(value: Any, type_: T.DataType) -> Any:
+    """A configured bound in the Python type Spark returns for `type_`."""
+    if value is None:
+        return None
+    if isinstance(type_, T.DateType):
+        if isinstance(value, dt.datetime):
+            return value.date()
+        return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
+    if isinstance(type_, T.TimestampType | T.TimestampNTZType):
+        if isinstance(value, dt.datetime):
+            return value
+        if isinstance(value, dt.date):
+            return dt.datetime.combine(value, dt.time())
+        return dt.datetime.fromisoformat(str(value))
+    if isinstance(type_, T.StringType):
+        return str(value)
+    if isinstance(type_, T.DecimalType):
+        from decimal import Decimal
+
+        return Decimal(str(value))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{value!r} is not a number")
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, dt.date) else value

@@ -1,0 +1,79 @@
+"""Small file I/O through Hadoop's FileSystem in the driver JVM.
+
+The same calls reach `s3://` on EMR (EMRFS) and `file://` locally, so the job
+needs no boto3 and no local credentials handling of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PARQUET_MAGIC = b"PAR1"
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A file found under a source URI."""
+
+    uri: str
+    size: int
+
+
+def _path_and_fs(spark, uri: str):
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path, path.getFileSystem(spark._jsc.hadoopConfiguration())
+
+
+def exists(spark, uri: str) -> bool:
+    """True when `uri` names an existing file or directory."""
+    path, fs = _path_and_fs(spark, uri)
+    return bool(fs.exists(path))
+
+
+def read_bytes(spark, uri: str, max_bytes: int = 10 * 1024 * 1024) -> bytes:
+    """The whole content of a small file (configs)."""
+    path, fs = _path_and_fs(spark, uri)
+    size = fs.getFileStatus(path).getLen()
+    if size > max_bytes:
+        raise ValueError(f"{uri} is {size} bytes, more than {max_bytes}")
+    return read_range(spark, uri, 0, size)
+
+
+def read_range(spark, uri: str, offset: int, length: int) -> bytes:
+    """`length` bytes of `uri` starting at `offset`."""
+    path, fs = _path_and_fs(spark, uri)
+    stream = fs.open(path)
+    try:
+        stream.seek(offset)
+        # py4j returns a Java byte[] as Python bytes in one piece (not byte by byte).
+        return bytes(spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream, length))
+    finally:
+        stream.close()
+
+
+def write_bytes(spark, uri: str, data: bytes) -> None:
+    """Create or overwrite `uri` with `data`."""
+    path, fs = _path_and_fs(spark, uri)
+    stream = fs.create(path, True)
+    try:
+        stream.write(bytearray(data))
+    finally:
+        stream.close()
+
+
+def list_files(spark, uri: str) -> list[FileInfo]:
+    """`uri` itself when it is a file, else the visible files below it (recursive)."""
+    path, fs = _path_and_fs(spark, uri)
+    status = fs.getFileStatus(path)
+    if status.isFile():
+        return [FileInfo(uri, int(status.getLen()))]
+    files = []
+    iterator = fs.listFiles(path, True)
+    while iterator.hasNext():
+        item = iterator.next()
+        name = item.getPath().getName()
+        if name.startswith((".", "_")):
+            continue  # Hadoop/Spark markers such as _SUCCESS and .crc files
+        files.append(FileInfo(item.getPath().toString(), int(item.getLen())))
+    return sorted(files, key=lambda f: f.uri)

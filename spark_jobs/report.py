@@ -1,0 +1,106 @@
+"""The audit report (docs/contracts.md, `report_version: 1`): built up during a run,
+written for every outcome through Hadoop's FileSystem (s3:// on EMR, file:// locally).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from spark_jobs import hadoop_fs
+from spark_jobs.checks import ERROR, FAILED, CheckResult
+from spark_jobs.errors import ReportWriteError, WapJobError, describe
+
+REPORT_VERSION = 1
+PASSED, FAILED_OUTCOME, REJECTED = "passed", "failed", "rejected"
+
+
+def utc_now() -> dt.datetime:
+    """Naive UTC now (the job compares naive UTC values throughout)."""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def _iso(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Report:
+    """One run's report; `to_dict` gives the JSON contract."""
+
+    ingest_id: str
+    table: str
+    source_uris: list[str]
+    branch: str
+    started_at: dt.datetime = field(default_factory=utc_now)
+    branch_hash: str | None = None
+    snapshot_id: int | None = None
+    rows_written: int = 0
+    reused_snapshot: bool = False
+    schema_changes: list[dict] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+    outcome: str | None = None
+    reason: str | None = None
+    reason_code: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    _clock: float = field(default_factory=time.perf_counter)
+
+    def timed(self, key: str, since: float) -> float:
+        """Record seconds since `since` under `key`; return now."""
+        now = time.perf_counter()
+        self.timings[key] = round(now - since, 3)
+        return now
+
+    def settle(self) -> None:
+        """Outcome from the checks: failed iff an error-severity check failed or errored."""
+        bad = [c for c in self.checks if c.severity == "error" and c.status in (FAILED, ERROR)]
+        if not bad:
+            self.outcome, self.reason, self.reason_code = PASSED, None, None
+            return
+        self.outcome, self.reason_code = FAILED_OUTCOME, "audit_failed"
+        parts = [f"{c.name} ({c.status}" + (f", {c.violations} violation(s)"
+                                           if c.violations is not None else "") + ")"
+                 for c in bad]
+        self.reason = f"{len(bad)} error-severity check(s) did not pass: " + "; ".join(parts)
+
+    def reject(self, exc: BaseException) -> None:
+        """Mark the run rejected with a readable reason."""
+        self.outcome = REJECTED
+        if isinstance(exc, WapJobError):
+            self.reason, self.reason_code = str(exc), exc.reason_code
+        else:
+            self.reason, self.reason_code = f"job error: {describe(exc)}", "job_error"
+
+    def to_dict(self) -> dict[str, Any]:
+        self.timings.setdefault("total_s", round(time.perf_counter() - self._clock, 3))
+        return {
+            "report_version": REPORT_VERSION,
+            "ingest_id": self.ingest_id,
+            "table": self.table,
+            "source_uris": list(self.source_uris),
+            "branch": self.branch,
+            "branch_hash": self.branch_hash,
+            "snapshot_id": self.snapshot_id,
+            "rows_written": self.rows_written,
+            "reused_snapshot": self.reused_snapshot,
+            "schema_changes": self.schema_changes,
+            "checks": [check.to_dict() for check in self.checks],
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "reason_code": self.reason_code,
+            "timings": self.timings,
+            "started_at": _iso(self.started_at),
+            "finished_at": _iso(utc_now()),
+        }
+
+
+def write_report(spark, uri: str, report: dict) -> None:
+    """Write `report` as JSON to `uri`; raise ReportWriteError when that fails."""
+    data = json.dumps(report, indent=2, sort_keys=False, default=str).encode()
+    try:
+        hadoop_fs.write_bytes(spark, uri, data)
+    except Exception as exc:
+        raise ReportWriteError(f"cannot write the report to {uri}: {describe(exc)}") from exc

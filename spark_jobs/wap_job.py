@@ -1,0 +1,217 @@
+"""The WAP job: write one ingest to its Nessie branch, audit the new rows, write the report.
+
+Runs unchanged under `spark-submit` on EMR Serverless and locally:
+
+    spark-submit --py-files job.zip spark_jobs/wap_job.py \\
+        --source s3://src/sales/orders/f.parquet --table sales.orders \\
+        --branch wap_sales_orders_20261122T101500_01234567 --ingest-id 0123456789abcdef \\
+        --report-uri s3://reports/0123456789abcdef.json \\
+        --table-config-uri s3://artifacts/tables/sales.orders.yaml
+
+Catalog settings come from Spark conf `spark.sql.catalog.<catalog>.*` (docs/contracts.md).
+The job exits 0 whenever it wrote a report (whatever the outcome), 1 when it could not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):  # `spark-submit spark_jobs/wap_job.py` without the zip
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spark_jobs import hadoop_fs
+from spark_jobs.audit import run_audit
+from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
+from spark_jobs.checks import compile_checks
+from spark_jobs.errors import ConfigError, ReportWriteError, WapJobError, describe
+from spark_jobs.identifiers import (
+    split_table_name,
+    validate_branch,
+    validate_identifier,
+    validate_ingest_id,
+)
+from spark_jobs.metrics import load_iceberg_table, snapshot_stats
+from spark_jobs.report import Report, utc_now, write_report
+from spark_jobs.schema_policy import plan_schema
+from spark_jobs.sources import expand_sources, read_sources
+from spark_jobs.table_config import TableConfig, default_config, parse_table_config
+from spark_jobs.writer import (
+    TableRef,
+    append,
+    check_iceberg_types,
+    check_partitioning,
+    declared_schema,
+    find_ingest_snapshot,
+    prepare_table,
+    table_schema,
+)
+
+log = logging.getLogger("wap_job")
+
+
+@dataclass(frozen=True)
+class JobArgs:
+    """The job's arguments (docs/contracts.md, "Spark job arguments")."""
+
+    sources: list[str]
+    table: str
+    branch: str
+    ingest_id: str
+    report_uri: str
+    table_config_uri: str | None = None
+    catalog: str = "lake"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def run_catalog(self) -> str:
+        """The per-run catalog name, `wap_<first 8 chars of the ingest id>`."""
+        return f"wap_{self.ingest_id[:8]}"
+
+
+def parse_args(argv: list[str] | None = None) -> JobArgs:
+    """Parse spark-submit arguments; argparse exits 2 on malformed usage."""
+    parser = argparse.ArgumentParser(prog="wap_job", description=__doc__.splitlines()[0])
+    parser.add_argument("--source", action="append", required=True, dest="sources",
+                        help="source parquet URI (repeatable; a directory means its files)")
+    parser.add_argument("--table", required=True, help="<namespace>.<table>")
+    parser.add_argument("--branch", required=True, help="Nessie branch to write to")
+    parser.add_argument("--ingest-id", required=True)
+    parser.add_argument("--report-uri", required=True, help="where the JSON report goes")
+    parser.add_argument("--table-config-uri", default=None,
+                        help="YAML table config (a URI ending in / gets <ns>.<table>.yaml)")
+    parser.add_argument("--catalog", default="lake", help="catalog conf template name")
+    parsed = parser.parse_args(argv)
+    return JobArgs(sources=parsed.sources, table=parsed.table, branch=parsed.branch,
+                   ingest_id=parsed.ingest_id, report_uri=parsed.report_uri,
+                   table_config_uri=parsed.table_config_uri, catalog=parsed.catalog)
+
+
+def load_table_config(spark, uri: str | None, table: str) -> TableConfig:
+    """The table's config from `uri`; the defaults when there is no file."""
+    if not uri:
+        return default_config()
+    if uri.endswith("/"):
+        uri = f"{uri}{table}.yaml"
+    try:
+        if not hadoop_fs.exists(spark, uri):
+            log.info("no table config at %s; using the defaults", uri)
+            return default_config()
+        text = hadoop_fs.read_bytes(spark, uri).decode("utf-8")
+    except Exception as exc:
+        raise ConfigError(f"cannot read the table config {uri}: {describe(exc)}") from exc
+    return parse_table_config(text, source=uri)
+
+
+def run_ingest(spark, args: JobArgs) -> dict:
+    """Write, audit and report one ingest; return the report (also written to report_uri).
+
+    Raises ReportWriteError only when the report itself cannot be written.
+    """
+    report = Report(ingest_id=args.ingest_id, table=args.table,
+                    source_uris=list(args.sources), branch=args.branch)
+    try:
+        _run(spark, args, report)
+    except WapJobError as exc:
+        log.warning("ingest %s rejected: %s", args.ingest_id, exc)
+        report.reject(exc)
+    except Exception as exc:
+        log.exception("ingest %s failed", args.ingest_id)
+        report.reject(exc)
+    result = report.to_dict()
+    write_report(spark, args.report_uri, result)
+    return result
+
+
+def _run(spark, args: JobArgs, report: Report) -> None:
+    clock = time.perf_counter()
+    namespace, table = split_table_name(args.table)
+    validate_branch(args.branch)
+    validate_ingest_id(args.ingest_id)
+    validate_identifier(args.catalog, "catalog")
+    config = load_table_config(spark, args.table_config_uri, args.table)
+    files = expand_sources(spark, args.sources)
+    frame = read_sources(spark, files)
+
+    conf = configure_run_catalog(spark, args.catalog, args.run_catalog, args.branch)
+    ref = TableRef(args.run_catalog, namespace, table)
+    existing = table_schema(spark, ref)
+    reused = find_ingest_snapshot(spark, ref, args.ingest_id) if existing is not None else None
+    if reused is not None:
+        # A re-run of an ingest that already appended here: audit that snapshot again.
+        plan_target, changes = existing, []
+    else:
+        declared = declared_schema(spark, config.columns) \
+            if existing is None and config.columns else None
+        plan = plan_schema(existing if existing is not None else declared, frame.schema,
+                           config.schema_policy)
+        if declared is not None:  # a new table takes the config's columns
+            plan.create = True
+            plan.changes = [{"change": "create_table", "column": f.name,
+                             "type": f.dataType.simpleString()} for f in plan.target.fields]
+        check_iceberg_types(spark, plan.target)
+        check_partitioning(config.partition_by, plan.target)
+        plan_target, changes = plan.target, plan.changes
+    checks = compile_checks(spark, config, plan_target)  # config errors before any write
+    clock = report.timed("read_s", clock)
+
+    if reused is None:
+        prepare_table(spark, ref, plan, config.partition_by)
+        written = append(spark, ref, frame, plan, args.ingest_id, files)
+    else:
+        written = reused
+    report.snapshot_id, report.rows_written = written.snapshot_id, written.rows_written
+    report.reused_snapshot, report.schema_changes = written.reused, changes
+    report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
+    clock = report.timed("write_s", clock)
+
+    report.checks = _audit(spark, ref, written, checks, args, report)
+    report.timed("audit_s", clock)
+    report.settle()
+
+
+def _audit(spark, ref: TableRef, written, checks, args: JobArgs, report: Report):
+    start = time.perf_counter()
+    table = load_iceberg_table(spark, ref.sql)
+    stats = snapshot_stats(spark, table, written.snapshot_id)
+    report.timed("audit_metrics_s", start)
+
+    def new_rows():
+        reader = spark.read.format("iceberg")
+        if written.parent_id is None:
+            reader = reader.option("snapshot-id", written.snapshot_id)
+        else:
+            reader = (reader.option("start-snapshot-id", written.parent_id)
+                      .option("end-snapshot-id", written.snapshot_id))
+        return reader.load(ref.sql)
+
+    def main_rows():
+        main_ref = TableRef(args.catalog, ref.namespace, ref.table)
+        return spark.table(main_ref.sql) if spark.catalog.tableExists(main_ref.sql) else None
+
+    return run_audit(checks, stats, new_rows, utc_now(), main_rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """spark-submit entry point: 0 when a report was written, 1 when not."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    args = parse_args(argv)
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName(f"wap-{args.ingest_id[:16]}").getOrCreate()
+    try:
+        report = run_ingest(spark, args)
+    except ReportWriteError as exc:
+        log.error("%s", exc)
+        return 1
+    log.info("ingest %s: %s%s", args.ingest_id, report["outcome"],
+             f" ({report['reason']})" if report["reason"] else "")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Write one ingest to the branch: namespace, table, schema changes, one append.
+
+Everything here runs against the per-run catalog, so every commit lands on the
+run's Nessie branch; main never sees a table that only a failed ingest created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from spark_jobs.errors import ConfigError, InputRejectedError, SchemaPolicyError, describe
+from spark_jobs.identifiers import quote, quote_parts
+from spark_jobs.metrics import load_iceberg_table
+from spark_jobs.schema_policy import SchemaPlan
+from spark_jobs.table_config import ColumnSpec, PartitionField
+
+INGEST_ID_PROPERTY = "wap.ingest-id"
+SOURCE_PROPERTY = "wap.source"
+MAX_SOURCE_PROPERTY = 2000
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """`catalog.namespace.table`, each part already validated."""
+
+    catalog: str
+    namespace: str
+    table: str
+
+    @property
+    def sql(self) -> str:
+        """The quoted name for SQL and DataFrame APIs."""
+        return quote_parts(self.catalog, self.namespace, self.table)
+
+
+@dataclass
+class AppendResult:
+    """The snapshot holding this ingest's rows."""
+
+    snapshot_id: int
+    parent_id: int | None
+    rows_written: int
+    reused: bool
+
+
+def table_schema(spark: SparkSession, ref: TableRef) -> T.StructType | None:
+    """The table's Spark schema (required columns non-nullable), None when missing."""
+    if not spark.catalog.tableExists(ref.sql):
+        return None
+    return spark.table(ref.sql).schema
+
+
+def declared_schema(spark: SparkSession, columns: tuple[ColumnSpec, ...]) -> T.StructType:
+    """The config's `schema:` entries as a StructType; ConfigError for unknown types."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    fields = []
+    for column in columns:
+        try:
+            type_ = _parse_datatype_string(column.type)
+        except Exception as exc:
+            raise ConfigError(f"schema column {column.name!r}: unknown type "
+                              f"{column.type!r}") from exc
+        fields.append(T.StructField(column.name, type_, not column.required))
+    return T.StructType(fields)
+
+
+def check_iceberg_types(spark: SparkSession, schema: T.StructType) -> None:
+    """Raise SchemaPolicyError for columns an Iceberg table cannot store (e.g. void)."""
+    jvm = spark._jvm
+    for field in schema.fields:
+        try:
+            jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(
+                jvm.org.apache.spark.sql.types.DataType.fromJson(
+                    T.StructType([field]).json()))
+        except Exception as exc:
+            raise SchemaPolicyError(
+                f"column {field.name!r} has type {field.dataType.simpleString()}, which an "
+                f"Iceberg table cannot store: {describe(exc)}") from exc
+
+
+def check_partitioning(partition_by: tuple[PartitionField, ...], schema: T.StructType) -> None:
+    """ConfigError when a partition column is not in the table."""
+    names = {f.name for f in schema.fields}
+    for part in partition_by:
+        if part.column not in names:
+            raise ConfigError(f"partition_by: column {part.column!r} is not in the table")
+
+
+def prepare_table(spark: SparkSession, ref: TableRef, plan: SchemaPlan,
+                  partition_by: tuple[PartitionField, ...]) -> None:
+    """Create the namespace and table on the branch when missing, then evolve the schema."""
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote_parts(ref.catalog, ref.namespace)}")
+    if plan.create:
+        columns = ", ".join(
+            f"{quote(f.name)} {_sql_type(spark, f.dataType)}" + ("" if f.nullable else " NOT NULL")
+            for f in plan.target.fields)
+        partitioning = ""
+        if partition_by:
+            partitioning = " PARTITIONED BY (" + ", ".join(
+                _partition_sql(part) for part in partition_by) + ")"
+        try:
+            spark.sql(f"CREATE TABLE {ref.sql} ({columns}) USING iceberg{partitioning} "
+                      "TBLPROPERTIES ('format-version' = '2')")
+        except Exception as exc:
+            raise ConfigError(f"cannot create table {ref.namespace}.{ref.table}: "
+                              f"{describe(exc)}") from exc
+        return
+    for change in plan.changes:
+        column = quote(change["column"])
+        if change["change"] == "add_column":
+            type_ = _sql_type(spark, plan.target[change["column"]].dataType)
+            spark.sql(f"ALTER TABLE {ref.sql} ADD COLUMNS ({column} {type_})")
+        elif change["change"] == "widen_type":
+            type_ = _sql_type(spark, plan.target[change["column"]].dataType)
+            spark.sql(f"ALTER TABLE {ref.sql} ALTER COLUMN {column} TYPE {type_}")
+        elif change["change"] == "make_optional":
+            spark.sql(f"ALTER TABLE {ref.sql} ALTER COLUMN {column} DROP NOT NULL")
+
+
+def find_ingest_snapshot(spark: SparkSession, ref: TableRef, ingest_id: str) -> AppendResult | None:
+    """The snapshot a previous run of this ingest appended on this branch's history."""
+    table = load_iceberg_table(spark, ref.sql)
+    snapshot = table.currentSnapshot()
+    while snapshot is not None:
+        if snapshot.summary().get(INGEST_ID_PROPERTY) == ingest_id:
+            return _result(snapshot, reused=True)
+        parent = snapshot.parentId()
+        snapshot = table.snapshot(parent) if parent is not None else None
+    return None
+
+
+def append(spark: SparkSession, ref: TableRef, frame: DataFrame, plan: SchemaPlan,
+           ingest_id: str, sources: list[str]) -> AppendResult:
+    """Append the file rows shaped for the table; the snapshot is stamped with the ingest."""
+    shaped = frame.select(*plan.projection(frame.schema))
+    try:
+        (shaped.writeTo(ref.sql)
+         .option(f"snapshot-property.{INGEST_ID_PROPERTY}", ingest_id)
+         .option(f"snapshot-property.{SOURCE_PROPERTY}",
+                 ",".join(sources)[:MAX_SOURCE_PROPERTY])
+         .append())
+    except Exception as exc:
+        raise InputRejectedError(f"the rows could not be written: {_write_reason(exc)}") from exc
+    found = find_ingest_snapshot(spark, ref, ingest_id)
+    if found is None:
+        raise RuntimeError(f"append committed but no snapshot carries {INGEST_ID_PROPERTY}="
+                           f"{ingest_id}")
+    found.reused = False
+    return found
+
+
+def _result(snapshot, reused: bool) -> AppendResult:
+    return AppendResult(snapshot_id=int(snapshot.snapshotId()),
+                        parent_id=None if snapshot.parentId() is None
+                        else int(snapshot.parentId()),
+                        rows_written=int(snapshot.summary().get("added-records") or 0),
+                        reused=reused)
+
+
+def _write_reason(exc: BaseException) -> str:
+    text = describe(exc)
+    if "Null value appeared in non-nullable field" in text:
+        column = text.split("field:", 1)[-1].strip().split(" ")[0]
+        return f"required column {column!r} has null values ({text})"
+    return text
+
+
+def _sql_type(spark: SparkSession, data_type: T.DataType) -> str:
+    # The JVM renders nested field names quoted (`STRUCT<`my col`: INT>`).
+    return spark._jvm.org.apache.spark.sql.types.DataType.fromJson(data_type.json()).sql()
+
+
+def _partition_sql(part: PartitionField) -> str:
+    column = quote(part.column)
+    if part.transform == "identity":
+        return column
+    if part.arg is not None:
+        return f"{part.transform}({part.arg}, {column})"
+    return f"{part.transform}s({column})"
