@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 
 from lambdas.alert.exceptions import AlertConfigError, AlertDeliveryError
+
+# botocore logs every response body at DEBUG, GetSecretValue's (the token) included; with the
+# Lambda log level at DEBUG the token would land in CloudWatch. Keep that logger above DEBUG.
+logging.getLogger("botocore.parsers").setLevel(logging.INFO)
 
 # Codes that mean "Secrets Manager is having a moment": retry the whole task later.
 _TRANSIENT_CODES = {"InternalServiceError", "ThrottlingException", "RequestTimeout"}
