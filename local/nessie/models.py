@@ -215,7 +215,8 @@ def parse_operations(body: Any) -> tuple[dict[str, Any], list[Operation]]:
             ops.append(Operation("UNCHANGED", key))
         else:
             raise BadRequestError(f"Unknown operation type '{otype}'")
-        if key in seen and otype != "UNCHANGED":
+        replaces = otype == "PUT" and any(o.key == key and o.type == "DELETE" for o in ops[:-1])
+        if key in seen and not replaces:
             raise BadRequestError(
                 f"Duplicate key in commit operations: {'.'.join(key)}")
         seen.add(key)
@@ -224,6 +225,14 @@ def parse_operations(body: Any) -> tuple[dict[str, Any], list[Operation]]:
 
 def build_commit_meta(sent: dict[str, Any], *, message: str | None = None) -> dict[str, Any]:
     """Server-side commit metadata from what the client sent (v1 or v2 field names)."""
+    for field_name, what in (("committer", "committer"), ("commitTime", "commit time"),
+                             ("hash", "commit hash")):
+        if sent.get(field_name) is not None:
+            raise BadRequestError(
+                f"Cannot set the {what} on the client side. It is set by the server.")
+    if sent.get("parentCommitHashes"):
+        raise BadRequestError("Cannot set the parent commit hashes on the client side. "
+                              "It is set by the server.")
     msg = sent.get("message") if message is None else message
     if msg is None:
         msg = ""

@@ -1,7 +1,260 @@
-"""Nessie REST API v1 (the subset pynessie 0.67 calls). Filled in below."""
+"""Nessie REST API v1 (the subset pynessie 0.67 calls): references, entries, log, contents,
+commit, merge, assign, delete, diff. Parse and serialise only; rules live in `store.py`.
+
+v1 bodies differ from v2: references are returned bare (not wrapped), commit metadata uses
+the single-valued `author` / `signedOffBy` / `properties`, assign and delete answer 204.
+"""
 
 from __future__ import annotations
 
-from .http import Route
+from typing import Any
 
-ROUTES: list[Route] = []
+from .cel import compile_filter
+from .exceptions import BadRequestError, ContentNotFoundError
+from .http import Call, Route
+from .models import (
+    BRANCH,
+    NO_ANCESTOR,
+    TAG,
+    Commit,
+    Reference,
+    parse_key,
+    parse_merge,
+    parse_operations,
+)
+from .refs import (
+    RefSpec,
+    key_from_path_string,
+    key_to_path_string,
+    validate_hash,
+    validate_ref_name,
+)
+from .routes_v2 import _entry_env, commit_properties, operation_json
+from .store import MAX_PAGE, NessieStore, Resolved
+
+
+def commit_meta_v1(commit: Commit) -> dict[str, Any]:
+    meta = commit.meta
+    authors = meta.get("authors") or []
+    signed = meta.get("allSignedOffBy") or []
+    return {
+        "hash": commit.hash,
+        "committer": meta.get("committer", ""),
+        "author": authors[0] if authors else None,
+        "signedOffBy": signed[0] if signed else None,
+        "message": meta.get("message", ""),
+        "commitTime": meta.get("commitTime"),
+        "authorTime": meta.get("authorTime"),
+        "properties": {k: v[0] for k, v in commit_properties(commit).items() if v},
+    }
+
+
+def ref_v1(store: NessieStore, ref: Reference, fetch_all: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": ref.type, "name": ref.name, "hash": ref.hash}
+    if fetch_all:
+        head = store.commit_of(ref.hash)
+        meta: dict[str, Any] = {"numTotalCommits": head.seq}
+        if ref.hash != NO_ANCESTOR:
+            meta["commitMetaOfHEAD"] = commit_meta_v1(head)
+        if ref.type == BRANCH:
+            default_head = store.get_ref(store.default_branch).hash
+            base = store.merge_base(default_head, ref.hash)
+            meta["commonAncestorHash"] = base
+            meta["numCommitsAhead"] = len(store.ancestors(ref.hash) - store.ancestors(base))
+            meta["numCommitsBehind"] = len(store.ancestors(default_head) - store.ancestors(base))
+        out["metadata"] = meta
+    return out
+
+
+def _resolve(store: NessieStore, ref: str | None, hash_on_ref: str | None) -> Resolved:
+    name = ref or store.default_branch
+    if name != "-":
+        validate_ref_name(name)
+    return store.resolve(RefSpec(name, validate_hash(hash_on_ref) if hash_on_ref else None))
+
+
+def _ref_type(value: str) -> str:
+    upper = value.upper()
+    if upper not in (BRANCH, TAG):
+        raise BadRequestError(f"Invalid reference type '{value}'")
+    return upper
+
+
+def _expected_hash(call: Call) -> str | None:
+    value = call.arg("expectedHash")
+    return validate_hash(value, "expectedHash") if value else None
+
+
+def get_config(store: NessieStore, call: Call) -> tuple[int, Any]:
+    return 200, {"defaultBranch": store.default_branch, "maxSupportedApiVersion": 2}
+
+
+def list_references(store: NessieStore, call: Call) -> tuple[int, Any]:
+    fetch_all = (call.arg("fetch") or "").upper() == "ALL"
+    return 200, {"references": [ref_v1(store, r, fetch_all) for r in store.list_refs()],
+                 "hasMore": False}
+
+
+def get_default_branch(store: NessieStore, call: Call) -> tuple[int, Any]:
+    return 200, ref_v1(store, store.get_ref(store.default_branch))
+
+
+def get_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
+    name = call.params["ref"]
+    validate_ref_name(name)
+    return 200, ref_v1(store, store.get_ref(name), (call.arg("fetch") or "").upper() == "ALL")
+
+
+def create_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
+    body = call.json()
+    if not isinstance(body, dict) or not isinstance(body.get("name"), str):
+        raise BadRequestError("Request body must be a Reference with a 'name'")
+    ref_type = _ref_type(str(body.get("type") or ""))
+    hash_ = body.get("hash")
+    if hash_ is not None:
+        validate_hash(hash_)
+    source = call.arg("sourceRefName")
+    ref = store.create_ref(body["name"], ref_type, hash_, source)
+    return 200, ref_v1(store, ref)
+
+
+def assign_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
+    ref_type = _ref_type(call.params["type"])
+    body = call.json()
+    if not isinstance(body, dict) or not isinstance(body.get("hash"), str):
+        raise BadRequestError("Request body must be a Reference with a 'hash'")
+    target = validate_hash(body["hash"])
+    if isinstance(body.get("name"), str) and body.get("type") != "DETACHED":
+        target = store.resolve(RefSpec(body["name"], target)).hash
+    store.assign_ref(call.params["name"], _expected_hash(call), ref_type, target)
+    return 204, None
+
+
+def delete_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
+    ref_type = _ref_type(call.params["type"])
+    store.delete_ref(call.params["name"], _expected_hash(call), ref_type)
+    return 204, None
+
+
+def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
+    resolved = _resolve(store, call.params["ref"], call.arg("hashOnRef"))
+    tree = store.tree(resolved.hash)
+    keys = sorted(tree)
+    flt = call.arg("filter")
+    if flt:
+        predicate = compile_filter(flt)
+        keys = [k for k in keys if predicate(_entry_env(k, tree[k]))]
+    token = call.arg("pageToken")
+    if token:
+        after = tuple(key_from_path_string(token))
+        keys = [k for k in keys if k > after]
+    size = min(call.int_arg("maxRecords") or MAX_PAGE, MAX_PAGE)
+    page, more = keys[:size], len(keys) > size
+    out: dict[str, Any] = {
+        "entries": [{"type": tree[k]["type"], "name": {"elements": list(k)}} for k in page],
+        "hasMore": more}
+    if more:
+        out["token"] = key_to_path_string(page[-1])
+    return 200, out
+
+
+def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
+    youngest = call.arg("endHash") or call.arg("hashOnRef")
+    resolved = _resolve(store, call.params["ref"], youngest)
+    page = store.log(resolved.hash, limit_hash=call.arg("startHash") or None,
+                     max_records=call.int_arg("maxRecords"), page_token=call.arg("pageToken"))
+    fetch_all = (call.arg("fetch") or "").upper() == "ALL"
+    entries = []
+    for c in page.commits:
+        entry: dict[str, Any] = {"commitMeta": commit_meta_v1(c), "parentCommitHash": c.parent}
+        if fetch_all:
+            entry["operations"] = [operation_json(op) for op in c.operations]
+        entries.append(entry)
+    out: dict[str, Any] = {"logEntries": entries, "hasMore": page.token is not None}
+    if page.token:
+        out["token"] = page.token
+    return 200, out
+
+
+def get_content(store: NessieStore, call: Call) -> tuple[int, Any]:
+    resolved = _resolve(store, call.arg("ref"), call.arg("hashOnRef"))
+    key = tuple(key_from_path_string(call.params["key"]))
+    content = store.tree(resolved.hash).get(key)
+    if content is None:
+        raise ContentNotFoundError.at(list(key), resolved.name or resolved.hash)
+    return 200, content
+
+
+def get_multiple_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
+    resolved = _resolve(store, call.arg("ref"), call.arg("hashOnRef"))
+    body = call.json()
+    if not isinstance(body, dict) or not isinstance(body.get("requestedKeys"), list):
+        raise BadRequestError("Request body must be a GetMultipleContentsRequest")
+    tree = store.tree(resolved.hash)
+    keys = [parse_key(k) for k in body["requestedKeys"]]
+    return 200, {"contents": [{"key": {"elements": list(k)}, "content": tree[k]}
+                              for k in keys if k in tree]}
+
+
+def commit(store: NessieStore, call: Call) -> tuple[int, Any]:
+    branch = validate_ref_name(call.params["branch"])
+    meta, ops = parse_operations(call.json())
+    ref, _, _ = store.commit(branch, _expected_hash(call), meta, ops)
+    return 200, ref_v1(store, ref)
+
+
+def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
+    branch = validate_ref_name(call.params["branch"])
+    request = parse_merge(call.json(), v1=True)
+    if request.from_hash is not None:
+        validate_hash(request.from_hash, "fromHash")
+    result = store.merge(branch, _expected_hash(call), request)
+    return 200, {
+        "wasApplied": result.was_applied,
+        "wasSuccessful": result.was_successful,
+        "resultantTargetHash": result.resultant_target_hash,
+        "commonAncestor": result.common_ancestor,
+        "targetBranch": result.target_branch,
+        "effectiveTargetHash": result.effective_target_hash,
+        "expectedHash": result.expected_hash,
+        "sourceCommits": [],
+        "targetCommits": None,
+        "details": [{"key": d["key"], "mergeBehavior": d["mergeBehavior"],
+                     "conflictType": "UNRESOLVABLE" if "conflict" in d else "NONE",
+                     "sourceCommits": [], "targetCommits": []} for d in result.details],
+    }
+
+
+def _diff_side(store: NessieStore, text: str) -> Resolved:
+    name, _, hash_ = text.partition("*")
+    return _resolve(store, name, hash_ or None)
+
+
+def get_diff(store: NessieStore, call: Call) -> tuple[int, Any]:
+    spec = call.params["spec"]
+    if "..." not in spec:
+        raise BadRequestError("Diff path must be '<from>...<to>'")
+    from_text, _, to_text = spec.partition("...")
+    from_ref, to_ref = _diff_side(store, from_text), _diff_side(store, to_text)
+    diffs = []
+    for key, before, after in store.diff(from_ref.hash, to_ref.hash):
+        diffs.append({"key": {"elements": list(key)}, "from": before, "to": after})
+    return 200, {"diffs": diffs, "hasMore": False}
+
+
+ROUTES: list[Route] = [
+    ("GET", ("config",), get_config),
+    ("GET", ("trees",), list_references),
+    ("GET", ("trees", "tree"), get_default_branch),
+    ("POST", ("trees", "tree"), create_reference),
+    ("GET", ("trees", "tree", "{ref}"), get_reference),
+    ("GET", ("trees", "tree", "{ref}", "entries"), get_entries),
+    ("GET", ("trees", "tree", "{ref}", "log"), get_log),
+    ("POST", ("trees", "branch", "{branch}", "commit"), commit),
+    ("POST", ("trees", "branch", "{branch}", "merge"), merge),
+    ("PUT", ("trees", "{type}", "{name}"), assign_reference),
+    ("DELETE", ("trees", "{type}", "{name}"), delete_reference),
+    ("GET", ("contents", "{key}"), get_content),
+    ("POST", ("contents",), get_multiple_contents),
+    ("GET", ("diffs", "{spec}"), get_diff),
+]

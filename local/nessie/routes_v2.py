@@ -33,6 +33,8 @@ from .refs import (
 )
 from .store import MAX_PAGE, NessieStore, Resolved
 
+MERGE_PARENT_PROPERTY = "_merge_parent"
+
 # ------------------------------------------------------------------ serialisers
 
 
@@ -52,9 +54,17 @@ def commit_meta_json(commit: Commit) -> dict[str, Any]:
         "message": meta.get("message", ""),
         "commitTime": meta.get("commitTime"),
         "authorTime": meta.get("authorTime"),
-        "allProperties": {k: list(v) for k, v in meta.get("allProperties", {}).items()},
+        "allProperties": commit_properties(commit),
         "parentCommitHashes": commit.parents,
     }
+
+
+def commit_properties(commit: Commit) -> dict[str, list[str]]:
+    """Commit properties; merge commits also carry Nessie's legacy `_merge_parent`."""
+    props = {k: list(v) for k, v in commit.meta.get("allProperties", {}).items()}
+    if commit.merge_parent:
+        props[MERGE_PARENT_PROPERTY] = [commit.merge_parent]
+    return props
 
 
 def operation_json(op: dict[str, Any]) -> dict[str, Any]:

@@ -332,7 +332,8 @@ class NessieStore:
                             ref_type: str | None) -> Reference:
         ref = self.get_ref(name)
         if ref_type is not None and ref.type != ref_type:
-            raise ReferenceNotFoundError.named(name)
+            raise BadRequestError(f"Expected reference type {ref_type} does not match existing "
+                                  f"reference {ref.type.capitalize()}Name{{name={name}}}")
         if expected is not None:
             expected_full = self.expand_hash(expected) if len(expected) < 64 else expected.lower()
             if expected_full != ref.hash:
@@ -354,9 +355,10 @@ class NessieStore:
     def delete_ref(self, name: str, expected: str | None, ref_type: str | None) -> Reference:
         """Delete a branch or tag, if it is still at `expected`; never the default branch."""
         with self._write() as conn:
-            ref = self._current_for_update(name, expected, ref_type)
-            if name == self.default_branch:
+            ref = self._current_for_update(name, None, ref_type)
+            if name == self.default_branch and ref.type == BRANCH:
                 raise BadRequestError(f"Default branch '{name}' cannot be deleted.")
+            ref = self._current_for_update(name, expected, ref_type)
             conn.execute("DELETE FROM refs WHERE name=? AND hash=?", (name, ref.hash))
         return ref
 
@@ -581,10 +583,9 @@ class NessieStore:
                 return result
             if request.dry_run:
                 return result
-            n = self._count_commits(from_hash, base)
             sent = dict(request.commit_meta or {})
             message = request.message or sent.get("message") or (
-                f"Merged {n} commits from {source_name} into {target}.")
+                f"Merged {request.from_ref} at {from_hash} into {target} at {expected or head}")
             meta = build_commit_meta(sent, message=message)
             commit = self._insert_commit(conn, head, from_hash, meta, stored, new_tree)
             cur = conn.execute("UPDATE refs SET hash=? WHERE name=? AND hash=?",
@@ -594,14 +595,6 @@ class NessieStore:
             result.was_applied = True
             result.resultant_target_hash = commit.hash
             return result
-
-    def _count_commits(self, from_hash: str, base: str) -> int:
-        count = 0
-        current = from_hash
-        while current not in (base, NO_ANCESTOR):
-            count += 1
-            current = self.commit_of(current).parent
-        return count
 
     # ------------------------------------------------------------------ reads
     def log(self, start: str, *, limit_hash: str | None = None, max_records: int | None = None,
