@@ -58,8 +58,19 @@ MAX_BLOCKS_TOTAL_TEXT = 13_000
 # instead (msg_too_long), which is the stricter reading and flags the bug in the caller.
 MAX_MESSAGE_TEXT = 40_000
 BLOCK_TYPES = frozenset(
-    {"section", "header", "divider", "context", "actions", "image", "rich_text", "input",
-     "file", "video", "markdown"}
+    {
+        "section",
+        "header",
+        "divider",
+        "context",
+        "actions",
+        "image",
+        "rich_text",
+        "input",
+        "file",
+        "video",
+        "markdown",
+    }
 )
 TEXT_TYPES = frozenset({"plain_text", "mrkdwn"})
 
@@ -100,8 +111,10 @@ def validate_blocks(blocks: Any) -> list[str]:
 
 
 def _validate_text(obj: Any, pointer: str, limit: int, types=TEXT_TYPES) -> list[str]:
-    if not isinstance(obj, dict) or obj.get("type") not in types or not isinstance(
-        obj.get("text"), str
+    if (
+        not isinstance(obj, dict)
+        or obj.get("type") not in types
+        or not isinstance(obj.get("text"), str)
     ):
         return [f"[ERROR] failed to match all allowed schemas [json-pointer:{pointer}]"]
     if not obj["text"]:
@@ -154,9 +167,7 @@ def _validate_block(block: Any, pointer: str) -> list[str]:
             for j, element in enumerate(elements):
                 if isinstance(element, dict) and element.get("type") == "image":
                     continue
-                errors.extend(
-                    _validate_text(element, f"{pointer}/elements/{j}", MAX_SECTION_TEXT)
-                )
+                errors.extend(_validate_text(element, f"{pointer}/elements/{j}", MAX_SECTION_TEXT))
     return errors
 
 
@@ -165,8 +176,11 @@ def _blocks_text_length(blocks: list[Any]) -> int:
     for block in blocks:
         if not isinstance(block, dict):
             continue
-        for obj in [block.get("text"), *(block.get("fields") or []),
-                    *(block.get("elements") or [])]:
+        for obj in [
+            block.get("text"),
+            *(block.get("fields") or []),
+            *(block.get("elements") or []),
+        ]:
             if isinstance(obj, dict) and isinstance(obj.get("text"), str):
                 total += len(obj["text"])
     return total
@@ -190,7 +204,10 @@ class SlackStandin:
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             # A short poll interval keeps stop() fast (shutdown waits for one poll).
-            target=self._server.serve_forever, args=(0.05,), name="slack-standin", daemon=True
+            target=self._server.serve_forever,
+            args=(0.05,),
+            name="slack-standin",
+            daemon=True,
         )
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -287,9 +304,7 @@ class SlackStandin:
     # -- API methods -----------------------------------------------------------------------
     def call(self, method: str, token: str | None, args: dict[str, Any]) -> dict[str, Any]:
         """Run one API method; raises SlackApiError for ok:false answers."""
-        handler = {"auth.test": self._auth_test, "chat.postMessage": self._post_message}.get(
-            method
-        )
+        handler = {"auth.test": self._auth_test, "chat.postMessage": self._post_message}.get(method)
         if handler is None:
             raise SlackApiError("unknown_method", status=404, req_method=method)
         if not token:
@@ -340,7 +355,8 @@ class SlackStandin:
             errors = validate_blocks(blocks)
             if errors:
                 raise SlackApiError(
-                    "invalid_blocks", errors=[e.removeprefix("[ERROR] ") for e in errors],
+                    "invalid_blocks",
+                    errors=[e.removeprefix("[ERROR] ") for e in errors],
                     response_metadata={"messages": errors},
                 )
             if _blocks_text_length(blocks) > MAX_BLOCKS_TOTAL_TEXT:
@@ -356,15 +372,26 @@ class SlackStandin:
             "app_id": APP_ID,
             "text": text or "",
             "team": TEAM_ID,
-            "bot_profile": {"id": BOT_ID, "app_id": APP_ID, "name": BOT_NAME, "deleted": False,
-                            "team_id": TEAM_ID},
+            "bot_profile": {
+                "id": BOT_ID,
+                "app_id": APP_ID,
+                "name": BOT_NAME,
+                "deleted": False,
+                "team_id": TEAM_ID,
+            },
         }
         if blocks:
             message["blocks"] = blocks
         with self._lock:
             self._messages.append(
-                {"channel": channel.id, "channel_name": channel.name, "ts": ts,
-                 "text": text or "", "blocks": blocks or [], "args": dict(args)}
+                {
+                    "channel": channel.id,
+                    "channel_name": channel.name,
+                    "ts": ts,
+                    "text": text or "",
+                    "blocks": blocks or [],
+                    "args": dict(args),
+                }
             )
         return {"ok": True, "channel": channel.id, "ts": ts, "message": message}
 
@@ -451,8 +478,12 @@ def _make_handler(standin: SlackStandin) -> type[BaseHTTPRequestHandler]:
             if kind == "rate_limited":
                 standin._record(method, 429)
                 body = json.dumps({"ok": False, "error": "ratelimited"}).encode()
-                self._send(429, body, "application/json; charset=utf-8",
-                           {"Retry-After": str(failure["retry_after"])})
+                self._send(
+                    429,
+                    body,
+                    "application/json; charset=utf-8",
+                    {"Retry-After": str(failure["retry_after"])},
+                )
                 return
             status = failure["status"]
             standin._record(method, status)

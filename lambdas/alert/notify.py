@@ -64,8 +64,12 @@ def send_alert(
         "slack alert delivered",
         extra={**result, "channel": response.get("channel"), "ts": response.get("ts")},
     )
-    return {"delivered": True, "channel": response.get("channel"), "ts": response.get("ts"),
-            **result}
+    return {
+        "delivered": True,
+        "channel": response.get("channel"),
+        "ts": response.get("ts"),
+        **result,
+    }
 
 
 def _client_from_secret(
@@ -87,8 +91,9 @@ def _read_report(
     try:
         report = load_report(alert.report_uri, s3=s3)
     except ReportUnavailableError as exc:
-        logger.warning("audit report unavailable", extra={"report_uri": alert.report_uri,
-                                                          "error": str(exc)})
+        logger.warning(
+            "audit report unavailable", extra={"report_uri": alert.report_uri, "error": str(exc)}
+        )
         return None, [], str(exc)
     return report, failed_checks(report), None
 
@@ -107,8 +112,14 @@ def _log_undelivered(
         "text": message.text,
         "failed_checks_total": len(checks),
         "failed_checks": [
-            {"name": c.name, "kind": c.kind, "columns": list(c.columns), "severity": c.severity,
-             "status": c.status, "violations": c.violations}
+            {
+                "name": c.name,
+                "kind": c.kind,
+                "columns": list(c.columns),
+                "severity": c.severity,
+                "status": c.status,
+                "violations": c.violations,
+            }
             for c in checks[:_LOGGED_CHECKS]
         ],
     }

@@ -29,8 +29,14 @@ from lambdas.alert.message import SlackMessage
 
 # ok:false codes that Slack documents as transient; everything else is a final answer.
 RETRYABLE_SLACK_ERRORS = frozenset(
-    {"ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable",
-     "request_timeout"}
+    {
+        "ratelimited",
+        "rate_limited",
+        "internal_error",
+        "fatal_error",
+        "service_unavailable",
+        "request_timeout",
+    }
 )
 _ERROR_CODE = re.compile(r"^[a-z0-9_]{1,64}$")
 
@@ -65,9 +71,10 @@ class _RateLimitRetry(RateLimitErrorRetryHandler):
         self._policy = policy
 
     def _can_retry(self, *, state, request, response=None, error=None) -> bool:
-        return super()._can_retry(
-            state=state, request=request, response=response, error=error
-        ) and _retry_after(response) <= self._policy.max_retry_after
+        return (
+            super()._can_retry(state=state, request=request, response=response, error=error)
+            and _retry_after(response) <= self._policy.max_retry_after
+        )
 
     def prepare_for_next_attempt(self, *, state, request, response=None, error=None) -> None:
         state.next_attempt_requested = True

@@ -60,8 +60,9 @@ def secretsmanager(aws):
 @pytest.fixture
 def stored_report(s3):
     """The recorded failed report, stored where events/audit_failed.json points."""
-    s3.create_bucket(Bucket="wap-artifacts", CreateBucketConfiguration={
-        "LocationConstraint": REGION})
+    s3.create_bucket(
+        Bucket="wap-artifacts", CreateBucketConfiguration={"LocationConstraint": REGION}
+    )
     s3.put_object(
         Bucket="wap-artifacts",
         Key="reports/0123456789abcdef.json",
@@ -78,16 +79,17 @@ def sleeps() -> list[float]:
 
 @pytest.fixture
 def fast_retry(sleeps) -> RetryPolicy:
-    return RetryPolicy(max_retries=3, backoff_factor=0.01, max_retry_after=5, timeout=5,
-                       sleep=sleeps.append)
+    return RetryPolicy(
+        max_retries=3, backoff_factor=0.01, max_retry_after=5, timeout=5, sleep=sleeps.append
+    )
 
 
 @pytest.fixture
 def alert_env(monkeypatch, secretsmanager, slack):
     """The Lambda's environment: a secret holding TOKEN, the stand-in's URL, channel, UI URL."""
-    arn = secretsmanager.create_secret(
-        Name="wap/slack", SecretString=json.dumps({"token": TOKEN})
-    )["ARN"]
+    arn = secretsmanager.create_secret(Name="wap/slack", SecretString=json.dumps({"token": TOKEN}))[
+        "ARN"
+    ]
     monkeypatch.setenv("WAP_SLACK_SECRET_ARN", arn)
     monkeypatch.setenv("WAP_SLACK_CHANNEL", "#wap-alerts")
     monkeypatch.setenv("WAP_SLACK_API_URL", slack.api_url)

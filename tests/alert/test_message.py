@@ -34,11 +34,20 @@ def test_failed_audit_message_names_everything_needed_to_act():
     assert_valid_blocks(message.blocks)
     text = all_text(message.blocks)
     assert message.blocks[0]["text"]["text"] == "Audit failed: sales.orders"
-    for expected in ("`sales.orders`", "`s3://wap-source/sales/orders/2026-11-22.parquet`",
-                     "`AUDIT_FAILED`", "2 error checks failed: order_id_not_null, amount_range",
-                     "order_id_not_null", "Violations: *3*", "amount_range", "Violations: *41*",
-                     '{"min": 0, "max": 10000}', '{"order_id": null, "amount": 7.25}',
-                     "status_values", "3 of 4 checks did not pass"):
+    for expected in (
+        "`sales.orders`",
+        "`s3://wap-source/sales/orders/2026-11-22.parquet`",
+        "`AUDIT_FAILED`",
+        "2 error checks failed: order_id_not_null, amount_range",
+        "order_id_not_null",
+        "Violations: *3*",
+        "amount_range",
+        "Violations: *41*",
+        '{"min": 0, "max": 10000}',
+        '{"order_id": null, "amount": 7.25}',
+        "status_values",
+        "3 of 4 checks did not pass",
+    ):
         assert expected in text, expected
     # Error-severity checks come before the warn one.
     assert text.index("amount_range") < text.index("status_values")
@@ -67,7 +76,9 @@ def test_links_to_report_execution_and_logs():
         "<https://s3.console.aws.amazon.com/s3/object/wap-artifacts"
         "?prefix=reports/0123456789abcdef.json|s3://wap-artifacts/reports/0123456789abcdef.json>"
     ) in text
-    logs = "https://s3.console.aws.amazon.com/s3/buckets/wap-artifacts?prefix=logs/0123456789abcdef/"
+    logs = (
+        "https://s3.console.aws.amazon.com/s3/buckets/wap-artifacts?prefix=logs/0123456789abcdef/"
+    )
     assert f"<{logs}|s3://wap-artifacts/logs/0123456789abcdef/>" in text
 
 
@@ -83,10 +94,20 @@ def test_data_with_control_characters_is_escaped_everywhere():
         "reason": "values <script> & <https://evil.example|click> found",
         "source_uri": "s3://b/k<&>.parquet",
     }
-    report = {"checks": [{"name": "n<&>", "kind": "expression", "columns": ["a<b"],
-                          "status": "failed", "severity": "error", "violations": 1,
-                          "threshold": "x < 1 & y > 2",
-                          "samples": [{"note": "<!channel> & <@U123>"}]}]}
+    report = {
+        "checks": [
+            {
+                "name": "n<&>",
+                "kind": "expression",
+                "columns": ["a<b"],
+                "status": "failed",
+                "severity": "error",
+                "violations": 1,
+                "threshold": "x < 1 & y > 2",
+                "samples": [{"note": "<!channel> & <@U123>"}],
+            }
+        ]
+    }
 
     message = render(event, report)
 
@@ -102,13 +123,21 @@ def test_data_with_control_characters_is_escaped_everywhere():
 def test_long_values_and_thousand_failing_checks_stay_within_limits():
     long = "&" * 10_000
     event = load_event("audit_failed.json") | {"reason": long, "source_uri": "s3://b/" + long}
-    report = {"checks": [
-        {"name": f"check_{i}_" + "<" * 400, "kind": "regex", "columns": [f"c{i}" * 300],
-         "status": "failed", "severity": "error", "violations": i,
-         "threshold": {"pattern": ">" * 1000},
-         "samples": [{"value": "&" * 2000, "i": i}] * 5}
-        for i in range(1000)
-    ]}
+    report = {
+        "checks": [
+            {
+                "name": f"check_{i}_" + "<" * 400,
+                "kind": "regex",
+                "columns": [f"c{i}" * 300],
+                "status": "failed",
+                "severity": "error",
+                "violations": i,
+                "threshold": {"pattern": ">" * 1000},
+                "samples": [{"value": "&" * 2000, "i": i}] * 5,
+            }
+            for i in range(1000)
+        ]
+    }
 
     message = render(event, report)
 

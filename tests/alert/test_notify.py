@@ -48,17 +48,27 @@ def test_failed_audit_alert_is_posted_with_everything_to_act_on(
 
     [message] = slack.messages
     assert result == {
-        "delivered": True, "channel": slack.channel_id("#wap-alerts"), "ts": message["ts"],
-        "ingest_id": "0123456789abcdef", "table": "sales.orders", "outcome": "AUDIT_FAILED",
+        "delivered": True,
+        "channel": slack.channel_id("#wap-alerts"),
+        "ts": message["ts"],
+        "ingest_id": "0123456789abcdef",
+        "table": "sales.orders",
+        "outcome": "AUDIT_FAILED",
     }
     assert message["channel_name"] == "wap-alerts"
     assert_valid_blocks(message["blocks"])
     text = all_text(message["blocks"])
     for expected in (
-        "sales.orders", "s3://wap-source/sales/orders/2026-11-22.parquet", "AUDIT_FAILED",
+        "sales.orders",
+        "s3://wap-source/sales/orders/2026-11-22.parquet",
+        "AUDIT_FAILED",
         "2 error checks failed: order_id_not_null, amount_range",
-        "order_id_not_null", "Violations: *3*", '{"order_id": null, "amount": 1.5}',
-        "amount_range", "Violations: *41*", '{"order_id": 19, "amount": 12000.0}',
+        "order_id_not_null",
+        "Violations: *3*",
+        '{"order_id": null, "amount": 1.5}',
+        "amount_range",
+        "Violations: *41*",
+        '{"order_id": 19, "amount": 12000.0}',
         f"<https://nessie.example.com/tree/{BRANCH}|{BRANCH}>",
     ):
         assert expected in text, expected
@@ -77,8 +87,9 @@ def test_report_from_a_file_uri(alert_env, secretsmanager, slack, fast_retry, tm
 
 
 def test_missing_report_still_alerts_and_says_so(alert_env, s3, secretsmanager, slack, fast_retry):
-    s3.create_bucket(Bucket="wap-artifacts",
-                     CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    s3.create_bucket(
+        Bucket="wap-artifacts", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
     event = load_event("audit_failed.json")
 
     assert send_alert(event, s3=s3, secretsmanager=secretsmanager, retry=fast_retry)["delivered"]
@@ -131,8 +142,9 @@ def test_a_secret_that_does_not_exist_counts_as_no_token(monkeypatch, secretsman
 
 def test_raw_token_secret_is_accepted(monkeypatch, secretsmanager, slack, fast_retry):
     arn = secretsmanager.create_secret(Name="raw", SecretString=f"  {TOKEN}\n")["ARN"]
-    config = AlertConfig(slack_secret_arn=arn, slack_channel="wap-alerts",
-                         slack_api_url=slack.api_url)
+    config = AlertConfig(
+        slack_secret_arn=arn, slack_channel="wap-alerts", slack_api_url=slack.api_url
+    )
     event = load_event("audit_failed.json") | {"report_uri": None}
 
     assert send_alert(event, secretsmanager=secretsmanager, config=config, retry=fast_retry)[
@@ -161,8 +173,11 @@ def test_retry_after_beyond_budget_is_left_to_step_functions(
     slack.fail_next(1, "rate_limited", retry_after=120)
 
     with pytest.raises(AlertDeliveryError, match="HTTP 429, error ratelimited") as caught:
-        send_alert(load_event("audit_failed.json") | {"report_uri": None},
-                   secretsmanager=secretsmanager, retry=fast_retry)
+        send_alert(
+            load_event("audit_failed.json") | {"report_uri": None},
+            secretsmanager=secretsmanager,
+            retry=fast_retry,
+        )
 
     assert caught.value.status == 429
     assert slack.request_count() == 1 and sleeps == []
@@ -177,8 +192,11 @@ def test_server_errors_forever_raise_after_bounded_retries(
     started = time.monotonic()
 
     with pytest.raises(AlertDeliveryError) as caught:
-        send_alert(load_event("audit_failed.json") | {"report_uri": None},
-                   secretsmanager=secretsmanager, retry=fast_retry)
+        send_alert(
+            load_event("audit_failed.json") | {"report_uri": None},
+            secretsmanager=secretsmanager,
+            retry=fast_retry,
+        )
 
     assert time.monotonic() - started < 5
     assert slack.request_count() == 1 + fast_retry.max_retries
@@ -187,15 +205,20 @@ def test_server_errors_forever_raise_after_bounded_retries(
     assert slack.messages == []
     assert TOKEN not in exception_text(caught.value)
     assert TOKEN not in all_log_output(caplog)
-    assert any(r.getMessage() == "slack alert not delivered" and r.levelno == logging.ERROR
-               for r in caplog.records)
+    assert any(
+        r.getMessage() == "slack alert not delivered" and r.levelno == logging.ERROR
+        for r in caplog.records
+    )
 
 
 def test_dropped_connections_are_retried(alert_env, secretsmanager, slack, fast_retry):
     slack.fail_next(2, "disconnect")
 
-    result = send_alert(load_event("audit_failed.json") | {"report_uri": None},
-                        secretsmanager=secretsmanager, retry=fast_retry)
+    result = send_alert(
+        load_event("audit_failed.json") | {"report_uri": None},
+        secretsmanager=secretsmanager,
+        retry=fast_retry,
+    )
 
     assert result["delivered"] is True
     assert [r["status"] for r in slack.requests] == ["disconnect", "disconnect", 200]
@@ -208,8 +231,11 @@ def test_slack_unreachable_raises_delivery_error(
     caplog.set_level(logging.DEBUG)
 
     with pytest.raises(AlertDeliveryError, match="Slack unreachable after retries") as caught:
-        send_alert(load_event("audit_failed.json") | {"report_uri": None},
-                   secretsmanager=secretsmanager, retry=fast_retry)
+        send_alert(
+            load_event("audit_failed.json") | {"report_uri": None},
+            secretsmanager=secretsmanager,
+            retry=fast_retry,
+        )
 
     assert slack.request_count() == 1 + fast_retry.max_retries
     assert caught.value.__cause__ is None and caught.value.__context__ is None
@@ -226,8 +252,11 @@ def test_non_retryable_slack_errors_raise_at_once_with_the_code(
     monkeypatch.setenv("WAP_SLACK_CHANNEL", channel)
 
     with pytest.raises(AlertRejectedError, match=code) as caught:
-        send_alert(load_event("audit_failed.json") | {"report_uri": None},
-                   secretsmanager=secretsmanager, retry=fast_retry)
+        send_alert(
+            load_event("audit_failed.json") | {"report_uri": None},
+            secretsmanager=secretsmanager,
+            retry=fast_retry,
+        )
 
     assert caught.value.slack_error == code
     assert slack.request_count() == 1 and sleeps == []
@@ -238,15 +267,21 @@ def test_invalid_auth_raises_and_never_shows_the_token(
     monkeypatch, secretsmanager, slack, fast_retry, caplog
 ):
     wrong = "xoxb-9999-wrong-t0ken-value"
-    arn = secretsmanager.create_secret(Name="wap/slack", SecretString=json.dumps(
-        {"token": wrong}))["ARN"]
-    config = AlertConfig(slack_secret_arn=arn, slack_channel="#wap-alerts",
-                         slack_api_url=slack.api_url)
+    arn = secretsmanager.create_secret(Name="wap/slack", SecretString=json.dumps({"token": wrong}))[
+        "ARN"
+    ]
+    config = AlertConfig(
+        slack_secret_arn=arn, slack_channel="#wap-alerts", slack_api_url=slack.api_url
+    )
     caplog.set_level(logging.DEBUG)
 
     with pytest.raises(AlertRejectedError, match="invalid_auth") as caught:
-        send_alert(load_event("audit_failed.json") | {"report_uri": None},
-                   secretsmanager=secretsmanager, config=config, retry=fast_retry)
+        send_alert(
+            load_event("audit_failed.json") | {"report_uri": None},
+            secretsmanager=secretsmanager,
+            config=config,
+            retry=fast_retry,
+        )
 
     assert wrong not in exception_text(caught.value) + all_log_output(caplog)
 
@@ -256,8 +291,9 @@ def test_token_never_in_logs_or_result_when_delivered(
 ):
     caplog.set_level(logging.DEBUG)
 
-    result = send_alert(load_event("audit_failed.json"), s3=s3, secretsmanager=secretsmanager,
-                        retry=fast_retry)
+    result = send_alert(
+        load_event("audit_failed.json"), s3=s3, secretsmanager=secretsmanager, retry=fast_retry
+    )
 
     assert result["delivered"] is True
     assert TOKEN not in json.dumps(result) + all_log_output(caplog)
@@ -266,17 +302,28 @@ def test_token_never_in_logs_or_result_when_delivered(
 def test_hostile_data_and_a_thousand_failing_checks_are_accepted_by_slack(
     alert_env, s3, secretsmanager, slack, fast_retry, tmp_path
 ):
-    report = {"report_version": 1, "checks": [
-        {"name": f"c{i}<&>" + "x" * 500, "kind": "expression", "columns": ["a" * 5000],
-         "severity": "error", "status": "failed", "violations": 10_000 + i,
-         "threshold": {"sql": "a < 1 & b > 2" * 100},
-         "samples": [{"v": "<!here> & " * 60}] * 5}
-        for i in range(1000)
-    ]}
+    report = {
+        "report_version": 1,
+        "checks": [
+            {
+                "name": f"c{i}<&>" + "x" * 500,
+                "kind": "expression",
+                "columns": ["a" * 5000],
+                "severity": "error",
+                "status": "failed",
+                "violations": 10_000 + i,
+                "threshold": {"sql": "a < 1 & b > 2" * 100},
+                "samples": [{"v": "<!here> & " * 60}] * 5,
+            }
+            for i in range(1000)
+        ],
+    }
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
     event = load_event("audit_failed.json") | {
-        "report_uri": path.as_uri(), "reason": "<&>" * 5000, "source_uri": "s3://b/" + "k" * 9000,
+        "report_uri": path.as_uri(),
+        "reason": "<&>" * 5000,
+        "source_uri": "s3://b/" + "k" * 9000,
     }
 
     # The stand-in answers invalid_blocks / msg_blocks_too_long as Slack would.
@@ -303,8 +350,9 @@ def test_token_without_channel_is_a_config_error(monkeypatch, alert_env, secrets
     monkeypatch.delenv("WAP_SLACK_CHANNEL")
 
     with pytest.raises(AlertConfigError, match="WAP_SLACK_CHANNEL"):
-        send_alert(load_event("audit_failed.json") | {"report_uri": None},
-                   secretsmanager=secretsmanager)
+        send_alert(
+            load_event("audit_failed.json") | {"report_uri": None}, secretsmanager=secretsmanager
+        )
     assert slack.requests == []
 
 

@@ -43,7 +43,10 @@ def test_missing_token_is_not_authed_with_http_200(slack):
 
 def test_wrong_token_is_invalid_auth_with_http_200(slack):
     status, _, body = raw_post(
-        slack, "auth.test", b"", "application/x-www-form-urlencoded",
+        slack,
+        "auth.test",
+        b"",
+        "application/x-www-form-urlencoded",
         {"Authorization": "Bearer xoxb-not-the-token"},
     )
 
@@ -137,8 +140,9 @@ def test_invalid_blocks_reports_json_pointers_like_slack(slack):
     too_many = [{"type": "divider"}] * 51
     with pytest.raises(SlackApiError) as caught:
         client.chat_postMessage(channel="#wap-alerts", text="t", blocks=too_many)
-    assert "[ERROR] no more than 50 items allowed [json-pointer:/blocks]" in (
-        caught.value.response.data["response_metadata"]["messages"]
+    assert (
+        "[ERROR] no more than 50 items allowed [json-pointer:/blocks]"
+        in (caught.value.response.data["response_metadata"]["messages"])
     )
     header = [{"type": "header", "text": {"type": "plain_text", "text": "h" * 151}}]
     with pytest.raises(SlackApiError) as caught:
@@ -151,7 +155,10 @@ def test_rate_limited_is_429_with_retry_after(slack):
     slack.fail_next(1, "rate_limited", retry_after=7)
 
     status, headers, body = raw_post(
-        slack, "auth.test", b"", "application/x-www-form-urlencoded",
+        slack,
+        "auth.test",
+        b"",
+        "application/x-www-form-urlencoded",
         {"Authorization": f"Bearer {TOKEN}"},
     )
 
