@@ -1,0 +1,4 @@
+"""The in-process AWS stand-in: moto + Lambda dispatch to our handlers + a local EMR Serverless.
+
+`LocalAwsStack` (stack.py) composes the pieces; the `wap` CLI and the tests use it.
+"""

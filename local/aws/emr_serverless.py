@@ -1,0 +1,270 @@
+"""A local EMR Serverless: moto's API, with job runs that really run.
+
+moto creates job runs directly in SUCCESS and runs nothing. Installed, this
+executor makes `start_job_run` (through boto3, against moto) behave like the
+service: the run is SUBMITTED, then RUNNING on a worker thread, then SUCCESS,
+FAILED (with the error in `stateDetails` and a driver log under the run's
+log URI) or CANCELLED; a repeated `clientToken` returns the same run.
+`s3://` sources, table config and report are staged between moto S3 and
+local files around the job, as EMR's S3 connector would read/write them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import shutil
+import tempfile
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_log = logging.getLogger(__name__)
+
+# A job: contract arguments (docs/contracts.md) with local file:// URIs -> report dict or None.
+JobFunction = Callable[[list[str]], Any]
+STAGED_ARGS = ("--source", "--table-config-uri")
+
+
+class InjectedCrash(RuntimeError):
+    """Raised inside a job run by `LocalEmrServerless.inject_crash`."""
+
+
+@dataclass
+class _Fault:
+    kind: str  # "crash" | "hang"
+    message: str
+    match: str | None  # substring of the job arguments, None = next run
+
+
+@dataclass
+class _Run:
+    job_run: Any  # moto's JobRun
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+def _arg_values(argv: list[str], name: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == name]
+
+
+class LocalEmrServerless:
+    """Installs into moto's EMR Serverless backend and runs job runs on worker threads."""
+
+    def __init__(self, job: JobFunction, *, workers: int = 1, s3_client: Any = None) -> None:
+        self._job = job
+        self._workers = workers
+        self._s3 = s3_client
+        self._queue: queue.Queue[_Run | None] = queue.Queue()
+        self._runs: dict[str, _Run] = {}
+        self._tokens: dict[tuple[str, str], Any] = {}
+        self._faults: list[_Fault] = []
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._busy = 0
+        self._originals: dict[str, Any] = {}
+        self.started_runs: list[str] = []  # job run ids in start order
+        self.max_concurrent = 0
+
+    # ---- test hooks ----------------------------------------------------------------------
+
+    def inject_crash(self, message: str = "injected executor crash", *,
+                     match: str | None = None) -> None:
+        """Make the next run (or the next whose arguments contain `match`) crash."""
+        with self._lock:
+            self._faults.append(_Fault("crash", message, match))
+
+    def inject_hang(self, *, match: str | None = None) -> None:
+        """Make the next matching run hang until it is cancelled."""
+        with self._lock:
+            self._faults.append(_Fault("hang", "", match))
+
+    def idle(self) -> bool:
+        with self._lock:
+            return self._busy == 0 and self._queue.empty()
+
+    # ---- moto patch ----------------------------------------------------------------------
+
+    def install(self) -> None:
+        from moto.emrserverless.models import EMRServerlessBackend
+
+        self._originals = {"start_job_run": EMRServerlessBackend.start_job_run,
+                           "cancel_job_run": EMRServerlessBackend.cancel_job_run}
+        executor, original_start = self, EMRServerlessBackend.start_job_run
+
+        def start_job_run(backend: Any, application_id: str, client_token: str,
+                          *args: Any, **kwargs: Any) -> Any:
+            with executor._lock:
+                existing = executor._tokens.get((application_id, client_token))
+                if existing is not None:  # the service's clientToken idempotency
+                    return existing
+                job_run = original_start(backend, application_id, client_token, *args, **kwargs)
+                job_run.state = "SUBMITTED"
+                executor._tokens[(application_id, client_token)] = job_run
+                run = _Run(job_run)
+                executor._runs[job_run.id] = run
+                executor.started_runs.append(job_run.id)
+            executor._queue.put(run)
+            return job_run
+
+        def cancel_job_run(backend: Any, application_id: str, job_run_id: str
+                           ) -> tuple[str, str]:
+            job_run = backend.get_job_run(application_id, job_run_id)
+            run = executor._runs.get(job_run_id)
+            if run is not None and job_run.state not in ("SUCCESS", "FAILED", "CANCELLED"):
+                job_run.state = "CANCELLING" if job_run.state == "RUNNING" else "CANCELLED"
+                run.cancel.set()
+            return application_id, job_run_id
+
+        EMRServerlessBackend.start_job_run = start_job_run
+        EMRServerlessBackend.cancel_job_run = cancel_job_run
+        for i in range(self._workers):
+            thread = threading.Thread(target=self._work, name=f"emr-local-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def uninstall(self) -> None:
+        from moto.emrserverless.models import EMRServerlessBackend
+
+        for name, original in self._originals.items():
+            setattr(EMRServerlessBackend, name, original)
+        self._originals = {}
+        for run in list(self._runs.values()):
+            run.cancel.set()
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join(timeout=60)
+        self._threads = []
+
+    # ---- execution -----------------------------------------------------------------------
+
+    def _take_fault(self, argv: list[str]) -> _Fault | None:
+        with self._lock:
+            joined = " ".join(argv)
+            for fault in self._faults:
+                if fault.match is None or fault.match in joined:
+                    self._faults.remove(fault)
+                    return fault
+        return None
+
+    def _work(self) -> None:
+        while True:
+            run = self._queue.get()
+            if run is None:
+                return
+            with self._lock:
+                self._busy += 1
+                self.max_concurrent = max(self.max_concurrent, self._busy)
+            try:
+                self._execute(run)
+            except Exception:  # never let a worker die: record and move on
+                _log.exception("local EMR worker error")
+                run.job_run.state = "FAILED"
+            finally:
+                with self._lock:
+                    self._busy -= 1
+
+    def _execute(self, run: _Run) -> None:
+        job_run = run.job_run
+        if run.cancel.is_set() or job_run.state == "CANCELLED":
+            job_run.state = "CANCELLED"
+            return
+        job_run.state = "RUNNING"
+        argv = list(job_run.job_driver["sparkSubmit"].get("entryPointArguments", []))
+        fault = self._take_fault(argv)
+        workdir = Path(tempfile.mkdtemp(prefix=f"emr-{job_run.id}-"))
+        log_lines = [f"job run {job_run.id}: {' '.join(argv)}"]
+        try:
+            if fault is not None and fault.kind == "hang":
+                run.cancel.wait()
+                raise _Cancelled()
+            if fault is not None and fault.kind == "crash":
+                raise InjectedCrash(fault.message)
+            local_argv, report_uri, local_report = self._stage(argv, workdir)
+            result = self._job(local_argv)
+            if run.cancel.is_set():
+                raise _Cancelled()
+            if local_report.exists():
+                self._put(report_uri, local_report.read_bytes())
+            elif isinstance(result, dict):
+                self._put(report_uri, json.dumps(result).encode())
+            job_run.state = "SUCCESS"
+            log_lines.append("SUCCESS")
+        except _Cancelled:
+            job_run.state = "CANCELLED"
+            job_run.state_details = "Job run was cancelled."
+            log_lines.append("CANCELLED")
+        except Exception as exc:
+            log_lines.append("".join(traceback.format_exception(exc)))
+            job_run.state_details = (
+                "Job failed, please check complete logs in configured logging destination. "
+                f"ExitCode: 1. Last few exceptions: {type(exc).__name__}: {exc}")
+            job_run.state = "FAILED"
+        finally:
+            self._write_log(job_run, "\n".join(log_lines))
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _stage(self, argv: list[str], workdir: Path) -> tuple[list[str], str, Path]:
+        """Copy s3:// inputs to local files and point the report at a local file."""
+        local = list(argv)
+        for i, arg in enumerate(argv[:-1]):
+            value = argv[i + 1]
+            if arg in STAGED_ARGS and value.startswith("s3://"):
+                target = workdir / "in" / str(i) / value.rsplit("/", 1)[-1]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(self._get(value))
+                local[i + 1] = target.as_uri()
+        report_uri = _arg_values(argv, "--report-uri")[0]
+        local_report = workdir / "out" / "report.json"
+        local_report.parent.mkdir(parents=True, exist_ok=True)
+        local[local.index("--report-uri") + 1] = local_report.as_uri()
+        return local, report_uri, local_report
+
+    def _client(self) -> Any:
+        if self._s3 is None:
+            import boto3
+
+            self._s3 = boto3.client("s3")
+        return self._s3
+
+    def _get(self, uri: str) -> bytes:
+        bucket, key = uri[5:].split("/", 1)
+        return self._client().get_object(Bucket=bucket, Key=key)["Body"].read()
+
+    def _put(self, uri: str, body: bytes) -> None:
+        bucket, key = uri[5:].split("/", 1)
+        self._client().put_object(Bucket=bucket, Key=key, Body=body)
+
+    def _write_log(self, job_run: Any, text: str) -> None:
+        """The driver log where EMR Serverless puts it: <logUri>/applications/<app>/jobs/<id>/."""
+        monitoring = (job_run.configuration_overrides or {}).get("monitoringConfiguration", {})
+        log_uri = monitoring.get("s3MonitoringConfiguration", {}).get("logUri")
+        if not log_uri or not log_uri.startswith("s3://"):
+            return
+        base = log_uri if log_uri.endswith("/") else log_uri + "/"
+        try:
+            self._put(f"{base}applications/{job_run.application_id}/jobs/{job_run.id}"
+                      "/SPARK_DRIVER/stderr", text.encode())
+        except Exception:
+            _log.exception("could not write the driver log of %s", job_run.id)
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def report_writing_job(make_report: Callable[[dict[str, Any]], dict[str, Any]]) -> JobFunction:
+    """A stand-in job: builds a report from the parsed arguments and writes it to the report URI."""
+    def job(argv: list[str]) -> dict[str, Any]:
+        args = {a[2:].replace("-", "_"): argv[i + 1] for i, a in enumerate(argv[:-1])
+                if a.startswith("--")}
+        report = make_report(args)
+        path = Path(args["report_uri"].removeprefix("file://"))
+        path.write_text(json.dumps(report))
+        return report
+
+    return job

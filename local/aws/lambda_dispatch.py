@@ -1,0 +1,179 @@
+"""Run moto's Lambda invocations in-process with our real handlers instead of Docker.
+
+The seam is `moto.awslambda.models.LambdaFunction._invoke_lambda(event) ->
+(payload, errored, logs)`: everything above it (the Lambda API, Step Functions'
+lambda tasks, S3 notifications) stays moto's own code. A raised exception is
+returned the way the Python runtime reports it (`errorType` = class name), so
+the state machine's Retry/Catch match on the same names as on AWS.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+_log = logging.getLogger(__name__)
+
+Handler = Callable[[Any, Any], Any]
+
+# Function name -> "module:attribute" of the handler (our Lambda packages).
+HANDLERS = {
+    "trigger": "lambdas.trigger.handler:handler",
+    "job_status": "lambdas.job_status.handler:handler",
+    "publish": "lambdas.publish.handler:handler",
+    "alert": "lambdas.alert.handler:handler",
+    "finish": "lambdas.finish.handler:handler",
+    "sweeper": "lambdas.sweeper.handler:handler",
+}
+
+
+@dataclass
+class LambdaContext:
+    """The attributes of the Lambda runtime's context object that handlers read."""
+
+    function_name: str
+    memory_limit_in_mb: int = 256
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    timeout_seconds: int = 300
+    invoked_function_arn: str = ""
+    log_group_name: str = ""
+    log_stream_name: str = "local"
+    function_version: str = "$LATEST"
+
+    def __post_init__(self) -> None:
+        self._deadline = time.monotonic() + self.timeout_seconds
+        if not self.invoked_function_arn:
+            self.invoked_function_arn = (
+                f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}")
+        self.log_group_name = self.log_group_name or f"/aws/lambda/{self.function_name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(int((self._deadline - time.monotonic()) * 1000), 0)
+
+
+def load_handler(spec: str) -> Handler:
+    module, _, attribute = spec.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    """What the Python Lambda runtime returns for an unhandled exception."""
+    return {"errorMessage": str(exc), "errorType": type(exc).__name__,
+            "requestId": str(uuid.uuid4()),
+            "stackTrace": traceback.format_tb(exc.__traceback__)}
+
+
+@dataclass
+class Invocation:
+    """One recorded invocation (for tests and the CLI)."""
+
+    function_name: str
+    event: Any
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+class LambdaDispatcher:
+    """Registry of in-process handlers plus the moto patch that calls them."""
+
+    def __init__(self, handlers: dict[str, str | Handler] | None = None, *,
+                 async_retries: int = 2, async_retry_delay: float = 0.5,
+                 async_workers: int = 4) -> None:
+        self._handlers: dict[str, Handler] = {}
+        for name, target in (handlers or HANDLERS).items():
+            self.register(name, target)
+        self.invocations: list[Invocation] = []
+        self._lock = threading.Lock()
+        self._original: Any = None
+        self._async_retries = async_retries
+        self._async_retry_delay = async_retry_delay
+        self._pool = ThreadPoolExecutor(max_workers=async_workers,
+                                        thread_name_prefix="lambda-async")
+        self._pending: set[Future] = set()
+        # Tests wrap a handler to inject faults: name -> wrapper(handler) -> handler.
+        self.interceptors: dict[str, Callable[[Handler], Handler]] = {}
+
+    def register(self, name: str, target: str | Handler) -> None:
+        self._handlers[name] = load_handler(target) if isinstance(target, str) else target
+
+    def invoke(self, name: str, event: Any) -> tuple[Any, dict[str, Any] | None]:
+        """Run the handler of function `name`: (result, None) or (None, error payload)."""
+        handler = self._handlers.get(name)
+        if handler is None:
+            raise KeyError(f"no in-process handler registered for Lambda function {name!r}")
+        if name in self.interceptors:
+            handler = self.interceptors[name](handler)
+        record = Invocation(name, event)
+        with self._lock:
+            self.invocations.append(record)
+        try:
+            # Round-trip through JSON like the real service: handlers never share objects.
+            record.result = json.loads(json.dumps(handler(event, LambdaContext(name))))
+        except Exception as exc:
+            record.error = error_payload(exc)
+            _log.info("lambda %s raised %s: %s", name, type(exc).__name__, exc)
+        return record.result, record.error
+
+    def invoke_async(self, name: str, event: Any) -> Future:
+        """`InvocationType=Event`: run later on a pool, retried twice on error like AWS."""
+        def run() -> None:
+            for attempt in range(self._async_retries + 1):
+                _, error = self.invoke(name, event)
+                if error is None:
+                    return
+                if attempt < self._async_retries:
+                    time.sleep(self._async_retry_delay * (attempt + 1))
+            _log.warning("async invocation of %s failed after retries", name)
+
+        future = self._pool.submit(run)
+        with self._lock:
+            self._pending.add(future)
+        future.add_done_callback(lambda f: self._discard(f))
+        return future
+
+    def _discard(self, future: Future) -> None:
+        with self._lock:
+            self._pending.discard(future)
+
+    def async_idle(self) -> bool:
+        with self._lock:
+            return not self._pending
+
+    def calls(self, name: str) -> list[Invocation]:
+        with self._lock:
+            return [i for i in self.invocations if i.function_name == name]
+
+    def install(self) -> None:
+        """Patch moto so invoking a function runs its registered handler."""
+        from moto.awslambda.models import LambdaFunction
+
+        dispatcher = self
+        self._original = LambdaFunction._invoke_lambda
+
+        def _invoke_lambda(fn: Any, event: Any = None) -> tuple[str, bool, str]:
+            if isinstance(event, str | bytes):
+                event = json.loads(event or "{}")
+            result, error = dispatcher.invoke(fn.function_name, event if event is not None
+                                              else {})
+            if error is not None:
+                return json.dumps(error), True, json.dumps(error)
+            return json.dumps(result), False, ""
+
+        LambdaFunction._invoke_lambda = _invoke_lambda
+
+    def uninstall(self) -> None:
+        from moto.awslambda.models import LambdaFunction
+
+        if self._original is not None:
+            LambdaFunction._invoke_lambda = self._original
+            self._original = None
+        self._pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,124 @@
+"""Ledger conditional writes and the per-table lock/queue, against moto's DynamoDB."""
+
+from __future__ import annotations
+
+import threading
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from lambdas.common.ledger import LOCK_ACTIVE, LOCK_QUEUED, Ledger
+
+
+@pytest.fixture
+def ledger(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    with mock_aws():
+        boto3.client("dynamodb").create_table(
+            TableName="ledger", BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}])
+        yield Ledger("ledger")
+
+
+def test_create_ingest_is_a_conditional_put(ledger):
+    assert ledger.create_ingest("a" * 16, {"table": "s.t", "status": "RECEIVED"})
+    assert not ledger.create_ingest("a" * 16, {"table": "other.t", "status": "REJECTED"})
+    record = ledger.get_ingest("a" * 16)
+    assert record["table"] == "s.t" and record["status"] == "RECEIVED"
+
+
+def test_concurrent_creates_have_exactly_one_winner(ledger):
+    results: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def create(i: int) -> None:
+        barrier.wait()
+        results.append(ledger.create_ingest("b" * 16, {"status": "RECEIVED", "n": i}))
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [False] * 7 + [True]
+
+
+def test_update_ingest_respects_the_expected_status(ledger):
+    ledger.create_ingest("c" * 16, {"status": "RUNNING", "attempts": 1})
+    assert not ledger.update_ingest("c" * 16, {"status": "PUBLISHED"}, only_if_status={"QUEUED"})
+    assert ledger.get_ingest("c" * 16)["status"] == "RUNNING"
+    assert ledger.update_ingest("c" * 16, {"status": "PUBLISHED", "attempts": 2, "error": None},
+                                only_if_status={"RUNNING"})
+    record = ledger.get_ingest("c" * 16)
+    assert record["status"] == "PUBLISHED" and record["attempts"] == 2
+    assert not ledger.update_ingest("d" * 16, {"status": "PUBLISHED"})  # no such ingest
+
+
+def test_set_once_keeps_the_first_value(ledger):
+    ledger.create_ingest("e" * 16, {"status": "RECEIVED"})
+    assert ledger.set_once("e" * 16, "branch", "wap_a") == "wap_a"
+    assert ledger.set_once("e" * 16, "branch", "wap_b") == "wap_a"
+
+
+def test_lock_queues_in_arrival_order_and_hands_over_on_release(ledger):
+    assert ledger.acquire_or_enqueue("s.t", "1" * 16) == LOCK_ACTIVE
+    assert ledger.acquire_or_enqueue("s.t", "2" * 16) == LOCK_QUEUED
+    assert ledger.acquire_or_enqueue("s.t", "3" * 16) == LOCK_QUEUED
+    # Repeats (retried triggers) change nothing.
+    assert ledger.acquire_or_enqueue("s.t", "1" * 16) == LOCK_ACTIVE
+    assert ledger.acquire_or_enqueue("s.t", "2" * 16) == LOCK_QUEUED
+    assert ledger.get_lock("s.t").queue == ["2" * 16, "3" * 16]
+    # Another table is independent.
+    assert ledger.acquire_or_enqueue("s.u", "4" * 16) == LOCK_ACTIVE
+
+    assert ledger.release("s.t", "1" * 16) == "2" * 16
+    assert ledger.release("s.t", "1" * 16) == "2" * 16  # a retried finish sees the same successor
+    assert ledger.get_lock("s.t").active == "2" * 16
+    assert ledger.release("s.t", "3" * 16) is None  # not the holder: dropped from the queue only
+    assert ledger.get_lock("s.t").queue == []
+    assert ledger.release("s.t", "2" * 16) is None
+    lock = ledger.get_lock("s.t")
+    assert lock.active is None and lock.queue == []
+    assert ledger.acquire_or_enqueue("s.t", "5" * 16) == LOCK_ACTIVE
+
+
+def test_concurrent_acquires_give_one_holder_and_queue_everyone_else(ledger):
+    ids = [f"{i:016x}" for i in range(10)]
+    answers: dict[str, str] = {}
+    barrier = threading.Barrier(len(ids))
+
+    def acquire(iid: str) -> None:
+        barrier.wait()
+        answers[iid] = ledger.acquire_or_enqueue("s.t", iid)
+
+    threads = [threading.Thread(target=acquire, args=(i,)) for i in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    holders = [i for i, a in answers.items() if a == LOCK_ACTIVE]
+    assert len(holders) == 1
+    lock = ledger.get_lock("s.t")
+    assert lock.active == holders[0]
+    assert sorted(lock.queue) == sorted(set(ids) - set(holders))
+    # Draining the queue visits every ingest exactly once, in queue order.
+    order, current = [], holders[0]
+    while current:
+        order.append(current)
+        current = ledger.release("s.t", current)
+    assert order == holders + lock.queue
+
+
+def test_list_ingests_filters_by_table_and_status(ledger):
+    ledger.create_ingest("1" * 16, {"table": "s.t", "status": "PUBLISHED"})
+    ledger.create_ingest("2" * 16, {"table": "s.t", "status": "AUDIT_FAILED"})
+    ledger.create_ingest("3" * 16, {"table": "s.u", "status": "AUDIT_FAILED"})
+    ledger.acquire_or_enqueue("s.t", "1" * 16)
+    assert {r["ingest_id"] for r in ledger.list_ingests(statuses={"AUDIT_FAILED"})} == {
+        "2" * 16, "3" * 16}
+    assert {r["ingest_id"] for r in ledger.list_ingests(table="s.t")} == {"1" * 16, "2" * 16}
+    assert [lock.table for lock in ledger.list_locks()] == ["s.t"]
