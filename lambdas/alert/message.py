@@ -33,6 +33,7 @@ MAX_FALLBACK_TEXT = 3000
 _MAX_VALUE = 500
 _MAX_REASON = 1500
 _MAX_SAMPLE = 300
+_MAX_SCHEMA_CHANGES = 10
 
 _TITLES = {
     "AUDIT_FAILED": "Audit failed",
@@ -127,7 +128,23 @@ def _summary(event: AlertEvent, report: dict[str, Any] | None) -> str:
     lines.append(f"*Ingest:* {_code(event.ingest_id, 80)}")
     if report and isinstance(report.get("rows_written"), int):
         lines.append(f"*Rows written on the branch:* {report['rows_written']}")
+    changes = report.get("schema_changes") if report else None
+    if isinstance(changes, list) and changes:
+        shown = ", ".join(_code(_schema_change(c), 120) for c in changes[:_MAX_SCHEMA_CHANGES])
+        more = (
+            f" and {len(changes) - _MAX_SCHEMA_CHANGES} more"
+            if len(changes) > _MAX_SCHEMA_CHANGES
+            else ""
+        )
+        lines.append(f"*Schema changes:* {shown}{more}")
     return "\n".join(lines)
+
+
+def _schema_change(change: Any) -> str:
+    if not isinstance(change, dict):
+        return str(change)
+    parts = [change.get("change"), change.get("column"), change.get("type")]
+    return " ".join(str(p) for p in parts if p)
 
 
 def _branch(event: AlertEvent, nessie_ui_url: str | None) -> str | None:

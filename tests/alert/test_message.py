@@ -199,3 +199,24 @@ def test_link_builders():
     assert s3_console_url("s3://b/a key.json") == (
         "https://s3.console.aws.amazon.com/s3/object/b?prefix=a%20key.json"
     )
+
+
+def test_rejected_ingest_shows_the_schema_changes():
+    event = load_event("audit_failed.json") | {
+        "outcome": "REJECTED",
+        "reason": "schema policy strict forbids new column discount",
+    }
+    report = {
+        "outcome": "rejected",
+        "rows_written": 0,
+        "schema_changes": [{"change": "add_column", "column": "discount", "type": "double"}],
+        "checks": [],
+    }
+
+    message = render(event, report)
+
+    text = all_text(message.blocks)
+    assert message.blocks[0]["text"]["text"] == "Ingest rejected: sales.orders"
+    assert "*Schema changes:* `add_column discount double`" in text
+    assert "schema policy strict forbids new column discount" in text
+    assert "checks did not pass" not in text
