@@ -57,12 +57,11 @@ class Pipeline(Construct):
         super().__init__(scope, construct_id)
         self.state_machine_name = state_machine_name
         self.state_machine_arn = state_machine_arn(self, state_machine_name)
+        # lambdas/common/ledger.py keys every item by "pk" alone (ingest#<id>, table#<name>).
         self.ledger = dynamodb.Table(
             self, "Ledger",
             partition_key=dynamodb.Attribute(name=constants.LEDGER_PARTITION_KEY,
                                              type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=constants.LEDGER_SORT_KEY,
-                                        type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True),

@@ -21,9 +21,8 @@ from infra.storage import Storage
 def state_machine_values() -> dict[str, str]:
     """Non-ARN substitutions of statemachine/ingest.asl.json (same values locally and on AWS)."""
     return {
-        "JobPollIntervalSeconds": str(constants.JOB_POLL_INTERVAL_SECONDS),
+        "PollIntervalSeconds": str(constants.JOB_POLL_INTERVAL_SECONDS),
         "JobTimeoutSeconds": str(constants.JOB_TIMEOUT_MINUTES * 60),
-        "MaxPublishAttempts": str(constants.MAX_PUBLISH_ATTEMPTS),
     }
 
 

@@ -1,0 +1,377 @@
+"""What the synthesized template promises, asserted on properties (never on logical ids)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+REPO = Path(__file__).resolve().parents[2]
+ASL_FILE = REPO / "statemachine" / "ingest.asl.json"
+HANDLERS = {"trigger", "job_status", "publish", "alert", "finish", "sweeper"}
+
+
+def _ref_id(value: Any) -> str | None:
+    """The logical id behind {"Ref": id} or {"Fn::GetAtt": [id, attr]}."""
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return value["Ref"]
+        if "Fn::GetAtt" in value:
+            return value["Fn::GetAtt"][0]
+    return None
+
+
+def _referenced_ids(value: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(value, dict):
+        if (ref := _ref_id(value)) is not None:
+            found.add(ref)
+        for item in value.values():
+            found |= _referenced_ids(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _referenced_ids(item)
+    return found
+
+
+def _functions_by_handler(synth) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Our Lambdas keyed by package name (CDK's own custom-resource handlers left out)."""
+    found = {}
+    for logical_id, resource in synth.of_type("AWS::Lambda::Function").items():
+        match = re.fullmatch(r"lambdas\.(\w+)\.handler\.handler", resource["Properties"]["Handler"])
+        if match:
+            found[match.group(1)] = (logical_id, resource["Properties"])
+    return found
+
+
+def _statements_of_role(synth, role_id: str) -> list[dict[str, Any]]:
+    statements = []
+    for policy in synth.of_type("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"].get("Roles", []):
+            statements += policy["Properties"]["PolicyDocument"]["Statement"]
+    return statements
+
+
+def _actions(statements: list[dict[str, Any]]) -> set[str]:
+    actions: set[str] = set()
+    for statement in statements:
+        value = statement.get("Action", [])
+        actions |= {value} if isinstance(value, str) else set(value)
+    return actions
+
+
+def _buckets(synth) -> dict[str, dict[str, Any]]:
+    return synth.of_type("AWS::S3::Bucket")
+
+
+def _source_bucket_id(synth) -> str:
+    """The bucket with EventBridge notifications switched on."""
+    (notification,) = [r for r in synth.resources.values()
+                        if r["Type"] == "Custom::S3BucketNotifications"]
+    props = notification["Properties"]
+    assert "EventBridgeConfiguration" in props["NotificationConfiguration"]
+    return _ref_id(props["BucketName"])
+
+
+# ---- storage ----------------------------------------------------------------------------
+
+def test_every_bucket_is_encrypted_private_and_ssl_only(synthesized):
+    buckets = _buckets(synthesized)
+    assert len(buckets) >= 4  # source, lake, artifacts, access logs
+    policies = {
+        _ref_id(p["Properties"]["Bucket"]): p["Properties"]["PolicyDocument"]["Statement"]
+        for p in synthesized.of_type("AWS::S3::BucketPolicy").values()}
+    for logical_id, bucket in buckets.items():
+        props = bucket["Properties"]
+        (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms")
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True, "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+        ssl_denials = [s for s in policies.get(logical_id, []) if s["Effect"] == "Deny"
+                       and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}]
+        assert ssl_denials, f"bucket {logical_id} accepts plain HTTP"
+
+
+def test_data_buckets_log_access_and_expire_reports_and_logs(synthesized):
+    buckets = _buckets(synthesized)
+    logged = [b for b in buckets.values() if "LoggingConfiguration" in b["Properties"]]
+    assert len(logged) == len(buckets) - 1  # all but the access-log bucket itself
+    synthesized.template.has_resource_properties("AWS::S3::Bucket", {
+        "LifecycleConfiguration": {"Rules": Match.array_with([
+            Match.object_like({"Prefix": "reports/", "Status": "Enabled",
+                               "ExpirationInDays": Match.any_value()}),
+            Match.object_like({"Prefix": "emr-logs/", "Status": "Enabled",
+                               "ExpirationInDays": Match.any_value()}),
+        ])}})
+
+
+def test_source_bucket_is_versioned(synthesized):
+    source = _buckets(synthesized)[_source_bucket_id(synthesized)]
+    assert source["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
+
+
+# ---- pipeline -----------------------------------------------------------------------------
+
+def test_object_created_in_source_bucket_reaches_trigger_with_retry_and_dlq(synthesized):
+    source_id = _source_bucket_id(synthesized)
+    trigger_id, _ = _functions_by_handler(synthesized)["trigger"]
+    synthesized.template.has_resource_properties("AWS::Events::Rule", {
+        "EventPattern": {
+            "source": ["aws.s3"],
+            "detail-type": ["Object Created"],
+            "detail": {"bucket": {"name": [{"Ref": source_id}]}},
+        },
+        "Targets": [Match.object_like({
+            "Arn": {"Fn::GetAtt": [trigger_id, "Arn"]},
+            "DeadLetterConfig": {"Arn": {"Fn::GetAtt": [Match.any_value(), "Arn"]}},
+            "RetryPolicy": Match.object_like({"MaximumRetryAttempts": Match.any_value()}),
+        })],
+    })
+
+
+def test_sweeper_runs_on_a_schedule(synthesized):
+    sweeper_id, _ = _functions_by_handler(synthesized)["sweeper"]
+    synthesized.template.has_resource_properties("AWS::Events::Rule", {
+        "ScheduleExpression": Match.string_like_regexp(r"rate\(\d+ minutes?\)"),
+        "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [sweeper_id, "Arn"]}})],
+    })
+
+
+def test_ledger_table_matches_the_ledger_module_and_has_pitr(synthesized):
+    # lambdas/common/ledger.py addresses items by "pk" alone (ingest#<id>, table#<name>).
+    synthesized.template.has_resource_properties("AWS::DynamoDB::Table", {
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+        "SSESpecification": {"SSEEnabled": True},
+    })
+
+
+def test_every_lambda_is_python312_traced_and_has_the_contract_environment(synthesized):
+    contracts = (REPO / "docs" / "contracts.md").read_text()
+    section = contracts.split("## Lambda environment", 1)[1].split("\n## ", 1)[0]
+    expected_names = set(re.findall(r"`((?:WAP|POWERTOOLS)_[A-Z_]+)`", section))
+    assert len(expected_names) >= 18
+    functions = _functions_by_handler(synthesized)
+    assert set(functions) == HANDLERS
+    for name, (_, props) in functions.items():
+        assert props["Runtime"] == "python3.12"
+        assert props["TracingConfig"] == {"Mode": "Active"}
+        assert set(props["Environment"]["Variables"]) == expected_names, name
+
+
+def test_spark_parameters_configure_the_lake_catalog_with_s3fileio(synthesized):
+    _, props = _functions_by_handler(synthesized)["trigger"]
+    value = props["Environment"]["Variables"]["WAP_JOB_SPARK_PARAMETERS"]
+    text = "".join(part if isinstance(part, str) else "<token>"
+                   for part in value["Fn::Join"][1])
+    conf = dict(item.split("=", 1) for item in text.replace("--conf ", "\n").split() if "=" in item)
+    assert conf["spark.sql.catalog.lake"] == "org.apache.iceberg.spark.SparkCatalog"
+    assert conf["spark.sql.catalog.lake.catalog-impl"] == "org.apache.iceberg.nessie.NessieCatalog"
+    assert conf["spark.sql.catalog.lake.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+    assert conf["spark.sql.catalog.lake.uri"] == "http://<token>/api/v2"
+    assert conf["spark.sql.catalog.lake.warehouse"] == "s3://<token>/warehouse/"
+    assert conf["spark.sql.catalog.lake.ref"] == "main"
+    assert conf["spark.sql.extensions"] == (
+        "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+
+
+def test_state_machine_is_the_tested_definition_file(synthesized):
+    (machine,) = synthesized.of_type("AWS::StepFunctions::StateMachine").values()
+    props = machine["Properties"]
+    file_text = ASL_FILE.read_text()
+    placeholders = set(re.findall(r"\$\{(\w+)\}", file_text))
+    substitutions = props["DefinitionSubstitutions"]
+    assert set(substitutions) == placeholders
+    # Each *FunctionArn resolves to the Lambda of that package.
+    functions = _functions_by_handler(synthesized)
+    fake = {}
+    for name in placeholders:
+        if name.endswith("FunctionArn"):
+            package = re.sub(r"(?<!^)(?=[A-Z])", "_", name[: -len("FunctionArn")]).lower()
+            assert substitutions[name] == {"Fn::GetAtt": [functions[package][0], "Arn"]}
+            fake[name] = f"arn:aws:lambda:eu-west-1:123456789012:function:{package}"
+        else:
+            assert re.fullmatch(r"\d+", substitutions[name]), (name, substitutions[name])
+            fake[name] = substitutions[name]
+
+    def render(text: str) -> Any:
+        return json.loads(re.sub(r"\$\{(\w+)\}", lambda m: fake[m.group(1)], text))
+
+    assert render(props["DefinitionString"]) == render(file_text)
+    assert props["LoggingConfiguration"]["Level"] == "ALL"
+    assert props["TracingConfiguration"] == {"Enabled": True}
+
+
+def test_job_timeout_of_the_state_machine_matches_the_lambdas(synthesized):
+    (machine,) = synthesized.of_type("AWS::StepFunctions::StateMachine").values()
+    seconds = int(machine["Properties"]["DefinitionSubstitutions"]["JobTimeoutSeconds"])
+    _, trigger = _functions_by_handler(synthesized)["trigger"]
+    minutes = int(trigger["Environment"]["Variables"]["WAP_JOB_TIMEOUT_MINUTES"])
+    assert seconds == minutes * 60
+
+
+def test_state_machine_arn_given_to_lambdas_is_the_named_machine(synthesized):
+    (machine,) = synthesized.of_type("AWS::StepFunctions::StateMachine").values()
+    name = machine["Properties"]["StateMachineName"]
+    _, finish = _functions_by_handler(synthesized)["finish"]
+    arn = finish["Environment"]["Variables"]["WAP_STATE_MACHINE_ARN"]
+    assert arn["Fn::Join"][1][-1] == f":stateMachine:{name}"
+
+
+# ---- compute ------------------------------------------------------------------------------
+
+def test_emr_serverless_application(synthesized):
+    synthesized.template.has_resource_properties("AWS::EMRServerless::Application", {
+        "ReleaseLabel": "emr-7.12.0",
+        "Type": "SPARK",
+        "AutoStartConfiguration": {"Enabled": True},
+        "AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": Match.any_value()},
+        "MaximumCapacity": {"Cpu": Match.any_value(), "Memory": Match.any_value(),
+                            "Disk": Match.any_value()},
+        "NetworkConfiguration": Match.object_like({"SubnetIds": Match.any_value()}),
+        "InitialCapacity": Match.absent(),
+    })
+
+
+def test_pre_initialized_capacity_is_a_parameter(synthesized_external_nessie):
+    synthesized_external_nessie.template.has_resource_properties(
+        "AWS::EMRServerless::Application", {"InitialCapacity": Match.array_with([
+            Match.object_like({"Key": "Executor", "Value": Match.object_like(
+                {"WorkerCount": 2})})])})
+
+
+def test_job_code_and_table_configs_are_deployed_to_the_artifacts_bucket(synthesized):
+    deployments = [r["Properties"] for r in synthesized.resources.values()
+                   if r["Type"] == "Custom::CDKBucketDeployment"]
+    prefixes = {d.get("DestinationBucketKeyPrefix") for d in deployments}
+    assert "jobs/" in prefixes
+    if list((REPO / "tables").glob("*.yaml")):
+        assert "tables/" in prefixes
+
+
+# ---- catalog ------------------------------------------------------------------------------
+
+def test_nessie_runs_a_pinned_image_on_dynamodb2(synthesized):
+    synthesized.template.has_resource_properties("AWS::ECS::TaskDefinition", {
+        "ContainerDefinitions": [Match.object_like({
+            "Image": Match.string_like_regexp(r"^ghcr\.io/projectnessie/nessie:0\.10\d\.\d+$"),
+            "Environment": Match.array_with([
+                {"Name": "NESSIE_VERSION_STORE_TYPE", "Value": "DYNAMODB2"},
+                {"Name": "NESSIE_VERSION_STORE_PERSIST_DYNAMODB_TABLE_PREFIX",
+                 "Value": "WapIngest-nessie"}]),
+            "PortMappings": Match.array_with([Match.object_like({"ContainerPort": 19120}),
+                                              Match.object_like({"ContainerPort": 9000})]),
+        })]})
+    # Nessie's dynamodb2 backend: tables "<prefix>_refs" / "<prefix>_objs", hash key "k".
+    for suffix in ("refs", "objs"):
+        synthesized.template.has_resource_properties("AWS::DynamoDB::Table", {
+            "TableName": f"WapIngest-nessie_{suffix}",
+            "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+        })
+
+
+def test_nessie_task_role_reaches_only_its_tables(synthesized):
+    (task,) = synthesized.of_type("AWS::ECS::TaskDefinition").values()
+    role_id = _ref_id(task["Properties"]["TaskRoleArn"])
+    nessie_tables = {logical_id for logical_id, t in synthesized.of_type(
+        "AWS::DynamoDB::Table").items() if "nessie" in str(t["Properties"].get("TableName"))}
+    dynamodb_statements = [s for s in _statements_of_role(synthesized, role_id)
+                           if any(a.startswith("dynamodb:") for a in _actions([s]))]
+    assert dynamodb_statements
+    for statement in dynamodb_statements:
+        assert _referenced_ids(statement["Resource"]) <= nessie_tables
+        assert statement["Resource"] != "*"
+
+
+def test_internal_alb_health_checks_the_management_port(synthesized):
+    synthesized.template.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::LoadBalancer", {"Scheme": "internal"})
+    synthesized.template.has_resource_properties("AWS::ElasticLoadBalancingV2::TargetGroup", {
+        "Port": 19120, "HealthCheckPort": "9000", "HealthCheckPath": "/q/health/ready"})
+
+
+def test_external_nessie_deploys_no_catalog(synthesized_external_nessie):
+    synth = synthesized_external_nessie
+    assert synth.of_type("AWS::ECS::Service") == {}
+    assert synth.of_type("AWS::ElasticLoadBalancingV2::LoadBalancer") == {}
+    (_, trigger) = _functions_by_handler(synth)["trigger"]
+    assert trigger["Environment"]["Variables"]["WAP_NESSIE_URI"] == (
+        "https://nessie.example.internal:19120/api/v1")
+    synth.template.has_output("NessieUiUrl", {"Value": "https://nessie.example.internal:19120"})
+
+
+# ---- permissions --------------------------------------------------------------------------
+
+def test_no_policy_grants_wildcard_actions_on_data_buckets(synthesized):
+    bucket_ids = set(_buckets(synthesized))
+    policies = [p["Properties"]["PolicyDocument"] for p in synthesized.of_type(
+        "AWS::IAM::Policy").values()]
+    for role in synthesized.of_type("AWS::IAM::Role").values():
+        policies += [p["PolicyDocument"] for p in role["Properties"].get("Policies", [])]
+    checked = 0
+    for document in policies:
+        for statement in document["Statement"]:
+            actions = _actions([statement])
+            assert "*" not in actions
+            if _referenced_ids(statement.get("Resource", [])) & bucket_ids:
+                checked += 1
+                assert not {a for a in actions if a == "s3:*" or a.endswith(":*")}, statement
+    assert checked > 5
+
+
+def test_each_lambda_only_gets_the_permissions_it_uses(synthesized):
+    functions = _functions_by_handler(synthesized)
+
+    def actions_of(name: str) -> set[str]:
+        return _actions(_statements_of_role(synthesized, _ref_id(functions[name][1]["Role"])))
+
+    assert {"emr-serverless:StartJobRun", "states:StartExecution",
+            "iam:PassRole"} <= actions_of("trigger")
+    assert {"emr-serverless:GetJobRun"} <= actions_of("job_status")
+    assert not {"emr-serverless:StartJobRun", "states:StartExecution", "iam:PassRole",
+                "secretsmanager:GetSecretValue"} & actions_of("job_status")
+    assert "secretsmanager:GetSecretValue" in actions_of("alert")
+    assert not {a for a in actions_of("alert") if a.startswith(("emr-serverless:", "states:",
+                                                                "dynamodb:Put", "dynamodb:Update"))}
+    assert "secretsmanager:GetSecretValue" not in actions_of("trigger")
+
+
+def test_job_role_is_assumable_by_emr_serverless_only(synthesized):
+    synthesized.template.has_resource_properties("AWS::IAM::Role", {
+        "AssumeRolePolicyDocument": {"Statement": [Match.object_like({
+            "Principal": {"Service": "emr-serverless.amazonaws.com"},
+            "Condition": Match.object_like({"StringEquals": Match.any_value()}),
+        })]}})
+
+
+# ---- alerts and outputs -------------------------------------------------------------------
+
+def test_slack_secret_is_created_empty(synthesized):
+    (secret,) = synthesized.of_type("AWS::SecretsManager::Secret").values()
+    assert "GenerateSecretString" not in secret["Properties"]
+    assert "SecretString" not in secret["Properties"]
+
+
+def test_alarms_watch_executions_dlq_and_every_lambda(synthesized):
+    alarms = [a["Properties"] for a in synthesized.of_type("AWS::CloudWatch::Alarm").values()]
+    topics = set(synthesized.of_type("AWS::SNS::Topic"))
+    for alarm in alarms:
+        assert {_ref_id(action) for action in alarm["AlarmActions"]} <= topics
+    metrics = [m.get("MetricStat", {}).get("Metric", {}).get("MetricName")
+               for a in alarms for m in a.get("Metrics", [])]
+    metrics += [a.get("MetricName") for a in alarms]
+    assert {"ExecutionsFailed", "ExecutionsTimedOut"} <= set(metrics)
+    assert "ApproximateNumberOfMessagesVisible" in metrics
+    assert metrics.count("Errors") == len(HANDLERS)
+
+
+def test_outputs(synthesized):
+    outputs = synthesized.template.to_json()["Outputs"]
+    assert {"SourceBucketName", "LakeBucketName", "ArtifactsBucketName", "NessieApiUrl",
+            "NessieUiUrl", "StateMachineArn"} <= set(outputs)
