@@ -42,7 +42,12 @@ def send_alert(
     except AlertEventError as exc:
         logger.error("alert event rejected", extra={"error": str(exc), "event": _clip(event)})
         raise
-    config = config or AlertConfig.from_env()
+    try:
+        config = config or AlertConfig.from_env()
+    except AlertConfigError as exc:
+        bare = build_message(alert, None, [])
+        _log_undelivered(alert, bare, [], str(exc), error_type=type(exc).__name__)
+        raise
     report, checks, problem = _read_report(alert, s3)
     message = build_message(
         alert, report, checks, nessie_ui_url=config.nessie_ui_url, report_problem=problem

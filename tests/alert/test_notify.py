@@ -387,3 +387,15 @@ def test_handler_posts_and_logs_structured_json(
     assert line["ingest_id"] == "0123456789abcdef"
     assert line["function_request_id"] == "req-1"
     assert line["ts"] == slack.messages[0]["ts"]
+
+
+def test_bad_environment_still_logs_the_alert(monkeypatch, caplog, slack):
+    monkeypatch.setenv("WAP_NESSIE_UI_URL", "ftp://nessie")
+    caplog.set_level(logging.INFO)
+
+    with pytest.raises(AlertConfigError, match="WAP_NESSIE_UI_URL"):
+        send_alert(load_event("audit_failed.json"))
+
+    [record] = [r for r in caplog.records if r.getMessage() == "slack alert not delivered"]
+    assert record.alert["event"]["ingest_id"] == "0123456789abcdef"
+    assert record.error_type == "AlertConfigError"
