@@ -186,3 +186,23 @@ def runtime_site(*, build_dir: Path = constants.BUILD_DIR) -> Path:
 def tree_size(path: Path) -> int:
     """Bytes of all regular files below `path` (what Lambda counts as unpacked size)."""
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def lambda_python() -> str:
+    """An interpreter as close to the Lambda runtime as this machine has (3.12 if present).
+
+    `WAP_LAMBDA_PYTHON` overrides; otherwise python3.12 on PATH or under pyenv,
+    else the current interpreter (the layer's pure-Python packages import on 3.11 too).
+    """
+    import glob
+
+    candidates = [os.environ.get("WAP_LAMBDA_PYTHON"), shutil.which("python3.12"),
+                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))]
+    for candidate in candidates:
+        if not candidate:
+            continue
+        probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],  # noqa: S603
+                               capture_output=True, text=True, check=False)
+        if probe.returncode == 0 and probe.stdout.strip() == "(3, 12)":
+            return candidate
+    return sys.executable

@@ -1,0 +1,105 @@
+"""The handlers named in the template import from the built assets, as on Lambda.
+
+Each import runs in a fresh isolated interpreter whose sys.path is exactly the
+function's code asset, its layer asset and the runtime's own packages (boto3 & co.),
+so a module missing from the bundle fails here rather than in AWS.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import bundling
+
+IMPORT_HANDLER = r"""
+import importlib, json, sys
+paths, handler = json.loads(sys.argv[1])
+sys.path[:0] = paths
+module_name, attribute = handler.rsplit(".", 1)
+module = importlib.import_module(module_name)
+function = getattr(module, attribute)
+print(json.dumps({"file": module.__file__, "callable": callable(function),
+                  "heavy": sorted(set(sys.modules) & {"pyarrow", "pyspark", "pandas"})}))
+"""
+
+
+def _asset_dirs(synth) -> dict[str, Path]:
+    """S3 object key -> staged asset directory in the cloud assembly."""
+    manifest = json.loads(next(synth.outdir.glob(f"{synth.stack.artifact_id}.assets.json"))
+                          .read_text())
+    found = {}
+    for entry in manifest["files"].values():
+        for destination in entry["destinations"].values():
+            found[destination["objectKey"]] = synth.outdir / entry["source"]["path"]
+    return found
+
+
+def _fake(value: Any) -> str:
+    """An environment value with CloudFormation tokens replaced by plausible text."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        return "".join(_fake(part) for part in value["Fn::Join"][1])
+    return "token"
+
+
+def _our_functions(synth) -> list[dict[str, Any]]:
+    return [f["Properties"] for f in synth.of_type("AWS::Lambda::Function").values()
+            if f["Properties"]["Handler"].startswith("lambdas.")]
+
+
+def _layer_dirs(synth, function: dict[str, Any], assets: dict[str, Path]) -> list[Path]:
+    layers = synth.of_type("AWS::Lambda::LayerVersion")
+    return [assets[layers[ref["Ref"]]["Properties"]["Content"]["S3Key"]] / "python"
+            for ref in function.get("Layers", [])]
+
+
+@pytest.fixture(scope="module")
+def python() -> str:
+    return bundling.lambda_python()
+
+
+def test_every_handler_imports_from_its_bundle(synthesized, python, tmp_path):
+    assets = _asset_dirs(synthesized)
+    runtime = bundling.runtime_site()
+    functions = _our_functions(synthesized)
+    assert len(functions) == 6
+    for function in functions:
+        code = assets[function["Code"]["S3Key"]]
+        paths = [str(code), *map(str, _layer_dirs(synthesized, function, assets)), str(runtime)]
+        env = {name: _fake(value) for name, value in
+               function["Environment"]["Variables"].items()}
+        env |= {"AWS_DEFAULT_REGION": "eu-west-1", "AWS_REGION": "eu-west-1",
+                "AWS_EC2_METADATA_DISABLED": "true", "PATH": "/usr/bin:/bin"}
+        result = subprocess.run(
+            [python, "-I", "-S", "-B", "-c", IMPORT_HANDLER,
+             json.dumps([paths, function["Handler"]])],
+            capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=120)
+        assert result.returncode == 0, f"{function['Handler']}:\n{result.stderr[-3000:]}"
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+        assert report["callable"], function["Handler"]
+        assert Path(report["file"]).is_relative_to(code)
+        assert report["heavy"] == []
+
+
+def test_code_assets_hold_only_their_own_package(synthesized):
+    assets = _asset_dirs(synthesized)
+    for function in _our_functions(synthesized):
+        code = assets[function["Code"]["S3Key"]]
+        package = function["Handler"].split(".")[1]
+        assert sorted(p.name for p in (code / "lambdas").iterdir() if p.is_dir()) == sorted(
+            {"common", package})
+
+
+def test_bundles_leave_out_spark_arrow_and_runtime_sdk(synthesized):
+    assets = _asset_dirs(synthesized)
+    (function, *_) = _our_functions(synthesized)
+    (layer,) = _layer_dirs(synthesized, function, assets)
+    names = {p.name for p in layer.iterdir()}
+    assert {"pynessie", "slack_sdk", "aws_lambda_powertools"} <= names
+    assert not names & {"pyarrow", "pyspark", "pandas", "boto3", "botocore"}
