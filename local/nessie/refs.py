@@ -40,7 +40,7 @@ class RefSpec:
 def validate_ref_name(name: str) -> str:
     """Return `name` if it is a valid Nessie reference name, else raise BAD_REQUEST."""
     if not isinstance(name, str) or not REF_NAME_RE.match(name):
-        raise BadRequestError(f"Invalid reference name '{name}': {REF_NAME_MESSAGE}")
+        raise BadRequestError(f"{REF_NAME_MESSAGE} - but was: {name}")
     return name
 
 
@@ -57,7 +57,7 @@ def parse_ref_spec(spec: str) -> RefSpec:
         raise BadRequestError("An empty reference parameter is not valid")
     m = _REF_SPEC_RE.match(spec)
     if m is None:
-        raise BadRequestError(f"Illegal reference specification '{spec}': {REF_NAME_MESSAGE}")
+        raise BadRequestError(f"{REF_NAME_MESSAGE} - but was: {spec}")
     name = m.group("name")
     hash_ = m.group("hash")
     if name is None and hash_ is None:
