@@ -14,27 +14,56 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import logging
 import math
 from collections.abc import Callable
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_jobs.checks import FAILED, SCAN, Check, CheckResult, col
+from spark_jobs.checks import ERROR, FAILED, SCAN, Check, CheckResult, col
+from spark_jobs.errors import describe
 from spark_jobs.identifiers import quote
 from spark_jobs.metrics import SnapshotStats
 
+log = logging.getLogger(__name__)
 SAMPLES = 5
 SAMPLE_COLUMNS = 20
 SAMPLE_TEXT = 200
 
 
+def job_group_ids(label: str) -> dict[str, str]:
+    """Spark job groups of the audit's queries, so tests and the UI can count them."""
+    return {"scan": f"wap-audit-scan-{label}", "samples": f"wap-audit-samples-{label}",
+            "main": f"wap-audit-main-{label}"}
+
+
+@contextmanager
+def job_group(spark, group: str, description: str):
+    """Run the block's Spark jobs under `group`, then restore the caller's group."""
+    sc = spark.sparkContext
+    keys = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+    previous = {key: sc.getLocalProperty(key) for key in keys}
+    sc.setJobGroup(group, description)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            sc.setLocalProperty(key, value)
+
+
 def run_audit(checks: list[Check], stats: SnapshotStats | None,
               new_rows: Callable[[], DataFrame], now: dt.datetime,
-              main_rows: Callable[[], DataFrame | None] | None = None) -> list[CheckResult]:
-    """Evaluate `checks` on the rows of one snapshot; results in config order."""
+              main_rows: Callable[[], DataFrame | None] | None = None,
+              label: str = "run") -> list[CheckResult]:
+    """Evaluate `checks` on the rows of one snapshot; results in config order.
+
+    Queries run in the job groups of `job_group_ids(label)`.
+    """
+    groups = job_group_ids(label)
     results: dict[int, CheckResult] = {}
     pending = []
     for index, check in enumerate(checks):
@@ -47,17 +76,43 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
                                 for i, result in results.items())
     rows = new_rows() if needs_rows else None
     if pending:
-        results.update(_one_pass(checks, pending, rows, now))
+        try:
+            with job_group(rows.sparkSession, groups["scan"], "audit: one aggregation pass"):
+                results.update(_one_pass(checks, pending, rows, now))
+        except Exception as exc:  # e.g. an expression that fails at runtime under ANSI mode
+            log.exception("audit aggregation failed")
+            for index in pending:
+                results[index] = _errored(checks[index], f"evaluation failed: {describe(exc)}")
     for index in pending:
         if checks[index].needs_main:
-            results[index] = _against_main(checks[index], results[index], rows, main_rows)
+            if results[index].status == ERROR:
+                continue
+            try:
+                with job_group(rows.sparkSession, groups["main"], "audit: keys already on main"):
+                    results[index] = _against_main(checks[index], results[index], rows,
+                                                   main_rows)
+            except Exception as exc:
+                log.exception("lookup against main failed")
+                results[index] = _errored(checks[index], f"lookup on main failed: {describe(exc)}")
     failed = {index: check.violation() for index, check in enumerate(checks)
               if results[index].status == FAILED and check.violation() is not None}
     if failed:
-        for index, samples in _samples(rows, checks, failed).items():
+        try:
+            with job_group(rows.sparkSession, groups["samples"], "audit: violating rows"):
+                found = _samples(rows, checks, failed)
+        except Exception:  # samples help a human; their absence must not hide the counts
+            log.exception("sampling violating rows failed")
+            found = {}
+        for index, samples in found.items():
             results[index].samples = samples + results[index].samples
             del results[index].samples[SAMPLES:]
     return [results[index] for index in range(len(checks))]
+
+
+def _errored(check: Check, message: str) -> CheckResult:
+    result = check.result(None, SCAN)
+    result.status, result.message = ERROR, message
+    return result
 
 
 def _one_pass(checks: list[Check], pending: list[int], rows: DataFrame,

@@ -81,10 +81,10 @@ def plan_schema(table: T.StructType | None, file: T.StructType, policy: str) -> 
         if policy == "strict":
             problems.append(f"column {name!r} is {ffield.dataType.simpleString()} in the file "
                             f"but {tfield.dataType.simpleString()} in the table")
-        elif _widens(tfield.dataType, ffield.dataType):
+        elif _widens(ffield.dataType, tfield.dataType):
             # The file is narrower than the table: cast on write, the table stays.
             pass
-        elif _widens(ffield.dataType, tfield.dataType):
+        elif _widens(tfield.dataType, ffield.dataType):
             changes.append({"change": "widen_type", "column": name,
                             "from": tfield.dataType.simpleString(),
                             "type": ffield.dataType.simpleString()})

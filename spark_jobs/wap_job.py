@@ -193,7 +193,7 @@ def _audit(spark, ref: TableRef, written, checks, args: JobArgs, report: Report)
         main_ref = TableRef(args.catalog, ref.namespace, ref.table)
         return spark.table(main_ref.sql) if spark.catalog.tableExists(main_ref.sql) else None
 
-    return run_audit(checks, stats, new_rows, utc_now(), main_rows)
+    return run_audit(checks, stats, new_rows, utc_now(), main_rows, label=args.ingest_id)
 
 
 def main(argv: list[str] | None = None) -> int:
