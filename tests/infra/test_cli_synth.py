@@ -1,0 +1,37 @@
+"""`npx --no-install cdk synth` from the repo root, offline: no credentials, no Docker."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+# A CDK v1 flag that CDK v2 refuses at synth time; cdk.json belongs to the lead.
+V1_ONLY_FLAGS = {"@aws-cdk/core:enableStackNameDuplicates"}
+_cdk_json_flags = set(json.loads((REPO / "cdk.json").read_text()).get("context", {}))
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(condition=bool(_cdk_json_flags & V1_ONLY_FLAGS), strict=True,
+                   reason="cdk.json still sets a CDK v1-only feature flag (lead to remove it)")
+def test_cdk_cli_synth_offline(tmp_path):
+    if shutil.which("npx") is None or not (REPO / "node_modules" / "aws-cdk").is_dir():
+        pytest.fail("the pinned CDK CLI is missing: run `make setup` (npm ci)")
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("AWS_", "CDK_DEFAULT_"))}
+    # No credentials and no instance metadata: synthesis must not need an AWS account.
+    env |= {"AWS_EC2_METADATA_DISABLED": "true",
+            "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1"}
+    result = subprocess.run(
+        ["npx", "--no-install", "cdk", "synth", "--no-notices", "--quiet", "-o", str(tmp_path)],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    template = json.loads((tmp_path / "WapIngest.template.json").read_text())
+    types = {r["Type"] for r in template["Resources"].values()}
+    assert {"AWS::StepFunctions::StateMachine", "AWS::EMRServerless::Application",
+            "AWS::ECS::Service"} <= types

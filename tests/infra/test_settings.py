@@ -1,0 +1,49 @@
+"""Context values are validated before anything is synthesized."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.settings import DeploySettings, SettingsError
+
+
+def settings(**context):
+    return DeploySettings.from_context(context.get)
+
+
+def test_defaults_deploy_nessie_and_no_warm_capacity():
+    result = settings()
+    assert result.nessie_endpoint is None
+    assert result.emr_pre_initialized is None
+    assert result.emr_release_label == "emr-7.12.0"
+    assert result.destroy_data_on_delete is False
+
+
+def test_context_values_are_parsed():
+    result = settings(nessieEndpoint="http://nessie.internal:19120/", slackChannel="C0123ABCD9",
+                      emrPreInitializedExecutors="3", destroyDataOnDelete="true",
+                      nessieUiAllowedCidr="10.20.0.0/16", emrReleaseLabel="emr-7.13.1")
+    assert result.nessie_endpoint == "http://nessie.internal:19120"
+    assert result.emr_pre_initialized.executors == 3
+    assert result.emr_pre_initialized.drivers == 1
+    assert result.destroy_data_on_delete is True
+    assert result.emr_release_label == "emr-7.13.1"
+
+
+@pytest.mark.parametrize(("context", "message"), [
+    ({"slackChannel": "data alerts"}, "slackChannel"),
+    ({"nessieEndpoint": "nessie:19120"}, "nessieEndpoint"),
+    ({"nessieEndpoint": "http://nessie:19120/api/v2"}, "without /api"),
+    ({"nessieUiAllowedCidr": "0.0.0.0/0"}, "everyone"),
+    ({"nessieUiAllowedCidr": "10.0.0.1/16"}, "nessieUiAllowedCidr"),
+    ({"emrReleaseLabel": "emr-7.11.0"}, "emr-7.12.0 or later"),
+    ({"emrReleaseLabel": "emr-latest"}, "emrReleaseLabel"),
+    ({"emrPreInitializedExecutors": "many"}, "integer"),
+    ({"emrPreInitializedExecutors": "500"}, "between"),
+    ({"destroyDataOnDelete": "maybe"}, "true or false"),
+    ({"stackName": "wap_ingest"}, "stackName"),
+    ({"region": "europe"}, "region"),
+])
+def test_bad_context_values_are_refused_with_the_key_named(context, message):
+    with pytest.raises(SettingsError, match=message):
+        settings(**context)
