@@ -14,7 +14,14 @@ from infra.stack import WapStack
 def build_app(app: cdk.App | None = None) -> cdk.App:
     """The app with the one stack, configured from context (`-c key=value`)."""
     app = app or cdk.App()
-    settings = DeploySettings.from_context(app.node.try_get_context)
+    def context(key: str) -> object:
+        value = app.node.try_get_context(key)
+        if key == "region" and not value:
+            # Without -c region, deploy where the CLI's profile points (else the default).
+            return os.environ.get("CDK_DEFAULT_REGION")
+        return value
+
+    settings = DeploySettings.from_context(context)
     WapStack(
         app, settings.stack_name, settings=settings,
         env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"),
