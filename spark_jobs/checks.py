@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_jobs.errors import ConfigError
+from spark_jobs.errors import ConfigError, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.metrics import ColumnStats, SnapshotStats
 from spark_jobs.table_config import CheckSpec, TableConfig, parse_max_age
@@ -368,13 +368,10 @@ def default_required_checks(schema: T.StructType) -> list[CheckSpec]:
 
 
 def _validate_java_regex(spark: SparkSession, pattern: str, where: str) -> None:
-    from py4j.protocol import Py4JJavaError
-
     try:
         spark._jvm.java.util.regex.Pattern.compile(pattern)
-    except Py4JJavaError as exc:
-        message = str(exc.java_exception.getMessage()).splitlines()[0]
-        raise ConfigError(f"{where}: bad regex {pattern!r}: {message}") from exc
+    except Exception as exc:  # PatternSyntaxException, surfaced by PySpark as its own type
+        raise ConfigError(f"{where}: bad regex {pattern!r}: {describe(exc)}") from exc
 
 
 def _validate_expression(spark: SparkSession, sql: str, schema: T.StructType,
@@ -384,8 +381,10 @@ def _validate_expression(spark: SparkSession, sql: str, schema: T.StructType,
 
     empty: DataFrame = spark.createDataFrame([], schema)
     try:
-        # `where` refuses aggregates and window functions: the expression is per row.
-        result_type = empty.where(F.expr(sql)).select(F.expr(sql)).schema.fields[0].dataType
+        result_type = empty.select(F.expr(sql)).schema.fields[0].dataType
+        if isinstance(result_type, T.BooleanType):
+            # `where` refuses aggregates and window functions: the expression is per row.
+            empty.where(F.expr(sql)).schema  # noqa: B018 - analysis is the point
     except (AnalysisException, ParseException, PySparkException) as exc:
         message = str(exc).strip().splitlines()[0]
         raise ConfigError(f"{where}: invalid SQL expression {sql!r}: {message}") from exc

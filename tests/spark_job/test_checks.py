@@ -1,0 +1,166 @@
+"""Check compilation (config errors against the schema) and the metrics settlement rules."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from pyspark.sql import types as T
+
+from spark_jobs.audit import run_audit
+from spark_jobs.checks import compile_checks
+from spark_jobs.errors import ConfigError
+from spark_jobs.metrics import ColumnStats, SnapshotStats
+from spark_jobs.table_config import parse_table_config
+
+SCHEMA = T.StructType([
+    T.StructField("id", T.LongType(), False),
+    T.StructField("amount", T.DoubleType(), True),
+    T.StructField("email", T.StringType(), True),
+    T.StructField("day", T.DateType(), True),
+    T.StructField("ts", T.TimestampType(), True),
+])
+NOW = dt.datetime(2026, 11, 22, 12, 0, 0)
+
+
+def _compile(spark, checks_yaml: str, schema: T.StructType = SCHEMA):
+    return compile_checks(spark, parse_table_config(f"checks:\n{checks_yaml}"), schema)
+
+
+@pytest.mark.parametrize(("check", "message"), [
+    ("  - {kind: not_null, column: nope}", "column 'nope' is not in the table"),
+    ("  - {kind: regex, column: email, pattern: '(unclosed'}", "bad regex '(unclosed'"),
+    ("  - {kind: regex, column: email, pattern: '(?P<name>x)'}", "bad regex"),
+    ("  - {kind: regex, column: amount, pattern: 'x'}", "has type double, which regex cannot"),
+    ("  - {kind: freshness, column: email, max_age: 1d}", "which freshness cannot check"),
+    ("  - {kind: expression, sql: 'amount >'}", "invalid SQL expression"),
+    ("  - {kind: expression, sql: 'missing_col > 1'}", "invalid SQL expression"),
+    ("  - {kind: expression, sql: 'amount + 1'}", "is double, not boolean"),
+    ("  - {kind: expression, sql: 'max(amount) > 1'}", "invalid SQL expression"),
+    ("  - {kind: range, column: amount, min: ten}", "min/max do not fit the column type"),
+])
+def test_config_errors_found_against_the_schema(spark, check, message):
+    with pytest.raises(ConfigError) as error:
+        _compile(spark, check)
+    assert message in str(error.value)
+
+
+def test_java_regex_syntax_python_lacks_is_accepted(spark):
+    (check,) = _compile(spark, "  - {kind: regex, column: email, pattern: '^\\p{Alpha}+@'}")
+    assert check.spec.params["pattern"] == "^\\p{Alpha}+@"
+
+
+def test_defaults_add_not_null_for_required_columns(spark):
+    checks = compile_checks(spark, parse_table_config(""), SCHEMA)
+    assert checks == []  # a config file replaces the defaults
+    from spark_jobs.table_config import default_config
+
+    checks = compile_checks(spark, default_config(), SCHEMA)
+    assert [(c.spec.kind, c.spec.columns) for c in checks] == [("row_count", ()),
+                                                               ("not_null", ("id",))]
+
+
+def _stats(rows: int, **columns: ColumnStats) -> SnapshotStats:
+    return SnapshotStats(record_count=rows, file_count=1, columns=columns)
+
+
+def _settle(spark, check_yaml: str, stats: SnapshotStats):
+    (check,) = _compile(spark, check_yaml)
+    return check.settle(stats, NOW)
+
+
+@pytest.mark.parametrize(("column", "expected"), [
+    (ColumnStats(null_count=0, nan_count=0, lower=1.0, upper=9.0), ("passed", 0)),
+    (ColumnStats(null_count=2, nan_count=0, lower=11.0, upper=50.0), ("failed", 8)),
+    (ColumnStats(null_count=10, nan_count=0), ("passed", 0)),
+    (ColumnStats(null_count=0, nan_count=0, lower=-1.0, upper=9.0), None),
+    (ColumnStats(null_count=0, nan_count=1, lower=1.0, upper=9.0), None),
+    (ColumnStats(null_count=0, nan_count=None, lower=1.0, upper=9.0), None),
+    (ColumnStats(null_count=None, nan_count=0, lower=1.0, upper=9.0), None),
+    (ColumnStats(null_count=0, nan_count=0, bounds_known=False), None),
+], ids=["inside", "all-outside", "all-null", "straddles", "nan", "no-nan-count",
+        "no-null-count", "no-bounds"])
+def test_range_settlement(spark, column, expected):
+    result = _settle(spark, "  - {kind: range, column: amount, min: 0, max: 10}",
+                     _stats(10, amount=column))
+    if expected is None:
+        assert result is None
+    else:
+        assert (result.status, result.violations, result.settled_by) == (*expected, "metrics")
+
+
+def test_string_bounds_are_never_trusted(spark):
+    column = ColumnStats(null_count=0, lower="a", upper="a", bounds_known=True)
+    stats = _stats(5, email=column)
+    assert _settle(spark, "  - {kind: accepted_values, column: email, values: [a]}",
+                   stats) is None
+
+
+def test_accepted_values_settled_when_every_value_is_the_same(spark):
+    stats = _stats(4, day=ColumnStats(null_count=1, lower=dt.date(2026, 1, 1),
+                                      upper=dt.date(2026, 1, 1)))
+    ok = _settle(spark, "  - {kind: accepted_values, column: day, values: [2026-01-01]}", stats)
+    bad = _settle(spark, "  - {kind: accepted_values, column: day, values: [2026-01-02]}", stats)
+    assert (ok.status, ok.violations) == ("passed", 0)
+    assert (bad.status, bad.violations) == ("failed", 3)
+
+
+def test_not_null_and_null_fraction_from_null_counts(spark):
+    stats = _stats(8, email=ColumnStats(null_count=2))
+    not_null = _settle(spark, "  - {kind: not_null, column: email}", stats)
+    fraction = _settle(spark, "  - {kind: null_fraction, column: email, max: 0.2}", stats)
+    assert (not_null.status, not_null.violations) == ("failed", 2)
+    assert (fraction.status, fraction.observed) == ("failed", 0.25)
+    unknown = _stats(8, email=ColumnStats(null_count=None))
+    assert _settle(spark, "  - {kind: not_null, column: email}", unknown) is None
+
+
+def test_freshness_from_the_upper_bound(spark):
+    def fresh(upper):
+        return _settle(spark, "  - {kind: freshness, column: ts, max_age: 2h}",
+                       _stats(3, ts=ColumnStats(null_count=0, lower=upper, upper=upper)))
+
+    recent = fresh(NOW - dt.timedelta(minutes=30))
+    stale = fresh(NOW - dt.timedelta(hours=3))
+    assert (recent.status, recent.observed) == ("passed", {"age_s": 1800.0})
+    assert (stale.status, stale.observed) == ("failed", {"age_s": 10800.0})
+
+
+def test_row_count_from_record_counts(spark):
+    result = _settle(spark, "  - {kind: row_count, min: 5}", _stats(3))
+    assert (result.status, result.observed, result.settled_by) == ("failed", 3, "metrics")
+
+
+def test_scan_path_counts_exactly_on_odd_names(spark):
+    schema = T.StructType([T.StructField("select", T.LongType()),
+                           T.StructField("my col", T.StringType()),
+                           T.StructField("ts", T.TimestampType())])
+    rows = [(1, "a", NOW), (2, "b", NOW), (2, "zz", NOW), (None, None, NOW),
+            (-5, "c", NOW - dt.timedelta(days=3))]
+    frame = spark.createDataFrame(rows, schema)
+    checks = _compile(spark, """
+  - {kind: not_null, column: select}
+  - {kind: unique, column: select}
+  - {kind: range, column: select, min: 0}
+  - {kind: regex, column: my col, pattern: '^[a-z]$'}
+  - {kind: accepted_values, column: my col, values: [a, b, c]}
+  - {kind: null_fraction, column: my col, max: 0.1}
+  - {kind: expression, name: e, sql: '`select` < 2 OR `my col` = ''b'''}
+  - {kind: freshness, column: ts, max_age: 1h}
+  - {kind: row_count, max: 4}
+""", schema)
+    results = run_audit(checks, None, lambda: frame, NOW)
+    got = {r.name: (r.status, r.violations) for r in results}
+    assert got["select_not_null"] == ("failed", 1)
+    assert got["select_unique"] == ("failed", 1)
+    assert got["select_range"] == ("failed", 1)
+    assert got["my col_regex"] == ("failed", 1)
+    assert got["my col_accepted_values"] == ("failed", 1)
+    assert got["my col_null_fraction"] == ("failed", 1)
+    assert got["e"] == ("failed", 1)
+    assert got["ts_freshness"] == ("passed", 0)
+    assert got["row_count"] == ("failed", 1)
+    samples = {r.name: r.samples for r in results}
+    assert samples["e"] == [{"select": 2, "my col": "zz", "ts": NOW.isoformat()}]
+    assert sorted(s["select"] for s in samples["select_unique"]) == [2, 2]
+    assert samples["row_count"] == []
