@@ -42,7 +42,7 @@ def publish(settings: Settings, ledger: Ledger, nessie: NessieGateway,
         return {**base, "status": c.PUBLISHED, "main_hash": record.get("published_hash")}
     if record.get(f"branch_attempt_{attempt + 1}"):  # retried after a rebase had begun
         return _rebase(settings, ledger, nessie, ingest_id, table, run, base,
-                       reason=record.get("error") or "merge conflict")
+                       reason=record.get("rebase_reason") or "merge conflict")
 
     conflict: MergeConflictError | None = None
     for _ in range(_MERGE_TRIES):
@@ -73,7 +73,7 @@ def _rebase(settings: Settings, ledger: Ledger, nessie: NessieGateway, ingest_id
     if proposed == run["branch"]:
         proposed = branch_name(TableRef.parse(table), now + timedelta(seconds=1), ingest_id)
     branch = ledger.set_once(ingest_id, f"branch_attempt_{attempt}", proposed)
-    ledger.update_ingest(ingest_id, {"error": reason})
+    ledger.update_ingest(ingest_id, {"rebase_reason": reason})
     nessie.ensure_branch_from_main(branch)
     # The conflicting branch holds a stale copy of the same rows: drop it.
     nessie.delete_branch(run["branch"])
