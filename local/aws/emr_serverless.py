@@ -216,7 +216,9 @@ class LocalEmrServerless:
             if arg in STAGED_ARGS and value.startswith("s3://"):
                 target = workdir / "in" / str(i) / value.rsplit("/", 1)[-1]
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(self._get(value))
+                body = self._get(value, missing_ok=arg == "--table-config-uri")
+                if body is not None:  # a missing table config stays missing (job defaults)
+                    target.write_bytes(body)
                 local[i + 1] = target.as_uri()
         report_uri = _arg_values(argv, "--report-uri")[0]
         local_report = workdir / "out" / "report.json"
@@ -231,9 +233,15 @@ class LocalEmrServerless:
             self._s3 = boto3.client("s3")
         return self._s3
 
-    def _get(self, uri: str) -> bytes:
+    def _get(self, uri: str, *, missing_ok: bool = False) -> bytes | None:
         bucket, key = uri[5:].split("/", 1)
-        return self._client().get_object(Bucket=bucket, Key=key)["Body"].read()
+        s3 = self._client()
+        try:
+            return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except s3.exceptions.NoSuchKey:
+            if missing_ok:
+                return None
+            raise
 
     def _put(self, uri: str, body: bytes) -> None:
         bucket, key = uri[5:].split("/", 1)
@@ -266,5 +274,15 @@ def report_writing_job(make_report: Callable[[dict[str, Any]], dict[str, Any]]) 
         path = Path(args["report_uri"].removeprefix("file://"))
         path.write_text(json.dumps(report))
         return report
+
+    return job
+
+
+def spark_job(spark: Any) -> JobFunction:
+    """The real job (`spark_jobs.wap_job`) on a shared local SparkSession."""
+    def job(argv: list[str]) -> dict[str, Any]:
+        from spark_jobs.wap_job import parse_args, run_ingest
+
+        return run_ingest(spark, parse_args(argv))
 
     return job

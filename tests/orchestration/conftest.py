@@ -12,7 +12,7 @@ import pytest
 from local.aws.stack import LocalAwsStack, StackSettings
 from tests.orchestration.standin_job import standin_job
 
-SLACK_TOKEN = "xoxb-test-token"  # noqa: S105 (a test double's token)
+SLACK_TOKEN = "xoxb-test-token"
 SLACK_CHANNEL = "#wap-alerts"
 TERMINAL = {"PUBLISHED", "AUDIT_FAILED", "REJECTED", "JOB_FAILED", "PUBLISH_FAILED"}
 

@@ -4,6 +4,7 @@ The end-to-end versions with the real Spark job are in test_end_to_end.py."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -132,7 +133,7 @@ def test_one_table_runs_one_ingest_at_a_time_and_tables_run_in_parallel(nessie, 
     assert [r["status"] for r in records] == ["PUBLISHED"] * len(keys), stack.describe()
     a_runs = sorted(intervals["qa.orders"])
     assert len(a_runs) == 5
-    assert all(prev[1] <= nxt[0] for prev, nxt in zip(a_runs, a_runs[1:], strict=False))
+    assert all(prev[1] <= nxt[0] for prev, nxt in itertools.pairwise(a_runs))
     b_runs = intervals["qb.orders"]
     assert any(a0 < b1 and b0 < a1 for a0, a1 in a_runs for b0, b1 in b_runs), \
         "the two tables never ran at the same time"
