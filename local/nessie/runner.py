@@ -55,7 +55,9 @@ def start_server(db_path: str, host: str = "127.0.0.1", port: int = 0) -> Runnin
     Returns once the server accepts connections.
     """
     store = NessieStore(db_path)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are
+    # TCP, and without it Nagle + delayed ACKs cost ~40 ms per response.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]

@@ -1,0 +1,84 @@
+"""Throughput of our Nessie-compatible server: get-reference and commit vs a no-op baseline.
+
+Starts the server in-process on 127.0.0.1 with a fresh SQLite file, sends a bounded number of
+sequential keep-alive requests per operation, and prints requests/s plus each operation's
+ratio to `GET /api/v2/config` (the baseline: same HTTP stack, no repository work), all
+measured in the same run. `python -m bench.nessie_bench [--requests N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from local.nessie.models import iceberg_table, namespace_content, operations_body, put_op
+from local.nessie.runner import start_server
+
+MAX_REQUESTS = 20_000
+
+
+def _rate(n: int, fn: Callable[[int], None]) -> float:
+    for i in range(min(20, n)):  # warm-up: connection, caches
+        fn(-1 - i)
+    start = time.perf_counter()
+    for i in range(n):
+        fn(i)
+    return n / (time.perf_counter() - start)
+
+
+def run(requests: int) -> dict[str, float]:
+    """Measure requests/s for the baseline, get-reference and commit; returns the rates."""
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_server(str(Path(tmp) / "bench.db"), host="127.0.0.1")
+        try:
+            with httpx.Client(base_url=server.api_v2, timeout=30) as api:
+                def config(_: int) -> None:
+                    api.get("/config").raise_for_status()
+
+                def get_ref(_: int) -> None:
+                    api.get("/trees/main").raise_for_status()
+
+                head = api.get("/trees/main").json()["reference"]["hash"]
+                head = api.post(f"/trees/main@{head}/history/commit", json=operations_body(
+                    "ns", put_op(["bench"], namespace_content(["bench"])))
+                ).json()["targetBranch"]["hash"]
+                state = {"head": head}
+
+                def do_commit(i: int) -> None:
+                    body = operations_body(f"c{i}", put_op(["bench", f"t{i}".replace("-", "w")],
+                                                           iceberg_table(f"s3://b/{i}")))
+                    resp = api.post(f"/trees/main@{state['head']}/history/commit", json=body)
+                    resp.raise_for_status()
+                    state["head"] = resp.json()["targetBranch"]["hash"]
+
+                return {"config (baseline)": _rate(requests, config),
+                        "get-reference": _rate(requests, get_ref),
+                        "commit": _rate(requests, do_commit)}
+        finally:
+            server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print a table of requests/s and ratios to the baseline."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=500,
+                        help=f"requests per operation (1..{MAX_REQUESTS}, default 500)")
+    args = parser.parse_args(argv)
+    if not 1 <= args.requests <= MAX_REQUESTS:
+        parser.error(f"--requests must be between 1 and {MAX_REQUESTS}")
+    rates = run(args.requests)
+    baseline = rates["config (baseline)"]
+    print(f"nessie server, {args.requests} sequential requests per operation, 127.0.0.1")
+    print(f"{'operation':<20}{'req/s':>10}{'vs baseline':>14}")
+    for name, rate in rates.items():
+        print(f"{name:<20}{rate:>10.0f}{rate / baseline:>13.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
