@@ -38,6 +38,7 @@ class DeploySettings:
     slack_channel: str = "#data-alerts"             # [slackChannel]
     nessie_endpoint: str | None = None              # [nessieEndpoint] existing Nessie base URL
     nessie_ui_allowed_cidr: str | None = None       # [nessieUiAllowedCidr]
+    nessie_ui_url: str | None = None                # [nessieUiUrl] link base in Slack alerts
     nat_gateways: int = 1                           # [natGateways]
     emr_release_label: str = constants.EMR_RELEASE_LABEL  # [emrReleaseLabel]
     emr_max_cpu: str = constants.EMR_MAX_CPU        # [emrMaxCpu]
@@ -67,6 +68,12 @@ class DeploySettings:
             if parsed.path.rstrip("/").endswith(("/api/v1", "/api/v2")):
                 raise SettingsError("nessieEndpoint is the server base URL, without /api/v1|v2")
             endpoint = endpoint.rstrip("/")
+        ui_url = _optional_text(get, "nessieUiUrl")
+        if ui_url is not None:
+            parsed = urlparse(ui_url)
+            if parsed.scheme not in ("http", "https") or not parsed.hostname:
+                raise SettingsError(f"nessieUiUrl {ui_url!r}: expected http(s)://host[:port]")
+            ui_url = ui_url.rstrip("/")
         cidr = _optional_text(get, "nessieUiAllowedCidr")
         if cidr is not None:
             try:
@@ -88,6 +95,7 @@ class DeploySettings:
             slack_channel=channel,
             nessie_endpoint=endpoint,
             nessie_ui_allowed_cidr=cidr,
+            nessie_ui_url=ui_url,
             nat_gateways=_integer(get, "natGateways", 1, low=1, high=3),
             emr_release_label=label,
             emr_max_cpu=_text(get, "emrMaxCpu", constants.EMR_MAX_CPU),

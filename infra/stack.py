@@ -50,6 +50,8 @@ class WapStack(Stack):
                 access_logs=storage.access_logs, removal_policy=removal,
                 ui_allowed_cidr=settings.nessie_ui_allowed_cidr)
             nessie_v1, nessie_v2, nessie_ui = catalog.api_v1_uri, catalog.api_v2_uri, catalog.ui_url
+        # Where operators open the UI (e.g. through a port forward), used in Slack links.
+        nessie_ui = settings.nessie_ui_url or nessie_ui
 
         compute = SparkCompute(
             self, "Compute", vpc=network.vpc, subnets=network.private_subnets,

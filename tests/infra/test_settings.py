@@ -35,6 +35,7 @@ def test_context_values_are_parsed():
     ({"nessieEndpoint": "nessie:19120"}, "nessieEndpoint"),
     ({"nessieEndpoint": "http://nessie:19120/api/v2"}, "without /api"),
     ({"nessieUiAllowedCidr": "0.0.0.0/0"}, "everyone"),
+    ({"nessieUiUrl": "localhost:19120"}, "nessieUiUrl"),
     ({"nessieUiAllowedCidr": "10.0.0.1/16"}, "nessieUiAllowedCidr"),
     ({"emrReleaseLabel": "emr-7.11.0"}, "emr-7.12.0 or later"),
     ({"emrReleaseLabel": "emr-latest"}, "emrReleaseLabel"),
