@@ -214,7 +214,9 @@ class LocalEmrServerless:
         for i, arg in enumerate(argv[:-1]):
             value = argv[i + 1]
             if arg in STAGED_ARGS and value.startswith("s3://"):
-                target = workdir / "in" / str(i) / value.rsplit("/", 1)[-1]
+                # A plain local name: Hadoop does not decode %-escapes of file: URIs.
+                suffix = Path(value.rsplit("/", 1)[-1]).suffix
+                target = workdir / "in" / f"{i}{suffix}"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 body = self._get(value, missing_ok=arg == "--table-config-uri")
                 if body is not None:  # a missing table config stays missing (job defaults)

@@ -1,0 +1,143 @@
+"""End to end with the real PySpark job: upload -> trigger -> EMR (local) -> state machine ->
+Nessie main / branch -> ledger -> Slack stand-in. Few, small files: Spark is the slow part."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from local.aws.emr_serverless import spark_job
+from tests.orchestration.conftest import branch_exists, record_for_key, wait_for_key
+from tests.orchestration.test_flows import s3_notification
+
+pytestmark = pytest.mark.slow
+
+AUDITED_CONFIG = """
+schema_policy: additive
+checks:
+  - {kind: not_null, name: amount_present, column: amount}
+  - {kind: range, name: amount_positive, column: amount, min: 0}
+"""
+
+
+def parquet(rows: list[tuple[int, float | None]]) -> bytes:
+    table = pa.table({"order_id": pa.array([r[0] for r in rows], pa.int64()),
+                      "amount": pa.array([r[1] for r in rows], pa.float64())})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def main_rows(spark, table: str) -> list[tuple]:
+    return sorted(tuple(r) for r in spark.sql(
+        f"SELECT order_id, amount FROM lake.{table}").collect())
+
+
+@pytest.fixture
+def e2e_stack(make_stack, lake, tmp_path):
+    (tmp_path / "e2e.audited.yaml").write_text(AUDITED_CONFIG)
+
+    def make(**overrides):
+        return make_stack(job=spark_job(lake), tables_dir=tmp_path, poll_interval_seconds=1,
+                          **overrides)
+
+    return make
+
+
+def test_clean_file_delivered_20_times_is_published_once(e2e_stack, lake, nessie_client,
+                                                         slack):
+    stack = e2e_stack()
+    key = "e2e/orders/2026-11-22 batch.parquet"
+    rows = [(1, 10.0), (2, 20.5), (3, 0.0)]
+    dropped = stack.drop_file(key, parquet(rows))
+    event = s3_notification(stack, key, dropped["version_id"], len(parquet(rows)))
+    for _ in range(20):
+        stack.dispatcher.invoke_async("trigger", event)
+    record = wait_for_key(stack, key, timeout=300)
+    stack.wait_idle(timeout=300)
+
+    assert record["status"] == "PUBLISHED", record
+    assert main_rows(lake, "e2e.orders") == rows
+    assert not branch_exists(nessie_client, record["branch"])
+    assert len(stack.emr.started_runs) == 1
+    assert slack.messages == []
+    assert record["rows_written"] == 3
+
+
+def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nessie_client,
+                                                            slack):
+    stack = e2e_stack()
+    good, bad = [(1, 5.0)], [(2, -1.0), (3, None), (4, -7.5)]
+    stack.drop_file("e2e/audited/good.parquet", parquet(good))
+    wait_for_key(stack, "e2e/audited/good.parquet", timeout=300)
+    stack.wait_idle(timeout=300)
+    main_before = nessie_client.get_reference("main").hash_
+
+    stack.drop_file("e2e/audited/bad.parquet", parquet(bad))
+    record = wait_for_key(stack, "e2e/audited/bad.parquet", timeout=300)
+    stack.wait_idle(timeout=300)
+
+    assert record["status"] == "AUDIT_FAILED", record
+    assert nessie_client.get_reference("main").hash_ == main_before
+    assert main_rows(lake, "e2e.audited") == good
+    assert branch_exists(nessie_client, record["branch"])
+    on_branch = sorted(tuple(r) for r in lake.sql(
+        f"SELECT order_id, amount FROM lake.e2e.`audited@{record['branch']}`").collect())
+    assert on_branch == sorted(good + bad, key=lambda r: r[0])
+    [message] = slack.messages
+    text = json.dumps(message)
+    assert "amount_positive" in text and record["branch"] in text
+    assert "2" in text  # two negative amounts violate the range check
+
+
+def test_five_files_one_table_serialised_two_tables_in_parallel(e2e_stack, lake):
+    stack = e2e_stack()
+    batches = {f"e2e_q/orders/part-{i}.parquet": [(10 * i + j, float(j)) for j in range(3)]
+               for i in range(5)}
+    other = {"e2e_r/orders/part-0.parquet": [(100, 1.0)]}
+    seen_parallel = False
+    for key, rows in {**batches, **other}.items():
+        stack.drop_file(key, parquet(rows))
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and not seen_parallel:
+        locks = {lock.table: lock.active for lock in stack.ledger().list_locks()}
+        seen_parallel = bool(locks.get("e2e_q.orders") and locks.get("e2e_r.orders"))
+        if not stack.busy():
+            break
+        time.sleep(0.2)
+    records = [wait_for_key(stack, key, timeout=600) for key in {**batches, **other}]
+    stack.wait_idle(timeout=600)
+
+    assert [r["status"] for r in records] == ["PUBLISHED"] * 6, stack.describe()
+    assert all(r["attempts"] == 1 for r in records)  # no merge conflict, no rebase
+    assert main_rows(lake, "e2e_q.orders") == sorted(r for rows in batches.values()
+                                                     for r in rows)
+    assert seen_parallel, "the second table never held its lock while the first was busy"
+    # One ingest per table at a time: the five of e2e_q ran in start order, never overlapping.
+    q_ids = [r["ingest_id"] for r in records[:5]]
+    starts = sorted((r["job_started_at"], r["finished_at"]) for r in records[:5])
+    assert all(a[1] <= b[0] for a, b in zip(starts, starts[1:], strict=False)), starts
+    assert len(set(q_ids)) == 5
+
+
+def test_corrupt_and_disguised_files_are_rejected(e2e_stack, slack, lake):
+    stack = e2e_stack()
+    good = parquet([(1, 1.0), (2, 2.0)])
+    corrupt = good[:4] + b"\x00garbage\x00" * 20 + good[-8:]  # parquet magic, broken body
+    stack.drop_file("e2e/bad/corrupt.parquet", corrupt)
+    stack.drop_file("e2e/bad/disguised.parquet", b"order_id,amount\n1,2.0\n")
+    first = wait_for_key(stack, "e2e/bad/corrupt.parquet", timeout=300)
+    stack.wait_idle(timeout=300)
+    second = record_for_key(stack, "e2e/bad/disguised.parquet")
+
+    assert first["status"] == "REJECTED" and first["error"], first
+    assert second["status"] == "REJECTED" and "PAR1" in second["error"]
+    assert len(slack.messages) == 2
+    s3 = stack.client("s3")
+    assert s3.get_object(Bucket=stack.settings.source_bucket,
+                         Key="e2e/bad/corrupt.parquet")["Body"].read() == corrupt
