@@ -1,0 +1,337 @@
+"""WAP job vs a plain Iceberg append vs the seed approach, on TPC-H lineitem.
+
+    python -m bench.wap_job_bench            # SF 0.1 and SF 1, clean and dirty, median of 3
+    python -m bench.wap_job_bench --quick    # SF 0.01, 1 repeat: a smoke test in seconds
+
+Variants, all in one SparkSession with the same settings, each appending one file
+into an empty, pre-created table:
+- append: plain Iceberg append of the file to main (the baseline, the limit);
+- wap:    our job (branch, write, 10 checks: metrics first, one aggregation pass,
+          samples only on failure) + publish (Nessie merge) when the audit passed;
+- seed:   branch, the same write, one `SELECT count(*) ... WHERE` per check, publish.
+Overhead = variant time - append time. Results go to stdout and docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".bench" / "wap_job"
+DOC = ROOT / "docs" / "benchmarks.md"
+MARK_START, MARK_END = "<!-- wap_job_bench:start -->", "<!-- wap_job_bench:end -->"
+
+# The 10 checks, as our table config and as the seed's per-check violation predicate.
+CHECKS = [
+    ("{kind: not_null, column: l_orderkey}", "l_orderkey IS NULL"),
+    ("{kind: not_null, column: l_partkey}", "l_partkey IS NULL"),
+    ("{kind: range, column: l_quantity, min: 1, max: 50}", "l_quantity < 1 OR l_quantity > 50"),
+    ("{kind: range, column: l_discount, min: 0, max: 0.1}",
+     "l_discount < 0 OR l_discount > 0.1"),
+    ("{kind: range, column: l_tax, min: 0, max: 0.08}", "l_tax < 0 OR l_tax > 0.08"),
+    ("{kind: range, column: l_shipdate, min: 1992-01-01, max: 1998-12-31}",
+     "l_shipdate < DATE'1992-01-01' OR l_shipdate > DATE'1998-12-31'"),
+    ("{kind: accepted_values, column: l_returnflag, values: [A, N, R]}",
+     "l_returnflag NOT IN ('A', 'N', 'R')"),
+    ("{kind: accepted_values, column: l_linestatus, values: [O, F]}",
+     "l_linestatus NOT IN ('O', 'F')"),
+    ("{kind: accepted_values, column: l_shipmode, "
+     "values: [AIR, 'REG AIR', RAIL, SHIP, TRUCK, MAIL, FOB]}",
+     "l_shipmode NOT IN ('AIR', 'REG AIR', 'RAIL', 'SHIP', 'TRUCK', 'MAIL', 'FOB')"),
+    ("{kind: expression, name: received_after_shipped, sql: 'l_receiptdate >= l_shipdate'}",
+     "NOT (l_receiptdate >= l_shipdate)"),
+]
+TABLE_CONFIG = "schema_policy: additive\nchecks:\n" + "".join(f"  - {c}\n" for c, _ in CHECKS)
+# Dirty data: every n-th row breaks one check (spread over every row group, so no
+# file can be skipped): 5 of the 10 checks fail.
+INJECT = {"l_returnflag": 1000, "l_quantity": 997, "l_receiptdate": 1013, "l_partkey": 1499,
+          "l_discount": 2003}
+
+
+@dataclass
+class Sample:
+    """One timed run of one variant."""
+
+    total_s: float
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+def generate(scale: float) -> tuple[Path, Path]:
+    """lineitem at `scale` (tpchgen-cli) and a dirty copy; cached under .bench/."""
+    folder = WORK / f"sf{scale:g}"
+    clean, dirty = folder / "lineitem.parquet", folder / "lineitem_dirty.parquet"
+    if not clean.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        cli = Path(sys.executable).parent / "tpchgen-cli"
+        subprocess.run([str(cli), "parquet", "-s", f"{scale:g}", "--tables=lineitem",
+                        f"--output-dir={folder}"], check=True, capture_output=True)
+    if not dirty.exists():
+        _inject_violations(clean, dirty)
+    return clean, dirty
+
+
+def _inject_violations(clean: Path, dirty: Path) -> None:
+    import datetime as dt
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = pq.ParquetFile(clean)
+    # Plain strings and nullable fields (the dirty file has nulls in l_partkey).
+    schema = pa.schema([pa.field(f.name, pa.string() if pa.types.is_string_view(f.type)
+                                 else f.type, nullable=True) for f in source.schema_arrow])
+    bad = {"l_returnflag": "X", "l_quantity": Decimal("0.00"), "l_partkey": None,
+           "l_discount": Decimal("0.50")}
+    offset = 0
+    with pq.ParquetWriter(dirty, schema) as writer:
+        for group in range(source.num_row_groups):
+            table = source.read_row_group(group).cast(schema)
+            columns = {name: table.column(name).to_pylist() for name in schema.names}
+            for i in range(table.num_rows):
+                row = offset + i
+                for name, every in INJECT.items():
+                    if row % every:
+                        continue
+                    if name == "l_receiptdate":
+                        columns[name][i] = columns["l_shipdate"][i] - dt.timedelta(days=1)
+                    else:
+                        columns[name][i] = bad[name]
+            writer.write_table(pa.table(columns, schema=schema))
+            offset += table.num_rows
+
+
+class Nessie:
+    """Branch, merge and delete through Nessie API v2 (what publish does)."""
+
+    def __init__(self, base: str):
+        self.base = base
+
+    def _call(self, method: str, path: str, body=None) -> dict:
+        request = urllib.request.Request(self.base + path, method=method,
+                                         data=json.dumps(body).encode() if body else None,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            text = response.read()
+        return json.loads(text) if text else {}
+
+    def ref(self, name: str) -> dict:
+        return self._call("GET", f"/trees/{urllib.parse.quote(name, safe='')}")["reference"]
+
+    def branch(self, name: str) -> None:
+        query = urllib.parse.urlencode({"name": name, "type": "BRANCH"})
+        self._call("POST", f"/trees?{query}", self.ref("main"))
+
+    def publish(self, name: str, audited_hash: str) -> None:
+        main = self.ref("main")
+        self._call("POST", f"/trees/main@{main['hash']}/history/merge",
+                   {"fromRefName": name, "fromHash": audited_hash})
+        self._call("DELETE", f"/trees/{name}@{self.ref(name)['hash']}")
+
+
+class Bench:
+    """One SparkSession, one Nessie server, fresh tables per run."""
+
+    def __init__(self, spark, nessie: Nessie, work: Path):
+        self.spark, self.nessie, self.work = spark, nessie, work
+        self.count = 0
+
+    def _fresh_table(self, source: Path) -> str:
+        self.count += 1
+        name = f"li_{self.count}"
+        self.spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
+        schema = self.spark.read.parquet(source.as_uri()).schema
+        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in schema.fields)
+        self.spark.sql(f"CREATE TABLE lake.bench.{name} ({columns}) USING iceberg "
+                       "TBLPROPERTIES ('format-version' = '2')")
+        return name
+
+    def append(self, source: Path) -> Sample:
+        table = self._fresh_table(source)
+        start = time.perf_counter()
+        self.spark.read.parquet(source.as_uri()).writeTo(f"lake.bench.{table}").append()
+        return Sample(time.perf_counter() - start)
+
+    def wap(self, source: Path) -> Sample:
+        from spark_jobs.wap_job import JobArgs, run_ingest
+
+        table = self._fresh_table(source)
+        ingest_id = uuid.uuid4().hex[:16]
+        branch = f"wap_bench_{table}_{ingest_id[:8]}"
+        config = self.work / "lineitem.yaml"
+        config.write_text(TABLE_CONFIG)
+        start = time.perf_counter()
+        self.nessie.branch(branch)
+        report = run_ingest(self.spark, JobArgs(
+            sources=[source.as_uri()], table=f"bench.{table}", branch=branch,
+            ingest_id=ingest_id, report_uri=(self.work / f"{ingest_id}.json").as_uri(),
+            table_config_uri=config.as_uri()))
+        job_done = time.perf_counter()
+        if report["outcome"] == "passed":
+            self.nessie.publish(branch, report["branch_hash"])
+        end = time.perf_counter()
+        if report["outcome"] == "rejected":
+            raise RuntimeError(f"bench run rejected: {report['reason']}")
+        timings = report["timings"]
+        parts = {"job_s": job_done - start, "publish_s": end - job_done,
+                 "write_s": timings["write_s"], "metrics_s": timings["audit_metrics_s"],
+                 "audit_s": timings["audit_s"],
+                 "scan_checks": sum(c["settled_by"] == "scan" for c in report["checks"]),
+                 "failed_checks": sum(c["status"] == "failed" for c in report["checks"])}
+        return Sample(end - start, parts)
+
+    def seed(self, source: Path) -> Sample:
+        from spark_jobs.catalog import configure_run_catalog
+
+        table = self._fresh_table(source)
+        ingest_id = uuid.uuid4().hex[:16]
+        branch = f"seed_bench_{table}_{ingest_id[:8]}"
+        catalog = f"seed_{ingest_id[:8]}"
+        start = time.perf_counter()
+        self.nessie.branch(branch)
+        configure_run_catalog(self.spark, "lake", catalog, branch)
+        target = f"{catalog}.bench.{table}"
+        (self.spark.read.parquet(source.as_uri()).writeTo(target)
+         .option("snapshot-property.wap.ingest-id", ingest_id).append())
+        written = time.perf_counter()
+        violations = [self.spark.sql(f"SELECT count(*) FROM {target} WHERE {predicate}")
+                      .first()[0] for _, predicate in CHECKS]
+        audited = time.perf_counter()
+        if not any(violations):
+            self.nessie.publish(branch, self.nessie.ref(branch)["hash"])
+        end = time.perf_counter()
+        return Sample(end - start, {"write_s": written - start, "audit_s": audited - written,
+                                    "publish_s": end - audited,
+                                    "failed_checks": sum(1 for v in violations if v)})
+
+
+VARIANTS = ("append", "wap", "seed")
+
+
+def run(scales: list[float], repeats: int) -> list[dict]:
+    """Every scale x data x variant, `repeats` times (variant order rotated); medians."""
+    from local.nessie.runner import start_server
+    from local.spark import build_local_spark
+
+    tmp = Path(tempfile.mkdtemp(prefix="wap-bench-"))
+    server = start_server(str(tmp / "nessie.db"))
+    spark = build_local_spark((tmp / "warehouse").as_uri(), server.api_v2,
+                              app_name="wap-job-bench")
+    bench = Bench(spark, Nessie(server.api_v2), tmp)
+    rows = []
+    try:
+        files = {scale: generate(scale) for scale in scales}
+        warm_clean, warm_dirty = generate(0.01)
+        for variant in VARIANTS:  # JIT and catalog warm-up, not measured
+            getattr(bench, variant)(warm_clean)
+            getattr(bench, variant)(warm_dirty)
+        for scale in scales:
+            for label, source in zip(("clean", "dirty"), files[scale], strict=True):
+                samples: dict[str, list[Sample]] = {v: [] for v in VARIANTS}
+                for repeat in range(repeats):
+                    order = VARIANTS[repeat % 3:] + VARIANTS[:repeat % 3]
+                    for variant in order:
+                        samples[variant].append(getattr(bench, variant)(source))
+                rows.append({"scale": scale, "data": label,
+                             **{v: _median(samples[v]) for v in VARIANTS}})
+                _print_row(rows[-1])
+    finally:
+        spark.stop()
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows
+
+
+def _median(samples: list[Sample]) -> dict:
+    keys = samples[0].parts.keys()
+    return {"total_s": statistics.median(s.total_s for s in samples),
+            **{k: statistics.median(s.parts[k] for s in samples) for k in keys}}
+
+
+def _print_row(row: dict) -> None:
+    print(f"  measured SF {row['scale']:g} {row['data']}: "
+          + ", ".join(f"{v} {row[v]['total_s']:.2f}s" for v in VARIANTS), flush=True)
+
+
+def render(rows: list[dict], repeats: int) -> str:
+    """The markdown table (also printed)."""
+    lines = [
+        "| SF | data | append s | wap s | seed s | wap overhead s | seed overhead s | "
+        "wap/seed overhead | wap x append | seed x append |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        base = row["append"]["total_s"]
+        wap, seed = row["wap"]["total_s"], row["seed"]["total_s"]
+        over_wap, over_seed = wap - base, seed - base
+        share = f"{over_wap / over_seed:.2f}" if over_seed > 0 else "n/a"
+        lines.append(f"| {row['scale']:g} | {row['data']} | {base:.2f} | {wap:.2f} | "
+                     f"{seed:.2f} | {over_wap:.2f} | {over_seed:.2f} | {share} | "
+                     f"{wap / base:.2f} | {seed / base:.2f} |")
+    lines += ["", "Where the time goes (medians, seconds):", "",
+              "| SF | data | wap: write (read+write+commit) | wap: metrics | wap: audit total "
+              "| wap: publish | wap: checks scanned / failed | seed: write | seed: 10 queries "
+              "| seed: publish |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        w, s = row["wap"], row["seed"]
+        lines.append(f"| {row['scale']:g} | {row['data']} | {w['write_s']:.2f} | "
+                     f"{w['metrics_s']:.2f} | {w['audit_s']:.2f} | {w['publish_s']:.3f} | "
+                     f"{w['scan_checks']:.0f} / {w['failed_checks']:.0f} | {s['write_s']:.2f} | "
+                     f"{s['audit_s']:.2f} | {s['publish_s']:.3f} |")
+    lines += ["", f"Median of {repeats}; one local SparkSession (local[2], 4g driver) and one "
+              "Nessie server for all variants. Publish runs only when the audit passed "
+              "(dirty data stays on its branch)."]
+    return "\n".join(lines)
+
+
+def write_doc(text: str, command: str) -> None:
+    """Replace this benchmark's section of docs/benchmarks.md."""
+    section = (f"{MARK_START}\n## WAP job vs plain append vs seed approach\n\n"
+               f"`{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n\n"
+               f"{text}\n{MARK_END}")
+    current = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    if MARK_START in current and MARK_END in current:
+        before, rest = current.split(MARK_START, 1)
+        current = before + section + rest.split(MARK_END, 1)[1]
+    else:
+        current = current.rstrip("\n") + "\n\n" + section + "\n"
+    DOC.write_text(current)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark, print the table, write it to docs/benchmarks.md."""
+    parser = argparse.ArgumentParser(prog="python -m bench.wap_job_bench")
+    parser.add_argument("--quick", action="store_true", help="SF 0.01, 1 repeat (smoke test)")
+    parser.add_argument("--scales", default="0.1,1", help="comma-separated TPC-H scale factors")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    scales = [0.01] if args.quick else [float(s) for s in args.scales.split(",")]
+    repeats = 1 if args.quick else args.repeats
+    started = time.perf_counter()
+    rows = run(scales, repeats)
+    text = render(rows, repeats)
+    print(text)
+    print(f"(bench took {time.perf_counter() - started:.0f}s)")
+    if not args.no_doc and not args.quick:
+        command = "python -m bench.wap_job_bench" + (
+            "" if argv is None or not argv else " " + " ".join(argv))
+        write_doc(text, command)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
