@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .exceptions import BadRequestError
+from .refs import key_to_path_string, key_to_string
 
 _TOKEN_RE = re.compile(r"""
     (?P<ws>\s+)
@@ -197,3 +198,13 @@ def compile_filter(text: str) -> Node:
     if len(text) > MAX_FILTER_LENGTH:
         raise BadRequestError("Filter expression too long")
     return _Parser(text).parse()
+
+
+def entry_variables(key: tuple[str, ...], content: dict[str, Any]) -> dict[str, Any]:
+    """The `entry` variable Nessie declares for entries filters (see CELUtil)."""
+    ns = list(key[:-1])
+    return {"entry": {
+        "key": key_to_string(key), "encodedKey": key_to_path_string(key),
+        "keyElements": list(key), "name": key[-1], "namespace": key_to_string(ns),
+        "namespaceElements": ns, "contentType": content.get("type"),
+    }}

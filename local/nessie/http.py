@@ -150,8 +150,9 @@ async def read_body(request: Request) -> bytes:
 
 
 def error_response(exc: NessieError, request: Request) -> JSONResponse:
-    spec = request.headers.get("nessie-client-spec", "")
-    with_details = spec.strip().isdigit() and int(spec.strip()) >= 2
+    # Nessie's rule: the integer part of `Nessie-Client-Spec` (e.g. "2" or "2.1") >= 2.
+    spec = request.headers.get("nessie-client-spec", "").strip().split(".", 1)[0]
+    with_details = spec.isdigit() and int(spec) >= 2
     return JSONResponse(exc.body(with_details), status_code=exc.status)
 
 

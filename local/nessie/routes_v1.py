@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cel import compile_filter
+from .cel import compile_filter, entry_variables
 from .exceptions import BadRequestError, ContentNotFoundError
 from .http import Call, Route
 from .models import (
@@ -29,7 +29,7 @@ from .refs import (
     validate_hash,
     validate_ref_name,
 )
-from .routes_v2 import _entry_env, commit_properties, operation_json
+from .routes_v2 import commit_properties, operation_json
 from .store import MAX_PAGE, NessieStore, Resolved
 
 
@@ -143,7 +143,7 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
     flt = call.arg("filter")
     if flt:
         predicate = compile_filter(flt)
-        keys = [k for k in keys if predicate(_entry_env(k, tree[k]))]
+        keys = [k for k in keys if predicate(entry_variables(k, tree[k]))]
     token = call.arg("pageToken")
     if token:
         after = tuple(key_from_path_string(token))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cel import compile_filter
+from .cel import compile_filter, entry_variables
 from .exceptions import BadRequestError, ContentNotFoundError
 from .http import Call, Route
 from .models import (
@@ -234,15 +234,6 @@ def get_multiple_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
     return 200, _contents(store, resolved, keys)
 
 
-def _entry_env(key: tuple[str, ...], content: dict[str, Any]) -> dict[str, Any]:
-    ns = list(key[:-1])
-    return {"entry": {
-        "key": key_to_string(key), "encodedKey": key_to_path_string(key),
-        "keyElements": list(key), "name": key[-1], "namespace": key_to_string(ns),
-        "namespaceElements": ns, "contentType": content.get("type"),
-    }}
-
-
 def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.params["ref"])
     tree = store.tree(resolved.hash)
@@ -265,7 +256,7 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
     flt = call.arg("filter")
     if flt:
         predicate = compile_filter(flt)
-        keys = [k for k in keys if predicate(_entry_env(k, tree[k]))]
+        keys = [k for k in keys if predicate(entry_variables(k, tree[k]))]
     token = call.arg("page-token")
     if token:
         after = tuple(key_from_path_string(token))

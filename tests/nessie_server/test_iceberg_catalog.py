@@ -87,3 +87,26 @@ def test_second_merge_of_two_branches_appending_to_one_table_conflicts(lake, nes
 
     assert client.get_reference("main").hash_ == main_after_first
     assert ids(spark, f"{main}.events.clicks") == [1, 2]
+
+
+def test_catalog_errors_map_to_icebergs_exceptions(lake, nessie, warehouse):
+    """Our conflict details are what NessieCatalog turns into Iceberg's typed exceptions."""
+    spark = lake
+    cat = catalog_for(spark, nessie, warehouse, "main")
+    ns = unique("errs")
+    spark.sql(f"CREATE NAMESPACE {cat}.{ns}")
+    with pytest.raises(Exception, match="SCHEMA_ALREADY_EXISTS"):
+        spark.sql(f"CREATE NAMESPACE {cat}.{ns}")
+    with pytest.raises(Exception, match="NoSuchNamespaceException: Namespace does not exist: "
+                                        f"{ns}_missing"):
+        spark.sql(f"CREATE TABLE {cat}.{ns}_missing.t (id INT) USING iceberg")
+    spark.sql(f"CREATE TABLE {cat}.{ns}.t (id INT) USING iceberg")
+    with pytest.raises(Exception, match=f"NamespaceNotEmptyException: Namespace '{ns}' is not "
+                                        "empty"):
+        spark.sql(f"DROP NAMESPACE {cat}.{ns}")
+    spark.sql(f"ALTER TABLE {cat}.{ns}.t RENAME TO {cat}.{ns}.renamed")
+    spark.sql(f"ALTER NAMESPACE {cat}.{ns} SET PROPERTIES ('team'='wap')")
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {cat}.{ns}").collect()] == ["renamed"]
+    described = {r.info_name: r.info_value
+                 for r in spark.sql(f"DESCRIBE NAMESPACE EXTENDED {cat}.{ns}").collect()}
+    assert described["Properties"] == "((team,wap))"

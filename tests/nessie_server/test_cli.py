@@ -1,0 +1,46 @@
+"""`python -m local.nessie serve` starts a server that persists to the given file."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_command(tmp_path):
+    port = free_port()
+    db = tmp_path / "sub" / "nessie.db"
+    proc = subprocess.Popen([sys.executable, "-m", "local.nessie", "serve", "--port", str(port),
+                             "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                config = httpx.get(f"http://127.0.0.1:{port}/api/v2/config", timeout=1)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stdout.read().decode()
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.1)
+        assert config.json()["defaultBranch"] == "main"
+        assert httpx.get(f"http://127.0.0.1:{port}/api/v1/trees/tree").json()["name"] == "main"
+        assert db.is_file()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_serve_rejects_bad_arguments():
+    result = subprocess.run([sys.executable, "-m", "local.nessie", "serve", "--port", "70000",
+                             "--db", "x.db"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "--port must be between 0 and 65535" in result.stderr
