@@ -99,17 +99,16 @@ def _inject_violations(clean: Path, dirty: Path) -> None:
     with pq.ParquetWriter(dirty, schema) as writer:
         for group in range(source.num_row_groups):
             table = source.read_row_group(group).cast(schema)
-            columns = {name: table.column(name).to_pylist() for name in schema.names}
-            for i in range(table.num_rows):
-                row = offset + i
-                for name, every in INJECT.items():
-                    if row % every:
-                        continue
-                    if name == "l_receiptdate":
-                        columns[name][i] = columns["l_shipdate"][i] - dt.timedelta(days=1)
-                    else:
-                        columns[name][i] = bad[name]
-            writer.write_table(pa.table(columns, schema=schema))
+            shipdate = table.column("l_shipdate")
+            for name, every in INJECT.items():
+                values = table.column(name).to_pylist()
+                for i in range(-offset % every, table.num_rows, every):
+                    values[i] = (shipdate[i].as_py() - dt.timedelta(days=1)
+                                 if name == "l_receiptdate" else bad[name])
+                index = schema.get_field_index(name)
+                table = table.set_column(index, schema.field(index),
+                                         pa.array(values, schema.field(index).type))
+            writer.write_table(table)
             offset += table.num_rows
 
 

@@ -185,16 +185,16 @@ def _jsonable(value: Any) -> Any:
     """Report-safe values: ISO dates, exact decimals, no NaN, short strings."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    if isinstance(value, dt.date | dt.datetime | dt.time):
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
         return value.isoformat()
     if isinstance(value, Decimal):
         return str(value)
-    if isinstance(value, bytes | bytearray):
+    if isinstance(value, (bytes, bytearray)):
         return "base64:" + base64.b64encode(bytes(value[:SAMPLE_TEXT])).decode()
     if isinstance(value, str) and len(value) > SAMPLE_TEXT:
         return value[:SAMPLE_TEXT] + "..."
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value

@@ -112,7 +112,7 @@ class Check:
         if not isinstance(self.types[self.column], EXACT_BOUNDS) or not column.bounds_known:
             return False
         return column.nan_count == 0 or not isinstance(self.types[self.column],
-                                                      T.FloatType | T.DoubleType)
+                                                      (T.FloatType, T.DoubleType))
 
 
 class NotNull(Check):
@@ -297,7 +297,7 @@ class Freshness(Check):
             return self._judge(None, now, METRICS)
         type_ = self.types[self.column]
         if non_null is None or not column.bounds_known or column.upper is None \
-                or not isinstance(type_, T.TimestampType | T.DateType):
+                or not isinstance(type_, (T.TimestampType, T.DateType)):
             return None
         upper = column.upper
         if isinstance(upper, dt.date) and not isinstance(upper, dt.datetime):
@@ -401,7 +401,7 @@ def _coerce(value: Any, type_: T.DataType) -> Any:
         if isinstance(value, dt.datetime):
             return value.date()
         return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
-    if isinstance(type_, T.TimestampType | T.TimestampNTZType):
+    if isinstance(type_, (T.TimestampType, T.TimestampNTZType)):
         if isinstance(value, dt.datetime):
             return value
         if isinstance(value, dt.date):
@@ -413,7 +413,7 @@ def _coerce(value: Any, type_: T.DataType) -> Any:
         from decimal import Decimal
 
         return Decimal(str(value))
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{value!r} is not a number")
     return value
 

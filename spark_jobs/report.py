@@ -20,7 +20,8 @@ PASSED, FAILED_OUTCOME, REJECTED = "passed", "failed", "rejected"
 
 def utc_now() -> dt.datetime:
     """Naive UTC now (the job compares naive UTC values throughout)."""
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    # Not dt.UTC: EMR Serverless images run Python 3.9 (see README).
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)  # noqa: UP017
 
 
 def _iso(moment: dt.datetime) -> str:

@@ -191,7 +191,7 @@ def _validate_params(kind: str, params: dict, where: str) -> None:
     if kind == "accepted_values":
         values = params["values"]
         if not isinstance(values, list) or not values or any(
-                isinstance(v, dict | list) for v in values):
+                isinstance(v, (dict, list)) for v in values):
             raise ConfigError(f"{where}: values must be a non-empty list of scalars")
     elif kind in ("range", "row_count"):
         if "min" not in params and "max" not in params:
@@ -207,7 +207,7 @@ def _validate_params(kind: str, params: dict, where: str) -> None:
             raise ConfigError(f"{where}: pattern must be a non-empty string")
     elif kind == "null_fraction":
         limit = params["max"]
-        if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 <= limit <= 1:
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit <= 1:
             raise ConfigError(f"{where}: null_fraction max must be a number in [0, 1]")
     elif kind == "expression":
         if not isinstance(params["sql"], str) or not params["sql"].strip():
