@@ -15,6 +15,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
+from cdk_nag import NagSuppressions
 from constructs import Construct
 
 from infra import bundling, constants, definition
@@ -148,6 +149,12 @@ class Pipeline(Construct):
             tracing_enabled=True,
         )
         self._grant_integrations(artifacts, functions)
+        for role in [self.state_machine.role, *(f.role for f in self.functions.values())]:
+            NagSuppressions.add_resource_suppressions(role, [{
+                "id": "AwsSolutions-IAM5",
+                "reason": "X-Ray trace upload (and, for the state machine, CloudWatch Logs "
+                          "delivery) have no resource-level permissions.",
+                "applies_to": ["Resource::*"]}], apply_to_children=True)
 
     def _grant_integrations(self, artifacts: s3.IBucket,
                             functions: Sequence[FunctionSpec]) -> None:

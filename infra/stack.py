@@ -185,9 +185,9 @@ def _suppress_framework_findings(stack: Stack) -> None:
         NagPackSuppression(
             id="AwsSolutions-IAM5",
             reason="Wildcards are scoped to this stack's resources: objects under one bucket "
-                   "prefix, job runs of our EMR application, executions of our state machine, "
-                   "indexes of our tables; X-Ray, ENI and log-delivery actions have no "
-                   "resource-level permissions.",
+                   "prefix (or CDK's asset bucket), job runs of our EMR application, executions "
+                   "of our state machine, versions of our functions, indexes of our tables; "
+                   "the action wildcards are CDK's grant_* sets (GetObject*, List*, ...).",
             applies_to=[
                 {"regex": "/^Action::s3:(GetObject|GetBucket|List|DeleteObject|PutObject|Abort)"
                           "\\*$/g"},
@@ -199,7 +199,6 @@ def _suppress_framework_findings(stack: Stack) -> None:
                           "execution:.*:\\*$/g"},
                 {"regex": "/^Resource::<.*(Table|Ledger)[A-Za-z0-9]*\\.Arn>/index/\\*$/g"},
                 {"regex": "/^Resource::<.*\\.Arn>:\\*$/g"},
-                "Resource::*",
             ]),
         NagPackSuppression(
             id="AwsSolutions-L1",
