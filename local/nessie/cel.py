@@ -197,7 +197,17 @@ def compile_filter(text: str) -> Node:
     """Compile a filter expression once; call the result with the variables per item."""
     if len(text) > MAX_FILTER_LENGTH:
         raise BadRequestError("Filter expression too long")
-    return _Parser(text).parse()
+    try:
+        node = _Parser(text).parse()
+    except RecursionError:
+        raise BadRequestError("Invalid filter expression: nested too deeply") from None
+
+    def evaluate(env: dict[str, Any]) -> Any:
+        try:
+            return node(env)
+        except (TypeError, ValueError, re.error, RecursionError) as exc:
+            raise BadRequestError(f"Invalid filter expression: {exc}") from None
+    return evaluate
 
 
 def entry_variables(key: tuple[str, ...], content: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 REASONS = {400: "Bad Request", 404: "Not Found", 409: "Conflict", 413: "Payload Too Large",
-           415: "Unsupported Media Type", 405: "Method Not Allowed", 500: "Internal Server Error"}
+           415: "Unsupported Media Type", 405: "Method Not Allowed", 500: "Internal Server Error",
+           503: "Service Unavailable"}
 
 
 class NessieError(Exception):
@@ -57,6 +58,13 @@ class UnsupportedMediaTypeError(NessieError):
 
     status = 415
     error_code = "UNSUPPORTED_MEDIA_TYPE"
+
+
+class ServiceUnavailableError(NessieError):
+    """The repository database stayed locked by another writer for too long."""
+
+    status = 503
+    error_code = "SERVICE_UNAVAILABLE"
 
 
 class NotFoundError(NessieError):

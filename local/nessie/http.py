@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import sqlite3
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from .exceptions import (
     NessieError,
     NotFoundError,
     PayloadTooLargeError,
+    ServiceUnavailableError,
     UnsupportedMediaTypeError,
 )
 from .store import NessieStore
@@ -184,7 +186,13 @@ def make_endpoint(store: NessieStore, routes: list[Route], prefix: str
             LOG.debug("%s %s -> %s %s", request.method, request.url, exc.status, exc.message)
             return error_response(exc, request)
         except UnicodeDecodeError:
-            return error_response(BadRequestError("Request path is not valid UTF-8"), request)
+            return error_response(BadRequestError("Request is not valid UTF-8"), request)
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return error_response(ServiceUnavailableError(
+                    "The repository is busy (database locked), retry later"), request)
+            LOG.exception("Database error for %s %s", request.method, request.url.path)
+            return error_response(NessieError("Internal server error"), request)
         except Exception:  # never a bare 500 page: Nessie's error body, details logged
             LOG.exception("Unhandled error for %s %s", request.method, request.url.path)
             return error_response(NessieError("Internal server error"), request)

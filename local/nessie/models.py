@@ -181,7 +181,7 @@ def parse_content(value: Any, key: Key) -> dict[str, Any]:
             raise BadRequestError("Iceberg content requires a non-blank 'metadataLocation'")
     if ctype == "NAMESPACE":
         elements = out.get("elements", list(key))
-        if list(elements) != list(key):
+        if elements != list(key):
             raise BadRequestError(
                 f"Namespace elements {elements} do not match the content key {list(key)}")
         out["elements"] = list(key)
@@ -196,8 +196,7 @@ def parse_content(value: Any, key: Key) -> dict[str, Any]:
 def parse_operations(body: Any) -> tuple[dict[str, Any], list[Operation]]:
     """An `Operations` body -> (commit meta as sent, operations)."""
     obj = _require_dict(body, "Operations")
-    meta = obj.get("commitMeta") or {}
-    _require_dict(meta, "commitMeta")
+    meta = _require_dict(obj.get("commitMeta"), "commitMeta")
     raw_ops = obj.get("operations")
     if not isinstance(raw_ops, list):
         raise BadRequestError("operations must be a list")
@@ -244,6 +243,8 @@ def build_commit_meta(sent: dict[str, Any], *, message: str | None = None) -> di
     signed = sent.get("allSignedOffBy")
     if signed is None:
         signed = [sent["signedOffBy"]] if sent.get("signedOffBy") else []
+    if not isinstance(authors, list) or not isinstance(signed, list):
+        raise BadRequestError("commitMeta authors and signedOffBy must be lists of strings")
     props: dict[str, list[str]] = {}
     if isinstance(sent.get("allProperties"), dict):
         for k, v in sent["allProperties"].items():
@@ -271,7 +272,10 @@ def parse_merge(body: Any, *, v1: bool = False) -> MergeRequest:
     dry = obj.get("dryRun", obj.get("isDryRun", False))
     ret = obj.get("returnConflictAsResult", False)
     modes: dict[Key, str] = {}
-    for km in obj.get("keyMergeModes") or []:
+    key_modes = obj.get("keyMergeModes") or []
+    if not isinstance(key_modes, list):
+        raise BadRequestError("keyMergeModes must be a list")
+    for km in key_modes:
         km = _require_dict(km, "keyMergeModes entry")
         mode = km.get("mergeBehavior", "NORMAL")
         if mode not in ("NORMAL", "FORCE", "DROP"):

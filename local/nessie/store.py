@@ -630,10 +630,13 @@ def _changed_keys(a: Tree, b: Tree) -> list[Key]:
 
 
 def _parse_instant(value: str) -> dt.datetime:
-    if value.isdigit():
-        return dt.datetime.fromtimestamp(int(value) / 1000, dt.UTC)
-    text = value.rstrip("Z")
-    if "." in text:
-        head, frac = text.split(".", 1)
-        text = f"{head}.{frac[:6].ljust(6, '0')}"
-    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+    try:
+        if value.isdigit():
+            return dt.datetime.fromtimestamp(int(value) / 1000, dt.UTC)
+        text = value.rstrip("Z")
+        if "." in text:
+            head, frac = text.split(".", 1)
+            text = f"{head}.{frac[:6].ljust(6, '0')}"
+        return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+    except (ValueError, OverflowError, OSError):
+        raise BadRequestError(f"Invalid timestamp '{value}'") from None

@@ -166,3 +166,65 @@ def test_error_details_only_for_clients_speaking_spec_2(nessie, branch):
         resp = commit(client, branch, h, put_op([ns, "t"], iceberg_table("s3://t")))
     assert resp.status_code == 409 and "errorDetails" not in resp.json()
     assert resp.json()["message"] == f"Namespace '{ns}' must exist."
+
+
+def _garbage_requests(branch: str, hash_: str) -> list[tuple[str, str, dict]]:
+    commit_url = f"/trees/{branch}@{hash_}/history/commit"
+    meta = {"message": "m"}
+    table = {"type": "ICEBERG_TABLE", "metadataLocation": "s3://x"}
+    return [
+        ("POST", commit_url, {"json": {"commitMeta": meta, "operations": "nope"}}),
+        ("POST", commit_url, {"json": {"commitMeta": meta, "operations": [1]}}),
+        ("POST", commit_url, {"json": {"commitMeta": meta, "operations": [
+            {"type": "PUT", "key": {"elements": "ab"}, "content": table}]}}),
+        ("POST", commit_url, {"json": {"commitMeta": meta, "operations": [
+            {"type": "PUT", "key": {"elements": ["a\u0001"]}, "content": table}]}}),
+        ("POST", commit_url, {"json": {"commitMeta": meta, "operations": [
+            {"type": "PUT", "key": {"elements": ["a"]},
+             "content": {"type": "NAMESPACE", "elements": 5}}]}}),
+        ("POST", commit_url, {"json": {"commitMeta": meta, "operations": [
+            {"type": "PUT", "key": {"elements": ["t"]},
+             "content": {**table, "snapshotId": "1"}}]}}),
+        ("POST", commit_url, {"json": {"commitMeta": {"message": 5}, "operations": []}}),
+        ("POST", commit_url, {"json": {"commitMeta": {"authors": "me"}, "operations": []}}),
+        ("POST", commit_url, {"json": {"commitMeta": [], "operations": []}}),
+        ("POST", commit_url, {"json": {"operations": []}}),
+        ("POST", commit_url, {"content": b"null"}),
+        ("POST", commit_url, {"content": b""}),
+        ("POST", f"/trees/{branch}/history/merge", {"json": {"fromRefName": "main",
+                                                             "keyMergeModes": 7}}),
+        ("POST", f"/trees/{branch}/history/merge", {"json": {"fromRefName": "main",
+                                                             "fromHash": "xyz"}}),
+        ("POST", f"/trees/{branch}/history/merge", {"json": {"fromRefName": "main",
+                                                             "defaultKeyMergeMode": "YOLO"}}),
+        ("POST", "/trees", {"params": {"name": "ok_name", "type": "FOLDER"}, "json": {}}),
+        ("POST", "/trees", {"params": {"name": "ok_name", "type": "BRANCH"}, "json": "x"}),
+        ("POST", "/trees", {"params": {"name": "ok_name", "type": "BRANCH"},
+                            "json": {"name": "main", "hash": "not-hex"}}),
+        ("PUT", f"/trees/{branch}@{hash_}", {"json": {"name": "main"}}),
+        ("POST", f"/trees/{branch}/contents", {"json": {"requestedKeys": [5]}}),
+        ("POST", f"/trees/{branch}/contents", {"json": {"requestedKeys": "a"}}),
+        ("GET", f"/trees/{branch}/entries", {"params": {"filter": "size(5) == 1"}}),
+        ("GET", f"/trees/{branch}/entries", {"params": {"filter": "entry.key.matches('(')"}}),
+        ("GET", f"/trees/{branch}/entries", {"params": {"filter": "(" * 2000 + "true"
+                                                        + ")" * 2000}}),
+        ("GET", f"/trees/{branch}/entries", {"params": {"filter": "entry.keyElements == 'a' ||"}}),
+        ("GET", f"/trees/{branch}/entries", {"params": {"page-token": "."}}),
+        ("GET", f"/trees/{branch}/history", {"params": {"page-token": "zz"}}),
+        ("GET", f"/trees/{branch}/history", {"params": {"max-records": "-1"}}),
+        ("GET", f"/trees/{branch}*2021-13-45T25:61:61Z/entries", {}),
+        ("GET", f"/trees/{branch}^0/entries", {}),
+        ("GET", f"/trees/{branch}/contents/%2E", {}),
+        ("GET", f"/trees/{branch}/diff/@{'0' * 64}", {}),
+        ("GET", "/trees/" + "a" * 5000, {}),
+    ]
+
+
+def test_garbage_never_causes_a_server_error(api, branch, unchanged):
+    for method, url, kwargs in _garbage_requests(branch, head(api, branch)):
+        resp = api.request(method, url, **kwargs)
+        assert 400 <= resp.status_code < 500, (method, url, resp.status_code, resp.text)
+        body = resp.json()
+        assert body["errorCode"] in {"BAD_REQUEST", "REFERENCE_NOT_FOUND", "CONTENT_NOT_FOUND",
+                                     "REFERENCE_CONFLICT"}, (url, body)
+        assert body["message"]
