@@ -1,0 +1,23 @@
+"""A Nessie-compatible catalog server (SQLite-backed) for tests and the local mode.
+
+Serves the subset of Nessie REST API v2 that Iceberg's Java `NessieCatalog` (Nessie client
+0.104.5) uses and the v1 subset `pynessie` 0.67 uses, with Nessie's semantics and error bodies.
+Layout: `store.py` (the commit DAG, references, contents, conflict rules), `routes_v2.py` /
+`routes_v1.py` (parse and serialise), `http.py` (body limits, gzip, routing, error bodies),
+`exceptions.py` (Nessie's error codes and messages), `refs.py` (ref names, ref specs, content
+keys), `cel.py` (the CEL filter subset clients send), `runner.py` / `__main__.py`.
+
+Known differences from real Nessie (clients treat all of these as opaque or unused):
+- Commit hashes are sha256 over our own canonical JSON of (parents, metadata, operations), so
+  they differ from the hashes real Nessie would compute for the same history. The "no
+  ancestor" hash is the same as Nessie's new storage model: sha256("empty"), where a fresh
+  repository's default branch starts (`GET /api/v2/config` reports it as `noAncestorHash`).
+- Merges always create a merge commit (parents: target head, source hash) carrying the source's
+  changes since the merge base, as Nessie 0.104 does; conflict = a key changed on both sides
+  since the merge base to different values (FORCE / DROP per-key modes honoured).
+- Not implemented: transplant, reflog, repository config, `/recent-changes`, v1 namespace
+  endpoints, authentication, the Nessie UI. CEL filters support the subset clients send
+  (comparisons, `in`, `&&`/`||`/`!`, `size()`, `startsWith`/`endsWith`/`contains`/`matches`).
+- Every commit stores the full key -> content map (fine for catalogs of thousands of tables,
+  not for millions of keys); commit headers are cached in memory.
+"""

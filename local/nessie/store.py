@@ -503,7 +503,9 @@ class NessieStore:
         hash_ = hashlib.sha256(payload.encode()).hexdigest()
         tree_json = json.dumps(sorted([list(k), v] for k, v in tree.items()),
                                separators=(",", ":"))
-        conn.execute("INSERT INTO commits VALUES (?, ?, ?, ?, ?, ?, ?)",
+        # Content-addressed: an identical commit object may already exist (same parents,
+        # metadata and operations); it is then the same commit.
+        conn.execute("INSERT OR IGNORE INTO commits VALUES (?, ?, ?, ?, ?, ?, ?)",
                      (hash_, parent, merge_parent, seq, json.dumps(meta), json.dumps(ops),
                       tree_json))
         commit = Commit(hash_, parent, merge_parent, seq, meta, ops)
