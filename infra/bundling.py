@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,14 +72,36 @@ def _copy_tree(files: Iterable[Path], source_root: Path, target_root: Path) -> N
         shutil.copyfile(path, target)
 
 
+_LAMBDAS_REFERENCE = re.compile(r"\blambdas\.([a-z_][a-z0-9_]*)")
+
+
+def bundled_packages(name: str, *, lambdas_dir: Path) -> set[str]:
+    """`name`, `common` and every `lambdas.<pkg>` they reference, transitively.
+
+    Lazy imports count too (common's alert helper imports `lambdas.alert`
+    inside a function), so the scan reads the sources rather than importing them.
+    """
+    wanted, seen = [name, "common"], set()
+    while wanted:
+        package = wanted.pop()
+        if package in seen or not (lambdas_dir / package).is_dir():
+            continue
+        seen.add(package)
+        for path in _source_files(lambdas_dir / package):
+            if path.suffix == ".py":
+                wanted += _LAMBDAS_REFERENCE.findall(path.read_text(encoding="utf-8"))
+    return seen
+
+
 def function_code(name: str, *, lambdas_dir: Path,
                   build_dir: Path = constants.BUILD_DIR) -> Path:
-    """Directory holding `lambdas/__init__.py`, `lambdas/common/` and `lambdas/<name>/` only."""
+    """Directory with `lambdas/__init__.py` and the packages `name` needs (bundled_packages)."""
     package = lambdas_dir / name
     if not (package / "handler.py").is_file():
         raise BundlingError(f"{package / 'handler.py'} does not exist: no code for Lambda {name!r}")
-    files = [lambdas_dir / "__init__.py", *_source_files(lambdas_dir / "common"),
-             *_source_files(package)]
+    files = [lambdas_dir / "__init__.py"]
+    for member in sorted(bundled_packages(name, lambdas_dir=lambdas_dir)):
+        files += _source_files(lambdas_dir / member)
     files = [path for path in files if path.is_file()]
     digest = _digest((str(p.relative_to(lambdas_dir)), p.read_bytes()) for p in files)
     final = build_dir / "lambda" / "code" / f"{name}-{digest}"

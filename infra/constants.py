@@ -136,9 +136,9 @@ _START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.ST
                  _C.SOURCE_READ, _C.TABLE_CONFIG_READ}
 FUNCTIONS: tuple[FunctionSpec, ...] = (
     # S3 event -> ledger, branch, job run, execution (or queue behind the table's active ingest).
-    FunctionSpec("trigger", frozenset(_START_INGEST)),
-    FunctionSpec("job_status", frozenset({_C.LEDGER_READ, _C.LEDGER_WRITE, _C.WATCH_JOB,
-                                          _C.REPORTS_READ})),
+    # Rejections are alerted from here directly (lambdas.common.alerts -> lambdas.alert).
+    FunctionSpec("trigger", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ})),
+    FunctionSpec("job_status", frozenset({_C.WATCH_JOB, _C.REPORTS_READ})),
     # Merge, or rebase (new branch + job re-run) when main moved.
     FunctionSpec("publish", frozenset({*_START_INGEST, _C.REPORTS_READ, _C.WATCH_JOB}),
                  timeout_seconds=120),
@@ -147,5 +147,6 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("finish", frozenset({*_START_INGEST, _C.REPORTS_READ})),
     # Recovers stuck locks, drops expired branches, alerts.
     FunctionSpec("sweeper", frozenset({*_START_INGEST, _C.WATCH_JOB, _C.WATCH_EXECUTION,
-                                       _C.SLACK_TOKEN_READ}), timeout_seconds=300),
+                                       _C.SLACK_TOKEN_READ, _C.REPORTS_READ}),
+                 timeout_seconds=300),
 )

@@ -8,6 +8,7 @@ so a module missing from the bundle fails here rather than in AWS.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -87,13 +88,18 @@ def test_every_handler_imports_from_its_bundle(synthesized, python, tmp_path):
         assert report["heavy"] == []
 
 
-def test_code_assets_hold_only_their_own_package(synthesized):
+def test_code_assets_carry_every_lambdas_package_their_sources_name(synthesized):
+    """Lazy imports too: lambdas.common.alerts imports lambdas.alert inside a function."""
     assets = _asset_dirs(synthesized)
     for function in _our_functions(synthesized):
         code = assets[function["Code"]["S3Key"]]
         package = function["Handler"].split(".")[1]
-        assert sorted(p.name for p in (code / "lambdas").iterdir() if p.is_dir()) == sorted(
-            {"common", package})
+        bundled = {p.name for p in (code / "lambdas").iterdir() if p.is_dir()}
+        referenced = {m for path in code.rglob("*.py")
+                      for m in re.findall(r"\blambdas\.(\w+)", path.read_text())}
+        assert {package, "common"} | referenced <= bundled, package
+        # ... and nothing else: the other handlers stay out.
+        assert bundled == {package, "common"} | referenced, package
 
 
 def test_bundles_leave_out_spark_arrow_and_runtime_sdk(synthesized):

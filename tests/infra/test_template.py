@@ -342,7 +342,10 @@ def test_each_lambda_only_gets_the_permissions_it_uses(synthesized):
     assert "secretsmanager:GetSecretValue" in actions_of("alert")
     assert not {a for a in actions_of("alert") if a.startswith(("emr-serverless:", "states:",
                                                                 "dynamodb:Put", "dynamodb:Update"))}
-    assert "secretsmanager:GetSecretValue" not in actions_of("trigger")
+    # Rejections are alerted by the trigger itself (lambdas.common.alerts -> Slack).
+    assert "secretsmanager:GetSecretValue" in actions_of("trigger")
+    assert not {a for a in actions_of("job_status") if a.startswith("dynamodb:")}
+    assert not {"secretsmanager:GetSecretValue", "states:StartExecution"} & actions_of("publish")
 
 
 def test_job_role_is_assumable_by_emr_serverless_only(synthesized):
