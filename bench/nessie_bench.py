@@ -37,6 +37,7 @@ def run(requests: int) -> dict[str, float]:
         server = start_server(str(Path(tmp) / "bench.db"), host="127.0.0.1")
         try:
             with httpx.Client(base_url=server.api_v2, timeout=30) as api:
+
                 def config(_: int) -> None:
                     api.get("/config").raise_for_status()
 
@@ -44,21 +45,26 @@ def run(requests: int) -> dict[str, float]:
                     api.get("/trees/main").raise_for_status()
 
                 head = api.get("/trees/main").json()["reference"]["hash"]
-                head = api.post(f"/trees/main@{head}/history/commit", json=operations_body(
-                    "ns", put_op(["bench"], namespace_content(["bench"])))
+                head = api.post(
+                    f"/trees/main@{head}/history/commit",
+                    json=operations_body("ns", put_op(["bench"], namespace_content(["bench"]))),
                 ).json()["targetBranch"]["hash"]
                 state = {"head": head}
 
                 def do_commit(i: int) -> None:
-                    body = operations_body(f"c{i}", put_op(["bench", f"t{i}".replace("-", "w")],
-                                                           iceberg_table(f"s3://b/{i}")))
+                    body = operations_body(
+                        f"c{i}",
+                        put_op(["bench", f"t{i}".replace("-", "w")], iceberg_table(f"s3://b/{i}")),
+                    )
                     resp = api.post(f"/trees/main@{state['head']}/history/commit", json=body)
                     resp.raise_for_status()
                     state["head"] = resp.json()["targetBranch"]["hash"]
 
-                return {"config (baseline)": _rate(requests, config),
-                        "get-reference": _rate(requests, get_ref),
-                        "commit": _rate(requests, do_commit)}
+                return {
+                    "config (baseline)": _rate(requests, config),
+                    "get-reference": _rate(requests, get_ref),
+                    "commit": _rate(requests, do_commit),
+                }
         finally:
             server.stop()
 
@@ -66,8 +72,12 @@ def run(requests: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print a table of requests/s and ratios to the baseline."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=500,
-                        help=f"requests per operation (1..{MAX_REQUESTS}, default 500)")
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=500,
+        help=f"requests per operation (1..{MAX_REQUESTS}, default 500)",
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.requests <= MAX_REQUESTS:
         parser.error(f"--requests must be between 1 and {MAX_REQUESTS}")

@@ -11,8 +11,9 @@ from .runner import serve_forever
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m local.nessie",
-                                     description="Nessie-compatible catalog server (SQLite)")
+    parser = argparse.ArgumentParser(
+        prog="python -m local.nessie", description="Nessie-compatible catalog server (SQLite)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve Nessie API v1 and v2")
     serve.add_argument("--port", type=int, default=19120)
@@ -24,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     db = Path(args.db)
     db.parent.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    logging.getLogger(__name__).info("Nessie API v2 on http://%s:%d/api/v2, db %s",
-                                     args.host, args.port, db)
+    logging.getLogger(__name__).info(
+        "Nessie API v2 on http://%s:%d/api/v2, db %s", args.host, args.port, db
+    )
     serve_forever(str(db), args.host, args.port)
     return 0
 

@@ -14,13 +14,16 @@ from typing import Any
 from .exceptions import BadRequestError
 from .refs import key_to_path_string, key_to_string
 
-_TOKEN_RE = re.compile(r"""
+_TOKEN_RE = re.compile(
+    r"""
     (?P<ws>\s+)
   | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
   | (?P<num>\d+)
   | (?P<op>&&|\|\||==|!=|<=|>=|[<>!().,\[\]])
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 MAX_FILTER_LENGTH = 4096
 
 
@@ -58,8 +61,9 @@ class _Parser:
     def take(self, value: str | None = None) -> tuple[str, str]:
         tok = self.tokens[self.i]
         if value is not None and tok[1] != value:
-            raise BadRequestError(f"Invalid filter expression: expected '{value}', got "
-                                  f"'{tok[1] or 'end'}'")
+            raise BadRequestError(
+                f"Invalid filter expression: expected '{value}', got '{tok[1] or 'end'}'"
+            )
         self.i += 1
         return tok
 
@@ -88,9 +92,12 @@ class _Parser:
     def cmp(self) -> Node:
         left = self.unary()
         ops: dict[str, Callable[[Any, Any], bool]] = {
-            "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
-            "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-            ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+            "==": lambda a, b: a == b,
+            "!=": lambda a, b: a != b,
+            "<": lambda a, b: a < b,
+            "<=": lambda a, b: a <= b,
+            ">": lambda a, b: a > b,
+            ">=": lambda a, b: a >= b,
             "in": lambda a, b: a in b,
         }
         tok = self.peek()[1]
@@ -104,6 +111,7 @@ class _Parser:
                     return fn(a(env), b(env))
                 except TypeError as exc:
                     raise BadRequestError(f"Invalid filter expression: {exc}") from exc
+
             return compare
         return left
 
@@ -131,7 +139,8 @@ class _Parser:
     @staticmethod
     def _method(target: Node, name: str, arg: Node) -> Node:
         methods: dict[str, Callable[[str, str], bool]] = {
-            "startsWith": str.startswith, "endsWith": str.endswith,
+            "startsWith": str.startswith,
+            "endsWith": str.endswith,
             "contains": lambda s, x: x in s,
             "matches": lambda s, x: re.search(x, s) is not None,
         }
@@ -144,6 +153,7 @@ class _Parser:
             if not isinstance(value, str) or not isinstance(other, str):
                 raise BadRequestError(f"Filter function '{name}' needs strings")
             return fn(value, other)
+
         return call
 
     def primary(self) -> Node:
@@ -181,6 +191,7 @@ class _Parser:
                 if name not in env:
                     raise BadRequestError(f"Unknown filter variable '{name}'")
                 return env[name]
+
             return variable
         raise BadRequestError(f"Invalid filter expression near '{value or 'end'}'")
 
@@ -207,14 +218,21 @@ def compile_filter(text: str) -> Node:
             return node(env)
         except (TypeError, ValueError, re.error, RecursionError) as exc:
             raise BadRequestError(f"Invalid filter expression: {exc}") from None
+
     return evaluate
 
 
 def entry_variables(key: tuple[str, ...], content: dict[str, Any]) -> dict[str, Any]:
     """The `entry` variable Nessie declares for entries filters (see CELUtil)."""
     ns = list(key[:-1])
-    return {"entry": {
-        "key": key_to_string(key), "encodedKey": key_to_path_string(key),
-        "keyElements": list(key), "name": key[-1], "namespace": key_to_string(ns),
-        "namespaceElements": ns, "contentType": content.get("type"),
-    }}
+    return {
+        "entry": {
+            "key": key_to_string(key),
+            "encodedKey": key_to_path_string(key),
+            "keyElements": list(key),
+            "name": key[-1],
+            "namespace": key_to_string(ns),
+            "namespaceElements": ns,
+            "contentType": content.get("type"),
+        }
+    }

@@ -10,9 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-REASONS = {400: "Bad Request", 404: "Not Found", 409: "Conflict", 413: "Payload Too Large",
-           415: "Unsupported Media Type", 405: "Method Not Allowed", 500: "Internal Server Error",
-           503: "Service Unavailable"}
+REASONS = {
+    400: "Bad Request",
+    404: "Not Found",
+    409: "Conflict",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    405: "Method Not Allowed",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 class NessieError(Exception):
@@ -113,8 +120,10 @@ class ContentNotFoundError(NessieError):
     @classmethod
     def at(cls, key_elements: list[str], ref: str) -> ContentNotFoundError:
         key = ".".join(key_elements)
-        return cls(f"Could not find content for key '{key}' in reference '{ref}'.",
-                   {"type": "CONTENT_KEY", "key": {"elements": list(key_elements)}})
+        return cls(
+            f"Could not find content for key '{key}' in reference '{ref}'.",
+            {"type": "CONTENT_KEY", "key": {"elements": list(key_elements)}},
+        )
 
 
 class NamespaceNotFoundError(NessieError):
@@ -132,14 +141,22 @@ class ReferenceConflictError(NessieError):
 
     def __init__(self, conflicts: list[dict[str, Any]]) -> None:
         self.conflicts = conflicts
-        super().__init__(conflicts_message(conflicts),
-                         {"type": "REFERENCE_CONFLICTS", "conflicts": conflicts})
+        super().__init__(
+            conflicts_message(conflicts), {"type": "REFERENCE_CONFLICTS", "conflicts": conflicts}
+        )
 
     @classmethod
     def unexpected_hash(cls, ref: str, expected: str, current: str) -> ReferenceConflictError:
-        return cls([conflict("UNEXPECTED_HASH", None,
-                             f"named-reference '{ref}' is not at expected hash '{expected}', "
-                             f"but at '{current}'")])
+        return cls(
+            [
+                conflict(
+                    "UNEXPECTED_HASH",
+                    None,
+                    f"named-reference '{ref}' is not at expected hash '{expected}', "
+                    f"but at '{current}'",
+                )
+            ]
+        )
 
 
 def conflict(conflict_type: str, key: list[str] | None, message: str) -> dict[str, Any]:
@@ -156,5 +173,6 @@ def conflicts_message(conflicts: list[dict[str, Any]]) -> str:
         msg = conflicts[0]["message"]
         return msg[:1].upper() + msg[1:] + "."
     joined = ", ".join(c["message"] for c in conflicts)
-    return ("There are multiple conflicts that prevent committing the provided operations: "
-            f"{joined}.")
+    return (
+        f"There are multiple conflicts that prevent committing the provided operations: {joined}."
+    )

@@ -94,16 +94,19 @@ def _match(pattern: tuple[str, ...], segments: list[str]) -> dict[str, str] | No
     return params
 
 
-def route(routes: list[Route], method: str, raw_segments: list[str]
-          ) -> tuple[Handler, dict[str, str]]:
+def route(
+    routes: list[Route], method: str, raw_segments: list[str]
+) -> tuple[Handler, dict[str, str]]:
     """Find the handler; a ref segment may span '/' when it carries '@' (Nessie's rule)."""
     candidates = [[unquote(s) for s in raw_segments]]
     # `feature/x@hash` sent with an unencoded '/': join segments up to the one with '@'.
     for i, seg in enumerate(raw_segments[2:], start=2):
         if "@" in seg or "%40" in seg.lower():
-            joined = "/".join(raw_segments[1:i + 1])
-            candidates.append([unquote(raw_segments[0]), unquote(joined)]
-                              + [unquote(s) for s in raw_segments[i + 1:]])
+            joined = "/".join(raw_segments[1 : i + 1])
+            candidates.append(
+                [unquote(raw_segments[0]), unquote(joined)]
+                + [unquote(s) for s in raw_segments[i + 1 :]]
+            )
             break
     allowed = False
     for segments in candidates:
@@ -142,8 +145,7 @@ async def read_body(request: Request) -> bytes:
         decoder = zlib.decompressobj(wbits)
         out = decoder.decompress(body, MAX_BODY_BYTES + 1)
         if len(out) > MAX_BODY_BYTES or decoder.unconsumed_tail:
-            raise PayloadTooLargeError(
-                f"Decompressed request body exceeds {MAX_BODY_BYTES} bytes")
+            raise PayloadTooLargeError(f"Decompressed request body exceeds {MAX_BODY_BYTES} bytes")
         if not decoder.eof:
             raise BadRequestError("Truncated gzip request body")
         return out
@@ -158,8 +160,9 @@ def error_response(exc: NessieError, request: Request) -> JSONResponse:
     return JSONResponse(exc.body(with_details), status_code=exc.status)
 
 
-def make_endpoint(store: NessieStore, routes: list[Route], prefix: str
-                  ) -> Callable[[Request], Awaitable[Response]]:
+def make_endpoint(
+    store: NessieStore, routes: list[Route], prefix: str
+) -> Callable[[Request], Awaitable[Response]]:
     """A Starlette endpoint serving every route of one API version under `prefix`."""
     prefix_bytes = prefix.encode()
 
@@ -169,16 +172,21 @@ def make_endpoint(store: NessieStore, routes: list[Route], prefix: str
             raw_path = raw_path.split(b"?", 1)[0]
             if not raw_path.startswith(prefix_bytes):
                 raise NotFoundError("No such API endpoint")
-            rest = raw_path[len(prefix_bytes):].decode("utf-8", "strict").strip("/")
+            rest = raw_path[len(prefix_bytes) :].decode("utf-8", "strict").strip("/")
             segments = rest.split("/") if rest else []
             handler, params = route(routes, request.method, segments)
-            call = Call(request.method, params, list(request.query_params.multi_items()),
-                        {k.lower(): v for k, v in request.headers.items()})
+            call = Call(
+                request.method,
+                params,
+                list(request.query_params.multi_items()),
+                {k.lower(): v for k, v in request.headers.items()},
+            )
             if request.method in ("POST", "PUT"):
                 call.raw_body = await read_body(request)
             status, payload = handler(store, call)
-            LOG.debug("%s %s?%s -> %s", request.method, raw_path.decode(),
-                      request.url.query, status)
+            LOG.debug(
+                "%s %s?%s -> %s", request.method, raw_path.decode(), request.url.query, status
+            )
             if status == 204 and payload is None:
                 return Response(status_code=204)
             return JSONResponse(payload, status_code=status)
@@ -189,8 +197,12 @@ def make_endpoint(store: NessieStore, routes: list[Route], prefix: str
             return error_response(BadRequestError("Request is not valid UTF-8"), request)
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
-                return error_response(ServiceUnavailableError(
-                    "The repository is busy (database locked), retry later"), request)
+                return error_response(
+                    ServiceUnavailableError(
+                        "The repository is busy (database locked), retry later"
+                    ),
+                    request,
+                )
             LOG.exception("Database error for %s %s", request.method, request.url.path)
             return error_response(NessieError("Internal server error"), request)
         except Exception:  # never a bare 500 page: Nessie's error body, details logged

@@ -26,8 +26,7 @@ _CONTENT_FIELDS: dict[str, tuple[str, ...]] = {
     "ICEBERG_TABLE": ("metadataLocation", "snapshotId", "schemaId", "specId", "sortOrderId"),
     "ICEBERG_VIEW": ("metadataLocation", "versionId", "schemaId", "sqlText", "dialect"),
     "NAMESPACE": ("elements", "properties"),
-    "DELTA_LAKE_TABLE": ("metadataLocationHistory", "checkpointLocationHistory",
-                         "lastCheckpoint"),
+    "DELTA_LAKE_TABLE": ("metadataLocationHistory", "checkpointLocationHistory", "lastCheckpoint"),
     "UDF": ("metadataLocation", "versionId", "signatureId", "sqlText", "dialect"),
 }
 _INT_FIELDS = ("snapshotId", "schemaId", "specId", "sortOrderId", "versionId")
@@ -92,6 +91,7 @@ class MergeRequest:
 
 # ---------------------------------------------------------------- request bodies (client side)
 
+
 def reference_body(name: str, hash_: str | None, type_: str = BRANCH) -> dict[str, Any]:
     """`Reference` body (create/assign source)."""
     body: dict[str, Any] = {"type": type_, "name": name}
@@ -108,21 +108,31 @@ def delete_op(key: list[str]) -> dict[str, Any]:
     return {"type": "DELETE", "key": {"elements": list(key)}}
 
 
-def iceberg_table(metadata_location: str, content_id: str | None = None,
-                  snapshot_id: int = -1) -> dict[str, Any]:
+def iceberg_table(
+    metadata_location: str, content_id: str | None = None, snapshot_id: int = -1
+) -> dict[str, Any]:
     """An `IcebergTable` content value."""
-    body: dict[str, Any] = {"type": "ICEBERG_TABLE", "metadataLocation": metadata_location,
-                            "snapshotId": snapshot_id, "schemaId": 0, "specId": 0,
-                            "sortOrderId": 0}
+    body: dict[str, Any] = {
+        "type": "ICEBERG_TABLE",
+        "metadataLocation": metadata_location,
+        "snapshotId": snapshot_id,
+        "schemaId": 0,
+        "specId": 0,
+        "sortOrderId": 0,
+    }
     if content_id:
         body["id"] = content_id
     return body
 
 
-def namespace_content(elements: list[str], content_id: str | None = None,
-                      properties: dict[str, str] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"type": "NAMESPACE", "elements": list(elements),
-                            "properties": dict(properties or {})}
+def namespace_content(
+    elements: list[str], content_id: str | None = None, properties: dict[str, str] | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": "NAMESPACE",
+        "elements": list(elements),
+        "properties": dict(properties or {}),
+    }
     if content_id:
         body["id"] = content_id
     return body
@@ -133,17 +143,26 @@ def operations_body(message: str, *ops: dict[str, Any]) -> dict[str, Any]:
     return {"commitMeta": {"message": message}, "operations": list(ops)}
 
 
-def merge_body(from_ref: str, from_hash: str | None = None, *, dry_run: bool = False,
-               return_conflict_as_result: bool = False) -> dict[str, Any]:
+def merge_body(
+    from_ref: str,
+    from_hash: str | None = None,
+    *,
+    dry_run: bool = False,
+    return_conflict_as_result: bool = False,
+) -> dict[str, Any]:
     """`Merge` body (v2)."""
-    body: dict[str, Any] = {"fromRefName": from_ref, "dryRun": dry_run,
-                            "returnConflictAsResult": return_conflict_as_result}
+    body: dict[str, Any] = {
+        "fromRefName": from_ref,
+        "dryRun": dry_run,
+        "returnConflictAsResult": return_conflict_as_result,
+    }
     if from_hash:
         body["fromHash"] = from_hash
     return body
 
 
 # ---------------------------------------------------------------- parsing (server side)
+
 
 def _require_dict(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
@@ -183,11 +202,13 @@ def parse_content(value: Any, key: Key) -> dict[str, Any]:
         elements = out.get("elements", list(key))
         if elements != list(key):
             raise BadRequestError(
-                f"Namespace elements {elements} do not match the content key {list(key)}")
+                f"Namespace elements {elements} do not match the content key {list(key)}"
+            )
         out["elements"] = list(key)
         props = out.get("properties", {})
         if not isinstance(props, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in props.items()):
+            isinstance(k, str) and isinstance(v, str) for k, v in props.items()
+        ):
             raise BadRequestError("Namespace properties must map strings to strings")
         out["properties"] = props
     return out
@@ -216,22 +237,26 @@ def parse_operations(body: Any) -> tuple[dict[str, Any], list[Operation]]:
             raise BadRequestError(f"Unknown operation type '{otype}'")
         replaces = otype == "PUT" and any(o.key == key and o.type == "DELETE" for o in ops[:-1])
         if key in seen and not replaces:
-            raise BadRequestError(
-                f"Duplicate key in commit operations: {'.'.join(key)}")
+            raise BadRequestError(f"Duplicate key in commit operations: {'.'.join(key)}")
         seen.add(key)
     return meta, ops
 
 
 def build_commit_meta(sent: dict[str, Any], *, message: str | None = None) -> dict[str, Any]:
     """Server-side commit metadata from what the client sent (v1 or v2 field names)."""
-    for field_name, what in (("committer", "committer"), ("commitTime", "commit time"),
-                             ("hash", "commit hash")):
+    for field_name, what in (
+        ("committer", "committer"),
+        ("commitTime", "commit time"),
+        ("hash", "commit hash"),
+    ):
         if sent.get(field_name) is not None:
             raise BadRequestError(
-                f"Cannot set the {what} on the client side. It is set by the server.")
+                f"Cannot set the {what} on the client side. It is set by the server."
+            )
     if sent.get("parentCommitHashes"):
-        raise BadRequestError("Cannot set the parent commit hashes on the client side. "
-                              "It is set by the server.")
+        raise BadRequestError(
+            "Cannot set the parent commit hashes on the client side. It is set by the server."
+        )
     msg = sent.get("message") if message is None else message
     if msg is None:
         msg = ""
@@ -255,9 +280,15 @@ def build_commit_meta(sent: dict[str, Any], *, message: str | None = None) -> di
         raise BadRequestError("commitMeta authors and signedOffBy must be strings")
     now = now_iso()
     author_time = sent.get("authorTime") if isinstance(sent.get("authorTime"), str) else now
-    return {"committer": "", "authors": list(authors), "allSignedOffBy": list(signed),
-            "message": msg, "commitTime": now, "authorTime": author_time,
-            "allProperties": props}
+    return {
+        "committer": "",
+        "authors": list(authors),
+        "allSignedOffBy": list(signed),
+        "message": msg,
+        "commitTime": now,
+        "authorTime": author_time,
+        "allProperties": props,
+    }
 
 
 def parse_merge(body: Any, *, v1: bool = False) -> MergeRequest:
@@ -287,9 +318,16 @@ def parse_merge(body: Any, *, v1: bool = False) -> MergeRequest:
     commit_meta = obj.get("commitMeta")
     if commit_meta is not None:
         _require_dict(commit_meta, "commitMeta")
-    return MergeRequest(from_ref=from_ref, from_hash=from_hash, dry_run=bool(dry),
-                        return_conflict_as_result=bool(ret), default_mode=default_mode,
-                        key_modes=modes, message=obj.get("message"), commit_meta=commit_meta)
+    return MergeRequest(
+        from_ref=from_ref,
+        from_hash=from_hash,
+        dry_run=bool(dry),
+        return_conflict_as_result=bool(ret),
+        default_mode=default_mode,
+        key_modes=modes,
+        message=obj.get("message"),
+        commit_meta=commit_meta,
+    )
 
 
 def new_content_id() -> str:

@@ -23,7 +23,8 @@ _REF_SPEC_RE = re.compile(
     r"|[0-9]+))*)$"
 )
 _REL_RE = re.compile(
-    r"([~*^])([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.][0-9]{1,9})?Z|[0-9]+)")
+    r"([~*^])([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.][0-9]{1,9})?Z|[0-9]+)"
+)
 MAX_KEY_ELEMENTS = 20
 MAX_KEY_LENGTH = 500
 
@@ -117,13 +118,17 @@ def key_to_string(elements: list[str] | tuple[str, ...]) -> str:
 
 def validate_key(elements: object) -> list[str]:
     """Content-key rules: 1..20 non-empty elements, no control characters, bounded length."""
-    if (not isinstance(elements, list) or not elements
-            or not all(isinstance(e, str) for e in elements)):
+    if (
+        not isinstance(elements, list)
+        or not elements
+        or not all(isinstance(e, str) for e in elements)
+    ):
         raise BadRequestError("Content key must have at least one element")
     if len(elements) > MAX_KEY_ELEMENTS or sum(len(e) for e in elements) > MAX_KEY_LENGTH:
         raise BadRequestError(
             f"Content key too long: at most {MAX_KEY_ELEMENTS} elements and "
-            f"{MAX_KEY_LENGTH} characters")
+            f"{MAX_KEY_LENGTH} characters"
+        )
     for e in elements:
         if not e:
             raise BadRequestError("An object key must not contain an empty element.")

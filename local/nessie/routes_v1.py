@@ -91,8 +91,10 @@ def get_config(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 def list_references(store: NessieStore, call: Call) -> tuple[int, Any]:
     fetch_all = (call.arg("fetch") or "").upper() == "ALL"
-    return 200, {"references": [ref_v1(store, r, fetch_all) for r in store.list_refs()],
-                 "hasMore": False}
+    return 200, {
+        "references": [ref_v1(store, r, fetch_all) for r in store.list_refs()],
+        "hasMore": False,
+    }
 
 
 def get_default_branch(store: NessieStore, call: Call) -> tuple[int, Any]:
@@ -152,7 +154,8 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
     page, more = keys[:size], len(keys) > size
     out: dict[str, Any] = {
         "entries": [{"type": tree[k]["type"], "name": {"elements": list(k)}} for k in page],
-        "hasMore": more}
+        "hasMore": more,
+    }
     if more:
         out["token"] = key_to_path_string(page[-1])
     return 200, out
@@ -161,8 +164,12 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
 def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
     youngest = call.arg("endHash") or call.arg("hashOnRef")
     resolved = _resolve(store, call.params["ref"], youngest)
-    page = store.log(resolved.hash, limit_hash=call.arg("startHash") or None,
-                     max_records=call.int_arg("maxRecords"), page_token=call.arg("pageToken"))
+    page = store.log(
+        resolved.hash,
+        limit_hash=call.arg("startHash") or None,
+        max_records=call.int_arg("maxRecords"),
+        page_token=call.arg("pageToken"),
+    )
     fetch_all = (call.arg("fetch") or "").upper() == "ALL"
     entries = []
     for c in page.commits:
@@ -192,8 +199,9 @@ def get_multiple_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
         raise BadRequestError("Request body must be a GetMultipleContentsRequest")
     tree = store.tree(resolved.hash)
     keys = [parse_key(k) for k in body["requestedKeys"]]
-    return 200, {"contents": [{"key": {"elements": list(k)}, "content": tree[k]}
-                              for k in keys if k in tree]}
+    return 200, {
+        "contents": [{"key": {"elements": list(k)}, "content": tree[k]} for k in keys if k in tree]
+    }
 
 
 def commit(store: NessieStore, call: Call) -> tuple[int, Any]:
@@ -219,9 +227,16 @@ def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
         "expectedHash": result.expected_hash,
         "sourceCommits": [],
         "targetCommits": None,
-        "details": [{"key": d["key"], "mergeBehavior": d["mergeBehavior"],
-                     "conflictType": "UNRESOLVABLE" if "conflict" in d else "NONE",
-                     "sourceCommits": [], "targetCommits": []} for d in result.details],
+        "details": [
+            {
+                "key": d["key"],
+                "mergeBehavior": d["mergeBehavior"],
+                "conflictType": "UNRESOLVABLE" if "conflict" in d else "NONE",
+                "sourceCommits": [],
+                "targetCommits": [],
+            }
+            for d in result.details
+        ],
     }
 
 

@@ -147,9 +147,18 @@ def list_references(store: NessieStore, call: Call) -> tuple[int, Any]:
     flt = call.arg("filter")
     if flt:
         predicate = compile_filter(flt)
-        refs = [r for r in refs if predicate({
-            "ref": r, "refType": r["type"], "metadata": r.get("metadata", {}),
-            "commit": r.get("metadata", {}).get("commitMetaOfHEAD", {})})]
+        refs = [
+            r
+            for r in refs
+            if predicate(
+                {
+                    "ref": r,
+                    "refType": r["type"],
+                    "metadata": r.get("metadata", {}),
+                    "commit": r.get("metadata", {}).get("commitMetaOfHEAD", {}),
+                }
+            )
+        ]
     return 200, {"references": refs, "hasMore": False}
 
 
@@ -158,8 +167,7 @@ def get_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     if spec.name is None or spec.hash is not None or spec.relative:
         raise BadRequestError(f"Only a reference name is allowed here, got '{call.params['ref']}'")
     name = store.default_branch if spec.name == "-" else spec.name
-    return 200, {"reference": reference_with_meta(store, store.get_ref(name),
-                                                  _fetch_all(call))}
+    return 200, {"reference": reference_with_meta(store, store.get_ref(name), _fetch_all(call))}
 
 
 def create_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
@@ -210,8 +218,9 @@ def get_content(store: NessieStore, call: Call) -> tuple[int, Any]:
     return 200, {"content": content, "effectiveReference": ref_json(resolved)}
 
 
-def _contents(store: NessieStore, resolved: Resolved, keys: list[tuple[str, ...]]
-              ) -> dict[str, Any]:
+def _contents(
+    store: NessieStore, resolved: Resolved, keys: list[tuple[str, ...]]
+) -> dict[str, Any]:
     tree = store.tree(resolved.hash)
     found = [{"key": {"elements": list(k)}, "content": tree[k]} for k in keys if k in tree]
     return {"contents": found, "effectiveReference": ref_json(resolved)}
@@ -252,7 +261,7 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
         keys = [k for k in keys if k <= hi]
     if prefix:
         pre = tuple(key_from_path_string(prefix))
-        keys = [k for k in keys if k[:len(pre)] == pre]
+        keys = [k for k in keys if k[: len(pre)] == pre]
     flt = call.arg("filter")
     if flt:
         predicate = compile_filter(flt)
@@ -266,13 +275,19 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
     with_content = call.bool_arg("content")
     entries = []
     for k in page:
-        entry: dict[str, Any] = {"type": tree[k]["type"], "name": {"elements": list(k)},
-                                 "contentId": tree[k].get("id")}
+        entry: dict[str, Any] = {
+            "type": tree[k]["type"],
+            "name": {"elements": list(k)},
+            "contentId": tree[k].get("id"),
+        }
         if with_content:
             entry["content"] = tree[k]
         entries.append(entry)
-    out: dict[str, Any] = {"entries": entries, "hasMore": more,
-                           "effectiveReference": ref_json(resolved)}
+    out: dict[str, Any] = {
+        "entries": entries,
+        "hasMore": more,
+        "effectiveReference": ref_json(resolved),
+    }
     if more:
         out["token"] = key_to_path_string(page[-1])
     return 200, out
@@ -318,7 +333,7 @@ def get_diff(store: NessieStore, call: Call) -> tuple[int, Any]:
         diffs = [d for d in diffs if d[0] in wanted]
     if prefix:
         pre = tuple(key_from_path_string(prefix))
-        diffs = [d for d in diffs if d[0][:len(pre)] == pre]
+        diffs = [d for d in diffs if d[0][: len(pre)] == pre]
     token = call.arg("page-token")
     if token:
         after = tuple(key_from_path_string(token))
@@ -333,9 +348,12 @@ def get_diff(store: NessieStore, call: Call) -> tuple[int, Any]:
         if after is not None:
             entry["to"] = after
         entries.append(entry)
-    out: dict[str, Any] = {"diffs": entries, "hasMore": more,
-                           "effectiveFromReference": ref_json(from_ref),
-                           "effectiveToReference": ref_json(to_ref)}
+    out: dict[str, Any] = {
+        "diffs": entries,
+        "hasMore": more,
+        "effectiveFromReference": ref_json(from_ref),
+        "effectiveToReference": ref_json(to_ref),
+    }
     if more:
         out["token"] = key_to_path_string(page[-1][0])
     return 200, out
@@ -344,8 +362,12 @@ def get_diff(store: NessieStore, call: Call) -> tuple[int, Any]:
 def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.params["ref"])
     limit = call.arg("limit-hash")
-    page = store.log(resolved.hash, limit_hash=limit or None,
-                     max_records=call.int_arg("max-records"), page_token=call.arg("page-token"))
+    page = store.log(
+        resolved.hash,
+        limit_hash=limit or None,
+        max_records=call.int_arg("max-records"),
+        page_token=call.arg("page-token"),
+    )
     fetch_all = _fetch_all(call)
     entries = []
     flt = call.arg("filter")
@@ -354,12 +376,22 @@ def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
         entry: dict[str, Any] = {"commitMeta": commit_meta_json(c), "parentCommitHash": c.parent}
         if fetch_all:
             entry["operations"] = [operation_json(op) for op in c.operations]
-        if predicate is not None and not predicate({
+        if predicate is not None and not predicate(
+            {
                 "commit": entry["commitMeta"],
-                "operations": [{"type": op["type"], "key": key_to_string(op["key"]),
-                                "keyElements": op["key"], "name": op["key"][-1],
-                                "namespace": key_to_string(op["key"][:-1]),
-                                "namespaceElements": op["key"][:-1]} for op in c.operations]}):
+                "operations": [
+                    {
+                        "type": op["type"],
+                        "key": key_to_string(op["key"]),
+                        "keyElements": op["key"],
+                        "name": op["key"][-1],
+                        "namespace": key_to_string(op["key"][:-1]),
+                        "namespaceElements": op["key"][:-1],
+                    }
+                    for op in c.operations
+                ],
+            }
+        ):
             continue
         entries.append(entry)
     out: dict[str, Any] = {"logEntries": entries, "hasMore": page.token is not None}

@@ -45,8 +45,15 @@ class RunningServer:
 
 
 def _config(store: NessieStore, host: str, port: int) -> uvicorn.Config:
-    return uvicorn.Config(create_app(store), host=host, port=port, log_level="warning",
-                          access_log=False, lifespan="off", timeout_keep_alive=30)
+    return uvicorn.Config(
+        create_app(store),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_keep_alive=30,
+    )
 
 
 def start_server(db_path: str, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
@@ -62,8 +69,9 @@ def start_server(db_path: str, host: str = "127.0.0.1", port: int = 0) -> Runnin
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
     server = uvicorn.Server(_config(store, host, bound_port))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                              name=f"nessie-{bound_port}", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name=f"nessie-{bound_port}", daemon=True
+    )
     thread.start()
     deadline = time.monotonic() + 15
     while not server.started:

@@ -105,16 +105,19 @@ class NessieStore:
         with self._write() as c:
             if c.execute("SELECT 1 FROM repo WHERE key='created'").fetchone() is None:
                 c.execute("INSERT INTO repo VALUES ('created', ?)", (now_iso(),))
-                c.execute("INSERT OR IGNORE INTO refs VALUES (?, ?, ?)",
-                          (default_branch, BRANCH, NO_ANCESTOR))
+                c.execute(
+                    "INSERT OR IGNORE INTO refs VALUES (?, ?, ?)",
+                    (default_branch, BRANCH, NO_ANCESTOR),
+                )
         self.created = conn.execute("SELECT value FROM repo WHERE key='created'").fetchone()[0]
 
     # ------------------------------------------------------------------ connections
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.db_path, isolation_level=None, timeout=30,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                self.db_path, isolation_level=None, timeout=30, check_same_thread=False
+            )
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
@@ -153,9 +156,13 @@ class NessieStore:
         cached = self._commits.get(hash_)
         if cached is not None:
             return cached
-        row = self._conn().execute(
-            "SELECT parent, merge_parent, seq, meta, ops FROM commits WHERE hash=?",
-            (hash_,)).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                "SELECT parent, merge_parent, seq, meta, ops FROM commits WHERE hash=?", (hash_,)
+            )
+            .fetchone()
+        )
         if row is None:
             raise ReferenceNotFoundError.commit(hash_)
         commit = Commit(hash_, row[0], row[1], row[2], json.loads(row[3]), json.loads(row[4]))
@@ -195,9 +202,13 @@ class NessieStore:
             self.commit_of(hash_)
             return hash_
         upper = hash_ + "g"  # 'g' sorts after every hex digit
-        rows = self._conn().execute(
-            "SELECT hash FROM commits WHERE hash >= ? AND hash < ? LIMIT 2",
-            (hash_, upper)).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT hash FROM commits WHERE hash >= ? AND hash < ? LIMIT 2", (hash_, upper)
+            )
+            .fetchall()
+        )
         if len(rows) != 1:
             raise ReferenceNotFoundError.commit(hash_)
         return rows[0][0]
@@ -279,8 +290,9 @@ class NessieStore:
         else:
             resolved = Resolved(None, DETACHED, self.expand_hash(spec.hash or ""))
         for op, arg in spec.relative:
-            resolved = Resolved(resolved.name, resolved.type,
-                                self._relative(resolved.hash, op, arg))
+            resolved = Resolved(
+                resolved.name, resolved.type, self._relative(resolved.hash, op, arg)
+            )
         return resolved
 
     def _relative(self, hash_: str, op: str, arg: str) -> str:
@@ -304,8 +316,9 @@ class NessieStore:
             hash_ = commit.parent
         return NO_ANCESTOR
 
-    def create_ref(self, name: str, ref_type: str, hash_: str | None,
-                   source: str | None = None) -> Reference:
+    def create_ref(
+        self, name: str, ref_type: str, hash_: str | None, source: str | None = None
+    ) -> Reference:
         """Create a branch or tag at `hash_` (default: head of `source` or the default branch)."""
         validate_ref_name(name)
         if ref_type not in (BRANCH, TAG):
@@ -328,26 +341,31 @@ class NessieStore:
                 raise ReferenceAlreadyExistsError.named(name) from None
         return Reference(name, ref_type, target)
 
-    def _current_for_update(self, name: str, expected: str | None,
-                            ref_type: str | None) -> Reference:
+    def _current_for_update(
+        self, name: str, expected: str | None, ref_type: str | None
+    ) -> Reference:
         ref = self.get_ref(name)
         if ref_type is not None and ref.type != ref_type:
-            raise BadRequestError(f"Expected reference type {ref_type} does not match existing "
-                                  f"reference {ref.type.capitalize()}Name{{name={name}}}")
+            raise BadRequestError(
+                f"Expected reference type {ref_type} does not match existing "
+                f"reference {ref.type.capitalize()}Name{{name={name}}}"
+            )
         if expected is not None:
             expected_full = self.expand_hash(expected) if len(expected) < 64 else expected.lower()
             if expected_full != ref.hash:
                 raise ReferenceConflictError.unexpected_hash(name, expected_full, ref.hash)
         return ref
 
-    def assign_ref(self, name: str, expected: str | None, ref_type: str | None,
-                   target_hash: str) -> Reference:
+    def assign_ref(
+        self, name: str, expected: str | None, ref_type: str | None, target_hash: str
+    ) -> Reference:
         """Point a branch or tag at another commit, if it is still at `expected`."""
         target = self.expand_hash(target_hash)
         with self._write() as conn:
             ref = self._current_for_update(name, expected, ref_type)
-            cur = conn.execute("UPDATE refs SET hash=? WHERE name=? AND hash=?",
-                               (target, name, ref.hash))
+            cur = conn.execute(
+                "UPDATE refs SET hash=? WHERE name=? AND hash=?", (target, name, ref.hash)
+            )
             if cur.rowcount != 1:  # cannot happen under BEGIN IMMEDIATE; kept as a guard
                 raise ReferenceConflictError.unexpected_hash(name, ref.hash, "?")
         return Reference(name, ref.type, target)
@@ -363,8 +381,9 @@ class NessieStore:
         return ref
 
     # ------------------------------------------------------------------ commit
-    def commit(self, branch: str, expected: str | None, meta_sent: dict[str, Any],
-               ops: list[Operation]) -> tuple[Reference, list[tuple[Key, str]], Commit]:
+    def commit(
+        self, branch: str, expected: str | None, meta_sent: dict[str, Any], ops: list[Operation]
+    ) -> tuple[Reference, list[tuple[Key, str]], Commit]:
         """Commit operations to `branch` on top of its head.
 
         Per-key conflict detection: for every key the commit touches, the value at the
@@ -386,20 +405,23 @@ class NessieStore:
             expected_tree = head_tree if expected_full == head else self.tree(expected_full)
             new_tree, stored_ops, added = self._apply(head_tree, expected_tree, ops)
             commit = self._insert_commit(conn, head, None, meta, stored_ops, new_tree)
-            cur = conn.execute("UPDATE refs SET hash=? WHERE name=? AND hash=?",
-                               (commit.hash, branch, head))
+            cur = conn.execute(
+                "UPDATE refs SET hash=? WHERE name=? AND hash=?", (commit.hash, branch, head)
+            )
             if cur.rowcount != 1:
                 raise ReferenceConflictError.unexpected_hash(branch, head, "?")
         return Reference(branch, BRANCH, commit.hash), added, commit
 
-    def _apply(self, head_tree: Tree, expected_tree: Tree, ops: list[Operation]
-               ) -> tuple[Tree, list[dict[str, Any]], list[tuple[Key, str]]]:
+    def _apply(
+        self, head_tree: Tree, expected_tree: Tree, ops: list[Operation]
+    ) -> tuple[Tree, list[dict[str, Any]], list[tuple[Key, str]]]:
         conflicts: list[dict[str, Any]] = []
         new_tree = dict(head_tree)
         stored: list[dict[str, Any]] = []
         added: list[tuple[Key, str]] = []
-        deleted_ids = {head_tree[op.key].get("id") for op in ops
-                       if op.type == "DELETE" and op.key in head_tree}
+        deleted_ids = {
+            head_tree[op.key].get("id") for op in ops if op.type == "DELETE" and op.key in head_tree
+        }
         deleted_keys: set[Key] = set()
         for op in ops:
             key = op.key
@@ -410,22 +432,29 @@ class NessieStore:
             if expected_tree.get(key) != head_tree.get(key):
                 before = expected_tree.get(key)
                 if before is None:
-                    conflicts.append(conflict("KEY_EXISTS", list(key),
-                                              f"key '{ks}' already exists"))
+                    conflicts.append(
+                        conflict("KEY_EXISTS", list(key), f"key '{ks}' already exists")
+                    )
                 elif head_tree.get(key) is None:
-                    conflicts.append(conflict("KEY_DOES_NOT_EXIST", list(key),
-                                              f"key '{ks}' does not exist"))
+                    conflicts.append(
+                        conflict("KEY_DOES_NOT_EXIST", list(key), f"key '{ks}' does not exist")
+                    )
                 else:
-                    conflicts.append(conflict(
-                        "VALUE_DIFFERS", list(key),
-                        f"values of existing and expected content for key '{ks}' are different"))
+                    conflicts.append(
+                        conflict(
+                            "VALUE_DIFFERS",
+                            list(key),
+                            f"values of existing and expected content for key '{ks}' are different",
+                        )
+                    )
                 continue
             if op.type == "UNCHANGED":
                 continue
             if op.type == "DELETE":
                 if current is None:
-                    conflicts.append(conflict("KEY_DOES_NOT_EXIST", list(key),
-                                              f"key '{ks}' does not exist"))
+                    conflicts.append(
+                        conflict("KEY_DOES_NOT_EXIST", list(key), f"key '{ks}' does not exist")
+                    )
                     continue
                 new_tree.pop(key, None)
                 deleted_keys.add(key)
@@ -435,25 +464,36 @@ class NessieStore:
             cid = content.get("id")
             if cid is None:
                 if current is not None:
-                    conflicts.append(conflict("KEY_EXISTS", list(key),
-                                              f"key '{ks}' already exists"))
+                    conflicts.append(
+                        conflict("KEY_EXISTS", list(key), f"key '{ks}' already exists")
+                    )
                     continue
                 content["id"] = new_content_id()
                 added.append((key, content["id"]))
             elif current is None:
                 if cid not in deleted_ids:  # only a rename may re-use an existing id
-                    conflicts.append(conflict("KEY_DOES_NOT_EXIST", list(key),
-                                              f"key '{ks}' does not exist"))
+                    conflicts.append(
+                        conflict("KEY_DOES_NOT_EXIST", list(key), f"key '{ks}' does not exist")
+                    )
                     continue
             elif current.get("id") != cid:
-                conflicts.append(conflict(
-                    "CONTENT_ID_DIFFERS", list(key),
-                    f"content IDs of existing and expected content for key '{ks}' are different"))
+                conflicts.append(
+                    conflict(
+                        "CONTENT_ID_DIFFERS",
+                        list(key),
+                        f"content IDs of existing and expected content for key '{ks}' "
+                        "are different",
+                    )
+                )
                 continue
             elif current.get("type") != content["type"]:
-                conflicts.append(conflict(
-                    "PAYLOAD_DIFFERS", list(key),
-                    f"payload of existing and expected content for key '{ks}' are different"))
+                conflicts.append(
+                    conflict(
+                        "PAYLOAD_DIFFERS",
+                        list(key),
+                        f"payload of existing and expected content for key '{ks}' are different",
+                    )
+                )
                 continue
             new_tree[key] = content
             stored.append({"type": "PUT", "key": list(key), "content": content})
@@ -478,36 +518,56 @@ class NessieStore:
                     ps = key_to_string(parent)
                     if value is None:
                         reported.add(parent)
-                        out.append(conflict("NAMESPACE_ABSENT", list(parent),
-                                            f"namespace '{ps}' must exist"))
+                        out.append(
+                            conflict(
+                                "NAMESPACE_ABSENT", list(parent), f"namespace '{ps}' must exist"
+                            )
+                        )
                     elif value.get("type") != "NAMESPACE":
                         reported.add(parent)
-                        out.append(conflict(
-                            "NOT_A_NAMESPACE", list(parent),
-                            f"expecting the key '{ps}' to be a namespace, but is not a namespace "
-                            "(using a content object that is not a namespace as a namespace is "
-                            "forbidden)"))
+                        out.append(
+                            conflict(
+                                "NOT_A_NAMESPACE",
+                                list(parent),
+                                f"expecting the key '{ps}' to be a namespace, but is not a "
+                                "namespace (using a content object that is not a namespace as a "
+                                "namespace is forbidden)",
+                            )
+                        )
             else:
                 size = len(key)
                 if any(len(k) > size and k[:size] == key for k in tree):
-                    out.append(conflict("NAMESPACE_NOT_EMPTY", list(key),
-                                        f"namespace '{key_to_string(key)}' is not empty"))
+                    out.append(
+                        conflict(
+                            "NAMESPACE_NOT_EMPTY",
+                            list(key),
+                            f"namespace '{key_to_string(key)}' is not empty",
+                        )
+                    )
         return out
 
-    def _insert_commit(self, conn: sqlite3.Connection, parent: str, merge_parent: str | None,
-                       meta: dict[str, Any], ops: list[dict[str, Any]], tree: Tree) -> Commit:
+    def _insert_commit(
+        self,
+        conn: sqlite3.Connection,
+        parent: str,
+        merge_parent: str | None,
+        meta: dict[str, Any],
+        ops: list[dict[str, Any]],
+        tree: Tree,
+    ) -> Commit:
         parents = [parent] + ([merge_parent] if merge_parent else [])
         seq = 1 + max(self.commit_of(p).seq for p in parents)
-        payload = json.dumps({"parents": parents, "meta": meta, "ops": ops},
-                             sort_keys=True, separators=(",", ":"))
+        payload = json.dumps(
+            {"parents": parents, "meta": meta, "ops": ops}, sort_keys=True, separators=(",", ":")
+        )
         hash_ = hashlib.sha256(payload.encode()).hexdigest()
-        tree_json = json.dumps(sorted([list(k), v] for k, v in tree.items()),
-                               separators=(",", ":"))
+        tree_json = json.dumps(sorted([list(k), v] for k, v in tree.items()), separators=(",", ":"))
         # Content-addressed: an identical commit object may already exist (same parents,
         # metadata and operations); it is then the same commit.
-        conn.execute("INSERT OR IGNORE INTO commits VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     (hash_, parent, merge_parent, seq, json.dumps(meta), json.dumps(ops),
-                      tree_json))
+        conn.execute(
+            "INSERT OR IGNORE INTO commits VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (hash_, parent, merge_parent, seq, json.dumps(meta), json.dumps(ops), tree_json),
+        )
         commit = Commit(hash_, parent, merge_parent, seq, meta, ops)
         with self._cache_lock:
             self._commits[hash_] = commit
@@ -542,7 +602,10 @@ class NessieStore:
             if base == from_hash:  # nothing on the source that the target does not have
                 return result
             base_tree, source_tree, target_tree = (
-                self.tree(base), self.tree(from_hash), self.tree(head))
+                self.tree(base),
+                self.tree(from_hash),
+                self.tree(head),
+            )
             source_changes = _changed_keys(base_tree, source_tree)
             target_changes = set(_changed_keys(base_tree, target_tree))
             new_tree = dict(target_tree)
@@ -550,24 +613,23 @@ class NessieStore:
             conflicts: list[dict[str, Any]] = []
             for key in source_changes:
                 mode = request.key_modes.get(key, request.default_mode)
-                detail: dict[str, Any] = {"key": {"elements": list(key)},
-                                          "mergeBehavior": mode}
+                detail: dict[str, Any] = {"key": {"elements": list(key)}, "mergeBehavior": mode}
                 result.details.append(detail)
                 if mode == "DROP":
                     continue
                 new_value = source_tree.get(key)
-                if (mode == "NORMAL" and key in target_changes
-                        and target_tree.get(key) != new_value):
+                if mode == "NORMAL" and key in target_changes and target_tree.get(key) != new_value:
                     ks = key_to_string(key)
                     if base_tree.get(key) is None:
                         c = conflict("KEY_EXISTS", list(key), f"key '{ks}' already exists")
                     elif target_tree.get(key) is None:
-                        c = conflict("KEY_DOES_NOT_EXIST", list(key),
-                                     f"key '{ks}' does not exist")
+                        c = conflict("KEY_DOES_NOT_EXIST", list(key), f"key '{ks}' does not exist")
                     else:
-                        c = conflict("VALUE_DIFFERS", list(key),
-                                     f"values of existing and expected content for key '{ks}' "
-                                     "are different")
+                        c = conflict(
+                            "VALUE_DIFFERS",
+                            list(key),
+                            f"values of existing and expected content for key '{ks}' are different",
+                        )
                     detail["conflict"] = c
                     conflicts.append(c)
                     continue
@@ -586,12 +648,16 @@ class NessieStore:
             if request.dry_run:
                 return result
             sent = dict(request.commit_meta or {})
-            message = request.message or sent.get("message") or (
-                f"Merged {request.from_ref} at {from_hash} into {target} at {expected or head}")
+            message = (
+                request.message
+                or sent.get("message")
+                or (f"Merged {request.from_ref} at {from_hash} into {target} at {expected or head}")
+            )
             meta = build_commit_meta(sent, message=message)
             commit = self._insert_commit(conn, head, from_hash, meta, stored, new_tree)
-            cur = conn.execute("UPDATE refs SET hash=? WHERE name=? AND hash=?",
-                               (commit.hash, target, head))
+            cur = conn.execute(
+                "UPDATE refs SET hash=? WHERE name=? AND hash=?", (commit.hash, target, head)
+            )
             if cur.rowcount != 1:
                 raise ReferenceConflictError.unexpected_hash(target, head, "?")
             result.was_applied = True
@@ -599,8 +665,14 @@ class NessieStore:
             return result
 
     # ------------------------------------------------------------------ reads
-    def log(self, start: str, *, limit_hash: str | None = None, max_records: int | None = None,
-            page_token: str | None = None) -> LogPage:
+    def log(
+        self,
+        start: str,
+        *,
+        limit_hash: str | None = None,
+        max_records: int | None = None,
+        page_token: str | None = None,
+    ) -> LogPage:
         """First-parent history from `start` (or the page token) back to the root."""
         size = min(max_records or MAX_PAGE, MAX_PAGE)
         current = start

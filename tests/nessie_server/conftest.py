@@ -26,8 +26,9 @@ def unique(prefix: str) -> str:
 @pytest.fixture
 def api(nessie) -> Iterator[httpx.Client]:
     """An HTTP client on API v2 that asks for Nessie's error details (spec 2)."""
-    with httpx.Client(base_url=nessie.api_v2, headers={"Nessie-Client-Spec": "2"},
-                      timeout=30) as client:
+    with httpx.Client(
+        base_url=nessie.api_v2, headers={"Nessie-Client-Spec": "2"}, timeout=30
+    ) as client:
         yield client
 
 
@@ -44,10 +45,16 @@ def create_branch(api: httpx.Client, name: str, from_ref: str = "main") -> str:
     return resp.json()["reference"]["hash"]
 
 
-def commit(api: httpx.Client, branch: str, expected: str, *ops: dict[str, Any],
-           message: str = "test commit") -> httpx.Response:
-    return api.post(f"/trees/{branch}@{expected}/history/commit",
-                    json=operations_body(message, *ops))
+def commit(
+    api: httpx.Client,
+    branch: str,
+    expected: str,
+    *ops: dict[str, Any],
+    message: str = "test commit",
+) -> httpx.Response:
+    return api.post(
+        f"/trees/{branch}@{expected}/history/commit", json=operations_body(message, *ops)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +81,8 @@ def _discriminated(schema: Any) -> Any:
         prop = disc["propertyName"]
         out["allOf"] = [*out.get("allOf", []), {"required": [prop]}] + [
             {"if": {"properties": {prop: {"const": value}}}, "then": {"$ref": ref}}
-            for value, ref in disc["mapping"].items()]
+            for value, ref in disc["mapping"].items()
+        ]
     return out
 
 
@@ -91,7 +99,8 @@ def validate(openapi_spec) -> Callable[[str, Any], None]:
     def check(name: str, instance: Any) -> None:
         assert name in openapi_spec["components"]["schemas"], name
         schema = {"$ref": f"urn:nessie#/components/schemas/{name}"}
-        Draft202012Validator(schema, registry=registry,
-                             format_checker=Draft202012Validator.FORMAT_CHECKER
-                             ).validate(instance)
+        Draft202012Validator(
+            schema, registry=registry, format_checker=Draft202012Validator.FORMAT_CHECKER
+        ).validate(instance)
+
     return check

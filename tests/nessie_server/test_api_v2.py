@@ -22,8 +22,13 @@ from .conftest import commit, create_branch, head, unique
 
 def make_table(api, branch: str, ns: str, table: str = "t", location: str = "s3://w/m1.json"):
     """Namespace + table on `branch`; returns (commit hash, table content id)."""
-    resp = commit(api, branch, head(api, branch), put_op([ns], namespace_content([ns])),
-                  put_op([ns, table], iceberg_table(location)))
+    resp = commit(
+        api,
+        branch,
+        head(api, branch),
+        put_op([ns], namespace_content([ns])),
+        put_op([ns, table], iceberg_table(location)),
+    )
     assert resp.status_code == 200, resp.text
     added = {tuple(a["key"]["elements"]): a["contentId"] for a in resp.json()["addedContents"]}
     return resp.json()["targetBranch"]["hash"], added[(ns, table)]
@@ -50,11 +55,18 @@ def test_fresh_repository_starts_main_at_the_no_ancestor_hash(tmp_path, validate
 def test_reference_syntax_resolves_names_hashes_default_and_relative(api, validate):
     ns = unique("syn")
     first, _ = make_table(api, "main", ns)
-    second = commit(api, "main", first, put_op([ns, "u"], iceberg_table("s3://w/u.json"))
-                    ).json()["targetBranch"]["hash"]
+    second = commit(api, "main", first, put_op([ns, "u"], iceberg_table("s3://w/u.json"))).json()[
+        "targetBranch"
+    ]["hash"]
     forms = {
-        "main": second, "-": second, f"main@{first}": first, f"@{first}": first,
-        f"main@{first[:10]}": first, "main~1": first, f"@{second}~1": first, "main@": second,
+        "main": second,
+        "-": second,
+        f"main@{first}": first,
+        f"@{first}": first,
+        f"main@{first[:10]}": first,
+        "main~1": first,
+        f"@{second}~1": first,
+        "main@": second,
     }
     for spec, expected in forms.items():
         resp = api.get(f"/trees/{spec}/entries")
@@ -63,8 +75,7 @@ def test_reference_syntax_resolves_names_hashes_default_and_relative(api, valida
         assert resp.json()["effectiveReference"]["hash"] == expected, spec
     detached = api.get(f"/trees/@{first}/contents/{ns}.t").json()
     validate("ContentResponse_V2", detached)
-    assert detached["effectiveReference"] == {"type": "DETACHED", "name": "DETACHED",
-                                              "hash": first}
+    assert detached["effectiveReference"] == {"type": "DETACHED", "name": "DETACHED", "hash": first}
     ref = api.get("/trees/-").json()
     validate("SingleReferenceResponse_V2", ref)
     assert ref["reference"] == {"type": "BRANCH", "name": "main", "hash": second}
@@ -76,11 +87,22 @@ def test_contents_single_and_multiple_forms(api, validate):
     hash_, table_id = make_table(api, "main", ns, location="s3://w/orders/v1.json")
     single = api.get(f"/trees/main@{hash_}/contents/{ns}.t").json()
     validate("ContentResponse_V2", single)
-    assert single["content"] == {"type": "ICEBERG_TABLE", "id": table_id,
-                                 "metadataLocation": "s3://w/orders/v1.json", "snapshotId": -1,
-                                 "schemaId": 0, "specId": 0, "sortOrderId": 0}
-    body = {"requestedKeys": [{"elements": [ns]}, {"elements": [ns, "t"]},
-                              {"elements": [ns, "missing"]}]}
+    assert single["content"] == {
+        "type": "ICEBERG_TABLE",
+        "id": table_id,
+        "metadataLocation": "s3://w/orders/v1.json",
+        "snapshotId": -1,
+        "schemaId": 0,
+        "specId": 0,
+        "sortOrderId": 0,
+    }
+    body = {
+        "requestedKeys": [
+            {"elements": [ns]},
+            {"elements": [ns, "t"]},
+            {"elements": [ns, "missing"]},
+        ]
+    }
     multi = api.post("/trees/main/contents", json=body).json()
     validate("GetMultipleContentsResponse_V2", multi)
     assert [c["key"]["elements"] for c in multi["contents"]] == [[ns], [ns, "t"]]
@@ -93,29 +115,38 @@ def test_contents_single_and_multiple_forms(api, validate):
     assert missing.status_code == 404
     assert missing.json()["errorCode"] == "CONTENT_NOT_FOUND"
     assert missing.json()["message"] == (
-        f"Could not find content for key '{ns}.nope' in reference 'main'.")
+        f"Could not find content for key '{ns}.nope' in reference 'main'."
+    )
 
 
 def test_entries_with_the_filters_iceberg_sends_and_paging(api, validate):
     top = unique("ent")
-    ops = [put_op([top], namespace_content([top])),
-           put_op([top, "a"], namespace_content([top, "a"])),
-           put_op([top, "b"], namespace_content([top, "b"])),
-           put_op([top, "a", "x"], namespace_content([top, "a", "x"]))]
+    ops = [
+        put_op([top], namespace_content([top])),
+        put_op([top, "a"], namespace_content([top, "a"])),
+        put_op([top, "b"], namespace_content([top, "b"])),
+        put_op([top, "a", "x"], namespace_content([top, "a", "x"])),
+    ]
     ops += [put_op([top, "a", f"t{i}"], iceberg_table(f"s3://w/{i}.json")) for i in range(5)]
     assert commit(api, "main", head(api), *ops).status_code == 200
 
     # What NessieIcebergClient.listNamespaces sends for a one-level parent.
-    flt = (f"entry.contentType == 'NAMESPACE' && size(entry.keyElements) == 2 && "
-           f"entry.encodedKey.startsWith('{top}.')")
+    flt = (
+        f"entry.contentType == 'NAMESPACE' && size(entry.keyElements) == 2 && "
+        f"entry.encodedKey.startsWith('{top}.')"
+    )
     resp = api.get("/trees/main/entries", params={"filter": flt}).json()
     validate("EntriesResponse_V2", resp)
     assert [e["name"]["elements"] for e in resp["entries"]] == [[top, "a"], [top, "b"]]
     assert all(e["type"] == "NAMESPACE" and e["contentId"] for e in resp["entries"])
 
-    tables = api.get("/trees/main/entries", params={
-        "filter": f"entry.namespace == '{top}.a' && entry.contentType in ['ICEBERG_TABLE']",
-        "content": "true"}).json()
+    tables = api.get(
+        "/trees/main/entries",
+        params={
+            "filter": f"entry.namespace == '{top}.a' && entry.contentType in ['ICEBERG_TABLE']",
+            "content": "true",
+        },
+    ).json()
     validate("EntriesResponse_V2", tables)
     assert [e["name"]["elements"][-1] for e in tables["entries"]] == [f"t{i}" for i in range(5)]
     assert tables["entries"][0]["content"]["metadataLocation"] == "s3://w/0.json"
@@ -154,20 +185,43 @@ def test_commit_assigns_ids_and_enforces_content_id_and_expected_hash_rules(api,
         assert body["message"] == message
         assert [c["conflictType"] for c in body["errorDetails"]["conflicts"]] == [conflict_type]
 
-    conflict(commit(api, "main", after_update, put_op([ns, "t"], iceberg_table("s3://w/v3"))),
-             "KEY_EXISTS", f"Key '{ns}.t' already exists.")
-    conflict(commit(api, "main", after_update,
-                    put_op([ns, "t"], iceberg_table("s3://w/v3", str(uuid.uuid4())))),
-             "CONTENT_ID_DIFFERS",
-             f"Content IDs of existing and expected content for key '{ns}.t' are different.")
+    conflict(
+        commit(api, "main", after_update, put_op([ns, "t"], iceberg_table("s3://w/v3"))),
+        "KEY_EXISTS",
+        f"Key '{ns}.t' already exists.",
+    )
+    conflict(
+        commit(
+            api,
+            "main",
+            after_update,
+            put_op([ns, "t"], iceberg_table("s3://w/v3", str(uuid.uuid4()))),
+        ),
+        "CONTENT_ID_DIFFERS",
+        f"Content IDs of existing and expected content for key '{ns}.t' are different.",
+    )
     # The table changed since `base`: a commit based on `base` must not overwrite it.
-    conflict(commit(api, "main", base, put_op([ns, "t"], iceberg_table("s3://w/v3", table_id))),
-             "VALUE_DIFFERS",
-             f"Values of existing and expected content for key '{ns}.t' are different.")
-    conflict(commit(api, "main", after_update, put_op([ns, "no", "t"], iceberg_table("s3://x"))),
-             "NAMESPACE_ABSENT", f"Namespace '{ns}.no' must exist.")
-    conflict(commit(api, "main", after_update, delete_op([ns])),
-             "NAMESPACE_NOT_EMPTY", f"Namespace '{ns}' is not empty.")
+    conflict(
+        commit(api, "main", base, put_op([ns, "t"], iceberg_table("s3://w/v3", table_id))),
+        "VALUE_DIFFERS",
+        f"Values of existing and expected content for key '{ns}.t' are different.",
+    )
+    conflict(
+        commit(api, "main", after_update, put_op([ns, "no", "t"], iceberg_table("s3://x"))),
+        "NAMESPACE_ABSENT",
+        f"Namespace '{ns}.no' must exist.",
+    )
+    conflict(
+        commit(api, "main", after_update, delete_op([ns])),
+        "NAMESPACE_NOT_EMPTY",
+        f"Namespace '{ns}' is not empty.",
+    )
+    conflict(
+        commit(api, "main", after_update, put_op([ns, "t", "x"], iceberg_table("s3://x"))),
+        "NOT_A_NAMESPACE",
+        f"Expecting the key '{ns}.t' to be a namespace, but is not a namespace (using a content "
+        "object that is not a namespace as a namespace is forbidden).",
+    )
     assert head(api) == after_update
 
     # Unrelated keys may have moved since the expected hash: Nessie accepts that commit.
@@ -184,8 +238,9 @@ def test_merge_dry_run_conflict_as_result_and_merge_commit(api, validate):
     create_branch(api, b1)
     create_branch(api, b2)
     for branch, loc in ((b1, "s3://w/b1"), (b2, "s3://w/b2")):
-        resp = commit(api, branch, head(api, branch),
-                      put_op([ns, "t"], iceberg_table(loc, table_id)))
+        resp = commit(
+            api, branch, head(api, branch), put_op([ns, "t"], iceberg_table(loc, table_id))
+        )
         assert resp.status_code == 200, resp.text
     main_before = head(api)
 
@@ -197,8 +252,9 @@ def test_merge_dry_run_conflict_as_result_and_merge_commit(api, validate):
         assert (dry.json()["wasApplied"], dry.json()["wasSuccessful"]) == (False, True)
         assert head(api) == main_before
 
-    merged = api.post(f"/trees/main@{main_before}/history/merge",
-                      json=merge_body(b1, head(api, b1))).json()
+    merged = api.post(
+        f"/trees/main@{main_before}/history/merge", json=merge_body(b1, head(api, b1))
+    ).json()
     validate("MergeResponse_V2", merged)
     assert merged["wasApplied"] and merged["wasSuccessful"]
     assert merged["commonAncestor"] == main_before
@@ -206,10 +262,12 @@ def test_merge_dry_run_conflict_as_result_and_merge_commit(api, validate):
     log = api.get("/trees/main/history", params={"max-records": "1"}).json()
     assert log["logEntries"][0]["commitMeta"]["parentCommitHashes"] == [main_before, head(api, b1)]
     assert api.get(f"/trees/main/contents/{ns}.t").json()["content"]["metadataLocation"] == (
-        "s3://w/b1")
+        "s3://w/b1"
+    )
 
-    as_result = api.post("/trees/main/history/merge",
-                         json=merge_body(b2, return_conflict_as_result=True))
+    as_result = api.post(
+        "/trees/main/history/merge", json=merge_body(b2, return_conflict_as_result=True)
+    )
     assert as_result.status_code == 200
     validate("MergeResponse_V2", as_result.json())
     assert (as_result.json()["wasApplied"], as_result.json()["wasSuccessful"]) == (False, False)
@@ -227,8 +285,13 @@ def test_diff_between_branches(api, validate):
     _, table_id = make_table(api, "main", ns)
     branch = unique("d")
     create_branch(api, branch)
-    commit(api, branch, head(api, branch), put_op([ns, "t"], iceberg_table("s3://w/2", table_id)),
-           put_op([ns, "new"], iceberg_table("s3://w/n")))
+    commit(
+        api,
+        branch,
+        head(api, branch),
+        put_op([ns, "t"], iceberg_table("s3://w/2", table_id)),
+        put_op([ns, "new"], iceberg_table("s3://w/n")),
+    )
     diff = api.get(f"/trees/main/diff/{branch}").json()
     validate("DiffResponse_V2", diff)
     by_key = {tuple(d["key"]["elements"]): d for d in diff["diffs"]}
@@ -243,12 +306,14 @@ def test_log_pages_through_a_linear_history(api, validate):
     start = create_branch(api, branch)
     ns = unique("lg")
     expected = []
-    current = commit(api, branch, start, put_op([ns], namespace_content([ns])),
-                     message="c0").json()["targetBranch"]["hash"]
+    current = commit(
+        api, branch, start, put_op([ns], namespace_content([ns])), message="c0"
+    ).json()["targetBranch"]["hash"]
     expected.append(current)
     for i in range(1, 5):
-        current = commit(api, branch, current, put_op([ns, f"t{i}"], iceberg_table(f"s3://{i}")),
-                         message=f"c{i}").json()["targetBranch"]["hash"]
+        current = commit(
+            api, branch, current, put_op([ns, f"t{i}"], iceberg_table(f"s3://{i}")), message=f"c{i}"
+        ).json()["targetBranch"]["hash"]
         expected.append(current)
     entries, token = [], None
     while True:
@@ -271,18 +336,21 @@ def test_tags_assign_and_delete_with_expected_hashes(api, validate):
     ns = unique("tag")
     first, _ = make_table(api, "main", ns)
     tag = unique("v")
-    created = api.post("/trees", params={"name": tag, "type": "TAG"},
-                       json=reference_body("main", first))
+    created = api.post(
+        "/trees", params={"name": tag, "type": "TAG"}, json=reference_body("main", first)
+    )
     assert created.status_code == 200, created.text
     validate("SingleReferenceResponse_V2", created.json())
     assert created.json()["reference"] == {"type": "TAG", "name": tag, "hash": first}
 
     branch = unique("asg")
     start = create_branch(api, branch)
-    second = commit(api, branch, start, put_op([ns, "x"], iceberg_table("s3://x"))
-                    ).json()["targetBranch"]["hash"]
-    moved = api.put(f"/trees/{tag}@{first}", params={"type": "TAG"},
-                    json=reference_body(branch, second))
+    second = commit(api, branch, start, put_op([ns, "x"], iceberg_table("s3://x"))).json()[
+        "targetBranch"
+    ]["hash"]
+    moved = api.put(
+        f"/trees/{tag}@{first}", params={"type": "TAG"}, json=reference_body(branch, second)
+    )
     assert moved.status_code == 200, moved.text
     validate("SingleReferenceResponse_V2", moved.json())
     assert head(api, tag) == second
@@ -290,7 +358,8 @@ def test_tags_assign_and_delete_with_expected_hashes(api, validate):
     stale = api.put(f"/trees/{tag}@{first}", json=reference_body("main", first))
     assert stale.status_code == 409
     assert stale.json()["message"] == (
-        f"Named-reference '{tag}' is not at expected hash '{first}', but at '{second}'.")
+        f"Named-reference '{tag}' is not at expected hash '{first}', but at '{second}'."
+    )
     assert head(api, tag) == second
 
     deleted = api.delete(f"/trees/{tag}@{second}", params={"type": "TAG"})
@@ -327,8 +396,7 @@ def test_the_openapi_check_rejects_bodies_that_break_the_spec(validate):
         ("SingleReferenceResponse_V2", {"reference": {"type": "BRANCH", "hash": "zz"}}),
         ("SingleReferenceResponse_V2", {"reference": {**main, "name": "1bad"}}),
         ("LogResponse_V2", {"logEntries": [{"commitMeta": {"message": "x"}}]}),
-        ("ContentResponse_V2", {"content": {"type": "ICEBERG_TABLE"},
-                                "effectiveReference": main}),
+        ("ContentResponse_V2", {"content": {"type": "ICEBERG_TABLE"}, "effectiveReference": main}),
         ("EntriesResponse_V2", {}),
     ]
     for name, body in bad:

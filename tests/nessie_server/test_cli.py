@@ -19,8 +19,11 @@ def free_port() -> int:
 def test_serve_command(tmp_path):
     port = free_port()
     db = tmp_path / "sub" / "nessie.db"
-    proc = subprocess.Popen([sys.executable, "-m", "local.nessie", "serve", "--port", str(port),
-                             "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "local.nessie", "serve", "--port", str(port), "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -40,7 +43,10 @@ def test_serve_command(tmp_path):
 
 
 def test_serve_rejects_bad_arguments():
-    result = subprocess.run([sys.executable, "-m", "local.nessie", "serve", "--port", "70000",
-                             "--db", "x.db"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "local.nessie", "serve", "--port", "70000", "--db", "x.db"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2
     assert "--port must be between 0 and 65535" in result.stderr

@@ -35,8 +35,11 @@ def test_restart_on_the_same_file_keeps_refs_contents_and_history(tmp_path):
             branch = unique("wap")
             create_branch(api, branch)
             commit(api, branch, head(api, branch), put_op([ns, "t"], iceberg_table("s3://t/1")))
-            api.post("/trees", params={"name": "v1", "type": "TAG"},
-                     json=reference_body(branch, head(api, branch))).raise_for_status()
+            api.post(
+                "/trees",
+                params={"name": "v1", "type": "TAG"},
+                json=reference_body(branch, head(api, branch)),
+            ).raise_for_status()
             before = everything(api)
     finally:
         server.stop()
@@ -47,8 +50,9 @@ def test_restart_on_the_same_file_keeps_refs_contents_and_history(tmp_path):
             assert everything(api) == before
             assert set(before) == {"main", branch, "v1"}
             # and the repository keeps working from where it was
-            resp = commit(api, branch, head(api, branch),
-                          put_op([ns, "u"], iceberg_table("s3://u/1")))
+            resp = commit(
+                api, branch, head(api, branch), put_op([ns, "u"], iceberg_table("s3://u/1"))
+            )
             assert resp.status_code == 200
             log = api.get(f"/trees/{branch}/history").json()["logEntries"]
             assert log[1]["commitMeta"]["hash"] == before[branch][0]["hash"]
@@ -61,15 +65,21 @@ def contended_table(api):
     branch = unique("race")
     create_branch(api, branch)
     ns = unique("c")
-    resp = commit(api, branch, head(api, branch), put_op([ns], namespace_content([ns])),
-                  put_op([ns, "t"], iceberg_table("s3://t/start")))
+    resp = commit(
+        api,
+        branch,
+        head(api, branch),
+        put_op([ns], namespace_content([ns])),
+        put_op([ns, "t"], iceberg_table("s3://t/start")),
+    )
     assert resp.status_code == 200
     table_id = resp.json()["addedContents"][1]["contentId"]
     return branch, ns, table_id, resp.json()["targetBranch"]["hash"]
 
 
 def test_eight_threads_updating_one_table_land_or_get_409_and_nothing_is_lost(
-        nessie, contended_table):
+    nessie, contended_table
+):
     branch, ns, table_id, start = contended_table
     landed: list[tuple[str, str]] = []
     refused: list[int] = []
@@ -81,8 +91,9 @@ def test_eight_threads_updating_one_table_land_or_get_409_and_nothing_is_lost(
             for attempt in range(6):
                 expected = head(client, branch)
                 location = f"s3://t/w{worker}-{attempt}"
-                resp = commit(client, branch, expected,
-                              put_op([ns, "t"], iceberg_table(location, table_id)))
+                resp = commit(
+                    client, branch, expected, put_op([ns, "t"], iceberg_table(location, table_id))
+                )
                 with lock:
                     if resp.status_code == 200:
                         landed.append((resp.json()["targetBranch"]["hash"], location))
@@ -101,8 +112,9 @@ def test_eight_threads_updating_one_table_land_or_get_409_and_nothing_is_lost(
     assert len(landed) + len(refused) == 48
     assert landed, "at least one commit must land"
     with httpx.Client(base_url=nessie.api_v2) as client:
-        log = client.get(f"/trees/{branch}/history",
-                         params={"fetch": "ALL", "limit-hash": start}).json()["logEntries"]
+        log = client.get(
+            f"/trees/{branch}/history", params={"fetch": "ALL", "limit-hash": start}
+        ).json()["logEntries"]
         final = client.get(f"/trees/{branch}/contents/{ns}.t").json()["content"]
     new = log[:-1]  # the last entry is `start`
     assert log[-1]["commitMeta"]["hash"] == start
@@ -111,8 +123,9 @@ def test_eight_threads_updating_one_table_land_or_get_409_and_nothing_is_lost(
     for newer, older in itertools.pairwise(log):
         assert newer["commitMeta"]["parentCommitHashes"] == [older["commitMeta"]["hash"]]
     # every landed commit is in the history with exactly the value it wrote
-    by_hash = {e["commitMeta"]["hash"]: e["operations"][0]["content"]["metadataLocation"]
-               for e in new}
+    by_hash = {
+        e["commitMeta"]["hash"]: e["operations"][0]["content"]["metadataLocation"] for e in new
+    }
     assert by_hash == dict(landed)
     assert final["metadataLocation"] == new[0]["operations"][0]["content"]["metadataLocation"]
 
@@ -124,8 +137,9 @@ def test_eight_threads_on_distinct_keys_with_one_stale_hash_all_land(nessie, con
 
     def writer(worker: int) -> None:
         with httpx.Client(base_url=nessie.api_v2, timeout=60) as client:
-            resp = commit(client, branch, start,
-                          put_op([ns, f"k{worker}"], iceberg_table(f"s3://k/{worker}")))
+            resp = commit(
+                client, branch, start, put_op([ns, f"k{worker}"], iceberg_table(f"s3://k/{worker}"))
+            )
             results.append(resp.status_code)
 
     threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
@@ -139,4 +153,5 @@ def test_eight_threads_on_distinct_keys_with_one_stale_hash_all_land(nessie, con
         keys = client.get(f"/trees/{branch}/entries", params={"prefix-key": ns}).json()
     assert len(log["logEntries"]) == 9
     assert sorted(tuple(e["name"]["elements"]) for e in keys["entries"]) == sorted(
-        [(ns,), (ns, "t")] + [(ns, f"k{i}") for i in range(8)])
+        [(ns,), (ns, "t")] + [(ns, f"k{i}") for i in range(8)]
+    )

@@ -28,8 +28,9 @@ def ids(spark, table: str) -> list[int]:
 
 @pytest.fixture
 def client(nessie):
-    return pynessie_client(config_dict={"endpoint": nessie.api_v1, "verify": True,
-                                        "default_branch": "main"})
+    return pynessie_client(
+        config_dict={"endpoint": nessie.api_v1, "verify": True, "default_branch": "main"}
+    )
 
 
 def test_append_on_branch_is_invisible_on_main_until_merged(lake, nessie, warehouse, client):
@@ -48,7 +49,8 @@ def test_append_on_branch_is_invisible_on_main_until_merged(lake, nessie, wareho
     assert ids(spark, f"{branch}.sales.orders") == [1, 2, 3]
     assert [r.namespace for r in spark.sql(f"SHOW NAMESPACES IN {branch}").collect()] == ["sales"]
     assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {branch}.sales").collect()] == [
-        "orders"]
+        "orders"
+    ]
 
     result = client.merge("wap_sales_orders", "main")
     assert result.was_successful and result.was_applied
@@ -60,8 +62,9 @@ def test_append_on_branch_is_invisible_on_main_until_merged(lake, nessie, wareho
     assert [r.name for r in client.list_references().references] == ["main"]
 
 
-def test_second_merge_of_two_branches_appending_to_one_table_conflicts(lake, nessie, warehouse,
-                                                                        client):
+def test_second_merge_of_two_branches_appending_to_one_table_conflicts(
+    lake, nessie, warehouse, client
+):
     spark = lake
     main = catalog_for(spark, nessie, warehouse, "main")
     spark.sql(f"CREATE NAMESPACE {main}.events")
@@ -70,10 +73,12 @@ def test_second_merge_of_two_branches_appending_to_one_table_conflicts(lake, nes
     start = client.get_reference("main").hash_
     client.create_branch("wap_a", "main", start)
     client.create_branch("wap_b", "main", start)
-    spark.sql(f"INSERT INTO {catalog_for(spark, nessie, warehouse, 'wap_a')}.events.clicks "
-              "VALUES (2)")
-    spark.sql(f"INSERT INTO {catalog_for(spark, nessie, warehouse, 'wap_b')}.events.clicks "
-              "VALUES (3)")
+    spark.sql(
+        f"INSERT INTO {catalog_for(spark, nessie, warehouse, 'wap_a')}.events.clicks VALUES (2)"
+    )
+    spark.sql(
+        f"INSERT INTO {catalog_for(spark, nessie, warehouse, 'wap_b')}.events.clicks VALUES (3)"
+    )
 
     assert client.merge("wap_a", "main").was_successful
     main_after_first = client.get_reference("main").hash_
@@ -83,7 +88,8 @@ def test_second_merge_of_two_branches_appending_to_one_table_conflicts(lake, nes
     assert err.value.status_code == 409
     assert err.value.error_code == "REFERENCE_CONFLICT"
     assert err.value.server_message == (
-        "Values of existing and expected content for key 'events.clicks' are different.")
+        "Values of existing and expected content for key 'events.clicks' are different."
+    )
 
     assert client.get_reference("main").hash_ == main_after_first
     assert ids(spark, f"{main}.events.clicks") == [1, 2]
@@ -97,16 +103,20 @@ def test_catalog_errors_map_to_icebergs_exceptions(lake, nessie, warehouse):
     spark.sql(f"CREATE NAMESPACE {cat}.{ns}")
     with pytest.raises(Exception, match="SCHEMA_ALREADY_EXISTS"):
         spark.sql(f"CREATE NAMESPACE {cat}.{ns}")
-    with pytest.raises(Exception, match="NoSuchNamespaceException: Namespace does not exist: "
-                                        f"{ns}_missing"):
+    with pytest.raises(
+        Exception, match=f"NoSuchNamespaceException: Namespace does not exist: {ns}_missing"
+    ):
         spark.sql(f"CREATE TABLE {cat}.{ns}_missing.t (id INT) USING iceberg")
     spark.sql(f"CREATE TABLE {cat}.{ns}.t (id INT) USING iceberg")
-    with pytest.raises(Exception, match=f"NamespaceNotEmptyException: Namespace '{ns}' is not "
-                                        "empty"):
+    with pytest.raises(
+        Exception, match=f"NamespaceNotEmptyException: Namespace '{ns}' is not empty"
+    ):
         spark.sql(f"DROP NAMESPACE {cat}.{ns}")
     spark.sql(f"ALTER TABLE {cat}.{ns}.t RENAME TO {cat}.{ns}.renamed")
     spark.sql(f"ALTER NAMESPACE {cat}.{ns} SET PROPERTIES ('team'='wap')")
     assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {cat}.{ns}").collect()] == ["renamed"]
-    described = {r.info_name: r.info_value
-                 for r in spark.sql(f"DESCRIBE NAMESPACE EXTENDED {cat}.{ns}").collect()}
+    described = {
+        r.info_name: r.info_value
+        for r in spark.sql(f"DESCRIBE NAMESPACE EXTENDED {cat}.{ns}").collect()
+    }
     assert described["Properties"] == "((team,wap))"

@@ -18,8 +18,9 @@ from .conftest import unique
 
 @pytest.fixture
 def client(nessie):
-    return pynessie_client(config_dict={"endpoint": nessie.api_v1, "verify": True,
-                                        "default_branch": "main"})
+    return pynessie_client(
+        config_dict={"endpoint": nessie.api_v1, "verify": True, "default_branch": "main"}
+    )
 
 
 def table(location: str, content_id: str | None = None) -> IcebergTable:
@@ -30,8 +31,9 @@ def table(location: str, content_id: str | None = None) -> IcebergTable:
 def namespace(client) -> str:
     ns = unique("py")
     main = client.get_reference("main")
-    client.commit("main", main.hash_, "namespace", None,
-                  Put(ContentKey([ns]), Namespace(None, [ns])))
+    client.commit(
+        "main", main.hash_, "namespace", None, Put(ContentKey([ns]), Namespace(None, [ns]))
+    )
     return ns
 
 
@@ -50,17 +52,21 @@ def test_create_list_commit_merge_delete(client, namespace):
     with pytest.raises(NessieContentNotFoundException) as missing:
         client.get_content("main", key)  # not on main yet
     assert missing.value.server_message == (
-        f"Could not find content for key '{namespace}.orders' in reference 'main'.")
+        f"Could not find content for key '{namespace}.orders' in reference 'main'."
+    )
 
     entries = client.list_keys(name).entries
-    assert [e.name.elements for e in entries if e.kind == "ICEBERG_TABLE"] == [[namespace,
-                                                                               "orders"]]
+    assert [e.name.elements for e in entries if e.kind == "ICEBERG_TABLE"] == [
+        [namespace, "orders"]
+    ]
     diff = client.get_diff("main", name).diffs
-    assert [(d.content_key.elements, d.from_content, d.to_content.metadata_location)
-            for d in diff] == [([namespace, "orders"], None, "s3://o/1")]
+    assert [
+        (d.content_key.elements, d.from_content, d.to_content.metadata_location) for d in diff
+    ] == [([namespace, "orders"], None, "s3://o/1")]
     log = list(client.get_log(name, max_records=1))
     assert [(e.commit_meta.message, e.commit_meta.author) for e in log] == [
-        ("add orders", "wap-bot")]
+        ("add orders", "wap-bot")
+    ]
 
     merged = client.merge(name, "main", from_hash=after.hash_, old_hash=main.hash_)
     assert merged.was_applied and merged.was_successful
@@ -82,20 +88,22 @@ def test_errors_map_to_pynessie_exceptions(client, namespace):
     assert exists.value.server_message == f"Named reference '{name}' already exists."
     with pytest.raises(NessieReferenceNotFoundException):
         client.get_reference(unique("missing"))
-    stale = client.commit(name, main.hash_, "move", None,
-                          Put(ContentKey([namespace, "x"]), table("s3://x")))
+    stale = client.commit(
+        name, main.hash_, "move", None, Put(ContentKey([namespace, "x"]), table("s3://x"))
+    )
     with pytest.raises(NessieReferenceConflictException) as conflict:
         client.delete_branch(name, main.hash_)
     assert conflict.value.server_message == (
-        f"Named-reference '{name}' is not at expected hash '{main.hash_}', "
-        f"but at '{stale.hash_}'.")
+        f"Named-reference '{name}' is not at expected hash '{main.hash_}', but at '{stale.hash_}'."
+    )
     assert client.get_reference(name).hash_ == stale.hash_
 
 
 def test_merge_conflict_is_reported_and_leaves_main_alone(client, namespace):
     key = ContentKey([namespace, "t"])
-    main = client.commit("main", client.get_reference("main").hash_, "create", None,
-                         Put(key, table("s3://t/0")))
+    main = client.commit(
+        "main", client.get_reference("main").hash_, "create", None, Put(key, table("s3://t/0"))
+    )
     table_id = client.get_content("main", key).id
     a, b = unique("a"), unique("b")
     client.create_branch(a, "main", main.hash_)
