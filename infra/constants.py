@@ -132,21 +132,21 @@ class FunctionSpec:
 
 
 _C = Capability
-_START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.START_EXECUTION,
-                 _C.SOURCE_READ, _C.TABLE_CONFIG_READ}
+# Read from the handlers' calls: start_ingest (branch, StartJobRun, StartExecution, ledger),
+# alerts sent directly through lambdas.alert (Slack token, report), EMR and SFN polling.
+_START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.START_EXECUTION}
+_ALERTS = {_C.SLACK_TOKEN_READ, _C.REPORTS_READ}
 FUNCTIONS: tuple[FunctionSpec, ...] = (
-    # S3 event -> ledger, branch, job run, execution (or queue behind the table's active ingest).
-    # Rejections are alerted from here directly (lambdas.common.alerts -> lambdas.alert).
-    FunctionSpec("trigger", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ})),
+    # S3 event -> parquet check (first/last bytes), ledger, branch, job run, execution.
+    FunctionSpec("trigger", frozenset({*_START_INGEST, *_ALERTS, _C.SOURCE_READ})),
     FunctionSpec("job_status", frozenset({_C.WATCH_JOB, _C.REPORTS_READ})),
-    # Merge, or rebase (new branch + job re-run) when main moved.
-    FunctionSpec("publish", frozenset({*_START_INGEST, _C.REPORTS_READ, _C.WATCH_JOB}),
-                 timeout_seconds=120),
-    FunctionSpec("alert", frozenset({_C.LEDGER_READ, _C.REPORTS_READ, _C.SLACK_TOKEN_READ})),
-    # Frees the table and starts the next queued ingest.
-    FunctionSpec("finish", frozenset({*_START_INGEST, _C.REPORTS_READ})),
-    # Recovers stuck locks, drops expired branches, alerts.
-    FunctionSpec("sweeper", frozenset({*_START_INGEST, _C.WATCH_JOB, _C.WATCH_EXECUTION,
-                                       _C.SLACK_TOKEN_READ, _C.REPORTS_READ}),
+    # Merge, or rebase: new branch + job re-run that the state machine then waits for.
+    FunctionSpec("publish", frozenset({_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE,
+                                       _C.START_JOB}), timeout_seconds=120),
+    FunctionSpec("alert", frozenset(_ALERTS)),
+    # Records the outcome, frees the table and starts the next queued ingest.
+    FunctionSpec("finish", frozenset(_START_INGEST)),
+    # Recovers locks of ended executions, drops expired branches, alerts.
+    FunctionSpec("sweeper", frozenset({*_START_INGEST, *_ALERTS, _C.WATCH_EXECUTION}),
                  timeout_seconds=300),
 )
