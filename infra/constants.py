@@ -102,7 +102,6 @@ class Capability(Enum):
     LEDGER_READ = "ledger-read"
     LEDGER_WRITE = "ledger-write"
     SOURCE_READ = "source-read"
-    TABLE_CONFIG_READ = "table-config-read"
     REPORTS_READ = "reports-read"
     START_JOB = "start-job"
     WATCH_JOB = "watch-job"

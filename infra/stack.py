@@ -144,8 +144,6 @@ class WapStack(Stack):
                 pipeline.ledger.grant_write_data(function)
             if Capability.SOURCE_READ in capabilities:
                 storage.source.grant_read(function)
-            if Capability.TABLE_CONFIG_READ in capabilities:
-                storage.artifacts.grant_read(function, f"{constants.TABLES_CONFIG_PREFIX}*")
             if Capability.REPORTS_READ in capabilities:
                 storage.artifacts.grant_read(function, f"{constants.REPORTS_PREFIX}*")
             if Capability.SLACK_TOKEN_READ in capabilities:
