@@ -26,7 +26,10 @@ class RunningServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        # A wildcard bind is reached through loopback; IPv6 literals need brackets.
+        wildcard = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
+        host = wildcard.get(self.host, self.host)
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     @property
     def api_v1(self) -> str:
@@ -64,7 +67,8 @@ def start_server(db_path: str, host: str = "127.0.0.1", port: int = 0) -> Runnin
     store = NessieStore(db_path)
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are
     # TCP, and without it Nagle + delayed ACKs cost ~40 ms per response.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]

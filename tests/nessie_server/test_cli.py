@@ -50,3 +50,20 @@ def test_serve_rejects_bad_arguments():
     )
     assert result.returncode == 2
     assert "--port must be between 0 and 65535" in result.stderr
+
+
+def test_start_server_contract(tmp_path):
+    """What other parts code against: URLs, a bound port, stop() frees it."""
+    from local.nessie.runner import start_server
+
+    server = start_server(str(tmp_path / "n.db"))
+    try:
+        assert server.port > 0
+        assert server.url == f"http://127.0.0.1:{server.port}"
+        assert server.api_v1 == server.url + "/api/v1"
+        assert server.api_v2 == server.url + "/api/v2"
+        assert httpx.get(server.api_v1 + "/trees/tree").json()["type"] == "BRANCH"
+    finally:
+        server.stop()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", server.port))  # released after stop()
