@@ -101,7 +101,8 @@ class Pipeline(Construct):
                 layers=[self.layer],
                 memory_size=spec.memory_mib,
                 timeout=Duration.seconds(spec.timeout_seconds),
-                environment={**environment, "POWERTOOLS_SERVICE_NAME":
+                environment={**environment, "WAP_LEDGER_TABLE": self.ledger.table_name,
+                             "POWERTOOLS_SERVICE_NAME":
                              f"{constants.POWERTOOLS_SERVICE_NAME}-{spec.name}"},
                 tracing=lambda_.Tracing.ACTIVE,
                 log_group=log_group,

@@ -64,7 +64,6 @@ class WapStack(Stack):
 
         state_machine_name = f"{self.stack_name}-ingest"
         environment = {
-            "WAP_LEDGER_TABLE": "",  # filled below, once the ledger exists
             "WAP_NESSIE_URI": nessie_v1,
             "WAP_NESSIE_UI_URL": nessie_ui,
             "WAP_EMR_APPLICATION_ID": compute.application.attr_application_id,
@@ -89,8 +88,6 @@ class WapStack(Stack):
             artifacts=storage.artifacts, state_machine_name=state_machine_name,
             substitutions=state_machine_values(), removal_policy=removal,
             source_tree=source_tree)
-        for function in pipeline.functions.values():
-            function.add_environment("WAP_LEDGER_TABLE", pipeline.ledger.table_name)
         PipelineAlarms(self, "Alarms", topic=alert_channel.topic,
                        state_machine=pipeline.state_machine,
                        dead_letter_queue=pipeline.dead_letter_queue, functions=pipeline.functions)
