@@ -9,6 +9,7 @@ measured in the same run. `python -m bench.nessie_bench [--requests N]`.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -70,7 +71,11 @@ def run(requests: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print a table of requests/s and ratios to the baseline."""
+    """Run the benchmark and print a table of requests/s and ratios to the baseline.
+
+    `argv` None means the defaults (so `python -m bench` can call `main()` whatever its own
+    command line is); the script entry point passes `sys.argv[1:]`.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--requests",
@@ -78,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         default=500,
         help=f"requests per operation (1..{MAX_REQUESTS}, default 500)",
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_args([] if argv is None else argv)
     if not 1 <= args.requests <= MAX_REQUESTS:
         parser.error(f"--requests must be between 1 and {MAX_REQUESTS}")
     rates = run(args.requests)
@@ -91,4 +96,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -51,7 +51,10 @@ class Reference:
 
 @dataclass
 class Commit:
-    """One commit of the DAG; `tree` is the full key -> content map after the commit."""
+    """One commit of the DAG: its tree is its parent's tree with `operations` applied.
+
+    `dist` counts commits since the nearest ancestor (first parents) whose full tree is stored.
+    """
 
     hash: str
     parent: str
@@ -59,7 +62,7 @@ class Commit:
     seq: int
     meta: dict[str, Any]
     operations: list[dict[str, Any]]
-    tree: Tree | None = None
+    dist: int = 0
 
     @property
     def parents(self) -> list[str]:

@@ -49,9 +49,14 @@ CREATE TABLE IF NOT EXISTS repo (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS refs (name TEXT PRIMARY KEY, type TEXT NOT NULL, hash TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS commits (
     hash TEXT PRIMARY KEY, parent TEXT NOT NULL, merge_parent TEXT, seq INTEGER NOT NULL,
-    meta TEXT NOT NULL, ops TEXT NOT NULL, tree TEXT NOT NULL);
+    meta TEXT NOT NULL, ops TEXT NOT NULL, tree TEXT NOT NULL,
+    dist INTEGER NOT NULL DEFAULT 0);
 """
 _TREE_CACHE_SIZE = 512
+# A commit stores its full key -> content map only every CHECKPOINT_EVERY commits along the
+# first-parent chain (tree '' otherwise); other trees are rebuilt from the nearest stored one
+# by replaying operations, so a commit costs O(changed keys), not O(all keys).
+CHECKPOINT_EVERY = 32
 MAX_PAGE = 250
 
 
@@ -102,6 +107,9 @@ class NessieStore:
         self._cache_lock = threading.Lock()
         conn = self._conn()
         conn.executescript(_SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(commits)")}
+        if "dist" not in columns:  # files written before checkpoints: every tree is stored
+            conn.execute("ALTER TABLE commits ADD COLUMN dist INTEGER NOT NULL DEFAULT 0")
         with self._write() as c:
             if c.execute("SELECT 1 FROM repo WHERE key='created'").fetchone() is None:
                 c.execute("INSERT INTO repo VALUES ('created', ?)", (now_iso(),))
@@ -152,20 +160,23 @@ class NessieStore:
     def commit_of(self, hash_: str) -> Commit:
         """The commit with this full hash (header only); REFERENCE_NOT_FOUND if unknown."""
         if hash_ == NO_ANCESTOR:
-            return Commit(NO_ANCESTOR, "", None, 0, {}, [], {})
+            return Commit(NO_ANCESTOR, "", None, 0, {}, [])
         cached = self._commits.get(hash_)
         if cached is not None:
             return cached
         row = (
             self._conn()
             .execute(
-                "SELECT parent, merge_parent, seq, meta, ops FROM commits WHERE hash=?", (hash_,)
+                "SELECT parent, merge_parent, seq, meta, ops, dist FROM commits WHERE hash=?",
+                (hash_,),
             )
             .fetchone()
         )
         if row is None:
             raise ReferenceNotFoundError.commit(hash_)
-        commit = Commit(hash_, row[0], row[1], row[2], json.loads(row[3]), json.loads(row[4]))
+        commit = Commit(
+            hash_, row[0], row[1], row[2], json.loads(row[3]), json.loads(row[4]), row[5]
+        )
         with self._cache_lock:
             self._commits[hash_] = commit
         return commit
@@ -174,15 +185,36 @@ class NessieStore:
         """The full key -> content map at a commit."""
         if hash_ == NO_ANCESTOR:
             return {}
-        with self._cache_lock:
-            tree = self._trees.get(hash_)
-            if tree is not None:
-                self._trees.move_to_end(hash_)
-                return tree
-        row = self._conn().execute("SELECT tree FROM commits WHERE hash=?", (hash_,)).fetchone()
-        if row is None:
-            raise ReferenceNotFoundError.commit(hash_)
-        tree = {tuple(k): v for k, v in json.loads(row[0])}
+        # Walk first parents back to a cached or stored tree, then replay operations forward.
+        replay: list[Commit] = []
+        current = hash_
+        base: Tree | None = None
+        while base is None:
+            if current == NO_ANCESTOR:
+                base = {}
+                break
+            with self._cache_lock:
+                base = self._trees.get(current)
+                if base is not None:
+                    self._trees.move_to_end(current)
+                    break
+            row = (
+                self._conn().execute("SELECT tree FROM commits WHERE hash=?", (current,)).fetchone()
+            )
+            if row is None:
+                raise ReferenceNotFoundError.commit(current)
+            if row[0]:
+                base = {tuple(k): v for k, v in json.loads(row[0])}
+                self._remember_tree(current, base)
+                break
+            commit = self.commit_of(current)
+            replay.append(commit)
+            current = commit.parent
+        if not replay:
+            return base
+        tree = dict(base)
+        for commit in reversed(replay):
+            _apply_operations(tree, commit.operations)
         self._remember_tree(hash_, tree)
         return tree
 
@@ -561,14 +593,20 @@ class NessieStore:
             {"parents": parents, "meta": meta, "ops": ops}, sort_keys=True, separators=(",", ":")
         )
         hash_ = hashlib.sha256(payload.encode()).hexdigest()
-        tree_json = json.dumps(sorted([list(k), v] for k, v in tree.items()), separators=(",", ":"))
+        dist = self.commit_of(parent).dist + 1 if parent != NO_ANCESTOR else 0
+        tree_json = ""
+        if dist >= CHECKPOINT_EVERY:
+            dist = 0
+            tree_json = json.dumps(
+                sorted([list(k), v] for k, v in tree.items()), separators=(",", ":")
+            )
         # Content-addressed: an identical commit object may already exist (same parents,
         # metadata and operations); it is then the same commit.
         conn.execute(
-            "INSERT OR IGNORE INTO commits VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (hash_, parent, merge_parent, seq, json.dumps(meta), json.dumps(ops), tree_json),
+            "INSERT OR IGNORE INTO commits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (hash_, parent, merge_parent, seq, json.dumps(meta), json.dumps(ops), tree_json, dist),
         )
-        commit = Commit(hash_, parent, merge_parent, seq, meta, ops)
+        commit = Commit(hash_, parent, merge_parent, seq, meta, ops, dist)
         with self._cache_lock:
             self._commits[hash_] = commit
         self._remember_tree(hash_, tree)
@@ -697,6 +735,16 @@ class NessieStore:
 
     def config_times(self) -> tuple[str, str]:
         return self.created, self.created
+
+
+def _apply_operations(tree: Tree, ops: list[dict[str, Any]]) -> None:
+    """Replay stored operations (PUT with content, DELETE) onto `tree` in place."""
+    for op in ops:
+        key = tuple(op["key"])
+        if op["type"] == "PUT":
+            tree[key] = op["content"]
+        else:
+            tree.pop(key, None)
 
 
 def _changed_keys(a: Tree, b: Tree) -> list[Key]:

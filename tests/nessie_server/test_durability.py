@@ -155,3 +155,65 @@ def test_eight_threads_on_distinct_keys_with_one_stale_hash_all_land(nessie, con
     assert sorted(tuple(e["name"]["elements"]) for e in keys["entries"]) == sorted(
         [(ns,), (ns, "t")] + [(ns, f"k{i}") for i in range(8)]
     )
+
+
+def test_long_history_reads_back_identically_after_restart(tmp_path):
+    """120 commits on two branches plus merges: every historical state, read cold after a
+    restart, equals the state the test itself tracked."""
+    import random
+
+    rng = random.Random(7)
+    db = str(tmp_path / "history.db")
+    expected: dict[str, dict[tuple[str, ...], str]] = {}  # commit hash -> key -> location
+    side_keys = {("h", f"t{i}") for i in range(6)}  # side writes t0..t5, main t6..t11
+    merges = 0
+    server = start_server(db)
+    try:
+        with httpx.Client(base_url=server.api_v2) as api:
+            h = commit(api, "main", head(api), put_op(["h"], namespace_content(["h"])))
+            expected[h.json()["targetBranch"]["hash"]] = {}
+            create_branch(api, "side")
+            state: dict[str, dict[tuple[str, ...], str]] = {"main": {}, "side": {}}
+            for i in range(120):
+                branch = "side" if i % 3 == 0 else "main"
+                tree = state[branch]
+                key = ("h", f"t{rng.randrange(6) + (0 if branch == 'side' else 6)}")
+                if key in tree and rng.random() < 0.2:
+                    ops = [{"type": "DELETE", "key": {"elements": list(key)}}]
+                    new_tree = {k: v for k, v in tree.items() if k != key}
+                else:
+                    loc = f"s3://h/{i}"
+                    cid = None
+                    if key in tree:  # updating: send the id the branch has for this table
+                        url = f"/trees/{branch}/contents/h.{key[1]}"
+                        cid = api.get(url).json()["content"]["id"]
+                    ops = [put_op(list(key), iceberg_table(loc, cid))]
+                    new_tree = {**tree, key: loc}
+                resp = commit(api, branch, head(api, branch), *ops)
+                assert resp.status_code == 200, resp.text
+                state[branch] = new_tree
+                expected[resp.json()["targetBranch"]["hash"]] = new_tree
+                if i % 30 == 29:
+                    merged = api.post("/trees/main/history/merge", json={"fromRefName": "side"})
+                    assert merged.status_code == 200, merged.text
+                    main_tree = {k: v for k, v in state["main"].items() if k not in side_keys}
+                    state["main"] = {**main_tree, **state["side"]}
+                    expected[merged.json()["resultantTargetHash"]] = state["main"]
+                    merges += 1
+    finally:
+        server.stop()
+    assert merges == 4
+
+    restarted = start_server(db)
+    try:
+        with httpx.Client(base_url=restarted.api_v2) as api:
+            for hash_, tree in expected.items():
+                entries = api.get(f"/trees/@{hash_}/entries", params={"content": "true"}).json()
+                got = {
+                    tuple(e["name"]["elements"]): e["content"]["metadataLocation"]
+                    for e in entries["entries"]
+                    if e["type"] == "ICEBERG_TABLE"
+                }
+                assert got == tree, hash_
+    finally:
+        restarted.stop()
