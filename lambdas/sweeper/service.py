@@ -85,6 +85,7 @@ def _recover_lock(settings: Settings, ledger: Ledger, nessie: NessieGateway, tab
         return
     reason = (f"execution {record.get('execution_arn')} ended {execution_state} without "
               "recording an outcome; the sweeper freed the table")
+    _cancel_job_run(settings, record.get("job_run_id"))
     if ledger.update_ingest(active, {"status": c.JOB_FAILED, "error": reason,
                                      "finished_at": iso(now)}, only_if_status={c.RUNNING}):
         fresh: dict[str, Any] = ledger.get_ingest(active) or record
@@ -103,3 +104,17 @@ def _execution_status(execution_arn: str | None) -> str:
         return sfn.describe_execution(executionArn=execution_arn)["status"]
     except sfn.exceptions.ExecutionDoesNotExist:
         return "MISSING"
+
+
+def _cancel_job_run(settings: Settings, job_run_id: str | None) -> None:
+    """Stop an orphaned job run (nobody will read its report); best effort."""
+    if not job_run_id:
+        return
+    emr = aws.client("emr-serverless")
+    try:
+        state = emr.get_job_run(applicationId=settings.emr_application_id,
+                                jobRunId=job_run_id)["jobRun"]["state"]
+        if state in c.EMR_ACTIVE_STATES:
+            emr.cancel_job_run(applicationId=settings.emr_application_id, jobRunId=job_run_id)
+    except Exception:
+        logger.exception("could not cancel orphaned job run", extra={"job_run_id": job_run_id})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import re
 import shutil
 import tempfile
 import threading
@@ -215,8 +216,8 @@ class LocalEmrServerless:
             value = argv[i + 1]
             if arg in STAGED_ARGS and value.startswith("s3://"):
                 # A plain local name: Hadoop does not decode %-escapes of file: URIs.
-                suffix = Path(value.rsplit("/", 1)[-1]).suffix
-                target = workdir / "in" / f"{i}{suffix}"
+                name = re.sub(r"[^A-Za-z0-9._-]", "_", value.rsplit("/", 1)[-1])
+                target = workdir / "in" / f"{i}-{name}"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 body = self._get(value, missing_ok=arg == "--table-config-uri")
                 if body is not None:  # a missing table config stays missing (job defaults)
