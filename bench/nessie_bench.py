@@ -9,6 +9,8 @@ measured in the same run. `python -m bench.nessie_bench [--requests N]`.
 from __future__ import annotations
 
 import argparse
+import itertools
+import statistics
 import sys
 import tempfile
 import time
@@ -23,12 +25,13 @@ from local.nessie.runner import start_server
 MAX_REQUESTS = 20_000
 
 
-def _rate(n: int, fn: Callable[[int], None]) -> float:
-    for i in range(min(20, n)):  # warm-up: connection, caches
-        fn(-1 - i)
+ROUNDS = 3
+
+
+def _rate(n: int, fn: Callable[[], None]) -> float:
     start = time.perf_counter()
-    for i in range(n):
-        fn(i)
+    for _ in range(n):
+        fn()
     return n / (time.perf_counter() - start)
 
 
@@ -39,33 +42,38 @@ def run(requests: int) -> dict[str, float]:
         try:
             with httpx.Client(base_url=server.api_v2, timeout=30) as api:
 
-                def config(_: int) -> None:
+                def config() -> None:
                     api.get("/config").raise_for_status()
 
-                def get_ref(_: int) -> None:
+                def get_ref() -> None:
                     api.get("/trees/main").raise_for_status()
 
                 head = api.get("/trees/main").json()["reference"]["hash"]
-                head = api.post(
-                    f"/trees/main@{head}/history/commit",
-                    json=operations_body("ns", put_op(["bench"], namespace_content(["bench"]))),
-                ).json()["targetBranch"]["hash"]
-                state = {"head": head}
+                body = operations_body("ns", put_op(["bench"], namespace_content(["bench"])))
+                resp = api.post(f"/trees/main@{head}/history/commit", json=body)
+                state = {"head": resp.json()["targetBranch"]["hash"]}
+                counter = itertools.count()
 
-                def do_commit(i: int) -> None:
+                def do_commit() -> None:
+                    i = next(counter)
                     body = operations_body(
-                        f"c{i}",
-                        put_op(["bench", f"t{i}".replace("-", "w")], iceberg_table(f"s3://b/{i}")),
+                        f"c{i}", put_op(["bench", f"t{i}"], iceberg_table(f"s3://b/{i}"))
                     )
                     resp = api.post(f"/trees/main@{state['head']}/history/commit", json=body)
                     resp.raise_for_status()
                     state["head"] = resp.json()["targetBranch"]["hash"]
 
-                return {
-                    "config (baseline)": _rate(requests, config),
-                    "get-reference": _rate(requests, get_ref),
-                    "commit": _rate(requests, do_commit),
-                }
+                ops = {"config (baseline)": config, "get-reference": get_ref, "commit": do_commit}
+                for fn in ops.values():  # warm-up: connection, caches
+                    for _ in range(min(20, requests)):
+                        fn()
+                # Interleaved rounds, median per operation: less sensitive to a busy machine.
+                per_round = max(1, requests // ROUNDS)
+                rates: dict[str, list[float]] = {name: [] for name in ops}
+                for _ in range(ROUNDS):
+                    for name, fn in ops.items():
+                        rates[name].append(_rate(per_round, fn))
+                return {name: statistics.median(values) for name, values in rates.items()}
         finally:
             server.stop()
 
@@ -88,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--requests must be between 1 and {MAX_REQUESTS}")
     rates = run(args.requests)
     baseline = rates["config (baseline)"]
-    print(f"nessie server, {args.requests} sequential requests per operation, 127.0.0.1")
+    print(
+        f"nessie server, {args.requests} sequential requests per operation "
+        f"({ROUNDS} interleaved rounds, median), 127.0.0.1"
+    )
     print(f"{'operation':<20}{'req/s':>10}{'vs baseline':>14}")
     for name, rate in rates.items():
         print(f"{name:<20}{rate:>10.0f}{rate / baseline:>13.2f}x")
