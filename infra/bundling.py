@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,7 +28,6 @@ RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
 _SKIP_NAMES = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 _SKIP_SUFFIXES = (".pyc", ".pyo")
-_FIXED_ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 
 
 class BundlingError(RuntimeError):
@@ -149,38 +147,27 @@ def dependency_layer(*, requirements: Path,
 
 def spark_job_package(*, spark_jobs_dir: Path,
                       build_dir: Path = constants.BUILD_DIR) -> Path:
-    """Directory deployed under `jobs/`: `spark_jobs/` (entry point) + `spark_jobs.zip` (py-files).
+    """Directory deployed under `jobs/`: `wap_job.py` (entry point) + `spark_jobs.zip` (py-files).
 
-    The zip also carries PyYAML's pure-Python package: the job parses the
-    table configs and EMR's Python does not promise it.
+    Built by the job's own packager (`spark_jobs.package.build`), cached by the
+    hash of the job's sources.
     """
     import yaml
 
-    files = _source_files(spark_jobs_dir)
-    yaml_dir = Path(yaml.__file__).parent
-    yaml_files = [p for p in _source_files(yaml_dir) if p.suffix == ".py"]
-    digest = _digest([*((str(p.relative_to(spark_jobs_dir)), p.read_bytes()) for p in files),
+    from spark_jobs import package
+
+    files = [p for p in _source_files(spark_jobs_dir) if p.suffix == ".py"]
+    yaml_files = [p for p in _source_files(Path(yaml.__file__).parent) if p.suffix == ".py"]
+    digest = _digest([("layout", b"spark_jobs.package.build"),
+                      *((str(p.relative_to(spark_jobs_dir)), p.read_bytes()) for p in files),
                       *((f"yaml/{p.name}", p.read_bytes()) for p in yaml_files)])
     final = build_dir / "spark" / f"job-{digest}"
     if final.is_dir():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".job-", dir=final.parent))
-    _copy_tree(files, spark_jobs_dir.parent, staging)
-    with zipfile.ZipFile(staging / "spark_jobs.zip", "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in files:
-            _add(archive, path, str(path.relative_to(spark_jobs_dir.parent)))
-        for path in yaml_files:
-            _add(archive, path, f"yaml/{path.name}")
+    package.build(staging)
     return _publish(staging, final)
-
-
-def _add(archive: zipfile.ZipFile, path: Path, name: str) -> None:
-    # Fixed timestamps keep the zip (and so the asset hash) identical between builds.
-    info = zipfile.ZipInfo(name, date_time=_FIXED_ZIP_TIME)
-    info.compress_type = zipfile.ZIP_DEFLATED
-    info.external_attr = 0o644 << 16
-    archive.writestr(info, path.read_bytes())
 
 
 def runtime_site(*, build_dir: Path = constants.BUILD_DIR) -> Path:

@@ -105,7 +105,7 @@ class SparkCompute(Construct):
                                                exclude=["*", "!*.yaml"])],
                 prune=True))
         code_root = f"s3://{artifacts.bucket_name}/{constants.JOB_CODE_PREFIX}"
-        self.entrypoint = f"{code_root}spark_jobs/wap_job.py"
+        self.entrypoint = f"{code_root}wap_job.py"
         self.py_files = f"{code_root}spark_jobs.zip"
         self.spark_conf = spark_catalog_conf(nessie_uri_v2=nessie_uri_v2,
                                              warehouse_uri=warehouse_uri)

@@ -109,3 +109,27 @@ def test_bundles_leave_out_spark_arrow_and_runtime_sdk(synthesized):
     names = {p.name for p in layer.iterdir()}
     assert {"pynessie", "slack_sdk", "aws_lambda_powertools"} <= names
     assert not names & {"pyarrow", "pyspark", "pandas", "boto3", "botocore"}
+
+
+def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, python, tmp_path):
+    assets = _asset_dirs(synthesized)
+    (deployment,) = [r["Properties"] for r in synthesized.resources.values()
+                     if r["Type"] == "Custom::CDKBucketDeployment"
+                     and r["Properties"].get("DestinationBucketKeyPrefix") == "jobs/"]
+    (key,) = deployment["SourceObjectKeys"]
+    package = assets[key]
+    _, trigger = next((f["Handler"], f) for f in _our_functions(synthesized)
+                      if f["Handler"].startswith("lambdas.trigger."))
+    variables = trigger["Environment"]["Variables"]
+    entry = _fake(variables["WAP_JOB_ENTRYPOINT"]).removeprefix("s3://token/jobs/")
+    py_files = _fake(variables["WAP_JOB_PY_FILES"]).removeprefix("s3://token/jobs/")
+    assert (package / entry).is_file()
+    assert (package / py_files).is_file()
+    # spark-submit puts the zip on sys.path: the job's package and PyYAML import from it alone.
+    result = subprocess.run(
+        [python, "-I", "-S", "-B", "-c",
+         "import sys; sys.path.insert(0, sys.argv[1]); "
+         "import yaml, spark_jobs.table_config; print(yaml.__file__)", str(package / py_files)],
+        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert py_files in result.stdout
