@@ -67,9 +67,9 @@ class NessieCatalog(Construct):
         for table in self.tables:
             table.grant_read_write_data(task.task_role)
 
+        # One task: Nessie caches objects per process, and more replicas would need its
+        # cache-invalidation settings (peer addresses + tokens) to stay consistent.
         self.service = ecs.FargateService(
-            # One task: Nessie caches objects per process, and more replicas would need its
-            # cache-invalidation settings (peer addresses + tokens) to stay consistent.
             self, "Service", cluster=cluster, task_definition=task, desired_count=1,
             vpc_subnets=subnets, assign_public_ip=False,
             min_healthy_percent=0, max_healthy_percent=100,
