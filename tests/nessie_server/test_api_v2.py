@@ -6,6 +6,8 @@ import hashlib
 import uuid
 
 import httpx
+import jsonschema
+import pytest
 
 from local.nessie.models import (
     delete_op,
@@ -388,9 +390,6 @@ def test_references_with_metadata(api, validate):
 
 def test_the_openapi_check_rejects_bodies_that_break_the_spec(validate):
     """Guards the guard: the schema check used above does fail on non-conforming bodies."""
-    import jsonschema
-    import pytest
-
     main = {"type": "BRANCH", "name": "main", "hash": "ab" * 32}
     bad = [
         ("SingleReferenceResponse_V2", {"reference": {"type": "BRANCH", "hash": "zz"}}),

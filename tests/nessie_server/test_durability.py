@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 import threading
 
 import httpx
@@ -160,8 +161,6 @@ def test_eight_threads_on_distinct_keys_with_one_stale_hash_all_land(nessie, con
 def test_long_history_reads_back_identically_after_restart(tmp_path):
     """120 commits on two branches plus merges: every historical state, read cold after a
     restart, equals the state the test itself tracked."""
-    import random
-
     rng = random.Random(7)
     db = str(tmp_path / "history.db")
     expected: dict[str, dict[tuple[str, ...], str]] = {}  # commit hash -> key -> location
