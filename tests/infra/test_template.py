@@ -381,3 +381,17 @@ def test_outputs(synthesized):
     outputs = synthesized.template.to_json()["Outputs"]
     assert {"SourceBucketName", "LakeBucketName", "ArtifactsBucketName", "NessieApiUrl",
             "NessieUiUrl", "StateMachineArn"} <= set(outputs)
+
+
+def test_state_machine_may_invoke_exactly_the_lambdas_its_definition_names(synthesized):
+    (machine,) = synthesized.of_type("AWS::StepFunctions::StateMachine").values()
+    role_id = _ref_id(machine["Properties"]["RoleArn"])
+    invoked = set()
+    for statement in _statements_of_role(synthesized, role_id):
+        if "lambda:InvokeFunction" in _actions([statement]):
+            invoked |= _referenced_ids(statement["Resource"])
+    named = set(re.findall(r"\$\{(\w+)FunctionArn\}", ASL_FILE.read_text()))
+    functions = _functions_by_handler(synthesized)
+    expected = {functions[re.sub(r"(?<!^)(?=[A-Z])", "_", n).lower()][0] for n in named}
+    assert invoked == expected
+    assert functions["trigger"][0] not in invoked
