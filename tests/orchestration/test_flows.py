@@ -311,3 +311,46 @@ def test_rebase_gives_up_after_max_attempts(nessie, make_stack, nessie_client, s
     assert len(stack.emr.started_runs) == 2
     assert len(slack.messages) == 1
     assert stack.ledger().get_lock("raced.orders").active is None
+
+
+def test_transient_publish_failure_is_retried_by_the_state_machine(make_stack, nessie_client):
+    stack = make_stack()
+    failures = {"left": 1}
+
+    def flaky(handler):
+        def wrapped(event, context):
+            if failures["left"]:
+                failures["left"] -= 1
+                raise NessieUnavailableError("Nessie unreachable (injected)")
+            return handler(event, context)
+        return wrapped
+
+    stack.dispatcher.interceptors["publish"] = flaky
+    stack.drop_file("flaky/orders/x.parquet", fake_parquet("m"))
+    record = wait_for_key(stack, "flaky/orders/x.parquet")
+    stack.wait_idle()
+
+    assert record["status"] == "PUBLISHED"
+    publish_calls = stack.dispatcher.calls("publish")
+    assert [c.error["errorType"] if c.error else None for c in publish_calls] == [
+        "NessieUnavailableError", None]
+
+
+def test_a_publish_bug_ends_publish_failed_and_frees_the_table(make_stack, slack):
+    stack = make_stack()
+
+    def broken(handler):
+        def wrapped(event, context):
+            raise KeyError("branch_hash")
+        return wrapped
+
+    stack.dispatcher.interceptors["publish"] = broken
+    stack.drop_file("broken/orders/x.parquet", fake_parquet("p"))
+    record = wait_for_key(stack, "broken/orders/x.parquet")
+    stack.wait_idle()
+
+    assert record["status"] == "PUBLISH_FAILED"
+    assert "KeyError" in record["error"] and "branch_hash" in record["error"]
+    assert len(stack.dispatcher.calls("publish")) == 1  # not a retryable error
+    assert len(slack.messages) == 1
+    assert stack.ledger().get_lock("broken.orders").active is None
