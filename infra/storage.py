@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_s3 as s3
-from cdk_nag import NagSuppressions
 from constructs import Construct
 
 from infra import constants
@@ -32,10 +31,6 @@ class Storage(Construct):
                 id="expire-access-logs",
                 expiration=Duration.days(constants.ACCESS_LOG_RETENTION_DAYS))],
         )
-        NagSuppressions.add_resource_suppressions(self.access_logs, [{
-            "id": "AwsSolutions-S1",
-            "reason": "This is the server-access-log target; logging it into itself would loop.",
-        }])
 
         def logged(prefix: str) -> dict:
             return {"object_ownership": s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
