@@ -16,6 +16,7 @@ import base64
 import datetime as dt
 import logging
 import math
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from decimal import Decimal
@@ -32,6 +33,7 @@ from spark_jobs.metrics import SnapshotStats
 log = logging.getLogger(__name__)
 SAMPLES = 5
 SAMPLE_COLUMNS = 20
+SAMPLE_LEADING_COLUMNS = 3
 SAMPLE_TEXT = 200
 
 
@@ -58,12 +60,14 @@ def job_group(spark, group: str, description: str):
 def run_audit(checks: list[Check], stats: SnapshotStats | None,
               new_rows: Callable[[], DataFrame], now: dt.datetime,
               main_rows: Callable[[], DataFrame | None] | None = None,
-              label: str = "run") -> list[CheckResult]:
+              label: str = "run", timings: dict | None = None) -> list[CheckResult]:
     """Evaluate `checks` on the rows of one snapshot; results in config order.
 
-    Queries run in the job groups of `job_group_ids(label)`.
+    Queries run in the job groups of `job_group_ids(label)`; seconds per phase go
+    to `timings` (audit_scan_s, audit_main_s, audit_samples_s).
     """
     groups = job_group_ids(label)
+    timings = timings if timings is not None else {}
     results: dict[int, CheckResult] = {}
     pending = []
     for index, check in enumerate(checks):
@@ -77,7 +81,8 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
     rows = new_rows() if needs_rows else None
     if pending:
         try:
-            with job_group(rows.sparkSession, groups["scan"], "audit: one aggregation pass"):
+            with job_group(rows.sparkSession, groups["scan"], "audit: one aggregation pass"), \
+                    _timer(timings, "audit_scan_s"):
                 results.update(_one_pass(checks, pending, rows, now))
         except Exception as exc:  # e.g. an expression that fails at runtime under ANSI mode
             log.exception("audit aggregation failed")
@@ -88,7 +93,8 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
             if results[index].status == ERROR:
                 continue
             try:
-                with job_group(rows.sparkSession, groups["main"], "audit: keys already on main"):
+                with job_group(rows.sparkSession, groups["main"], "audit: keys already on main"), \
+                        _timer(timings, "audit_main_s"):
                     results[index] = _against_main(checks[index], results[index], rows,
                                                    main_rows)
             except Exception as exc:
@@ -98,7 +104,8 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
               if results[index].status == FAILED and check.violation() is not None}
     if failed:
         try:
-            with job_group(rows.sparkSession, groups["samples"], "audit: violating rows"):
+            with job_group(rows.sparkSession, groups["samples"], "audit: violating rows"), \
+                    _timer(timings, "audit_samples_s"):
                 found = _samples(rows, checks, failed)
         except Exception:  # samples help a human; their absence must not hide the counts
             log.exception("sampling violating rows failed")
@@ -107,6 +114,15 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
             results[index].samples = samples + results[index].samples
             del results[index].samples[SAMPLES:]
     return [results[index] for index in range(len(checks))]
+
+
+@contextmanager
+def _timer(timings: dict, key: str):
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[key] = round(timings.get(key, 0.0) + time.perf_counter() - start, 3)
 
 
 def _errored(check: Check, message: str) -> CheckResult:
@@ -153,12 +169,13 @@ def _against_main(check: Check, batch: CheckResult, rows: DataFrame,
 
 def _samples(rows: DataFrame, checks: list[Check], predicates: dict) -> dict[int, list[dict]]:
     """Up to SAMPLES violating rows per failed check, from one query."""
+    # The checked columns plus the table's leading columns (usually its keys): wide
+    # columns such as comments would make this pass much dearer than the aggregation.
     wanted: list[str] = []
     for index in predicates:
-        wanted += [c for c in checks[index].spec.columns if c not in wanted]
-    # The checked columns always, then the table's other columns up to a readable width.
-    width = max(SAMPLE_COLUMNS, len(wanted))
-    wanted = (wanted + [c for c in rows.columns if c not in wanted])[:width]
+        wanted += [c for c in checks[index].sample_columns() if c not in wanted]
+    leading = [c for c in rows.columns[:SAMPLE_LEADING_COLUMNS] if c not in wanted]
+    wanted = leading[:max(0, SAMPLE_COLUMNS - len(wanted))] + wanted
     flagged = rows.select(*[col(c) for c in wanted],
                           *[pred.alias(f"__v{i}") for i, pred in predicates.items()])
     checks_hit = F.filter(F.array(*[F.when(F.col(f"__v{i}"), F.lit(i)) for i in predicates]),

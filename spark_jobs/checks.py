@@ -72,6 +72,10 @@ class Check:
     def column(self) -> str:
         return self.spec.columns[0]
 
+    def sample_columns(self) -> list[str]:
+        """Columns a sample row of this check must show."""
+        return list(self.spec.columns)
+
     def threshold(self) -> Any:
         return None
 
@@ -269,6 +273,12 @@ class NullFraction(Check):
 
 
 class Expression(Check):
+    #: Columns the SQL references (set by compile_checks from Spark's analysis).
+    referenced: tuple[str, ...] = ()
+
+    def sample_columns(self):
+        return list(self.referenced)
+
     def threshold(self):
         return {"sql": self.spec.params["sql"]}
 
@@ -356,7 +366,7 @@ def compile_checks(spark: SparkSession, config: TableConfig,
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{where}: min/max do not fit the column type: {exc}") from exc
         if spec.kind == "expression":
-            _validate_expression(spark, spec.params["sql"], schema, where)
+            check.referenced = _validate_expression(spark, spec.params["sql"], schema, where)
         compiled.append(check)
     return compiled
 
@@ -375,7 +385,8 @@ def _validate_java_regex(spark: SparkSession, pattern: str, where: str) -> None:
 
 
 def _validate_expression(spark: SparkSession, sql: str, schema: T.StructType,
-                         where: str) -> None:
+                         where: str) -> tuple[str, ...]:
+    """Analyse `sql` against `schema`; return the top-level columns it reads."""
     from pyspark.errors import PySparkException
     from pyspark.sql.utils import AnalysisException, ParseException
 
@@ -391,6 +402,10 @@ def _validate_expression(spark: SparkSession, sql: str, schema: T.StructType,
     if not isinstance(result_type, T.BooleanType):
         raise ConfigError(f"{where}: expression {sql!r} is {result_type.simpleString()}, "
                           "not boolean")
+    references = empty.select(F.expr(sql))._jdf.queryExecution().analyzed() \
+        .references().toSeq()
+    names = {references.apply(i).name() for i in range(references.size())}
+    return tuple(f.name for f in schema.fields if f.name in names)
 
 
 def _coerce(value: Any, type_: T.DataType) -> Any:

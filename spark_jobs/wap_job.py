@@ -135,7 +135,9 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     validate_identifier(args.catalog, "catalog")
     config = load_table_config(spark, args.table_config_uri, args.table)
     files = expand_sources(spark, args.sources)
+    step = report.timed("vet_s", clock)
     frame = read_sources(spark, files)
+    step = report.timed("footer_s", step)
 
     conf = configure_run_catalog(spark, args.catalog, args.run_catalog, args.branch)
     ref = TableRef(args.run_catalog, namespace, table)
@@ -157,16 +159,20 @@ def _run(spark, args: JobArgs, report: Report) -> None:
         check_partitioning(config.partition_by, plan.target)
         plan_target, changes = plan.target, plan.changes
     checks = compile_checks(spark, config, plan_target)  # config errors before any write
-    clock = report.timed("read_s", clock)
+    report.timed("plan_s", step)
+    clock = step = report.timed("read_s", clock)
 
     if reused is None:
         prepare_table(spark, ref, plan, config.partition_by)
+        step = report.timed("prepare_s", step)
         written = append(spark, ref, frame, plan, args.ingest_id, files)
+        step = report.timed("append_s", step)
     else:
         written = reused
     report.snapshot_id, report.rows_written = written.snapshot_id, written.rows_written
     report.reused_snapshot, report.schema_changes = written.reused, changes
     report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
+    report.timed("hash_s", step)
     clock = report.timed("write_s", clock)
 
     report.checks = _audit(spark, ref, written, checks, args, report)
@@ -193,7 +199,8 @@ def _audit(spark, ref: TableRef, written, checks, args: JobArgs, report: Report)
         main_ref = TableRef(args.catalog, ref.namespace, ref.table)
         return spark.table(main_ref.sql) if spark.catalog.tableExists(main_ref.sql) else None
 
-    return run_audit(checks, stats, new_rows, utc_now(), main_rows, label=args.ingest_id)
+    return run_audit(checks, stats, new_rows, utc_now(), main_rows, label=args.ingest_id,
+                     timings=report.timings)
 
 
 def main(argv: list[str] | None = None) -> int:
