@@ -98,8 +98,8 @@ class DeploySettings:
             nessie_ui_url=ui_url,
             nat_gateways=_integer(get, "natGateways", 1, low=1, high=3),
             emr_release_label=label,
-            emr_max_cpu=_text(get, "emrMaxCpu", constants.EMR_MAX_CPU),
-            emr_max_memory=_text(get, "emrMaxMemory", constants.EMR_MAX_MEMORY),
+            emr_max_cpu=_matching(get, "emrMaxCpu", constants.EMR_MAX_CPU, r"\d+ ?vCPU"),
+            emr_max_memory=_matching(get, "emrMaxMemory", constants.EMR_MAX_MEMORY, r"\d+ ?GB"),
             emr_pre_initialized=pre_initialized,
             destroy_data_on_delete=_boolean(get, "destroyDataOnDelete", False),
             alarm_email=_optional_text(get, "alarmEmail"),
@@ -118,6 +118,13 @@ def _optional_text(get: Any, key: str) -> str | None:
 def _text(get: Any, key: str, default: str) -> str:
     value = _optional_text(get, key)
     return default if value is None else value
+
+
+def _matching(get: Any, key: str, default: str, pattern: str) -> str:
+    value = _text(get, key, default)
+    if not re.fullmatch(pattern, value):
+        raise SettingsError(f"{key} {value!r} must look like {default!r}")
+    return value
 
 
 def _integer(get: Any, key: str, default: int, *, low: int, high: int) -> int:

@@ -44,6 +44,8 @@ def test_context_values_are_parsed():
     ({"destroyDataOnDelete": "maybe"}, "true or false"),
     ({"stackName": "wap_ingest"}, "stackName"),
     ({"region": "europe"}, "region"),
+    ({"emrMaxCpu": "lots"}, "emrMaxCpu"),
+    ({"emrMaxMemory": "128"}, "emrMaxMemory"),
 ])
 def test_bad_context_values_are_refused_with_the_key_named(context, message):
     with pytest.raises(SettingsError, match=message):
