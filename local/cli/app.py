@@ -1,0 +1,342 @@
+"""`wap`: run the Write-Audit-Publish flow locally, or operate a deployed stack.
+
+Commands are thin: parse options, call `local.ops.operations`, render with rich.
+Bad input ends with one line on stderr and exit code 1, before anything changed.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shlex
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from lambdas.common import constants as c
+from local.cli import render
+from local.cli.backends import NoLocalState, Target, open_backend
+from local.home import ENV_HOME, HomeError, WapHome
+from local.ops import operations as ops
+from local.ops.exceptions import OpsError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Write-Audit-Publish ingestion: local mode (no AWS account) and "
+                       "operations on a deployed stack.")
+console = render.make_console()
+INGEST_TIMEOUT_SECONDS = 900
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    return typer.Exit(1)
+
+
+def _target(ctx: typer.Context) -> Target:
+    return ctx.obj
+
+
+def _user(given: str | None) -> str:
+    if given:
+        return given
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name in some containers
+        return "unknown"
+
+
+def _home_flag(target: Target) -> str:
+    """`--home X` for next-step hints, when the home is not the default one."""
+    if target.is_aws:
+        flags = ["--aws"] if target.profile is None else ["--profile", target.profile]
+        return " " + " ".join(shlex.quote(f) for f in flags)
+    if target.home and not os.environ.get(ENV_HOME):
+        return f" --home {shlex.quote(target.home)}"
+    return ""
+
+
+@app.callback()
+def _options(
+    ctx: typer.Context,
+    home: Annotated[str | None, typer.Option(
+        help="local state directory (default .wap; env WAP_HOME)")] = None,
+    aws: Annotated[bool, typer.Option(
+        "--aws", help="operate the deployed stack (default AWS credentials)")] = False,
+    profile: Annotated[str | None, typer.Option(help="AWS profile (implies --aws)")] = None,
+    region: Annotated[str | None, typer.Option(help="AWS region of the stack")] = None,
+    stack: Annotated[str, typer.Option(envvar="WAP_STACK",
+                                       help="CloudFormation stack name")] = "WapIngest",
+    nessie_url: Annotated[str | None, typer.Option(
+        envvar="WAP_NESSIE_URL",
+        help="Nessie API URL to use instead of the stack's NessieApiUrl (e.g. a tunnel)")] = None,
+) -> None:
+    ctx.obj = Target(home=home, aws=aws, profile=profile, region=region, stack=stack,
+                     nessie_url=nessie_url)
+
+
+def _run(fn: Any) -> Any:
+    """Call `fn`, turning expected errors into one line on stderr and exit code 1."""
+    try:
+        return fn()
+    except (OpsError, HomeError) as exc:
+        raise _fail(str(exc)) from None
+
+
+# ---- read-only ------------------------------------------------------------------------------
+
+@app.command()
+def runs(ctx: typer.Context,
+         table: Annotated[str | None, typer.Option(help="only this ns.table")] = None,
+         limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 50) -> None:
+    """The ledger: ingest id, table, source, outcome, branch, when."""
+    def work() -> None:
+        try:
+            with open_backend(_target(ctx)) as backend:
+                rows = ops.list_runs(backend, table=table, limit=limit)
+        except NoLocalState as exc:
+            console.print(f"No ingests yet ({exc}).")
+            return
+        if not rows:
+            console.print("No ingests yet.")
+            return
+        console.print(render.runs_table(rows))
+    _run(work)
+
+
+@app.command()
+def branches(ctx: typer.Context) -> None:
+    """Open WAP branches with their outcome and age."""
+    def work() -> None:
+        try:
+            with open_backend(_target(ctx)) as backend:
+                rows = ops.list_branches(backend)
+        except NoLocalState as exc:
+            console.print(f"No branches yet ({exc}).")
+            return
+        if not rows:
+            console.print("No open WAP branches: every ingest was published or discarded.")
+            return
+        console.print(render.branches_table(rows))
+        hint = _home_flag(_target(ctx))
+        console.print(f"\nInspect one: wap{hint} show BRANCH")
+    _run(work)
+
+
+@app.command()
+def show(ctx: typer.Context,
+         target: Annotated[str, typer.Argument(help="branch name or ingest id")]) -> None:
+    """The audit report, row counts main vs branch, and sample violating rows."""
+    def work() -> None:
+        with open_backend(_target(ctx)) as backend:
+            view = ops.show(backend, target)
+        for part in render.show_view(view):
+            console.print(part)
+        if view.record.get("status") == c.AUDIT_FAILED and view.branch_open:
+            hint, branch = _home_flag(_target(ctx)), view.record["branch"]
+            console.print(f"\nNext: wap{hint} publish {branch} --reason \"...\"   or   "
+                          f"wap{hint} discard {branch}")
+    _run(work)
+
+
+# ---- changes --------------------------------------------------------------------------------
+
+@app.command()
+def publish(ctx: typer.Context,
+            target: Annotated[str, typer.Argument(help="branch name or ingest id")],
+            reason: Annotated[str, typer.Option(help="why this data may go to main anyway")],
+            by: Annotated[str | None, typer.Option(help="reviewer (default: your user)")] = None,
+            ) -> None:
+    """Publish a failed branch after human review (ledger + Nessie merge message)."""
+    def work() -> None:
+        with open_backend(_target(ctx), mutates=True) as backend:
+            done = ops.publish(backend, target, reason=reason, actor=_user(by))
+        console.print(f"[green]PUBLISHED[/] ingest {done.ingest_id}: {done.branch} merged into "
+                      f"main at {done.main_hash[:12]}; branch deleted.")
+        console.print(f"Merge message: {done.message}", soft_wrap=True)
+    _run(work)
+
+
+@app.command()
+def discard(ctx: typer.Context,
+            target: Annotated[str, typer.Argument(help="branch name or ingest id")],
+            reason: Annotated[str | None, typer.Option(help="why (kept in the ledger)")] = None,
+            by: Annotated[str | None, typer.Option(help="who (default: your user)")] = None,
+            ) -> None:
+    """Delete a failed ingest's branch; the ledger marks it DISCARDED."""
+    def work() -> None:
+        with open_backend(_target(ctx), mutates=True) as backend:
+            record = ops.discard(backend, target, actor=_user(by), reason=reason)
+        console.print(f"[dim]DISCARDED[/] ingest {record['ingest_id']}"
+                      + (f": branch {record['branch']} deleted." if record.get("branch")
+                         else "."))
+    _run(work)
+
+
+@app.command()
+def ingest(ctx: typer.Context,
+           files: Annotated[list[Path], typer.Argument(help="parquet files", show_default=False)],
+           table: Annotated[str, typer.Option("--table", "-t", help="target ns.table")],
+           wait: Annotated[bool, typer.Option(help="wait for the outcome")] = True,
+           timeout: Annotated[int, typer.Option(help="seconds to wait")] = INGEST_TIMEOUT_SECONDS,
+           ) -> None:
+    """Drop local parquet files through the flow (local stack, or the deployed source bucket)."""
+    target = _target(ctx)
+
+    def work() -> None:
+        ops.parse_table(table)  # bad input fails before anything starts
+        for path in files:
+            ops.check_parquet_file(path)
+        with _status("Starting the local stack (Nessie, moto, Spark)…", target):
+            opened = open_backend(target, run_ingests=wait, mutates=True, create=True)
+            backend = opened.__enter__()
+        try:
+            dropped = ops.drop_files(backend, files, table)
+            for d in dropped:
+                console.print(f"dropped {d.path} -> s3://{backend.source_bucket}/{d.key}  "
+                              f"(ingest {d.ingest_id})", soft_wrap=True)
+            if not wait:
+                backend.changed()
+                return
+            records = _wait(backend, dropped, timeout)
+        finally:
+            opened.__exit__(None, None, None)
+        _print_outcomes(records, target)
+        if any(r.get("status") != c.PUBLISHED for r in records):
+            raise typer.Exit(3)
+    if not target.is_aws and not wait:
+        raise _fail("--no-wait is only for --aws: local ingests run inside this command")
+    _run(work)
+
+
+@app.command()
+def demo(ctx: typer.Context,
+         fresh: Annotated[bool, typer.Option(help="delete the local state first")] = False
+         ) -> None:
+    """Zero configuration: the whole Write-Audit-Publish loop on this machine."""
+    from local.sample_data import write_demo_files
+
+    target = _target(ctx)
+    if target.is_aws:
+        raise _fail("the demo runs locally; use `wap ingest --aws` against a deployed stack")
+    started = time.monotonic()
+
+    def work() -> None:
+        home = WapHome.resolve(target.home)
+        if fresh:
+            home.wipe()
+        home.create()
+        files = write_demo_files(home.samples)
+        console.print(f"[bold]WAP demo[/] - local stack in {home.root}")
+        with _status("Starting Nessie (SQLite), moto (S3, DynamoDB, Step Functions, EMR "
+                     "Serverless API) and Spark - the JVM takes a little while…", target):
+            opened = open_backend(target, run_ingests=True, mutates=True, create=True)
+            backend = opened.__enter__()
+        try:
+            dropped = ops.drop_files(backend, [files.clean, files.broken], files.table)
+            console.print(f"Dropped 2 files for [bold]{files.table}[/] into "
+                          f"s3://{backend.source_bucket}/{files.table.replace('.', '/')}/: "
+                          f"{files.clean.name} (clean), {files.broken.name} "
+                          "(3 negative amounts)", soft_wrap=True)
+            records = _wait(backend, dropped, INGEST_TIMEOUT_SECONDS)
+            views = [ops.show(backend, r["ingest_id"]) for r in records]
+            alerts = list(getattr(backend, "slack_messages", []))
+        finally:
+            opened.__exit__(None, None, None)
+        _print_outcomes(records, target, views=views)
+        for message in alerts:
+            first = (message.get("text") or "").splitlines()[0] if message.get("text") else ""
+            console.print(f"Slack alert posted to #{message.get('channel_name')} "
+                          f"(local stand-in): {first}", soft_wrap=True)
+        console.print(f"\nDone in {time.monotonic() - started:.0f}s. State kept in {home.root}; "
+                      "run the demo again to add history, --fresh to start over.")
+    _run(work)
+
+
+# ---- helpers --------------------------------------------------------------------------------
+
+class _status:
+    """A rich spinner while something slow starts (quiet when output is not a terminal)."""
+
+    def __init__(self, text: str, target: Target) -> None:
+        self._status = console.status(text) if console.is_terminal else None
+        if self._status is None:
+            console.print(text)
+
+    def __enter__(self) -> _status:
+        if self._status is not None:
+            self._status.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._status is not None:
+            self._status.__exit__(*exc_info)
+
+
+def _wait(backend: Any, dropped: list[ops.Dropped], timeout: int) -> list[dict[str, Any]]:
+    begin = time.monotonic()
+    last: list[tuple[str, str, str | None]] = []
+
+    def on_progress(items: list[ops.Progress]) -> None:
+        view = render.progress_view(items, time.monotonic() - begin)
+        if spinner is not None:
+            spinner.update(view)
+            return
+        state = [(p.key, p.status, p.step) for p in items]
+        if state != last:  # not a terminal: print changes only
+            last[:] = state
+            console.print(view)
+
+    spinner = console.status("Running…") if console.is_terminal else None
+    try:
+        if spinner is not None:
+            spinner.start()
+        return ops.wait_for_ingests(backend, dropped, timeout=timeout, on_progress=on_progress)
+    finally:
+        if spinner is not None:
+            spinner.stop()
+        backend.changed()
+
+
+def _print_outcomes(records: list[dict[str, Any]], target: Target,
+                    views: list[ops.IngestView] | None = None) -> None:
+    from rich.table import Table
+
+    table = Table(title="Outcome", title_justify="left")
+    for name in ("file", "ingest id", "outcome", "rows", "what happened"):
+        table.add_column(name, no_wrap=name in ("ingest id", "outcome"))
+    open_branches = []
+    for i, r in enumerate(records):
+        status = r.get("status")
+        if status == c.PUBLISHED:
+            detail = "passed every check; merged into main, branch deleted"
+        else:
+            detail = r.get("error") or "-"
+            if views is not None and views[i].failed_checks:
+                detail = "; ".join(
+                    f"check {ch.get('name')} ({ch.get('kind')}) failed: "
+                    f"{ch.get('violations')} row(s)" for ch in views[i].failed_checks)
+            if r.get("branch") and status in c.FAILED_STATUSES:
+                open_branches.append(r["branch"])
+        table.add_row((r.get("key") or "?").rsplit("/", 1)[-1], r.get("ingest_id", "?"),
+                      render.status_text(status), str(r.get("rows_written", "-")), detail)
+    console.print(table)
+    if views is not None:
+        for v in views:
+            if v.main_rows is not None:
+                console.print(f"main now holds {v.main_rows} rows of {v.record.get('table')}.")
+                break
+    hint = _home_flag(target)
+    for branch in open_branches:
+        console.print(f"\nOpen branch (main untouched): [bold]{branch}[/]", soft_wrap=True)
+        console.print("Next:\n"
+                      f"  wap{hint} show {branch}\n"
+                      f"  wap{hint} publish {branch} --reason \"reviewed: refunds are negative\"\n"
+                      f"  wap{hint} discard {branch}\n"
+                      f"  wap{hint} runs    wap{hint} branches", soft_wrap=True)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

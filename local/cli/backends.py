@@ -1,0 +1,66 @@
+"""Open the backend a command works on: the embedded stack over a home, or a deployed stack."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from local.home import WapHome
+from local.ops.backend import Backend
+from local.ops.exceptions import OpsError
+
+
+@dataclass(frozen=True)
+class Target:
+    """The global options: which backend, and how to reach it."""
+
+    home: str | None = None
+    aws: bool = False
+    profile: str | None = None
+    region: str | None = None
+    stack: str = "WapIngest"
+    nessie_url: str | None = None
+
+    @property
+    def is_aws(self) -> bool:
+        return self.aws or self.profile is not None
+
+
+class NoLocalState(OpsError):
+    """The home directory holds no state yet."""
+
+
+# Tests set this to reuse their session's SparkSession instead of building one.
+SPARK_SESSION: Any = None
+
+
+@contextmanager
+def open_backend(target: Target, *, run_ingests: bool = False, mutates: bool = False,
+                 create: bool = False) -> Iterator[Backend]:
+    """A started backend, closed on exit.
+
+    Local mode: commands that change state hold the home's lock; only commands
+    that run ingests (`run_ingests`) start Spark; `create` makes a missing home.
+    """
+    if target.is_aws:
+        from local.ops.aws_backend import AwsBackend
+
+        with AwsBackend.connect(target.stack, profile=target.profile, region=target.region,
+                                nessie_url=target.nessie_url) as backend:
+            yield backend
+        return
+    from local.embedded_stack import EmbeddedOptions, EmbeddedStack
+    from local.ops.backend import LocalBackend
+
+    home = WapHome.resolve(target.home)
+    if not create and not home.exists():
+        raise NoLocalState(f"no local state in {home.root} yet: run `wap demo` or "
+                           "`wap ingest` first (or pass --home)")
+    with home.locked() if mutates else nullcontext():
+        stack = EmbeddedStack(home, EmbeddedOptions(
+            run_ingests=run_ingests, recover_interrupted=mutates, spark=SPARK_SESSION))
+        stack.start()
+        with LocalBackend(stack) as backend:
+            yield backend

@@ -1,0 +1,135 @@
+"""The whole service on one machine, over a `WapHome`: what `wap` runs in local mode.
+
+Composes our Nessie server (SQLite in the home), the Slack stand-in, the moto-based
+`LocalAwsStack` (same handlers, same state machine definition) with the ledger and
+objects of earlier runs restored, and - only when ingests will run - the local
+SparkSession executing the real job. Read-only commands never start a JVM.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from local.aws.stack import REPO_ROOT, LocalAwsStack, StackSettings
+from local.home import WapHome
+from local.state_store import ARTIFACT_PREFIXES, StateStore, StoredBucket
+
+DEFAULT_TABLES_DIR = REPO_ROOT / "tables"
+ENV_TABLES_DIR = "WAP_TABLES_DIR"
+SLACK_TOKEN = "xoxb-wap-local-standin"  # noqa: S105 (the stand-in's own token, not a secret)
+SLACK_CHANNEL = "#wap-alerts"
+
+
+@dataclass(frozen=True)
+class EmbeddedOptions:
+    """How to start the embedded stack."""
+
+    run_ingests: bool = False          # start Spark (the only thing that needs a JVM)
+    recover_interrupted: bool = False  # commands holding the home lock may fix the ledger
+    tables_dir: Path | None = None
+    spark: Any = None                  # an existing SparkSession to reuse (tests)
+    poll_interval_seconds: int = 1
+
+
+def tables_dir_from_env() -> Path:
+    return Path(os.environ.get(ENV_TABLES_DIR) or DEFAULT_TABLES_DIR)
+
+
+def _no_spark_job(argv: list[str]) -> Any:
+    raise RuntimeError("this wap command does not run ingests (Spark was not started)")
+
+
+class EmbeddedStack:
+    """Start with `start()`; `save()` after changes; `stop()` always."""
+
+    def __init__(self, home: WapHome, options: EmbeddedOptions | None = None) -> None:
+        self.home = home
+        self.options = options or EmbeddedOptions()
+        self.nessie: Any = None
+        self.slack: Any = None
+        self.aws: LocalAwsStack | None = None
+        self.spark: Any = None
+        self._owns_spark = False
+        self.interrupted: list[str] = []
+        self.store: StateStore | None = None
+
+    def start(self) -> EmbeddedStack:
+        from local.nessie.runner import start_server
+        from local.slack_standin import SlackStandin
+
+        # The handlers' JSON logs would drown the CLI's output; errors still show.
+        os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+        self.home.create()
+        try:
+            self.nessie = start_server(str(self.home.nessie_db))
+            self.slack = SlackStandin(SLACK_TOKEN, (SLACK_CHANNEL,)).start()
+            job = _no_spark_job
+            if self.options.run_ingests:
+                from local.aws.emr_serverless import spark_job
+
+                self.spark = self._start_spark()
+                job = spark_job(self.spark)
+            settings = StackSettings(
+                nessie_api_v1=self.nessie.api_v1, job=job, nessie_ui_url=self.nessie.url,
+                slack_api_url=self.slack.api_url, slack_token=SLACK_TOKEN,
+                slack_channel=SLACK_CHANNEL,
+                tables_dir=self.options.tables_dir or tables_dir_from_env(),
+                poll_interval_seconds=self.options.poll_interval_seconds,
+                async_retry_delay=0.5)
+            self.aws = LocalAwsStack(settings).start()
+            self.store = StateStore(self.home, ledger_table=settings.ledger_table, buckets=(
+                StoredBucket(settings.source_bucket),
+                StoredBucket(settings.artifacts_bucket, ARTIFACT_PREFIXES)))
+            self.interrupted = self.store.restore(
+                self.dynamodb(), self.aws.client("s3"),
+                recover_interrupted=self.options.recover_interrupted)
+        except Exception:
+            self.stop()
+            raise
+        return self
+
+    def _start_spark(self) -> Any:
+        from local.spark import build_local_spark, lake_catalog_conf
+
+        warehouse = self.home.warehouse.as_uri()
+        if self.options.spark is not None:
+            spark = self.options.spark
+        else:
+            from pyspark import SparkContext
+
+            # A session already running in this process (tests) is reused, not stopped.
+            self._owns_spark = SparkContext._active_spark_context is None
+            spark = build_local_spark(warehouse, self.nessie.api_v2, app_name="wap-cli")
+        # Runs copy `lake.*` when they start: point the template at this home's catalog.
+        for key, value in lake_catalog_conf(self.nessie.api_v2, warehouse).items():
+            spark.conf.set(key, value)
+        return spark
+
+    def dynamodb(self) -> Any:
+        import boto3
+
+        assert self.aws is not None
+        return boto3.resource("dynamodb", region_name=self.aws.settings.region)
+
+    def save(self) -> None:
+        """Persist the ledger and objects into the home."""
+        if self.aws is not None and self.store is not None:
+            self.store.save(self.dynamodb(), self.aws.client("s3"))
+
+    def stop(self) -> None:
+        """Stop everything this stack started (a reused SparkSession stays up)."""
+        if self.aws is not None:
+            self.aws.stop()
+            self.aws = None
+        if self.spark is not None and self._owns_spark:
+            self.spark.stop()
+        self.spark = None
+        if self.slack is not None:
+            self.slack.stop()
+            self.slack = None
+        if self.nessie is not None:
+            self.nessie.stop()
+            self.nessie = None

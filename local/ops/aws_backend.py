@@ -1,0 +1,112 @@
+"""`AwsBackend`: a deployed stack, found by its CloudFormation outputs (infra/stack.py).
+
+Outputs read: SourceBucketName, ArtifactsBucketName, NessieApiUrl, NessieUiUrl,
+StateMachineArn, and LedgerTableName when the stack has it; otherwise the one
+`AWS::DynamoDB::Table` among the stack's resources is the ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lambdas.common.ledger import Ledger
+from local.ops.backend import Backend
+from local.ops.exceptions import BackendError
+from local.ops.nessie_v2 import NessieV2
+
+REQUIRED_OUTPUTS = ("SourceBucketName", "NessieApiUrl", "StateMachineArn")
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+class AwsBackend(Backend):
+    """Ledger, buckets, state machine and Nessie of a deployed WAP stack."""
+
+    kind = "aws"
+
+    def __init__(self, session: Any, outputs: dict[str, str], ledger_table: str, *,
+                 nessie_url: str | None = None) -> None:
+        self.session = session
+        self.outputs = outputs
+        self.ledger_table = ledger_table
+        api_v2 = (nessie_url or outputs["NessieApiUrl"]).rstrip("/")
+        if not api_v2.endswith("/api/v2"):
+            api_v2 += "/api/v2"
+        self._nessie = NessieV2(api_v2)
+        self._ledger = Ledger(ledger_table, session.resource("dynamodb"))
+        self._s3: Any = None
+
+    @classmethod
+    def connect(cls, stack_name: str, *, profile: str | None = None,
+                region: str | None = None, nessie_url: str | None = None) -> AwsBackend:
+        """Read the stack's outputs; raise `BackendError` with one line when that fails."""
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            session = boto3.Session(profile_name=profile, region_name=region)
+            cfn = session.client("cloudformation")
+            stacks = cfn.describe_stacks(StackName=stack_name)["Stacks"]
+            outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+            missing = [name for name in REQUIRED_OUTPUTS if name not in outputs]
+            if missing:
+                raise BackendError(f"stack {stack_name} has no output(s) {', '.join(missing)}: "
+                                   "is it the WAP stack?")
+            ledger_table = outputs.get("LedgerTableName") or _ledger_from_resources(
+                cfn, stack_name)
+        except (BotoCoreError, ClientError) as exc:
+            raise BackendError(f"cannot read CloudFormation stack {stack_name}: "
+                               f"{_one_line(exc)}") from exc
+        return cls(session, outputs, ledger_table, nessie_url=nessie_url)
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    @property
+    def nessie(self) -> NessieV2:
+        return self._nessie
+
+    @property
+    def source_bucket(self) -> str:
+        return self.outputs["SourceBucketName"]
+
+    @property
+    def nessie_ui_url(self) -> str | None:
+        return self.outputs.get("NessieUiUrl")
+
+    def s3(self) -> Any:
+        if self._s3 is None:
+            self._s3 = self.session.client("s3")
+        return self._s3
+
+    def sfn(self) -> Any:
+        return self.session.client("stepfunctions")
+
+    def state_machine_arn(self) -> str | None:
+        return self.outputs["StateMachineArn"]
+
+    def iceberg_properties(self) -> dict[str, str]:
+        """pyiceberg's own S3 FileIO, with this session's region and credentials."""
+        properties = {"s3.region": self.session.region_name or "us-east-1"}
+        credentials = self.session.get_credentials()
+        if credentials is not None:
+            frozen = credentials.get_frozen_credentials()
+            properties["s3.access-key-id"] = frozen.access_key
+            properties["s3.secret-access-key"] = frozen.secret_key
+            if frozen.token:
+                properties["s3.session-token"] = frozen.token
+        return properties
+
+
+def _ledger_from_resources(cfn: Any, stack_name: str) -> str:
+    tables = [r["PhysicalResourceId"]
+              for page in cfn.get_paginator("list_stack_resources").paginate(StackName=stack_name)
+              for r in page["StackResourceSummaries"]
+              if r["ResourceType"] == "AWS::DynamoDB::Table"]
+    if len(tables) != 1:
+        raise BackendError(f"stack {stack_name}: expected one DynamoDB table (the ledger), "
+                           f"found {len(tables)}")
+    return tables[0]

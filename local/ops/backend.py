@@ -1,0 +1,156 @@
+"""Where the operations act: a `Backend` gives them the ledger, Nessie, objects and uploads.
+
+Two implementations: `LocalBackend` (the embedded stack over a home directory) and
+`AwsBackend` (a deployed stack found by its CloudFormation outputs, in `aws_backend.py`).
+The public operations in `local.ops.operations` are written once against this class.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from lambdas.common.ledger import Ledger
+from lambdas.common.naming import split_s3_uri
+from local.ops.nessie_v2 import NessieV2
+
+
+class Backend(ABC):
+    """The resources one `wap` command works on."""
+
+    kind: str = "?"
+
+    @property
+    @abstractmethod
+    def ledger(self) -> Ledger:
+        """The ingest ledger (DynamoDB)."""
+
+    @property
+    @abstractmethod
+    def nessie(self) -> NessieV2:
+        """The catalog's Nessie API v2."""
+
+    @property
+    @abstractmethod
+    def source_bucket(self) -> str:
+        """Uploads under `<namespace>/<table>/` here start ingests."""
+
+    @property
+    def nessie_ui_url(self) -> str | None:
+        return None
+
+    @abstractmethod
+    def s3(self) -> Any:
+        """A boto3 S3 client of this backend."""
+
+    @abstractmethod
+    def iceberg_properties(self) -> dict[str, str]:
+        """pyiceberg FileIO properties for reading table metadata and data files."""
+
+    def read_object(self, uri: str) -> bytes | None:
+        """The bytes at an `s3://` URI; None when the object does not exist."""
+        bucket, key = split_s3_uri(uri)
+        s3 = self.s3()
+        try:
+            return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except s3.exceptions.NoSuchKey:
+            return None
+
+    def upload_source(self, key: str, body: bytes) -> dict[str, Any]:
+        """Put `body` at `key` in the source bucket; returns its version id and ETag."""
+        response = self.s3().put_object(Bucket=self.source_bucket, Key=key, Body=body)
+        return {"key": key, "version_id": response.get("VersionId"),
+                "etag": response["ETag"].strip('"')}
+
+    def state_machine_arn(self) -> str | None:
+        return None
+
+    def sfn(self) -> Any:
+        return None
+
+    def current_step(self, ingest_id: str) -> str | None:
+        """The state its Step Functions execution (named after the ingest) is in, if known."""
+        arn, sfn = self.state_machine_arn(), self.sfn()
+        if not arn or sfn is None:
+            return None
+        execution = arn.replace(":stateMachine:", ":execution:") + f":{ingest_id}"
+        try:
+            events = sfn.get_execution_history(executionArn=execution, reverseOrder=True,
+                                               maxResults=20)["events"]
+        except Exception:  # no execution yet, or no permission: progress is best effort
+            return None
+        for event in events:
+            entered = event.get("stateEnteredEventDetails")
+            if entered:
+                return entered["name"]
+        return None
+
+    def settle(self, timeout: float) -> None:  # noqa: B027 (optional hook)
+        """Wait until work started in this process is done (local mode)."""
+
+    def changed(self) -> None:  # noqa: B027 (optional hook)
+        """Called after an operation changed state (local mode persists it)."""
+
+    def close(self) -> None:  # noqa: B027 (optional hook)
+        """Release what the backend started."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+class LocalBackend(Backend):
+    """The embedded stack over a home directory (`local.embedded_stack`)."""
+
+    kind = "local"
+
+    def __init__(self, stack: Any) -> None:
+        self.stack = stack  # a started EmbeddedStack
+        self._ledger = Ledger(stack.aws.settings.ledger_table, stack.dynamodb())
+        self._nessie = NessieV2(stack.nessie.api_v2)
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    @property
+    def nessie(self) -> NessieV2:
+        return self._nessie
+
+    @property
+    def source_bucket(self) -> str:
+        return self.stack.aws.settings.source_bucket
+
+    @property
+    def nessie_ui_url(self) -> str | None:
+        return self.stack.nessie.url
+
+    def s3(self) -> Any:
+        return self.stack.aws.client("s3")
+
+    def sfn(self) -> Any:
+        return self.stack.aws.client("stepfunctions")
+
+    def state_machine_arn(self) -> str | None:
+        return self.stack.aws.state_machine_arn
+
+    def iceberg_properties(self) -> dict[str, str]:
+        return {}  # file:// warehouse: pyiceberg's local FileIO
+
+    def upload_source(self, key: str, body: bytes) -> dict[str, Any]:
+        return self.stack.aws.drop_file(key, body)
+
+    def settle(self, timeout: float) -> None:
+        self.stack.aws.wait_idle(timeout=timeout)
+
+    def changed(self) -> None:
+        self.stack.save()
+
+    def close(self) -> None:
+        self.stack.stop()
+
+    @property
+    def slack_messages(self) -> list[dict[str, Any]]:
+        return self.stack.slack.messages

@@ -1,0 +1,368 @@
+"""The operations behind `wap`: plain functions over a `Backend`, reusable by a dashboard.
+
+Every function validates its input before it changes anything and raises an
+`OpsError` subclass with a one-line message when it cannot proceed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lambdas.common import constants as c
+from lambdas.common.naming import (
+    BRANCH_PREFIX,
+    INGEST_ID,
+    NESSIE_REF_NAME,
+    TableRef,
+    ingest_id,
+    iso,
+    utcnow,
+)
+from local.ops import iceberg
+from local.ops.backend import Backend
+from local.ops.exceptions import (
+    CatalogConflictError,
+    InvalidInputError,
+    NotAllowedError,
+    OpsError,
+    UnknownTargetError,
+)
+
+PARQUET_MAGIC = b"PAR1"
+MAX_REASON_CHARS = 500
+PUBLISHABLE = frozenset({c.AUDIT_FAILED})
+
+
+# ---- runs and branches ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunRow:
+    """One ingest as `wap runs` lists it."""
+
+    ingest_id: str
+    table: str | None
+    source: str | None
+    status: str
+    branch: str | None
+    when: str | None
+    rows_written: int | None
+    reason: str | None
+
+
+def list_runs(backend: Backend, *, table: str | None = None,
+              limit: int | None = None) -> list[RunRow]:
+    """Ingests from the ledger, newest first."""
+    if table is not None:
+        table = parse_table(table).qualified
+    records = backend.ledger.list_ingests(table=table)
+    rows = [RunRow(ingest_id=r["ingest_id"], table=r.get("table"),
+                   source=r.get("source_uri"), status=r.get("status", "?"),
+                   branch=r.get("branch"),
+                   when=r.get("finished_at") or r.get("updated_at") or r.get("created_at"),
+                   rows_written=r.get("rows_written"), reason=r.get("error"))
+            for r in reversed(records)]
+    return rows[:limit] if limit else rows
+
+
+@dataclass(frozen=True)
+class BranchRow:
+    """An open WAP branch, joined with the ingest that made it."""
+
+    name: str
+    hash: str
+    table: str | None
+    ingest_id: str | None
+    status: str | None
+    reason: str | None
+    since: str | None
+    age_seconds: float | None
+
+
+def list_branches(backend: Backend, *, now: datetime | None = None) -> list[BranchRow]:
+    """Open `wap_*` branches in Nessie, oldest first, with their ingest's outcome and age."""
+    now = now or utcnow()
+    by_branch = {r["branch"]: r for r in backend.ledger.list_ingests() if r.get("branch")}
+    rows = []
+    for ref in backend.nessie.references():
+        if ref.type != "BRANCH" or not ref.name.startswith(BRANCH_PREFIX):
+            continue
+        record = by_branch.get(ref.name, {})
+        since = record.get("finished_at") or record.get("created_at") or ref.head_commit_time
+        rows.append(BranchRow(
+            name=ref.name, hash=ref.hash, table=record.get("table"),
+            ingest_id=record.get("ingest_id"), status=record.get("status"),
+            reason=record.get("error"), since=since,
+            age_seconds=_age(since, now)))
+    return sorted(rows, key=lambda r: (r.since or "", r.name))
+
+
+def _age(stamp: str | None, now: datetime) -> float | None:
+    if not stamp:
+        return None
+    try:
+        at = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return max((now - at).total_seconds(), 0.0)
+
+
+# ---- one ingest ------------------------------------------------------------------------------
+
+def parse_table(text: str) -> TableRef:
+    try:
+        return TableRef.parse(text)
+    except ValueError:
+        raise InvalidInputError(
+            f"invalid table name {text!r}: expected <namespace>.<table> in lower-case letters, "
+            "digits and _ (not starting with a digit)") from None
+
+
+def find_ingest(backend: Backend, target: str) -> dict[str, Any]:
+    """The ledger record of an ingest id (16 hex) or of the ingest that made a branch."""
+    target = target.strip()
+    if INGEST_ID.fullmatch(target):
+        record = backend.ledger.get_ingest(target)
+        if record is None:
+            raise UnknownTargetError(f"no ingest {target} in the ledger (see `wap runs`)")
+        return record
+    if not NESSIE_REF_NAME.fullmatch(target):
+        raise InvalidInputError(f"{target!r} is neither an ingest id (16 hex characters) "
+                                "nor a branch name")
+    found = [r for r in backend.ledger.list_ingests() if r.get("branch") == target]
+    if not found:
+        raise UnknownTargetError(f"unknown branch {target!r}: no ingest made it "
+                                 "(see `wap branches`)")
+    return found[-1]
+
+
+@dataclass
+class IngestView:
+    """What `wap show` prints: the record, its audit report and row counts main vs branch."""
+
+    record: dict[str, Any]
+    report: dict[str, Any] | None
+    branch_open: bool
+    main_rows: int | None
+    branch_rows: int | None
+    failed_checks: list[dict[str, Any]] = field(default_factory=list)
+
+
+def show(backend: Backend, target: str) -> IngestView:
+    """The ingest behind `target` with its report; counts read through pyiceberg (no JVM)."""
+    record = find_ingest(backend, target)
+    report = read_report(backend, record)
+    table, branch = record.get("table"), record.get("branch")
+    branch_ref = backend.nessie.reference(branch) if branch else None
+    main_rows = branch_rows = None
+    if table:
+        main_meta = backend.nessie.metadata_location(c.MAIN_BRANCH, table)
+        if main_meta:
+            main_rows = iceberg.row_count(main_meta, backend.iceberg_properties())
+        if branch_ref is not None:
+            branch_meta = backend.nessie.metadata_location(branch, table)
+            if branch_meta:
+                branch_rows = iceberg.row_count(branch_meta, backend.iceberg_properties())
+    failed = [ch for ch in (report or {}).get("checks", []) if ch.get("status") != "passed"]
+    return IngestView(record=record, report=report, branch_open=branch_ref is not None,
+                      main_rows=main_rows, branch_rows=branch_rows, failed_checks=failed)
+
+
+def read_report(backend: Backend, record: dict[str, Any]) -> dict[str, Any] | None:
+    """The audit report the ingest's last job run wrote, or None."""
+    uri = record.get("report_uri")
+    if not uri:
+        return None
+    body = backend.read_object(uri)
+    if body is None:
+        return None
+    try:
+        report = json.loads(body)
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) else None
+
+
+# ---- publish and discard --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Published:
+    """A manual publish: the ingest, the merge commit on main and its message."""
+
+    ingest_id: str
+    branch: str
+    main_hash: str
+    message: str
+
+
+def _clean_text(text: str | None, what: str, *, required: bool) -> str:
+    cleaned = " ".join((text or "").split())
+    if required and not cleaned:
+        raise InvalidInputError(f"a {what} is required")
+    if len(cleaned) > MAX_REASON_CHARS:
+        raise InvalidInputError(f"the {what} is longer than {MAX_REASON_CHARS} characters")
+    return cleaned
+
+
+def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Published:
+    """Merge a failed ingest's audited commit into main after human review.
+
+    The merge commit message names the reviewer and the reason; the ledger
+    records them and the ingest becomes PUBLISHED. Only the audited hash is
+    merged: a branch that moved since its audit is refused.
+    """
+    reason = _clean_text(reason, "--reason", required=True)
+    actor = _clean_text(actor, "reviewer name", required=True)
+    record = find_ingest(backend, target)
+    iid, status, branch = record["ingest_id"], record.get("status"), record.get("branch")
+    if status not in PUBLISHABLE:
+        raise NotAllowedError(f"ingest {iid} is {status}: only AUDIT_FAILED ingests can be "
+                              "published by hand")
+    audited = record.get("branch_hash") or (read_report(backend, record) or {}).get(
+        "branch_hash")
+    if not branch or not audited:
+        raise NotAllowedError(f"ingest {iid} wrote nothing to publish")
+    head = backend.nessie.reference(branch)
+    if head is None:
+        raise NotAllowedError(f"branch {branch} no longer exists in Nessie")
+    if head.hash != audited:
+        raise NotAllowedError(f"branch {branch} moved since its audit (head {head.hash[:12]}, "
+                              f"audited {audited[:12]}); re-ingest the file instead")
+    message = (f"wap publish {branch} (ingest {iid}) after review by {actor}: {reason}")
+    try:
+        main_hash = backend.nessie.merge(
+            branch, audited, onto=c.MAIN_BRANCH, message=message, author=actor,
+            properties={"wap.ingest-id": iid, "wap.action": "manual-publish",
+                        "wap.reviewed-by": actor, "wap.reason": reason})
+    except CatalogConflictError as exc:
+        raise NotAllowedError(f"main changed {record.get('table')} since the audit, the merge "
+                              f"conflicts; re-ingest the file ({exc})") from exc
+    now = iso(utcnow())
+    backend.ledger.update_ingest(iid, {
+        "status": c.PUBLISHED, "previous_status": status, "audit_error": record.get("error"),
+        "error": None, "published_by": actor, "publish_reason": reason, "published_at": now,
+        "published_branch": branch, "published_hash": main_hash}, only_if_status={status})
+    backend.nessie.delete_branch(branch, audited)
+    backend.ledger.update_ingest(iid, {"branch_deleted_at": iso(utcnow())})
+    backend.changed()
+    return Published(ingest_id=iid, branch=branch, main_hash=main_hash, message=message)
+
+
+def discard(backend: Backend, target: str, *, actor: str,
+            reason: str | None = None) -> dict[str, Any]:
+    """Delete a failed ingest's branch and mark it DISCARDED; returns the updated record."""
+    reason = _clean_text(reason, "--reason", required=False)
+    actor = _clean_text(actor, "user name", required=True)
+    record = find_ingest(backend, target)
+    iid, status, branch = record["ingest_id"], record.get("status"), record.get("branch")
+    if status not in c.FAILED_STATUSES:
+        raise NotAllowedError(f"ingest {iid} is {status}: only failed ingests "
+                              f"({', '.join(sorted(c.FAILED_STATUSES))}) can be discarded")
+    if branch:
+        head = backend.nessie.reference(branch)
+        if head is not None:
+            backend.nessie.delete_branch(branch, head.hash)
+    backend.ledger.update_ingest(iid, {
+        "status": c.DISCARDED, "previous_status": status, "discarded_by": actor,
+        "discard_reason": f"discarded by {actor}" + (f": {reason}" if reason else ""),
+        "branch_deleted_at": iso(utcnow())}, only_if_status={status})
+    backend.changed()
+    updated = backend.ledger.get_ingest(iid)
+    assert updated is not None
+    return updated
+
+
+# ---- ingest ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Dropped:
+    """A local file uploaded to the source bucket, and the ingest it starts."""
+
+    path: Path
+    key: str
+    ingest_id: str
+
+
+def check_parquet_file(path: Path) -> None:
+    """Raise `InvalidInputError` unless `path` is a readable file that looks like parquet."""
+    if not path.exists():
+        raise InvalidInputError(f"no such file: {path}")
+    if not path.is_file():
+        raise InvalidInputError(f"not a file: {path}")
+    if path.name.startswith(("_", ".")):
+        raise InvalidInputError(f"{path.name}: names starting with _ or . are marker files "
+                                "the trigger ignores; rename the file")
+    if path.suffix.lower() != ".parquet":
+        raise InvalidInputError(f"not a parquet file: {path} (only .parquet files are ingested)")
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        head = handle.read(4)
+        handle.seek(max(size - 4, 0))
+        tail = handle.read(4)
+    if size < 12 or head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+        raise InvalidInputError(f"not a parquet file: {path} does not start and end with the "
+                                "parquet magic bytes PAR1")
+
+
+def drop_files(backend: Backend, paths: Sequence[Path | str], table: str) -> list[Dropped]:
+    """Validate every file and the table first, then upload each to `<ns>/<table>/<name>`."""
+    ref = parse_table(table)
+    files = [Path(p) for p in paths]
+    if not files:
+        raise InvalidInputError("no files given")
+    for path in files:
+        check_parquet_file(path)
+    names = [p.name for p in files]
+    if len(set(names)) != len(names):
+        raise InvalidInputError("two files have the same name; they would land on the same key")
+    dropped = []
+    for path in files:
+        key = f"{ref.namespace}/{ref.name}/{path.name}"
+        put = backend.upload_source(key, path.read_bytes())
+        dropped.append(Dropped(path=path, key=key, ingest_id=ingest_id(
+            backend.source_bucket, key, put.get("version_id") or put["etag"])))
+    return dropped
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where one ingest is while `wait_for_ingests` waits."""
+
+    key: str
+    ingest_id: str
+    status: str
+    step: str | None = None
+
+
+def wait_for_ingests(backend: Backend, dropped: Sequence[Dropped], *, timeout: float = 600,
+                     poll_seconds: float = 0.5,
+                     on_progress: Callable[[list[Progress]], None] | None = None,
+                     ) -> list[dict[str, Any]]:
+    """Poll the ledger until every ingest reached a final status; return their records."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = {d.ingest_id: backend.ledger.get_ingest(d.ingest_id) for d in dropped}
+        progress = []
+        for d in dropped:
+            record = records[d.ingest_id]
+            status = record.get("status", "?") if record else "UPLOADED"
+            step = backend.current_step(d.ingest_id) if status == c.RUNNING else None
+            progress.append(Progress(d.key, d.ingest_id, status, step))
+        if on_progress is not None:
+            on_progress(progress)
+        if all(r is not None and r.get("status") in c.TERMINAL_STATUSES
+               for r in records.values()):
+            break
+        if time.monotonic() > deadline:
+            pending = [p.key for p in progress if p.status not in c.TERMINAL_STATUSES]
+            raise OpsError(f"timed out after {timeout:.0f} s waiting for {', '.join(pending)}")
+        time.sleep(poll_seconds)
+    backend.settle(max(deadline - time.monotonic(), 30))
+    return [backend.ledger.get_ingest(d.ingest_id) or {} for d in dropped]
