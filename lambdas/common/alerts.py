@@ -9,8 +9,9 @@ from typing import Any
 _log = logging.getLogger(__name__)
 
 
-def alert_event(record: Mapping[str, Any], *, outcome: str, reason: str | None,
-                execution_arn: str | None = None) -> dict[str, Any]:
+def alert_event(
+    record: Mapping[str, Any], *, outcome: str, reason: str | None, execution_arn: str | None = None
+) -> dict[str, Any]:
     """The alert Lambda's input for an ingest that did not publish."""
     return {
         "ingest_id": record["ingest_id"],

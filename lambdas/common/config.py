@@ -10,9 +10,14 @@ from lambdas.common import constants as c
 from lambdas.common.exceptions import ConfigError
 
 _REQUIRED = (
-    c.ENV_LEDGER_TABLE, c.ENV_NESSIE_URI, c.ENV_EMR_APPLICATION_ID,
-    c.ENV_EMR_EXECUTION_ROLE_ARN, c.ENV_JOB_ENTRYPOINT, c.ENV_REPORTS_PREFIX,
-    c.ENV_LOGS_PREFIX, c.ENV_STATE_MACHINE_ARN,
+    c.ENV_LEDGER_TABLE,
+    c.ENV_NESSIE_URI,
+    c.ENV_EMR_APPLICATION_ID,
+    c.ENV_EMR_EXECUTION_ROLE_ARN,
+    c.ENV_JOB_ENTRYPOINT,
+    c.ENV_REPORTS_PREFIX,
+    c.ENV_LOGS_PREFIX,
+    c.ENV_STATE_MACHINE_ARN,
 )
 
 

@@ -27,25 +27,49 @@ def client_token(ingest_id: str, attempt: int) -> str:
     return ingest_id if attempt == 1 else f"{ingest_id}-r{attempt}"
 
 
-def job_arguments(settings: Settings, *, source_uri: str, table: str, branch: str,
-                  ingest_id: str, report_uri: str) -> list[str]:
+def job_arguments(
+    settings: Settings, *, source_uri: str, table: str, branch: str, ingest_id: str, report_uri: str
+) -> list[str]:
     """`spark_jobs/wap_job.py` arguments (docs/contracts.md)."""
-    args = ["--source", source_uri, "--table", table, "--branch", branch,
-            "--ingest-id", ingest_id, "--report-uri", report_uri]
+    args = [
+        "--source",
+        source_uri,
+        "--table",
+        table,
+        "--branch",
+        branch,
+        "--ingest-id",
+        ingest_id,
+        "--report-uri",
+        report_uri,
+    ]
     config_uri = settings.table_config_uri(table)
     if config_uri:
         args += ["--table-config-uri", config_uri]
     return args
 
 
-def start_job_run(settings: Settings, *, ingest_id: str, attempt: int, source_uri: str,
-                  table: str, branch: str, report_uri: str) -> str:
+def start_job_run(
+    settings: Settings,
+    *,
+    ingest_id: str,
+    attempt: int,
+    source_uri: str,
+    table: str,
+    branch: str,
+    report_uri: str,
+) -> str:
     """Start (or find, by clientToken) the Spark job run of one attempt; return its id."""
     submit: dict[str, Any] = {
         "entryPoint": settings.job_entrypoint,
-        "entryPointArguments": job_arguments(settings, source_uri=source_uri, table=table,
-                                             branch=branch, ingest_id=ingest_id,
-                                             report_uri=report_uri),
+        "entryPointArguments": job_arguments(
+            settings,
+            source_uri=source_uri,
+            table=table,
+            branch=branch,
+            ingest_id=ingest_id,
+            report_uri=report_uri,
+        ),
     }
     spark_parameters = settings.job_spark_parameters or ""
     if settings.job_py_files:
@@ -58,8 +82,11 @@ def start_job_run(settings: Settings, *, ingest_id: str, attempt: int, source_ur
         executionRoleArn=settings.emr_execution_role_arn,
         name=f"wap-{table}-{ingest_id}-{attempt}",
         jobDriver={"sparkSubmit": submit},
-        configurationOverrides={"monitoringConfiguration": {
-            "s3MonitoringConfiguration": {"logUri": settings.log_uri(ingest_id)}}},
+        configurationOverrides={
+            "monitoringConfiguration": {
+                "s3MonitoringConfiguration": {"logUri": settings.log_uri(ingest_id)}
+            }
+        },
         executionTimeoutMinutes=max(settings.job_timeout_minutes, 5),
         tags={"wap:ingest-id": ingest_id, "wap:table": table},
     )
@@ -68,16 +95,21 @@ def start_job_run(settings: Settings, *, ingest_id: str, attempt: int, source_ur
 
 def job_log_uri(settings: Settings, ingest_id: str, job_run_id: str) -> str:
     """Where EMR Serverless puts the driver logs of a job run."""
-    return (f"{settings.log_uri(ingest_id)}applications/{settings.emr_application_id}"
-            f"/jobs/{job_run_id}/")
+    return (
+        f"{settings.log_uri(ingest_id)}applications/{settings.emr_application_id}"
+        f"/jobs/{job_run_id}/"
+    )
 
 
 def start_execution(settings: Settings, ingest_id: str, execution_input: dict[str, Any]) -> str:
     """Start the state machine execution named after the ingest (or find the existing one)."""
     sfn = aws.client("stepfunctions")
     try:
-        return sfn.start_execution(stateMachineArn=settings.state_machine_arn, name=ingest_id,
-                                   input=json.dumps(execution_input))["executionArn"]
+        return sfn.start_execution(
+            stateMachineArn=settings.state_machine_arn,
+            name=ingest_id,
+            input=json.dumps(execution_input),
+        )["executionArn"]
     except sfn.exceptions.ExecutionAlreadyExists:
         # A retried invocation: the first one got this far. Execution ARNs are derived.
         return execution_arn(settings.state_machine_arn, ingest_id)
@@ -87,8 +119,9 @@ def execution_arn(state_machine_arn: str, name: str) -> str:
     return state_machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{name}"
 
 
-def start_ingest(settings: Settings, ledger: Ledger, nessie: NessieGateway,
-                 record: dict[str, Any]) -> dict[str, Any]:
+def start_ingest(
+    settings: Settings, ledger: Ledger, nessie: NessieGateway, record: dict[str, Any]
+) -> dict[str, Any]:
     """Start an ingest that holds its table's lock; returns the updated ledger record.
 
     Safe to call again for the same ingest after a failure at any step.
@@ -101,26 +134,50 @@ def start_ingest(settings: Settings, ledger: Ledger, nessie: NessieGateway,
     nessie.ensure_branch_from_main(branch)
     attempt = 1
     report_uri = settings.report_uri(table, ingest_id, attempt)
-    job_run_id = start_job_run(settings, ingest_id=ingest_id, attempt=attempt,
-                               source_uri=record["source_uri"], table=table, branch=branch,
-                               report_uri=report_uri)
+    job_run_id = start_job_run(
+        settings,
+        ingest_id=ingest_id,
+        attempt=attempt,
+        source_uri=record["source_uri"],
+        table=table,
+        branch=branch,
+        report_uri=report_uri,
+    )
     started_at = ledger.set_once(ingest_id, "job_started_at", iso(utcnow()))
     log_uri = job_log_uri(settings, ingest_id, job_run_id)
     execution_input = {
-        "ingest_id": ingest_id, "table": table, "source_uri": record["source_uri"],
-        "run": {"attempt": attempt, "branch": branch, "job_run_id": job_run_id,
-                "report_uri": report_uri, "log_uri": log_uri, "started_at": started_at},
+        "ingest_id": ingest_id,
+        "table": table,
+        "source_uri": record["source_uri"],
+        "run": {
+            "attempt": attempt,
+            "branch": branch,
+            "job_run_id": job_run_id,
+            "report_uri": report_uri,
+            "log_uri": log_uri,
+            "started_at": started_at,
+        },
     }
     arn = start_execution(settings, ingest_id, execution_input)
-    ledger.update_ingest(ingest_id, {
-        "status": c.RUNNING, "branch": branch, "job_run_id": job_run_id, "attempts": attempt,
-        "report_uri": report_uri, "log_uri": log_uri, "execution_arn": arn,
-    }, only_if_status=c.PENDING_STATUSES)
+    ledger.update_ingest(
+        ingest_id,
+        {
+            "status": c.RUNNING,
+            "branch": branch,
+            "job_run_id": job_run_id,
+            "attempts": attempt,
+            "report_uri": report_uri,
+            "log_uri": log_uri,
+            "execution_arn": arn,
+        },
+        only_if_status=c.PENDING_STATUSES,
+    )
     return ledger.get_ingest(ingest_id) or record
 
 
-def release_and_start_next(settings: Settings, ledger: Ledger, nessie: NessieGateway,
-                           table: str, ingest_id: str) -> str | None:
+def release_and_start_next(
+    settings: Settings, ledger: Ledger, nessie: NessieGateway, table: str, ingest_id: str
+) -> str | None:
     """Free `table` from `ingest_id` and start whichever ingest it was handed to.
 
     A failure to start the successor is logged, not raised: the successor holds
@@ -135,6 +192,8 @@ def release_and_start_next(settings: Settings, ledger: Ledger, nessie: NessieGat
     try:
         start_ingest(settings, ledger, nessie, successor)
     except RetryableError:
-        logger.exception("could not start the next ingest; the sweeper will retry",
-                         extra={"next_ingest_id": next_id, "table": table})
+        logger.exception(
+            "could not start the next ingest; the sweeper will retry",
+            extra={"next_ingest_id": next_id, "table": table},
+        )
     return next_id

@@ -65,11 +65,16 @@ class Ledger:
     def create_ingest(self, ingest_id: str, fields: Mapping[str, Any]) -> bool:
         """Put a new ingest record; False (and no write) when the id is already recorded."""
         now = iso(utcnow())
-        item = {**fields, "pk": f"ingest#{ingest_id}", "kind": KIND_INGEST,
-                "ingest_id": ingest_id, "created_at": now, "updated_at": now}
+        item = {
+            **fields,
+            "pk": f"ingest#{ingest_id}",
+            "kind": KIND_INGEST,
+            "ingest_id": ingest_id,
+            "created_at": now,
+            "updated_at": now,
+        }
         try:
-            self._table.put_item(Item=_clean(item),
-                                 ConditionExpression="attribute_not_exists(pk)")
+            self._table.put_item(Item=_clean(item), ConditionExpression="attribute_not_exists(pk)")
         except Exception as exc:
             if _is_conditional_failure(exc):
                 return False
@@ -77,12 +82,18 @@ class Ledger:
         return True
 
     def get_ingest(self, ingest_id: str) -> dict[str, Any] | None:
-        item = self._table.get_item(Key={"pk": f"ingest#{ingest_id}"},
-                                    ConsistentRead=True).get("Item")
+        item = self._table.get_item(Key={"pk": f"ingest#{ingest_id}"}, ConsistentRead=True).get(
+            "Item"
+        )
         return _plain(item) if item else None
 
-    def update_ingest(self, ingest_id: str, fields: Mapping[str, Any], *,
-                      only_if_status: Iterable[str] | None = None) -> bool:
+    def update_ingest(
+        self,
+        ingest_id: str,
+        fields: Mapping[str, Any],
+        *,
+        only_if_status: Iterable[str] | None = None,
+    ) -> bool:
         """Set `fields` on an existing record; False when its status is not in `only_if_status`."""
         fields = {**fields, "updated_at": iso(utcnow())}
         names: dict[str, str] = {}
@@ -107,11 +118,13 @@ class Ledger:
             values.update(dict(zip(keys, statuses, strict=True)))
             condition += f" AND #status IN ({', '.join(keys)})"
         try:
-            self._table.update_item(Key={"pk": f"ingest#{ingest_id}"},
-                                    UpdateExpression=expression,
-                                    ConditionExpression=condition,
-                                    ExpressionAttributeNames=names,
-                                    ExpressionAttributeValues=_clean(values))
+            self._table.update_item(
+                Key={"pk": f"ingest#{ingest_id}"},
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=_clean(values),
+            )
         except Exception as exc:
             if _is_conditional_failure(exc):
                 return False
@@ -130,20 +143,23 @@ class Ledger:
         )
         return _plain(response["Attributes"][name])
 
-    def list_ingests(self, *, table: str | None = None,
-                     statuses: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    def list_ingests(
+        self, *, table: str | None = None, statuses: Iterable[str] | None = None
+    ) -> list[dict[str, Any]]:
         """All ingest records (optionally of one table / statuses), oldest first."""
         wanted = set(statuses) if statuses is not None else None
-        items = [i for i in self._scan(KIND_INGEST)
-                 if (table is None or i.get("table") == table)
-                 and (wanted is None or i.get("status") in wanted)]
+        items = [
+            i
+            for i in self._scan(KIND_INGEST)
+            if (table is None or i.get("table") == table)
+            and (wanted is None or i.get("status") in wanted)
+        ]
         return sorted(items, key=lambda i: (i.get("created_at", ""), i["ingest_id"]))
 
     # ---- table locks ----------------------------------------------------------------------
 
     def get_lock(self, table: str) -> TableLock:
-        item = self._table.get_item(Key={"pk": f"table#{table}"},
-                                    ConsistentRead=True).get("Item")
+        item = self._table.get_item(Key={"pk": f"table#{table}"}, ConsistentRead=True).get("Item")
         return _lock_from_item(table, item)
 
     def list_locks(self) -> list[TableLock]:
@@ -212,15 +228,23 @@ class Ledger:
             if not change(lock):
                 return lock
             lock.version = expected + 1
-            item = {"pk": f"table#{table}", "kind": KIND_TABLE, "table": table,
-                    "active": lock.active, "active_since": lock.active_since,
-                    "queue": lock.queue, "handed_over_from": lock.handed_over_from,
-                    "version": lock.version, "updated_at": iso(utcnow())}
+            item = {
+                "pk": f"table#{table}",
+                "kind": KIND_TABLE,
+                "table": table,
+                "active": lock.active,
+                "active_since": lock.active_since,
+                "queue": lock.queue,
+                "handed_over_from": lock.handed_over_from,
+                "version": lock.version,
+                "updated_at": iso(utcnow()),
+            }
             try:
                 self._table.put_item(
                     Item=_clean(item),
                     ConditionExpression="attribute_not_exists(pk) OR version = :v",
-                    ExpressionAttributeValues={":v": expected})
+                    ExpressionAttributeValues={":v": expected},
+                )
             except Exception as exc:
                 if _is_conditional_failure(exc):
                     continue
@@ -230,9 +254,11 @@ class Ledger:
 
     def _scan(self, kind: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"FilterExpression": "kind = :k",
-                                  "ExpressionAttributeValues": {":k": kind},
-                                  "ConsistentRead": True}
+        kwargs: dict[str, Any] = {
+            "FilterExpression": "kind = :k",
+            "ExpressionAttributeValues": {":k": kind},
+            "ConsistentRead": True,
+        }
         while True:
             page = self._table.scan(**kwargs)
             items.extend(_plain(i) for i in page.get("Items", []))
@@ -245,14 +271,19 @@ def _lock_from_item(table: str, item: Mapping[str, Any] | None) -> TableLock:
     if not item:
         return TableLock(table=table)
     item = _plain(dict(item))
-    return TableLock(table=table, active=item.get("active"), active_since=item.get("active_since"),
-                     queue=list(item.get("queue") or []),
-                     handed_over_from=item.get("handed_over_from"),
-                     version=int(item.get("version", 0)))
+    return TableLock(
+        table=table,
+        active=item.get("active"),
+        active_since=item.get("active_since"),
+        queue=list(item.get("queue") or []),
+        handed_over_from=item.get("handed_over_from"),
+        version=int(item.get("version", 0)),
+    )
 
 
 def _clean(item: Mapping[str, Any]) -> dict[str, Any]:
     """Drop None values (DynamoDB stores absent rather than null) and floats -> Decimal."""
+
     def convert(value: Any) -> Any:
         if isinstance(value, float):
             return Decimal(str(value))
@@ -261,4 +292,5 @@ def _clean(item: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, list):
             return [convert(v) for v in value]
         return value
+
     return {k: convert(v) for k, v in item.items() if v is not None}

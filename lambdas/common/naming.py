@@ -56,13 +56,15 @@ def route_key(key: str) -> TableRef:
     parts = key.split("/")
     if len(parts) < 3 or not parts[-1]:
         raise Unroutable(
-            f"key {key!r} is not under <namespace>/<table>/: cannot tell which table it belongs to")
+            f"key {key!r} is not under <namespace>/<table>/: cannot tell which table it belongs to"
+        )
     namespace, table = parts[0], parts[1]
     for label, value in (("namespace", namespace), ("table", table)):
         if not IDENTIFIER.fullmatch(value):
             raise Unroutable(
                 f"key {key!r}: {label} {value!r} is not a valid identifier "
-                "(lower-case letters, digits and _, not starting with a digit)")
+                "(lower-case letters, digits and _, not starting with a digit)"
+            )
     return TableRef(namespace, table)
 
 
@@ -70,8 +72,10 @@ def unsupported_extension(key: str) -> str | None:
     """A reason when the file is not a format we ingest, else None."""
     if file_name(key).lower().endswith(SUPPORTED_EXTENSIONS):
         return None
-    return (f"unsupported file type {file_name(key)!r}: only "
-            f"{', '.join(SUPPORTED_EXTENSIONS)} files are ingested")
+    return (
+        f"unsupported file type {file_name(key)!r}: only "
+        f"{', '.join(SUPPORTED_EXTENSIONS)} files are ingested"
+    )
 
 
 def ingest_id(bucket: str, key: str, version: str) -> str:

@@ -42,9 +42,13 @@ class NessieGateway:
     def __init__(self, api_v1_uri: str) -> None:
         import pynessie
 
-        self._client = pynessie.init(config_dict={
-            "endpoint": api_v1_uri, "verify": True,
-            "auth": {"type": "none", "timeout": _TIMEOUT_SECONDS}})
+        self._client = pynessie.init(
+            config_dict={
+                "endpoint": api_v1_uri,
+                "verify": True,
+                "auth": {"type": "none", "timeout": _TIMEOUT_SECONDS},
+            }
+        )
 
     def _call(self, action: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -98,8 +102,14 @@ class NessieGateway:
         """
         _check_ref(branch)
         main = self.main_hash()
-        self._call(f"merge {branch}@{from_hash} into main", self._client.merge,
-                   branch, MAIN_BRANCH, from_hash, main)
+        self._call(
+            f"merge {branch}@{from_hash} into main",
+            self._client.merge,
+            branch,
+            MAIN_BRANCH,
+            from_hash,
+            main,
+        )
         return self.main_hash()
 
     def delete_branch(self, branch: str) -> bool:

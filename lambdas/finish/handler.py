@@ -20,8 +20,15 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings = load_settings()
     state = event["state"]
     logger.append_keys(ingest_id=state.get("ingest_id"))
-    result = finish(settings, Ledger(settings.ledger_table), NessieGateway(settings.nessie_uri),
-                    state, event.get("execution_arn"))
-    logger.info("ingest finished", extra={"status": result["status"],
-                                          "next_ingest_id": result["next_ingest_id"]})
+    result = finish(
+        settings,
+        Ledger(settings.ledger_table),
+        NessieGateway(settings.nessie_uri),
+        state,
+        event.get("execution_arn"),
+    )
+    logger.info(
+        "ingest finished",
+        extra={"status": result["status"], "next_ingest_id": result["next_ingest_id"]},
+    )
     return result

@@ -42,8 +42,13 @@ def final_status(state: dict[str, Any]) -> tuple[str, str | None]:
     return status, None if status == c.PUBLISHED else reason
 
 
-def finish(settings: Settings, ledger: Ledger, nessie: NessieGateway, state: dict[str, Any],
-           execution_arn: str | None) -> dict[str, Any]:
+def finish(
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieGateway,
+    state: dict[str, Any],
+    execution_arn: str | None,
+) -> dict[str, Any]:
     """Record the outcome, hand the table to the next queued ingest; return the alert to send."""
     try:
         ingest_id, table = state["ingest_id"], state["table"]
@@ -53,22 +58,36 @@ def finish(settings: Settings, ledger: Ledger, nessie: NessieGateway, state: dic
     outcome = state.get("outcome") or {}
     status, reason = final_status(state)
     fields = {
-        "status": status, "error": reason, "finished_at": iso(utcnow()),
+        "status": status,
+        "error": reason,
+        "finished_at": iso(utcnow()),
         "execution_arn": execution_arn,
         "report_uri": outcome.get("report_uri") or run.get("report_uri"),
         "log_uri": outcome.get("log_uri") or run.get("log_uri"),
-        "branch": run.get("branch"), "branch_hash": outcome.get("branch_hash"),
+        "branch": run.get("branch"),
+        "branch_hash": outcome.get("branch_hash"),
         "rows_written": outcome.get("rows_written"),
     }
     if status == c.PUBLISHED:
         fields["branch_deleted_at"] = fields["finished_at"]
-    ledger.update_ingest(ingest_id, {k: v for k, v in fields.items() if v is not None},
-                         only_if_status={c.RUNNING, c.RECEIVED, c.QUEUED})
+    ledger.update_ingest(
+        ingest_id,
+        {k: v for k, v in fields.items() if v is not None},
+        only_if_status={c.RUNNING, c.RECEIVED, c.QUEUED},
+    )
     record = ledger.get_ingest(ingest_id) or {"ingest_id": ingest_id, "table": table}
     next_id = release_and_start_next(settings, ledger, nessie, table, ingest_id)
     alert = None
     if record.get("status") != c.PUBLISHED:
-        alert = alert_event(record, outcome=record.get("status", status),
-                            reason=record.get("error") or reason, execution_arn=execution_arn)
-    return {"status": record.get("status", status), "alert_needed": alert is not None,
-            "alert": alert, "next_ingest_id": next_id}
+        alert = alert_event(
+            record,
+            outcome=record.get("status", status),
+            reason=record.get("error") or reason,
+            execution_arn=execution_arn,
+        )
+    return {
+        "status": record.get("status", status),
+        "alert_needed": alert is not None,
+        "alert": alert,
+        "next_ingest_id": next_id,
+    }

@@ -16,8 +16,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings = load_settings()
     try:
         run = event["run"]
-        timeout = int(event.get("config", {}).get("job_timeout_seconds")
-                      or settings.job_timeout_minutes * 60)
+        timeout = int(
+            event.get("config", {}).get("job_timeout_seconds") or settings.job_timeout_minutes * 60
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidEventError(f"job_status input: {exc!r}") from exc
     logger.append_keys(ingest_id=event.get("ingest_id"), job_run_id=run.get("job_run_id"))

@@ -16,7 +16,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Input: the execution state after a PASSED job. Output: see `publish`."""
     settings = load_settings()
     logger.append_keys(ingest_id=event.get("ingest_id"))
-    result = publish(settings, Ledger(settings.ledger_table), NessieGateway(settings.nessie_uri),
-                     event)
+    result = publish(
+        settings, Ledger(settings.ledger_table), NessieGateway(settings.nessie_uri), event
+    )
     logger.info("publish done", extra={"status": result["status"]})
     return result

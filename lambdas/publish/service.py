@@ -21,8 +21,9 @@ from lambdas.common.nessie import NessieGateway
 _MERGE_TRIES = 2  # a second try absorbs main moving between reading its hash and merging
 
 
-def publish(settings: Settings, ledger: Ledger, nessie: NessieGateway,
-            state: dict[str, Any]) -> dict[str, Any]:
+def publish(
+    settings: Settings, ledger: Ledger, nessie: NessieGateway, state: dict[str, Any]
+) -> dict[str, Any]:
     """Merge `state.run.branch @ state.outcome.branch_hash` into main and delete the branch.
 
     Returns `{"status": "PUBLISHED", ...}`, `{"status": "REBASED", "run": {...}}` (the
@@ -34,15 +35,27 @@ def publish(settings: Settings, ledger: Ledger, nessie: NessieGateway,
         from_hash = state["outcome"]["branch_hash"]
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidEventError(f"publish input: {exc!r}") from exc
-    base = {"report_uri": run.get("report_uri"), "log_uri": run.get("log_uri"),
-            "branch_hash": from_hash, "rows_written": state["outcome"].get("rows_written")}
+    base = {
+        "report_uri": run.get("report_uri"),
+        "log_uri": run.get("log_uri"),
+        "branch_hash": from_hash,
+        "rows_written": state["outcome"].get("rows_written"),
+    }
     record = ledger.get_ingest(ingest_id) or {}
     if record.get("published_branch") == branch:  # retried after the merge went through
         nessie.delete_branch(branch)
         return {**base, "status": c.PUBLISHED, "main_hash": record.get("published_hash")}
     if record.get(f"branch_attempt_{attempt + 1}"):  # retried after a rebase had begun
-        return _rebase(settings, ledger, nessie, ingest_id, table, run, base,
-                       reason=record.get("rebase_reason") or "merge conflict")
+        return _rebase(
+            settings,
+            ledger,
+            nessie,
+            ingest_id,
+            table,
+            run,
+            base,
+            reason=record.get("rebase_reason") or "merge conflict",
+        )
 
     conflict: MergeConflictError | None = None
     for _ in range(_MERGE_TRIES):
@@ -54,18 +67,29 @@ def publish(settings: Settings, ledger: Ledger, nessie: NessieGateway,
     else:
         reason = f"merge of {branch} into main conflicted: {conflict}"
         if attempt >= settings.max_publish_attempts:
-            return {**base, "status": c.PUBLISH_FAILED,
-                    "reason": f"{reason}; gave up after {attempt} attempts "
-                              "(main keeps changing the same table)"}
+            return {
+                **base,
+                "status": c.PUBLISH_FAILED,
+                "reason": f"{reason}; gave up after {attempt} attempts "
+                "(main keeps changing the same table)",
+            }
         return _rebase(settings, ledger, nessie, ingest_id, table, run, base, reason=reason)
     ledger.update_ingest(ingest_id, {"published_branch": branch, "published_hash": main_hash})
     nessie.delete_branch(branch)
     return {**base, "status": c.PUBLISHED, "main_hash": main_hash}
 
 
-def _rebase(settings: Settings, ledger: Ledger, nessie: NessieGateway, ingest_id: str,
-            table: str, run: dict[str, Any], base: dict[str, Any], *,
-            reason: str) -> dict[str, Any]:
+def _rebase(
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieGateway,
+    ingest_id: str,
+    table: str,
+    run: dict[str, Any],
+    base: dict[str, Any],
+    *,
+    reason: str,
+) -> dict[str, Any]:
     """Fresh branch from main and a new job run for the next attempt."""
     attempt = int(run["attempt"]) + 1
     now = utcnow()
@@ -79,14 +103,33 @@ def _rebase(settings: Settings, ledger: Ledger, nessie: NessieGateway, ingest_id
     nessie.delete_branch(run["branch"])
     report_uri = settings.report_uri(table, ingest_id, attempt)
     record = ledger.get_ingest(ingest_id) or {}
-    job_run_id = start_job_run(settings, ingest_id=ingest_id, attempt=attempt,
-                               source_uri=record.get("source_uri") or run.get("source_uri"),
-                               table=table, branch=branch, report_uri=report_uri)
+    job_run_id = start_job_run(
+        settings,
+        ingest_id=ingest_id,
+        attempt=attempt,
+        source_uri=record.get("source_uri") or run.get("source_uri"),
+        table=table,
+        branch=branch,
+        report_uri=report_uri,
+    )
     started_at = ledger.set_once(ingest_id, f"job_started_at_{attempt}", iso(utcnow()))
     log_uri = job_log_uri(settings, ingest_id, job_run_id)
-    ledger.update_ingest(ingest_id, {"branch": branch, "job_run_id": job_run_id,
-                                     "attempts": attempt, "report_uri": report_uri,
-                                     "log_uri": log_uri})
-    new_run = {"attempt": attempt, "branch": branch, "job_run_id": job_run_id,
-               "report_uri": report_uri, "log_uri": log_uri, "started_at": started_at}
+    ledger.update_ingest(
+        ingest_id,
+        {
+            "branch": branch,
+            "job_run_id": job_run_id,
+            "attempts": attempt,
+            "report_uri": report_uri,
+            "log_uri": log_uri,
+        },
+    )
+    new_run = {
+        "attempt": attempt,
+        "branch": branch,
+        "job_run_id": job_run_id,
+        "report_uri": report_uri,
+        "log_uri": log_uri,
+        "started_at": started_at,
+    }
     return {**base, "status": c.PUBLISH_REBASED, "reason": reason, "run": new_run}

@@ -31,16 +31,25 @@ class SweepReport:
     errors: list[str] = field(default_factory=list)
 
 
-def sweep(settings: Settings, ledger: Ledger, nessie: NessieGateway,
-          now: datetime | None = None) -> SweepReport:
+def sweep(
+    settings: Settings, ledger: Ledger, nessie: NessieGateway, now: datetime | None = None
+) -> SweepReport:
     """Recover every stuck lock, then discard failed branches past the retention period."""
     now = now or utcnow()
     report = SweepReport()
     for lock in ledger.list_locks():
         if lock.active:
             try:
-                _recover_lock(settings, ledger, nessie, lock.table, lock.active,
-                              lock.active_since, now, report)
+                _recover_lock(
+                    settings,
+                    ledger,
+                    nessie,
+                    lock.table,
+                    lock.active,
+                    lock.active_since,
+                    now,
+                    report,
+                )
             except WapError as exc:
                 report.errors.append(f"{lock.table}: {exc}")
     cutoff = now - timedelta(days=settings.branch_retention_days)
@@ -55,18 +64,30 @@ def sweep(settings: Settings, ledger: Ledger, nessie: NessieGateway,
         except WapError as exc:
             report.errors.append(f"{record['branch']}: {exc}")
             continue
-        ledger.update_ingest(record["ingest_id"], {
-            "status": c.DISCARDED, "previous_status": record["status"],
-            "branch_deleted_at": iso(now),
-            "discard_reason": f"branch older than {settings.branch_retention_days} days"},
-            only_if_status={record["status"]})
+        ledger.update_ingest(
+            record["ingest_id"],
+            {
+                "status": c.DISCARDED,
+                "previous_status": record["status"],
+                "branch_deleted_at": iso(now),
+                "discard_reason": f"branch older than {settings.branch_retention_days} days",
+            },
+            only_if_status={record["status"]},
+        )
         report.discarded_branches.append(record["branch"])
     return report
 
 
-def _recover_lock(settings: Settings, ledger: Ledger, nessie: NessieGateway, table: str,
-                  active: str, active_since: str | None, now: datetime,
-                  report: SweepReport) -> None:
+def _recover_lock(
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieGateway,
+    table: str,
+    active: str,
+    active_since: str | None,
+    now: datetime,
+    report: SweepReport,
+) -> None:
     record = ledger.get_ingest(active)
     status = record.get("status") if record else None
     if record is None or status in c.TERMINAL_STATUSES:
@@ -83,17 +104,24 @@ def _recover_lock(settings: Settings, ledger: Ledger, nessie: NessieGateway, tab
     execution_state = _execution_status(record.get("execution_arn"))
     if execution_state == "RUNNING":
         return
-    reason = (f"execution {record.get('execution_arn')} ended {execution_state} without "
-              "recording an outcome; the sweeper freed the table")
+    reason = (
+        f"execution {record.get('execution_arn')} ended {execution_state} without "
+        "recording an outcome; the sweeper freed the table"
+    )
     _cancel_job_run(settings, record.get("job_run_id"))
-    if ledger.update_ingest(active, {"status": c.JOB_FAILED, "error": reason,
-                                     "finished_at": iso(now)}, only_if_status={c.RUNNING}):
+    if ledger.update_ingest(
+        active,
+        {"status": c.JOB_FAILED, "error": reason, "finished_at": iso(now)},
+        only_if_status={c.RUNNING},
+    ):
         fresh: dict[str, Any] = ledger.get_ingest(active) or record
         send_alert_quietly(alert_event(fresh, outcome=c.JOB_FAILED, reason=reason))
     release_and_start_next(settings, ledger, nessie, table, active)
     report.recovered_locks.append(table)
-    logger.warning("stuck table lock recovered", extra={"table": table, "ingest_id": active,
-                                                        "execution_state": execution_state})
+    logger.warning(
+        "stuck table lock recovered",
+        extra={"table": table, "ingest_id": active, "execution_state": execution_state},
+    )
 
 
 def _execution_status(execution_arn: str | None) -> str:
@@ -112,8 +140,9 @@ def _cancel_job_run(settings: Settings, job_run_id: str | None) -> None:
         return
     emr = aws.client("emr-serverless")
     try:
-        state = emr.get_job_run(applicationId=settings.emr_application_id,
-                                jobRunId=job_run_id)["jobRun"]["state"]
+        state = emr.get_job_run(applicationId=settings.emr_application_id, jobRunId=job_run_id)[
+            "jobRun"
+        ]["state"]
         if state in c.EMR_ACTIVE_STATES:
             emr.cancel_job_run(applicationId=settings.emr_application_id, jobRunId=job_run_id)
     except Exception:

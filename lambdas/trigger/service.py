@@ -66,13 +66,16 @@ def _magic_bytes_problem(obj: ObjectCreated, s3: Any) -> str | None:
     if len(head_bytes) < 4 or len(tail_bytes) < 4 or (obj.size is not None and obj.size < 12):
         return f"not a parquet file: {obj.key} is too short to hold a parquet footer"
     if head_bytes != PARQUET_MAGIC or tail_bytes != PARQUET_MAGIC:
-        return (f"not a parquet file: {obj.key} does not start and end with the parquet "
-                "magic bytes PAR1 (is it a CSV or another format renamed .parquet?)")
+        return (
+            f"not a parquet file: {obj.key} does not start and end with the parquet "
+            "magic bytes PAR1 (is it a CSV or another format renamed .parquet?)"
+        )
     return None
 
 
-def handle_object(obj: ObjectCreated, settings: Settings, ledger: Ledger,
-                  nessie: NessieGateway, s3: Any = None) -> TriggerResult:
+def handle_object(
+    obj: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieGateway, s3: Any = None
+) -> TriggerResult:
     """Ingest one created object exactly once; safe to call again with the same object."""
     if is_marker(obj.key):
         return TriggerResult(obj.key, IGNORED, reason="marker file")
@@ -82,8 +85,13 @@ def handle_object(obj: ObjectCreated, settings: Settings, ledger: Ledger,
         record = _record_new(iid, obj, ledger, s3 if s3 is not None else aws.client("s3"))
     status = record["status"]
     if status == c.REJECTED or status not in c.PENDING_STATUSES:
-        return TriggerResult(obj.key, DUPLICATE if status != c.REJECTED else c.REJECTED, iid,
-                             record.get("table"), record.get("error"))
+        return TriggerResult(
+            obj.key,
+            DUPLICATE if status != c.REJECTED else c.REJECTED,
+            iid,
+            record.get("table"),
+            record.get("error"),
+        )
     table = record["table"]
     if ledger.acquire_or_enqueue(table, iid) == LOCK_QUEUED:
         ledger.update_ingest(iid, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
@@ -99,10 +107,17 @@ def _record_new(iid: str, obj: ObjectCreated, ledger: Ledger, s3: Any) -> dict[s
         table = route_key(obj.key).qualified
     except Unroutable:
         table = None
-    fields = {"table": table, "bucket": obj.bucket, "key": obj.key,
-              "source_uri": s3_uri(obj.bucket, obj.key), "object_version": obj.version,
-              "size": obj.size, "attempts": 0,
-              "status": c.REJECTED if reason else c.RECEIVED, "error": reason}
+    fields = {
+        "table": table,
+        "bucket": obj.bucket,
+        "key": obj.key,
+        "source_uri": s3_uri(obj.bucket, obj.key),
+        "object_version": obj.version,
+        "size": obj.size,
+        "attempts": 0,
+        "status": c.REJECTED if reason else c.RECEIVED,
+        "error": reason,
+    }
     created = ledger.create_ingest(iid, fields)
     record = ledger.get_ingest(iid)
     assert record is not None

@@ -72,8 +72,9 @@ class LocalEmrServerless:
 
     # ---- test hooks ----------------------------------------------------------------------
 
-    def inject_crash(self, message: str = "injected executor crash", *,
-                     match: str | None = None) -> None:
+    def inject_crash(
+        self, message: str = "injected executor crash", *, match: str | None = None
+    ) -> None:
         """Make the next run (or the next whose arguments contain `match`) crash."""
         with self._lock:
             self._faults.append(_Fault("crash", message, match))
@@ -92,12 +93,15 @@ class LocalEmrServerless:
     def install(self) -> None:
         from moto.emrserverless.models import EMRServerlessBackend
 
-        self._originals = {"start_job_run": EMRServerlessBackend.start_job_run,
-                           "cancel_job_run": EMRServerlessBackend.cancel_job_run}
+        self._originals = {
+            "start_job_run": EMRServerlessBackend.start_job_run,
+            "cancel_job_run": EMRServerlessBackend.cancel_job_run,
+        }
         executor, original_start = self, EMRServerlessBackend.start_job_run
 
-        def start_job_run(backend: Any, application_id: str, client_token: str,
-                          *args: Any, **kwargs: Any) -> Any:
+        def start_job_run(
+            backend: Any, application_id: str, client_token: str, *args: Any, **kwargs: Any
+        ) -> Any:
             with executor._lock:
                 existing = executor._tokens.get((application_id, client_token))
                 if existing is not None:  # the service's clientToken idempotency
@@ -111,8 +115,7 @@ class LocalEmrServerless:
             executor._queue.put(run)
             return job_run
 
-        def cancel_job_run(backend: Any, application_id: str, job_run_id: str
-                           ) -> tuple[str, str]:
+        def cancel_job_run(backend: Any, application_id: str, job_run_id: str) -> tuple[str, str]:
             job_run = backend.get_job_run(application_id, job_run_id)
             run = executor._runs.get(job_run_id)
             if run is not None and job_run.state not in ("SUCCESS", "FAILED", "CANCELLED"):
@@ -203,7 +206,8 @@ class LocalEmrServerless:
             log_lines.append("".join(traceback.format_exception(exc)))
             job_run.state_details = (
                 "Job failed, please check complete logs in configured logging destination. "
-                f"ExitCode: 1. Last few exceptions: {type(exc).__name__}: {exc}")
+                f"ExitCode: 1. Last few exceptions: {type(exc).__name__}: {exc}"
+            )
             job_run.state = "FAILED"
         finally:
             self._write_log(job_run, "\n".join(log_lines))
@@ -258,8 +262,11 @@ class LocalEmrServerless:
             return
         base = log_uri if log_uri.endswith("/") else log_uri + "/"
         try:
-            self._put(f"{base}applications/{job_run.application_id}/jobs/{job_run.id}"
-                      "/SPARK_DRIVER/stderr", text.encode())
+            self._put(
+                f"{base}applications/{job_run.application_id}/jobs/{job_run.id}"
+                "/SPARK_DRIVER/stderr",
+                text.encode(),
+            )
         except Exception:
             _log.exception("could not write the driver log of %s", job_run.id)
 
@@ -270,9 +277,13 @@ class _Cancelled(Exception):
 
 def report_writing_job(make_report: Callable[[dict[str, Any]], dict[str, Any]]) -> JobFunction:
     """A stand-in job: builds a report from the parsed arguments and writes it to the report URI."""
+
     def job(argv: list[str]) -> dict[str, Any]:
-        args = {a[2:].replace("-", "_"): argv[i + 1] for i, a in enumerate(argv[:-1])
-                if a.startswith("--")}
+        args = {
+            a[2:].replace("-", "_"): argv[i + 1]
+            for i, a in enumerate(argv[:-1])
+            if a.startswith("--")
+        }
         report = make_report(args)
         path = Path(args["report_uri"].removeprefix("file://"))
         path.write_text(json.dumps(report))
@@ -283,6 +294,7 @@ def report_writing_job(make_report: Callable[[dict[str, Any]], dict[str, Any]]) 
 
 def spark_job(spark: Any) -> JobFunction:
     """The real job (`spark_jobs.wap_job`) on a shared local SparkSession."""
+
     def job(argv: list[str]) -> dict[str, Any]:
         from spark_jobs.wap_job import parse_args, run_ingest
 

@@ -53,7 +53,8 @@ class LambdaContext:
         self._deadline = time.monotonic() + self.timeout_seconds
         if not self.invoked_function_arn:
             self.invoked_function_arn = (
-                f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}")
+                f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}"
+            )
         self.log_group_name = self.log_group_name or f"/aws/lambda/{self.function_name}"
 
     def get_remaining_time_in_millis(self) -> int:
@@ -67,9 +68,12 @@ def load_handler(spec: str) -> Handler:
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
     """What the Python Lambda runtime returns for an unhandled exception."""
-    return {"errorMessage": str(exc), "errorType": type(exc).__name__,
-            "requestId": str(uuid.uuid4()),
-            "stackTrace": traceback.format_tb(exc.__traceback__)}
+    return {
+        "errorMessage": str(exc),
+        "errorType": type(exc).__name__,
+        "requestId": str(uuid.uuid4()),
+        "stackTrace": traceback.format_tb(exc.__traceback__),
+    }
 
 
 @dataclass
@@ -85,9 +89,14 @@ class Invocation:
 class LambdaDispatcher:
     """Registry of in-process handlers plus the moto patch that calls them."""
 
-    def __init__(self, handlers: dict[str, str | Handler] | None = None, *,
-                 async_retries: int = 2, async_retry_delay: float = 0.5,
-                 async_workers: int = 4) -> None:
+    def __init__(
+        self,
+        handlers: dict[str, str | Handler] | None = None,
+        *,
+        async_retries: int = 2,
+        async_retry_delay: float = 0.5,
+        async_workers: int = 4,
+    ) -> None:
         self._handlers: dict[str, Handler] = {}
         for name, target in (handlers or HANDLERS).items():
             self.register(name, target)
@@ -96,8 +105,9 @@ class LambdaDispatcher:
         self._original: Any = None
         self._async_retries = async_retries
         self._async_retry_delay = async_retry_delay
-        self._pool = ThreadPoolExecutor(max_workers=async_workers,
-                                        thread_name_prefix="lambda-async")
+        self._pool = ThreadPoolExecutor(
+            max_workers=async_workers, thread_name_prefix="lambda-async"
+        )
         self._pending: set[Future] = set()
         # Tests wrap a handler to inject faults: name -> wrapper(handler) -> handler.
         self.interceptors: dict[str, Callable[[Handler], Handler]] = {}
@@ -125,6 +135,7 @@ class LambdaDispatcher:
 
     def invoke_async(self, name: str, event: Any) -> Future:
         """`InvocationType=Event`: run later on a pool, retried twice on error like AWS."""
+
         def run() -> None:
             for attempt in range(self._async_retries + 1):
                 _, error = self.invoke(name, event)
@@ -162,8 +173,7 @@ class LambdaDispatcher:
         def _invoke_lambda(fn: Any, event: Any = None) -> tuple[str, bool, str]:
             if isinstance(event, str | bytes):
                 event = json.loads(event or "{}")
-            result, error = dispatcher.invoke(fn.function_name, event if event is not None
-                                              else {})
+            result, error = dispatcher.invoke(fn.function_name, event if event is not None else {})
             if error is not None:
                 return json.dumps(error), True, json.dumps(error)
             return json.dumps(result), False, ""

@@ -17,22 +17,43 @@ from typing import Any
 from local.aws.lambda_dispatch import LambdaDispatcher
 
 
-def object_created_event(account_id: str, region: str, bucket: str, key: str, size: int,
-                         etag: str, version_id: str | None, reason: str = "PutObject"
-                         ) -> dict[str, Any]:
+def object_created_event(
+    account_id: str,
+    region: str,
+    bucket: str,
+    key: str,
+    size: int,
+    etag: str,
+    version_id: str | None,
+    reason: str = "PutObject",
+) -> dict[str, Any]:
     """An EventBridge "Object Created" event exactly as S3 emits it."""
-    obj: dict[str, Any] = {"key": key, "size": size, "etag": etag.strip('"'),
-                           "sequencer": uuid.uuid4().hex[:16].upper()}
+    obj: dict[str, Any] = {
+        "key": key,
+        "size": size,
+        "etag": etag.strip('"'),
+        "sequencer": uuid.uuid4().hex[:16].upper(),
+    }
     if version_id and version_id != "null":
         obj["version-id"] = version_id
     return {
-        "version": "0", "id": str(uuid.uuid4()), "detail-type": "Object Created",
-        "source": "aws.s3", "account": account_id,
-        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "region": region,
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Object Created",
+        "source": "aws.s3",
+        "account": account_id,
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
         "resources": [f"arn:aws:s3:::{bucket}"],
-        "detail": {"version": "0", "bucket": {"name": bucket}, "object": obj,
-                   "request-id": uuid.uuid4().hex[:16].upper(), "requester": account_id,
-                   "source-ip-address": "127.0.0.1", "reason": reason},
+        "detail": {
+            "version": "0",
+            "bucket": {"name": bucket},
+            "object": obj,
+            "request-id": uuid.uuid4().hex[:16].upper(),
+            "requester": account_id,
+            "source-ip-address": "127.0.0.1",
+            "reason": reason,
+        },
     }
 
 
@@ -61,8 +82,15 @@ class S3EventBridge:
         if "ObjectCreated" not in event_name:
             return
         event = object_created_event(
-            account_id, bucket.region_name, bucket.name, key.name, key.size, key.etag,
-            key.version_id, reason=event_name.split(":")[-1].replace("Put", "PutObject"))
+            account_id,
+            bucket.region_name,
+            bucket.name,
+            key.name,
+            key.size,
+            key.etag,
+            key.version_id,
+            reason=event_name.split(":")[-1].replace("Put", "PutObject"),
+        )
         self.deliver(account_id, bucket.region_name, event)
 
     def deliver(self, account_id: str, region: str, event: dict[str, Any]) -> int:

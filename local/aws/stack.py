@@ -25,8 +25,12 @@ from local.aws.s3_events import S3EventBridge
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_MACHINE_FILE = REPO_ROOT / "statemachine" / "ingest.asl.json"
 ACCOUNT_ID = "123456789012"
-FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                    "AWS_SESSION_TOKEN": "testing", "AWS_SECURITY_TOKEN": "testing"}
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+}
 
 
 def substitute(definition: str, values: dict[str, str]) -> str:
@@ -145,38 +149,57 @@ class LocalAwsStack:
         s3 = self.client("s3")
         for bucket in (s.source_bucket, s.artifacts_bucket):
             s3.create_bucket(Bucket=bucket)
-        s3.put_bucket_versioning(Bucket=s.source_bucket,
-                                 VersioningConfiguration={"Status": "Enabled"})
+        s3.put_bucket_versioning(
+            Bucket=s.source_bucket, VersioningConfiguration={"Status": "Enabled"}
+        )
         s3.put_bucket_notification_configuration(
-            Bucket=s.source_bucket,
-            NotificationConfiguration={"EventBridgeConfiguration": {}})
+            Bucket=s.source_bucket, NotificationConfiguration={"EventBridgeConfiguration": {}}
+        )
         if s.tables_dir is not None:
             for path in sorted(Path(s.tables_dir).glob("*.yaml")):
-                s3.put_object(Bucket=s.artifacts_bucket, Key=f"tables/{path.name}",
-                              Body=path.read_bytes())
+                s3.put_object(
+                    Bucket=s.artifacts_bucket, Key=f"tables/{path.name}", Body=path.read_bytes()
+                )
 
         self.client("dynamodb").create_table(
-            TableName=s.ledger_table, BillingMode="PAY_PER_REQUEST",
+            TableName=s.ledger_table,
+            BillingMode="PAY_PER_REQUEST",
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}])
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        )
 
         role_arn = self.client("iam").create_role(
-            RoleName="wap-local", AssumeRolePolicyDocument=json.dumps({
-                "Version": "2012-10-17", "Statement": [{
-                    "Effect": "Allow", "Action": "sts:AssumeRole",
-                    "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com",
-                                              "emr-serverless.amazonaws.com"]}}]}),
+            RoleName="wap-local",
+            AssumeRolePolicyDocument=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Action": "sts:AssumeRole",
+                            "Principal": {
+                                "Service": [
+                                    "lambda.amazonaws.com",
+                                    "states.amazonaws.com",
+                                    "emr-serverless.amazonaws.com",
+                                ]
+                            },
+                        }
+                    ],
+                }
+            ),
         )["Role"]["Arn"]
         self.application_id = self.client("emr-serverless").create_application(
-            name="wap", releaseLabel="emr-7.12.0", type="SPARK")["applicationId"]
+            name="wap", releaseLabel="emr-7.12.0", type="SPARK"
+        )["applicationId"]
 
         slack_secret_arn = ""
         if s.slack_token:
             slack_secret_arn = self.client("secretsmanager").create_secret(
-                Name="wap/slack", SecretString=json.dumps({"token": s.slack_token}))["ARN"]
+                Name="wap/slack", SecretString=json.dumps({"token": s.slack_token})
+            )["ARN"]
 
-        sm_arn = (f"arn:aws:states:{s.region}:{ACCOUNT_ID}:stateMachine:"
-                  f"{s.state_machine_name}")
+        sm_arn = f"arn:aws:states:{s.region}:{ACCOUNT_ID}:stateMachine:{s.state_machine_name}"
         env = {
             "WAP_LEDGER_TABLE": s.ledger_table,
             "WAP_NESSIE_URI": s.nessie_api_v1,
@@ -210,24 +233,41 @@ class LocalAwsStack:
         arns: dict[str, str] = {}
         for name in HANDLERS:
             arns[name] = lambda_client.create_function(
-                FunctionName=name, Runtime="python3.11", Role=role_arn,
-                Handler=f"lambdas.{name}.handler.handler", Code={"ZipFile": _empty_zip()},
-                Timeout=300, Environment={"Variables": env})["FunctionArn"]
+                FunctionName=name,
+                Runtime="python3.11",
+                Role=role_arn,
+                Handler=f"lambdas.{name}.handler.handler",
+                Code={"ZipFile": _empty_zip()},
+                Timeout=300,
+                Environment={"Variables": env},
+            )["FunctionArn"]
 
         events = self.client("events")
-        events.put_rule(Name="wap-source-object-created", State="ENABLED",
-                        EventPattern=json.dumps({
-                            "source": ["aws.s3"], "detail-type": ["Object Created"],
-                            "detail": {"bucket": {"name": [s.source_bucket]}}}))
-        events.put_targets(Rule="wap-source-object-created",
-                           Targets=[{"Id": "trigger", "Arn": arns["trigger"]}])
+        events.put_rule(
+            Name="wap-source-object-created",
+            State="ENABLED",
+            EventPattern=json.dumps(
+                {
+                    "source": ["aws.s3"],
+                    "detail-type": ["Object Created"],
+                    "detail": {"bucket": {"name": [s.source_bucket]}},
+                }
+            ),
+        )
+        events.put_targets(
+            Rule="wap-source-object-created", Targets=[{"Id": "trigger", "Arn": arns["trigger"]}]
+        )
 
         substitutions = {function_arn_substitution(n): arn for n, arn in arns.items()}
-        substitutions.update(PollIntervalSeconds=str(s.poll_interval_seconds),
-                             JobTimeoutSeconds=str(s.job_timeout_seconds))
+        substitutions.update(
+            PollIntervalSeconds=str(s.poll_interval_seconds),
+            JobTimeoutSeconds=str(s.job_timeout_seconds),
+        )
         definition = substitute(STATE_MACHINE_FILE.read_text(), substitutions)
         self.state_machine_arn = self.client("stepfunctions").create_state_machine(
-            name=s.state_machine_name, definition=definition, roleArn=role_arn,
+            name=s.state_machine_name,
+            definition=definition,
+            roleArn=role_arn,
         )["stateMachineArn"]
         assert self.state_machine_arn == sm_arn, self.state_machine_arn
 
@@ -235,15 +275,20 @@ class LocalAwsStack:
 
     def drop_file(self, key: str, body: bytes) -> dict[str, Any]:
         """Upload to the source bucket (S3 then notifies the trigger through EventBridge)."""
-        response = self.client("s3").put_object(Bucket=self.settings.source_bucket, Key=key,
-                                                Body=body)
-        return {"key": key, "version_id": response.get("VersionId"),
-                "etag": response["ETag"].strip('"')}
+        response = self.client("s3").put_object(
+            Bucket=self.settings.source_bucket, Key=key, Body=body
+        )
+        return {
+            "key": key,
+            "version_id": response.get("VersionId"),
+            "etag": response["ETag"].strip('"'),
+        }
 
     def invoke(self, function: str, event: Any) -> Any:
         """Synchronous invoke through the Lambda API; raises on a function error."""
-        response = self.client("lambda").invoke(FunctionName=function,
-                                                Payload=json.dumps(event).encode())
+        response = self.client("lambda").invoke(
+            FunctionName=function, Payload=json.dumps(event).encode()
+        )
         payload = json.loads(response["Payload"].read() or b"null")
         if response.get("FunctionError"):
             raise LambdaInvocationError(payload)
@@ -265,7 +310,8 @@ class LocalAwsStack:
 
     def execution_history(self, execution_arn: str) -> list[dict[str, Any]]:
         return self.client("stepfunctions").get_execution_history(
-            executionArn=execution_arn, maxResults=1000)["events"]
+            executionArn=execution_arn, maxResults=1000
+        )["events"]
 
     def busy(self) -> bool:
         if not self.dispatcher.async_idle() or not self.emr.idle():
@@ -287,8 +333,10 @@ class LocalAwsStack:
         """A compact view of ledger, locks and executions (for errors and the CLI)."""
         ledger = self.ledger()
         return {
-            "ingests": [{k: i.get(k) for k in ("ingest_id", "table", "key", "status", "error")}
-                        for i in ledger.list_ingests()],
+            "ingests": [
+                {k: i.get(k) for k in ("ingest_id", "table", "key", "status", "error")}
+                for i in ledger.list_ingests()
+            ],
             "locks": [vars(lock) for lock in ledger.list_locks()],
             "executions": [(e["name"], e["status"]) for e in self.executions()],
         }
@@ -299,8 +347,11 @@ class LambdaInvocationError(RuntimeError):
 
     def __init__(self, payload: Any) -> None:
         self.payload = payload
-        super().__init__(f"{payload.get('errorType')}: {payload.get('errorMessage')}"
-                         if isinstance(payload, dict) else str(payload))
+        super().__init__(
+            f"{payload.get('errorType')}: {payload.get('errorMessage')}"
+            if isinstance(payload, dict)
+            else str(payload)
+        )
 
 
 def _empty_zip() -> bytes:

@@ -33,8 +33,13 @@ def slack() -> Iterator[Any]:
 
 @pytest.fixture
 def nessie_client(nessie):
-    return pynessie.init(config_dict={"endpoint": nessie.api_v1, "verify": True,
-                                      "auth": {"type": "none", "timeout": 10}})
+    return pynessie.init(
+        config_dict={
+            "endpoint": nessie.api_v1,
+            "verify": True,
+            "auth": {"type": "none", "timeout": 10},
+        }
+    )
 
 
 @pytest.fixture
@@ -43,9 +48,15 @@ def make_stack(nessie, slack) -> Iterator[Callable[..., LocalAwsStack]]:
     started: list[LocalAwsStack] = []
 
     def make(**overrides: Any) -> LocalAwsStack:
-        settings = {"nessie_api_v1": nessie.api_v1, "job": standin_job(nessie.api_v1),
-                    "slack_api_url": slack.api_url, "slack_token": SLACK_TOKEN,
-                    "slack_channel": SLACK_CHANNEL, "async_retry_delay": 0.2, **overrides}
+        settings = {
+            "nessie_api_v1": nessie.api_v1,
+            "job": standin_job(nessie.api_v1),
+            "slack_api_url": slack.api_url,
+            "slack_token": SLACK_TOKEN,
+            "slack_channel": SLACK_CHANNEL,
+            "async_retry_delay": 0.2,
+            **overrides,
+        }
         stack = LocalAwsStack(StackSettings(**settings)).start()
         started.append(stack)
         return stack

@@ -20,19 +20,30 @@ from local.aws.emr_serverless import report_writing_job
 
 def commit_table_on_branch(api_v1: str, table: str, branch: str, tag: str) -> str:
     """Put `table` on `branch` (new metadata location); returns the branch's new hash."""
-    client = pynessie.init(config_dict={"endpoint": api_v1, "verify": True,
-                                        "auth": {"type": "none", "timeout": 10}})
+    client = pynessie.init(
+        config_dict={"endpoint": api_v1, "verify": True, "auth": {"type": "none", "timeout": 10}}
+    )
     head = client.get_reference(branch).hash_
     key = ContentKey(table.split("."))
-    content = IcebergTable(id=None, metadata_location=f"file:///warehouse/{table}/{tag}.json",
-                           snapshot_id=random.randint(1, 2**40), schema_id=0, spec_id=0,
-                           sort_order_id=0)
+    content = IcebergTable(
+        id=None,
+        metadata_location=f"file:///warehouse/{table}/{tag}.json",
+        snapshot_id=random.randint(1, 2**40),
+        schema_id=0,
+        spec_id=0,
+        sort_order_id=0,
+    )
     expected = None
     try:
         expected = client.get_content(branch, key)
-        content = IcebergTable(id=expected.id, metadata_location=content.metadata_location,
-                               snapshot_id=content.snapshot_id, schema_id=0, spec_id=0,
-                               sort_order_id=0)
+        content = IcebergTable(
+            id=expected.id,
+            metadata_location=content.metadata_location,
+            snapshot_id=content.snapshot_id,
+            schema_id=0,
+            spec_id=0,
+            sort_order_id=0,
+        )
     except Exception:  # the table does not exist on this branch yet
         expected = None
     ops = [Put(key, content, expected) if expected is not None else Put(key, content)]
@@ -46,27 +57,62 @@ def commit_table_on_branch(api_v1: str, table: str, branch: str, tag: str) -> st
 
 def standin_job(api_v1: str, calls: list[dict[str, Any]] | None = None):
     """A job function for `LocalEmrServerless` (see module docstring)."""
+
     def make_report(args: dict[str, Any]) -> dict[str, Any]:
         if calls is not None:
             calls.append(args)
         source = args["source"]
-        base = {"report_version": 1, "ingest_id": args["ingest_id"], "table": args["table"],
-                "source_uris": [source], "branch": args["branch"], "schema_changes": [],
-                "timings": {}, "snapshot_id": None}
+        base = {
+            "report_version": 1,
+            "ingest_id": args["ingest_id"],
+            "table": args["table"],
+            "source_uris": [source],
+            "branch": args["branch"],
+            "schema_changes": [],
+            "timings": {},
+            "snapshot_id": None,
+        }
         if "reject" in source:
-            return {**base, "branch_hash": None, "rows_written": 0, "checks": [],
-                    "outcome": "rejected", "reason": f"corrupt parquet file: {source}"}
-        branch_hash = commit_table_on_branch(api_v1, args["table"], args["branch"],
-                                             args["ingest_id"])
-        check = {"name": "amount_positive", "kind": "range", "columns": ["amount"],
-                 "severity": "error", "status": "passed", "violations": 0, "threshold": None,
-                 "observed": 0, "settled_by": "metrics", "samples": []}
+            return {
+                **base,
+                "branch_hash": None,
+                "rows_written": 0,
+                "checks": [],
+                "outcome": "rejected",
+                "reason": f"corrupt parquet file: {source}",
+            }
+        branch_hash = commit_table_on_branch(
+            api_v1, args["table"], args["branch"], args["ingest_id"]
+        )
+        check = {
+            "name": "amount_positive",
+            "kind": "range",
+            "columns": ["amount"],
+            "severity": "error",
+            "status": "passed",
+            "violations": 0,
+            "threshold": None,
+            "observed": 0,
+            "settled_by": "metrics",
+            "samples": [],
+        }
         if "fail" in source:
-            check = {**check, "status": "failed", "violations": 3,
-                     "samples": [{"amount": -1.0}]}
-            return {**base, "branch_hash": branch_hash, "rows_written": 10, "checks": [check],
-                    "outcome": "failed", "reason": "check amount_positive failed (3 rows)"}
-        return {**base, "branch_hash": branch_hash, "rows_written": 10, "checks": [check],
-                "outcome": "passed", "reason": None}
+            check = {**check, "status": "failed", "violations": 3, "samples": [{"amount": -1.0}]}
+            return {
+                **base,
+                "branch_hash": branch_hash,
+                "rows_written": 10,
+                "checks": [check],
+                "outcome": "failed",
+                "reason": "check amount_positive failed (3 rows)",
+            }
+        return {
+            **base,
+            "branch_hash": branch_hash,
+            "rows_written": 10,
+            "checks": [check],
+            "outcome": "passed",
+            "reason": None,
+        }
 
     return report_writing_job(make_report)

@@ -27,16 +27,21 @@ checks:
 
 
 def parquet(rows: list[tuple[int, float | None]]) -> bytes:
-    table = pa.table({"order_id": pa.array([r[0] for r in rows], pa.int64()),
-                      "amount": pa.array([r[1] for r in rows], pa.float64())})
+    table = pa.table(
+        {
+            "order_id": pa.array([r[0] for r in rows], pa.int64()),
+            "amount": pa.array([r[1] for r in rows], pa.float64()),
+        }
+    )
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     return buffer.getvalue()
 
 
 def main_rows(spark, table: str) -> list[tuple]:
-    return sorted(tuple(r) for r in spark.sql(
-        f"SELECT order_id, amount FROM lake.{table}").collect())
+    return sorted(
+        tuple(r) for r in spark.sql(f"SELECT order_id, amount FROM lake.{table}").collect()
+    )
 
 
 @pytest.fixture
@@ -44,14 +49,14 @@ def e2e_stack(make_stack, lake, tmp_path):
     (tmp_path / "e2e.audited.yaml").write_text(AUDITED_CONFIG)
 
     def make(**overrides):
-        return make_stack(job=spark_job(lake), tables_dir=tmp_path, poll_interval_seconds=1,
-                          **overrides)
+        return make_stack(
+            job=spark_job(lake), tables_dir=tmp_path, poll_interval_seconds=1, **overrides
+        )
 
     return make
 
 
-def test_clean_file_delivered_20_times_is_published_once(e2e_stack, lake, nessie_client,
-                                                         slack):
+def test_clean_file_delivered_20_times_is_published_once(e2e_stack, lake, nessie_client, slack):
     stack = e2e_stack()
     key = "e2e/orders/2026-11-22 batch.parquet"
     rows = [(1, 10.0), (2, 20.5), (3, 0.0)]
@@ -70,8 +75,7 @@ def test_clean_file_delivered_20_times_is_published_once(e2e_stack, lake, nessie
     assert record["rows_written"] == 3
 
 
-def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nessie_client,
-                                                            slack):
+def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nessie_client, slack):
     stack = e2e_stack()
     good, bad = [(1, 5.0)], [(2, -1.0), (3, None), (4, -7.5)]
     stack.drop_file("e2e/audited/good.parquet", parquet(good))
@@ -87,8 +91,12 @@ def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nes
     assert nessie_client.get_reference("main").hash_ == main_before
     assert main_rows(lake, "e2e.audited") == good
     assert branch_exists(nessie_client, record["branch"])
-    on_branch = sorted(tuple(r) for r in lake.sql(
-        f"SELECT order_id, amount FROM lake.e2e.`audited@{record['branch']}`").collect())
+    on_branch = sorted(
+        tuple(r)
+        for r in lake.sql(
+            f"SELECT order_id, amount FROM lake.e2e.`audited@{record['branch']}`"
+        ).collect()
+    )
     assert on_branch == sorted(good + bad, key=lambda r: r[0])
     [message] = slack.messages
     text = json.dumps(message)
@@ -108,8 +116,10 @@ def test_five_files_one_table_serialised_two_tables_in_parallel(make_stack, lake
             intervals[argv[argv.index("--table") + 1]].append((begin, time.monotonic()))
 
     stack = make_stack(job=timed_job, emr_workers=2)  # the executor could overlap anything
-    batches = {f"e2e_q/orders/part-{i}.parquet": [(10 * i + j, float(j)) for j in range(3)]
-               for i in range(5)}
+    batches = {
+        f"e2e_q/orders/part-{i}.parquet": [(10 * i + j, float(j)) for j in range(3)]
+        for i in range(5)
+    }
     other = {f"e2e_r/orders/part-{i}.parquet": [(100 + i, 1.0)] for i in range(2)}
     for key, rows in {**batches, **other}.items():
         stack.drop_file(key, parquet(rows))
@@ -118,15 +128,14 @@ def test_five_files_one_table_serialised_two_tables_in_parallel(make_stack, lake
 
     assert [r["status"] for r in records] == ["PUBLISHED"] * 7, stack.describe()
     assert all(r["attempts"] == 1 for r in records)  # no merge conflict, no rebase
-    assert main_rows(lake, "e2e_q.orders") == sorted(r for rows in batches.values()
-                                                     for r in rows)
-    assert main_rows(lake, "e2e_r.orders") == sorted(r for rows in other.values()
-                                                     for r in rows)
+    assert main_rows(lake, "e2e_q.orders") == sorted(r for rows in batches.values() for r in rows)
+    assert main_rows(lake, "e2e_r.orders") == sorted(r for rows in other.values() for r in rows)
     q_runs = sorted(intervals["e2e_q.orders"])
     assert len(q_runs) == 5
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(q_runs)), q_runs
-    assert any(q0 < r1 and r0 < q1 for q0, q1 in q_runs for r0, r1 in intervals["e2e_r.orders"]
-               ), "the two tables never ran at the same time"
+    assert any(q0 < r1 and r0 < q1 for q0, q1 in q_runs for r0, r1 in intervals["e2e_r.orders"]), (
+        "the two tables never ran at the same time"
+    )
 
 
 def test_corrupt_and_disguised_files_are_rejected(e2e_stack, slack, lake):
@@ -143,5 +152,9 @@ def test_corrupt_and_disguised_files_are_rejected(e2e_stack, slack, lake):
     assert second["status"] == "REJECTED" and "PAR1" in second["error"]
     assert len(slack.messages) == 2
     s3 = stack.client("s3")
-    assert s3.get_object(Bucket=stack.settings.source_bucket,
-                         Key="e2e/bad/corrupt.parquet")["Body"].read() == corrupt
+    assert (
+        s3.get_object(Bucket=stack.settings.source_bucket, Key="e2e/bad/corrupt.parquet")[
+            "Body"
+        ].read()
+        == corrupt
+    )

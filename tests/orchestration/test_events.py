@@ -42,8 +42,10 @@ def test_both_shapes_of_the_same_upload_give_the_same_ingest_id():
 
 def test_unversioned_objects_use_the_etag_and_deletions_are_skipped():
     objects = parse_event(load("s3_notification_unversioned_multi.json"))
-    assert [o.key for o in objects] == ["sales/orders/_SUCCESS",
-                                        "sales/customers/part-00000.parquet"]
+    assert [o.key for o in objects] == [
+        "sales/orders/_SUCCESS",
+        "sales/customers/part-00000.parquet",
+    ]
     assert objects[1].version == "9b2cf535f27731c974343645a3985328-2"
     assert ingest_id("wap-source", objects[1].key, objects[1].version) == "a887e1ce64cec445"
 
@@ -53,9 +55,14 @@ def test_events_without_created_objects_yield_nothing(name):
     assert parse_event(load(name)) == []
 
 
-@pytest.mark.parametrize("event", [{}, {"Records": [{"eventSource": "aws:sqs"}]},
-                                   {"source": "aws.s3", "detail-type": "Object Created",
-                                    "detail": {"object": {}}}])
+@pytest.mark.parametrize(
+    "event",
+    [
+        {},
+        {"Records": [{"eventSource": "aws:sqs"}]},
+        {"source": "aws.s3", "detail-type": "Object Created", "detail": {"object": {}}},
+    ],
+)
 def test_malformed_events_are_refused(event):
     with pytest.raises(InvalidEventError):
         parse_event(event)

@@ -28,15 +28,32 @@ def s3_notification(stack, key: str, version_id: str, size: int) -> dict:
     """An S3 notification as S3 sends it (key URL-encoded, `+` for a space)."""
     from urllib.parse import quote_plus
 
-    return {"Records": [{
-        "eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
-        "eventTime": "2026-11-22T10:00:00.000Z", "eventName": "ObjectCreated:Put",
-        "s3": {"s3SchemaVersion": "1.0", "configurationId": "wap",
-               "bucket": {"name": stack.settings.source_bucket,
-                          "arn": f"arn:aws:s3:::{stack.settings.source_bucket}"},
-               "object": {"key": quote_plus(key, safe="/"), "size": size,
-                          "eTag": "0" * 32, "versionId": version_id,
-                          "sequencer": "0A1B2C3D4E5F678901"}}}]}
+    return {
+        "Records": [
+            {
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": "us-east-1",
+                "eventTime": "2026-11-22T10:00:00.000Z",
+                "eventName": "ObjectCreated:Put",
+                "s3": {
+                    "s3SchemaVersion": "1.0",
+                    "configurationId": "wap",
+                    "bucket": {
+                        "name": stack.settings.source_bucket,
+                        "arn": f"arn:aws:s3:::{stack.settings.source_bucket}",
+                    },
+                    "object": {
+                        "key": quote_plus(key, safe="/"),
+                        "size": size,
+                        "eTag": "0" * 32,
+                        "versionId": version_id,
+                        "sequencer": "0A1B2C3D4E5F678901",
+                    },
+                },
+            }
+        ]
+    }
 
 
 def test_clean_file_is_published(make_stack, nessie_client, slack):
@@ -75,8 +92,9 @@ def test_failed_audit_leaves_main_alone_and_alerts_once(make_stack, nessie_clien
 def test_duplicate_events_make_one_ingest(make_stack, nessie_client):
     stack = make_stack()
     key = "dupes/orders/batch 1.parquet"
-    put = stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=key,
-                                        Body=fake_parquet("c"))
+    put = stack.client("s3").put_object(
+        Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("c")
+    )
     body_size = len(fake_parquet("c"))
     event = s3_notification(stack, key, put["VersionId"], body_size)
     # Twice concurrently, then 20 more deliveries (the EventBridge one came on upload).
@@ -104,11 +122,13 @@ def test_duplicate_events_make_one_ingest(make_stack, nessie_client):
     assert len(stack.emr.started_runs) == 1
     assert [e["name"] for e in stack.executions()] == [record["ingest_id"]]
     assert table_on(nessie_client, "main", "dupes.orders").metadata_location.endswith(
-        f"/{record['ingest_id']}.json")
+        f"/{record['ingest_id']}.json"
+    )
 
 
-def test_one_table_runs_one_ingest_at_a_time_and_tables_run_in_parallel(nessie, make_stack,
-                                                                        nessie_client):
+def test_one_table_runs_one_ingest_at_a_time_and_tables_run_in_parallel(
+    nessie, make_stack, nessie_client
+):
     # Different namespaces: two branches that both create one namespace conflict on merge.
     intervals: dict[str, list[tuple[float, float]]] = {"qa.orders": [], "qb.orders": []}
     lock = threading.Lock()
@@ -123,8 +143,10 @@ def test_one_table_runs_one_ingest_at_a_time_and_tables_run_in_parallel(nessie, 
         return result
 
     stack = make_stack(job=slow_job, emr_workers=2)
-    keys = [f"qa/orders/part-{i}.parquet" for i in range(5)] + ["qb/orders/part-0.parquet",
-                                                                "qb/orders/part-1.parquet"]
+    keys = [f"qa/orders/part-{i}.parquet" for i in range(5)] + [
+        "qb/orders/part-0.parquet",
+        "qb/orders/part-1.parquet",
+    ]
     for i, key in enumerate(keys):
         stack.drop_file(key, fake_parquet(f"q{i}"))
     records = [wait_for_key(stack, key, timeout=120) for key in keys]
@@ -135,8 +157,9 @@ def test_one_table_runs_one_ingest_at_a_time_and_tables_run_in_parallel(nessie, 
     assert len(a_runs) == 5
     assert all(prev[1] <= nxt[0] for prev, nxt in itertools.pairwise(a_runs))
     b_runs = intervals["qb.orders"]
-    assert any(a0 < b1 and b0 < a1 for a0, a1 in a_runs for b0, b1 in b_runs), \
+    assert any(a0 < b1 and b0 < a1 for a0, a1 in a_runs for b0, b1 in b_runs), (
         "the two tables never ran at the same time"
+    )
     # Main holds the last append of each table; every ingest merged without conflict.
     assert all(r["attempts"] == 1 for r in records)
     assert stack.ledger().get_lock("qa.orders").active is None
@@ -171,20 +194,23 @@ def test_job_timeout_cancels_the_run_and_frees_the_table(make_stack, slack):
     assert record["status"] == "JOB_FAILED"
     assert "timed out" in record["error"]
     job = stack.client("emr-serverless").get_job_run(
-        applicationId=stack.application_id, jobRunId=record["job_run_id"])["jobRun"]
+        applicationId=stack.application_id, jobRunId=record["job_run_id"]
+    )["jobRun"]
     assert job["state"] == "CANCELLED"
     assert len(slack.messages) == 1 and "timed out" in json.dumps(slack.messages[0])
     assert stack.ledger().get_lock("hang.orders").active is None
 
 
 def test_nessie_down_fails_the_trigger_retryably_and_a_retry_ingests_once(
-        make_stack, nessie_client, monkeypatch):
+    make_stack, nessie_client, monkeypatch
+):
     stack = make_stack()
     # Deliver the event by hand (not from the upload) to control when the trigger runs.
     stack.client("events").disable_rule(Name="wap-source-object-created")
     key = "outage/orders/x.parquet"
-    put = stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=key,
-                                        Body=fake_parquet("f"))
+    put = stack.client("s3").put_object(
+        Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("f")
+    )
     event = s3_notification(stack, key, put["VersionId"], len(fake_parquet("f")))
     main_before = nessie_client.get_reference("main").hash_
 
@@ -207,7 +233,8 @@ def test_nessie_down_fails_the_trigger_retryably_and_a_retry_ingests_once(
     assert len(stack.emr.started_runs) == 1
     assert len(stack.executions()) == 1
     assert table_on(nessie_client, "main", "outage.orders").metadata_location.endswith(
-        f"/{record['ingest_id']}.json")
+        f"/{record['ingest_id']}.json"
+    )
 
 
 def test_slack_errors_are_retried_and_never_change_the_outcome(make_stack, slack):
@@ -234,15 +261,19 @@ def test_slack_errors_are_retried_and_never_change_the_outcome(make_stack, slack
     assert stack.ledger().get_lock("slack.orders").active is None
 
 
-@pytest.mark.parametrize(("key", "body", "fragment"), [
-    ("reject/orders/renamed.parquet", b"id,amount\n1,2.5\n", "magic bytes PAR1"),
-    ("reject/orders/empty.parquet", b"", "empty file (0 bytes)"),
-    ("orders-without-table.parquet", b"PAR1xxxxPAR1", "cannot tell which table"),
-    ("reject/Orders/x.parquet", b"PAR1xxxxPAR1", "not a valid identifier"),
-    ("reject/orders/data.csv", b"id\n1\n", "only .parquet files"),
-])
-def test_bad_input_is_rejected_with_a_reason_and_the_source_kept(make_stack, slack, key, body,
-                                                                 fragment):
+@pytest.mark.parametrize(
+    ("key", "body", "fragment"),
+    [
+        ("reject/orders/renamed.parquet", b"id,amount\n1,2.5\n", "magic bytes PAR1"),
+        ("reject/orders/empty.parquet", b"", "empty file (0 bytes)"),
+        ("orders-without-table.parquet", b"PAR1xxxxPAR1", "cannot tell which table"),
+        ("reject/Orders/x.parquet", b"PAR1xxxxPAR1", "not a valid identifier"),
+        ("reject/orders/data.csv", b"id\n1\n", "only .parquet files"),
+    ],
+)
+def test_bad_input_is_rejected_with_a_reason_and_the_source_kept(
+    make_stack, slack, key, body, fragment
+):
     stack = make_stack()
     stack.drop_file(key, body)
     stack.wait_idle()
@@ -290,7 +321,8 @@ def test_outside_writer_on_main_forces_a_rebase(nessie, make_stack, nessie_clien
     assert not branch_exists(nessie_client, calls[0])
     assert not branch_exists(nessie_client, calls[1])
     assert table_on(nessie_client, "main", "rebase.orders").metadata_location.endswith(
-        f"/{record['ingest_id']}.json")
+        f"/{record['ingest_id']}.json"
+    )
 
 
 def test_rebase_gives_up_after_max_attempts(nessie, make_stack, nessie_client, slack):
@@ -323,6 +355,7 @@ def test_transient_publish_failure_is_retried_by_the_state_machine(make_stack, n
                 failures["left"] -= 1
                 raise NessieUnavailableError("Nessie unreachable (injected)")
             return handler(event, context)
+
         return wrapped
 
     stack.dispatcher.interceptors["publish"] = flaky
@@ -333,7 +366,9 @@ def test_transient_publish_failure_is_retried_by_the_state_machine(make_stack, n
     assert record["status"] == "PUBLISHED"
     publish_calls = stack.dispatcher.calls("publish")
     assert [c.error["errorType"] if c.error else None for c in publish_calls] == [
-        "NessieUnavailableError", None]
+        "NessieUnavailableError",
+        None,
+    ]
 
 
 def test_a_publish_bug_ends_publish_failed_and_frees_the_table(make_stack, slack):
@@ -342,6 +377,7 @@ def test_a_publish_bug_ends_publish_failed_and_frees_the_table(make_stack, slack
     def broken(handler):
         def wrapped(event, context):
             raise KeyError("branch_hash")
+
         return wrapped
 
     stack.dispatcher.interceptors["publish"] = broken

@@ -18,9 +18,11 @@ def ledger(monkeypatch):
         monkeypatch.setenv(name, "testing")
     with mock_aws():
         boto3.client("dynamodb").create_table(
-            TableName="ledger", BillingMode="PAY_PER_REQUEST",
+            TableName="ledger",
+            BillingMode="PAY_PER_REQUEST",
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}])
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        )
         yield Ledger("ledger")
 
 
@@ -51,8 +53,9 @@ def test_update_ingest_respects_the_expected_status(ledger):
     ledger.create_ingest("c" * 16, {"status": "RUNNING", "attempts": 1})
     assert not ledger.update_ingest("c" * 16, {"status": "PUBLISHED"}, only_if_status={"QUEUED"})
     assert ledger.get_ingest("c" * 16)["status"] == "RUNNING"
-    assert ledger.update_ingest("c" * 16, {"status": "PUBLISHED", "attempts": 2, "error": None},
-                                only_if_status={"RUNNING"})
+    assert ledger.update_ingest(
+        "c" * 16, {"status": "PUBLISHED", "attempts": 2, "error": None}, only_if_status={"RUNNING"}
+    )
     record = ledger.get_ingest("c" * 16)
     assert record["status"] == "PUBLISHED" and record["attempts"] == 2
     assert not ledger.update_ingest("d" * 16, {"status": "PUBLISHED"})  # no such ingest
@@ -119,6 +122,8 @@ def test_list_ingests_filters_by_table_and_status(ledger):
     ledger.create_ingest("3" * 16, {"table": "s.u", "status": "AUDIT_FAILED"})
     ledger.acquire_or_enqueue("s.t", "1" * 16)
     assert {r["ingest_id"] for r in ledger.list_ingests(statuses={"AUDIT_FAILED"})} == {
-        "2" * 16, "3" * 16}
+        "2" * 16,
+        "3" * 16,
+    }
     assert {r["ingest_id"] for r in ledger.list_ingests(table="s.t")} == {"1" * 16, "2" * 16}
     assert [lock.table for lock in ledger.list_locks()] == ["s.t"]

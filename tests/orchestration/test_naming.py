@@ -20,40 +20,54 @@ from lambdas.common.naming import (
 NESSIE_REF_RULE = re.compile(r"^[A-Za-z](((?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9._-])?$")
 
 
-@pytest.mark.parametrize(("key", "expected"), [
-    ("sales/orders/file.parquet", ("sales", "orders")),
-    ("sales/orders/2026/11/22/part-0.parquet", ("sales", "orders")),
-    ("_raw/t_1/x.parquet", ("_raw", "t_1")),
-])
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("sales/orders/file.parquet", ("sales", "orders")),
+        ("sales/orders/2026/11/22/part-0.parquet", ("sales", "orders")),
+        ("_raw/t_1/x.parquet", ("_raw", "t_1")),
+    ],
+)
 def test_route_key_maps_the_first_two_segments_to_the_table(key, expected):
     table = route_key(key)
     assert (table.namespace, table.name) == expected
 
 
-@pytest.mark.parametrize(("key", "fragment"), [
-    ("orders.parquet", "not under <namespace>/<table>/"),
-    ("sales/orders.parquet", "not under <namespace>/<table>/"),
-    ("Sales/orders/x.parquet", "namespace 'Sales'"),
-    ("sales/order-lines/x.parquet", "table 'order-lines'"),
-    ("1sales/orders/x.parquet", "namespace '1sales'"),
-    ("sales/or ders/x.parquet", "table 'or ders'"),
-    ("sales/orders;drop/x.parquet", "table 'orders;drop'"),
-])
+@pytest.mark.parametrize(
+    ("key", "fragment"),
+    [
+        ("orders.parquet", "not under <namespace>/<table>/"),
+        ("sales/orders.parquet", "not under <namespace>/<table>/"),
+        ("Sales/orders/x.parquet", "namespace 'Sales'"),
+        ("sales/order-lines/x.parquet", "table 'order-lines'"),
+        ("1sales/orders/x.parquet", "namespace '1sales'"),
+        ("sales/or ders/x.parquet", "table 'or ders'"),
+        ("sales/orders;drop/x.parquet", "table 'orders;drop'"),
+    ],
+)
 def test_route_key_rejects_with_a_reason(key, fragment):
     with pytest.raises(Unroutable, match=re.escape(fragment)):
         route_key(key)
 
 
-@pytest.mark.parametrize("key", [
-    "sales/orders/_SUCCESS", "sales/orders/", "sales/orders/_tmp.parquet",
-    "sales/orders/.hidden.parquet", "sales/orders/day=1/_committed_123", "",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sales/orders/_SUCCESS",
+        "sales/orders/",
+        "sales/orders/_tmp.parquet",
+        "sales/orders/.hidden.parquet",
+        "sales/orders/day=1/_committed_123",
+        "",
+    ],
+)
 def test_markers_are_recognised(key):
     assert is_marker(key)
 
 
-@pytest.mark.parametrize("key", ["sales/orders/a.parquet", "sales/orders/a_b.parquet",
-                                 "sales/orders/x.csv"])
+@pytest.mark.parametrize(
+    "key", ["sales/orders/a.parquet", "sales/orders/a_b.parquet", "sales/orders/x.csv"]
+)
 def test_data_files_are_not_markers(key):
     assert not is_marker(key)
 
@@ -68,8 +82,14 @@ def test_only_parquet_files_are_supported():
 def test_ingest_id_is_the_first_16_hex_of_sha256_of_bucket_key_version():
     # Expected value computed by hand: sha256(b"wap-source/sales/orders/2026-11-22/
     # orders batch 1+2.parquet#096fKKXTRTtl3on89fVO.nfljtsv6qko")[:16]
-    assert ingest_id("wap-source", "sales/orders/2026-11-22/orders batch 1+2.parquet",
-                     "096fKKXTRTtl3on89fVO.nfljtsv6qko") == "e809019e39994974"
+    assert (
+        ingest_id(
+            "wap-source",
+            "sales/orders/2026-11-22/orders batch 1+2.parquet",
+            "096fKKXTRTtl3on89fVO.nfljtsv6qko",
+        )
+        == "e809019e39994974"
+    )
 
 
 def test_ingest_id_changes_with_any_input_and_needs_a_version():

@@ -18,29 +18,40 @@ from lambdas.trigger.events import ObjectCreated
 from lambdas.trigger.service import rejection_reason
 
 BASE_ENV = {
-    "WAP_LEDGER_TABLE": "ledger", "WAP_NESSIE_URI": "http://nessie:19120/api/v1/",
-    "WAP_EMR_APPLICATION_ID": "app", "WAP_EMR_EXECUTION_ROLE_ARN": "arn:aws:iam::1:role/r",
-    "WAP_JOB_ENTRYPOINT": "s3://a/wap_job.py", "WAP_REPORTS_PREFIX": "s3://a/reports",
-    "WAP_LOGS_PREFIX": "s3://a/logs/", "WAP_STATE_MACHINE_ARN": "arn:aws:states:x",
+    "WAP_LEDGER_TABLE": "ledger",
+    "WAP_NESSIE_URI": "http://nessie:19120/api/v1/",
+    "WAP_EMR_APPLICATION_ID": "app",
+    "WAP_EMR_EXECUTION_ROLE_ARN": "arn:aws:iam::1:role/r",
+    "WAP_JOB_ENTRYPOINT": "s3://a/wap_job.py",
+    "WAP_REPORTS_PREFIX": "s3://a/reports",
+    "WAP_LOGS_PREFIX": "s3://a/logs/",
+    "WAP_STATE_MACHINE_ARN": "arn:aws:states:x",
 }
 
 
 def test_settings_defaults_and_derived_uris():
     settings = load_settings(BASE_ENV)
     assert settings.nessie_uri == "http://nessie:19120/api/v1"
-    assert (settings.max_publish_attempts, settings.branch_retention_days,
-            settings.job_timeout_minutes) == (3, 14, 60)
+    assert (
+        settings.max_publish_attempts,
+        settings.branch_retention_days,
+        settings.job_timeout_minutes,
+    ) == (3, 14, 60)
     assert settings.report_uri("s.t", "0" * 16, 2) == (
-        "s3://a/reports/s.t/0000000000000000/attempt-2/report.json")
+        "s3://a/reports/s.t/0000000000000000/attempt-2/report.json"
+    )
     assert settings.table_config_uri("s.t") is None
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"WAP_LEDGER_TABLE": ""}, "WAP_LEDGER_TABLE"),
-    ({"WAP_MAX_PUBLISH_ATTEMPTS": "three"}, "must be an integer"),
-    ({"WAP_BRANCH_RETENTION_DAYS": "0"}, "must be >= 1"),
-    ({"WAP_REPORTS_PREFIX": "/tmp/reports"}, "s3:// URI"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"WAP_LEDGER_TABLE": ""}, "WAP_LEDGER_TABLE"),
+        ({"WAP_MAX_PUBLISH_ATTEMPTS": "three"}, "must be an integer"),
+        ({"WAP_BRANCH_RETENTION_DAYS": "0"}, "must be >= 1"),
+        ({"WAP_REPORTS_PREFIX": "/tmp/reports"}, "s3:// URI"),
+    ],
+)
 def test_settings_are_validated(change, message):
     with pytest.raises(ConfigError, match=message):
         load_settings({**BASE_ENV, **change})
@@ -60,51 +71,65 @@ def s3(monkeypatch):
 
 
 def _report(**fields) -> dict:
-    return {"report_version": 1, "branch": "wap_s_t_20261122T101500_01234567",
-            "branch_hash": "abc", "rows_written": 5, "checks": [], "reason": None,
-            "outcome": "passed", **fields}
+    return {
+        "report_version": 1,
+        "branch": "wap_s_t_20261122T101500_01234567",
+        "branch_hash": "abc",
+        "rows_written": 5,
+        "checks": [],
+        "reason": None,
+        "outcome": "passed",
+        **fields,
+    }
 
 
 def test_report_outcomes_map_to_statuses(s3):
     cases = {
         "passed": (_report(), "PASSED"),
         "failed": (_report(outcome="failed", reason="check x failed"), "AUDIT_FAILED"),
-        "rejected": (_report(outcome="rejected", reason="corrupt", branch_hash=None),
-                     "REJECTED"),
+        "rejected": (_report(outcome="rejected", reason="corrupt", branch_hash=None), "REJECTED"),
         "odd": (_report(outcome="maybe"), "JOB_FAILED"),
         "nohash": (_report(branch_hash=None), "JOB_FAILED"),
         "otherbranch": (_report(branch="wap_other"), "JOB_FAILED"),
     }
     for name, (report, expected) in cases.items():
         s3.put_object(Bucket="reports", Key=f"{name}.json", Body=json.dumps(report))
-        result = outcome_from_report(f"s3://reports/{name}.json", "wap_s_t_20261122T101500_01234567")
+        result = outcome_from_report(
+            f"s3://reports/{name}.json", "wap_s_t_20261122T101500_01234567"
+        )
         assert result["status"] == expected, (name, result)
     missing = outcome_from_report("s3://reports/none.json", None)
     assert missing["status"] == "JOB_FAILED" and "wrote no audit report" in missing["reason"]
 
 
 def test_failed_report_without_reason_names_the_failed_checks(s3):
-    checks = [{"name": "ids_unique", "kind": "unique", "severity": "error", "status": "failed"},
-              {"name": "soft", "kind": "range", "severity": "warn", "status": "failed"}]
-    s3.put_object(Bucket="reports", Key="f.json", Body=json.dumps(
-        _report(outcome="failed", checks=checks)))
+    checks = [
+        {"name": "ids_unique", "kind": "unique", "severity": "error", "status": "failed"},
+        {"name": "soft", "kind": "range", "severity": "warn", "status": "failed"},
+    ]
+    s3.put_object(
+        Bucket="reports", Key="f.json", Body=json.dumps(_report(outcome="failed", checks=checks))
+    )
     assert outcome_from_report("s3://reports/f.json", None)["reason"] == "failed checks: ids_unique"
 
 
 def test_reason_from_a_lambda_error_is_the_exception_message():
-    error = {"Error": "NessieUnavailableError",
-             "Cause": json.dumps({"errorMessage": "Nessie unreachable", "errorType": "X",
-                                  "stackTrace": ["..."]})}
+    error = {
+        "Error": "NessieUnavailableError",
+        "Cause": json.dumps(
+            {"errorMessage": "Nessie unreachable", "errorType": "X", "stackTrace": ["..."]}
+        ),
+    }
     assert reason_from_error(error) == "NessieUnavailableError: Nessie unreachable"
     assert reason_from_error({"Error": "States.Timeout", "Cause": ""}) == "States.Timeout"
     assert reason_from_error(None) is None
 
 
 def test_final_status_of_caught_and_odd_states():
-    assert final_status({"outcome": {"status": "PUBLISHED", "reason": "x"}}) == ("PUBLISHED",
-                                                                              None)
-    status, reason = final_status({"outcome": {"status": "JOB_FAILED"},
-                                   "error": {"Error": "Boom", "Cause": "bad"}})
+    assert final_status({"outcome": {"status": "PUBLISHED", "reason": "x"}}) == ("PUBLISHED", None)
+    status, reason = final_status(
+        {"outcome": {"status": "JOB_FAILED"}, "error": {"Error": "Boom", "Cause": "bad"}}
+    )
     assert (status, reason) == ("JOB_FAILED", "Boom: bad")
     status, reason = final_status({"outcome": {"status": "RUNNING"}})
     assert status == "JOB_FAILED" and "'RUNNING'" in reason

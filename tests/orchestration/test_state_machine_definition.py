@@ -11,8 +11,12 @@ import pytest
 from local.aws.stack import function_arn_substitution, substitute
 
 ASL = Path(__file__).resolve().parents[2] / "statemachine" / "ingest.asl.json"
-CONTRACT_SUBSTITUTIONS = {"JobStatusFunctionArn", "PublishFunctionArn", "AlertFunctionArn",
-                          "FinishFunctionArn"}
+CONTRACT_SUBSTITUTIONS = {
+    "JobStatusFunctionArn",
+    "PublishFunctionArn",
+    "AlertFunctionArn",
+    "FinishFunctionArn",
+}
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +65,9 @@ def test_every_path_reaches_finish_before_ending(definition):
             continue
         seen.add(name)
         state = states[name]
-        assert state["Type"] not in ("Succeed", "Fail") and not state.get("End"), \
+        assert state["Type"] not in ("Succeed", "Fail") and not state.get("End"), (
             f"{name} ends the execution without passing Finish"
+        )
         stack.extend(successors(state))
     assert "Finish" in {n for s in seen for n in successors(states[s])}
 

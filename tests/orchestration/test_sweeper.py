@@ -52,7 +52,8 @@ def test_lock_of_a_dead_execution_is_recovered_and_the_queue_moves_on(make_stack
     assert second["status"] == "PUBLISHED"
     stack.wait_idle()
     orphan = stack.client("emr-serverless").get_job_run(
-        applicationId=stack.application_id, jobRunId=first["job_run_id"])["jobRun"]
+        applicationId=stack.application_id, jobRunId=first["job_run_id"]
+    )["jobRun"]
     assert orphan["state"] == "CANCELLED"
     assert any("ABORTED" in str(m) for m in slack.messages)
 
@@ -61,8 +62,9 @@ def test_an_interrupted_start_is_restarted_once_it_is_stale(make_stack, monkeypa
     stack = make_stack()
     stack.client("events").disable_rule(Name="wap-source-object-created")
     key = "restart/orders/x.parquet"
-    put = stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=key,
-                                        Body=fake_parquet("r"))
+    put = stack.client("s3").put_object(
+        Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("r")
+    )
     event = s3_notification(stack, key, put["VersionId"], len(fake_parquet("r")))
     monkeypatch.setenv("WAP_NESSIE_URI", "http://127.0.0.1:9/api/v1")
     with pytest.raises(NessieUnavailableError):
@@ -73,8 +75,12 @@ def test_an_interrupted_start_is_restarted_once_it_is_stale(make_stack, monkeypa
     ledger = stack.ledger()
     lock = ledger.get_lock("restart.orders")
     # Age the lock past the grace period (as if 20 minutes had passed).
-    ledger._mutate_lock("restart.orders", lambda lk: setattr(
-        lk, "active_since", _iso(datetime.now(UTC) - timedelta(minutes=20))) or True)
+    ledger._mutate_lock(
+        "restart.orders",
+        lambda lk: (
+            setattr(lk, "active_since", _iso(datetime.now(UTC) - timedelta(minutes=20))) or True
+        ),
+    )
     assert stack.invoke("sweeper", {})["restarted"] == [lock.active]
     assert wait_for_key(stack, key)["status"] == "PUBLISHED"
     stack.wait_idle()
@@ -87,10 +93,12 @@ def test_failed_branches_past_retention_are_discarded(make_stack, nessie_client)
     old = wait_for_key(stack, "retain/orders/fail-old.parquet")
     new = wait_for_key(stack, "retain/orders/fail-new.parquet")
     stack.wait_idle()
-    assert branch_exists(nessie_client, old["branch"]) and branch_exists(nessie_client,
-                                                                          new["branch"])
-    stack.ledger().update_ingest(old["ingest_id"], {
-        "finished_at": _iso(datetime.now(UTC) - timedelta(days=15))})
+    assert branch_exists(nessie_client, old["branch"]) and branch_exists(
+        nessie_client, new["branch"]
+    )
+    stack.ledger().update_ingest(
+        old["ingest_id"], {"finished_at": _iso(datetime.now(UTC) - timedelta(days=15))}
+    )
 
     swept = stack.invoke("sweeper", {})
 
