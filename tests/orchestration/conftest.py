@@ -102,3 +102,35 @@ def table_on(client, ref: str, table: str):
         return client.get_content(ref, ContentKey(table.split(".")))
     except NessieNotFoundException:
         return None
+
+
+def s3_notification(stack, key: str, version_id: str, size: int) -> dict:
+    """An S3 notification as S3 sends it (key URL-encoded, `+` for a space)."""
+    from urllib.parse import quote_plus
+
+    return {
+        "Records": [
+            {
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": "us-east-1",
+                "eventTime": "2026-11-22T10:00:00.000Z",
+                "eventName": "ObjectCreated:Put",
+                "s3": {
+                    "s3SchemaVersion": "1.0",
+                    "configurationId": "wap",
+                    "bucket": {
+                        "name": stack.settings.source_bucket,
+                        "arn": f"arn:aws:s3:::{stack.settings.source_bucket}",
+                    },
+                    "object": {
+                        "key": quote_plus(key, safe="/"),
+                        "size": size,
+                        "eTag": "0" * 32,
+                        "versionId": version_id,
+                        "sequencer": "0A1B2C3D4E5F678901",
+                    },
+                },
+            }
+        ]
+    }

@@ -13,8 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from local.aws.emr_serverless import spark_job
-from tests.orchestration.conftest import branch_exists, record_for_key, wait_for_key
-from tests.orchestration.test_flows import s3_notification
+from tests.orchestration.conftest import (
+    branch_exists,
+    record_for_key,
+    s3_notification,
+    wait_for_key,
+)
 
 pytestmark = pytest.mark.slow
 

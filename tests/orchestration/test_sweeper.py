@@ -14,9 +14,9 @@ from tests.orchestration.conftest import (
     branch_exists,
     fake_parquet,
     record_for_key,
+    s3_notification,
     wait_for_key,
 )
-from tests.orchestration.test_flows import s3_notification
 
 
 def _iso(at: datetime) -> str:
