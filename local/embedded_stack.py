@@ -9,6 +9,8 @@ SparkSession executing the real job. Read-only commands never start a JVM.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,24 @@ def _no_spark_job(argv: list[str]) -> Any:
     raise RuntimeError("this wap command does not run ingests (Spark was not started)")
 
 
+@contextmanager
+def _s3_events_muted() -> Iterator[None]:
+    """No "Object Created" events reach the trigger meanwhile.
+
+    The same seam `local.aws.s3_events` patches; moto does not return an
+    `EventBridgeConfiguration` from GetBucketNotificationConfiguration, so
+    switching the bucket's notifications off and on through the API would lose it.
+    """
+    import moto.s3.notifications as notifications
+
+    installed = notifications._send_event_bridge_message
+    notifications._send_event_bridge_message = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        notifications._send_event_bridge_message = installed
+
+
 class EmbeddedStack:
     """Start with `start()`; `save()` after changes; `stop()` always."""
 
@@ -53,6 +73,7 @@ class EmbeddedStack:
         self.aws: LocalAwsStack | None = None
         self.spark: Any = None
         self._owns_spark = False
+        self._borrowed_conf: dict[str, str | None] = {}
         self.interrupted: list[str] = []
         self.store: StateStore | None = None
 
@@ -83,9 +104,10 @@ class EmbeddedStack:
             self.store = StateStore(self.home, ledger_table=settings.ledger_table, buckets=(
                 StoredBucket(settings.source_bucket),
                 StoredBucket(settings.artifacts_bucket, ARTIFACT_PREFIXES)))
-            self.interrupted = self.store.restore(
-                self.dynamodb(), self.aws.client("s3"),
-                recover_interrupted=self.options.recover_interrupted)
+            with _s3_events_muted():  # restored objects are old news, not new uploads
+                self.interrupted = self.store.restore(
+                    self.dynamodb(), self.aws.client("s3"),
+                    recover_interrupted=self.options.recover_interrupted)
         except Exception:
             self.stop()
             raise
@@ -102,9 +124,15 @@ class EmbeddedStack:
 
             # A session already running in this process (tests) is reused, not stopped.
             self._owns_spark = SparkContext._active_spark_context is None
-            spark = build_local_spark(warehouse, self.nessie.api_v2, app_name="wap-cli")
-        # Runs copy `lake.*` when they start: point the template at this home's catalog.
+            # Spark's start-up warnings (native Hadoop, ...) say nothing to a CLI user.
+            spark = build_local_spark(warehouse, self.nessie.api_v2, app_name="wap-cli",
+                                      extra_conf={"spark.driver.extraJavaOptions":
+                                                  "-Dlog4j2.level=ERROR"})
+        # Runs copy `lake.*` when they start: point the template at this home's catalog,
+        # and put a borrowed session's template back afterwards.
         for key, value in lake_catalog_conf(self.nessie.api_v2, warehouse).items():
+            if not self._owns_spark:
+                self._borrowed_conf.setdefault(key, spark.conf.get(key, None))
             spark.conf.set(key, value)
         return spark
 
@@ -126,6 +154,13 @@ class EmbeddedStack:
             self.aws = None
         if self.spark is not None and self._owns_spark:
             self.spark.stop()
+        elif self.spark is not None:
+            for key, value in self._borrowed_conf.items():
+                if value is None:
+                    self.spark.conf.unset(key)
+                else:
+                    self.spark.conf.set(key, value)
+        self._borrowed_conf = {}
         self.spark = None
         if self.slack is not None:
             self.slack.stop()

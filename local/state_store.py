@@ -123,22 +123,15 @@ class StateStore:
         return interrupted
 
     def _restore_bucket(self, s3: Any, bucket: str) -> None:
+        """Put the saved objects back (the caller keeps S3 notifications quiet meanwhile)."""
         root = self.home.objects / bucket
         if not root.is_dir():
             return
-        # Restored objects are old news: no "Object Created" event may reach the trigger.
-        notification = s3.get_bucket_notification_configuration(Bucket=bucket)
-        notification.pop("ResponseMetadata", None)
-        s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration={})
-        try:
-            for path in sorted(p for p in root.rglob("*") if p.is_file()):
-                if path.name.startswith(".") and path.name.endswith(".tmp"):
-                    continue
-                key = path.relative_to(root).as_posix()
-                s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
-        finally:
-            s3.put_bucket_notification_configuration(Bucket=bucket,
-                                                     NotificationConfiguration=notification)
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            if path.name.startswith(".") and path.name.endswith(".tmp"):
+                continue
+            s3.put_object(Bucket=bucket, Key=path.relative_to(root).as_posix(),
+                          Body=path.read_bytes())
 
 
 def _scan(table: Any) -> list[dict[str, Any]]:

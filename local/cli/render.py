@@ -112,8 +112,15 @@ def show_view(view: IngestView) -> list[Any]:
         counts.append("-" if view.branch_rows is None else str(view.branch_rows), style="bold")
     out.append(counts)
 
-    for change in report.get("schema_changes") or []:
-        out.append(Text(f"schema change: {_cell(change)}"))
+    if view.branch_open and view.branch_rows is not None and report.get("rows_written"):
+        counts.append(f"   ({report['rows_written']} written by this ingest)")
+    changes = report.get("schema_changes") or []
+    created = [ch for ch in changes if ch.get("change") == "create_table"]
+    if created:
+        out.append(Text(f"table created by this ingest ({len(created)} columns)"))
+    for change in changes:
+        if change.get("change") != "create_table":
+            out.append(Text(f"schema change: {_cell(change)}"))
     checks = report.get("checks") or []
     if checks:
         table = Table(title="Audit checks", title_justify="left")

@@ -1,0 +1,77 @@
+"""Helpers of the CLI tests: run `wap` in-process, read a home's ledger, look at its Nessie."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pynessie
+from typer.testing import CliRunner, Result
+
+from local.cli import app
+from local.cli import backends as cli_backends
+
+_catalogs = itertools.count()
+
+
+def run_wap(*args: str, spark: Any = None, env: dict[str, str] | None = None) -> Result:
+    """`wap ARGS` through Typer's CliRunner; `spark` is lent to commands that run ingests."""
+    previous = cli_backends.SPARK_SESSION
+    cli_backends.SPARK_SESSION = spark
+    try:
+        return CliRunner(env=env).invoke(app, list(args))
+    finally:
+        cli_backends.SPARK_SESSION = previous
+
+
+def assert_one_line_error(result: Result, *fragments: str) -> None:
+    """Exit code != 0 and exactly one line on stderr, naming the problem."""
+    assert result.exit_code != 0, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def ledger_items(home: Path) -> dict[str, dict[str, Any]]:
+    """The persisted ingest records of a home, by ingest id."""
+    path = home / "state" / "ledger.json"
+    if not path.exists():
+        return {}
+    return {i["ingest_id"]: i for i in json.loads(path.read_text()) if i.get("kind") == "ingest"}
+
+
+@contextmanager
+def nessie_on(home: Path) -> Iterator[tuple[Any, Any]]:
+    """Our Nessie server over the home's SQLite file (no wap command may run meanwhile)."""
+    from local.nessie.runner import start_server
+
+    server = start_server(str(home / "nessie.db"))
+    try:
+        client = pynessie.init(config_dict={"endpoint": server.api_v1, "verify": True,
+                                            "auth": {"type": "none", "timeout": 10}})
+        yield server, client
+    finally:
+        server.stop()
+
+
+def refs(home: Path) -> dict[str, str]:
+    """Name -> hash of every Nessie reference of a home."""
+    with nessie_on(home) as (_, client):
+        return {r.name: r.hash_ for r in client.list_references().references}
+
+
+def count_rows(spark: Any, home: Path, table: str, ref: str = "main") -> int:
+    """Rows of `table` on `ref`, read by Spark's own Iceberg NessieCatalog (not pyiceberg)."""
+    from local.spark import lake_catalog_conf
+
+    name = f"cli_check_{next(_catalogs)}"
+    with nessie_on(home) as (server, _):
+        for key, value in lake_catalog_conf(server.api_v2, (home / "warehouse").as_uri(),
+                                            catalog=name, ref=ref).items():
+            spark.conf.set(key, value)
+        return spark.sql(f"SELECT count(*) FROM {name}.{table}").collect()[0][0]

@@ -1,0 +1,76 @@
+"""The home keeps what moto forgets: ledger items and objects survive a restart of moto."""
+
+from __future__ import annotations
+
+import boto3
+from moto import mock_aws
+
+from lambdas.common.ledger import Ledger
+from local.home import WapHome
+from local.state_store import INTERRUPTED_REASON, StateStore, StoredBucket
+
+BUCKETS = (StoredBucket("src"), StoredBucket("art", ("reports/",)))
+
+
+def _resources():
+    dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
+    dynamodb.create_table(TableName="ledger", BillingMode="PAY_PER_REQUEST",
+                          KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}])
+    s3 = boto3.client("s3", region_name="us-east-1")
+    for bucket in ("src", "art"):
+        s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_notification_configuration(
+        Bucket="src", NotificationConfiguration={"EventBridgeConfiguration": {}})
+    return dynamodb, s3
+
+
+def test_ledger_and_objects_survive_and_unfinished_ingests_are_marked_interrupted(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    home = WapHome(tmp_path / "home").create()
+    store = StateStore(home, ledger_table="ledger", buckets=BUCKETS)
+
+    with mock_aws():
+        dynamodb, s3 = _resources()
+        ledger = Ledger("ledger", dynamodb)
+        ledger.create_ingest("a" * 16, {"table": "ns.t", "status": "PUBLISHED",
+                                        "rows_written": 3, "ratio": 0.25})
+        ledger.create_ingest("b" * 16, {"table": "ns.t", "status": "RUNNING"})
+        ledger.acquire_or_enqueue("ns.t", "b" * 16)
+        s3.put_object(Bucket="src", Key="ns/t/f.parquet", Body=b"PAR1 data PAR1")
+        s3.put_object(Bucket="art", Key="reports/ns.t/r.json", Body=b"{}")
+        s3.put_object(Bucket="art", Key="tables/ns.t.yaml", Body=b"checks: []")
+        store.save(dynamodb, s3)
+
+    with mock_aws():
+        dynamodb, s3 = _resources()
+        interrupted = store.restore(dynamodb, s3, recover_interrupted=True)
+        ledger = Ledger("ledger", dynamodb)
+        done, running = ledger.get_ingest("a" * 16), ledger.get_ingest("b" * 16)
+        body = s3.get_object(Bucket="src", Key="ns/t/f.parquet")["Body"].read()
+        report = s3.get_object(Bucket="art", Key="reports/ns.t/r.json")["Body"].read()
+        art_keys = [o["Key"] for o in s3.list_objects_v2(Bucket="art")["Contents"]]
+        lock = ledger.get_lock("ns.t")
+
+    assert interrupted == ["b" * 16]
+    assert done["status"] == "PUBLISHED" and done["rows_written"] == 3 and done["ratio"] == 0.25
+    assert running["status"] == "JOB_FAILED" and running["error"] == INTERRUPTED_REASON
+    assert body == b"PAR1 data PAR1" and report == b"{}"
+    assert art_keys == ["reports/ns.t/r.json"]  # tables/ is uploaded fresh on every start
+    assert lock.active is None and lock.queue == []
+
+
+def test_keys_that_would_escape_the_home_are_not_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    home = WapHome(tmp_path / "home").create()
+    with mock_aws():
+        dynamodb, s3 = _resources()
+        s3.put_object(Bucket="src", Key="ns/../../../escape.parquet", Body=b"x")
+        s3.put_object(Bucket="src", Key="ns/t/ok.parquet", Body=b"y")
+        StateStore(home, ledger_table="ledger", buckets=BUCKETS).save(dynamodb, s3)
+
+    assert not list(tmp_path.rglob("escape.parquet"))
+    assert (home.objects / "src" / "ns" / "t" / "ok.parquet").read_bytes() == b"y"
