@@ -84,14 +84,9 @@ def handle_object(
     if record is None:
         record = _record_new(iid, obj, ledger, s3 if s3 is not None else aws.client("s3"))
     status = record["status"]
-    if status == c.REJECTED or status not in c.PENDING_STATUSES:
-        return TriggerResult(
-            obj.key,
-            DUPLICATE if status != c.REJECTED else c.REJECTED,
-            iid,
-            record.get("table"),
-            record.get("error"),
-        )
+    if status not in c.PENDING_STATUSES:  # rejected, or already started by an earlier event
+        action = c.REJECTED if status == c.REJECTED else DUPLICATE
+        return TriggerResult(obj.key, action, iid, record.get("table"), record.get("error"))
     table = record["table"]
     if ledger.acquire_or_enqueue(table, iid) == LOCK_QUEUED:
         ledger.update_ingest(iid, {"status": c.QUEUED}, only_if_status={c.RECEIVED})

@@ -5,6 +5,15 @@ real ASL interpreted, EventBridge, Secrets Manager), our handlers dispatched
 in-process, a local EMR Serverless executor running the Spark job, and the
 S3 -> EventBridge -> trigger wiring. The Nessie server and (optionally) the
 Slack stand-in run outside and are passed in by URL.
+
+    from local.aws.emr_serverless import spark_job
+    settings = StackSettings(nessie_api_v1=nessie.api_v1, job=spark_job(spark))
+    with LocalAwsStack(settings) as stack:
+        stack.drop_file("sales/orders/2026-11-22.parquet", data)   # -> trigger -> ...
+        stack.wait_idle()
+        stack.ledger().list_ingests()                             # the outcome
+
+One stack per process at a time: the patches and the Lambda environment are global.
 """
 
 from __future__ import annotations

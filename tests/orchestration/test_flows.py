@@ -359,3 +359,22 @@ def test_a_publish_bug_ends_publish_failed_and_frees_the_table(make_stack, slack
     assert len(stack.dispatcher.calls("publish")) == 1  # not a retryable error
     assert len(slack.messages) == 1
     assert stack.ledger().get_lock("broken.orders").active is None
+
+
+def test_publish_merges_the_audited_hash_not_a_later_branch_head(nessie, make_stack, nessie_client):
+    inner = standin_job(nessie.api_v1)
+
+    def job_then_unaudited_commit(argv: list[str]):
+        report = inner(argv)  # audited: the report names this hash
+        branch = argv[argv.index("--branch") + 1]
+        commit_table_on_branch(nessie.api_v1, "exact.orders", branch, "unaudited")
+        return report
+
+    stack = make_stack(job=job_then_unaudited_commit)
+    stack.drop_file("exact/orders/x.parquet", fake_parquet("x"))
+    record = wait_for_key(stack, "exact/orders/x.parquet")
+    stack.wait_idle()
+
+    assert record["status"] == "PUBLISHED"
+    location = table_on(nessie_client, "main", "exact.orders").metadata_location
+    assert location.endswith(f"/{record['ingest_id']}.json"), location
