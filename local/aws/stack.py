@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import time
 import zipfile
@@ -31,6 +32,7 @@ from local.aws.emr_serverless import JobFunction, LocalEmrServerless
 from local.aws.lambda_dispatch import HANDLERS, LambdaDispatcher
 from local.aws.s3_events import S3EventBridge
 
+_log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_MACHINE_FILE = REPO_ROOT / "statemachine" / "ingest.asl.json"
 ACCOUNT_ID = "123456789012"
@@ -129,6 +131,8 @@ class LocalAwsStack:
     def stop(self) -> None:
         from lambdas.common import aws as lambda_aws
 
+        if self._mock is not None:
+            self._abort_running_executions()
         self.s3_events.uninstall()
         self.emr.uninstall()
         self.dispatcher.uninstall()
@@ -142,6 +146,18 @@ class LocalAwsStack:
             else:
                 os.environ[name] = value
         self._saved_env = {}
+
+    def _abort_running_executions(self) -> None:
+        """Stop what is still running so no interpreter thread outlives the mock."""
+        try:
+            sfn = self.client("stepfunctions")
+            for execution in self.executions():
+                if execution["status"] == "RUNNING":
+                    sfn.stop_execution(
+                        executionArn=execution["executionArn"], cause="local stack stopped"
+                    )
+        except Exception:  # stopping must never fail: this runs on test teardown
+            _log.exception("could not stop running executions")
 
     def _set_env(self, values: dict[str, str]) -> None:
         for name, value in values.items():
