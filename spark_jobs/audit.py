@@ -1,8 +1,12 @@
 """The audit engine: metrics first, then one aggregation pass, then samples if needed.
 
 1. every check tries to settle from the snapshot's file metrics (no data read);
-2. the rest contribute aggregates to ONE `agg` over the new rows (Spark prunes the
-   scan to the columns those aggregates reference);
+2. the rest take their counts from ONE aggregation pass over exactly the new rows:
+   preferably the pass the write itself made (`observation_aggregates`, computed by
+   Spark's `observe` as the rows streamed into the table, trusted only when its row
+   count equals the snapshot's `added-records`, so a retried task cannot have counted
+   twice), otherwise one `agg` over an incremental scan of the snapshot (Spark prunes
+   it to the referenced columns);
 3. only when something failed, one more query picks up to `SAMPLES` violating
    rows per failed check (`row_number() <= 5` per check, which Spark 3.5 limits
    before the shuffle).
@@ -22,16 +26,17 @@ from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_jobs.checks import ERROR, FAILED, SCAN, Check, CheckResult, col
+from spark_jobs.checks import ERROR, FAILED, SCAN, WRITE, Check, CheckResult, col
 from spark_jobs.errors import describe
 from spark_jobs.identifiers import quote
 from spark_jobs.metrics import SnapshotStats
 
 log = logging.getLogger(__name__)
 SAMPLES = 5
+ROWS = "__rows"
 SAMPLE_COLUMNS = 20
 SAMPLE_LEADING_COLUMNS = 3
 SAMPLE_TEXT = 200
@@ -57,14 +62,25 @@ def job_group(spark, group: str, description: str):
             sc.setLocalProperty(key, value)
 
 
+def observation_aggregates(checks: list[Check]) -> list[Column]:
+    """Aggregates of every observable check, for `DataFrame.observe` on the write."""
+    aggregates = [F.count(F.lit(1)).alias(ROWS)]
+    for index, check in enumerate(checks):
+        if check.observable:
+            aggregates += check.aggregates(f"c{index}_")
+    return aggregates
+
+
 def run_audit(checks: list[Check], stats: SnapshotStats | None,
               new_rows: Callable[[], DataFrame], now: dt.datetime,
               main_rows: Callable[[], DataFrame | None] | None = None,
-              label: str = "run", timings: dict | None = None) -> list[CheckResult]:
+              label: str = "run", timings: dict | None = None,
+              observed: dict | None = None) -> list[CheckResult]:
     """Evaluate `checks` on the rows of one snapshot; results in config order.
 
-    Queries run in the job groups of `job_group_ids(label)`; seconds per phase go
-    to `timings` (audit_scan_s, audit_main_s, audit_samples_s).
+    `observed`: the values of `observation_aggregates(checks)` from the write, only
+    when they cover exactly this snapshot's rows. Queries run in the job groups of
+    `job_group_ids(label)`; seconds per phase go to `timings`.
     """
     groups = job_group_ids(label)
     timings = timings if timings is not None else {}
@@ -72,6 +88,9 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
     pending = []
     for index, check in enumerate(checks):
         settled = check.settle(stats, now) if stats is not None else None
+        if settled is None and observed is not None and check.observable:
+            settled = check.finish(observed, f"c{index}_", int(observed[ROWS]), now)
+            settled.settled_by = WRITE
         if settled is None or check.needs_main:
             pending.append(index)
         else:
@@ -133,11 +152,11 @@ def _errored(check: Check, message: str) -> CheckResult:
 
 def _one_pass(checks: list[Check], pending: list[int], rows: DataFrame,
               now: dt.datetime) -> dict[int, CheckResult]:
-    aggregates = [F.count(F.lit(1)).alias("__rows")]
+    aggregates = [F.count(F.lit(1)).alias(ROWS)]
     for index in pending:
         aggregates += checks[index].aggregates(f"c{index}_")
     values = rows.agg(*aggregates).first().asDict()
-    return {index: checks[index].finish(values, f"c{index}_", int(values["__rows"]), now)
+    return {index: checks[index].finish(values, f"c{index}_", int(values[ROWS]), now)
             for index in pending}
 
 
@@ -176,10 +195,16 @@ def _samples(rows: DataFrame, checks: list[Check], predicates: dict) -> dict[int
         wanted += [c for c in checks[index].sample_columns() if c not in wanted]
     leading = [c for c in rows.columns[:SAMPLE_LEADING_COLUMNS] if c not in wanted]
     wanted = leading[:max(0, SAMPLE_COLUMNS - len(wanted))] + wanted
+    flags = [F.col(f"__v{i}") for i in predicates]
+    any_flag = flags[0]
+    for flag in flags[1:]:
+        any_flag = any_flag | flag
+    # Filter first (cheap, generated code) so only violating rows get exploded per check.
     flagged = rows.select(*[col(c) for c in wanted],
-                          *[pred.alias(f"__v{i}") for i, pred in predicates.items()])
-    checks_hit = F.filter(F.array(*[F.when(F.col(f"__v{i}"), F.lit(i)) for i in predicates]),
-                          lambda x: x.isNotNull())
+                          *[pred.alias(f"__v{i}") for i, pred in predicates.items()]
+                          ).where(any_flag)
+    checks_hit = F.array_compact(F.array(*[F.when(F.col(f"__v{i}"), F.lit(i))
+                                           for i in predicates]))
     exploded = flagged.select(*[col(c) for c in wanted],
                               F.explode(checks_hit).alias("__check"))
     per_check = Window.partitionBy("__check").orderBy("__check")

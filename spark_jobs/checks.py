@@ -23,7 +23,7 @@ from spark_jobs.metrics import ColumnStats, SnapshotStats
 from spark_jobs.table_config import CheckSpec, TableConfig, parse_max_age
 
 PASSED, FAILED, ERROR = "passed", "failed", "error"
-METRICS, SCAN = "metrics", "scan"
+METRICS, WRITE, SCAN = "metrics", "write", "scan"
 NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
            T.DecimalType)
 ORDERED = (*NUMERIC, T.DateType, T.TimestampType, T.TimestampNTZType, T.StringType)
@@ -63,6 +63,9 @@ class Check:
 
     #: True when the check reads main's rows besides the batch (unique against_main).
     needs_main = False
+    #: True when its aggregates can be observed while the rows are written
+    #: (Spark's `observe` takes no DISTINCT aggregates).
+    observable = True
 
     def __init__(self, spec: CheckSpec, types: dict[str, T.DataType]):
         self.spec = spec
@@ -139,6 +142,8 @@ class NotNull(Check):
 
 
 class Unique(Check):
+    observable = False
+
     @property
     def needs_main(self) -> bool:
         return bool(self.spec.params.get("against_main"))

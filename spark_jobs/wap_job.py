@@ -25,7 +25,7 @@ if __package__ in (None, ""):  # `spark-submit spark_jobs/wap_job.py` without th
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spark_jobs import hadoop_fs
-from spark_jobs.audit import run_audit
+from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
 from spark_jobs.checks import compile_checks
 from spark_jobs.errors import ConfigError, ReportWriteError, WapJobError, describe
@@ -52,6 +52,7 @@ from spark_jobs.writer import (
 )
 
 log = logging.getLogger("wap_job")
+OBSERVE_CONF = "spark.wap.audit.observe-on-write"
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,8 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     if reused is None:
         prepare_table(spark, ref, plan, config.partition_by)
         step = report.timed("prepare_s", step)
-        written = append(spark, ref, frame, plan, args.ingest_id, files)
+        observe = observation_aggregates(checks) if _observe_on_write(spark) else None
+        written = append(spark, ref, frame, plan, args.ingest_id, files, observe)
         step = report.timed("append_s", step)
     else:
         written = reused
@@ -199,8 +201,19 @@ def _audit(spark, ref: TableRef, written, checks, args: JobArgs, report: Report)
         main_ref = TableRef(args.catalog, ref.namespace, ref.table)
         return spark.table(main_ref.sql) if spark.catalog.tableExists(main_ref.sql) else None
 
+    observed = written.observed
+    if observed is not None and int(observed[ROWS]) != stats.record_count:
+        # A re-executed task (shuffle retry, speculation) counted its rows twice.
+        log.warning("write observed %s rows, the snapshot added %s: auditing by scan",
+                    observed[ROWS], stats.record_count)
+        observed = None
     return run_audit(checks, stats, new_rows, utc_now(), main_rows, label=args.ingest_id,
-                     timings=report.timings)
+                     timings=report.timings, observed=observed)
+
+
+def _observe_on_write(spark) -> bool:
+    """`spark.wap.audit.observe-on-write` (default true): count checks during the write."""
+    return spark.conf.get(OBSERVE_CONF, "true").strip().lower() != "false"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import types as T
 
 from spark_jobs.errors import ConfigError, InputRejectedError, SchemaPolicyError, describe
@@ -44,6 +44,7 @@ class AppendResult:
     parent_id: int | None
     rows_written: int
     reused: bool
+    observed: dict | None = None
 
 
 def table_schema(spark: SparkSession, ref: TableRef) -> T.StructType | None:
@@ -134,9 +135,18 @@ def find_ingest_snapshot(spark: SparkSession, ref: TableRef, ingest_id: str) -> 
 
 
 def append(spark: SparkSession, ref: TableRef, frame: DataFrame, plan: SchemaPlan,
-           ingest_id: str, sources: list[str]) -> AppendResult:
-    """Append the file rows shaped for the table; the snapshot is stamped with the ingest."""
+           ingest_id: str, sources: list[str],
+           observe: list[Column] | None = None) -> AppendResult:
+    """Append the file rows shaped for the table; the snapshot is stamped with the ingest.
+
+    `observe`: aggregates Spark computes over the rows as they are written (no extra
+    read); their values land in `AppendResult.observed`.
+    """
     shaped = frame.select(*plan.projection(frame.schema))
+    observation = None
+    if observe:
+        observation = Observation(f"wap_audit_{ingest_id}")
+        shaped = shaped.observe(observation, *observe)
     try:
         (shaped.writeTo(ref.sql)
          .option(f"snapshot-property.{INGEST_ID_PROPERTY}", ingest_id)
@@ -150,6 +160,8 @@ def append(spark: SparkSession, ref: TableRef, frame: DataFrame, plan: SchemaPla
         raise RuntimeError(f"append committed but no snapshot carries {INGEST_ID_PROPERTY}="
                            f"{ingest_id}")
     found.reused = False
+    if observation is not None:
+        found.observed = observation.get
     return found
 
 

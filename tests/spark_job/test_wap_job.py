@@ -110,16 +110,16 @@ def _jobs(spark, group: str) -> list[int]:
     return list(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
-def _one_aggregation_jobs(spark, table_sql: str) -> int:
+def _one_aggregation_jobs(spark, table_sql: str, *aggregates: str) -> int:
     """Jobs one plain global aggregation over a table takes in this session (AQE splits it)."""
-    group = f"baseline-one-agg-{table_sql}"
+    group = f"baseline-one-agg-{table_sql}-{len(aggregates)}"
     spark.sparkContext.setJobGroup(group, "baseline")
-    spark.table(table_sql).selectExpr("count(*)", "max(amount)").collect()
+    spark.table(table_sql).selectExpr("count(*)", *aggregates).collect()
     spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
     return len(_jobs(spark, group))
 
 
-def test_audit_reads_new_rows_in_one_aggregation_pass(lake, ingest, tmp_path):
+def test_clean_audit_settles_from_metrics_and_the_write_without_reading(lake, ingest, tmp_path):
     source = write_parquet(tmp_path / "clean.parquet", ORDERS)
     args = ingest("sales.jobs", [source], config=SCAN_CHECKS)
 
@@ -127,17 +127,58 @@ def test_audit_reads_new_rows_in_one_aggregation_pass(lake, ingest, tmp_path):
 
     assert report["outcome"] == "passed"
     groups = job_group_ids(args.ingest_id)
-    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.jobs")
+    assert _jobs(lake, groups["scan"]) == []
+    assert _jobs(lake, groups["samples"]) == []
+    assert _jobs(lake, groups["main"]) == []
+    settled = {c["name"]: c["settled_by"] for c in report["checks"]}
+    assert settled == {"status_accepted_values": "write", "email_regex": "write",
+                       "amount_positive": "write", "order_id_not_null": "metrics"}
+
+
+@pytest.fixture
+def no_observation(lake):
+    lake.conf.set("spark.wap.audit.observe-on-write", "false")
+    yield
+    lake.conf.unset("spark.wap.audit.observe-on-write")
+
+
+def test_without_observation_the_audit_is_one_aggregation_pass(lake, ingest, tmp_path,
+                                                               no_observation):
+    source = write_parquet(tmp_path / "clean.parquet", ORDERS)
+    args = ingest("sales.jobs_scan", [source], config=SCAN_CHECKS)
+
+    report = run_ingest(lake, args)
+
+    assert report["outcome"] == "passed"
+    groups = job_group_ids(args.ingest_id)
+    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.jobs_scan",
+                                     "max(amount)")
     assert one_pass >= 1
     assert len(_jobs(lake, groups["scan"])) == one_pass
     assert _jobs(lake, groups["samples"]) == []
-    assert _jobs(lake, groups["main"]) == []
     settled = {c["name"]: c["settled_by"] for c in report["checks"]}
     assert settled == {"status_accepted_values": "scan", "email_regex": "scan",
                        "amount_positive": "scan", "order_id_not_null": "metrics"}
 
 
-def test_failed_audit_adds_exactly_one_sampling_query(lake, ingest, tmp_path):
+def test_unique_is_counted_in_one_aggregation_pass(lake, ingest, tmp_path):
+    source = write_parquet(tmp_path / "clean.parquet", ORDERS)
+    config = SCAN_CHECKS + "  - {kind: unique, column: order_id}\n"
+    args = ingest("sales.jobs_unique", [source], config=config)
+
+    report = run_ingest(lake, args)
+
+    assert report["outcome"] == "passed"
+    groups = job_group_ids(args.ingest_id)
+    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.jobs_unique",
+                                     "count_if(order_id IS NOT NULL)",
+                                     "count(DISTINCT order_id)")
+    assert len(_jobs(lake, groups["scan"])) == one_pass
+    assert _check(report, "order_id_unique")["settled_by"] == "scan"
+    assert _jobs(lake, groups["samples"]) == []
+
+
+def test_failed_audit_adds_one_sampling_query(lake, ingest, tmp_path):
     bad = [*ORDERS["status"][:19], "LOST"]
     source = write_parquet(tmp_path / "dirty.parquet", {**ORDERS, "status": bad})
     args = ingest("sales.jobs_dirty", [source], config=SCAN_CHECKS)
@@ -145,11 +186,11 @@ def test_failed_audit_adds_exactly_one_sampling_query(lake, ingest, tmp_path):
     report = run_ingest(lake, args)
 
     assert report["outcome"] == "failed"
-    assert _check(report, "status_accepted_values")["violations"] == 1
-    assert _check(report, "status_accepted_values")["samples"][0]["status"] == "LOST"
+    check = _check(report, "status_accepted_values")
+    assert (check["violations"], check["settled_by"]) == (1, "write")
+    assert check["samples"] == [{"order_id": 20, "status": "LOST", "amount": 20.0}]
     groups = job_group_ids(args.ingest_id)
-    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.jobs_dirty")
-    assert len(_jobs(lake, groups["scan"])) == one_pass
+    assert _jobs(lake, groups["scan"]) == []
     assert len(_jobs(lake, groups["samples"])) >= 1
 
 
