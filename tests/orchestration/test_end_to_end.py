@@ -105,7 +105,9 @@ def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nes
     [message] = slack.messages
     text = json.dumps(message)
     assert "amount_positive" in text and record["branch"] in text
-    assert "2" in text  # two negative amounts violate the range check
+    # -1.0 and -7.5 break the range; the null is the not_null check's single violation.
+    assert "amount_positive" in text and "Violations: *2*" in text
+    assert "amount_present" in text and "Violations: *1*" in text
 
 
 def test_five_files_one_table_serialised_two_tables_in_parallel(make_stack, lake):
