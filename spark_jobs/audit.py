@@ -8,8 +8,8 @@
    twice), otherwise one `agg` over an incremental scan of the snapshot (Spark prunes
    it to the referenced columns);
 3. only when something failed, one more query picks up to `SAMPLES` violating
-   rows per failed check (`row_number() <= 5` per check, which Spark 3.5 limits
-   before the shuffle).
+   rows per failed check; it is LIMITed, so with many violations Spark stops after a
+   fraction of the data (see `_samples` for the rare case that needs a second one).
 `unique` with `against_main` also looks the batch's keys up on main: that needs
 main's rows, so it is its own query, run only when such a check is configured.
 """
@@ -39,6 +39,8 @@ SAMPLES = 5
 ROWS = "__rows"
 SAMPLE_COLUMNS = 20
 SAMPLE_LEADING_COLUMNS = 3
+SAMPLE_SCAN_LIMIT = 1000  # violating rows read per failed check before the scan stops
+SAMPLE_SCAN_CAP = 20000
 SAMPLE_TEXT = 200
 
 
@@ -125,7 +127,8 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
         try:
             with job_group(rows.sparkSession, groups["samples"], "audit: violating rows"), \
                     _timer(timings, "audit_samples_s"):
-                found = _samples(rows, checks, failed)
+                found = _samples(rows, checks, failed,
+                                 {i: results[i].violations for i in failed})
         except Exception:  # samples help a human; their absence must not hide the counts
             log.exception("sampling violating rows failed")
             found = {}
@@ -186,8 +189,15 @@ def _against_main(check: Check, batch: CheckResult, rows: DataFrame,
     return batch
 
 
-def _samples(rows: DataFrame, checks: list[Check], predicates: dict) -> dict[int, list[dict]]:
-    """Up to SAMPLES violating rows per failed check, from one query."""
+def _samples(rows: DataFrame, checks: list[Check], predicates: dict,
+             violations: dict[int, int | None]) -> dict[int, list[dict]]:
+    """Up to SAMPLES violating rows per failed check.
+
+    First a LIMITed query: Spark stops reading once it holds SAMPLE_SCAN_LIMIT violating
+    rows, which for data with many violations means a fraction of one partition. Only
+    when that limit was hit and a check (with rare violations next to frequent ones) is
+    still short, one more query picks exactly SAMPLES per such check.
+    """
     # The checked columns plus the table's leading columns (usually its keys): wide
     # columns such as comments would make this pass much dearer than the aggregation.
     wanted: list[str] = []
@@ -195,28 +205,46 @@ def _samples(rows: DataFrame, checks: list[Check], predicates: dict) -> dict[int
         wanted += [c for c in checks[index].sample_columns() if c not in wanted]
     leading = [c for c in rows.columns[:SAMPLE_LEADING_COLUMNS] if c not in wanted]
     wanted = leading[:max(0, SAMPLE_COLUMNS - len(wanted))] + wanted
+    flagged = _flagged(rows, wanted, predicates)
+    limit = min(SAMPLE_SCAN_LIMIT * len(predicates), SAMPLE_SCAN_CAP)
+    samples: dict[int, list[dict]] = {index: [] for index in predicates}
+    picked = flagged.limit(limit).collect()
+    for row in picked:
+        record = row.asDict(recursive=True)
+        hit = [index for index in predicates if record.pop(f"__v{index}")]
+        for index in hit:
+            if len(samples[index]) < SAMPLES:
+                samples[index].append(_jsonable_row(record))
+    if len(picked) < limit:
+        return samples  # the scan ran to the end: every violating row was seen
+    short = {index: pred for index, pred in predicates.items()
+             if len(samples[index]) < min(SAMPLES, violations.get(index) or SAMPLES)}
+    if short:
+        exploded = _flagged(rows, wanted, short).select(
+            *[col(c) for c in wanted],
+            F.explode(F.array_compact(F.array(*[F.when(F.col(f"__v{i}"), F.lit(i))
+                                                for i in short]))).alias("__check"))
+        per_check = Window.partitionBy("__check").orderBy("__check")
+        for index in short:
+            samples[index] = []
+        for row in (exploded.withColumn("__n", F.row_number().over(per_check))
+                    .where(F.col("__n") <= SAMPLES).collect()):
+            record = row.asDict(recursive=True)
+            index = record.pop("__check")
+            record.pop("__n")
+            samples[index].append(_jsonable_row(record))
+    return samples
+
+
+def _flagged(rows: DataFrame, wanted: list[str], predicates: dict) -> DataFrame:
+    """`wanted` columns plus a `__v<i>` flag per check, violating rows only."""
     flags = [F.col(f"__v{i}") for i in predicates]
     any_flag = flags[0]
     for flag in flags[1:]:
         any_flag = any_flag | flag
-    # Filter first (cheap, generated code) so only violating rows get exploded per check.
-    flagged = rows.select(*[col(c) for c in wanted],
-                          *[pred.alias(f"__v{i}") for i, pred in predicates.items()]
-                          ).where(any_flag)
-    checks_hit = F.array_compact(F.array(*[F.when(F.col(f"__v{i}"), F.lit(i))
-                                           for i in predicates]))
-    exploded = flagged.select(*[col(c) for c in wanted],
-                              F.explode(checks_hit).alias("__check"))
-    per_check = Window.partitionBy("__check").orderBy("__check")
-    picked = (exploded.withColumn("__n", F.row_number().over(per_check))
-              .where(F.col("__n") <= SAMPLES).collect())
-    samples: dict[int, list[dict]] = {index: [] for index in predicates}
-    for row in picked:
-        record = row.asDict(recursive=True)
-        index = record.pop("__check")
-        record.pop("__n")
-        samples[index].append(_jsonable_row(record))
-    return samples
+    return rows.select(*[col(c) for c in wanted],
+                       *[pred.alias(f"__v{i}") for i, pred in predicates.items()]
+                       ).where(any_flag)
 
 
 def _jsonable_row(row: dict) -> dict:

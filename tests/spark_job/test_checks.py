@@ -164,3 +164,20 @@ def test_scan_path_counts_exactly_on_odd_names(spark):
     assert samples["e"] == [{"select": 2, "my col": "zz", "ts": NOW.isoformat()}]
     assert sorted(s["select"] for s in samples["select_unique"]) == [2, 2]
     assert samples["row_count"] == []
+
+
+def test_rare_violations_still_get_samples_when_frequent_ones_fill_the_limit(spark,
+                                                                           monkeypatch):
+    from spark_jobs import audit
+
+    monkeypatch.setattr(audit, "SAMPLE_SCAN_LIMIT", 2)
+    schema = T.StructType([T.StructField("n", T.LongType()), T.StructField("s", T.StringType())])
+    rows = [(i, "bad") for i in range(30)] + [(-1, "ok")]  # s fails often, n < 0 once
+    frame = spark.createDataFrame(rows, schema).coalesce(1)
+    checks = _compile(spark, """
+  - {kind: accepted_values, column: s, values: [ok]}
+  - {kind: range, column: n, min: 0}
+""", schema)
+    values, ranges = run_audit(checks, None, lambda: frame, NOW)
+    assert (values.violations, len(values.samples)) == (30, 5)
+    assert (ranges.violations, ranges.samples) == (1, [{"n": -1, "s": "ok"}])
