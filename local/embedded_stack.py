@@ -62,6 +62,16 @@ def _s3_events_muted() -> Iterator[None]:
         notifications._send_event_bridge_message = installed
 
 
+def _forget_catalog_instances(spark: Any) -> None:
+    """Make Spark re-create catalogs from conf on next use.
+
+    Spark caches catalog instances by name: a session lent by a longer-lived
+    process would otherwise keep `lake` bound to a previous command's Nessie
+    server (the job reads main through `lake` for `unique ... against_main`).
+    """
+    spark._jsparkSession.sessionState().catalogManager().reset()
+
+
 class EmbeddedStack:
     """Start with `start()`; `save()` after changes; `stop()` always."""
 
@@ -124,16 +134,14 @@ class EmbeddedStack:
 
             # A session already running in this process (tests) is reused, not stopped.
             self._owns_spark = SparkContext._active_spark_context is None
-            # Spark's start-up warnings (native Hadoop, ...) say nothing to a CLI user.
-            spark = build_local_spark(warehouse, self.nessie.api_v2, app_name="wap-cli",
-                                      extra_conf={"spark.driver.extraJavaOptions":
-                                                  "-Dlog4j2.level=ERROR"})
+            spark = build_local_spark(warehouse, self.nessie.api_v2, app_name="wap-cli")
         # Runs copy `lake.*` when they start: point the template at this home's catalog,
         # and put a borrowed session's template back afterwards.
         for key, value in lake_catalog_conf(self.nessie.api_v2, warehouse).items():
             if not self._owns_spark:
                 self._borrowed_conf.setdefault(key, spark.conf.get(key, None))
             spark.conf.set(key, value)
+        _forget_catalog_instances(spark)
         return spark
 
     def dynamodb(self) -> Any:
@@ -160,6 +168,7 @@ class EmbeddedStack:
                     self.spark.conf.unset(key)
                 else:
                     self.spark.conf.set(key, value)
+            _forget_catalog_instances(self.spark)
         self._borrowed_conf = {}
         self.spark = None
         if self.slack is not None:
