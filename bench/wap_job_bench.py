@@ -184,10 +184,15 @@ class Bench:
         if report["outcome"] == "rejected":
             raise RuntimeError(f"bench run rejected: {report['reason']}")
         timings = report["timings"]
+        settled = [c["settled_by"] for c in report["checks"]]
         parts = {"job_s": job_done - start, "publish_s": end - job_done,
-                 "write_s": timings["write_s"], "metrics_s": timings["audit_metrics_s"],
+                 "read_s": timings["read_s"], "write_s": timings["write_s"],
+                 "metrics_s": timings["audit_metrics_s"],
+                 "scan_s": timings.get("audit_scan_s", 0.0),
+                 "samples_s": timings.get("audit_samples_s", 0.0),
                  "audit_s": timings["audit_s"],
-                 "scan_checks": sum(c["settled_by"] == "scan" for c in report["checks"]),
+                 "by_metrics": settled.count("metrics"), "by_write": settled.count("write"),
+                 "by_scan": settled.count("scan"),
                  "failed_checks": sum(c["status"] == "failed" for c in report["checks"])}
         return Sample(end - start, parts)
 
@@ -280,16 +285,18 @@ def render(rows: list[dict], repeats: int) -> str:
                      f"{seed:.2f} | {over_wap:.2f} | {over_seed:.2f} | {share} | "
                      f"{wap / base:.2f} | {seed / base:.2f} |")
     lines += ["", "Where the time goes (medians, seconds):", "",
-              "| SF | data | wap: write (read+write+commit) | wap: metrics | wap: audit total "
-              "| wap: publish | wap: checks scanned / failed | seed: write | seed: 10 queries "
-              "| seed: publish |",
+              "| SF | data | wap: prepare | wap: write+commit | wap: audit (metrics / scan / "
+              "samples) | wap: publish | checks settled by metrics / write / scan, failed "
+              "| seed: write | seed: 10 queries | seed: publish |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         w, s = row["wap"], row["seed"]
-        lines.append(f"| {row['scale']:g} | {row['data']} | {w['write_s']:.2f} | "
-                     f"{w['metrics_s']:.2f} | {w['audit_s']:.2f} | {w['publish_s']:.3f} | "
-                     f"{w['scan_checks']:.0f} / {w['failed_checks']:.0f} | {s['write_s']:.2f} | "
-                     f"{s['audit_s']:.2f} | {s['publish_s']:.3f} |")
+        lines.append(f"| {row['scale']:g} | {row['data']} | {w['read_s']:.2f} | "
+                     f"{w['write_s']:.2f} | {w['audit_s']:.2f} ({w['metrics_s']:.2f} / "
+                     f"{w['scan_s']:.2f} / {w['samples_s']:.2f}) | {w['publish_s']:.3f} | "
+                     f"{w['by_metrics']:.0f} / {w['by_write']:.0f} / {w['by_scan']:.0f}, "
+                     f"{w['failed_checks']:.0f} | {s['write_s']:.2f} | {s['audit_s']:.2f} | "
+                     f"{s['publish_s']:.3f} |")
     lines += ["", f"Median of {repeats}; one local SparkSession (local[2], 4g driver) and one "
               "Nessie server for all variants. Publish runs only when the audit passed "
               "(dirty data stays on its branch)."]
