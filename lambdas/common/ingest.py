@@ -14,8 +14,9 @@ from typing import Any
 
 from lambdas.common import aws
 from lambdas.common import constants as c
+from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
-from lambdas.common.exceptions import RetryableError
+from lambdas.common.exceptions import NessieError, RetryableError
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
 from lambdas.common.naming import TableRef, branch_name, iso, utcnow
@@ -175,22 +176,49 @@ def start_ingest(
     return ledger.get_ingest(ingest_id) or record
 
 
+def start_or_fail(
+    settings: Settings, ledger: Ledger, nessie: NessieGateway, record: dict[str, Any]
+) -> dict[str, Any]:
+    """`start_ingest`, but an ingest that can never start must not block its table.
+
+    On a permanent error (Nessie refusing the branch, an invalid name) the ingest
+    is recorded JOB_FAILED with the reason, alerted, and the table handed on.
+    Retryable errors propagate (the caller is retried or the sweeper restarts it).
+    """
+    try:
+        return start_ingest(settings, ledger, nessie, record)
+    except (NessieError, ValueError) as exc:
+        ingest_id, table = record["ingest_id"], record["table"]
+        reason = f"the ingest could not be started: {exc}"
+        logger.error(reason, extra={"ingest_id": ingest_id, "table": table})
+        recorded = ledger.update_ingest(
+            ingest_id,
+            {"status": c.JOB_FAILED, "error": reason, "finished_at": iso(utcnow())},
+            only_if_status=c.PENDING_STATUSES,
+        )
+        if recorded:
+            failed = ledger.get_ingest(ingest_id) or record
+            send_alert_quietly(alert_event(failed, outcome=c.JOB_FAILED, reason=reason))
+        release_and_start_next(settings, ledger, nessie, table, ingest_id)
+        return ledger.get_ingest(ingest_id) or record
+
+
 def release_and_start_next(
     settings: Settings, ledger: Ledger, nessie: NessieGateway, table: str, ingest_id: str
 ) -> str | None:
     """Free `table` from `ingest_id` and start whichever ingest it was handed to.
 
-    A failure to start the successor is logged, not raised: the successor holds
-    the lock in a pending state, which the sweeper restarts.
+    A retryable failure to start the successor is logged, not raised: the
+    successor holds the lock in a pending state, which the sweeper restarts.
     """
     next_id = ledger.release(table, ingest_id)
     if next_id is None:
         return None
     successor = ledger.get_ingest(next_id)
-    if successor is None:
-        return next_id
+    if successor is None:  # a lock entry without a record: skip it
+        return release_and_start_next(settings, ledger, nessie, table, next_id)
     try:
-        start_ingest(settings, ledger, nessie, successor)
+        start_or_fail(settings, ledger, nessie, successor)
     except RetryableError:
         logger.exception(
             "could not start the next ingest; the sweeper will retry",

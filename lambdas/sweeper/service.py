@@ -11,7 +11,7 @@ from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import WapError
-from lambdas.common.ingest import release_and_start_next, start_ingest
+from lambdas.common.ingest import release_and_start_next, start_or_fail
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, parse_iso, utcnow
@@ -98,7 +98,7 @@ def _recover_lock(
     if status in c.PENDING_STATUSES:
         if active_since and now - parse_iso(active_since) < STALE_START:
             return
-        start_ingest(settings, ledger, nessie, record)
+        start_or_fail(settings, ledger, nessie, record)
         report.restarted.append(active)
         return
     execution_state = _execution_status(record.get("execution_arn"))

@@ -9,7 +9,7 @@ from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
-from lambdas.common.ingest import start_ingest
+from lambdas.common.ingest import start_or_fail
 from lambdas.common.ledger import LOCK_QUEUED, Ledger
 from lambdas.common.naming import (
     Unroutable,
@@ -91,7 +91,7 @@ def handle_object(
     if ledger.acquire_or_enqueue(table, iid) == LOCK_QUEUED:
         ledger.update_ingest(iid, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
         return TriggerResult(obj.key, c.QUEUED, iid, table)
-    started = start_ingest(settings, ledger, nessie, ledger.get_ingest(iid) or record)
+    started = start_or_fail(settings, ledger, nessie, ledger.get_ingest(iid) or record)
     return TriggerResult(obj.key, started["status"], iid, table)
 
 

@@ -379,3 +379,49 @@ def test_publish_merges_the_audited_hash_not_a_later_branch_head(nessie, make_st
     assert record["status"] == "PUBLISHED"
     location = table_on(nessie_client, "main", "exact.orders").metadata_location
     assert location.endswith(f"/{record['ingest_id']}.json"), location
+
+
+def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
+    nessie, make_stack, slack, monkeypatch
+):
+    from lambdas.common.exceptions import NessieError
+    from lambdas.common.nessie import NessieGateway
+
+    inner = standin_job(nessie.api_v1)
+
+    def slow_job(argv: list[str]):
+        time.sleep(1.5)  # keeps the table busy while the others queue
+        return inner(argv)
+
+    stack = make_stack(job=slow_job)
+    stack.drop_file("nostart/orders/a.parquet", fake_parquet("na"))
+    _wait_for_status(stack, "nostart/orders/a.parquet", "RUNNING")
+    stack.drop_file("nostart/orders/b.parquet", fake_parquet("nb"))
+    _wait_for_status(stack, "nostart/orders/b.parquet", "QUEUED")
+    stack.drop_file("nostart/orders/c.parquet", fake_parquet("nc"))
+    _wait_for_status(stack, "nostart/orders/c.parquet", "QUEUED")
+    doomed = record_for_key(stack, "nostart/orders/b.parquet")["ingest_id"]
+    original = NessieGateway.ensure_branch_from_main
+
+    def refuse_b(self, branch: str) -> str:
+        if branch.endswith(doomed[:8]):
+            raise NessieError("Nessie refused to create branch: Bad Request (injected)")
+        return original(self, branch)
+
+    monkeypatch.setattr(NessieGateway, "ensure_branch_from_main", refuse_b)
+    b = wait_for_key(stack, "nostart/orders/b.parquet")
+    c = wait_for_key(stack, "nostart/orders/c.parquet")
+    stack.wait_idle()
+
+    assert b["status"] == "JOB_FAILED" and "could not be started" in b["error"]
+    assert c["status"] == "PUBLISHED"
+    assert record_for_key(stack, "nostart/orders/a.parquet")["status"] == "PUBLISHED"
+    assert [json.dumps(m).count(doomed) > 0 for m in slack.messages] == [True]
+    assert stack.ledger().get_lock("nostart.orders").active is None
+
+
+def _wait_for_status(stack, key: str, status: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while (record_for_key(stack, key) or {}).get("status") != status:
+        assert time.monotonic() < deadline, stack.describe()
+        time.sleep(0.05)
