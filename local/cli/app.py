@@ -188,7 +188,9 @@ def ingest(ctx: typer.Context,
         ops.parse_table(table)  # bad input fails before anything starts
         for path in files:
             ops.check_parquet_file(path)
-        with _status("Starting the local stack (Nessie, moto, Spark)…", target):
+        starting = (f"Reading the outputs of stack {target.stack}…" if target.is_aws
+                    else "Starting the local stack (Nessie, moto, Spark)…")
+        with _status(starting):
             opened = open_backend(target, run_ingests=wait, mutates=True, create=True)
             backend = opened.__enter__()
         try:
@@ -230,7 +232,7 @@ def demo(ctx: typer.Context,
         files = write_demo_files(home.samples)
         console.print(f"[bold]WAP demo[/] - local stack in {home.root}")
         with _status("Starting Nessie (SQLite), moto (S3, DynamoDB, Step Functions, EMR "
-                     "Serverless API) and Spark - the JVM takes a little while…", target):
+                     "Serverless API) and Spark - the JVM takes a little while…"):
             opened = open_backend(target, run_ingests=True, mutates=True, create=True)
             backend = opened.__enter__()
         try:
@@ -259,7 +261,7 @@ def demo(ctx: typer.Context,
 class _status:
     """A rich spinner while something slow starts (quiet when output is not a terminal)."""
 
-    def __init__(self, text: str, target: Target) -> None:
+    def __init__(self, text: str) -> None:
         self._status = console.status(text) if console.is_terminal else None
         if self._status is None:
             console.print(text)
