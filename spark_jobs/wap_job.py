@@ -18,7 +18,7 @@ import argparse
 import logging
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):  # `spark-submit spark_jobs/wap_job.py` without the zip
@@ -66,7 +66,6 @@ class JobArgs:
     report_uri: str
     table_config_uri: str | None = None
     catalog: str = "lake"
-    extra: dict = field(default_factory=dict)
 
     @property
     def run_catalog(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from spark_jobs.errors import ConfigError, InvalidArgumentError
@@ -132,3 +134,18 @@ def test_invalid_branch_names(branch):
 def test_invalid_ingest_ids(ingest_id):
     with pytest.raises(InvalidArgumentError):
         validate_ingest_id(ingest_id)
+
+
+TABLES = sorted((Path(__file__).resolve().parents[2] / "tables").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", TABLES, ids=[p.name for p in TABLES])
+def test_shipped_table_configs_are_valid(spark, path):
+    from spark_jobs.checks import compile_checks
+    from spark_jobs.writer import declared_schema
+
+    namespace, table, _ = path.name.split(".")
+    split_table_name(f"{namespace}.{table}")
+    config = parse_table_config(path.read_text(), source=str(path))
+    if config.columns:  # checks must fit the declared columns
+        assert compile_checks(spark, config, declared_schema(spark, config.columns))
