@@ -24,6 +24,8 @@ from pathlib import Path
 DEFAULT_HOME = ".wap"
 ENV_HOME = "WAP_HOME"
 MARKER = "WAP_HOME"
+_OUR_NAMES = frozenset({MARKER, "nessie.db", "nessie.db-wal", "nessie.db-shm", "nessie.db-journal",
+                        "warehouse", "state", "samples", "lock"})
 
 
 class HomeError(RuntimeError):
@@ -74,7 +76,7 @@ class WapHome:
         if self.root.exists() and not self.exists():
             if not self.root.is_dir():
                 raise HomeError(f"{self.root} is not a directory")
-            if any(self.root.iterdir()):
+            if not self._only_our_files():
                 raise HomeError(f"{self.root} is not empty and is not a wap home "
                                 f"(no {MARKER} file); choose another --home")
         for path in (self.root, self.warehouse, self.state, self.objects, self.samples):
@@ -86,10 +88,14 @@ class WapHome:
         """Delete everything in the home (only when it carries our marker)."""
         if not self.root.exists():
             return
-        if not self.exists():
+        if not self.exists() and not self._only_our_files():
             raise HomeError(f"refusing to delete {self.root}: it is not a wap home "
                             f"(no {MARKER} file)")
         shutil.rmtree(self.root)
+
+    def _only_our_files(self) -> bool:
+        # `make nessie` serves .wap/nessie.db before any wap command ran: still ours.
+        return self.root.is_dir() and all(p.name in _OUR_NAMES for p in self.root.iterdir())
 
     @contextmanager
     def locked(self) -> Iterator[None]:

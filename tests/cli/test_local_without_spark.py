@@ -93,3 +93,12 @@ def test_restored_objects_do_not_reach_the_trigger_but_new_uploads_do(tmp_path):
 def _write(path, body: bytes):
     path.write_bytes(body)
     return path
+
+
+def test_a_home_where_only_the_nessie_server_ran_is_taken_over(tmp_path):
+    home = tmp_path / ".wap"
+    home.mkdir()
+    (home / "nessie.db").write_bytes(b"")  # what `make nessie` leaves behind
+    assert WapHome(home).create().exists()
+    WapHome(home).wipe()
+    assert not home.exists()
