@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local.aws.stack import REPO_ROOT, LocalAwsStack, StackSettings
+from local.aws.stack import FAKE_CREDENTIALS, REPO_ROOT, LocalAwsStack, StackSettings
 from local.home import WapHome
 from local.state_store import ARTIFACT_PREFIXES, StateStore, StoredBucket
 
@@ -33,6 +33,7 @@ class EmbeddedOptions:
     recover_interrupted: bool = False  # commands holding the home lock may fix the ledger
     tables_dir: Path | None = None
     spark: Any = None                  # an existing SparkSession to reuse (tests)
+    job: Any = None                    # a job function instead of Spark (tests)
     poll_interval_seconds: int = 1
 
 
@@ -72,6 +73,63 @@ def _forget_catalog_instances(spark: Any) -> None:
     spark._jsparkSession.sessionState().catalogManager().reset()
 
 
+class StorageOnly:
+    """moto S3 and DynamoDB under the stack's names: all that commands running no ingest need.
+
+    Starts in about a second where the whole `LocalAwsStack` (Lambda functions,
+    state machine, EMR application, event rule) takes several.
+    """
+
+    state_machine_arn = ""
+
+    def __init__(self, settings: StackSettings) -> None:
+        self.settings = settings
+        self._mock: Any = None
+        self._saved_env: dict[str, str | None] = {}
+
+    def start(self) -> StorageOnly:
+        from moto import mock_aws
+
+        values = {**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region}
+        self._saved_env = {name: os.environ.get(name) for name in values}
+        os.environ.update(values)
+        self._mock = mock_aws()
+        self._mock.start()
+        s = self.settings
+        s3 = self.client("s3")
+        for bucket in (s.source_bucket, s.artifacts_bucket):
+            s3.create_bucket(Bucket=bucket)
+        s3.put_bucket_versioning(Bucket=s.source_bucket,
+                                 VersioningConfiguration={"Status": "Enabled"})
+        self.client("dynamodb").create_table(  # as LocalAwsStack and infra/pipeline.py
+            TableName=s.ledger_table, BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}])
+        return self
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        return boto3.client(service, region_name=self.settings.region)
+
+    def drop_file(self, key: str, body: bytes) -> dict[str, Any]:
+        raise RuntimeError("this wap command does not run ingests")
+
+    def wait_idle(self, timeout: float = 0, **_: Any) -> None:
+        return None
+
+    def stop(self) -> None:
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_env = {}
+
+
 class EmbeddedStack:
     """Start with `start()`; `save()` after changes; `stop()` always."""
 
@@ -80,7 +138,7 @@ class EmbeddedStack:
         self.options = options or EmbeddedOptions()
         self.nessie: Any = None
         self.slack: Any = None
-        self.aws: LocalAwsStack | None = None
+        self.aws: LocalAwsStack | StorageOnly | None = None
         self.spark: Any = None
         self._owns_spark = False
         self._borrowed_conf: dict[str, str | None] = {}
@@ -96,21 +154,25 @@ class EmbeddedStack:
         self.home.create()
         try:
             self.nessie = start_server(str(self.home.nessie_db))
-            self.slack = SlackStandin(SLACK_TOKEN, (SLACK_CHANNEL,)).start()
-            job = _no_spark_job
             if self.options.run_ingests:
                 from local.aws.emr_serverless import spark_job
 
-                self.spark = self._start_spark()
-                job = spark_job(self.spark)
-            settings = StackSettings(
-                nessie_api_v1=self.nessie.api_v1, job=job, nessie_ui_url=self.nessie.url,
-                slack_api_url=self.slack.api_url, slack_token=SLACK_TOKEN,
-                slack_channel=SLACK_CHANNEL,
-                tables_dir=self.options.tables_dir or tables_dir_from_env(),
-                poll_interval_seconds=self.options.poll_interval_seconds,
-                async_retry_delay=0.5)
-            self.aws = LocalAwsStack(settings).start()
+                self.slack = SlackStandin(SLACK_TOKEN, (SLACK_CHANNEL,)).start()
+                job = self.options.job
+                if job is None:
+                    self.spark = self._start_spark()
+                    job = spark_job(self.spark)
+                settings = StackSettings(
+                    nessie_api_v1=self.nessie.api_v1, job=job,
+                    nessie_ui_url=self.nessie.url, slack_api_url=self.slack.api_url,
+                    slack_token=SLACK_TOKEN, slack_channel=SLACK_CHANNEL,
+                    tables_dir=self.options.tables_dir or tables_dir_from_env(),
+                    poll_interval_seconds=self.options.poll_interval_seconds,
+                    async_retry_delay=0.5)
+                self.aws = LocalAwsStack(settings).start()
+            else:
+                settings = StackSettings(nessie_api_v1=self.nessie.api_v1, job=_no_spark_job)
+                self.aws = StorageOnly(settings).start()
             self.store = StateStore(self.home, ledger_table=settings.ledger_table, buckets=(
                 StoredBucket(settings.source_bucket),
                 StoredBucket(settings.artifacts_bucket, ARTIFACT_PREFIXES)))

@@ -153,4 +153,4 @@ class LocalBackend(Backend):
 
     @property
     def slack_messages(self) -> list[dict[str, Any]]:
-        return self.stack.slack.messages
+        return self.stack.slack.messages if self.stack.slack is not None else []

@@ -74,7 +74,7 @@ def test_restored_objects_do_not_reach_the_trigger_but_new_uploads_do(tmp_path):
     saved.parent.mkdir(parents=True)
     saved.write_bytes(b"PAR1 old upload PAR1")
 
-    stack = EmbeddedStack(home, EmbeddedOptions()).start()
+    stack = EmbeddedStack(home, EmbeddedOptions(run_ingests=True, job=_never_runs)).start()
     try:
         s3 = stack.aws.client("s3")
         restored = s3.get_object(Bucket="wap-source", Key="sales/orders/old.parquet")
@@ -88,6 +88,10 @@ def test_restored_objects_do_not_reach_the_trigger_but_new_uploads_do(tmp_path):
         stack.stop()
     assert delivered == ["sales/orders/_SUCCESS"]
     assert ingests == []
+
+
+def _never_runs(argv):
+    raise AssertionError(f"no job may start here: {argv}")
 
 
 def _write(path, body: bytes):
