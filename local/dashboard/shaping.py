@@ -1,0 +1,507 @@
+"""Turn ledger rows, audit reports and Iceberg snapshots into rows for tables and charts.
+
+Plain functions over plain data: no Streamlit, no I/O, so each is unit-tested on its own.
+Free text that came from outside (reasons, sample values, source keys) goes through
+`redact` here; whatever is rendered as Markdown goes through `md_escape` in the views.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import quote
+
+from lambdas.common import constants as c
+from local.cli.backends import Target
+from local.ops.operations import BranchRow, RunRow
+
+# Outcome groups shown on the overview, in display order, with their chart colours.
+PUBLISHED, FAILED, REJECTED, RUNNING, QUEUED, DISCARDED = (
+    "published",
+    "failed",
+    "rejected",
+    "running",
+    "queued",
+    "discarded",
+)
+OUTCOMES = (PUBLISHED, FAILED, REJECTED, RUNNING, QUEUED, DISCARDED)
+OUTCOME_COLORS = {
+    PUBLISHED: "#2e9e5b",
+    FAILED: "#d64545",
+    REJECTED: "#e8913a",
+    RUNNING: "#3b7dd8",
+    QUEUED: "#9aa5b1",
+    DISCARDED: "#c9ced6",
+}
+_STATUS_OUTCOME = {
+    c.PUBLISHED: PUBLISHED,
+    c.AUDIT_FAILED: FAILED,
+    c.JOB_FAILED: FAILED,
+    c.PUBLISH_FAILED: FAILED,
+    c.REJECTED: REJECTED,
+    c.RUNNING: RUNNING,
+    c.QUEUED: QUEUED,
+    c.RECEIVED: QUEUED,
+    c.DISCARDED: DISCARDED,
+}
+# Streamlit's bundled Material Symbols: they render without an emoji font on the machine.
+STATUS_ICONS = {
+    PUBLISHED: ":material/check_circle:",
+    FAILED: ":material/error:",
+    REJECTED: ":material/block:",
+    RUNNING: ":material/pending:",
+    QUEUED: ":material/schedule:",
+    DISCARDED: ":material/delete:",
+}
+DEFAULT_STACK = "WapIngest"
+MAX_TEXT_CHARS = 300
+
+# Credentials that could end up in an error message or a sample row: never shown.
+_SECRET_PATTERNS = (
+    re.compile(r"xox[abposr]-[A-Za-z0-9-]+"),  # Slack tokens
+    re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),  # AWS access key ids
+    re.compile(
+        r"(?i)\b(aws_secret_access_key|aws_session_token|secret[_-]?access[_-]?key|"
+        r"session[_-]?token|password|passwd|secret|token|api[_-]?key)"
+        r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+    ),
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"(?<=://)[^/@\s:]+:[^/@\s]+(?=@)"),  # user:password@ in URLs
+)
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:])")
+
+
+def redact(text: Any) -> str:
+    """`text` as one line with credentials masked and length capped."""
+    if text is None:
+        return ""
+    out = " ".join(str(text).split())
+    for pattern in _SECRET_PATTERNS:
+        if pattern.groups == 3:
+            out = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}***", out)
+        elif pattern.groups == 1:
+            out = pattern.sub(lambda m: f"{m.group(1)}***", out)
+        else:
+            out = pattern.sub("***", out)
+    return out if len(out) <= MAX_TEXT_CHARS else out[: MAX_TEXT_CHARS - 1] + "…"
+
+
+def md_escape(text: Any) -> str:
+    """Escape Markdown (and the `<`, `>` of HTML) so data renders as the literal text."""
+    return _MD_SPECIAL.sub(r"\\\1", redact(text))
+
+
+def outcome_of(status: str | None) -> str:
+    """The overview's outcome group of a ledger status (unknown statuses count as queued)."""
+    return _STATUS_OUTCOME.get(status or "", QUEUED)
+
+
+def parse_time(stamp: str | None) -> datetime | None:
+    """An ISO-8601 ledger/report timestamp as an aware UTC datetime; None when absent or bad."""
+    if not stamp:
+        return None
+    try:
+        at = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def age_text(seconds: float | None) -> str:
+    """`42s`, `17m`, `5h`, `3d`."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    minutes = int(seconds // 60)
+    if minutes < 120:
+        return f"{minutes}m"
+    hours = minutes // 60
+    return f"{hours}h" if hours < 48 else f"{hours // 24}d"
+
+
+def file_of(source: str | None) -> str:
+    """The file name of a source URI (`s3://b/ns/t/x.parquet` -> `x.parquet`)."""
+    return redact((source or "").rsplit("/", 1)[-1]) or "-"
+
+
+# ---- overview ---------------------------------------------------------------------------------
+
+
+def outcome_counts(runs: Iterable[RunRow]) -> dict[str, int]:
+    """How many ingests are in each outcome group (every group present, zero included)."""
+    counted = Counter(outcome_of(r.status) for r in runs)
+    return {name: counted.get(name, 0) for name in OUTCOMES}
+
+
+def time_bucket_unit(times: Sequence[datetime]) -> str:
+    """`hour` when the ingests span at most three days, else `day`."""
+    if len(times) < 2:
+        return "hour"
+    return "hour" if (max(times) - min(times)).total_seconds() <= 3 * 86400 else "day"
+
+
+def timeline_domain(
+    times: Sequence[datetime], unit: str, now: datetime
+) -> tuple[datetime, datetime]:
+    """The chart's time axis: at least the last 24 hours (or 14 days), up to the current bucket.
+
+    A fixed minimum window keeps one bar one bucket wide instead of filling the chart.
+    """
+    step = timedelta(hours=1) if unit == "hour" else timedelta(days=1)
+    window = 24 if unit == "hour" else 14
+
+    def floor(at: datetime) -> datetime:
+        at = at.replace(minute=0, second=0, microsecond=0)
+        return at if unit == "hour" else at.replace(hour=0)
+
+    end = floor(now) + step
+    start = end - window * step
+    if times:
+        start = min(start, floor(min(times)))
+        end = max(end, floor(max(times)) + step)
+    return start, end
+
+
+def timeline_rows(runs: Iterable[RunRow]) -> list[dict[str, Any]]:
+    """One chart row per ingest with a known time: when, table, outcome, tooltip fields."""
+    rows = []
+    for r in runs:
+        when = parse_time(r.when)
+        if when is None:
+            continue
+        rows.append(
+            {
+                "when": when.replace(tzinfo=None),
+                "table": r.table or "(unrouted)",
+                "outcome": outcome_of(r.status),
+                "status": r.status,
+                "ingest_id": r.ingest_id,
+                "file": file_of(r.source),
+            }
+        )
+    return sorted(rows, key=lambda row: row["when"])
+
+
+def attention_rows(runs: Iterable[RunRow], branches: Iterable[BranchRow]) -> list[dict[str, Any]]:
+    """Failed and rejected ingests still waiting for a decision, newest first.
+
+    An ingest waits while its branch is open; one that wrote nothing (no branch, or
+    branch already gone) is listed too, since its file still needs fixing.
+    """
+    open_branches = {b.name for b in branches}
+    rows = []
+    for r in runs:
+        if outcome_of(r.status) not in (FAILED, REJECTED):
+            continue
+        rows.append(
+            {
+                "ingest_id": r.ingest_id,
+                "table": r.table or "-",
+                "status": r.status,
+                "file": file_of(r.source),
+                "when": r.when or "-",
+                "reason": redact(r.reason) or "-",
+                "branch": r.branch,
+                "branch_open": bool(r.branch and r.branch in open_branches),
+            }
+        )
+    return rows  # list_runs is newest first already
+
+
+def active_rows(
+    runs: Iterable[RunRow], locks: Iterable[Mapping[str, Any]], now: datetime
+) -> list[dict[str, Any]]:
+    """Running and queued ingests, with their place in the table's queue."""
+    place: dict[str, str] = {}
+    for lock in locks:
+        if lock.get("active"):
+            place[lock["active"]] = "running"
+        for i, queued in enumerate(lock.get("queue") or [], start=1):
+            place[queued] = f"#{i} in queue"
+    rows = []
+    for r in runs:
+        outcome = outcome_of(r.status)
+        if outcome not in (RUNNING, QUEUED):
+            continue
+        since = parse_time(r.when)
+        rows.append(
+            {
+                "ingest_id": r.ingest_id,
+                "table": r.table or "-",
+                "status": r.status,
+                "file": file_of(r.source),
+                "place": place.get(r.ingest_id, outcome),
+                "for": age_text((now - since).total_seconds() if since else None),
+            }
+        )
+    return rows
+
+
+def branch_rows(branches: Iterable[BranchRow]) -> list[dict[str, Any]]:
+    """Open WAP branches, oldest first, with age and the outcome of the ingest behind each."""
+    return [
+        {
+            "branch": b.name,
+            "table": b.table or "-",
+            "ingest_id": b.ingest_id,
+            "outcome": b.status or "no ledger record",
+            "age": age_text(b.age_seconds),
+            "age_hours": round(b.age_seconds / 3600, 1) if b.age_seconds is not None else None,
+            "reason": redact(b.reason) or "-",
+        }
+        for b in branches
+    ]
+
+
+def run_rows(runs: Iterable[RunRow]) -> list[dict[str, Any]]:
+    """Every ingest for the 'all ingests' table, newest first."""
+    return [
+        {
+            "ingest_id": r.ingest_id,
+            "table": r.table or "-",
+            "outcome": r.status,
+            "file": file_of(r.source),
+            "rows": r.rows_written,
+            "when": r.when or "-",
+            "reason": redact(r.reason) or "",
+        }
+        for r in runs
+    ]
+
+
+# ---- one ingest -------------------------------------------------------------------------------
+
+
+def cell(value: Any) -> str:
+    """A report value as short text: JSON for structures, `-` for null."""
+    if value is None:
+        return "-"
+    if isinstance(value, (dict, list)):
+        return redact(json.dumps(value, default=str, sort_keys=True))
+    return redact(value)
+
+
+def threshold_text(threshold: Any) -> str:
+    """`min 0, max 1000000` for a report threshold mapping; JSON for anything else."""
+    if isinstance(threshold, Mapping):
+        parts = [f"{k} {cell(v)}" for k, v in threshold.items() if v is not None]
+        return redact(", ".join(parts)) or "-"
+    return cell(threshold)
+
+
+def check_rows(report: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The report's checks, failures first (error before warn), then in report order."""
+    checks = list((report or {}).get("checks") or [])
+    order = {"error": 0, "failed": 0}
+
+    def rank(item: tuple[int, Mapping[str, Any]]) -> tuple[int, int, int]:
+        i, ch = item
+        passed = ch.get("status") == "passed"
+        return (1 if passed else 0, 0 if passed else order.get(ch.get("severity"), 1), i)
+
+    rows = []
+    for _, ch in sorted(enumerate(checks), key=rank):
+        violations = ch.get("violations")
+        rows.append(
+            {
+                "check": redact(ch.get("name")),
+                "kind": redact(ch.get("kind")),
+                "columns": ", ".join(redact(col) for col in ch.get("columns") or []) or "-",
+                "severity": redact(ch.get("severity")),
+                "status": redact(ch.get("status")),
+                "violations": violations if isinstance(violations, int) else None,
+                "threshold": threshold_text(ch.get("threshold")),
+                "observed": cell(ch.get("observed")),
+                "message": redact(ch.get("message")) or "",
+            }
+        )
+    return rows
+
+
+def sample_tables(report: Mapping[str, Any] | None) -> list[tuple[str, list[dict[str, str]]]]:
+    """(check name, sample violating rows as text) for every check that did not pass."""
+    out = []
+    for ch in (report or {}).get("checks") or []:
+        samples = ch.get("samples") or []
+        if ch.get("status") == "passed" or not samples:
+            continue
+        columns = list(dict.fromkeys(k for row in samples for k in row))
+        rows = [
+            {redact(k): "null" if row.get(k) is None else cell(row.get(k)) for k in columns}
+            for row in samples
+            if isinstance(row, Mapping)
+        ]
+        out.append((redact(ch.get("name")), rows))
+    return out
+
+
+def schema_change_rows(report: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """The report's schema changes as rows (change, column, type, detail)."""
+    rows = []
+    for change in (report or {}).get("schema_changes") or []:
+        if not isinstance(change, Mapping):
+            rows.append({"change": cell(change), "column": "-", "type": "-", "detail": ""})
+            continue
+        rest = {k: v for k, v in change.items() if k not in ("change", "column", "type")}
+        rows.append(
+            {
+                "change": cell(change.get("change")),
+                "column": cell(change.get("column")),
+                "type": cell(change.get("type")),
+                "detail": cell(rest) if rest else "",
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class RowCounts:
+    """Rows in the table on main and on the ingest's branch (None when not readable)."""
+
+    main: int | None
+    branch: int | None
+
+    @property
+    def added(self) -> int | None:
+        if self.main is None or self.branch is None:
+            return None
+        return self.branch - self.main
+
+
+def cli_flags(target: Target) -> list[str]:
+    """The global `wap` options that reach the same backend the dashboard reads."""
+    flags: list[str] = []
+    if target.is_aws:
+        flags += ["--profile", target.profile] if target.profile else ["--aws"]
+        if target.region:
+            flags += ["--region", target.region]
+        if target.stack != DEFAULT_STACK:
+            flags += ["--stack", target.stack]
+    elif target.home:
+        flags += ["--home", target.home]
+    return flags
+
+
+def next_commands(
+    record: Mapping[str, Any], branch_open: bool, target: Target
+) -> list[tuple[str, str]]:
+    """(what it does, shell command) for the decisions an operator can take on this ingest."""
+    status, branch = record.get("status"), record.get("branch")
+    iid = str(record.get("ingest_id", ""))
+    ref = branch if branch and branch_open else iid
+    wap = shlex.join(["wap", *cli_flags(target)])
+    commands: list[tuple[str, str]] = []
+    if status == c.AUDIT_FAILED and branch_open:
+        commands.append(
+            (
+                "publish anyway, after review (merges the audited commit into main)",
+                f'{wap} publish {shlex.quote(ref)} --reason "reviewed: ..."',
+            )
+        )
+    if status in c.FAILED_STATUSES:
+        commands.append(
+            (
+                "discard (deletes the branch; the source file stays)",
+                f'{wap} discard {shlex.quote(ref)} --reason "..."',
+            )
+        )
+    commands.append(("show in the terminal", f"{wap} show {shlex.quote(ref)}"))
+    return commands
+
+
+def nessie_links(
+    ui_base: str | None, branch: str | None, table: str | None, branch_open: bool
+) -> list[tuple[str, str]]:
+    """(label, URL) of the branch and of the table on it in the Nessie UI (http(s) only)."""
+    from lambdas.alert.links import nessie_branch_url, nessie_table_url
+
+    if (
+        not ui_base
+        or not ui_base.startswith(("http://", "https://"))
+        or not branch
+        or not branch_open
+    ):
+        return []
+    links = []
+    branch_url = nessie_branch_url(ui_base, branch)
+    if branch_url:
+        links.append((f"branch {branch}", branch_url))
+    if table:
+        table_url = nessie_table_url(ui_base, branch, table)
+        if table_url:
+            links.append((f"{table} on the branch", table_url))
+    main_url = nessie_branch_url(ui_base, c.MAIN_BRANCH)
+    if main_url:
+        links.append(("main", main_url))
+    return links
+
+
+def ingest_page_url(ingest_id: str) -> str:
+    """Relative URL of an ingest's page (the dashboard's `ingest` page, `id` query param)."""
+    return f"ingest?id={quote(ingest_id, safe='')}"
+
+
+# ---- one table --------------------------------------------------------------------------------
+
+
+def snapshot_rows(
+    snapshots: Sequence[Mapping[str, Any]], current_id: int | None
+) -> list[dict[str, Any]]:
+    """Rows on main over time: the current snapshot and its ancestors, oldest first.
+
+    `snapshots` are plain dicts (`snapshot_id`, `parent_id`, `timestamp_ms`, `operation`,
+    `summary`). Walking parents from the current snapshot leaves out snapshots that
+    are in the metadata file but not in main's lineage (rolled back ones).
+    """
+    by_id = {s["snapshot_id"]: s for s in snapshots}
+    lineage = []
+    seen: set[int] = set()
+    at = current_id
+    while at is not None and at in by_id and at not in seen:
+        seen.add(at)
+        lineage.append(by_id[at])
+        at = by_id[at].get("parent_id")
+    rows = []
+    for s in reversed(lineage):
+        summary = s.get("summary") or {}
+        rows.append(
+            {
+                "committed_at": datetime.fromtimestamp(s["timestamp_ms"] / 1000, UTC).replace(
+                    tzinfo=None
+                ),
+                "total_rows": _int(summary.get("total-records")),
+                "added_rows": _int(summary.get("added-records")),
+                "deleted_rows": _int(summary.get("deleted-records")),
+                "operation": s.get("operation") or "-",
+                "snapshot_id": str(s["snapshot_id"]),
+            }
+        )
+    return rows
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def config_check_rows(checks: Iterable[Any]) -> list[dict[str, str]]:
+    """Configured checks (`spark_jobs.table_config.CheckSpec`) as rows."""
+    return [
+        {
+            "check": redact(ch.name),
+            "kind": ch.kind,
+            "columns": ", ".join(ch.columns) or "-",
+            "severity": ch.severity,
+            "settings": threshold_text(ch.params) if ch.params else "-",
+        }
+        for ch in checks
+    ]

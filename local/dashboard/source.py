@@ -1,0 +1,242 @@
+"""What each dashboard page reads, fetched in one go through the `wap` operations layer.
+
+Each loader opens the backend the CLI would open (the embedded stack over the home,
+read-only, or a deployed stack), gathers everything its page shows into plain data,
+and closes it again, so a page always shows the current state and the Streamlit
+script can cache the result. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from lambdas.common import constants as c
+from lambdas.common.naming import utcnow
+from local.cli.backends import NoLocalState, Target, open_backend
+from local.home import HomeError, WapHome
+from local.ops import operations as ops
+from local.ops.backend import Backend
+from local.ops.exceptions import CatalogError, OpsError
+
+TABLES_PREFIX = "tables/"
+_CONFIG_SUFFIX = ".yaml"
+
+# The embedded stack runs moto, whose patching is process-wide: one local backend at a time.
+_LOCAL_OPEN = threading.Lock()
+
+
+class DashboardError(Exception):
+    """A page cannot be shown; the message says why, in one line."""
+
+
+def describe(target: Target) -> str:
+    """Where the dashboard reads from, for its header (never credentials)."""
+    if target.is_aws:
+        who = f"profile {target.profile}" if target.profile else "default AWS credentials"
+        where = f", {target.region}" if target.region else ""
+        return f"deployed stack {target.stack} ({who}{where})"
+    return f"local stack in {WapHome.resolve(target.home).root}"
+
+
+def _with_backend(target: Target, work: Any) -> Any:
+    """Run `work(backend)` on a freshly opened backend; expected errors become DashboardError."""
+    lock = nullcontext() if target.is_aws else _LOCAL_OPEN
+    try:
+        with lock, open_backend(target) as backend:
+            return work(backend)
+    except NoLocalState:
+        raise
+    except (OpsError, HomeError) as exc:
+        raise DashboardError(" ".join(str(exc).split())) from exc
+
+
+# ---- overview ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Everything the overview shows; `no_state` set when the local home has nothing yet."""
+
+    runs: list[ops.RunRow] = field(default_factory=list)
+    branches: list[ops.BranchRow] = field(default_factory=list)
+    locks: list[dict[str, Any]] = field(default_factory=list)
+    loaded_at: datetime | None = None
+    no_state: str | None = None
+
+
+def load_overview(target: Target) -> Overview:
+    """Ingests (newest first), open branches with age, table locks and queues."""
+
+    def work(backend: Backend) -> Overview:
+        now = utcnow()
+        locks = [
+            {"table": lock.table, "active": lock.active, "queue": list(lock.queue)}
+            for lock in backend.ledger.list_locks()
+        ]
+        return Overview(
+            runs=ops.list_runs(backend),
+            branches=ops.list_branches(backend, now=now),
+            locks=locks,
+            loaded_at=now,
+        )
+
+    try:
+        return _with_backend(target, work)
+    except NoLocalState as exc:
+        return Overview(no_state=str(exc), loaded_at=utcnow())
+
+
+# ---- one ingest -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IngestPage:
+    """One ingest: `wap show`'s view plus the Nessie UI base URL for links."""
+
+    view: ops.IngestView
+    nessie_ui_url: str | None
+    counts_error: str | None = None
+
+
+def load_ingest(target: Target, ref: str) -> IngestPage:
+    """The ingest behind an ingest id or branch name (validated by the operations layer)."""
+
+    def work(backend: Backend) -> IngestPage:
+        try:
+            view = ops.show(backend, ref)
+            problem = None
+        except CatalogError as exc:  # counts unreadable: still show the record and report
+            record = ops.find_ingest(backend, ref)
+            view = ops.IngestView(
+                record=record,
+                report=ops.read_report(backend, record),
+                branch_open=False,
+                main_rows=None,
+                branch_rows=None,
+            )
+            problem = str(exc)
+        return IngestPage(view=view, nessie_ui_url=backend.nessie_ui_url, counts_error=problem)
+
+    try:
+        return _with_backend(target, work)
+    except NoLocalState as exc:
+        raise DashboardError(str(exc)) from exc
+
+
+# ---- one table --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TablePage:
+    """One table: main's snapshot lineage, its configured checks, its ingests."""
+
+    table: str
+    snapshots: list[dict[str, Any]]
+    current_snapshot_id: int | None
+    on_main: bool
+    config_text: str | None
+    config_uri: str | None
+    runs: list[ops.RunRow]
+
+
+def load_table(target: Target, table: str) -> TablePage:
+    """Snapshots of `table` on main (pyiceberg, no JVM), its config file, its ingests."""
+    name = ops.parse_table(table).qualified
+
+    def work(backend: Backend) -> TablePage:
+        location = backend.nessie.metadata_location(c.MAIN_BRANCH, name)
+        snapshots, current = (
+            ([], None)
+            if location is None
+            else _read_snapshots(location, backend.iceberg_properties())
+        )
+        config_uri = _config_uri(backend, name)
+        body = backend.read_object(config_uri) if config_uri else None
+        return TablePage(
+            table=name,
+            snapshots=snapshots,
+            current_snapshot_id=current,
+            on_main=location is not None,
+            config_text=body.decode("utf-8", "replace") if body else None,
+            config_uri=config_uri,
+            runs=ops.list_runs(backend, table=name),
+        )
+
+    try:
+        return _with_backend(target, work)
+    except NoLocalState as exc:
+        raise DashboardError(str(exc)) from exc
+
+
+def list_tables(target: Target) -> list[str]:
+    """Tables with ingests in the ledger or a config file, sorted."""
+
+    def work(backend: Backend) -> list[str]:
+        names = {r.table for r in ops.list_runs(backend) if r.table}
+        bucket = _artifacts_bucket(backend)
+        if bucket:
+            pages = (
+                backend.s3()
+                .get_paginator("list_objects_v2")
+                .paginate(Bucket=bucket, Prefix=TABLES_PREFIX)
+            )
+            for page in pages:
+                for obj in page.get("Contents", []):
+                    stem = obj["Key"][len(TABLES_PREFIX) :]
+                    if stem.endswith(_CONFIG_SUFFIX):
+                        stem = stem[: -len(_CONFIG_SUFFIX)]
+                        try:
+                            names.add(ops.parse_table(stem).qualified)
+                        except OpsError:
+                            continue  # not a table config (README, stray file)
+        return sorted(names)
+
+    try:
+        return _with_backend(target, work)
+    except NoLocalState:
+        return []
+
+
+def _read_snapshots(
+    location: str, properties: dict[str, str]
+) -> tuple[list[dict[str, Any]], int | None]:
+    from pyiceberg.table import StaticTable
+
+    try:
+        metadata = StaticTable.from_metadata(location, properties).metadata
+    except (OSError, ValueError) as exc:
+        raise CatalogError(
+            f"cannot read Iceberg metadata {location}: {type(exc).__name__}: {exc}"
+        ) from exc
+    snapshots = []
+    for s in metadata.snapshots:
+        summary = s.summary
+        snapshots.append(
+            {
+                "snapshot_id": s.snapshot_id,
+                "parent_id": s.parent_snapshot_id,
+                "timestamp_ms": s.timestamp_ms,
+                "operation": summary.operation.value if summary is not None else None,
+                "summary": dict(summary.additional_properties) if summary is not None else {},
+            }
+        )
+    return snapshots, metadata.current_snapshot_id
+
+
+def _artifacts_bucket(backend: Backend) -> str | None:
+    """The bucket whose `tables/` prefix holds the table configs the job reads."""
+    outputs = getattr(backend, "outputs", None)  # AwsBackend: the stack outputs
+    if isinstance(outputs, dict) and outputs.get("ArtifactsBucketName"):
+        return outputs["ArtifactsBucketName"]
+    stack = getattr(backend, "stack", None)  # LocalBackend: the embedded stack's settings
+    aws = getattr(stack, "aws", None)
+    return getattr(getattr(aws, "settings", None), "artifacts_bucket", None)
+
+
+def _config_uri(backend: Backend, table: str) -> str | None:
+    bucket = _artifacts_bucket(backend)
+    return f"s3://{bucket}/{TABLES_PREFIX}{table}{_CONFIG_SUFFIX}" if bucket else None

@@ -1,0 +1,84 @@
+"""What every page shares: the backend target, cached loaders, links between pages."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+from local.cli.backends import Target
+from local.dashboard import source
+from local.dashboard.shaping import md_escape
+
+INFO = ":material/info:"
+CACHE_SECONDS = 15  # ingests take minutes; a page may be 15 s old, "Refresh" clears it
+_TARGET, _PAGES = "wap_target", "wap_pages"
+
+
+def set_target(target: Target) -> None:
+    st.session_state[_TARGET] = target
+
+
+def target() -> Target:
+    return st.session_state[_TARGET]
+
+
+def register_pages(pages: Mapping[str, Any]) -> None:
+    st.session_state[_PAGES] = dict(pages)
+
+
+def page(name: str) -> Any:
+    """The registered `st.Page` called `name` (overview, ingest, table)."""
+    return st.session_state[_PAGES][name]
+
+
+def sidebar() -> None:
+    with st.sidebar:
+        st.caption(md_escape(source.describe(target())))
+        if st.button(
+            "Refresh", icon=":material/refresh:", help="read the ledger, reports and Nessie again"
+        ):
+            st.cache_data.clear()
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner="Reading the ledger and Nessie…")
+def overview_data(target: Target) -> source.Overview:
+    return source.load_overview(target)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner="Reading the ingest, its report and row counts…")
+def ingest_data(target: Target, ref: str) -> source.IngestPage:
+    return source.load_ingest(target, ref)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner="Reading the table's snapshots and config…")
+def table_data(target: Target, name: str) -> source.TablePage:
+    return source.load_table(target, name)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def table_names(target: Target) -> list[str]:
+    return source.list_tables(target)
+
+
+def link_to_ingest(ingest_id: str, label: str, icon: str | None = None) -> None:
+    """A link to the ingest page; `label` must already be Markdown-escaped."""
+    st.page_link(page("ingest"), label=label, icon=icon, query_params={"id": ingest_id})
+
+
+def link_to_table(name: str, label: str | None = None) -> None:
+    st.page_link(
+        page("table"),
+        label=label or md_escape(name),
+        icon=":material/table_chart:",
+        query_params={"name": name},
+    )
+
+
+def back_to_overview() -> None:
+    st.page_link(page("overview"), label="Back to the overview", icon=":material/arrow_back:")
+
+
+def show_error(message: str) -> None:
+    st.error(md_escape(message), icon=":material/warning:")

@@ -1,0 +1,168 @@
+"""One ingest (`/ingest?id=...`): checks, violating samples, schema changes, main vs branch,
+Nessie links and the `wap publish` / `wap discard` commands."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from local.dashboard import shaping
+from local.dashboard.source import DashboardError
+from local.dashboard.views import common
+from local.dashboard.views.common import INFO
+
+STATUS_COLORS = {
+    "passed": "color: #2e9e5b",
+    "failed": "color: #d64545; font-weight: bold",
+    "error": "color: #e8913a; font-weight: bold",
+}
+
+
+def render() -> None:
+    ref = (st.query_params.get("id") or "").strip()
+    if not ref:
+        _pick()
+        return
+    try:
+        data = common.ingest_data(common.target(), ref)
+    except DashboardError as exc:
+        st.title("Ingest")
+        common.show_error(str(exc))
+        common.back_to_overview()
+        return
+    view, record = data.view, data.view.record
+    report = view.report or {}
+    status = record.get("status") or "?"
+    outcome = shaping.outcome_of(status)
+    st.title(f"Ingest {shaping.md_escape(record['ingest_id'])}")
+    _summary(record, view.branch_open)
+    if outcome in (shaping.FAILED, shaping.REJECTED):
+        reason = record.get("error") or report.get("reason") or "no reason recorded"
+        st.error(
+            f"**{shaping.md_escape(status)}**: {shaping.md_escape(reason)}", icon=":material/error:"
+        )
+    elif outcome == shaping.PUBLISHED:
+        st.success(
+            "**PUBLISHED**: passed its audits and was merged into main.",
+            icon=":material/check_circle:",
+        )
+
+    _counts(view, record, data.counts_error)
+    _checks(report, view.report is not None)
+    _samples(report)
+    _schema_changes(report)
+    _actions(record, view.branch_open, data.nessie_ui_url)
+    common.back_to_overview()
+
+
+def _pick() -> None:
+    st.title("Ingest")
+    runs = common.overview_data(common.target()).runs
+    if not runs:
+        st.info("No ingests yet: nothing to show.", icon=INFO)
+        return
+    labels = {
+        r.ingest_id: f"{r.ingest_id} · {r.table or '-'} · {r.status} · {shaping.file_of(r.source)}"
+        for r in runs
+    }
+    chosen = st.selectbox(
+        "Ingest",
+        list(labels),
+        format_func=labels.get,
+        index=None,
+        placeholder="Choose an ingest (newest first)",
+    )
+    if chosen:
+        st.query_params["id"] = chosen
+        st.rerun()
+
+
+def _summary(record, branch_open: bool) -> None:
+    branch = record.get("branch")
+    left, right = st.columns([3, 2])
+    with left:
+        rows = [
+            ("table", record.get("table") or "-"),
+            ("source", shaping.redact(record.get("source_uri")) or "-"),
+            ("branch", f"{branch} ({'open' if branch_open else 'deleted'})" if branch else "-"),
+            ("started", record.get("created_at") or "-"),
+            ("finished", record.get("finished_at") or "-"),
+            ("attempts", str(record.get("attempts", "-"))),
+        ]
+        if record.get("published_by"):
+            rows.append(
+                ("published by", f"{record['published_by']}: {record.get('publish_reason') or ''}")
+            )
+        if record.get("discard_reason"):
+            rows.append(("discarded", record["discard_reason"]))
+        st.dataframe(
+            pd.DataFrame([{"": k, "value": shaping.redact(v)} for k, v in rows]), hide_index=True
+        )
+    with right:
+        if record.get("table"):
+            common.link_to_table(record["table"], f"Table {shaping.md_escape(record['table'])}")
+
+
+def _counts(view, record, problem: str | None) -> None:
+    counts = shaping.RowCounts(main=view.main_rows, branch=view.branch_rows)
+    st.subheader("Rows: main vs branch")
+    first, second, third = st.columns(3)
+    first.metric("on main", "-" if counts.main is None else counts.main, border=True)
+    if view.branch_open:
+        second.metric("on the branch", "-" if counts.branch is None else counts.branch, border=True)
+        third.metric(
+            "this ingest adds", "-" if counts.added is None else f"{counts.added:+d}", border=True
+        )
+    else:
+        second.metric("rows written", record.get("rows_written", "-"), border=True)
+        third.metric("branch", "deleted" if record.get("branch") else "none", border=True)
+    if problem:
+        st.caption(f"Row counts unavailable: {shaping.md_escape(problem)}")
+
+
+def _checks(report, has_report: bool) -> None:
+    st.subheader("Audit checks")
+    rows = shaping.check_rows(report)
+    if not rows:
+        st.caption(
+            "No checks in the report."
+            if has_report
+            else "No audit report: the ingest stopped before the job wrote one."
+        )
+        return
+    frame = pd.DataFrame(rows)
+    if not frame["message"].astype(bool).any():
+        frame = frame.drop(columns=["message"])
+    styled = frame.style.map(lambda s: STATUS_COLORS.get(s, ""), subset=["status"])
+    st.dataframe(
+        styled,
+        hide_index=True,
+        column_config={"violations": st.column_config.NumberColumn("violations", format="%d")},
+    )
+
+
+def _samples(report) -> None:
+    for name, rows in shaping.sample_tables(report):
+        st.subheader(f"Sample violating rows: {shaping.md_escape(name)}")
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def _schema_changes(report) -> None:
+    st.subheader("Schema changes")
+    rows = shaping.schema_change_rows(report)
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+    else:
+        st.caption("None: the batch matched the table's schema.")
+
+
+def _actions(record, branch_open: bool, ui_url: str | None) -> None:
+    st.subheader("What to do")
+    links = shaping.nessie_links(ui_url, record.get("branch"), record.get("table"), branch_open)
+    if links:
+        columns = st.columns(len(links))
+        for column, (label, url) in zip(columns, links, strict=True):
+            column.link_button(f"Nessie UI: {shaping.md_escape(label)}", url)
+    for what, command in shaping.next_commands(record, branch_open, common.target()):
+        st.caption(shaping.md_escape(what))
+        st.code(command, language="bash")

@@ -1,0 +1,133 @@
+"""One table (`/table?name=ns.table`): rows on main over time, configured checks, ingests."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from local.dashboard import shaping
+from local.dashboard.source import DashboardError
+from local.dashboard.views import common
+from local.dashboard.views.common import INFO
+from spark_jobs.errors import ConfigError
+from spark_jobs.table_config import default_config, parse_table_config
+
+
+def render() -> None:
+    name = (st.query_params.get("name") or "").strip()
+    if not name:
+        _pick()
+        return
+    try:
+        data = common.table_data(common.target(), name)
+    except DashboardError as exc:
+        st.title("Table")
+        common.show_error(str(exc))
+        common.back_to_overview()
+        return
+    st.title(f"Table {shaping.md_escape(data.table)}")
+    _history(data)
+    _config(data)
+    _ingests(data)
+    common.back_to_overview()
+
+
+def _pick() -> None:
+    st.title("Table")
+    names = common.table_names(common.target())
+    if not names:
+        st.info("No tables yet: none has an ingest or a config file.", icon=INFO)
+        return
+    chosen = st.selectbox("Table", names, index=None, placeholder="Choose a table")
+    if chosen:
+        st.query_params["name"] = chosen
+        st.rerun()
+
+
+def _history(data) -> None:
+    st.subheader("Rows on main over time")
+    if not data.on_main:
+        st.info("Not on main yet: no ingest of this table has been published.", icon=INFO)
+        return
+    rows = shaping.snapshot_rows(data.snapshots, data.current_snapshot_id)
+    if not rows:
+        st.caption("The table exists on main but has no snapshot yet.")
+        return
+    latest = rows[-1]
+    first, second, third = st.columns(3)
+    first.metric(
+        "rows on main", "-" if latest["total_rows"] is None else latest["total_rows"], border=True
+    )
+    second.metric("snapshots on main", len(rows), border=True)
+    third.metric(
+        "last change (UTC)", latest["committed_at"].strftime("%Y-%m-%d %H:%M"), border=True
+    )
+    frame = pd.DataFrame(rows)
+    chart = (
+        alt.Chart(frame)
+        .mark_line(point=True, interpolate="step-after")
+        .encode(
+            x=alt.X("committed_at:T", title="committed (UTC)"),
+            y=alt.Y("total_rows:Q", title="rows on main"),
+            tooltip=[
+                "committed_at:T",
+                "total_rows:Q",
+                "added_rows:Q",
+                "operation:N",
+                "snapshot_id:N",
+            ],
+        )
+        .properties(height=260)
+    )
+    st.altair_chart(chart, width="stretch")
+    with st.expander("Snapshots"):
+        st.dataframe(frame, hide_index=True)
+
+
+def _config(data) -> None:
+    where = f"tables/{data.table}.yaml"
+    st.subheader("Configured checks")
+    if data.config_text is None:
+        st.info(
+            f"No `{shaping.md_escape(where)}`: the defaults apply (schema policy additive, "
+            "row count ≥ 1, Iceberg required columns non-null).",
+            icon=INFO,
+        )
+        config = default_config()
+    else:
+        try:
+            config = parse_table_config(data.config_text, where)
+        except ConfigError as exc:
+            common.show_error(f"{where} is invalid, ingests of this table are rejected: {exc}")
+            return
+        st.caption(
+            f"From `{shaping.md_escape(where)}` · schema policy "
+            f"**{shaping.md_escape(config.schema_policy)}**"
+            + (
+                " · partitioned by "
+                + ", ".join(
+                    shaping.md_escape(f"{p.transform}({p.column})") for p in config.partition_by
+                )
+                if config.partition_by
+                else ""
+            )
+        )
+    st.dataframe(pd.DataFrame(shaping.config_check_rows(config.checks)), hide_index=True)
+
+
+def _ingests(data) -> None:
+    st.subheader("Ingests of this table")
+    if not data.runs:
+        st.caption("None yet.")
+        return
+    frame = pd.DataFrame(shaping.run_rows(data.runs))
+    frame.insert(0, "open", [shaping.ingest_page_url(i) for i in frame["ingest_id"]])
+    st.dataframe(
+        frame.drop(columns=["ingest_id", "table"]),
+        hide_index=True,
+        column_config={
+            "open": st.column_config.LinkColumn("ingest", display_text=r"id=([0-9a-f]+)"),
+            "rows": st.column_config.NumberColumn("rows written", format="%d"),
+        },
+    )
