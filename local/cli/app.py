@@ -285,7 +285,7 @@ def _wait(backend: Any, dropped: list[ops.Dropped], timeout: int) -> list[dict[s
         if spinner is not None:
             spinner.update(view)
             return
-        state = [(p.key, p.status, p.step) for p in items]
+        state = [(p.key, p.status, render.STEP_TEXT.get(p.step or "", p.step)) for p in items]
         if state != last:  # not a terminal: print changes only
             last[:] = state
             console.print(view)

@@ -63,13 +63,21 @@ def branches_table(rows: Sequence[BranchRow]) -> Table:
     return table
 
 
+# What the state machine's states (statemachine/ingest.asl.json) mean to someone waiting.
+STEP_TEXT = {"Configure": "starting", "WaitForJob": "Spark job writing + auditing",
+             "CheckJob": "Spark job writing + auditing", "JobDone?": "reading the report",
+             "Publish": "merging into main", "Published?": "merging into main",
+             "AdoptRebasedRun": "main moved: re-running on a fresh branch",
+             "Alert?": "alerting", "Alert": "alerting Slack", "Finish": "recording the outcome"}
+
+
 def progress_view(items: Sequence[Progress], elapsed: float) -> Group:
     lines = [Text(f"Running {len(items)} ingest(s)… {elapsed:.0f}s")]
     for p in items:
         line = Text(f"  {p.key.rsplit('/', 1)[-1]}  ")
         line.append_text(status_text(p.status))
         if p.step:
-            line.append(f"  · {p.step}", style="dim")
+            line.append(f"  · {STEP_TEXT.get(p.step, p.step)}", style="dim")
         lines.append(line)
     return Group(*lines)
 

@@ -76,14 +76,14 @@ class Backend(ABC):
         execution = arn.replace(":stateMachine:", ":execution:") + f":{ingest_id}"
         try:
             events = sfn.get_execution_history(executionArn=execution, reverseOrder=True,
-                                               maxResults=20)["events"]
+                                               maxResults=1000)["events"]
         except Exception:  # no execution yet, or no permission: progress is best effort
             return None
-        for event in events:
-            entered = event.get("stateEnteredEventDetails")
-            if entered:
-                return entered["name"]
-        return None
+        # Newest by id: moto returns oldest first whatever reverseOrder says.
+        entered = [e for e in events if e.get("stateEnteredEventDetails")]
+        if not entered:
+            return None
+        return max(entered, key=lambda e: e["id"])["stateEnteredEventDetails"]["name"]
 
     def settle(self, timeout: float) -> None:  # noqa: B027 (optional hook)
         """Wait until work started in this process is done (local mode)."""

@@ -59,7 +59,13 @@ class Demo:
 @pytest.fixture(scope="module")
 def demo(spark, tmp_path_factory) -> Demo:
     home = tmp_path_factory.mktemp("cli") / "wap-home"
-    result = run_wap("--home", str(home), "demo", spark=spark)
+    # Left-overs of an earlier demo, which --fresh must drop.
+    (home / "state").mkdir(parents=True)
+    (home / "WAP_HOME").write_text("")
+    (home / "state" / "ledger.json").write_text(json.dumps([{
+        "pk": "ingest#ffffffffffffffff", "kind": "ingest", "ingest_id": "ffffffffffffffff",
+        "status": "PUBLISHED", "table": "old.table"}]))
+    result = run_wap("--home", str(home), "demo", "--fresh", spark=spark)
     samples = sorted((home / "samples").glob("*.parquet"))
     [broken] = [p for p in samples if pc.any(pc.less(
         pq.read_table(p).column("amount"), pa.scalar(Decimal(0), pa.decimal128(12, 2)))).as_py()]
@@ -71,7 +77,7 @@ def test_demo_publishes_the_clean_file_and_keeps_the_broken_one_on_its_branch(de
     assert demo.result.exit_code == 0, demo.result.output
     out = demo.result.stdout
     failed, published = demo.failed(), demo.published()
-    assert len(ledger_items(demo.home)) == 2
+    assert len(ledger_items(demo.home)) == 2  # --fresh dropped the earlier state
     assert published["status"] == "PUBLISHED" and failed["status"] == "AUDIT_FAILED"
     negatives = pc.sum(pc.less(pq.read_table(demo.broken).column("amount"),
                                pa.scalar(Decimal(0), pa.decimal128(12, 2)))).as_py()
