@@ -97,6 +97,11 @@ def md_escape(text: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", redact(text))
 
 
+def md_code(text: Any) -> str:
+    """`text` as an inline Markdown code span (backticks removed: a span cannot hold them)."""
+    return "`" + redact(text).replace("`", "'") + "`"
+
+
 def outcome_of(status: str | None) -> str:
     """The overview's outcome group of a ledger status (unknown statuses count as queued)."""
     return _STATUS_OUTCOME.get(status or "", QUEUED)
@@ -484,6 +489,17 @@ def snapshot_rows(
             }
         )
     return rows
+
+
+def rows_over_time(rows: Sequence[Mapping[str, Any]], now: datetime) -> list[dict[str, Any]]:
+    """Chart points of `snapshot_rows`: one per commit, plus `now` holding the latest count,
+    so a step line reaches the present instead of ending at the last commit."""
+    points = [
+        {"at": r["committed_at"], "rows": r["total_rows"], "what": r["operation"]} for r in rows
+    ]
+    if points and now > points[-1]["at"]:
+        points.append({"at": now, "rows": points[-1]["rows"], "what": "now"})
+    return points
 
 
 def _int(value: Any) -> int | None:

@@ -12,11 +12,13 @@ import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from lambdas.common import constants as c
 from lambdas.common.naming import utcnow
 from local.cli.backends import NoLocalState, Target, open_backend
+from local.embedded_stack import tables_dir_from_env
 from local.home import HomeError, WapHome
 from local.ops import operations as ops
 from local.ops.backend import Backend
@@ -119,7 +121,9 @@ def load_ingest(target: Target, ref: str) -> IngestPage:
                 branch_rows=None,
             )
             problem = str(exc)
-        return IngestPage(view=view, nessie_ui_url=backend.nessie_ui_url, counts_error=problem)
+        # Local mode's catalog server lives only while this loader runs and has no UI.
+        ui_url = backend.nessie_ui_url if backend.kind != "local" else None
+        return IngestPage(view=view, nessie_ui_url=ui_url, counts_error=problem)
 
     try:
         return _with_backend(target, work)
@@ -154,15 +158,14 @@ def load_table(target: Target, table: str) -> TablePage:
             if location is None
             else _read_snapshots(location, backend.iceberg_properties())
         )
-        config_uri = _config_uri(backend, name)
-        body = backend.read_object(config_uri) if config_uri else None
+        configs = _ConfigStore(backend)
         return TablePage(
             table=name,
             snapshots=snapshots,
             current_snapshot_id=current,
             on_main=location is not None,
-            config_text=body.decode("utf-8", "replace") if body else None,
-            config_uri=config_uri,
+            config_text=configs.read(name),
+            config_uri=configs.location(name),
             runs=ops.list_runs(backend, table=name),
         )
 
@@ -177,22 +180,11 @@ def list_tables(target: Target) -> list[str]:
 
     def work(backend: Backend) -> list[str]:
         names = {r.table for r in ops.list_runs(backend) if r.table}
-        bucket = _artifacts_bucket(backend)
-        if bucket:
-            pages = (
-                backend.s3()
-                .get_paginator("list_objects_v2")
-                .paginate(Bucket=bucket, Prefix=TABLES_PREFIX)
-            )
-            for page in pages:
-                for obj in page.get("Contents", []):
-                    stem = obj["Key"][len(TABLES_PREFIX) :]
-                    if stem.endswith(_CONFIG_SUFFIX):
-                        stem = stem[: -len(_CONFIG_SUFFIX)]
-                        try:
-                            names.add(ops.parse_table(stem).qualified)
-                        except OpsError:
-                            continue  # not a table config (README, stray file)
+        for stem in _ConfigStore(backend).stems():
+            try:
+                names.add(ops.parse_table(stem).qualified)
+            except OpsError:
+                continue  # not a table config (README, stray file)
         return sorted(names)
 
     try:
@@ -227,16 +219,45 @@ def _read_snapshots(
     return snapshots, metadata.current_snapshot_id
 
 
-def _artifacts_bucket(backend: Backend) -> str | None:
-    """The bucket whose `tables/` prefix holds the table configs the job reads."""
-    outputs = getattr(backend, "outputs", None)  # AwsBackend: the stack outputs
-    if isinstance(outputs, dict) and outputs.get("ArtifactsBucketName"):
-        return outputs["ArtifactsBucketName"]
-    stack = getattr(backend, "stack", None)  # LocalBackend: the embedded stack's settings
-    aws = getattr(stack, "aws", None)
-    return getattr(getattr(aws, "settings", None), "artifacts_bucket", None)
+class _ConfigStore:
+    """Where the table configs the job reads live: a directory locally, S3 on AWS."""
 
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.bucket: str | None = None
+        self.directory: Path | None = None
+        outputs = getattr(backend, "outputs", None)  # AwsBackend: the stack outputs
+        if isinstance(outputs, dict) and outputs.get("ArtifactsBucketName"):
+            self.bucket = outputs["ArtifactsBucketName"]
+        else:  # LocalBackend: the directory the embedded stack uploads for ingests
+            options = getattr(getattr(backend, "stack", None), "options", None)
+            self.directory = getattr(options, "tables_dir", None) or tables_dir_from_env()
 
-def _config_uri(backend: Backend, table: str) -> str | None:
-    bucket = _artifacts_bucket(backend)
-    return f"s3://{bucket}/{TABLES_PREFIX}{table}{_CONFIG_SUFFIX}" if bucket else None
+    def location(self, table: str) -> str:
+        name = f"{table}{_CONFIG_SUFFIX}"
+        if self.bucket:
+            return f"s3://{self.bucket}/{TABLES_PREFIX}{name}"
+        return str(Path(self.directory or ".") / name)
+
+    def read(self, table: str) -> str | None:
+        if self.bucket:
+            body = self.backend.read_object(self.location(table))
+            return body.decode("utf-8", "replace") if body is not None else None
+        path = Path(self.location(table))
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+    def stems(self) -> list[str]:
+        """Names of the config files without `.yaml`."""
+        if self.bucket:
+            pages = (
+                self.backend.s3()
+                .get_paginator("list_objects_v2")
+                .paginate(Bucket=self.bucket, Prefix=TABLES_PREFIX)
+            )
+            keys = [o["Key"][len(TABLES_PREFIX) :] for p in pages for o in p.get("Contents", [])]
+        else:
+            directory = Path(self.directory or ".")
+            keys = (
+                [p.name for p in directory.glob(f"*{_CONFIG_SUFFIX}")] if directory.is_dir() else []
+            )
+        return [k[: -len(_CONFIG_SUFFIX)] for k in keys if k.endswith(_CONFIG_SUFFIX)]

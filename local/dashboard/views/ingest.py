@@ -35,7 +35,6 @@ def render() -> None:
     status = record.get("status") or "?"
     outcome = shaping.outcome_of(status)
     st.title(f"Ingest {shaping.md_escape(record['ingest_id'])}")
-    _summary(record, view.branch_open)
     if outcome in (shaping.FAILED, shaping.REJECTED):
         reason = record.get("error") or report.get("reason") or "no reason recorded"
         st.error(
@@ -47,6 +46,7 @@ def render() -> None:
             icon=":material/check_circle:",
         )
 
+    _summary(record, view.branch_open)
     _counts(view, record, data.counts_error)
     _checks(report, view.report is not None)
     _samples(report)
@@ -79,28 +79,25 @@ def _pick() -> None:
 
 def _summary(record, branch_open: bool) -> None:
     branch = record.get("branch")
-    left, right = st.columns([3, 2])
-    with left:
-        rows = [
-            ("table", record.get("table") or "-"),
-            ("source", shaping.redact(record.get("source_uri")) or "-"),
-            ("branch", f"{branch} ({'open' if branch_open else 'deleted'})" if branch else "-"),
-            ("started", record.get("created_at") or "-"),
-            ("finished", record.get("finished_at") or "-"),
-            ("attempts", str(record.get("attempts", "-"))),
-        ]
-        if record.get("published_by"):
-            rows.append(
-                ("published by", f"{record['published_by']}: {record.get('publish_reason') or ''}")
-            )
-        if record.get("discard_reason"):
-            rows.append(("discarded", record["discard_reason"]))
-        st.dataframe(
-            pd.DataFrame([{"": k, "value": shaping.redact(v)} for k, v in rows]), hide_index=True
+    rows = [
+        ("table", record.get("table") or "-"),
+        ("source", record.get("source_uri") or "-"),
+        ("branch", f"{branch} ({'open' if branch_open else 'deleted'})" if branch else "-"),
+        ("started", record.get("created_at") or "-"),
+        ("finished", record.get("finished_at") or "-"),
+        ("attempts", record.get("attempts", "-")),
+    ]
+    if record.get("published_by"):
+        rows.append(
+            ("published by", f"{record['published_by']}: {record.get('publish_reason') or ''}")
         )
-    with right:
-        if record.get("table"):
-            common.link_to_table(record["table"], f"Table {shaping.md_escape(record['table'])}")
+    if record.get("discard_reason"):
+        rows.append(("discarded", record["discard_reason"]))
+    st.markdown(
+        "  \n".join(f"**{label}** &nbsp; {shaping.md_escape(value)}" for label, value in rows)
+    )
+    if record.get("table"):
+        common.link_to_table(record["table"], f"Table {shaping.md_escape(record['table'])}")
 
 
 def _counts(view, record, problem: str | None) -> None:
@@ -159,6 +156,12 @@ def _schema_changes(report) -> None:
 def _actions(record, branch_open: bool, ui_url: str | None) -> None:
     st.subheader("What to do")
     links = shaping.nessie_links(ui_url, record.get("branch"), record.get("table"), branch_open)
+    if not links and record.get("branch") and branch_open:
+        st.caption(
+            "No Nessie UI link: the local catalog server has no UI; `wap show` prints the same."
+            if common.target().is_aws is False
+            else "No Nessie UI link: the stack has no NessieUiUrl output."
+        )
     if links:
         columns = st.columns(len(links))
         for column, (label, url) in zip(columns, links, strict=True):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import altair as alt
 import pandas as pd
 import streamlit as st
@@ -63,34 +65,33 @@ def _history(data) -> None:
     third.metric(
         "last change (UTC)", latest["committed_at"].strftime("%Y-%m-%d %H:%M"), border=True
     )
-    frame = pd.DataFrame(rows)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    points = pd.DataFrame(shaping.rows_over_time(rows, now))
     chart = (
-        alt.Chart(frame)
+        alt.Chart(points)
         .mark_line(point=True, interpolate="step-after")
         .encode(
-            x=alt.X("committed_at:T", title="committed (UTC)"),
-            y=alt.Y("total_rows:Q", title="rows on main"),
+            x=alt.X("at:T", title="time (UTC)"),
+            y=alt.Y("rows:Q", title="rows on main", scale=alt.Scale(zero=True)),
             tooltip=[
-                "committed_at:T",
-                "total_rows:Q",
-                "added_rows:Q",
-                "operation:N",
-                "snapshot_id:N",
+                alt.Tooltip("at:T", title="at", format="%Y-%m-%d %H:%M:%S"),
+                alt.Tooltip("rows:Q"),
+                alt.Tooltip("what:N"),
             ],
         )
         .properties(height=260)
     )
     st.altair_chart(chart, width="stretch")
     with st.expander("Snapshots"):
-        st.dataframe(frame, hide_index=True)
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
 def _config(data) -> None:
-    where = f"tables/{data.table}.yaml"
+    where = data.config_uri or f"tables/{data.table}.yaml"
     st.subheader("Configured checks")
     if data.config_text is None:
         st.info(
-            f"No `{shaping.md_escape(where)}`: the defaults apply (schema policy additive, "
+            f"No {shaping.md_code(where)}: the defaults apply (schema policy additive, "
             "row count ≥ 1, Iceberg required columns non-null).",
             icon=INFO,
         )
@@ -102,7 +103,7 @@ def _config(data) -> None:
             common.show_error(f"{where} is invalid, ingests of this table are rejected: {exc}")
             return
         st.caption(
-            f"From `{shaping.md_escape(where)}` · schema policy "
+            f"From {shaping.md_code(where)} · schema policy "
             f"**{shaping.md_escape(config.schema_policy)}**"
             + (
                 " · partitioned by "
