@@ -10,6 +10,8 @@ import getpass
 import os
 import shlex
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -78,10 +80,14 @@ def _options(
 
 def _run(fn: Any) -> Any:
     """Call `fn`, turning expected errors into one line on stderr and exit code 1."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     try:
         return fn()
     except (OpsError, HomeError) as exc:
         raise _fail(str(exc)) from None
+    except (BotoCoreError, ClientError) as exc:  # e.g. AccessDenied on the deployed stack
+        raise _fail(f"AWS: {exc}") from None
 
 
 # ---- read-only ------------------------------------------------------------------------------
@@ -190,10 +196,10 @@ def ingest(ctx: typer.Context,
             ops.check_parquet_file(path)
         starting = (f"Reading the outputs of stack {target.stack}…" if target.is_aws
                     else "Starting the local stack (Nessie, moto, Spark)…")
-        with _status(starting):
-            opened = open_backend(target, run_ingests=wait, mutates=True, create=True)
-            backend = opened.__enter__()
-        try:
+        with ExitStack() as resources:
+            with _status(starting):
+                backend = resources.enter_context(
+                    open_backend(target, run_ingests=wait, mutates=True, create=True))
             dropped = ops.drop_files(backend, files, table)
             for d in dropped:
                 console.print(f"dropped {d.path} -> s3://{backend.source_bucket}/{d.key}  "
@@ -202,8 +208,6 @@ def ingest(ctx: typer.Context,
                 backend.changed()
                 return
             records = _wait(backend, dropped, timeout)
-        finally:
-            opened.__exit__(None, None, None)
         _print_outcomes(records, target)
         if any(r.get("status") != c.PUBLISHED for r in records):
             raise typer.Exit(3)
@@ -217,7 +221,7 @@ def demo(ctx: typer.Context,
          fresh: Annotated[bool, typer.Option(help="delete the local state first")] = False
          ) -> None:
     """Zero configuration: the whole Write-Audit-Publish loop on this machine."""
-    from local.sample_data import write_demo_files
+    from local.sample_data import NEGATIVE_AMOUNT_ROWS, write_demo_files
 
     target = _target(ctx)
     if target.is_aws:
@@ -231,21 +235,19 @@ def demo(ctx: typer.Context,
         home.create()
         files = write_demo_files(home.samples)
         console.print(f"[bold]WAP demo[/] - local stack in {home.root}")
-        with _status("Starting Nessie (SQLite), moto (S3, DynamoDB, Step Functions, EMR "
-                     "Serverless API) and Spark - the JVM takes a little while…"):
-            opened = open_backend(target, run_ingests=True, mutates=True, create=True)
-            backend = opened.__enter__()
-        try:
+        with ExitStack() as resources:
+            with _status("Starting Nessie (SQLite), moto (S3, DynamoDB, Step Functions, EMR "
+                         "Serverless API) and Spark - the JVM takes a little while…"):
+                backend = resources.enter_context(
+                    open_backend(target, run_ingests=True, mutates=True, create=True))
             dropped = ops.drop_files(backend, [files.clean, files.broken], files.table)
             console.print(f"Dropped 2 files for [bold]{files.table}[/] into "
                           f"s3://{backend.source_bucket}/{files.table.replace('.', '/')}/: "
                           f"{files.clean.name} (clean), {files.broken.name} "
-                          "(3 negative amounts)", soft_wrap=True)
+                          f"({NEGATIVE_AMOUNT_ROWS} negative amounts)", soft_wrap=True)
             records = _wait(backend, dropped, INGEST_TIMEOUT_SECONDS)
             views = [ops.show(backend, r["ingest_id"]) for r in records]
             alerts = list(getattr(backend, "slack_messages", []))
-        finally:
-            opened.__exit__(None, None, None)
         _print_outcomes(records, target, views=views)
         for message in alerts:
             first = (message.get("text") or "").splitlines()[0] if message.get("text") else ""
@@ -258,22 +260,15 @@ def demo(ctx: typer.Context,
 
 # ---- helpers --------------------------------------------------------------------------------
 
-class _status:
-    """A rich spinner while something slow starts (quiet when output is not a terminal)."""
-
-    def __init__(self, text: str) -> None:
-        self._status = console.status(text) if console.is_terminal else None
-        if self._status is None:
-            console.print(text)
-
-    def __enter__(self) -> _status:
-        if self._status is not None:
-            self._status.__enter__()
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if self._status is not None:
-            self._status.__exit__(*exc_info)
+@contextmanager
+def _status(text: str) -> Iterator[None]:
+    """A rich spinner while something slow starts (a plain line when not on a terminal)."""
+    if not console.is_terminal:
+        console.print(text)
+        yield
+        return
+    with console.status(text):
+        yield
 
 
 def _wait(backend: Any, dropped: list[ops.Dropped], timeout: int) -> list[dict[str, Any]]:
