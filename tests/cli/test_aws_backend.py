@@ -22,6 +22,9 @@ SOURCE, ARTIFACTS, LEDGER = "wap-test-source", "wap-test-artifacts", "wap-test-l
 FAILED_ID, OTHER_ID, DONE_ID = "a1a1a1a1a1a1a1a1", "b2b2b2b2b2b2b2b2", "c3c3c3c3c3c3c3c3"
 FAILED_BRANCH = f"wap_sales_orders_20261122T101500_{FAILED_ID[:8]}"
 OTHER_BRANCH = f"wap_sales_orders_20261122T101600_{OTHER_ID[:8]}"
+MOVED_ID, CONFLICT_ID = "d4d4d4d4d4d4d4d4", "e5e5e5e5e5e5e5e5"
+MOVED_BRANCH = f"wap_sales_orders_20261122T101700_{MOVED_ID[:8]}"
+CONFLICT_BRANCH = f"wap_sales_orders_20261122T101800_{CONFLICT_ID[:8]}"
 SCHEMA = pa.schema([("order_id", pa.int64()), ("amount", pa.float64())])
 
 
@@ -121,7 +124,17 @@ def deployed(nessie, tmp_path_factory):
         table.append(pa.table({"order_id": [3, 4, 5], "amount": [1.0, -4.5, -77.25]},
                               schema=SCHEMA))
         seeder.put_table(FAILED_BRANCH, table)
-        audited_hash = seeder.head(FAILED_BRANCH)
+        audited_hash, failed_metadata = seeder.head(FAILED_BRANCH), table.metadata_location
+        # Audited, then someone wrote to the branch: what was audited is no longer the head.
+        seeder.branch(MOVED_BRANCH)
+        seeder.put_table(MOVED_BRANCH, table)
+        moved_audited = seeder.head(MOVED_BRANCH)
+        table.append(pa.table({"order_id": [6], "amount": [6.0]}, schema=SCHEMA))
+        seeder.put_table(MOVED_BRANCH, table)
+        # Audited on a branch, but main changed the same table since (an outside writer).
+        seeder.branch(CONFLICT_BRANCH)
+        seeder.put_table(CONFLICT_BRANCH, table)
+        conflict_audited = seeder.head(CONFLICT_BRANCH)
 
         s3 = boto3.client("s3", region_name=REGION)
         if s3.get_bucket_versioning(Bucket=SOURCE).get("Status") != "Enabled":
@@ -137,13 +150,16 @@ def deployed(nessie, tmp_path_factory):
                  {"branch_hash": audited_hash, "report_uri": report_uri,
                   "error": REPORT["reason"], "rows_written": 3}),
                 (OTHER_ID, "JOB_FAILED", OTHER_BRANCH, {"error": "JobRunFailed: OOM"}),
-                (DONE_ID, "PUBLISHED", "wap_sales_orders_20261122T100000_c3c3c3c3", {})):
+                (DONE_ID, "PUBLISHED", "wap_sales_orders_20261122T100000_c3c3c3c3", {}),
+                (MOVED_ID, "AUDIT_FAILED", MOVED_BRANCH, {"branch_hash": moved_audited}),
+                (CONFLICT_ID, "AUDIT_FAILED", CONFLICT_BRANCH,
+                 {"branch_hash": conflict_audited})):
             ledger.create_ingest(iid, {"table": "sales.orders", "key": f"sales/orders/{iid}.p",
                                        "source_uri": f"s3://{SOURCE}/sales/orders/{iid}.p",
                                        "status": status, "branch": branch,
                                        "finished_at": "2026-11-22T10:20:00Z", **extra})
         yield {"seeder": seeder, "table": table, "ledger": ledger, "s3": s3,
-               "audited_hash": audited_hash}
+               "audited_hash": audited_hash, "failed_metadata": failed_metadata}
 
 
 def aws(*args: str):
@@ -231,7 +247,7 @@ def test_publish_merges_the_audited_hash_with_the_review_in_the_message(deployed
     assert head["authors"] == ["carol"]
     assert head["allProperties"]["wap.ingest-id"] == [FAILED_ID]
     on_main = requests.get(f"{nessie.api_v2}/trees/main/contents/sales.orders", timeout=10)
-    assert on_main.json()["content"]["metadataLocation"] == deployed["table"].metadata_location
+    assert on_main.json()["content"]["metadataLocation"] == deployed["failed_metadata"]
     assert requests.get(f"{nessie.api_v2}/trees/{FAILED_BRANCH}", timeout=10).status_code == 404
 
 
@@ -268,3 +284,32 @@ def test_files_are_checked_before_anything_is_uploaded(deployed, tmp_path):
     assert listed.get("KeyCount", 0) == 0
 
 
+
+
+def test_show_without_a_report_says_so(deployed):
+    result = aws("show", OTHER_ID)
+    assert result.exit_code == 0, result.output
+    assert "no audit report" in result.stdout and "JobRunFailed: OOM" in result.stdout
+
+
+def _snapshot(deployed, nessie):
+    return (deployed["ledger"].list_ingests(),
+            requests.get(f"{nessie.api_v2}/trees", timeout=10).json())
+
+
+def test_a_branch_that_moved_since_its_audit_is_not_published(deployed, nessie):
+    before = _snapshot(deployed, nessie)
+    result = aws("publish", MOVED_BRANCH, "--reason", "looks fine")
+    assert_one_line_error(result, "moved since its audit")
+    assert _snapshot(deployed, nessie) == before
+
+
+def test_a_publish_that_conflicts_with_main_changes_nothing(deployed, nessie):
+    # main changes the same table after the audit (only now: earlier tests publish to main)
+    seeder = deployed["seeder"]
+    deployed["table"].append(pa.table({"order_id": [7], "amount": [7.0]}, schema=SCHEMA))
+    seeder.put_table("main", deployed["table"])
+    before = _snapshot(deployed, nessie)
+    result = aws("publish", CONFLICT_BRANCH, "--reason", "looks fine")
+    assert_one_line_error(result, "main changed sales.orders since the audit")
+    assert _snapshot(deployed, nessie) == before
