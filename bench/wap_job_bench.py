@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -66,6 +68,7 @@ class Sample:
 
     total_s: float
     parts: dict[str, float] = field(default_factory=dict)
+    cpu_s: float = 0.0
 
 
 def generate(scale: float) -> tuple[Path, Path]:
@@ -146,6 +149,25 @@ class Bench:
     def __init__(self, spark, nessie: Nessie, work: Path):
         self.spark, self.nessie, self.work = spark, nessie, work
         self.count = 0
+        self.jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+        self._cpu_start = 0.0
+
+    def cpu(self) -> float:
+        """CPU seconds of the Spark JVM (driver + local executors) and this process
+        (PySpark, the Nessie server threads): a measure of work that contention on a
+        shared machine distorts far less than wall time."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        fields = Path(f"/proc/{self.jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        jvm = (int(fields[11]) + int(fields[12])) / ticks
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        return jvm + own.ru_utime + own.ru_stime
+
+    def _start(self) -> float:
+        self._cpu_start = self.cpu()
+        return time.perf_counter()
+
+    def _sample(self, total_s: float, parts: dict | None = None) -> Sample:
+        return Sample(total_s, parts or {}, self.cpu() - self._cpu_start)
 
     def _fresh_table(self, source: Path) -> str:
         self.count += 1
@@ -159,9 +181,9 @@ class Bench:
 
     def append(self, source: Path) -> Sample:
         table = self._fresh_table(source)
-        start = time.perf_counter()
+        start = self._start()
         self.spark.read.parquet(source.as_uri()).writeTo(f"lake.bench.{table}").append()
-        return Sample(time.perf_counter() - start)
+        return self._sample(time.perf_counter() - start)
 
     def wap(self, source: Path) -> Sample:
         from spark_jobs.wap_job import JobArgs, run_ingest
@@ -171,7 +193,7 @@ class Bench:
         branch = f"wap_bench_{table}_{ingest_id[:8]}"
         config = self.work / "lineitem.yaml"
         config.write_text(TABLE_CONFIG)
-        start = time.perf_counter()
+        start = self._start()
         self.nessie.branch(branch)
         report = run_ingest(self.spark, JobArgs(
             sources=[source.as_uri()], table=f"bench.{table}", branch=branch,
@@ -194,7 +216,7 @@ class Bench:
                  "by_metrics": settled.count("metrics"), "by_write": settled.count("write"),
                  "by_scan": settled.count("scan"),
                  "failed_checks": sum(c["status"] == "failed" for c in report["checks"])}
-        return Sample(end - start, parts)
+        return self._sample(end - start, parts)
 
     def seed(self, source: Path) -> Sample:
         from spark_jobs.catalog import configure_run_catalog
@@ -203,7 +225,7 @@ class Bench:
         ingest_id = uuid.uuid4().hex[:16]
         branch = f"seed_bench_{table}_{ingest_id[:8]}"
         catalog = f"seed_{ingest_id[:8]}"
-        start = time.perf_counter()
+        start = self._start()
         self.nessie.branch(branch)
         configure_run_catalog(self.spark, "lake", catalog, branch)
         target = f"{catalog}.bench.{table}"
@@ -216,7 +238,8 @@ class Bench:
         if not any(violations):
             self.nessie.publish(branch, self.nessie.ref(branch)["hash"])
         end = time.perf_counter()
-        return Sample(end - start, {"write_s": written - start, "audit_s": audited - written,
+        return self._sample(end - start, {"write_s": written - start,
+                                          "audit_s": audited - written,
                                     "publish_s": end - audited,
                                     "failed_checks": sum(1 for v in violations if v)})
 
@@ -261,12 +284,14 @@ def run(scales: list[float], repeats: int) -> list[dict]:
 def _median(samples: list[Sample]) -> dict:
     keys = samples[0].parts.keys()
     return {"total_s": statistics.median(s.total_s for s in samples),
+            "cpu_s": statistics.median(s.cpu_s for s in samples),
             **{k: statistics.median(s.parts[k] for s in samples) for k in keys}}
 
 
 def _print_row(row: dict) -> None:
     print(f"  measured SF {row['scale']:g} {row['data']}: "
-          + ", ".join(f"{v} {row[v]['total_s']:.2f}s" for v in VARIANTS), flush=True)
+          + ", ".join(f"{v} {row[v]['total_s']:.2f}s ({row[v]['cpu_s']:.1f} cpu-s)"
+                      for v in VARIANTS), flush=True)
 
 
 def render(rows: list[dict], repeats: int) -> str:
@@ -284,6 +309,17 @@ def render(rows: list[dict], repeats: int) -> str:
         lines.append(f"| {row['scale']:g} | {row['data']} | {base:.2f} | {wap:.2f} | "
                      f"{seed:.2f} | {over_wap:.2f} | {over_seed:.2f} | {share} | "
                      f"{wap / base:.2f} | {seed / base:.2f} |")
+    lines += ["", "The same runs in CPU seconds (Spark JVM + Python process; on a shared machine "
+              "wall time swings with other load, CPU time much less):", "",
+              "| SF | data | append cpu | wap cpu | seed cpu | wap overhead | seed overhead | "
+              "wap/seed overhead |", "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        base = row["append"]["cpu_s"]
+        over_wap, over_seed = row["wap"]["cpu_s"] - base, row["seed"]["cpu_s"] - base
+        share = f"{over_wap / over_seed:.2f}" if over_seed > 0 else "n/a"
+        lines.append(f"| {row['scale']:g} | {row['data']} | {base:.1f} | "
+                     f"{row['wap']['cpu_s']:.1f} | {row['seed']['cpu_s']:.1f} | {over_wap:.1f} | "
+                     f"{over_seed:.1f} | {share} |")
     lines += ["", "Where the time goes (medians, seconds):", "",
               "| SF | data | wap: prepare | wap: write+commit | wap: audit (metrics / scan / "
               "samples) | wap: publish | checks settled by metrics / write / scan, failed "

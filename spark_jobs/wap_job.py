@@ -35,7 +35,7 @@ from spark_jobs.identifiers import (
     validate_identifier,
     validate_ingest_id,
 )
-from spark_jobs.metrics import load_iceberg_table, snapshot_stats
+from spark_jobs.metrics import snapshot_stats
 from spark_jobs.report import Report, utc_now, write_report
 from spark_jobs.schema_policy import plan_schema
 from spark_jobs.sources import expand_sources, read_sources
@@ -47,8 +47,9 @@ from spark_jobs.writer import (
     check_partitioning,
     declared_schema,
     find_ingest_snapshot,
+    load_table,
     prepare_table,
-    table_schema,
+    spark_schema,
 )
 
 log = logging.getLogger("wap_job")
@@ -141,8 +142,9 @@ def _run(spark, args: JobArgs, report: Report) -> None:
 
     conf = configure_run_catalog(spark, args.catalog, args.run_catalog, args.branch)
     ref = TableRef(args.run_catalog, namespace, table)
-    existing = table_schema(spark, ref)
-    reused = find_ingest_snapshot(spark, ref, args.ingest_id) if existing is not None else None
+    current = load_table(spark, ref)
+    existing = spark_schema(spark, current) if current is not None else None
+    reused = find_ingest_snapshot(current, args.ingest_id) if current is not None else None
     if reused is not None:
         # A re-run of an ingest that already appended here: audit that snapshot again.
         plan_target, changes = existing, []
@@ -183,8 +185,7 @@ def _run(spark, args: JobArgs, report: Report) -> None:
 
 def _audit(spark, ref: TableRef, written, checks, args: JobArgs, report: Report):
     start = time.perf_counter()
-    table = load_iceberg_table(spark, ref.sql)
-    stats = snapshot_stats(spark, table, written.snapshot_id)
+    stats = snapshot_stats(spark, written.table, written.snapshot_id)
     report.timed("audit_metrics_s", start)
 
     def new_rows():

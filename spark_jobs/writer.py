@@ -6,6 +6,7 @@ run's Nessie branch; main never sees a table that only a failed ingest created.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -38,8 +39,9 @@ class TableRef:
 
 @dataclass
 class AppendResult:
-    """The snapshot holding this ingest's rows."""
+    """The snapshot holding this ingest's rows (and the Java table it was read from)."""
 
+    table: object
     snapshot_id: int
     parent_id: int | None
     rows_written: int
@@ -47,11 +49,17 @@ class AppendResult:
     observed: dict | None = None
 
 
-def table_schema(spark: SparkSession, ref: TableRef) -> T.StructType | None:
-    """The table's Spark schema (required columns non-nullable), None when missing."""
+def load_table(spark: SparkSession, ref: TableRef):
+    """The Java Iceberg table on the run's branch, None when it does not exist there."""
     if not spark.catalog.tableExists(ref.sql):
         return None
-    return spark.table(ref.sql).schema
+    return load_iceberg_table(spark, ref.sql)
+
+
+def spark_schema(spark: SparkSession, table) -> T.StructType:
+    """The Java table's schema as Spark sees it (required columns non-nullable)."""
+    converted = spark._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(table.schema())
+    return T.StructType.fromJson(json.loads(converted.json()))
 
 
 def declared_schema(spark: SparkSession, columns: tuple[ColumnSpec, ...]) -> T.StructType:
@@ -94,8 +102,8 @@ def check_partitioning(partition_by: tuple[PartitionField, ...], schema: T.Struc
 def prepare_table(spark: SparkSession, ref: TableRef, plan: SchemaPlan,
                   partition_by: tuple[PartitionField, ...]) -> None:
     """Create the namespace and table on the branch when missing, then evolve the schema."""
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote_parts(ref.catalog, ref.namespace)}")
     if plan.create:
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote_parts(ref.catalog, ref.namespace)}")
         columns = ", ".join(
             f"{quote(f.name)} {_sql_type(spark, f.dataType)}" + ("" if f.nullable else " NOT NULL")
             for f in plan.target.fields)
@@ -122,13 +130,12 @@ def prepare_table(spark: SparkSession, ref: TableRef, plan: SchemaPlan,
             spark.sql(f"ALTER TABLE {ref.sql} ALTER COLUMN {column} DROP NOT NULL")
 
 
-def find_ingest_snapshot(spark: SparkSession, ref: TableRef, ingest_id: str) -> AppendResult | None:
-    """The snapshot a previous run of this ingest appended on this branch's history."""
-    table = load_iceberg_table(spark, ref.sql)
+def find_ingest_snapshot(table, ingest_id: str) -> AppendResult | None:
+    """The snapshot a previous run of this ingest appended in the table's history."""
     snapshot = table.currentSnapshot()
     while snapshot is not None:
         if snapshot.summary().get(INGEST_ID_PROPERTY) == ingest_id:
-            return _result(snapshot, reused=True)
+            return _result(snapshot, table, reused=True)
         parent = snapshot.parentId()
         snapshot = table.snapshot(parent) if parent is not None else None
     return None
@@ -155,7 +162,7 @@ def append(spark: SparkSession, ref: TableRef, frame: DataFrame, plan: SchemaPla
          .append())
     except Exception as exc:
         raise InputRejectedError(f"the rows could not be written: {_write_reason(exc)}") from exc
-    found = find_ingest_snapshot(spark, ref, ingest_id)
+    found = find_ingest_snapshot(load_iceberg_table(spark, ref.sql), ingest_id)
     if found is None:
         raise RuntimeError(f"append committed but no snapshot carries {INGEST_ID_PROPERTY}="
                            f"{ingest_id}")
@@ -165,8 +172,8 @@ def append(spark: SparkSession, ref: TableRef, frame: DataFrame, plan: SchemaPla
     return found
 
 
-def _result(snapshot, reused: bool) -> AppendResult:
-    return AppendResult(snapshot_id=int(snapshot.snapshotId()),
+def _result(snapshot, table, reused: bool) -> AppendResult:
+    return AppendResult(table=table, snapshot_id=int(snapshot.snapshotId()),
                         parent_id=None if snapshot.parentId() is None
                         else int(snapshot.parentId()),
                         rows_written=int(snapshot.summary().get("added-records") or 0),
