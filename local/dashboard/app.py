@@ -12,7 +12,7 @@ from pathlib import Path
 import streamlit as st
 
 from local.dashboard.options import parse_args
-from local.dashboard.views import common, ingest, overview, table
+from local.dashboard.views import common
 
 
 def _argv() -> list[str]:
@@ -25,16 +25,17 @@ def _argv() -> list[str]:
 
 st.set_page_config(page_title="WAP quality", page_icon=":material/verified:", layout="wide")
 common.set_target(parse_args(_argv()))
+VIEWS = Path(__file__).with_name("views")
 pages = [
     st.Page(
-        overview.render,
+        VIEWS / "overview.py",
         title="Overview",
         icon=":material/dashboard:",
         url_path="overview",
         default=True,
     ),
-    st.Page(ingest.render, title="Ingest", icon=":material/search:", url_path="ingest"),
-    st.Page(table.render, title="Table", icon=":material/table_chart:", url_path="table"),
+    st.Page(VIEWS / "ingest.py", title="Ingest", icon=":material/search:", url_path="ingest"),
+    st.Page(VIEWS / "table.py", title="Table", icon=":material/table_chart:", url_path="table"),
 ]
 common.register_pages(dict(zip(("overview", "ingest", "table"), pages, strict=True)))
 common.sidebar()

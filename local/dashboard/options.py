@@ -19,7 +19,9 @@ DEFAULT_STACK = "WapIngest"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="wap dashboard", add_help=False, exit_on_error=False)
+    parser = argparse.ArgumentParser(
+        prog="wap dashboard", add_help=False, exit_on_error=False, allow_abbrev=False
+    )
     parser.add_argument("--home")
     parser.add_argument("--aws", action="store_true")
     parser.add_argument("--profile")

@@ -149,7 +149,10 @@ class TablePage:
 
 def load_table(target: Target, table: str) -> TablePage:
     """Snapshots of `table` on main (pyiceberg, no JVM), its config file, its ingests."""
-    name = ops.parse_table(table).qualified
+    try:
+        name = ops.parse_table(table).qualified
+    except OpsError as exc:
+        raise DashboardError(str(exc)) from exc
 
     def work(backend: Backend) -> TablePage:
         location = backend.nessie.metadata_location(c.MAIN_BRANCH, name)

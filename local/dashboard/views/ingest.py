@@ -169,3 +169,7 @@ def _actions(record, branch_open: bool, ui_url: str | None) -> None:
     for what, command in shaping.next_commands(record, branch_open, common.target()):
         st.caption(shaping.md_escape(what))
         st.code(command, language="bash")
+
+
+if __name__ == "__main__":  # run as a page of `st.navigation` (see app.py)
+    render()

@@ -141,3 +141,7 @@ def _all_ingests(data) -> None:
             "rows": st.column_config.NumberColumn("rows written", format="%d"),
         },
     )
+
+
+if __name__ == "__main__":  # run as a page of `st.navigation` (see app.py)
+    render()

@@ -132,3 +132,7 @@ def _ingests(data) -> None:
             "rows": st.column_config.NumberColumn("rows written", format="%d"),
         },
     )
+
+
+if __name__ == "__main__":  # run as a page of `st.navigation` (see app.py)
+    render()

@@ -1,0 +1,402 @@
+"""Data shaping: ledger rows, reports and snapshots in, rows for tables and charts out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from local.cli.backends import Target
+from local.dashboard import shaping
+from local.ops.operations import BranchRow, RunRow
+from spark_jobs.table_config import parse_table_config
+
+NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
+
+
+def run(
+    iid: str,
+    status: str,
+    *,
+    table: str = "sales.orders",
+    when: str | None = None,
+    branch: str | None = None,
+    reason: str | None = None,
+    source: str = "s3://src/sales/orders/a.parquet",
+) -> RunRow:
+    return RunRow(
+        ingest_id=iid,
+        table=table,
+        source=source,
+        status=status,
+        branch=branch,
+        when=when,
+        rows_written=10,
+        reason=reason,
+    )
+
+
+RUNS = [  # newest first, as list_runs returns them
+    run("a" * 16, "QUEUED", when="2026-11-22T11:58:00Z"),
+    run("b" * 16, "RUNNING", when="2026-11-22T11:50:00Z"),
+    run(
+        "c" * 16,
+        "AUDIT_FAILED",
+        when="2026-11-22T10:00:00Z",
+        branch="wap_sales_orders_c",
+        reason="1 error-severity check(s) did not pass: amount_range",
+    ),
+    run(
+        "d" * 16,
+        "REJECTED",
+        table="sales.refunds",
+        when="2026-11-21T09:00:00Z",
+        reason="schema policy strict: column `x` added",
+    ),
+    run("e" * 16, "PUBLISHED", when="2026-11-21T08:00:00Z"),
+    run("f" * 16, "DISCARDED", when="2026-11-20T08:00:00Z", branch="wap_sales_orders_f"),
+    run("0" * 16, "JOB_FAILED", when=None, branch="wap_sales_orders_0"),
+]
+BRANCHES = [
+    BranchRow(
+        name="wap_sales_orders_c",
+        hash="ab" * 32,
+        table="sales.orders",
+        ingest_id="c" * 16,
+        status="AUDIT_FAILED",
+        reason="amount_range",
+        since="2026-11-22T10:00:00Z",
+        age_seconds=7200.0,
+    )
+]
+
+
+def test_outcome_counts_group_statuses_and_list_every_group():
+    assert shaping.outcome_counts(RUNS) == {
+        "published": 1,
+        "failed": 2,
+        "rejected": 1,
+        "running": 1,
+        "queued": 1,
+        "discarded": 1,
+    }
+    assert shaping.outcome_counts([]) == dict.fromkeys(shaping.OUTCOMES, 0)
+
+
+def test_timeline_has_one_row_per_timed_ingest_oldest_first():
+    rows = shaping.timeline_rows(RUNS)
+
+    assert [r["ingest_id"][0] for r in rows] == ["f", "e", "d", "c", "b", "a"]
+    assert rows[2] == {
+        "when": datetime(2026, 11, 21, 9, 0),
+        "table": "sales.refunds",
+        "outcome": "rejected",
+        "status": "REJECTED",
+        "ingest_id": "d" * 16,
+        "file": "a.parquet",
+    }
+
+
+def test_timeline_buckets_by_hour_up_to_three_days_then_by_day():
+    day = datetime(2026, 11, 1)
+    assert shaping.time_bucket_unit([day]) == "hour"
+    assert shaping.time_bucket_unit([day, day.replace(day=4)]) == "hour"
+    assert shaping.time_bucket_unit([day, day.replace(day=4, hour=1)]) == "day"
+
+
+def test_timeline_domain_covers_at_least_the_last_day_and_every_ingest():
+    now = datetime(2026, 11, 22, 12, 30)
+    assert shaping.timeline_domain([datetime(2026, 11, 22, 11, 5)], "hour", now) == (
+        datetime(2026, 11, 21, 13),
+        datetime(2026, 11, 22, 13),
+    )
+    assert shaping.timeline_domain([datetime(2026, 11, 19, 7, 5)], "hour", now)[0] == datetime(
+        2026, 11, 19, 7
+    )
+    assert shaping.timeline_domain([], "day", now) == (
+        datetime(2026, 11, 9),
+        datetime(2026, 11, 23),
+    )
+
+
+def test_attention_lists_failed_and_rejected_newest_first_with_branch_state():
+    rows = shaping.attention_rows(RUNS, BRANCHES)
+
+    assert [(r["ingest_id"][0], r["status"], r["branch_open"]) for r in rows] == [
+        ("c", "AUDIT_FAILED", True),
+        ("d", "REJECTED", False),
+        ("0", "JOB_FAILED", False),
+    ]
+    assert rows[0]["reason"] == "1 error-severity check(s) did not pass: amount_range"
+    assert rows[2]["when"] == "-"
+
+
+def test_active_rows_show_queue_place_and_waiting_time():
+    locks = [{"table": "sales.orders", "active": "b" * 16, "queue": ["a" * 16]}]
+    rows = shaping.active_rows(RUNS, locks, NOW)
+
+    assert rows == [
+        {
+            "ingest_id": "a" * 16,
+            "table": "sales.orders",
+            "status": "QUEUED",
+            "file": "a.parquet",
+            "place": "#1 in queue",
+            "for": "2m",
+        },
+        {
+            "ingest_id": "b" * 16,
+            "table": "sales.orders",
+            "status": "RUNNING",
+            "file": "a.parquet",
+            "place": "running",
+            "for": "10m",
+        },
+    ]
+
+
+def test_branch_rows_carry_age_in_words_and_hours():
+    [row] = shaping.branch_rows(BRANCHES)
+    assert (row["branch"], row["age"], row["age_hours"], row["outcome"]) == (
+        "wap_sales_orders_c",
+        "2h",
+        2.0,
+        "AUDIT_FAILED",
+    )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (None, "-"),
+        (5, "5s"),
+        (61, "1m"),
+        (7199, "119m"),
+        (7200, "2h"),
+        (47 * 3600, "47h"),
+        (49 * 3600, "2d"),
+    ],
+)
+def test_age_text(seconds, text):
+    assert shaping.age_text(seconds) == text
+
+
+REPORT = {
+    "checks": [
+        {
+            "name": "order_id_not_null",
+            "kind": "not_null",
+            "columns": ["order_id"],
+            "severity": "error",
+            "status": "passed",
+            "violations": 0,
+            "threshold": None,
+            "observed": 0,
+            "samples": [],
+        },
+        {
+            "name": "email_regex",
+            "kind": "regex",
+            "columns": ["email"],
+            "severity": "warn",
+            "status": "failed",
+            "violations": 2,
+            "threshold": {"pattern": "^.+@.+$"},
+            "observed": 2,
+            "samples": [{"order_id": 7, "email": "nope"}],
+        },
+        {
+            "name": "amount_range",
+            "kind": "range",
+            "columns": ["amount"],
+            "severity": "error",
+            "status": "failed",
+            "violations": 3,
+            "threshold": {"min": 0, "max": None},
+            "observed": 3,
+            "samples": [
+                {"order_id": 1, "amount": "-1.50"},
+                {"order_id": 2, "amount": None, "note": "x"},
+            ],
+        },
+    ],
+    "schema_changes": [
+        {"change": "add_column", "column": "discount", "type": "double"},
+        {"change": "widen", "column": "id", "type": "bigint", "from": "int"},
+    ],
+}
+
+
+def test_check_rows_put_error_failures_first_then_warnings_then_passes():
+    rows = shaping.check_rows(REPORT)
+
+    assert [r["check"] for r in rows] == ["amount_range", "email_regex", "order_id_not_null"]
+    assert rows[0] == {
+        "check": "amount_range",
+        "kind": "range",
+        "columns": "amount",
+        "severity": "error",
+        "status": "failed",
+        "violations": 3,
+        "threshold": "min 0",
+        "observed": "3",
+        "message": "",
+    }
+    assert rows[2]["threshold"] == "-"
+    assert shaping.check_rows(None) == []
+
+
+def test_sample_tables_only_for_checks_that_did_not_pass_with_every_column():
+    tables = shaping.sample_tables(REPORT)
+
+    assert [name for name, _ in tables] == ["email_regex", "amount_range"]
+    assert tables[1][1] == [
+        {"order_id": "1", "amount": "-1.50", "note": "null"},
+        {"order_id": "2", "amount": "null", "note": "x"},
+    ]
+
+
+def test_schema_change_rows_keep_extra_detail():
+    assert shaping.schema_change_rows(REPORT) == [
+        {"change": "add_column", "column": "discount", "type": "double", "detail": ""},
+        {"change": "widen", "column": "id", "type": "bigint", "detail": '{"from": "int"}'},
+    ]
+
+
+def test_row_counts_added_by_the_branch():
+    assert shaping.RowCounts(main=40, branch=80).added == 40
+    assert shaping.RowCounts(main=None, branch=80).added is None
+
+
+def test_commands_for_a_failed_ingest_with_open_branch_reach_the_same_home():
+    record = {"ingest_id": "c" * 16, "status": "AUDIT_FAILED", "branch": "wap_sales_orders_c"}
+    commands = [cmd for _, cmd in shaping.next_commands(record, True, Target(home="/data/my home"))]
+    assert commands == [
+        "wap --home '/data/my home' publish wap_sales_orders_c --reason \"reviewed: ...\"",
+        "wap --home '/data/my home' discard wap_sales_orders_c --reason \"...\"",
+        "wap --home '/data/my home' show wap_sales_orders_c",
+    ]
+
+
+def test_commands_on_aws_and_for_ingests_without_a_branch():
+    rejected = {"ingest_id": "d" * 16, "status": "REJECTED", "branch": None}
+    commands = [
+        cmd
+        for _, cmd in shaping.next_commands(
+            rejected, False, Target(profile="ops", region="eu-west-1", stack="Wap2")
+        )
+    ]
+    assert commands == [
+        f'wap --profile ops --region eu-west-1 --stack Wap2 discard {"d" * 16} --reason "..."',
+        f"wap --profile ops --region eu-west-1 --stack Wap2 show {'d' * 16}",
+    ]
+    published = {"ingest_id": "e" * 16, "status": "PUBLISHED"}
+    assert [cmd for _, cmd in shaping.next_commands(published, False, Target(aws=True))] == [
+        f"wap --aws show {'e' * 16}"
+    ]
+
+
+def test_nessie_links_only_for_open_branches_and_http_bases():
+    links = shaping.nessie_links("https://nessie.example.com/", "wap_a_b_1", "sales.orders", True)
+    assert links == [
+        ("branch wap_a_b_1", "https://nessie.example.com/tree/wap_a_b_1"),
+        ("sales.orders on the branch", "https://nessie.example.com/content/wap_a_b_1/sales/orders"),
+        ("main", "https://nessie.example.com/tree/main"),
+    ]
+    assert shaping.nessie_links("https://n", "wap_a_b_1", "sales.orders", False) == []
+    assert shaping.nessie_links("javascript:alert(1)", "wap_a_b_1", "sales.orders", True) == []
+
+
+def test_snapshot_rows_follow_mains_lineage_oldest_first():
+    snapshots = [
+        {
+            "snapshot_id": 1,
+            "parent_id": None,
+            "timestamp_ms": 1_795_000_000_000,
+            "operation": "append",
+            "summary": {"total-records": "40", "added-records": "40"},
+        },
+        {
+            "snapshot_id": 2,
+            "parent_id": 1,
+            "timestamp_ms": 1_795_000_600_000,
+            "operation": "append",
+            "summary": {"total-records": "80", "added-records": "40"},
+        },
+        {
+            "snapshot_id": 3,
+            "parent_id": 1,
+            "timestamp_ms": 1_795_000_300_000,  # rolled back
+            "operation": "append",
+            "summary": {"total-records": "45"},
+        },
+    ]
+    rows = shaping.snapshot_rows(snapshots, current_id=2)
+
+    assert [(r["snapshot_id"], r["total_rows"], r["added_rows"]) for r in rows] == [
+        ("1", 40, 40),
+        ("2", 80, 40),
+    ]
+    assert rows[0]["committed_at"] == datetime(2026, 11, 18, 11, 6, 40)
+    assert shaping.snapshot_rows(snapshots, current_id=None) == []
+
+
+def test_rows_over_time_reaches_now():
+    rows = [{"committed_at": datetime(2026, 11, 22, 10), "total_rows": 40, "operation": "append"}]
+    points = shaping.rows_over_time(rows, datetime(2026, 11, 22, 12))
+    assert points == [
+        {"at": datetime(2026, 11, 22, 10), "rows": 40, "what": "append"},
+        {"at": datetime(2026, 11, 22, 12), "rows": 40, "what": "now"},
+    ]
+
+
+def test_config_check_rows_show_configured_settings():
+    config = parse_table_config(
+        "checks:\n"
+        "  - {kind: range, column: amount, min: 0}\n"
+        "  - {kind: expression, name: positive, sql: 'a > 0', severity: warn}\n"
+    )
+    assert shaping.config_check_rows(config.checks) == [
+        {
+            "check": "amount_range",
+            "kind": "range",
+            "columns": "amount",
+            "severity": "error",
+            "settings": "min 0",
+        },
+        {
+            "check": "positive",
+            "kind": "expression",
+            "columns": "-",
+            "severity": "warn",
+            "settings": "sql a > 0",
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("token=xoxb-123-456-abc failed", "token=*** failed"),
+        ("posting with xoxb-123-456-abc failed", "posting with *** failed"),
+        ("key AKIAABCDEFGHIJKLMNOP leaked", "key *** leaked"),
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG", "aws_secret_access_key = ***"),
+        ("Authorization: Bearer abc.def.ghi", "Authorization: Bearer ***"),
+        ("https://user:pa55@nessie.example.com/api", "https://***@nessie.example.com/api"),
+        ("line one\n  line two", "line one line two"),
+    ],
+)
+def test_redact_masks_credentials(text, shown):
+    assert shaping.redact(text) == shown
+
+
+def test_redact_caps_length():
+    assert len(shaping.redact("x" * 1000)) == shaping.MAX_TEXT_CHARS
+
+
+def test_md_escape_renders_data_literally():
+    assert (
+        shaping.md_escape("**bold** [x](javascript:y) <b>")
+        == r"\*\*bold\*\* \[x\]\(javascript\:y\) \<b\>"
+    )
+    assert shaping.md_code("a`b") == "`a'b`"
