@@ -29,11 +29,11 @@ SLACK_CHANNEL = "#wap-alerts"
 class EmbeddedOptions:
     """How to start the embedded stack."""
 
-    run_ingests: bool = False          # start Spark (the only thing that needs a JVM)
+    run_ingests: bool = False  # start Spark (the only thing that needs a JVM)
     recover_interrupted: bool = False  # commands holding the home lock may fix the ledger
     tables_dir: Path | None = None
-    spark: Any = None                  # an existing SparkSession to reuse (tests)
-    job: Any = None                    # a job function instead of Spark (tests)
+    spark: Any = None  # an existing SparkSession to reuse (tests)
+    job: Any = None  # a job function instead of Spark (tests)
     poll_interval_seconds: int = 1
 
 
@@ -99,12 +99,15 @@ class StorageOnly:
         s3 = self.client("s3")
         for bucket in (s.source_bucket, s.artifacts_bucket):
             s3.create_bucket(Bucket=bucket)
-        s3.put_bucket_versioning(Bucket=s.source_bucket,
-                                 VersioningConfiguration={"Status": "Enabled"})
+        s3.put_bucket_versioning(
+            Bucket=s.source_bucket, VersioningConfiguration={"Status": "Enabled"}
+        )
         self.client("dynamodb").create_table(  # as LocalAwsStack and infra/pipeline.py
-            TableName=s.ledger_table, BillingMode="PAY_PER_REQUEST",
+            TableName=s.ledger_table,
+            BillingMode="PAY_PER_REQUEST",
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}])
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        )
         return self
 
     def client(self, service: str) -> Any:
@@ -149,8 +152,6 @@ class EmbeddedStack:
         from local.nessie.runner import start_server
         from local.slack_standin import SlackStandin
 
-        # The handlers' JSON logs would drown the CLI's output; errors still show.
-        os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
         self.home.create()
         try:
             self.nessie = start_server(str(self.home.nessie_db))
@@ -163,23 +164,34 @@ class EmbeddedStack:
                     self.spark = self._start_spark()
                     job = spark_job(self.spark)
                 settings = StackSettings(
-                    nessie_api_v1=self.nessie.api_v1, job=job,
-                    nessie_ui_url=self.nessie.url, slack_api_url=self.slack.api_url,
-                    slack_token=SLACK_TOKEN, slack_channel=SLACK_CHANNEL,
+                    nessie_api_v1=self.nessie.api_v1,
+                    job=job,
+                    nessie_ui_url=self.nessie.url,
+                    slack_api_url=self.slack.api_url,
+                    slack_token=SLACK_TOKEN,
+                    slack_channel=SLACK_CHANNEL,
                     tables_dir=self.options.tables_dir or tables_dir_from_env(),
                     poll_interval_seconds=self.options.poll_interval_seconds,
-                    async_retry_delay=0.5)
+                    async_retry_delay=0.5,
+                )
                 self.aws = LocalAwsStack(settings).start()
             else:
                 settings = StackSettings(nessie_api_v1=self.nessie.api_v1, job=_no_spark_job)
                 self.aws = StorageOnly(settings).start()
-            self.store = StateStore(self.home, ledger_table=settings.ledger_table, buckets=(
-                StoredBucket(settings.source_bucket),
-                StoredBucket(settings.artifacts_bucket, ARTIFACT_PREFIXES)))
+            self.store = StateStore(
+                self.home,
+                ledger_table=settings.ledger_table,
+                buckets=(
+                    StoredBucket(settings.source_bucket),
+                    StoredBucket(settings.artifacts_bucket, ARTIFACT_PREFIXES),
+                ),
+            )
             with _s3_events_muted():  # restored objects are old news, not new uploads
                 self.interrupted = self.store.restore(
-                    self.dynamodb(), self.aws.client("s3"),
-                    recover_interrupted=self.options.recover_interrupted)
+                    self.dynamodb(),
+                    self.aws.client("s3"),
+                    recover_interrupted=self.options.recover_interrupted,
+                )
         except Exception:
             self.stop()
             raise

@@ -24,8 +24,19 @@ from pathlib import Path
 DEFAULT_HOME = ".wap"
 ENV_HOME = "WAP_HOME"
 MARKER = "WAP_HOME"
-_OUR_NAMES = frozenset({MARKER, "nessie.db", "nessie.db-wal", "nessie.db-shm", "nessie.db-journal",
-                        "warehouse", "state", "samples", "lock"})
+_OUR_NAMES = frozenset(
+    {
+        MARKER,
+        "nessie.db",
+        "nessie.db-wal",
+        "nessie.db-shm",
+        "nessie.db-journal",
+        "warehouse",
+        "state",
+        "samples",
+        "lock",
+    }
+)
 
 
 class HomeError(RuntimeError):
@@ -77,8 +88,10 @@ class WapHome:
             if not self.root.is_dir():
                 raise HomeError(f"{self.root} is not a directory")
             if not self._only_our_files():
-                raise HomeError(f"{self.root} is not empty and is not a wap home "
-                                f"(no {MARKER} file); choose another --home")
+                raise HomeError(
+                    f"{self.root} is not empty and is not a wap home "
+                    f"(no {MARKER} file); choose another --home"
+                )
         for path in (self.root, self.warehouse, self.state, self.objects, self.samples):
             path.mkdir(parents=True, exist_ok=True)
         (self.root / MARKER).write_text("local state of the wap CLI; delete to start over\n")
@@ -89,8 +102,9 @@ class WapHome:
         if not self.root.exists():
             return
         if not self.exists() and not self._only_our_files():
-            raise HomeError(f"refusing to delete {self.root}: it is not a wap home "
-                            f"(no {MARKER} file)")
+            raise HomeError(
+                f"refusing to delete {self.root}: it is not a wap home (no {MARKER} file)"
+            )
         shutil.rmtree(self.root)
 
     def _only_our_files(self) -> bool:
@@ -105,8 +119,9 @@ class WapHome:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise HomeError(f"another wap command is using {self.root}; "
-                                "wait for it to finish") from None
+                raise HomeError(
+                    f"another wap command is using {self.root}; wait for it to finish"
+                ) from None
             try:
                 yield
             finally:

@@ -22,8 +22,10 @@ from local.home import WapHome
 
 # Artifacts worth keeping; `tables/` is uploaded from the tables directory on every start.
 ARTIFACT_PREFIXES = ("reports/", "logs/")
-INTERRUPTED_REASON = ("interrupted: the wap process stopped before this ingest finished "
-                      "(local mode runs ingests inside the wap command)")
+INTERRUPTED_REASON = (
+    "interrupted: the wap process stopped before this ingest finished "
+    "(local mode runs ingests inside the wap command)"
+)
 _MANIFEST = "manifest.json"
 
 
@@ -64,8 +66,9 @@ def _object_path(root: Path, bucket: str, key: str) -> Path | None:
 class StateStore:
     """Copies ledger items and kept S3 objects between a running moto and a `WapHome`."""
 
-    def __init__(self, home: WapHome, *, ledger_table: str,
-                 buckets: tuple[StoredBucket, ...]) -> None:
+    def __init__(
+        self, home: WapHome, *, ledger_table: str, buckets: tuple[StoredBucket, ...]
+    ) -> None:
         self.home = home
         self.ledger_table = ledger_table
         self.buckets = buckets
@@ -76,8 +79,9 @@ class StateStore:
         """Write the ledger and every kept object (new or changed since the last save)."""
         items = _scan(dynamodb.Table(self.ledger_table))
         items.sort(key=lambda i: i["pk"])
-        _write_atomically(self.home.ledger_file,
-                          json.dumps(items, default=_encode, indent=1).encode())
+        _write_atomically(
+            self.home.ledger_file, json.dumps(items, default=_encode, indent=1).encode()
+        )
         manifest_path = self.home.objects / _MANIFEST
         manifest = _read_json(manifest_path, {})
         for bucket in self.buckets:
@@ -105,18 +109,29 @@ class StateStore:
         left unfinished are recorded as JOB_FAILED with the reason.
         """
         table = dynamodb.Table(self.ledger_table)
-        items = json.loads(self.home.ledger_file.read_text(), parse_float=Decimal) \
-            if self.home.ledger_file.is_file() else []
+        items = (
+            json.loads(self.home.ledger_file.read_text(), parse_float=Decimal)
+            if self.home.ledger_file.is_file()
+            else []
+        )
         interrupted: list[str] = []
         with table.batch_writer() as batch:
             for item in items:
                 if item.get("kind") == KIND_TABLE:
                     continue
-                if (recover_interrupted and item.get("kind") == KIND_INGEST
-                        and item.get("status") not in c.TERMINAL_STATUSES):
+                if (
+                    recover_interrupted
+                    and item.get("kind") == KIND_INGEST
+                    and item.get("status") not in c.TERMINAL_STATUSES
+                ):
                     interrupted.append(item["ingest_id"])
-                    item = {**item, "status": c.JOB_FAILED, "error": INTERRUPTED_REASON,
-                            "finished_at": iso(utcnow()), "updated_at": iso(utcnow())}
+                    item = {
+                        **item,
+                        "status": c.JOB_FAILED,
+                        "error": INTERRUPTED_REASON,
+                        "finished_at": iso(utcnow()),
+                        "updated_at": iso(utcnow()),
+                    }
                 batch.put_item(Item=item)
         for bucket in self.buckets:
             self._restore_bucket(s3, bucket.name)
@@ -130,8 +145,9 @@ class StateStore:
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
             if path.name.startswith(".") and path.name.endswith(".tmp"):
                 continue
-            s3.put_object(Bucket=bucket, Key=path.relative_to(root).as_posix(),
-                          Body=path.read_bytes())
+            s3.put_object(
+                Bucket=bucket, Key=path.relative_to(root).as_posix(), Body=path.read_bytes()
+            )
 
 
 def _scan(table: Any) -> list[dict[str, Any]]:

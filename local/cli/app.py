@@ -24,9 +24,13 @@ from local.home import ENV_HOME, HomeError, WapHome
 from local.ops import operations as ops
 from local.ops.exceptions import OpsError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Write-Audit-Publish ingestion: local mode (no AWS account) and "
-                       "operations on a deployed stack.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Write-Audit-Publish ingestion: local mode (no AWS account) and "
+    "operations on a deployed stack.",
+)
 console = render.make_console()
 INGEST_TIMEOUT_SECONDS = 900
 
@@ -62,20 +66,28 @@ def _home_flag(target: Target) -> str:
 @app.callback()
 def _options(
     ctx: typer.Context,
-    home: Annotated[str | None, typer.Option(
-        help="local state directory (default .wap; env WAP_HOME)")] = None,
-    aws: Annotated[bool, typer.Option(
-        "--aws", help="operate the deployed stack (default AWS credentials)")] = False,
+    home: Annotated[
+        str | None, typer.Option(help="local state directory (default .wap; env WAP_HOME)")
+    ] = None,
+    aws: Annotated[
+        bool, typer.Option("--aws", help="operate the deployed stack (default AWS credentials)")
+    ] = False,
     profile: Annotated[str | None, typer.Option(help="AWS profile (implies --aws)")] = None,
     region: Annotated[str | None, typer.Option(help="AWS region of the stack")] = None,
-    stack: Annotated[str, typer.Option(envvar="WAP_STACK",
-                                       help="CloudFormation stack name")] = "WapIngest",
-    nessie_url: Annotated[str | None, typer.Option(
-        envvar="WAP_NESSIE_URL",
-        help="Nessie API URL to use instead of the stack's NessieApiUrl (e.g. a tunnel)")] = None,
+    stack: Annotated[
+        str, typer.Option(envvar="WAP_STACK", help="CloudFormation stack name")
+    ] = "WapIngest",
+    nessie_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="WAP_NESSIE_URL",
+            help="Nessie API URL to use instead of the stack's NessieApiUrl (e.g. a tunnel)",
+        ),
+    ] = None,
 ) -> None:
-    ctx.obj = Target(home=home, aws=aws, profile=profile, region=region, stack=stack,
-                     nessie_url=nessie_url)
+    ctx.obj = Target(
+        home=home, aws=aws, profile=profile, region=region, stack=stack, nessie_url=nessie_url
+    )
 
 
 def _run(fn: Any) -> Any:
@@ -92,11 +104,15 @@ def _run(fn: Any) -> Any:
 
 # ---- read-only ------------------------------------------------------------------------------
 
+
 @app.command()
-def runs(ctx: typer.Context,
-         table: Annotated[str | None, typer.Option(help="only this ns.table")] = None,
-         limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 50) -> None:
+def runs(
+    ctx: typer.Context,
+    table: Annotated[str | None, typer.Option(help="only this ns.table")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 50,
+) -> None:
     """The ledger: ingest id, table, source, outcome, branch, when."""
+
     def work() -> None:
         try:
             with open_backend(_target(ctx)) as backend:
@@ -108,12 +124,14 @@ def runs(ctx: typer.Context,
             console.print("No ingests yet.")
             return
         console.print(render.runs_table(rows))
+
     _run(work)
 
 
 @app.command()
 def branches(ctx: typer.Context) -> None:
     """Open WAP branches with their outcome and age."""
+
     def work() -> None:
         try:
             with open_backend(_target(ctx)) as backend:
@@ -127,13 +145,16 @@ def branches(ctx: typer.Context) -> None:
         console.print(render.branches_table(rows))
         hint = _home_flag(_target(ctx))
         console.print(f"\nInspect one: wap{hint} show BRANCH")
+
     _run(work)
 
 
 @app.command()
-def show(ctx: typer.Context,
-         target: Annotated[str, typer.Argument(help="branch name or ingest id")]) -> None:
+def show(
+    ctx: typer.Context, target: Annotated[str, typer.Argument(help="branch name or ingest id")]
+) -> None:
     """The audit report, row counts main vs branch, and sample violating rows."""
+
     def work() -> None:
         with open_backend(_target(ctx)) as backend:
             view = ops.show(backend, target)
@@ -141,52 +162,66 @@ def show(ctx: typer.Context,
             console.print(part)
         if view.record.get("status") == c.AUDIT_FAILED and view.branch_open:
             hint, branch = _home_flag(_target(ctx)), view.record["branch"]
-            console.print(f"\nNext: wap{hint} publish {branch} --reason \"...\"   or   "
-                          f"wap{hint} discard {branch}")
+            console.print(
+                f'\nNext: wap{hint} publish {branch} --reason "..."   or   '
+                f"wap{hint} discard {branch}"
+            )
+
     _run(work)
 
 
 # ---- changes --------------------------------------------------------------------------------
 
+
 @app.command()
-def publish(ctx: typer.Context,
-            target: Annotated[str, typer.Argument(help="branch name or ingest id")],
-            reason: Annotated[str, typer.Option(help="why this data may go to main anyway")],
-            by: Annotated[str | None, typer.Option(help="reviewer (default: your user)")] = None,
-            ) -> None:
+def publish(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="branch name or ingest id")],
+    reason: Annotated[str, typer.Option(help="why this data may go to main anyway")],
+    by: Annotated[str | None, typer.Option(help="reviewer (default: your user)")] = None,
+) -> None:
     """Publish a failed branch after human review (ledger + Nessie merge message)."""
+
     def work() -> None:
         with open_backend(_target(ctx), mutates=True) as backend:
             done = ops.publish(backend, target, reason=reason, actor=_user(by))
-        console.print(f"[green]PUBLISHED[/] ingest {done.ingest_id}: {done.branch} merged into "
-                      f"main at {done.main_hash[:12]}; branch deleted.")
+        console.print(
+            f"[green]PUBLISHED[/] ingest {done.ingest_id}: {done.branch} merged into "
+            f"main at {done.main_hash[:12]}; branch deleted."
+        )
         console.print(f"Merge message: {done.message}", soft_wrap=True)
+
     _run(work)
 
 
 @app.command()
-def discard(ctx: typer.Context,
-            target: Annotated[str, typer.Argument(help="branch name or ingest id")],
-            reason: Annotated[str | None, typer.Option(help="why (kept in the ledger)")] = None,
-            by: Annotated[str | None, typer.Option(help="who (default: your user)")] = None,
-            ) -> None:
+def discard(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="branch name or ingest id")],
+    reason: Annotated[str | None, typer.Option(help="why (kept in the ledger)")] = None,
+    by: Annotated[str | None, typer.Option(help="who (default: your user)")] = None,
+) -> None:
     """Delete a failed ingest's branch; the ledger marks it DISCARDED."""
+
     def work() -> None:
         with open_backend(_target(ctx), mutates=True) as backend:
             record = ops.discard(backend, target, actor=_user(by), reason=reason)
-        console.print(f"[dim]DISCARDED[/] ingest {record['ingest_id']}"
-                      + (f": branch {record['branch']} deleted." if record.get("branch")
-                         else "."))
+        console.print(
+            f"[dim]DISCARDED[/] ingest {record['ingest_id']}"
+            + (f": branch {record['branch']} deleted." if record.get("branch") else ".")
+        )
+
     _run(work)
 
 
 @app.command()
-def ingest(ctx: typer.Context,
-           files: Annotated[list[Path], typer.Argument(help="parquet files", show_default=False)],
-           table: Annotated[str, typer.Option("--table", "-t", help="target ns.table")],
-           wait: Annotated[bool, typer.Option(help="wait for the outcome")] = True,
-           timeout: Annotated[int, typer.Option(help="seconds to wait")] = INGEST_TIMEOUT_SECONDS,
-           ) -> None:
+def ingest(
+    ctx: typer.Context,
+    files: Annotated[list[Path], typer.Argument(help="parquet files", show_default=False)],
+    table: Annotated[str, typer.Option("--table", "-t", help="target ns.table")],
+    wait: Annotated[bool, typer.Option(help="wait for the outcome")] = True,
+    timeout: Annotated[int, typer.Option(help="seconds to wait")] = INGEST_TIMEOUT_SECONDS,
+) -> None:
     """Drop local parquet files through the flow (local stack, or the deployed source bucket)."""
     target = _target(ctx)
 
@@ -194,16 +229,23 @@ def ingest(ctx: typer.Context,
         ops.parse_table(table)  # bad input fails before anything starts
         for path in files:
             ops.check_parquet_file(path)
-        starting = (f"Reading the outputs of stack {target.stack}…" if target.is_aws
-                    else "Starting the local stack (Nessie, moto, Spark)…")
+        starting = (
+            f"Reading the outputs of stack {target.stack}…"
+            if target.is_aws
+            else "Starting the local stack (Nessie, moto, Spark)…"
+        )
         with ExitStack() as resources:
             with _status(starting):
                 backend = resources.enter_context(
-                    open_backend(target, run_ingests=wait, mutates=True, create=True))
+                    open_backend(target, run_ingests=wait, mutates=True, create=True)
+                )
             dropped = ops.drop_files(backend, files, table)
             for d in dropped:
-                console.print(f"dropped {d.path} -> s3://{backend.source_bucket}/{d.key}  "
-                              f"(ingest {d.ingest_id})", soft_wrap=True)
+                console.print(
+                    f"dropped {d.path} -> s3://{backend.source_bucket}/{d.key}  "
+                    f"(ingest {d.ingest_id})",
+                    soft_wrap=True,
+                )
             if not wait:
                 backend.changed()
                 return
@@ -211,15 +253,17 @@ def ingest(ctx: typer.Context,
         _print_outcomes(records, target)
         if any(r.get("status") != c.PUBLISHED for r in records):
             raise typer.Exit(3)
+
     if not target.is_aws and not wait:
         raise _fail("--no-wait is only for --aws: local ingests run inside this command")
     _run(work)
 
 
 @app.command()
-def demo(ctx: typer.Context,
-         fresh: Annotated[bool, typer.Option(help="delete the local state first")] = False
-         ) -> None:
+def demo(
+    ctx: typer.Context,
+    fresh: Annotated[bool, typer.Option(help="delete the local state first")] = False,
+) -> None:
     """Zero configuration: the whole Write-Audit-Publish loop on this machine."""
     from local.sample_data import NEGATIVE_AMOUNT_ROWS, write_demo_files
 
@@ -236,29 +280,41 @@ def demo(ctx: typer.Context,
         files = write_demo_files(home.samples)
         console.print(f"[bold]WAP demo[/] - local stack in {home.root}")
         with ExitStack() as resources:
-            with _status("Starting Nessie (SQLite), moto (S3, DynamoDB, Step Functions, EMR "
-                         "Serverless API) and Spark - the JVM takes a little while…"):
+            with _status(
+                "Starting Nessie (SQLite), moto (S3, DynamoDB, Step Functions, EMR "
+                "Serverless API) and Spark - the JVM takes a little while…"
+            ):
                 backend = resources.enter_context(
-                    open_backend(target, run_ingests=True, mutates=True, create=True))
+                    open_backend(target, run_ingests=True, mutates=True, create=True)
+                )
             dropped = ops.drop_files(backend, [files.clean, files.broken], files.table)
-            console.print(f"Dropped 2 files for [bold]{files.table}[/] into "
-                          f"s3://{backend.source_bucket}/{files.table.replace('.', '/')}/: "
-                          f"{files.clean.name} (clean), {files.broken.name} "
-                          f"({NEGATIVE_AMOUNT_ROWS} negative amounts)", soft_wrap=True)
+            console.print(
+                f"Dropped 2 files for [bold]{files.table}[/] into "
+                f"s3://{backend.source_bucket}/{files.table.replace('.', '/')}/: "
+                f"{files.clean.name} (clean), {files.broken.name} "
+                f"({NEGATIVE_AMOUNT_ROWS} negative amounts)",
+                soft_wrap=True,
+            )
             records = _wait(backend, dropped, INGEST_TIMEOUT_SECONDS)
             views = [ops.show(backend, r["ingest_id"]) for r in records]
             alerts = list(getattr(backend, "slack_messages", []))
         _print_outcomes(records, target, views=views)
         for message in alerts:
             first = (message.get("text") or "").splitlines()[0] if message.get("text") else ""
-            console.print(f"Slack alert posted to #{message.get('channel_name')} "
-                          f"(local stand-in): {first}", soft_wrap=True)
-        console.print(f"\nDone in {time.monotonic() - started:.0f}s. State kept in {home.root}; "
-                      "run the demo again to add history, --fresh to start over.")
+            console.print(
+                f"Slack alert posted to #{message.get('channel_name')} (local stand-in): {first}",
+                soft_wrap=True,
+            )
+        console.print(
+            f"\nDone in {time.monotonic() - started:.0f}s. State kept in {home.root}; "
+            "run the demo again to add history, --fresh to start over."
+        )
+
     _run(work)
 
 
 # ---- helpers --------------------------------------------------------------------------------
+
 
 @contextmanager
 def _status(text: str) -> Iterator[None]:
@@ -296,8 +352,9 @@ def _wait(backend: Any, dropped: list[ops.Dropped], timeout: int) -> list[dict[s
         backend.changed()
 
 
-def _print_outcomes(records: list[dict[str, Any]], target: Target,
-                    views: list[ops.IngestView] | None = None) -> None:
+def _print_outcomes(
+    records: list[dict[str, Any]], target: Target, views: list[ops.IngestView] | None = None
+) -> None:
     from rich.table import Table
 
     table = Table(title="Outcome", title_justify="left")
@@ -313,11 +370,18 @@ def _print_outcomes(records: list[dict[str, Any]], target: Target,
             if views is not None and views[i].failed_checks:
                 detail = "; ".join(
                     f"check {ch.get('name')} ({ch.get('kind')}) failed: "
-                    f"{ch.get('violations')} row(s)" for ch in views[i].failed_checks)
+                    f"{ch.get('violations')} row(s)"
+                    for ch in views[i].failed_checks
+                )
             if r.get("branch") and status in c.FAILED_STATUSES:
                 open_branches.append(r["branch"])
-        table.add_row((r.get("key") or "?").rsplit("/", 1)[-1], r.get("ingest_id", "?"),
-                      render.status_text(status), str(r.get("rows_written", "-")), detail)
+        table.add_row(
+            (r.get("key") or "?").rsplit("/", 1)[-1],
+            r.get("ingest_id", "?"),
+            render.status_text(status),
+            str(r.get("rows_written", "-")),
+            detail,
+        )
     console.print(table)
     if views is not None:
         for v in views:
@@ -327,13 +391,19 @@ def _print_outcomes(records: list[dict[str, Any]], target: Target,
     hint = _home_flag(target)
     for branch in open_branches:
         console.print(f"\nOpen branch (main untouched): [bold]{branch}[/]", soft_wrap=True)
-        console.print("Next:\n"
-                      f"  wap{hint} show {branch}\n"
-                      f"  wap{hint} publish {branch} --reason \"reviewed: refunds are negative\"\n"
-                      f"  wap{hint} discard {branch}\n"
-                      f"  wap{hint} runs    wap{hint} branches", soft_wrap=True)
+        console.print(
+            "Next:\n"
+            f"  wap{hint} show {branch}\n"
+            f'  wap{hint} publish {branch} --reason "reviewed: refunds are negative"\n'
+            f"  wap{hint} discard {branch}\n"
+            f"  wap{hint} runs    wap{hint} branches",
+            soft_wrap=True,
+        )
 
 
 def main() -> None:
     """Console-script entry point."""
+    # The in-process handlers' JSON logs would drown the CLI's output; errors still show.
+    # Set here, not in the stack: loggers read it once, at import, for the whole process.
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
     app()

@@ -37,8 +37,9 @@ SPARK_SESSION: Any = None
 
 
 @contextmanager
-def open_backend(target: Target, *, run_ingests: bool = False, mutates: bool = False,
-                 create: bool = False) -> Iterator[Backend]:
+def open_backend(
+    target: Target, *, run_ingests: bool = False, mutates: bool = False, create: bool = False
+) -> Iterator[Backend]:
     """A started backend, closed on exit.
 
     Local mode: commands that change state hold the home's lock; only commands
@@ -47,8 +48,9 @@ def open_backend(target: Target, *, run_ingests: bool = False, mutates: bool = F
     if target.is_aws:
         from local.ops.aws_backend import AwsBackend
 
-        with AwsBackend.connect(target.stack, profile=target.profile, region=target.region,
-                                nessie_url=target.nessie_url) as backend:
+        with AwsBackend.connect(
+            target.stack, profile=target.profile, region=target.region, nessie_url=target.nessie_url
+        ) as backend:
             yield backend
         return
     from local.embedded_stack import EmbeddedOptions, EmbeddedStack
@@ -56,11 +58,17 @@ def open_backend(target: Target, *, run_ingests: bool = False, mutates: bool = F
 
     home = WapHome.resolve(target.home)
     if not create and not home.exists():
-        raise NoLocalState(f"no local state in {home.root} yet: run `wap demo` or "
-                           "`wap ingest` first (or pass --home)")
+        raise NoLocalState(
+            f"no local state in {home.root} yet: run `wap demo` or "
+            "`wap ingest` first (or pass --home)"
+        )
     with home.locked() if mutates else nullcontext():
-        stack = EmbeddedStack(home, EmbeddedOptions(
-            run_ingests=run_ingests, recover_interrupted=mutates, spark=SPARK_SESSION))
+        stack = EmbeddedStack(
+            home,
+            EmbeddedOptions(
+                run_ingests=run_ingests, recover_interrupted=mutates, spark=SPARK_SESSION
+            ),
+        )
         stack.start()
         with LocalBackend(stack) as backend:
             yield backend

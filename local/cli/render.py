@@ -14,9 +14,17 @@ from rich.text import Text
 
 from local.ops.operations import BranchRow, IngestView, Progress, RunRow
 
-STATUS_STYLES = {"PUBLISHED": "green", "AUDIT_FAILED": "red", "REJECTED": "red",
-                 "JOB_FAILED": "red", "PUBLISH_FAILED": "red", "DISCARDED": "dim",
-                 "RUNNING": "yellow", "QUEUED": "yellow", "RECEIVED": "yellow"}
+STATUS_STYLES = {
+    "PUBLISHED": "green",
+    "AUDIT_FAILED": "red",
+    "REJECTED": "red",
+    "JOB_FAILED": "red",
+    "PUBLISH_FAILED": "red",
+    "DISCARDED": "dim",
+    "RUNNING": "yellow",
+    "QUEUED": "yellow",
+    "RECEIVED": "yellow",
+}
 
 
 def make_console() -> Console:
@@ -47,8 +55,14 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
     for name in ("ingest id", "table", "source", "outcome", "branch", "when"):
         table.add_column(name, no_wrap=name in ("ingest id", "branch", "outcome"))
     for r in rows:
-        table.add_row(r.ingest_id, r.table or "-", r.source or "-", status_text(r.status),
-                      r.branch or "-", r.when or "-")
+        table.add_row(
+            r.ingest_id,
+            r.table or "-",
+            r.source or "-",
+            status_text(r.status),
+            r.branch or "-",
+            r.when or "-",
+        )
     return table
 
 
@@ -57,18 +71,30 @@ def branches_table(rows: Sequence[BranchRow]) -> Table:
     for name in ("branch", "table", "ingest id", "outcome", "age", "reason"):
         table.add_column(name, no_wrap=name in ("branch", "ingest id", "outcome"))
     for r in rows:
-        table.add_row(r.name, r.table or "-", r.ingest_id or "-",
-                      status_text(r.status or "no ledger record"), age_text(r.age_seconds),
-                      r.reason or "-")
+        table.add_row(
+            r.name,
+            r.table or "-",
+            r.ingest_id or "-",
+            status_text(r.status or "no ledger record"),
+            age_text(r.age_seconds),
+            r.reason or "-",
+        )
     return table
 
 
 # What the state machine's states (statemachine/ingest.asl.json) mean to someone waiting.
-STEP_TEXT = {"Configure": "starting", "WaitForJob": "Spark job writing + auditing",
-             "CheckJob": "Spark job writing + auditing", "JobDone?": "reading the report",
-             "Publish": "merging into main", "Published?": "merging into main",
-             "AdoptRebasedRun": "main moved: re-running on a fresh branch",
-             "Alert?": "alerting", "Alert": "alerting Slack", "Finish": "recording the outcome"}
+STEP_TEXT = {
+    "Configure": "starting",
+    "WaitForJob": "Spark job writing + auditing",
+    "CheckJob": "Spark job writing + auditing",
+    "JobDone?": "reading the report",
+    "Publish": "merging into main",
+    "Published?": "merging into main",
+    "AdoptRebasedRun": "main moved: re-running on a fresh branch",
+    "Alert?": "alerting",
+    "Alert": "alerting Slack",
+    "Finish": "recording the outcome",
+}
 
 
 def progress_view(items: Sequence[Progress], elapsed: float) -> Group:
@@ -101,11 +127,15 @@ def show_view(view: IngestView) -> list[Any]:
     if r.get("branch"):
         branch += "  (open)" if view.branch_open else "  (deleted)"
     for label, value in (
-            ("ingest", r["ingest_id"]), ("table", r.get("table") or "-"),
-            ("source", r.get("source_uri") or "-"), ("outcome", status_text(r.get("status"))),
-            ("reason", r.get("error") or "-"), ("branch", branch),
-            ("rows written", _cell(r.get("rows_written", report.get("rows_written")))),
-            ("finished", r.get("finished_at") or "-")):
+        ("ingest", r["ingest_id"]),
+        ("table", r.get("table") or "-"),
+        ("source", r.get("source_uri") or "-"),
+        ("outcome", status_text(r.get("status"))),
+        ("reason", r.get("error") or "-"),
+        ("branch", branch),
+        ("rows written", _cell(r.get("rows_written", report.get("rows_written")))),
+        ("finished", r.get("finished_at") or "-"),
+    ):
         summary.add_row(label, value)
     if r.get("published_by"):
         summary.add_row("published by", f"{r['published_by']}: {r.get('publish_reason')}")
@@ -132,15 +162,20 @@ def show_view(view: IngestView) -> list[Any]:
     checks = report.get("checks") or []
     if checks:
         table = Table(title="Audit checks", title_justify="left")
-        for name in ("check", "kind", "columns", "severity", "status", "violations",
-                     "observed"):
+        for name in ("check", "kind", "columns", "severity", "status", "violations", "observed"):
             table.add_column(name)
         for ch in checks:
-            table.add_row(ch.get("name", "-"), ch.get("kind", "-"),
-                          ", ".join(ch.get("columns") or []) or "-", ch.get("severity", "-"),
-                          Text(ch.get("status", "-"),
-                               style="green" if ch.get("status") == "passed" else "red"),
-                          _cell(ch.get("violations")), _cell(ch.get("observed")))
+            table.add_row(
+                ch.get("name", "-"),
+                ch.get("kind", "-"),
+                ", ".join(ch.get("columns") or []) or "-",
+                ch.get("severity", "-"),
+                Text(
+                    ch.get("status", "-"), style="green" if ch.get("status") == "passed" else "red"
+                ),
+                _cell(ch.get("violations")),
+                _cell(ch.get("observed")),
+            )
         out.append(table)
     elif view.report is None:
         out.append(Text("no audit report (the ingest stopped before the job wrote one)"))

@@ -26,8 +26,14 @@ class AwsBackend(Backend):
 
     kind = "aws"
 
-    def __init__(self, session: Any, outputs: dict[str, str], ledger_table: str, *,
-                 nessie_url: str | None = None) -> None:
+    def __init__(
+        self,
+        session: Any,
+        outputs: dict[str, str],
+        ledger_table: str,
+        *,
+        nessie_url: str | None = None,
+    ) -> None:
         self.session = session
         self.outputs = outputs
         self.ledger_table = ledger_table
@@ -39,8 +45,14 @@ class AwsBackend(Backend):
         self._s3: Any = None
 
     @classmethod
-    def connect(cls, stack_name: str, *, profile: str | None = None,
-                region: str | None = None, nessie_url: str | None = None) -> AwsBackend:
+    def connect(
+        cls,
+        stack_name: str,
+        *,
+        profile: str | None = None,
+        region: str | None = None,
+        nessie_url: str | None = None,
+    ) -> AwsBackend:
         """Read the stack's outputs; raise `BackendError` with one line when that fails."""
         import boto3
         from botocore.exceptions import BotoCoreError, ClientError
@@ -52,13 +64,15 @@ class AwsBackend(Backend):
             outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
             missing = [name for name in REQUIRED_OUTPUTS if name not in outputs]
             if missing:
-                raise BackendError(f"stack {stack_name} has no output(s) {', '.join(missing)}: "
-                                   "is it the WAP stack?")
-            ledger_table = outputs.get("LedgerTableName") or _ledger_from_resources(
-                cfn, stack_name)
+                raise BackendError(
+                    f"stack {stack_name} has no output(s) {', '.join(missing)}: "
+                    "is it the WAP stack?"
+                )
+            ledger_table = outputs.get("LedgerTableName") or _ledger_from_resources(cfn, stack_name)
         except (BotoCoreError, ClientError) as exc:
-            raise BackendError(f"cannot read CloudFormation stack {stack_name}: "
-                               f"{_one_line(exc)}") from exc
+            raise BackendError(
+                f"cannot read CloudFormation stack {stack_name}: {_one_line(exc)}"
+            ) from exc
         return cls(session, outputs, ledger_table, nessie_url=nessie_url)
 
     @property
@@ -102,11 +116,14 @@ class AwsBackend(Backend):
 
 
 def _ledger_from_resources(cfn: Any, stack_name: str) -> str:
-    tables = [r["PhysicalResourceId"]
-              for page in cfn.get_paginator("list_stack_resources").paginate(StackName=stack_name)
-              for r in page["StackResourceSummaries"]
-              if r["ResourceType"] == "AWS::DynamoDB::Table"]
+    tables = [
+        r["PhysicalResourceId"]
+        for page in cfn.get_paginator("list_stack_resources").paginate(StackName=stack_name)
+        for r in page["StackResourceSummaries"]
+        if r["ResourceType"] == "AWS::DynamoDB::Table"
+    ]
     if len(tables) != 1:
-        raise BackendError(f"stack {stack_name}: expected one DynamoDB table (the ledger), "
-                           f"found {len(tables)}")
+        raise BackendError(
+            f"stack {stack_name}: expected one DynamoDB table (the ledger), found {len(tables)}"
+        )
     return tables[0]

@@ -59,8 +59,11 @@ class Backend(ABC):
     def upload_source(self, key: str, body: bytes) -> dict[str, Any]:
         """Put `body` at `key` in the source bucket; returns its version id and ETag."""
         response = self.s3().put_object(Bucket=self.source_bucket, Key=key, Body=body)
-        return {"key": key, "version_id": response.get("VersionId"),
-                "etag": response["ETag"].strip('"')}
+        return {
+            "key": key,
+            "version_id": response.get("VersionId"),
+            "etag": response["ETag"].strip('"'),
+        }
 
     def state_machine_arn(self) -> str | None:
         return None
@@ -75,8 +78,9 @@ class Backend(ABC):
             return None
         execution = arn.replace(":stateMachine:", ":execution:") + f":{ingest_id}"
         try:
-            events = sfn.get_execution_history(executionArn=execution, reverseOrder=True,
-                                               maxResults=1000)["events"]
+            events = sfn.get_execution_history(
+                executionArn=execution, reverseOrder=True, maxResults=1000
+            )["events"]
         except Exception:  # no execution yet, or no permission: progress is best effort
             return None
         # Newest by id: moto returns oldest first whatever reverseOrder says.

@@ -19,5 +19,6 @@ def row_count(metadata_location: str, properties: dict[str, str] | None = None) 
             return int(total)
         return table.scan().count()  # summaries are optional in the spec
     except (OSError, ValueError) as exc:
-        raise CatalogError(f"cannot read Iceberg metadata {metadata_location}: "
-                           f"{type(exc).__name__}: {exc}") from exc
+        raise CatalogError(
+            f"cannot read Iceberg metadata {metadata_location}: {type(exc).__name__}: {exc}"
+        ) from exc

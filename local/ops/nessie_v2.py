@@ -31,8 +31,9 @@ class Ref:
 def _ref_path(name: str, at_hash: str | None = None) -> str:
     if not NESSIE_REF_NAME.fullmatch(name):
         raise UnknownTargetError(f"not a valid Nessie reference name: {name!r}")
-    if at_hash is not None and not (8 <= len(at_hash) <= 64 and all(
-            c in "0123456789abcdefABCDEF" for c in at_hash)):
+    if at_hash is not None and not (
+        8 <= len(at_hash) <= 64 and all(c in "0123456789abcdefABCDEF" for c in at_hash)
+    ):
         raise CatalogError(f"not a Nessie commit hash: {at_hash!r}")
     return quote(name if at_hash is None else f"{name}@{at_hash}", safe="@")
 
@@ -47,16 +48,26 @@ class NessieV2:
         self._timeout = timeout
         self._session = requests.Session()
 
-    def _call(self, method: str, path: str, *, what: str, params: dict[str, Any] | None = None,
-              body: Any = None, missing_ok: bool = False) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        missing_ok: bool = False,
+    ) -> Any:
         import requests
 
         try:
-            response = self._session.request(method, f"{self.api_v2}/{path}", params=params,
-                                             json=body, timeout=self._timeout)
+            response = self._session.request(
+                method, f"{self.api_v2}/{path}", params=params, json=body, timeout=self._timeout
+            )
         except requests.RequestException as exc:
-            raise CatalogError(f"Nessie at {self.api_v2} is unreachable ({what}): "
-                               f"{type(exc).__name__}") from exc
+            raise CatalogError(
+                f"Nessie at {self.api_v2} is unreachable ({what}): {type(exc).__name__}"
+            ) from exc
         if response.status_code == 404 and missing_ok:
             return None
         if response.status_code >= 400:
@@ -69,8 +80,7 @@ class NessieV2:
                 raise UnknownTargetError(f"Nessie: {message}")
             if response.status_code == 409:
                 raise CatalogConflictError(f"Nessie refused to {what}: {message}")
-            raise CatalogError(f"Nessie refused to {what} (HTTP {response.status_code}): "
-                               f"{message}")
+            raise CatalogError(f"Nessie refused to {what} (HTTP {response.status_code}): {message}")
         return response.json() if response.content else None
 
     # ---- references ------------------------------------------------------------------------
@@ -82,22 +92,35 @@ class NessieV2:
 
     def reference(self, name: str) -> Ref | None:
         """The reference `name`, or None when it does not exist."""
-        body = self._call("GET", f"trees/{_ref_path(name)}", what=f"read {name}",
-                          params={"fetch": "ALL"}, missing_ok=True)
+        body = self._call(
+            "GET",
+            f"trees/{_ref_path(name)}",
+            what=f"read {name}",
+            params={"fetch": "ALL"},
+            missing_ok=True,
+        )
         return _ref(body["reference"]) if body else None
 
     def delete_branch(self, name: str, expected_hash: str) -> None:
         """Delete branch `name` if its head is still `expected_hash`."""
-        self._call("DELETE", f"trees/{_ref_path(name, expected_hash)}",
-                   what=f"delete branch {name}", params={"type": "BRANCH"})
+        self._call(
+            "DELETE",
+            f"trees/{_ref_path(name, expected_hash)}",
+            what=f"delete branch {name}",
+            params={"type": "BRANCH"},
+        )
 
     # ---- content ---------------------------------------------------------------------------
 
     def metadata_location(self, ref: str, table: str) -> str | None:
         """`metadataLocation` of the Iceberg table `ns.table` on `ref`; None when absent."""
         key = TableRef.parse(table).qualified
-        body = self._call("GET", f"trees/{_ref_path(ref)}/contents/{quote(key, safe='.')}",
-                          what=f"read {table} on {ref}", missing_ok=True)
+        body = self._call(
+            "GET",
+            f"trees/{_ref_path(ref)}/contents/{quote(key, safe='.')}",
+            what=f"read {table} on {ref}",
+            missing_ok=True,
+        )
         if not body:
             return None
         content = body.get("content") or {}
@@ -105,8 +128,16 @@ class NessieV2:
 
     # ---- merges ----------------------------------------------------------------------------
 
-    def merge(self, branch: str, from_hash: str, *, onto: str, message: str,
-              author: str, properties: dict[str, str]) -> str:
+    def merge(
+        self,
+        branch: str,
+        from_hash: str,
+        *,
+        onto: str,
+        message: str,
+        author: str,
+        properties: dict[str, str],
+    ) -> str:
         """Merge exactly `branch@from_hash` onto the current head of `onto`; return its new hash.
 
         Raises `CatalogConflictError` when `onto` changed the same content.
@@ -116,11 +147,16 @@ class NessieV2:
             raise UnknownTargetError(f"Nessie has no branch {onto!r}")
         _ref_path(branch, from_hash)  # validates both
         body = self._call(
-            "POST", f"trees/{_ref_path(onto, target.hash)}/history/merge",
+            "POST",
+            f"trees/{_ref_path(onto, target.hash)}/history/merge",
             what=f"merge {branch} into {onto}",
-            body={"fromRefName": branch, "fromHash": from_hash, "message": message,
-                  "commitMeta": {"message": message, "authors": [author],
-                                 "properties": properties}})
+            body={
+                "fromRefName": branch,
+                "fromHash": from_hash,
+                "message": message,
+                "commitMeta": {"message": message, "authors": [author], "properties": properties},
+            },
+        )
         if not body.get("wasSuccessful", True):
             raise CatalogConflictError(f"Nessie refused to merge {branch} into {onto}: conflict")
         return body["resultantTargetHash"]
@@ -128,5 +164,9 @@ class NessieV2:
 
 def _ref(raw: dict[str, Any]) -> Ref:
     head = (raw.get("metadata") or {}).get("commitMetaOfHEAD") or {}
-    return Ref(name=raw["name"], hash=raw.get("hash", ""), type=raw.get("type", "BRANCH"),
-               head_commit_time=head.get("commitTime"))
+    return Ref(
+        name=raw["name"],
+        hash=raw.get("hash", ""),
+        type=raw.get("type", "BRANCH"),
+        head_commit_time=head.get("commitTime"),
+    )

@@ -41,6 +41,7 @@ PUBLISHABLE = frozenset({c.AUDIT_FAILED})
 
 # ---- runs and branches ------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class RunRow:
     """One ingest as `wap runs` lists it."""
@@ -55,18 +56,26 @@ class RunRow:
     reason: str | None
 
 
-def list_runs(backend: Backend, *, table: str | None = None,
-              limit: int | None = None) -> list[RunRow]:
+def list_runs(
+    backend: Backend, *, table: str | None = None, limit: int | None = None
+) -> list[RunRow]:
     """Ingests from the ledger, newest first."""
     if table is not None:
         table = parse_table(table).qualified
     records = backend.ledger.list_ingests(table=table)
-    rows = [RunRow(ingest_id=r["ingest_id"], table=r.get("table"),
-                   source=r.get("source_uri"), status=r.get("status", "?"),
-                   branch=r.get("branch"),
-                   when=r.get("finished_at") or r.get("updated_at") or r.get("created_at"),
-                   rows_written=r.get("rows_written"), reason=r.get("error"))
-            for r in reversed(records)]
+    rows = [
+        RunRow(
+            ingest_id=r["ingest_id"],
+            table=r.get("table"),
+            source=r.get("source_uri"),
+            status=r.get("status", "?"),
+            branch=r.get("branch"),
+            when=r.get("finished_at") or r.get("updated_at") or r.get("created_at"),
+            rows_written=r.get("rows_written"),
+            reason=r.get("error"),
+        )
+        for r in reversed(records)
+    ]
     return rows[:limit] if limit else rows
 
 
@@ -94,11 +103,18 @@ def list_branches(backend: Backend, *, now: datetime | None = None) -> list[Bran
             continue
         record = by_branch.get(ref.name, {})
         since = record.get("finished_at") or record.get("created_at") or ref.head_commit_time
-        rows.append(BranchRow(
-            name=ref.name, hash=ref.hash, table=record.get("table"),
-            ingest_id=record.get("ingest_id"), status=record.get("status"),
-            reason=record.get("error"), since=since,
-            age_seconds=_age(since, now)))
+        rows.append(
+            BranchRow(
+                name=ref.name,
+                hash=ref.hash,
+                table=record.get("table"),
+                ingest_id=record.get("ingest_id"),
+                status=record.get("status"),
+                reason=record.get("error"),
+                since=since,
+                age_seconds=_age(since, now),
+            )
+        )
     return sorted(rows, key=lambda r: (r.since or "", r.name))
 
 
@@ -116,13 +132,15 @@ def _age(stamp: str | None, now: datetime) -> float | None:
 
 # ---- one ingest ------------------------------------------------------------------------------
 
+
 def parse_table(text: str) -> TableRef:
     try:
         return TableRef.parse(text)
     except ValueError:
         raise InvalidInputError(
             f"invalid table name {text!r}: expected <namespace>.<table> in lower-case letters, "
-            "digits and _ (not starting with a digit)") from None
+            "digits and _ (not starting with a digit)"
+        ) from None
 
 
 def find_ingest(backend: Backend, target: str) -> dict[str, Any]:
@@ -134,12 +152,14 @@ def find_ingest(backend: Backend, target: str) -> dict[str, Any]:
             raise UnknownTargetError(f"no ingest {target} in the ledger (see `wap runs`)")
         return record
     if not NESSIE_REF_NAME.fullmatch(target):
-        raise InvalidInputError(f"{target!r} is neither an ingest id (16 hex characters) "
-                                "nor a branch name")
+        raise InvalidInputError(
+            f"{target!r} is neither an ingest id (16 hex characters) nor a branch name"
+        )
     found = [r for r in backend.ledger.list_ingests() if r.get("branch") == target]
     if not found:
-        raise UnknownTargetError(f"unknown branch {target!r}: no ingest made it "
-                                 "(see `wap branches`)")
+        raise UnknownTargetError(
+            f"unknown branch {target!r}: no ingest made it (see `wap branches`)"
+        )
     return found[-1]
 
 
@@ -171,8 +191,14 @@ def show(backend: Backend, target: str) -> IngestView:
             if branch_meta:
                 branch_rows = iceberg.row_count(branch_meta, backend.iceberg_properties())
     failed = [ch for ch in (report or {}).get("checks", []) if ch.get("status") != "passed"]
-    return IngestView(record=record, report=report, branch_open=branch_ref is not None,
-                      main_rows=main_rows, branch_rows=branch_rows, failed_checks=failed)
+    return IngestView(
+        record=record,
+        report=report,
+        branch_open=branch_ref is not None,
+        main_rows=main_rows,
+        branch_rows=branch_rows,
+        failed_checks=failed,
+    )
 
 
 def read_report(backend: Backend, record: dict[str, Any]) -> dict[str, Any] | None:
@@ -191,6 +217,7 @@ def read_report(backend: Backend, record: dict[str, Any]) -> dict[str, Any] | No
 
 
 # ---- publish and discard --------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Published:
@@ -223,56 +250,90 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     record = find_ingest(backend, target)
     iid, status, branch = record["ingest_id"], record.get("status"), record.get("branch")
     if status not in PUBLISHABLE:
-        raise NotAllowedError(f"ingest {iid} is {status}: only AUDIT_FAILED ingests can be "
-                              "published by hand")
-    audited = record.get("branch_hash") or (read_report(backend, record) or {}).get(
-        "branch_hash")
+        raise NotAllowedError(
+            f"ingest {iid} is {status}: only AUDIT_FAILED ingests can be published by hand"
+        )
+    audited = record.get("branch_hash") or (read_report(backend, record) or {}).get("branch_hash")
     if not branch or not audited:
         raise NotAllowedError(f"ingest {iid} wrote nothing to publish")
     head = backend.nessie.reference(branch)
     if head is None:
         raise NotAllowedError(f"branch {branch} no longer exists in Nessie")
     if head.hash != audited:
-        raise NotAllowedError(f"branch {branch} moved since its audit (head {head.hash[:12]}, "
-                              f"audited {audited[:12]}); re-ingest the file instead")
-    message = (f"wap publish {branch} (ingest {iid}) after review by {actor}: {reason}")
+        raise NotAllowedError(
+            f"branch {branch} moved since its audit (head {head.hash[:12]}, "
+            f"audited {audited[:12]}); re-ingest the file instead"
+        )
+    message = f"wap publish {branch} (ingest {iid}) after review by {actor}: {reason}"
     try:
         main_hash = backend.nessie.merge(
-            branch, audited, onto=c.MAIN_BRANCH, message=message, author=actor,
-            properties={"wap.ingest-id": iid, "wap.action": "manual-publish",
-                        "wap.reviewed-by": actor, "wap.reason": reason})
+            branch,
+            audited,
+            onto=c.MAIN_BRANCH,
+            message=message,
+            author=actor,
+            properties={
+                "wap.ingest-id": iid,
+                "wap.action": "manual-publish",
+                "wap.reviewed-by": actor,
+                "wap.reason": reason,
+            },
+        )
     except CatalogConflictError as exc:
-        raise NotAllowedError(f"main changed {record.get('table')} since the audit, the merge "
-                              f"conflicts; re-ingest the file ({exc})") from exc
+        raise NotAllowedError(
+            f"main changed {record.get('table')} since the audit, the merge "
+            f"conflicts; re-ingest the file ({exc})"
+        ) from exc
     now = iso(utcnow())
-    backend.ledger.update_ingest(iid, {
-        "status": c.PUBLISHED, "previous_status": status, "audit_error": record.get("error"),
-        "error": None, "published_by": actor, "publish_reason": reason, "published_at": now,
-        "published_branch": branch, "published_hash": main_hash}, only_if_status={status})
+    backend.ledger.update_ingest(
+        iid,
+        {
+            "status": c.PUBLISHED,
+            "previous_status": status,
+            "audit_error": record.get("error"),
+            "error": None,
+            "published_by": actor,
+            "publish_reason": reason,
+            "published_at": now,
+            "published_branch": branch,
+            "published_hash": main_hash,
+        },
+        only_if_status={status},
+    )
     backend.nessie.delete_branch(branch, audited)
     backend.ledger.update_ingest(iid, {"branch_deleted_at": iso(utcnow())})
     backend.changed()
     return Published(ingest_id=iid, branch=branch, main_hash=main_hash, message=message)
 
 
-def discard(backend: Backend, target: str, *, actor: str,
-            reason: str | None = None) -> dict[str, Any]:
+def discard(
+    backend: Backend, target: str, *, actor: str, reason: str | None = None
+) -> dict[str, Any]:
     """Delete a failed ingest's branch and mark it DISCARDED; returns the updated record."""
     reason = _clean_text(reason, "--reason", required=False)
     actor = _clean_text(actor, "user name", required=True)
     record = find_ingest(backend, target)
     iid, status, branch = record["ingest_id"], record.get("status"), record.get("branch")
     if status not in c.FAILED_STATUSES:
-        raise NotAllowedError(f"ingest {iid} is {status}: only failed ingests "
-                              f"({', '.join(sorted(c.FAILED_STATUSES))}) can be discarded")
+        raise NotAllowedError(
+            f"ingest {iid} is {status}: only failed ingests "
+            f"({', '.join(sorted(c.FAILED_STATUSES))}) can be discarded"
+        )
     if branch:
         head = backend.nessie.reference(branch)
         if head is not None:
             backend.nessie.delete_branch(branch, head.hash)
-    backend.ledger.update_ingest(iid, {
-        "status": c.DISCARDED, "previous_status": status, "discarded_by": actor,
-        "discard_reason": f"discarded by {actor}" + (f": {reason}" if reason else ""),
-        "branch_deleted_at": iso(utcnow())}, only_if_status={status})
+    backend.ledger.update_ingest(
+        iid,
+        {
+            "status": c.DISCARDED,
+            "previous_status": status,
+            "discarded_by": actor,
+            "discard_reason": f"discarded by {actor}" + (f": {reason}" if reason else ""),
+            "branch_deleted_at": iso(utcnow()),
+        },
+        only_if_status={status},
+    )
     backend.changed()
     updated = backend.ledger.get_ingest(iid)
     assert updated is not None
@@ -280,6 +341,7 @@ def discard(backend: Backend, target: str, *, actor: str,
 
 
 # ---- ingest ---------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Dropped:
@@ -297,8 +359,10 @@ def check_parquet_file(path: Path) -> None:
     if not path.is_file():
         raise InvalidInputError(f"not a file: {path}")
     if path.name.startswith(("_", ".")):
-        raise InvalidInputError(f"{path.name}: names starting with _ or . are marker files "
-                                "the trigger ignores; rename the file")
+        raise InvalidInputError(
+            f"{path.name}: names starting with _ or . are marker files "
+            "the trigger ignores; rename the file"
+        )
     if path.suffix.lower() != ".parquet":
         raise InvalidInputError(f"not a parquet file: {path} (only .parquet files are ingested)")
     size = path.stat().st_size
@@ -307,8 +371,9 @@ def check_parquet_file(path: Path) -> None:
         handle.seek(max(size - 4, 0))
         tail = handle.read(4)
     if size < 12 or head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
-        raise InvalidInputError(f"not a parquet file: {path} does not start and end with the "
-                                "parquet magic bytes PAR1")
+        raise InvalidInputError(
+            f"not a parquet file: {path} does not start and end with the parquet magic bytes PAR1"
+        )
 
 
 def drop_files(backend: Backend, paths: Sequence[Path | str], table: str) -> list[Dropped]:
@@ -326,8 +391,15 @@ def drop_files(backend: Backend, paths: Sequence[Path | str], table: str) -> lis
     for path in files:
         key = f"{ref.namespace}/{ref.name}/{path.name}"
         put = backend.upload_source(key, path.read_bytes())
-        dropped.append(Dropped(path=path, key=key, ingest_id=ingest_id(
-            backend.source_bucket, key, put.get("version_id") or put["etag"])))
+        dropped.append(
+            Dropped(
+                path=path,
+                key=key,
+                ingest_id=ingest_id(
+                    backend.source_bucket, key, put.get("version_id") or put["etag"]
+                ),
+            )
+        )
     return dropped
 
 
@@ -341,10 +413,14 @@ class Progress:
     step: str | None = None
 
 
-def wait_for_ingests(backend: Backend, dropped: Sequence[Dropped], *, timeout: float = 600,
-                     poll_seconds: float = 0.5,
-                     on_progress: Callable[[list[Progress]], None] | None = None,
-                     ) -> list[dict[str, Any]]:
+def wait_for_ingests(
+    backend: Backend,
+    dropped: Sequence[Dropped],
+    *,
+    timeout: float = 600,
+    poll_seconds: float = 0.5,
+    on_progress: Callable[[list[Progress]], None] | None = None,
+) -> list[dict[str, Any]]:
     """Poll the ledger until every ingest reached a final status; return their records."""
     deadline = time.monotonic() + timeout
     while True:
@@ -357,8 +433,7 @@ def wait_for_ingests(backend: Backend, dropped: Sequence[Dropped], *, timeout: f
             progress.append(Progress(d.key, d.ingest_id, status, step))
         if on_progress is not None:
             on_progress(progress)
-        if all(r is not None and r.get("status") in c.TERMINAL_STATUSES
-               for r in records.values()):
+        if all(r is not None and r.get("status") in c.TERMINAL_STATUSES for r in records.values()):
             break
         if time.monotonic() > deadline:
             pending = [p.key for p in progress if p.status not in c.TERMINAL_STATUSES]

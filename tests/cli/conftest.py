@@ -52,8 +52,13 @@ def nessie_on(home: Path) -> Iterator[tuple[Any, Any]]:
 
     server = start_server(str(home / "nessie.db"))
     try:
-        client = pynessie.init(config_dict={"endpoint": server.api_v1, "verify": True,
-                                            "auth": {"type": "none", "timeout": 10}})
+        client = pynessie.init(
+            config_dict={
+                "endpoint": server.api_v1,
+                "verify": True,
+                "auth": {"type": "none", "timeout": 10},
+            }
+        )
         yield server, client
     finally:
         server.stop()
@@ -71,7 +76,8 @@ def count_rows(spark: Any, home: Path, table: str, ref: str = "main") -> int:
 
     name = f"cli_check_{next(_catalogs)}"
     with nessie_on(home) as (server, _):
-        for key, value in lake_catalog_conf(server.api_v2, (home / "warehouse").as_uri(),
-                                            catalog=name, ref=ref).items():
+        for key, value in lake_catalog_conf(
+            server.api_v2, (home / "warehouse").as_uri(), catalog=name, ref=ref
+        ).items():
             spark.conf.set(key, value)
         return spark.sql(f"SELECT count(*) FROM {name}.{table}").collect()[0][0]

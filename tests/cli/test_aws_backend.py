@@ -29,26 +29,38 @@ SCHEMA = pa.schema([("order_id", pa.int64()), ("amount", pa.float64())])
 
 
 def _template(nessie) -> str:
-    key = {"KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-           "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}]}
-    return json.dumps({
-        "Resources": {
-            "Source": {"Type": "AWS::S3::Bucket", "Properties": {
-                "BucketName": SOURCE, "VersioningConfiguration": {"Status": "Enabled"}}},
-            "Artifacts": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": ARTIFACTS}},
-            "Ledger": {"Type": "AWS::DynamoDB::Table", "Properties": {
-                "TableName": LEDGER, "BillingMode": "PAY_PER_REQUEST", **key}},
-        },
-        # The output names of infra/stack.py; the ledger is found among the resources.
-        "Outputs": {
-            "SourceBucketName": {"Value": {"Ref": "Source"}},
-            "ArtifactsBucketName": {"Value": {"Ref": "Artifacts"}},
-            "NessieApiUrl": {"Value": nessie.api_v2},
-            "NessieUiUrl": {"Value": nessie.url},
-            "StateMachineArn": {"Value": f"arn:aws:states:{REGION}:123456789012:stateMachine:"
-                                         f"{STACK}-ingest"},
-        },
-    })
+    key = {
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+    }
+    return json.dumps(
+        {
+            "Resources": {
+                "Source": {
+                    "Type": "AWS::S3::Bucket",
+                    "Properties": {
+                        "BucketName": SOURCE,
+                        "VersioningConfiguration": {"Status": "Enabled"},
+                    },
+                },
+                "Artifacts": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": ARTIFACTS}},
+                "Ledger": {
+                    "Type": "AWS::DynamoDB::Table",
+                    "Properties": {"TableName": LEDGER, "BillingMode": "PAY_PER_REQUEST", **key},
+                },
+            },
+            # The output names of infra/stack.py; the ledger is found among the resources.
+            "Outputs": {
+                "SourceBucketName": {"Value": {"Ref": "Source"}},
+                "ArtifactsBucketName": {"Value": {"Ref": "Artifacts"}},
+                "NessieApiUrl": {"Value": nessie.api_v2},
+                "NessieUiUrl": {"Value": nessie.url},
+                "StateMachineArn": {
+                    "Value": f"arn:aws:states:{REGION}:123456789012:stateMachine:{STACK}-ingest"
+                },
+            },
+        }
+    )
 
 
 class NessieSeeder:
@@ -61,41 +73,76 @@ class NessieSeeder:
         return requests.get(f"{self.api}/trees/{ref}", timeout=10).json()["reference"]["hash"]
 
     def branch(self, name: str) -> None:
-        response = requests.post(f"{self.api}/trees", params={"name": name, "type": "BRANCH"},
-                                 json={"type": "BRANCH", "name": "main",
-                                       "hash": self.head("main")}, timeout=10)
+        response = requests.post(
+            f"{self.api}/trees",
+            params={"name": name, "type": "BRANCH"},
+            json={"type": "BRANCH", "name": "main", "hash": self.head("main")},
+            timeout=10,
+        )
         response.raise_for_status()
 
     def put_table(self, ref: str, table, *, with_namespace: bool = False) -> None:
         existing = requests.get(f"{self.api}/trees/{ref}/contents/sales.orders", timeout=10)
-        content = {"type": "ICEBERG_TABLE", "metadataLocation": table.metadata_location,
-                   "snapshotId": table.metadata.current_snapshot_id, "schemaId": 0,
-                   "specId": 0, "sortOrderId": 0}
+        content = {
+            "type": "ICEBERG_TABLE",
+            "metadataLocation": table.metadata_location,
+            "snapshotId": table.metadata.current_snapshot_id,
+            "schemaId": 0,
+            "specId": 0,
+            "sortOrderId": 0,
+        }
         if existing.ok:
             content["id"] = existing.json()["content"]["id"]
-        operations = [{"type": "PUT", "key": {"elements": ["sales", "orders"]},
-                       "content": content}]
+        operations = [{"type": "PUT", "key": {"elements": ["sales", "orders"]}, "content": content}]
         if with_namespace:
-            operations.insert(0, {"type": "PUT", "key": {"elements": ["sales"]},
-                                  "content": {"type": "NAMESPACE", "elements": ["sales"]}})
+            operations.insert(
+                0,
+                {
+                    "type": "PUT",
+                    "key": {"elements": ["sales"]},
+                    "content": {"type": "NAMESPACE", "elements": ["sales"]},
+                },
+            )
         response = requests.post(
-            f"{self.api}/trees/{ref}@{self.head(ref)}/history/commit", timeout=10,
-            json={"commitMeta": {"message": "seed"}, "operations": operations})
+            f"{self.api}/trees/{ref}@{self.head(ref)}/history/commit",
+            timeout=10,
+            json={"commitMeta": {"message": "seed"}, "operations": operations},
+        )
         response.raise_for_status()
 
 
 REPORT = {
-    "report_version": 1, "ingest_id": FAILED_ID, "table": "sales.orders",
-    "source_uris": [f"s3://{SOURCE}/sales/orders/batch.parquet"], "branch": FAILED_BRANCH,
-    "rows_written": 3, "schema_changes": [], "outcome": "failed",
+    "report_version": 1,
+    "ingest_id": FAILED_ID,
+    "table": "sales.orders",
+    "source_uris": [f"s3://{SOURCE}/sales/orders/batch.parquet"],
+    "branch": FAILED_BRANCH,
+    "rows_written": 3,
+    "schema_changes": [],
+    "outcome": "failed",
     "reason": "1 error-severity check(s) did not pass: amount_positive",
     "checks": [
-        {"name": "amount_positive", "kind": "range", "columns": ["amount"], "severity": "error",
-         "status": "failed", "violations": 2, "threshold": None, "observed": 2,
-         "samples": [{"order_id": 4, "amount": -4.5}, {"order_id": 5, "amount": -77.25}]},
-        {"name": "order_id_not_null", "kind": "not_null", "columns": ["order_id"],
-         "severity": "error", "status": "passed", "violations": 0, "observed": 0,
-         "samples": []},
+        {
+            "name": "amount_positive",
+            "kind": "range",
+            "columns": ["amount"],
+            "severity": "error",
+            "status": "failed",
+            "violations": 2,
+            "threshold": None,
+            "observed": 2,
+            "samples": [{"order_id": 4, "amount": -4.5}, {"order_id": 5, "amount": -77.25}],
+        },
+        {
+            "name": "order_id_not_null",
+            "kind": "not_null",
+            "columns": ["order_id"],
+            "severity": "error",
+            "status": "passed",
+            "violations": 0,
+            "observed": 0,
+            "samples": [],
+        },
     ],
 }
 
@@ -112,7 +159,8 @@ def deployed(nessie, tmp_path_factory):
         from pyiceberg.catalog.glue import GlueCatalog
 
         boto3.client("cloudformation", region_name=REGION).create_stack(
-            StackName=STACK, TemplateBody=_template(nessie))
+            StackName=STACK, TemplateBody=_template(nessie)
+        )
         glue = GlueCatalog("seed", warehouse=warehouse.as_uri(), **{"glue.region": REGION})
         glue.create_namespace("sales")
         table = glue.create_table("sales.orders", schema=SCHEMA)
@@ -121,8 +169,9 @@ def deployed(nessie, tmp_path_factory):
         seeder.put_table("main", table, with_namespace=True)
         seeder.branch(FAILED_BRANCH)
         seeder.branch(OTHER_BRANCH)
-        table.append(pa.table({"order_id": [3, 4, 5], "amount": [1.0, -4.5, -77.25]},
-                              schema=SCHEMA))
+        table.append(
+            pa.table({"order_id": [3, 4, 5], "amount": [1.0, -4.5, -77.25]}, schema=SCHEMA)
+        )
         seeder.put_table(FAILED_BRANCH, table)
         audited_hash, failed_metadata = seeder.head(FAILED_BRANCH), table.metadata_location
         # Audited, then someone wrote to the branch: what was audited is no longer the head.
@@ -139,27 +188,51 @@ def deployed(nessie, tmp_path_factory):
         s3 = boto3.client("s3", region_name=REGION)
         if s3.get_bucket_versioning(Bucket=SOURCE).get("Status") != "Enabled":
             # moto's CloudFormation skips VersioningConfiguration; the real bucket is versioned.
-            s3.put_bucket_versioning(Bucket=SOURCE,
-                                     VersioningConfiguration={"Status": "Enabled"})
+            s3.put_bucket_versioning(Bucket=SOURCE, VersioningConfiguration={"Status": "Enabled"})
         report_uri = f"s3://{ARTIFACTS}/reports/sales.orders/{FAILED_ID}/attempt-1/report.json"
-        s3.put_object(Bucket=ARTIFACTS, Key=report_uri.split("/", 3)[3],
-                      Body=json.dumps({**REPORT, "branch_hash": audited_hash}).encode())
+        s3.put_object(
+            Bucket=ARTIFACTS,
+            Key=report_uri.split("/", 3)[3],
+            Body=json.dumps({**REPORT, "branch_hash": audited_hash}).encode(),
+        )
         ledger = Ledger(LEDGER, boto3.resource("dynamodb", region_name=REGION))
         for iid, status, branch, extra in (
-                (FAILED_ID, "AUDIT_FAILED", FAILED_BRANCH,
-                 {"branch_hash": audited_hash, "report_uri": report_uri,
-                  "error": REPORT["reason"], "rows_written": 3}),
-                (OTHER_ID, "JOB_FAILED", OTHER_BRANCH, {"error": "JobRunFailed: OOM"}),
-                (DONE_ID, "PUBLISHED", "wap_sales_orders_20261122T100000_c3c3c3c3", {}),
-                (MOVED_ID, "AUDIT_FAILED", MOVED_BRANCH, {"branch_hash": moved_audited}),
-                (CONFLICT_ID, "AUDIT_FAILED", CONFLICT_BRANCH,
-                 {"branch_hash": conflict_audited})):
-            ledger.create_ingest(iid, {"table": "sales.orders", "key": f"sales/orders/{iid}.p",
-                                       "source_uri": f"s3://{SOURCE}/sales/orders/{iid}.p",
-                                       "status": status, "branch": branch,
-                                       "finished_at": "2026-11-22T10:20:00Z", **extra})
-        yield {"seeder": seeder, "table": table, "ledger": ledger, "s3": s3,
-               "audited_hash": audited_hash, "failed_metadata": failed_metadata}
+            (
+                FAILED_ID,
+                "AUDIT_FAILED",
+                FAILED_BRANCH,
+                {
+                    "branch_hash": audited_hash,
+                    "report_uri": report_uri,
+                    "error": REPORT["reason"],
+                    "rows_written": 3,
+                },
+            ),
+            (OTHER_ID, "JOB_FAILED", OTHER_BRANCH, {"error": "JobRunFailed: OOM"}),
+            (DONE_ID, "PUBLISHED", "wap_sales_orders_20261122T100000_c3c3c3c3", {}),
+            (MOVED_ID, "AUDIT_FAILED", MOVED_BRANCH, {"branch_hash": moved_audited}),
+            (CONFLICT_ID, "AUDIT_FAILED", CONFLICT_BRANCH, {"branch_hash": conflict_audited}),
+        ):
+            ledger.create_ingest(
+                iid,
+                {
+                    "table": "sales.orders",
+                    "key": f"sales/orders/{iid}.p",
+                    "source_uri": f"s3://{SOURCE}/sales/orders/{iid}.p",
+                    "status": status,
+                    "branch": branch,
+                    "finished_at": "2026-11-22T10:20:00Z",
+                    **extra,
+                },
+            )
+        yield {
+            "seeder": seeder,
+            "table": table,
+            "ledger": ledger,
+            "s3": s3,
+            "audited_hash": audited_hash,
+            "failed_metadata": failed_metadata,
+        }
 
 
 def aws(*args: str):
@@ -169,16 +242,21 @@ def aws(*args: str):
 def test_runs_reads_the_ledger_the_stack_names(deployed):
     result = aws("runs")
     assert result.exit_code == 0, result.output
-    for iid, status in ((FAILED_ID, "AUDIT_FAILED"), (OTHER_ID, "JOB_FAILED"),
-                        (DONE_ID, "PUBLISHED")):
+    for iid, status in (
+        (FAILED_ID, "AUDIT_FAILED"),
+        (OTHER_ID, "JOB_FAILED"),
+        (DONE_ID, "PUBLISHED"),
+    ):
         line = next(ln for ln in result.stdout.splitlines() if iid in ln)
         assert status in line and f"s3://{SOURCE}/sales/orders/{iid}.p" in line
 
 
 def test_a_profile_selects_the_account(deployed, tmp_path, monkeypatch):
     config = tmp_path / "config"
-    config.write_text(f"[profile wap-test]\nregion = {REGION}\n"
-                      "aws_access_key_id = testing\naws_secret_access_key = testing\n")
+    config.write_text(
+        f"[profile wap-test]\nregion = {REGION}\n"
+        "aws_access_key_id = testing\naws_secret_access_key = testing\n"
+    )
     monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
     result = run_wap("--profile", "wap-test", "--stack", STACK, "branches")
     assert result.exit_code == 0, result.output
@@ -198,16 +276,18 @@ def test_show_reads_counts_through_pyiceberg_and_the_report_from_s3(deployed):
     result = aws("show", FAILED_BRANCH)
     assert result.exit_code == 0, result.output
     assert "main: 2   branch: 5" in result.stdout
-    check = next(ln for ln in result.stdout.splitlines()
-                 if "amount_positive" in ln and "range" in ln)
+    check = next(
+        ln for ln in result.stdout.splitlines() if "amount_positive" in ln and "range" in ln
+    )
     assert "failed" in check and " 2 " in check
     assert "-77.25" in result.stdout and "-4.5" in result.stdout
     assert f"publish {FAILED_BRANCH}" in result.stdout
 
 
 def test_nessie_url_override_reaches_the_same_catalog(deployed, nessie):
-    result = run_wap("--aws", "--region", REGION, "--stack", STACK, "--nessie-url", nessie.url,
-                     "show", FAILED_ID)
+    result = run_wap(
+        "--aws", "--region", REGION, "--stack", STACK, "--nessie-url", nessie.url, "show", FAILED_ID
+    )
     assert result.exit_code == 0, result.output
     assert "main: 2   branch: 5" in result.stdout
 
@@ -221,8 +301,7 @@ def test_ingest_without_waiting_uploads_under_the_table_prefix(deployed, tmp_pat
     [version] = deployed["s3"].list_object_versions(Bucket=SOURCE, Prefix=key)["Versions"]
     assert version["VersionId"] != "null"
     assert deployed["s3"].get_object(Bucket=SOURCE, Key=key)["Body"].read() == path.read_bytes()
-    expected_id = hashlib.sha256(f"{SOURCE}/{key}#{version['VersionId']}".encode()
-                                 ).hexdigest()[:16]
+    expected_id = hashlib.sha256(f"{SOURCE}/{key}#{version['VersionId']}".encode()).hexdigest()[:16]
     assert f"(ingest {expected_id})" in result.stdout
 
 
@@ -260,13 +339,19 @@ def test_discard_deletes_the_branch_and_records_it(deployed, nessie):
 
 
 def test_unknown_branch_changes_nothing(deployed, nessie):
-    before = (deployed["ledger"].list_ingests(),
-              requests.get(f"{nessie.api_v2}/trees", timeout=10).json())
-    assert_one_line_error(aws("publish", "wap_sales_orders_20200101T000000_00000000",
-                              "--reason", "x"), "unknown branch")
+    before = (
+        deployed["ledger"].list_ingests(),
+        requests.get(f"{nessie.api_v2}/trees", timeout=10).json(),
+    )
+    assert_one_line_error(
+        aws("publish", "wap_sales_orders_20200101T000000_00000000", "--reason", "x"),
+        "unknown branch",
+    )
     assert_one_line_error(aws("discard", "wap_nope"), "unknown branch")
-    after = (deployed["ledger"].list_ingests(),
-             requests.get(f"{nessie.api_v2}/trees", timeout=10).json())
+    after = (
+        deployed["ledger"].list_ingests(),
+        requests.get(f"{nessie.api_v2}/trees", timeout=10).json(),
+    )
     assert after == before
 
 
@@ -284,8 +369,6 @@ def test_files_are_checked_before_anything_is_uploaded(deployed, tmp_path):
     assert listed.get("KeyCount", 0) == 0
 
 
-
-
 def test_show_without_a_report_says_so(deployed):
     result = aws("show", OTHER_ID)
     assert result.exit_code == 0, result.output
@@ -293,8 +376,10 @@ def test_show_without_a_report_says_so(deployed):
 
 
 def _snapshot(deployed, nessie):
-    return (deployed["ledger"].list_ingests(),
-            requests.get(f"{nessie.api_v2}/trees", timeout=10).json())
+    return (
+        deployed["ledger"].list_ingests(),
+        requests.get(f"{nessie.api_v2}/trees", timeout=10).json(),
+    )
 
 
 def test_a_branch_that_moved_since_its_audit_is_not_published(deployed, nessie):

@@ -46,13 +46,15 @@ class Demo:
         return ["--home", str(self.home), *rest]
 
     def failed(self) -> dict:
-        [record] = [r for r in ledger_items(self.home).values()
-                    if r["key"].endswith(self.broken.name)]
+        [record] = [
+            r for r in ledger_items(self.home).values() if r["key"].endswith(self.broken.name)
+        ]
         return record
 
     def published(self) -> dict:
-        [record] = [r for r in ledger_items(self.home).values()
-                    if r["key"].endswith(self.clean.name)]
+        [record] = [
+            r for r in ledger_items(self.home).values() if r["key"].endswith(self.clean.name)
+        ]
         return record
 
 
@@ -62,13 +64,28 @@ def demo(spark, tmp_path_factory) -> Demo:
     # Left-overs of an earlier demo, which --fresh must drop.
     (home / "state").mkdir(parents=True)
     (home / "WAP_HOME").write_text("")
-    (home / "state" / "ledger.json").write_text(json.dumps([{
-        "pk": "ingest#ffffffffffffffff", "kind": "ingest", "ingest_id": "ffffffffffffffff",
-        "status": "PUBLISHED", "table": "old.table"}]))
+    (home / "state" / "ledger.json").write_text(
+        json.dumps(
+            [
+                {
+                    "pk": "ingest#ffffffffffffffff",
+                    "kind": "ingest",
+                    "ingest_id": "ffffffffffffffff",
+                    "status": "PUBLISHED",
+                    "table": "old.table",
+                }
+            ]
+        )
+    )
     result = run_wap("--home", str(home), "demo", "--fresh", spark=spark)
     samples = sorted((home / "samples").glob("*.parquet"))
-    [broken] = [p for p in samples if pc.any(pc.less(
-        pq.read_table(p).column("amount"), pa.scalar(Decimal(0), pa.decimal128(12, 2)))).as_py()]
+    [broken] = [
+        p
+        for p in samples
+        if pc.any(
+            pc.less(pq.read_table(p).column("amount"), pa.scalar(Decimal(0), pa.decimal128(12, 2)))
+        ).as_py()
+    ]
     [clean] = [p for p in samples if p != broken]
     return Demo(home, result, clean, broken)
 
@@ -79,8 +96,11 @@ def test_demo_publishes_the_clean_file_and_keeps_the_broken_one_on_its_branch(de
     failed, published = demo.failed(), demo.published()
     assert len(ledger_items(demo.home)) == 2  # --fresh dropped the earlier state
     assert published["status"] == "PUBLISHED" and failed["status"] == "AUDIT_FAILED"
-    negatives = pc.sum(pc.less(pq.read_table(demo.broken).column("amount"),
-                               pa.scalar(Decimal(0), pa.decimal128(12, 2)))).as_py()
+    negatives = pc.sum(
+        pc.less(
+            pq.read_table(demo.broken).column("amount"), pa.scalar(Decimal(0), pa.decimal128(12, 2))
+        )
+    ).as_py()
     assert f"check amount_range (range) failed: {negatives} row(s)" in out
     assert demo.clean.name in out and demo.broken.name in out
     assert failed["branch"] in out
@@ -93,15 +113,19 @@ def test_demo_publishes_the_clean_file_and_keeps_the_broken_one_on_its_branch(de
     assert count_rows(spark, demo.home, "sales.orders") == pq.read_table(demo.clean).num_rows
     # The broken rows are on the branch only.
     on_branch = count_rows(spark, demo.home, "sales.orders", ref=failed["branch"])
-    assert on_branch - pq.read_table(demo.broken).num_rows in (0, pq.read_table(
-        demo.clean).num_rows)
+    assert on_branch - pq.read_table(demo.broken).num_rows in (
+        0,
+        pq.read_table(demo.clean).num_rows,
+    )
     # What moto held in memory is in the home: the source objects and the reports.
     kept = demo.home / "state" / "s3"
     for sample in (demo.clean, demo.broken):
-        assert (kept / "wap-source" / "sales" / "orders" / sample.name).read_bytes() == \
-            sample.read_bytes()
-    report = json.loads((kept / "wap-artifacts" / failed["report_uri"].split("/", 3)[3])
-                        .read_text())
+        assert (
+            kept / "wap-source" / "sales" / "orders" / sample.name
+        ).read_bytes() == sample.read_bytes()
+    report = json.loads(
+        (kept / "wap-artifacts" / failed["report_uri"].split("/", 3)[3]).read_text()
+    )
     assert report["outcome"] == "failed" and report["branch"] == failed["branch"]
 
 
@@ -150,9 +174,16 @@ def test_read_only_commands_never_load_spark(demo):
         f"    get_command(app).main(['--home', {str(demo.home)!r}, *args], "
         "standalone_mode=False)\n"
         "assert 'pyspark' not in sys.modules, 'pyspark was imported'\n"
-        "print('NO-JVM-OK')\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=120, check=False)
+        "print('NO-JVM-OK')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "NO-JVM-OK" in done.stdout and branch in done.stdout
 
@@ -161,14 +192,19 @@ def _state(demo: Demo) -> tuple[bytes, dict[str, str]]:
     return (demo.home / "state" / "ledger.json").read_bytes(), refs(demo.home)
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("show", "wap_sales_orders_20200101T000000_00000000"), "unknown branch"),
-    (("show", "0123456789abcdef"), "no ingest 0123456789abcdef"),
-    (("show", "../etc/passwd"), "neither an ingest id"),
-    (("publish", "wap_sales_orders_20200101T000000_00000000", "--reason", "ok"),
-     "unknown branch"),
-    (("discard", "wap_nope"), "unknown branch"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("show", "wap_sales_orders_20200101T000000_00000000"), "unknown branch"),
+        (("show", "0123456789abcdef"), "no ingest 0123456789abcdef"),
+        (("show", "../etc/passwd"), "neither an ingest id"),
+        (
+            ("publish", "wap_sales_orders_20200101T000000_00000000", "--reason", "ok"),
+            "unknown branch",
+        ),
+        (("discard", "wap_nope"), "unknown branch"),
+    ],
+)
 def test_unknown_targets_change_nothing(demo, args, message):
     before = _state(demo)
     assert_one_line_error(run_wap(*demo.args(*args)), message)
@@ -178,12 +214,13 @@ def test_unknown_targets_change_nothing(demo, args, message):
 def test_refused_publish_and_discard_change_nothing(demo):
     before = _state(demo)
     failed, published = demo.failed(), demo.published()
-    assert_one_line_error(run_wap(*demo.args("publish", failed["branch"], "--reason", "  ")),
-                          "--reason")
-    assert_one_line_error(run_wap(*demo.args("publish", published["ingest_id"], "--reason",
-                                             "again")), "is PUBLISHED")
-    assert_one_line_error(run_wap(*demo.args("discard", published["ingest_id"])),
-                          "is PUBLISHED")
+    assert_one_line_error(
+        run_wap(*demo.args("publish", failed["branch"], "--reason", "  ")), "--reason"
+    )
+    assert_one_line_error(
+        run_wap(*demo.args("publish", published["ingest_id"], "--reason", "again")), "is PUBLISHED"
+    )
+    assert_one_line_error(run_wap(*demo.args("discard", published["ingest_id"])), "is PUBLISHED")
     assert _state(demo) == before
 
 
@@ -191,20 +228,32 @@ def test_bad_ingest_input_changes_nothing(demo, tmp_path):
     before = _state(demo)
     fake = tmp_path / "fake.parquet"
     fake.write_text("order_id,amount\n1,2\n")
-    assert_one_line_error(run_wap(*demo.args("ingest", str(fake), "-t", "sales.orders")),
-                          "not a parquet file")
-    assert_one_line_error(run_wap(*demo.args("ingest", str(tmp_path / "gone.parquet"), "-t",
-                                             "sales.orders")), "no such file")
-    assert_one_line_error(run_wap(*demo.args("ingest", str(demo.clean), "-t", "Sales.Orders")),
-                          "invalid table name")
+    assert_one_line_error(
+        run_wap(*demo.args("ingest", str(fake), "-t", "sales.orders")), "not a parquet file"
+    )
+    assert_one_line_error(
+        run_wap(*demo.args("ingest", str(tmp_path / "gone.parquet"), "-t", "sales.orders")),
+        "no such file",
+    )
+    assert_one_line_error(
+        run_wap(*demo.args("ingest", str(demo.clean), "-t", "Sales.Orders")), "invalid table name"
+    )
     assert _state(demo) == before
 
 
 def test_publish_after_review_merges_the_audited_commit_with_the_reason(demo, spark):
     failed = demo.failed()
     main_before = count_rows(spark, demo.home, "sales.orders")
-    result = run_wap(*demo.args("publish", failed["branch"], "--reason",
-                                "refunds are negative, confirmed with finance", "--by", "alice"))
+    result = run_wap(
+        *demo.args(
+            "publish",
+            failed["branch"],
+            "--reason",
+            "refunds are negative, confirmed with finance",
+            "--by",
+            "alice",
+        )
+    )
     assert result.exit_code == 0, result.output
     record = ledger_items(demo.home)[failed["ingest_id"]]
     assert record["status"] == "PUBLISHED" and record["previous_status"] == "AUDIT_FAILED"
@@ -217,22 +266,26 @@ def test_publish_after_review_merges_the_audited_commit_with_the_reason(demo, sp
     assert "refunds are negative, confirmed with finance" in head.message
     assert "alice" in head.message and failed["branch"] in head.message
     assert record["published_hash"] == head.hash_
-    assert count_rows(spark, demo.home, "sales.orders") == \
-        main_before + pq.read_table(demo.broken).num_rows
+    assert (
+        count_rows(spark, demo.home, "sales.orders")
+        == main_before + pq.read_table(demo.broken).num_rows
+    )
 
 
 def _orders(first_id: int, statuses: list[str]) -> bytes:
     now = datetime.now(UTC)
     n = len(statuses)
-    table = pa.table({
-        "order_id": pa.array(range(first_id, first_id + n), pa.int64()),
-        "customer_id": pa.array([7] * n, pa.int64()),
-        "status": pa.array(statuses, pa.string()),
-        "amount": pa.array([Decimal("10.00")] * n, pa.decimal128(12, 2)),
-        "discount": pa.array([None] * n, pa.decimal128(12, 2)),
-        "email": pa.array(["a@example.com"] * n, pa.string()),
-        "order_ts": pa.array([now - timedelta(minutes=5)] * n, pa.timestamp("us", tz="UTC")),
-    })
+    table = pa.table(
+        {
+            "order_id": pa.array(range(first_id, first_id + n), pa.int64()),
+            "customer_id": pa.array([7] * n, pa.int64()),
+            "status": pa.array(statuses, pa.string()),
+            "amount": pa.array([Decimal("10.00")] * n, pa.decimal128(12, 2)),
+            "discount": pa.array([None] * n, pa.decimal128(12, 2)),
+            "email": pa.array(["a@example.com"] * n, pa.string()),
+            "order_ts": pa.array([now - timedelta(minutes=5)] * n, pa.timestamp("us", tz="UTC")),
+        }
+    )
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     return buffer.getvalue()
@@ -245,19 +298,22 @@ def test_ingest_files_then_discard_the_failed_branch(demo, spark, tmp_path):
     main_before = count_rows(spark, demo.home, "sales.orders")
     known = set(ledger_items(demo.home))
 
-    result = run_wap(*demo.args("ingest", str(good), str(bad), "--table", "sales.orders"),
-                     spark=spark)
+    result = run_wap(
+        *demo.args("ingest", str(good), str(bad), "--table", "sales.orders"), spark=spark
+    )
     assert result.exit_code == 3, result.output  # not everything was published
     new = {i: r for i, r in ledger_items(demo.home).items() if i not in known}
     assert sorted((r["key"], r["status"]) for r in new.values()) == [
         ("sales/orders/more-orders.parquet", "PUBLISHED"),
-        ("sales/orders/odd-status.parquet", "AUDIT_FAILED")]
+        ("sales/orders/odd-status.parquet", "AUDIT_FAILED"),
+    ]
     [failed] = [r for r in new.values() if r["status"] == "AUDIT_FAILED"]
     assert "status_accepted_values" in failed["error"] and failed["branch"] in result.stdout
     assert count_rows(spark, demo.home, "sales.orders") == main_before + 2
 
-    result = run_wap(*demo.args("discard", failed["branch"], "--reason", "wrong export",
-                                "--by", "bob"))
+    result = run_wap(
+        *demo.args("discard", failed["branch"], "--reason", "wrong export", "--by", "bob")
+    )
     assert result.exit_code == 0, result.output
     record = ledger_items(demo.home)[failed["ingest_id"]]
     assert record["status"] == "DISCARDED" and record["previous_status"] == "AUDIT_FAILED"

@@ -29,14 +29,24 @@ def test_read_only_commands_on_a_missing_home_create_nothing(tmp_path):
     assert not home.exists()
 
 
-@pytest.mark.parametrize(("make_file", "table", "message"), [
-    (lambda d: d / "missing.parquet", "sales.orders", "no such file"),
-    (lambda d: d, "sales.orders", "not a file"),
-    (lambda d: _write(d / "orders.csv", b"order_id\n1\n"), "sales.orders", "not a parquet file"),
-    (lambda d: _write(d / "renamed.parquet", b"order_id,amount\n1,2.0\n"), "sales.orders",
-     "PAR1"),
-    (lambda d: _write(d / "_SUCCESS.parquet", b"PAR1....PAR1"), "sales.orders", "marker"),
-])
+@pytest.mark.parametrize(
+    ("make_file", "table", "message"),
+    [
+        (lambda d: d / "missing.parquet", "sales.orders", "no such file"),
+        (lambda d: d, "sales.orders", "not a file"),
+        (
+            lambda d: _write(d / "orders.csv", b"order_id\n1\n"),
+            "sales.orders",
+            "not a parquet file",
+        ),
+        (
+            lambda d: _write(d / "renamed.parquet", b"order_id,amount\n1,2.0\n"),
+            "sales.orders",
+            "PAR1",
+        ),
+        (lambda d: _write(d / "_SUCCESS.parquet", b"PAR1....PAR1"), "sales.orders", "marker"),
+    ],
+)
 def test_bad_files_are_refused_before_anything_starts(tmp_path, make_file, table, message):
     home = tmp_path / "home"
     result = run_wap("--home", str(home), "ingest", str(make_file(tmp_path)), "--table", table)
@@ -44,8 +54,17 @@ def test_bad_files_are_refused_before_anything_starts(tmp_path, make_file, table
     assert not home.exists()
 
 
-@pytest.mark.parametrize("table", ["Sales.Orders", "sales", "sales.orders.x", "1sales.orders",
-                                   "sales.orders;drop", "sales/orders"])
+@pytest.mark.parametrize(
+    "table",
+    [
+        "Sales.Orders",
+        "sales",
+        "sales.orders.x",
+        "1sales.orders",
+        "sales.orders;drop",
+        "sales/orders",
+    ],
+)
 def test_invalid_table_names_are_refused(tmp_path, parquet_file, table):
     home = tmp_path / "home"
     result = run_wap("--home", str(home), "ingest", str(parquet_file), "--table", table)
@@ -54,8 +73,9 @@ def test_invalid_table_names_are_refused(tmp_path, parquet_file, table):
 
 
 def test_no_wait_is_only_for_a_deployed_stack(tmp_path, parquet_file):
-    result = run_wap("--home", str(tmp_path / "h"), "ingest", str(parquet_file), "-t", "a.b",
-                     "--no-wait")
+    result = run_wap(
+        "--home", str(tmp_path / "h"), "ingest", str(parquet_file), "-t", "a.b", "--no-wait"
+    )
     assert_one_line_error(result, "--aws")
 
 

@@ -14,19 +14,24 @@ BUCKETS = (StoredBucket("src"), StoredBucket("art", ("reports/",)))
 
 def _resources():
     dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
-    dynamodb.create_table(TableName="ledger", BillingMode="PAY_PER_REQUEST",
-                          KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}])
+    dynamodb.create_table(
+        TableName="ledger",
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+    )
     s3 = boto3.client("s3", region_name="us-east-1")
     for bucket in ("src", "art"):
         s3.create_bucket(Bucket=bucket)
     s3.put_bucket_notification_configuration(
-        Bucket="src", NotificationConfiguration={"EventBridgeConfiguration": {}})
+        Bucket="src", NotificationConfiguration={"EventBridgeConfiguration": {}}
+    )
     return dynamodb, s3
 
 
 def test_ledger_and_objects_survive_and_unfinished_ingests_are_marked_interrupted(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     home = WapHome(tmp_path / "home").create()
@@ -35,8 +40,9 @@ def test_ledger_and_objects_survive_and_unfinished_ingests_are_marked_interrupte
     with mock_aws():
         dynamodb, s3 = _resources()
         ledger = Ledger("ledger", dynamodb)
-        ledger.create_ingest("a" * 16, {"table": "ns.t", "status": "PUBLISHED",
-                                        "rows_written": 3, "ratio": 0.25})
+        ledger.create_ingest(
+            "a" * 16, {"table": "ns.t", "status": "PUBLISHED", "rows_written": 3, "ratio": 0.25}
+        )
         ledger.create_ingest("b" * 16, {"table": "ns.t", "status": "RUNNING"})
         ledger.acquire_or_enqueue("ns.t", "b" * 16)
         s3.put_object(Bucket="src", Key="ns/t/f.parquet", Body=b"PAR1 data PAR1")
