@@ -80,5 +80,13 @@ def back_to_overview() -> None:
     st.page_link(page("overview"), label="Back to the overview", icon=":material/arrow_back:")
 
 
+def text_table(rows: Any, styler: Any = None) -> None:
+    """A small static table; `st.table` renders cells as Markdown, so each cell is escaped."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, dtype=object).map(lambda v: "-" if v is None else md_escape(v))
+    st.table(styler(frame.style) if styler else frame, hide_index=True)
+
+
 def show_error(message: str) -> None:
     st.error(md_escape(message), icon=":material/warning:")

@@ -127,28 +127,26 @@ def _checks(report, has_report: bool) -> None:
             else "No audit report: the ingest stopped before the job wrote one."
         )
         return
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, dtype=object)
     if not frame["message"].astype(bool).any():
         frame = frame.drop(columns=["message"])
-    styled = frame.style.map(lambda s: STATUS_COLORS.get(s, ""), subset=["status"])
-    st.dataframe(
-        styled,
-        hide_index=True,
-        column_config={"violations": st.column_config.NumberColumn("violations", format="%d")},
+    # A table, not a data grid: a handful of rows, all visible, real text (searchable).
+    common.text_table(
+        frame, styler=lambda style: style.map(lambda s: STATUS_COLORS.get(s, ""), subset=["status"])
     )
 
 
 def _samples(report) -> None:
     for name, rows in shaping.sample_tables(report):
         st.subheader(f"Sample violating rows: {shaping.md_escape(name)}")
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        common.text_table(rows)
 
 
 def _schema_changes(report) -> None:
     st.subheader("Schema changes")
     rows = shaping.schema_change_rows(report)
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        common.text_table(rows)
     else:
         st.caption("None: the batch matched the table's schema.")
 
