@@ -41,6 +41,10 @@ def tables_dir_from_env() -> Path:
     return Path(os.environ.get(ENV_TABLES_DIR) or DEFAULT_TABLES_DIR)
 
 
+class StackStartError(RuntimeError):
+    """A part of the local stack could not start (the message says which and why)."""
+
+
 def _no_spark_job(argv: list[str]) -> Any:
     raise RuntimeError("this wap command does not run ingests (Spark was not started)")
 
@@ -161,7 +165,13 @@ class EmbeddedStack:
                 self.slack = SlackStandin(SLACK_TOKEN, (SLACK_CHANNEL,)).start()
                 job = self.options.job
                 if job is None:
-                    self.spark = self._start_spark()
+                    try:
+                        self.spark = self._start_spark()
+                    except Exception as exc:  # py4j / pyspark: no Java, port trouble...
+                        raise StackStartError(
+                            "could not start Spark (needs Java 17 on PATH or JAVA_HOME): "
+                            + " ".join(str(exc).split())[:300]
+                        ) from exc
                     job = spark_job(self.spark)
                 settings = StackSettings(
                     nessie_api_v1=self.nessie.api_v1,

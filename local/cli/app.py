@@ -20,6 +20,7 @@ import typer
 from lambdas.common import constants as c
 from local.cli import render
 from local.cli.backends import NoLocalState, Target, open_backend
+from local.embedded_stack import StackStartError, tables_dir_from_env
 from local.home import ENV_HOME, HomeError, WapHome
 from local.ops import operations as ops
 from local.ops.exceptions import OpsError
@@ -96,7 +97,7 @@ def _run(fn: Any) -> Any:
 
     try:
         return fn()
-    except (OpsError, HomeError) as exc:
+    except (OpsError, HomeError, StackStartError) as exc:
         raise _fail(str(exc)) from None
     except (BotoCoreError, ClientError) as exc:  # e.g. AccessDenied on the deployed stack
         raise _fail(f"AWS: {exc}") from None
@@ -265,7 +266,7 @@ def demo(
     fresh: Annotated[bool, typer.Option(help="delete the local state first")] = False,
 ) -> None:
     """Zero configuration: the whole Write-Audit-Publish loop on this machine."""
-    from local.sample_data import NEGATIVE_AMOUNT_ROWS, write_demo_files
+    from local.sample_data import DEMO_TABLE, NEGATIVE_AMOUNT_ROWS, write_demo_files
 
     target = _target(ctx)
     if target.is_aws:
@@ -273,6 +274,12 @@ def demo(
     started = time.monotonic()
 
     def work() -> None:
+        config = tables_dir_from_env() / f"{DEMO_TABLE}.yaml"
+        if not config.is_file():
+            raise HomeError(
+                f"the demo needs the table config {config} (set WAP_TABLES_DIR "
+                "to the repository's tables/ folder)"
+            )
         home = WapHome.resolve(target.home)
         if fresh:
             home.wipe()

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from local.embedded_stack import EmbeddedOptions, EmbeddedStack
 from local.home import WapHome
-from tests.cli.conftest import assert_one_line_error, run_wap
+from tests.cli.conftest import assert_one_line_error, ledger_items, run_wap
 
 
 @pytest.fixture
@@ -126,3 +131,34 @@ def test_a_home_where_only_the_nessie_server_ran_is_taken_over(tmp_path):
     assert WapHome(home).create().exists()
     WapHome(home).wipe()
     assert not home.exists()
+
+
+def test_the_demo_needs_the_table_config(tmp_path):
+    result = run_wap("--home", str(tmp_path / "h"), "demo", env={"WAP_TABLES_DIR": str(tmp_path)})
+    assert_one_line_error(result, "sales.orders.yaml", "WAP_TABLES_DIR")
+    assert not (tmp_path / "h").exists()
+
+
+def test_without_java_the_ingest_ends_with_a_clear_error(tmp_path, parquet_file):
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java"), "PATH": "/usr/bin:/bin"}
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("wap")),
+            "--home",
+            str(tmp_path / "h"),
+            "ingest",
+            str(parquet_file),
+            "-t",
+            "sales.orders",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: could not start Spark (needs Java 17"), done.stderr
+    assert ledger_items(tmp_path / "h") == {}
