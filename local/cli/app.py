@@ -17,11 +17,12 @@ from typing import Annotated, Any
 
 import typer
 
+from infra.constants import STACK_NAME
 from lambdas.common import constants as c
 from local.cli import render
 from local.cli.backends import NoLocalState, Target, open_backend
 from local.embedded_stack import StackStartError, tables_dir_from_env
-from local.home import ENV_HOME, HomeError, WapHome
+from local.home import HomeError, WapHome
 from local.ops import operations as ops
 from local.ops.exceptions import OpsError
 
@@ -34,6 +35,7 @@ app = typer.Typer(
 )
 console = render.make_console()
 INGEST_TIMEOUT_SECONDS = 900
+DEFAULT_STACK = STACK_NAME  # the name `cdk deploy` gives the stack by default
 
 
 def _fail(message: str) -> typer.Exit:
@@ -55,13 +57,15 @@ def _user(given: str | None) -> str:
 
 
 def _home_flag(target: Target) -> str:
-    """`--home X` for next-step hints, when the home is not the default one."""
+    """The global options to repeat in next-step hints (`--home X`, `--profile P`, ...)."""
     if target.is_aws:
         flags = ["--aws"] if target.profile is None else ["--profile", target.profile]
+        if target.region:
+            flags += ["--region", target.region]
+        if target.stack != DEFAULT_STACK:
+            flags += ["--stack", target.stack]
         return " " + " ".join(shlex.quote(f) for f in flags)
-    if target.home and not os.environ.get(ENV_HOME):
-        return f" --home {shlex.quote(target.home)}"
-    return ""
+    return f" --home {shlex.quote(target.home)}" if target.home else ""
 
 
 @app.callback()
@@ -77,7 +81,7 @@ def _options(
     region: Annotated[str | None, typer.Option(help="AWS region of the stack")] = None,
     stack: Annotated[
         str, typer.Option(envvar="WAP_STACK", help="CloudFormation stack name")
-    ] = "WapIngest",
+    ] = DEFAULT_STACK,
     nessie_url: Annotated[
         str | None,
         typer.Option(

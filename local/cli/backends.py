@@ -7,6 +7,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from infra.constants import STACK_NAME
 from local.home import WapHome
 from local.ops.backend import Backend
 from local.ops.exceptions import OpsError
@@ -20,7 +21,7 @@ class Target:
     aws: bool = False
     profile: str | None = None
     region: str | None = None
-    stack: str = "WapIngest"
+    stack: str = STACK_NAME
     nessie_url: str | None = None
 
     @property
