@@ -398,3 +398,17 @@ def test_a_publish_that_conflicts_with_main_changes_nothing(deployed, nessie):
     result = aws("publish", CONFLICT_BRANCH, "--reason", "looks fine")
     assert_one_line_error(result, "main changed sales.orders since the audit")
     assert _snapshot(deployed, nessie) == before
+
+
+def test_an_unreachable_nessie_is_one_line(deployed):
+    result = run_wap(
+        "--aws",
+        "--region",
+        REGION,
+        "--stack",
+        STACK,
+        "--nessie-url",
+        "http://127.0.0.1:9",
+        "branches",
+    )
+    assert_one_line_error(result, "unreachable", "127.0.0.1:9")
