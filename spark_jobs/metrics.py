@@ -43,14 +43,19 @@ def load_iceberg_table(spark, name: str):
         spark._jsparkSession, name)
 
 
-def snapshot_stats(spark, table, snapshot_id: int) -> SnapshotStats:
-    """Merge the metrics of the data files `snapshot_id` added, per top-level column."""
+def snapshot_stats(spark, table, snapshot_id: int,
+                   columns: set[str] | None = None) -> SnapshotStats:
+    """Merge the metrics of the data files `snapshot_id` added, per top-level column.
+
+    `columns`: only these (the checked ones); every py4j call costs, tables are wide.
+    """
     jvm = spark._jvm
-    schema = table.schema()
     fields = {}
-    for field in schema.columns():
-        type_ = field.type()
-        fields[field.fieldId()] = (field.name(), type_, type_.typeId().toString().lower())
+    for field in table.schema().columns():
+        name = field.name()
+        if columns is None or name in columns:
+            type_ = field.type()
+            fields[field.fieldId()] = (name, type_, type_.typeId().toString().lower())
     conversions = jvm.org.apache.iceberg.types.Conversions
     stats = {name: ColumnStats() for name, _, _ in fields.values()}
     records = files = 0
@@ -58,21 +63,22 @@ def snapshot_stats(spark, table, snapshot_id: int) -> SnapshotStats:
         files += 1
         rows = data_file.recordCount()
         records += rows
-        nulls = _as_dict(data_file.nullValueCounts())
-        nans = _as_dict(data_file.nanValueCounts())
-        lowers = _as_dict(data_file.lowerBounds())
-        uppers = _as_dict(data_file.upperBounds())
+        if not fields:
+            continue
+        nulls, nans = data_file.nullValueCounts(), data_file.nanValueCounts()
+        lowers, uppers = data_file.lowerBounds(), data_file.upperBounds()
         for field_id, (name, type_, type_name) in fields.items():
             col = stats[name]
-            col.null_count = _add(col.null_count, nulls.get(field_id))
+            null_count = _get(nulls, field_id)
+            col.null_count = _add(col.null_count, null_count)
             if type_name in ("float", "double"):
-                col.nan_count = _add(col.nan_count, nans.get(field_id))
+                col.nan_count = _add(col.nan_count, _get(nans, field_id))
             if type_name not in EXACT_BOUND_TYPES:
                 col.bounds_known = False
                 continue
-            if nulls.get(field_id) == rows:
+            if null_count == rows:
                 continue  # an all-null file has no bounds and needs none
-            low, high = lowers.get(field_id), uppers.get(field_id)
+            low, high = _get(lowers, field_id), _get(uppers, field_id)
             if low is None or high is None:
                 col.bounds_known = False
                 continue
@@ -83,8 +89,8 @@ def snapshot_stats(spark, table, snapshot_id: int) -> SnapshotStats:
     return SnapshotStats(record_count=records, file_count=files, columns=stats)
 
 
-def _as_dict(java_map) -> dict:
-    return dict(java_map) if java_map is not None else {}
+def _get(java_map, key: int):
+    return None if java_map is None else java_map.get(key)
 
 
 def _add(total: int | None, value: int | None) -> int | None:

@@ -80,6 +80,12 @@ def declared_schema(spark: SparkSession, columns: tuple[ColumnSpec, ...]) -> T.S
 def check_iceberg_types(spark: SparkSession, schema: T.StructType) -> None:
     """Raise SchemaPolicyError for columns an Iceberg table cannot store (e.g. void)."""
     jvm = spark._jvm
+    try:  # one call for the common case; field by field only to name the culprit
+        jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(
+            jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
+        return
+    except Exception:  # noqa: S110 - the loop below raises the readable error
+        pass
     for field in schema.fields:
         try:
             jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(
