@@ -7,6 +7,8 @@ run's Nessie branch; main never sees a table that only a failed ingest created.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -21,6 +23,8 @@ from spark_jobs.table_config import ColumnSpec, PartitionField
 INGEST_ID_PROPERTY = "wap.ingest-id"
 SOURCE_PROPERTY = "wap.source"
 MAX_SOURCE_PROPERTY = 2000
+OBSERVATION_TIMEOUT_S = 30.0
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -174,8 +178,32 @@ def append(spark: SparkSession, ref: TableRef, frame: DataFrame, plan: SchemaPla
                            f"{ingest_id}")
     found.reused = False
     if observation is not None:
-        found.observed = observation.get
+        found.observed = _observed_values(observation)
     return found
+
+
+def _observed_values(observation: Observation,
+                     timeout_s: float = OBSERVATION_TIMEOUT_S) -> dict | None:
+    """The observed metrics, or None when they cannot be had (then the audit scans).
+
+    Spark hands them over from its listener bus thread, slightly after the write
+    returns, and `Observation.get` would wait forever if they never came; so poll the
+    (private) `metrics` option first and call `get` only once it is set.
+    """
+    try:
+        field = observation._jo.getClass().getDeclaredField("metrics")
+        field.setAccessible(True)
+        deadline = time.monotonic() + timeout_s
+        while not field.get(observation._jo).isDefined():
+            if time.monotonic() > deadline:
+                log.warning("metrics observed during the write did not arrive in %ss",
+                            timeout_s)
+                return None
+            time.sleep(0.01)
+        return dict(observation._jo.getAsJava())
+    except Exception:
+        log.exception("cannot read the metrics observed during the write")
+        return None
 
 
 def _result(snapshot, table, reused: bool) -> AppendResult:

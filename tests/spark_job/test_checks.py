@@ -181,3 +181,15 @@ def test_rare_violations_still_get_samples_when_frequent_ones_fill_the_limit(spa
     values, ranges = run_audit(checks, None, lambda: frame, NOW)
     assert (values.violations, len(values.samples)) == (30, 5)
     assert (ranges.violations, ranges.samples) == (1, [{"n": -1, "s": "ok"}])
+
+
+def test_observed_metrics_that_never_arrive_mean_a_scan_not_a_hang(spark):
+    from pyspark.sql import Observation
+
+    from spark_jobs.writer import _observed_values
+
+    unused = Observation("never-attached")
+    unused._jo = spark._jvm.org.apache.spark.sql.Observation("never-attached")
+    started = dt.datetime.now()
+    assert _observed_values(unused, timeout_s=0.3) is None
+    assert (dt.datetime.now() - started).total_seconds() < 5

@@ -468,3 +468,16 @@ def test_invalid_table_identifier_is_rejected(lake, ingest, tmp_path):
     report = run_ingest(lake, bad)
     assert report["outcome"] == "rejected"
     assert report["reason_code"] == "invalid_argument"
+
+
+def test_file_with_zero_rows_fails_the_row_count_default(lake, nessie, ingest, tmp_path):
+    schema = pa.schema([("order_id", pa.int64()), ("status", pa.string())])
+    source = write_parquet(tmp_path / "empty-rows.parquet", pa.table(
+        {"order_id": pa.array([], pa.int64()), "status": pa.array([], pa.string())},
+        schema=schema))
+    report = run_ingest(lake, ingest("sales.zero_rows", [source]))
+
+    assert report["outcome"] == "failed"
+    check = _check(report, "row_count")
+    assert (check["status"], check["observed"]) == ("failed", 0)
+    assert report["rows_written"] == 0
