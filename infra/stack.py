@@ -108,6 +108,7 @@ class WapStack(Stack):
         CfnOutput(self, "NessieApiUrl", value=nessie_v2)
         CfnOutput(self, "NessieUiUrl", value=nessie_ui)
         CfnOutput(self, "StateMachineArn", value=pipeline.state_machine.state_machine_arn)
+        CfnOutput(self, "LedgerTableName", value=pipeline.ledger.table_name)
         CfnOutput(self, "SlackSecretArn", value=alert_channel.slack_token.secret_arn)
         CfnOutput(self, "AlarmTopicArn", value=alert_channel.topic.topic_arn)
         if catalog is not None:

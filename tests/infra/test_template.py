@@ -380,7 +380,10 @@ def test_alarms_watch_executions_dlq_and_every_lambda(synthesized):
 def test_outputs(synthesized):
     outputs = synthesized.template.to_json()["Outputs"]
     assert {"SourceBucketName", "LakeBucketName", "ArtifactsBucketName", "NessieApiUrl",
-            "NessieUiUrl", "StateMachineArn"} <= set(outputs)
+            "NessieUiUrl", "StateMachineArn", "LedgerTableName"} <= set(outputs)
+    # The wap CLI finds the ledger through this output (local/ops/aws_backend.py).
+    ledger_ref = outputs["LedgerTableName"]["Value"]["Ref"]
+    assert synthesized.template.to_json()["Resources"][ledger_ref]["Type"] == "AWS::DynamoDB::Table"
 
 
 def test_state_machine_may_invoke_exactly_the_lambdas_its_definition_names(synthesized):
