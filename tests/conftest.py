@@ -39,4 +39,6 @@ def lake(spark, nessie):
     starts, so changing the template between modules is safe.
     """
     spark.conf.set("spark.sql.catalog.lake.uri", nessie.api_v2)
+    # Spark caches catalog instances by name: drop them so `lake` reconnects to this server.
+    spark._jsparkSession.sessionState().catalogManager().reset()
     return spark
