@@ -1,0 +1,79 @@
+"""Fixtures of the dashboard tests: a home seeded by `wap demo`, the app served from it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from local.dashboard import build_command
+from tests.cli.conftest import run_wap
+
+STARTUP_SECONDS = 90
+
+
+@dataclass(frozen=True)
+class DemoHome:
+    """A home after one `wap demo`: one PUBLISHED and one AUDIT_FAILED ingest of sales.orders."""
+
+    root: Path
+
+
+@pytest.fixture(scope="session")
+def demo_home(spark, tmp_path_factory) -> DemoHome:
+    """The CLI's own demo, run once with the session's SparkSession (no second JVM)."""
+    root = tmp_path_factory.mktemp("dashboard") / "wap-home"
+    result = run_wap("--home", str(root), "demo", spark=spark)
+    assert result.exit_code == 0, result.output
+    return DemoHome(root)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def served(demo_home, tmp_path_factory) -> Iterator[str]:
+    """`streamlit run` as `wap dashboard` starts it, on a free loopback port; its base URL."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            build_command(str(demo_home.root), port=port),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not _healthy(url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not come up:\n{log.read_text()}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
