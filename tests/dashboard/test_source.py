@@ -1,0 +1,71 @@
+"""The loaders against a demo-seeded local stack: ledger, Nessie, pyiceberg metadata, configs.
+
+Expected values come from the demo's input: two batches of 40 rows for sales.orders, the
+second with 3 negative amounts (tables/sales.orders.yaml: range on amount, min 0).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from local.cli.backends import Target
+from local.dashboard import shaping, source
+
+pytestmark = pytest.mark.slow
+
+DEMO_ROWS = 40
+
+
+@pytest.fixture(scope="module")
+def target(demo_home) -> Target:
+    return Target(home=str(demo_home.root))
+
+
+def test_overview_has_one_published_one_failed_and_its_open_branch(target):
+    data = source.load_overview(target)
+
+    assert data.no_state is None
+    assert sorted(r.status for r in data.runs) == ["AUDIT_FAILED", "PUBLISHED"]
+    [failed] = [r for r in data.runs if r.status == "AUDIT_FAILED"]
+    assert [b.name for b in data.branches] == [failed.branch]
+    assert data.branches[0].age_seconds is not None
+    assert shaping.outcome_counts(data.runs)["failed"] == 1
+
+
+def test_ingest_page_by_id_and_by_branch_name_is_the_same_ingest(target):
+    [failed] = [r for r in source.load_overview(target).runs if r.status == "AUDIT_FAILED"]
+
+    by_id = source.load_ingest(target, failed.ingest_id)
+    by_branch = source.load_ingest(target, failed.branch)
+
+    assert by_id.view.record["ingest_id"] == by_branch.view.record["ingest_id"]
+    assert (by_id.view.main_rows, by_id.view.branch_rows) == (DEMO_ROWS, 2 * DEMO_ROWS)
+    [check] = [c for c in shaping.check_rows(by_id.view.report) if c["status"] == "failed"]
+    assert (check["check"], check["violations"]) == ("amount_range", 3)
+    assert by_id.nessie_ui_url is None  # the local catalog server has no UI to link to
+
+
+def test_unknown_and_malformed_ingest_refs_are_one_line_errors(target):
+    with pytest.raises(source.DashboardError, match="no ingest 0123456789abcdef"):
+        source.load_ingest(target, "0123456789abcdef")
+    with pytest.raises(source.DashboardError, match="neither an ingest id"):
+        source.load_ingest(target, "../../etc/passwd")
+
+
+def test_table_page_reads_mains_snapshots_and_the_config_file(target):
+    page = source.load_table(target, "sales.orders")
+
+    assert page.on_main
+    rows = shaping.snapshot_rows(page.snapshots, page.current_snapshot_id)
+    assert [(r["operation"], r["total_rows"], r["added_rows"]) for r in rows] == [
+        ("append", DEMO_ROWS, DEMO_ROWS)
+    ]
+    assert page.config_uri.endswith("tables/sales.orders.yaml")
+    assert "kind: range, column: amount" in page.config_text
+    assert sorted(r.status for r in page.runs) == ["AUDIT_FAILED", "PUBLISHED"]
+    assert source.list_tables(target) == ["sales.orders"]
+
+
+def test_a_table_without_ingests_is_not_on_main(target):
+    page = source.load_table(target, "sales.nothing_here")
+    assert (page.on_main, page.snapshots, page.runs, page.config_text) == (False, [], [], None)
