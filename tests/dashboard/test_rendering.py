@@ -1,0 +1,96 @@
+"""Hostile ledger text renders as literal text, secrets never show (AppTest, no browser, no Spark).
+
+The home is written by hand the way `wap` persists it (`state/ledger.json`), so the whole
+path runs: restore into moto, `list_runs`, shaping, the page.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from local.dashboard import APP_PATH
+from local.home import ENV_HOME, WapHome
+
+SECRET = "xoxb-1111-2222-topsecret"
+HOSTILE = f"<img src=x onerror=alert(1)> **boom** [click](javascript:alert(2)) token={SECRET}"
+REJECTED_ID, PUBLISHED_ID = "0a0a0a0a0a0a0a0a", "0b0b0b0b0b0b0b0b"
+
+
+@pytest.fixture
+def hostile_home(tmp_path):
+    home = WapHome(tmp_path / "wap-home").create()
+    items = [
+        {
+            "pk": f"ingest#{REJECTED_ID}",
+            "kind": "ingest",
+            "ingest_id": REJECTED_ID,
+            "table": "sales.orders",
+            "status": "REJECTED",
+            "error": HOSTILE,
+            "source_uri": "s3://wap-source/sales/orders/<b>x<i>.parquet",
+            "created_at": "2026-11-22T10:00:00Z",
+            "finished_at": "2026-11-22T10:01:00Z",
+        },
+        {
+            "pk": f"ingest#{PUBLISHED_ID}",
+            "kind": "ingest",
+            "ingest_id": PUBLISHED_ID,
+            "table": "sales.orders",
+            "status": "PUBLISHED",
+            "created_at": "2026-11-22T09:00:00Z",
+            "finished_at": "2026-11-22T09:01:00Z",
+        },
+    ]
+    home.ledger_file.write_text(json.dumps(items))
+    return home.root
+
+
+def _app(home, monkeypatch) -> AppTest:
+    monkeypatch.setenv(ENV_HOME, str(home))
+    return AppTest.from_file(str(APP_PATH), default_timeout=60)
+
+
+def _all_text(app: AppTest) -> str:
+    kinds = ("markdown", "caption", "error", "info", "title", "subheader", "code")
+    return "\n".join(str(e.value) for kind in kinds for e in getattr(app, kind))
+
+
+def test_overview_escapes_ledger_text_and_masks_secrets(hostile_home, monkeypatch):
+    app = _app(hostile_home, monkeypatch).run()
+
+    assert not app.exception
+    assert [m.value for m in app.metric] == ["1", "0", "1", "0", "0", "0"]
+    [reason] = [c.value for c in app.caption if "onerror" in c.value]
+    assert reason == (
+        r"\<img src=x onerror=alert\(1\)\> \*\*boom\*\* "
+        r"\[click\]\(javascript\:alert\(2\)\) token=\*\*\*"
+    )
+    assert SECRET not in _all_text(app)
+    [link] = app.get("page_link")
+    assert r"\<b\>x\<i\>\.parquet" in link.proto.label
+
+
+def test_ingest_page_escapes_and_masks_too(hostile_home, monkeypatch):
+    app = _app(hostile_home, monkeypatch).run()
+    app.switch_page("views/ingest.py")
+    app.query_params["id"] = REJECTED_ID
+    app.run()
+
+    assert not app.exception
+    assert "REJECTED" in app.error[0].value
+    assert r"\<img src=x onerror=alert\(1\)\>" in app.error[0].value
+    assert SECRET not in _all_text(app)
+    assert any(f"wap --home {hostile_home} discard {REJECTED_ID}" in c.value for c in app.code)
+    assert not any("publish" in c.value for c in app.code)  # only AUDIT_FAILED is publishable
+
+
+def test_ingest_page_without_id_offers_a_choice(hostile_home, monkeypatch):
+    app = _app(hostile_home, monkeypatch).run()
+    app.switch_page("views/ingest.py")
+    app.run()
+
+    assert not app.exception
+    assert app.selectbox[0].options[0].startswith(REJECTED_ID)  # newest first
