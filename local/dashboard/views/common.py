@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from local.cli.backends import Target
@@ -82,8 +83,6 @@ def back_to_overview() -> None:
 
 def text_table(rows: Any, styler: Any = None) -> None:
     """A small static table; `st.table` renders cells as Markdown, so each cell is escaped."""
-    import pandas as pd
-
     frame = pd.DataFrame(rows, dtype=object).map(lambda v: "-" if v is None else md_escape(v))
     st.table(styler(frame.style) if styler else frame, hide_index=True)
 

@@ -3,6 +3,9 @@ Nessie links and the `wap publish` / `wap discard` commands."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -10,12 +13,15 @@ from local.dashboard import shaping
 from local.dashboard.source import DashboardError
 from local.dashboard.views import common
 from local.dashboard.views.common import INFO
+from local.ops.operations import IngestView
 
 STATUS_COLORS = {
     "passed": "color: #2e9e5b",
     "failed": "color: #d64545; font-weight: bold",
     "error": "color: #e8913a; font-weight: bold",
 }
+
+Record = Mapping[str, Any]  # a ledger record or an audit report
 
 
 def render() -> None:
@@ -77,7 +83,7 @@ def _pick() -> None:
         st.rerun()
 
 
-def _summary(record, branch_open: bool) -> None:
+def _summary(record: Record, branch_open: bool) -> None:
     branch = record.get("branch")
     rows = [
         ("table", record.get("table") or "-"),
@@ -100,7 +106,7 @@ def _summary(record, branch_open: bool) -> None:
         common.link_to_table(record["table"], f"Table {shaping.md_escape(record['table'])}")
 
 
-def _counts(view, record, problem: str | None) -> None:
+def _counts(view: IngestView, record: Record, problem: str | None) -> None:
     counts = shaping.RowCounts(main=view.main_rows, branch=view.branch_rows)
     st.subheader("Rows: main vs branch")
     first, second, third = st.columns(3)
@@ -117,7 +123,7 @@ def _counts(view, record, problem: str | None) -> None:
         st.caption(f"Row counts unavailable: {shaping.md_escape(problem)}")
 
 
-def _checks(report, has_report: bool) -> None:
+def _checks(report: Record, has_report: bool) -> None:
     st.subheader("Audit checks")
     rows = shaping.check_rows(report)
     if not rows:
@@ -136,13 +142,13 @@ def _checks(report, has_report: bool) -> None:
     )
 
 
-def _samples(report) -> None:
+def _samples(report: Record) -> None:
     for name, rows in shaping.sample_tables(report):
         st.subheader(f"Sample violating rows: {shaping.md_escape(name)}")
         common.text_table(rows)
 
 
-def _schema_changes(report) -> None:
+def _schema_changes(report: Record) -> None:
     st.subheader("Schema changes")
     rows = shaping.schema_change_rows(report)
     if rows:
@@ -151,7 +157,7 @@ def _schema_changes(report) -> None:
         st.caption("None: the batch matched the table's schema.")
 
 
-def _actions(record, branch_open: bool, ui_url: str | None) -> None:
+def _actions(record: Record, branch_open: bool, ui_url: str | None) -> None:
     st.subheader("What to do")
     links = shaping.nessie_links(ui_url, record.get("branch"), record.get("table"), branch_open)
     if not links and record.get("branch") and branch_open:

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from local.dashboard import shaping
+from local.dashboard.source import Overview
 from local.dashboard.views import common
 from local.dashboard.views.common import INFO
 
@@ -66,7 +67,7 @@ def render() -> None:
     _all_ingests(data)
 
 
-def _attention(data) -> None:
+def _attention(data: Overview) -> None:
     st.subheader("Needs attention")
     rows = shaping.attention_rows(data.runs, data.branches)
     if not rows:
@@ -89,7 +90,7 @@ def _attention(data) -> None:
         st.caption(f"… and {len(rows) - MAX_ATTENTION} more in the table below.")
 
 
-def _timeline(data) -> None:
+def _timeline(data: Overview) -> None:
     st.subheader("Ingests over time")
     rows = shaping.timeline_rows(data.runs)
     if not rows:
@@ -129,7 +130,7 @@ def _timeline(data) -> None:
     st.altair_chart(chart)
 
 
-def _all_ingests(data) -> None:
+def _all_ingests(data: Overview) -> None:
     st.subheader("All ingests")
     frame = pd.DataFrame(shaping.run_rows(data.runs))
     frame.insert(0, "open", [shaping.ingest_page_url(i) for i in frame["ingest_id"]])

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from local.dashboard import shaping
-from local.dashboard.source import DashboardError
+from local.dashboard.source import DashboardError, TablePage
 from local.dashboard.views import common
 from local.dashboard.views.common import INFO
 from spark_jobs.errors import ConfigError
@@ -47,7 +47,7 @@ def _pick() -> None:
         st.rerun()
 
 
-def _history(data) -> None:
+def _history(data: TablePage) -> None:
     st.subheader("Rows on main over time")
     if not data.on_main:
         st.info("Not on main yet: no ingest of this table has been published.", icon=INFO)
@@ -86,7 +86,7 @@ def _history(data) -> None:
         st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
-def _config(data) -> None:
+def _config(data: TablePage) -> None:
     where = data.config_uri or f"tables/{data.table}.yaml"
     st.subheader("Configured checks")
     if data.config_text is None:
@@ -117,7 +117,7 @@ def _config(data) -> None:
     st.dataframe(pd.DataFrame(shaping.config_check_rows(config.checks)), hide_index=True)
 
 
-def _ingests(data) -> None:
+def _ingests(data: TablePage) -> None:
     st.subheader("Ingests of this table")
     if not data.runs:
         st.caption("None yet.")
