@@ -12,7 +12,6 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -364,20 +363,6 @@ def schema_change_rows(report: Mapping[str, Any] | None) -> list[dict[str, str]]
             }
         )
     return rows
-
-
-@dataclass(frozen=True)
-class RowCounts:
-    """Rows in the table on main and on the ingest's branch (None when not readable)."""
-
-    main: int | None
-    branch: int | None
-
-    @property
-    def added(self) -> int | None:
-        if self.main is None or self.branch is None:
-            return None
-        return self.branch - self.main
 
 
 def cli_flags(target: Target) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -24,6 +25,16 @@ class DemoHome:
     """A home after one `wap demo`: one PUBLISHED and one AUDIT_FAILED ingest of sales.orders."""
 
     root: Path
+    batch_rows: int = 40  # local.sample_data.BATCH_ROWS: both demo files
+
+    def rows_on_failed_branch(self) -> int:
+        """The demo queues its two files; the failed one's branch forks from main when its
+        job starts, so it holds the clean batch too only if that was published first."""
+        items = json.loads((self.root / "state" / "ledger.json").read_text())
+        ingests = {i["status"]: i for i in items if i.get("kind") == "ingest"}
+        failed, published = ingests["AUDIT_FAILED"], ingests["PUBLISHED"]
+        after = failed["job_started_at"] >= published["finished_at"]
+        return 2 * self.batch_rows if after else self.batch_rows
 
 
 @pytest.fixture(scope="session")

@@ -53,7 +53,7 @@ def _metric(page, label: str) -> str:
     return metric.get_by_test_id("stMetricValue").inner_text().strip()
 
 
-def test_overview_to_the_failed_ingest(page, served, tmp_path):
+def test_overview_to_the_failed_ingest(page, served, demo_home, tmp_path):
     page.goto(served)
     page.get_by_text("Needs attention").wait_for(timeout=LOAD_MS)
     assert _metric(page, "Published") == "1"
@@ -72,8 +72,9 @@ def test_overview_to_the_failed_ingest(page, served, tmp_path):
     cells = [c.strip() for c in row.locator("td, th").all_inner_texts()]
     assert cells[:6] == [FAILING_CHECK, "range", "amount", "error", "failed", VIOLATIONS]
     assert page.get_by_text(f"Sample violating rows: {FAILING_CHECK}").is_visible()
-    assert _metric(page, "on main") == str(DEMO_ROWS)
-    assert _metric(page, "on the branch") == str(2 * DEMO_ROWS)
+    assert _metric(page, "on main now") == str(DEMO_ROWS)
+    assert _metric(page, "on the branch") == str(demo_home.rows_on_failed_branch())
+    assert _metric(page, "written by this ingest") == str(DEMO_ROWS)
     assert page.get_by_text(re.compile(r"wap --home .+ publish wap_sales_orders_")).count() == 1
     page.screenshot(path=tmp_path / "failed-ingest.png", full_page=True)
 
@@ -86,4 +87,8 @@ def test_table_page_shows_rows_on_main_and_configured_checks(page, served, tmp_p
     assert _metric(page, "snapshots on main") == "1"
     assert page.get_by_text("tables/sales.orders.yaml").count() >= 1
     page.get_by_test_id("stVegaLiteChart").locator("svg.marks").first.wait_for(timeout=LOAD_MS)
+    configured = page.get_by_test_id("stTable").locator("tr").filter(has_text=FAILING_CHECK)
+    configured.wait_for(timeout=LOAD_MS)
+    assert "min 0" in configured.inner_text()
+    page.get_by_test_id("data-grid-canvas").last.wait_for(timeout=LOAD_MS)
     page.screenshot(path=tmp_path / "table.png", full_page=True)

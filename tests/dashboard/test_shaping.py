@@ -263,11 +263,6 @@ def test_schema_change_rows_keep_extra_detail():
     ]
 
 
-def test_row_counts_added_by_the_branch():
-    assert shaping.RowCounts(main=40, branch=80).added == 40
-    assert shaping.RowCounts(main=None, branch=80).added is None
-
-
 def test_commands_for_a_failed_ingest_with_open_branch_reach_the_same_home():
     record = {"ingest_id": "c" * 16, "status": "AUDIT_FAILED", "branch": "wap_sales_orders_c"}
     commands = [cmd for _, cmd in shaping.next_commands(record, True, Target(home="/data/my home"))]

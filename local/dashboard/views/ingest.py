@@ -107,20 +107,22 @@ def _summary(record: Record, branch_open: bool) -> None:
 
 
 def _counts(view: IngestView, record: Record, problem: str | None) -> None:
-    counts = shaping.RowCounts(main=view.main_rows, branch=view.branch_rows)
     st.subheader("Rows: main vs branch")
     first, second, third = st.columns(3)
-    first.metric("on main", "-" if counts.main is None else counts.main, border=True)
+    first.metric("on main now", _number(view.main_rows), border=True)
     if view.branch_open:
-        second.metric("on the branch", "-" if counts.branch is None else counts.branch, border=True)
-        third.metric(
-            "this ingest adds", "-" if counts.added is None else f"{counts.added:+d}", border=True
-        )
+        # The branch forked from main when the ingest started: main may have moved since,
+        # so "written" comes from the job, not from the difference of the two counts.
+        second.metric("on the branch", _number(view.branch_rows), border=True)
     else:
-        second.metric("rows written", record.get("rows_written", "-"), border=True)
-        third.metric("branch", "deleted" if record.get("branch") else "none", border=True)
+        second.metric("branch", "deleted" if record.get("branch") else "none", border=True)
+    third.metric("written by this ingest", _number(record.get("rows_written")), border=True)
     if problem:
         st.caption(f"Row counts unavailable: {shaping.md_escape(problem)}")
+
+
+def _number(value: Any) -> str:
+    return "-" if value is None else str(value)
 
 
 def _checks(report: Record, has_report: bool) -> None:

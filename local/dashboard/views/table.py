@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import altair as alt
 import pandas as pd
@@ -67,11 +67,17 @@ def _history(data: TablePage) -> None:
     )
     now = datetime.now(UTC).replace(tzinfo=None)
     points = pd.DataFrame(shaping.rows_over_time(rows, now))
+    start = min(rows[0]["committed_at"], now - timedelta(hours=1))  # no zoom into seconds
     chart = (
         alt.Chart(points)
         .mark_line(point=True, interpolate="step-after")
         .encode(
-            x=alt.X("at:T", title="time (UTC)"),
+            x=alt.X(
+                "at:T",
+                title="time (UTC)",
+                scale=alt.Scale(domain=[start.isoformat(), now.isoformat()]),
+                axis=alt.Axis(format="%m-%d %H:%M", tickCount=6, labelOverlap=True),
+            ),
             y=alt.Y("rows:Q", title="rows on main", scale=alt.Scale(zero=True)),
             tooltip=[
                 alt.Tooltip("at:T", title="at", format="%Y-%m-%d %H:%M:%S"),
@@ -114,7 +120,7 @@ def _config(data: TablePage) -> None:
                 else ""
             )
         )
-    st.dataframe(pd.DataFrame(shaping.config_check_rows(config.checks)), hide_index=True)
+    common.text_table(shaping.config_check_rows(config.checks))
 
 
 def _ingests(data: TablePage) -> None:
