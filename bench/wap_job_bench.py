@@ -335,7 +335,13 @@ def render(rows: list[dict], repeats: int) -> str:
                      f"{s['publish_s']:.3f} |")
     lines += ["", f"Median of {repeats}; one local SparkSession (local[2], 4g driver) and one "
               "Nessie server for all variants. Publish runs only when the audit passed "
-              "(dirty data stays on its branch)."]
+              "(dirty data stays on its branch). `wap: prepare` is vetting the file, reading "
+              "its footer, planning the schema and compiling the checks; `write+commit` is "
+              "the append (with the observed check aggregates), the Iceberg commit to Nessie "
+              "and the branch-hash read; the audit settles checks from file metrics "
+              "(`metrics`), from the aggregates observed during the write (`write`) or from "
+              "one aggregation pass (`scan`), then samples violating rows with one LIMITed "
+              "query when something failed."]
     return "\n".join(lines)
 
 

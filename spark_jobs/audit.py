@@ -64,12 +64,19 @@ def job_group(spark, group: str, description: str):
             sc.setLocalProperty(key, value)
 
 
+def observed_checks(checks: list[Check]) -> list[int]:
+    """Indexes of the checks counted during the write: those file metrics will not
+    decide anyway (a check metrics cannot settle after all, e.g. a range some values
+    break, goes to the scan pass)."""
+    return [index for index, check in enumerate(checks)
+            if check.observable and not check.metrics_may_settle()]
+
+
 def observation_aggregates(checks: list[Check]) -> list[Column]:
-    """Aggregates of every observable check, for `DataFrame.observe` on the write."""
+    """Aggregates of `observed_checks`, for `DataFrame.observe` on the write."""
     aggregates = [F.count(F.lit(1)).alias(ROWS)]
-    for index, check in enumerate(checks):
-        if check.observable:
-            aggregates += check.aggregates(f"c{index}_")
+    for index in observed_checks(checks):
+        aggregates += checks[index].aggregates(f"c{index}_")
     return aggregates
 
 
@@ -88,9 +95,10 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
     timings = timings if timings is not None else {}
     results: dict[int, CheckResult] = {}
     pending = []
+    in_observation = set(observed_checks(checks)) if observed is not None else set()
     for index, check in enumerate(checks):
         settled = check.settle(stats, now) if stats is not None else None
-        if settled is None and observed is not None and check.observable:
+        if settled is None and index in in_observation:
             settled = check.finish(observed, f"c{index}_", int(observed[ROWS]), now)
             settled.settled_by = WRITE
         if settled is None or check.needs_main:

@@ -67,6 +67,11 @@ class Check:
     #: (Spark's `observe` takes no DISTINCT aggregates).
     observable = True
 
+    def metrics_may_settle(self) -> bool:
+        """True when file metrics usually decide this check (then it is not observed
+        during the write: evaluating it per row there would be wasted on clean data)."""
+        return False
+
     def __init__(self, spec: CheckSpec, types: dict[str, T.DataType]):
         self.spec = spec
         self.types = types
@@ -123,6 +128,9 @@ class Check:
 
 
 class NotNull(Check):
+    def metrics_may_settle(self):
+        return True
+
     def settle(self, stats, now):
         counts = [stats.columns.get(name, ColumnStats(null_count=None)).null_count
                   for name in self.spec.columns]
@@ -194,6 +202,9 @@ class AcceptedValues(Check):
 
 
 class Range(Check):
+    def metrics_may_settle(self):
+        return isinstance(self.types[self.column], EXACT_BOUNDS)
+
     def threshold(self):
         return {"min": _jsonable(self.spec.params.get("min")),
                 "max": _jsonable(self.spec.params.get("max"))}
@@ -258,6 +269,9 @@ class RowCount(Check):
 
 
 class NullFraction(Check):
+    def metrics_may_settle(self):
+        return True
+
     def threshold(self):
         return {"max": self.spec.params["max"]}
 
@@ -293,6 +307,9 @@ class Expression(Check):
 
 
 class Freshness(Check):
+    def metrics_may_settle(self):
+        return isinstance(self.types[self.column], (T.TimestampType, T.DateType))
+
     def threshold(self):
         return {"max_age_s": parse_max_age(self.spec.params["max_age"])}
 

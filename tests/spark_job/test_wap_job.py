@@ -481,3 +481,20 @@ def test_file_with_zero_rows_fails_the_row_count_default(lake, nessie, ingest, t
     check = _check(report, "row_count")
     assert (check["status"], check["observed"]) == ("failed", 0)
     assert report["rows_written"] == 0
+
+
+def test_range_metrics_cannot_settle_goes_to_one_scan_pass(lake, ingest, tmp_path):
+    source = write_parquet(tmp_path / "orders.parquet", ORDERS)  # amount 1..20
+    config = SCAN_CHECKS + "  - {kind: range, column: amount, min: 5}\n"
+    args = ingest("sales.straddle", [source], config=config)
+
+    report = run_ingest(lake, args)
+
+    check = _check(report, "amount_range")
+    assert (check["status"], check["violations"], check["settled_by"]) == ("failed", 4, "scan")
+    assert sorted(s["amount"] for s in check["samples"]) == [1.0, 2.0, 3.0, 4.0]
+    assert _check(report, "status_accepted_values")["settled_by"] == "write"
+    groups = job_group_ids(args.ingest_id)
+    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.straddle",
+                                     "max(amount)")
+    assert len(_jobs(lake, groups["scan"])) == one_pass
