@@ -87,3 +87,17 @@ def test_app_script_exists_next_to_its_views():
         "ingest.py",
         "table.py",
     }
+
+
+def test_launch_runs_streamlit_and_returns_its_exit_code(tmp_path, capfd):
+    """With the port taken, Streamlit refuses to start: launch reports its failure code."""
+    import socket
+
+    from local.dashboard import launch
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert launch(str(tmp_path / "home"), port=port) != 0
+    assert f"Port {port} is not available" in capfd.readouterr().err
