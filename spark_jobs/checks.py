@@ -183,10 +183,18 @@ class Unique(Check):
 
 
 class AcceptedValues(Check):
+    def metrics_may_settle(self):
+        # Numbers/dates: when every value is one bound; strings: parquet dictionaries.
+        return isinstance(self.types[self.column], (*EXACT_BOUNDS, T.StringType))
+
     def settle(self, stats, now):
         column, non_null = self._stats(stats)
         if non_null == 0:
             return self.result(0, METRICS)
+        if column.values is not None and isinstance(self.types[self.column], T.StringType):
+            accepted = {str(value) for value in self.spec.params["values"]}
+            # A value outside the list may be in a dictionary yet rare: count by scan.
+            return self.result(0, METRICS) if column.values <= accepted else None
         if non_null is None or not self._bounds_usable(column) or column.lower != column.upper:
             return None
         # Every non-null value equals the single bound.

@@ -9,10 +9,12 @@ bounds are truncated (16 chars by default), so they are never used.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+log = logging.getLogger(__name__)
 EXACT_BOUND_TYPES = {"integer", "long", "float", "double", "decimal", "date", "timestamp"}
 EPOCH = dt.date(1970, 1, 1)
 
@@ -26,6 +28,8 @@ class ColumnStats:
     lower: Any = None
     upper: Any = None
     bounds_known: bool = True
+    #: Every distinct non-null value, from parquet dictionaries (None = unknown).
+    values: set | None = None
 
 
 @dataclass
@@ -43,11 +47,13 @@ def load_iceberg_table(spark, name: str):
         spark._jsparkSession, name)
 
 
-def snapshot_stats(spark, table, snapshot_id: int,
-                   columns: set[str] | None = None) -> SnapshotStats:
+def snapshot_stats(spark, table, snapshot_id: int, columns: set[str] | None = None,
+                   dictionary_columns: set[str] = frozenset()) -> SnapshotStats:
     """Merge the metrics of the data files `snapshot_id` added, per top-level column.
 
     `columns`: only these (the checked ones); every py4j call costs, tables are wide.
+    `dictionary_columns`: string columns whose distinct values to read from the files'
+    parquet dictionary pages (a few KB each, no data pages).
     """
     jvm = spark._jvm
     fields = {}
@@ -59,8 +65,11 @@ def snapshot_stats(spark, table, snapshot_id: int,
     conversions = jvm.org.apache.iceberg.types.Conversions
     stats = {name: ColumnStats() for name, _, _ in fields.values()}
     records = files = 0
+    distinct: dict[str, set | None] = {name: set() for name in dictionary_columns}
     for data_file in table.snapshot(snapshot_id).addedDataFiles(table.io()):
         files += 1
+        if distinct and any(v is not None for v in distinct.values()):
+            _add_dictionary_values(spark, str(data_file.location()), distinct)
         rows = data_file.recordCount()
         records += rows
         if not fields:
@@ -86,7 +95,60 @@ def snapshot_stats(spark, table, snapshot_id: int,
             high = _to_python(conversions.fromByteBuffer(type_, high), type_name)
             col.lower = low if col.lower is None else min(col.lower, low)
             col.upper = high if col.upper is None else max(col.upper, high)
+    for name, values in distinct.items():
+        if name in stats:
+            stats[name].values = values
     return SnapshotStats(record_count=records, file_count=files, columns=stats)
+
+
+def _add_dictionary_values(spark, location: str, distinct: dict[str, set | None]) -> None:
+    """Add each wanted column's dictionary values of one parquet file to `distinct`.
+
+    A column becomes unknown (None) unless every data page of every row group is
+    dictionary-encoded: only then is the dictionary the complete set of values.
+    """
+    jvm = spark._jvm
+    try:
+        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+            jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
+                jvm.org.apache.hadoop.fs.Path(location), spark._jsc.hadoopConfiguration()))
+    except Exception:
+        log.warning("cannot open %s for its dictionaries", location, exc_info=True)
+        distinct.update(dict.fromkeys(distinct))
+        return
+    try:
+        schema = reader.getFooter().getFileMetaData().getSchema()
+        for block in reader.getFooter().getBlocks():
+            dictionaries = reader.getNextDictionaryReader()
+            for chunk in block.getColumns():
+                parts = list(chunk.getPath().toArray())
+                if len(parts) != 1 or distinct.get(parts[0]) is None:
+                    continue
+                distinct[parts[0]] = _chunk_values(chunk, schema, dictionaries,
+                                                   distinct[parts[0]])
+    except Exception:
+        log.warning("cannot read the dictionaries of %s", location, exc_info=True)
+        distinct.update(dict.fromkeys(distinct))
+    finally:
+        reader.close()
+
+
+def _chunk_values(chunk, schema, dictionaries, values: set) -> set | None:
+    chunk_stats = chunk.getStatistics()
+    if chunk_stats is not None and chunk_stats.isNumNullsSet() \
+            and chunk_stats.getNumNulls() == chunk.getValueCount():
+        return values  # only nulls in this row group
+    encodings = chunk.getEncodingStats()
+    if encodings is None or encodings.hasNonDictionaryEncodedPages():
+        return None
+    descriptor = schema.getColumnDescription(chunk.getPath().toArray())
+    page = dictionaries.readDictionaryPage(descriptor)
+    if page is None:
+        return None
+    dictionary = page.getEncoding().initDictionary(descriptor, page)
+    values.update(dictionary.decodeToBinary(i).toStringUsingUTF8()
+                  for i in range(dictionary.getMaxId() + 1))
+    return values
 
 
 def _get(java_map, key: int):

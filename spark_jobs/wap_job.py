@@ -24,6 +24,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # `spark-submit spark_jobs/wap_job.py` without the zip
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pyspark.sql.types import StringType
+
 from spark_jobs import hadoop_fs
 from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
@@ -186,7 +188,9 @@ def _run(spark, args: JobArgs, report: Report) -> None:
 def _audit(spark, ref: TableRef, written, checks, args: JobArgs, report: Report):
     start = time.perf_counter()
     checked = {name for check in checks for name in check.spec.columns}
-    stats = snapshot_stats(spark, written.table, written.snapshot_id, checked)
+    dictionary = {check.column for check in checks if check.spec.kind == "accepted_values"
+                  and isinstance(check.types[check.column], StringType)}
+    stats = snapshot_stats(spark, written.table, written.snapshot_id, checked, dictionary)
     report.timed("audit_metrics_s", start)
 
     def new_rows():

@@ -193,3 +193,12 @@ def test_observed_metrics_that_never_arrive_mean_a_scan_not_a_hang(spark):
     started = dt.datetime.now()
     assert _observed_values(unused, timeout_s=0.3) is None
     assert (dt.datetime.now() - started).total_seconds() < 5
+
+
+def test_string_accepted_values_settled_from_dictionary_values(spark):
+    check = "  - {kind: accepted_values, column: email, values: [a, b, c]}"
+    inside = _settle(spark, check, _stats(9, email=ColumnStats(null_count=1, values={"a", "b"})))
+    outside = _settle(spark, check, _stats(9, email=ColumnStats(null_count=0, values={"a", "z"})))
+    unknown = _settle(spark, check, _stats(9, email=ColumnStats(null_count=0, values=None)))
+    assert (inside.status, inside.violations, inside.settled_by) == ("passed", 0, "metrics")
+    assert outside is None and unknown is None

@@ -131,7 +131,8 @@ def test_clean_audit_settles_from_metrics_and_the_write_without_reading(lake, in
     assert _jobs(lake, groups["samples"]) == []
     assert _jobs(lake, groups["main"]) == []
     settled = {c["name"]: c["settled_by"] for c in report["checks"]}
-    assert settled == {"status_accepted_values": "write", "email_regex": "write",
+    # accepted_values on a string: the parquet dictionaries hold every value.
+    assert settled == {"status_accepted_values": "metrics", "email_regex": "write",
                        "amount_positive": "write", "order_id_not_null": "metrics"}
 
 
@@ -157,7 +158,7 @@ def test_without_observation_the_audit_is_one_aggregation_pass(lake, ingest, tmp
     assert len(_jobs(lake, groups["scan"])) == one_pass
     assert _jobs(lake, groups["samples"]) == []
     settled = {c["name"]: c["settled_by"] for c in report["checks"]}
-    assert settled == {"status_accepted_values": "scan", "email_regex": "scan",
+    assert settled == {"status_accepted_values": "metrics", "email_regex": "scan",
                        "amount_positive": "scan", "order_id_not_null": "metrics"}
 
 
@@ -179,19 +180,36 @@ def test_unique_is_counted_in_one_aggregation_pass(lake, ingest, tmp_path):
 
 
 def test_failed_audit_adds_one_sampling_query(lake, ingest, tmp_path):
-    bad = [*ORDERS["status"][:19], "LOST"]
-    source = write_parquet(tmp_path / "dirty.parquet", {**ORDERS, "status": bad})
+    emails = [*ORDERS["email"][:19], "nobody"]
+    source = write_parquet(tmp_path / "dirty.parquet", {**ORDERS, "email": emails})
     args = ingest("sales.jobs_dirty", [source], config=SCAN_CHECKS)
 
     report = run_ingest(lake, args)
 
     assert report["outcome"] == "failed"
-    check = _check(report, "status_accepted_values")
+    check = _check(report, "email_regex")
     assert (check["violations"], check["settled_by"]) == (1, "write")
-    assert check["samples"] == [{"order_id": 20, "status": "LOST", "amount": 20.0}]
+    assert check["samples"] == [{"order_id": 20, "status": "PAID", "amount": 20.0,
+                                 "email": "nobody"}]
     groups = job_group_ids(args.ingest_id)
     assert _jobs(lake, groups["scan"]) == []
     assert len(_jobs(lake, groups["samples"])) >= 1
+
+
+def test_value_outside_the_dictionary_is_counted_by_one_scan(lake, ingest, tmp_path):
+    bad = [*ORDERS["status"][:19], "LOST"]
+    source = write_parquet(tmp_path / "lost.parquet", {**ORDERS, "status": bad})
+    args = ingest("sales.lost", [source], config=SCAN_CHECKS)
+
+    report = run_ingest(lake, args)
+
+    check = _check(report, "status_accepted_values")
+    assert (check["status"], check["violations"], check["settled_by"]) == ("failed", 1, "scan")
+    assert check["samples"] == [{"order_id": 20, "status": "LOST", "amount": 20.0}]
+    groups = job_group_ids(args.ingest_id)
+    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.lost",
+                                     "max(amount)")
+    assert len(_jobs(lake, groups["scan"])) == one_pass
 
 
 def test_metrics_settle_clean_checks_without_any_job(lake, ingest, tmp_path):
@@ -493,7 +511,7 @@ def test_range_metrics_cannot_settle_goes_to_one_scan_pass(lake, ingest, tmp_pat
     check = _check(report, "amount_range")
     assert (check["status"], check["violations"], check["settled_by"]) == ("failed", 4, "scan")
     assert sorted(s["amount"] for s in check["samples"]) == [1.0, 2.0, 3.0, 4.0]
-    assert _check(report, "status_accepted_values")["settled_by"] == "write"
+    assert _check(report, "email_regex")["settled_by"] == "write"
     groups = job_group_ids(args.ingest_id)
     one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.straddle",
                                      "max(amount)")
