@@ -39,7 +39,7 @@ SAMPLES = 5
 ROWS = "__rows"
 SAMPLE_COLUMNS = 20
 SAMPLE_LEADING_COLUMNS = 3
-SAMPLE_SCAN_LIMIT = 1000  # violating rows read per failed check before the scan stops
+SAMPLE_SCAN_LIMIT = 50  # violating rows read per failed check before the scan stops
 SAMPLE_SCAN_CAP = 20000
 SAMPLE_TEXT = 200
 
