@@ -220,6 +220,22 @@ def discard(
 
 
 @app.command()
+def dashboard(
+    ctx: typer.Context,
+    port: Annotated[int, typer.Option(help="local port to serve on", min=1, max=65535)] = 8501,
+    open_browser: Annotated[bool, typer.Option("--open", help="open a browser tab")] = False,
+) -> None:
+    """Serve the quality dashboard (Streamlit) on 127.0.0.1 until Ctrl-C."""
+    from local.dashboard import launch
+
+    target = _target(ctx)
+    console.print(f"Dashboard on http://127.0.0.1:{port}/ (Ctrl-C to stop)")
+    raise typer.Exit(launch(target.home, aws=target.aws, profile=target.profile, port=port,
+                            open_browser=open_browser, region=target.region,
+                            stack=target.stack, nessie_url=target.nessie_url))
+
+
+@app.command()
 def ingest(
     ctx: typer.Context,
     files: Annotated[list[Path], typer.Argument(help="parquet files", show_default=False)],

@@ -388,7 +388,12 @@ def drop_files(backend: Backend, paths: Sequence[Path | str], table: str) -> lis
     if len(set(names)) != len(names):
         raise InvalidInputError("two files have the same name; they would land on the same key")
     dropped = []
-    for path in files:
+    for position, path in enumerate(files):
+        if position:
+            # Ingests of one table queue in the order the trigger records them, and S3
+            # events race each other: let the previous file be recorded first so the
+            # files run in the order given (a later file then sees the earlier ones on main).
+            _wait_until_recorded(backend, dropped[-1].ingest_id, timeout=RECORD_WAIT_SECONDS)
         key = f"{ref.namespace}/{ref.name}/{path.name}"
         put = backend.upload_source(key, path.read_bytes())
         dropped.append(
@@ -401,6 +406,17 @@ def drop_files(backend: Backend, paths: Sequence[Path | str], table: str) -> lis
             )
         )
     return dropped
+
+
+RECORD_WAIT_SECONDS = 60.0
+
+
+def _wait_until_recorded(backend: Backend, ingest: str, *, timeout: float,
+                         poll_seconds: float = 0.1) -> None:
+    """Until the trigger recorded `ingest` in the ledger; gives up quietly after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while backend.ledger.get_ingest(ingest) is None and time.monotonic() < deadline:
+        time.sleep(poll_seconds)
 
 
 @dataclass(frozen=True)
