@@ -35,7 +35,7 @@ class AlertChannel(Construct):
         NagSuppressions.add_resource_suppressions(self.slack_token, [{
             "id": "AwsSolutions-SMG4",
             "reason": "Slack bot tokens are issued and revoked in Slack; there is no API a "
-                      "rotation Lambda could call; rotation is an operator step (docs/deploy.md).",
+                      "rotation Lambda could call; rotation is an operator step (README: Deploy).",
         }])
         key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True,
                       description="Encrypts the alarm topic", removal_policy=removal_policy)

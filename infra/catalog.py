@@ -74,7 +74,7 @@ class NessieCatalog(Construct):
             vpc_subnets=subnets, assign_public_ip=False,
             min_healthy_percent=0, max_healthy_percent=100,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
-            # Operators reach the UI through an SSM port-forwarding session (docs/deploy.md).
+            # Operators reach the UI through an SSM port-forwarding session (README.md, Deploy).
             enable_execute_command=True,
         )
         self.load_balancer = elbv2.ApplicationLoadBalancer(
