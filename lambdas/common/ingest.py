@@ -120,6 +120,19 @@ def execution_arn(state_machine_arn: str, name: str) -> str:
     return state_machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{name}"
 
 
+def run_descriptor(*, attempt: int, branch: str, job_run_id: str, report_uri: str,
+                   log_uri: str, started_at: str) -> dict[str, Any]:
+    """The `run` the state machine carries: which job attempt to wait for and where it reports."""
+    return {
+        "attempt": attempt,
+        "branch": branch,
+        "job_run_id": job_run_id,
+        "report_uri": report_uri,
+        "log_uri": log_uri,
+        "started_at": started_at,
+    }
+
+
 def start_ingest(
     settings: Settings, ledger: Ledger, nessie: NessieGateway, record: dict[str, Any]
 ) -> dict[str, Any]:
@@ -150,14 +163,8 @@ def start_ingest(
         "ingest_id": ingest_id,
         "table": table,
         "source_uri": record["source_uri"],
-        "run": {
-            "attempt": attempt,
-            "branch": branch,
-            "job_run_id": job_run_id,
-            "report_uri": report_uri,
-            "log_uri": log_uri,
-            "started_at": started_at,
-        },
+        "run": run_descriptor(attempt=attempt, branch=branch, job_run_id=job_run_id,
+                              report_uri=report_uri, log_uri=log_uri, started_at=started_at),
     }
     arn = start_execution(settings, ingest_id, execution_input)
     ledger.update_ingest(

@@ -13,7 +13,7 @@ from typing import Any
 from lambdas.common import constants as c
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError, MergeConflictError
-from lambdas.common.ingest import job_log_uri, start_job_run
+from lambdas.common.ingest import job_log_uri, run_descriptor, start_job_run
 from lambdas.common.ledger import Ledger
 from lambdas.common.naming import TableRef, branch_name, iso, utcnow
 from lambdas.common.nessie import NessieGateway
@@ -124,12 +124,6 @@ def _rebase(
             "log_uri": log_uri,
         },
     )
-    new_run = {
-        "attempt": attempt,
-        "branch": branch,
-        "job_run_id": job_run_id,
-        "report_uri": report_uri,
-        "log_uri": log_uri,
-        "started_at": started_at,
-    }
+    new_run = run_descriptor(attempt=attempt, branch=branch, job_run_id=job_run_id,
+                             report_uri=report_uri, log_uri=log_uri, started_at=started_at)
     return {**base, "status": c.PUBLISH_REBASED, "reason": reason, "run": new_run}
