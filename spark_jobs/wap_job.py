@@ -172,6 +172,7 @@ def _run(spark, args: JobArgs, report: Report) -> None:
         observe = observation_aggregates(checks) if _observe_on_write(spark) else None
         written = append(spark, ref, frame, plan, args.ingest_id, files, observe)
         step = report.timed("append_s", step)
+        report.timings["observe_wait_s"] = written.observe_wait_s
     else:
         written = reused
     report.snapshot_id, report.rows_written = written.snapshot_id, written.rows_written

@@ -51,6 +51,7 @@ class AppendResult:
     rows_written: int
     reused: bool
     observed: dict | None = None
+    observe_wait_s: float = 0.0
 
 
 def load_table(spark: SparkSession, ref: TableRef):
@@ -178,7 +179,9 @@ def append(spark: SparkSession, ref: TableRef, frame: DataFrame, plan: SchemaPla
                            f"{ingest_id}")
     found.reused = False
     if observation is not None:
+        started = time.perf_counter()
         found.observed = _observed_values(observation)
+        found.observe_wait_s = round(time.perf_counter() - started, 3)
     return found
 
 
