@@ -65,13 +65,11 @@ def job_group(spark, group: str, description: str):
 
 
 def observed_checks(checks: list[Check]) -> list[int]:
-    """Indexes of the checks counted during the write: every observable one.
-
-    File metrics still settle a check first when they can (clean data); the
-    observed counts are what settles it when they cannot (e.g. a range some values
-    break), so dirty data needs no scan pass either. Counting while writing costs a
-    few expressions per row the write reads anyway; a scan costs a second read."""
-    return [index for index, check in enumerate(checks) if check.observable]
+    """Indexes of the checks counted during the write: those file metrics will not
+    decide anyway (a check metrics cannot settle after all, e.g. a range some values
+    break, goes to the scan pass)."""
+    return [index for index, check in enumerate(checks)
+            if check.observable and not check.metrics_may_settle()]
 
 
 def observation_aggregates(checks: list[Check]) -> list[Column]:

@@ -67,6 +67,11 @@ class Check:
     #: (Spark's `observe` takes no DISTINCT aggregates).
     observable = True
 
+    def metrics_may_settle(self) -> bool:
+        """True when file metrics usually decide this check (then it is not observed
+        during the write: evaluating it per row there would be wasted on clean data)."""
+        return False
+
     def __init__(self, spec: CheckSpec, types: dict[str, T.DataType]):
         self.spec = spec
         self.types = types
@@ -123,6 +128,9 @@ class Check:
 
 
 class NotNull(Check):
+    def metrics_may_settle(self):
+        return True
+
     def settle(self, stats, now):
         counts = [stats.columns.get(name, ColumnStats(null_count=None)).null_count
                   for name in self.spec.columns]
@@ -175,13 +183,17 @@ class Unique(Check):
 
 
 class AcceptedValues(Check):
+    def metrics_may_settle(self):
+        # Numbers/dates: when every value is one bound; strings: parquet dictionaries.
+        return isinstance(self.types[self.column], (*EXACT_BOUNDS, T.StringType))
+
     def settle(self, stats, now):
         column, non_null = self._stats(stats)
         if non_null == 0:
             return self.result(0, METRICS)
         if column.values is not None and isinstance(self.types[self.column], T.StringType):
             accepted = {str(value) for value in self.spec.params["values"]}
-            # A value outside the list may be in a dictionary yet rare: count it exactly.
+            # A value outside the list may be in a dictionary yet rare: count by scan.
             return self.result(0, METRICS) if column.values <= accepted else None
         if non_null is None or not self._bounds_usable(column) or column.lower != column.upper:
             return None
@@ -198,6 +210,9 @@ class AcceptedValues(Check):
 
 
 class Range(Check):
+    def metrics_may_settle(self):
+        return isinstance(self.types[self.column], EXACT_BOUNDS)
+
     def threshold(self):
         return {"min": _jsonable(self.spec.params.get("min")),
                 "max": _jsonable(self.spec.params.get("max"))}
@@ -262,6 +277,9 @@ class RowCount(Check):
 
 
 class NullFraction(Check):
+    def metrics_may_settle(self):
+        return True
+
     def threshold(self):
         return {"max": self.spec.params["max"]}
 
@@ -297,6 +315,9 @@ class Expression(Check):
 
 
 class Freshness(Check):
+    def metrics_may_settle(self):
+        return isinstance(self.types[self.column], (T.TimestampType, T.DateType))
+
     def threshold(self):
         return {"max_age_s": parse_max_age(self.spec.params["max_age"])}
 

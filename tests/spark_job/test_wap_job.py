@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from spark_jobs.audit import job_group_ids
-from spark_jobs.wap_job import OBSERVE_CONF, main, run_ingest
+from spark_jobs.wap_job import main, run_ingest
 from tests.spark_job.conftest import read_on_ref, write_parquet
 
 ORDERS = {
@@ -196,26 +196,7 @@ def test_failed_audit_adds_one_sampling_query(lake, ingest, tmp_path):
     assert len(_jobs(lake, groups["samples"])) >= 1
 
 
-@pytest.fixture(params=["observe-on-write", "scan"])
-def audit_mode(request, lake):
-    """Both ways to count what metrics cannot settle: during the write, or one scan pass."""
-    if request.param == "scan":
-        lake.conf.set(OBSERVE_CONF, "false")
-    yield request.param
-    lake.conf.unset(OBSERVE_CONF)
-
-
-def _assert_counted_once(lake, args, table: str, audit_mode: str) -> None:
-    scan_jobs = _jobs(lake, job_group_ids(args.ingest_id)["scan"])
-    if audit_mode == "scan":
-        one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.{table}",
-                                         "max(amount)")
-        assert len(scan_jobs) == one_pass
-    else:
-        assert scan_jobs == []
-
-
-def test_value_outside_the_dictionary_is_counted_once(lake, ingest, tmp_path, audit_mode):
+def test_value_outside_the_dictionary_is_counted_by_one_scan(lake, ingest, tmp_path):
     bad = [*ORDERS["status"][:19], "LOST"]
     source = write_parquet(tmp_path / "lost.parquet", {**ORDERS, "status": bad})
     args = ingest("sales.lost", [source], config=SCAN_CHECKS)
@@ -223,10 +204,12 @@ def test_value_outside_the_dictionary_is_counted_once(lake, ingest, tmp_path, au
     report = run_ingest(lake, args)
 
     check = _check(report, "status_accepted_values")
-    settled_by = "write" if audit_mode == "observe-on-write" else "scan"
-    assert (check["status"], check["violations"], check["settled_by"]) == ("failed", 1, settled_by)
+    assert (check["status"], check["violations"], check["settled_by"]) == ("failed", 1, "scan")
     assert check["samples"] == [{"order_id": 20, "status": "LOST", "amount": 20.0}]
-    _assert_counted_once(lake, args, "sales.lost", audit_mode)
+    groups = job_group_ids(args.ingest_id)
+    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.lost",
+                                     "max(amount)")
+    assert len(_jobs(lake, groups["scan"])) == one_pass
 
 
 def test_metrics_settle_clean_checks_without_any_job(lake, ingest, tmp_path):
@@ -518,7 +501,7 @@ def test_file_with_zero_rows_fails_the_row_count_default(lake, nessie, ingest, t
     assert report["rows_written"] == 0
 
 
-def test_range_metrics_cannot_settle_is_counted_once(lake, ingest, tmp_path, audit_mode):
+def test_range_metrics_cannot_settle_goes_to_one_scan_pass(lake, ingest, tmp_path):
     source = write_parquet(tmp_path / "orders.parquet", ORDERS)  # amount 1..20
     config = SCAN_CHECKS + "  - {kind: range, column: amount, min: 5}\n"
     args = ingest("sales.straddle", [source], config=config)
@@ -526,8 +509,10 @@ def test_range_metrics_cannot_settle_is_counted_once(lake, ingest, tmp_path, aud
     report = run_ingest(lake, args)
 
     check = _check(report, "amount_range")
-    settled_by = "write" if audit_mode == "observe-on-write" else "scan"
-    assert (check["status"], check["violations"], check["settled_by"]) == ("failed", 4, settled_by)
+    assert (check["status"], check["violations"], check["settled_by"]) == ("failed", 4, "scan")
     assert sorted(s["amount"] for s in check["samples"]) == [1.0, 2.0, 3.0, 4.0]
-    assert _check(report, "email_regex")["settled_by"] == settled_by
-    _assert_counted_once(lake, args, "sales.straddle", audit_mode)
+    assert _check(report, "email_regex")["settled_by"] == "write"
+    groups = job_group_ids(args.ingest_id)
+    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.straddle",
+                                     "max(amount)")
+    assert len(_jobs(lake, groups["scan"])) == one_pass
