@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from local.cli.backends import Target
-from local.dashboard import source
+from local.dashboard import shaping, source
 from local.dashboard.shaping import md_escape
 
 INFO = ":material/info:"
@@ -89,3 +89,17 @@ def text_table(rows: Any, styler: Any = None) -> None:
 
 def show_error(message: str) -> None:
     st.error(md_escape(message), icon=":material/warning:")
+
+
+def runs_table(runs: Any, *, hide: tuple[str, ...] = ()) -> None:
+    """Ledger rows as a table whose first column links to each ingest's page."""
+    frame = pd.DataFrame(shaping.run_rows(runs))
+    frame.insert(0, "open", [shaping.ingest_page_url(i) for i in frame["ingest_id"]])
+    st.dataframe(
+        frame.drop(columns=["ingest_id", *hide]),
+        hide_index=True,
+        column_config={
+            "open": st.column_config.LinkColumn("ingest", display_text=r"id=([0-9a-f]+)"),
+            "rows": st.column_config.NumberColumn("rows written", format="%d"),
+        },
+    )

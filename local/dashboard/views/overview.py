@@ -132,16 +132,7 @@ def _timeline(data: Overview) -> None:
 
 def _all_ingests(data: Overview) -> None:
     st.subheader("All ingests")
-    frame = pd.DataFrame(shaping.run_rows(data.runs))
-    frame.insert(0, "open", [shaping.ingest_page_url(i) for i in frame["ingest_id"]])
-    st.dataframe(
-        frame.drop(columns=["ingest_id"]),
-        hide_index=True,
-        column_config={
-            "open": st.column_config.LinkColumn("ingest", display_text=r"id=([0-9a-f]+)"),
-            "rows": st.column_config.NumberColumn("rows written", format="%d"),
-        },
-    )
+    common.runs_table(data.runs)
 
 
 if __name__ == "__main__":  # run as a page of `st.navigation` (see app.py)

@@ -128,16 +128,7 @@ def _ingests(data: TablePage) -> None:
     if not data.runs:
         st.caption("None yet.")
         return
-    frame = pd.DataFrame(shaping.run_rows(data.runs))
-    frame.insert(0, "open", [shaping.ingest_page_url(i) for i in frame["ingest_id"]])
-    st.dataframe(
-        frame.drop(columns=["ingest_id", "table"]),
-        hide_index=True,
-        column_config={
-            "open": st.column_config.LinkColumn("ingest", display_text=r"id=([0-9a-f]+)"),
-            "rows": st.column_config.NumberColumn("rows written", format="%d"),
-        },
-    )
+    common.runs_table(data.runs, hide=("table",))  # the page is about one table
 
 
 if __name__ == "__main__":  # run as a page of `st.navigation` (see app.py)
