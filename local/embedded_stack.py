@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local.aws.stack import FAKE_CREDENTIALS, REPO_ROOT, LocalAwsStack, StackSettings
+from local.aws.stack import (
+    FAKE_CREDENTIALS,
+    REPO_ROOT,
+    LocalAwsStack,
+    SavedEnvironment,
+    StackSettings,
+    create_ledger_table,
+)
 from local.home import WapHome
 from local.state_store import ARTIFACT_PREFIXES, StateStore, StoredBucket
 
@@ -89,14 +96,12 @@ class StorageOnly:
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
         self._mock: Any = None
-        self._saved_env: dict[str, str | None] = {}
+        self._environment = SavedEnvironment()
 
     def start(self) -> StorageOnly:
         from moto import mock_aws
 
-        values = {**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region}
-        self._saved_env = {name: os.environ.get(name) for name in values}
-        os.environ.update(values)
+        self._environment.set({**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region})
         self._mock = mock_aws()
         self._mock.start()
         s = self.settings
@@ -106,12 +111,7 @@ class StorageOnly:
         s3.put_bucket_versioning(
             Bucket=s.source_bucket, VersioningConfiguration={"Status": "Enabled"}
         )
-        self.client("dynamodb").create_table(  # as LocalAwsStack and infra/pipeline.py
-            TableName=s.ledger_table,
-            BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        )
+        create_ledger_table(self.client("dynamodb"), s.ledger_table)
         return self
 
     def client(self, service: str) -> Any:
@@ -129,12 +129,7 @@ class StorageOnly:
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
-        for name, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        self._saved_env = {}
+        self._environment.restore()
 
 
 class EmbeddedStack:

@@ -44,6 +44,40 @@ FAKE_CREDENTIALS = {
 }
 
 
+
+class SavedEnvironment:
+    """Sets environment variables and puts the previous values back on `restore()`.
+
+    The handlers run in-process and read `os.environ`, so a stack sets its
+    variables process-wide and must leave the process as it found it.
+    """
+
+    def __init__(self) -> None:
+        self._saved: dict[str, str | None] = {}
+
+    def set(self, values: dict[str, str]) -> None:
+        for name, value in values.items():
+            self._saved.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+
+    def restore(self) -> None:
+        for name, value in self._saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved = {}
+
+
+def create_ledger_table(dynamodb: Any, name: str) -> None:
+    """The ledger table with the key schema infra/pipeline.py deploys."""
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+    )
+
 def substitute(definition: str, values: dict[str, str]) -> str:
     """Apply CloudFormation-style `${Name}` definition substitutions; every one must be known."""
     import re
@@ -96,7 +130,7 @@ class LocalAwsStack:
         self.emr = LocalEmrServerless(settings.job, workers=settings.emr_workers)
         self.s3_events = S3EventBridge(self.dispatcher)
         self._mock: Any = None
-        self._saved_env: dict[str, str | None] = {}
+        self._environment = SavedEnvironment()
         self.env: dict[str, str] = {}
         self.state_machine_arn = ""
         self.application_id = ""
@@ -114,7 +148,7 @@ class LocalAwsStack:
 
         from lambdas.common import aws as lambda_aws
 
-        self._set_env({**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region})
+        self._environment.set({**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region})
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         lambda_aws.reset()
@@ -140,12 +174,7 @@ class LocalAwsStack:
             self._mock.stop()
             self._mock = None
         lambda_aws.reset()
-        for name, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        self._saved_env = {}
+        self._environment.restore()
 
     def _abort_running_executions(self) -> None:
         """Stop what is still running so no interpreter thread outlives the mock."""
@@ -158,11 +187,6 @@ class LocalAwsStack:
                     )
         except Exception:  # stopping must never fail: this runs on test teardown
             _log.exception("could not stop running executions")
-
-    def _set_env(self, values: dict[str, str]) -> None:
-        for name, value in values.items():
-            self._saved_env.setdefault(name, os.environ.get(name))
-            os.environ[name] = value
 
     def client(self, service: str) -> Any:
         import boto3
@@ -186,12 +210,7 @@ class LocalAwsStack:
                     Bucket=s.artifacts_bucket, Key=f"tables/{path.name}", Body=path.read_bytes()
                 )
 
-        self.client("dynamodb").create_table(
-            TableName=s.ledger_table,
-            BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        )
+        create_ledger_table(self.client("dynamodb"), s.ledger_table)
 
         role_arn = self.client("iam").create_role(
             RoleName="wap-local",
@@ -252,7 +271,7 @@ class LocalAwsStack:
         env.update(s.extra_env)
         self.env = env
         # Handlers run in this process and read os.environ (one environment for all).
-        self._set_env(env)
+        self._environment.set(env)
 
         lambda_client = self.client("lambda")
         arns: dict[str, str] = {}
