@@ -30,6 +30,7 @@ from typing import Any
 
 from local.aws.emr_serverless import JobFunction, LocalEmrServerless
 from local.aws.lambda_dispatch import HANDLERS, LambdaDispatcher
+from local.aws.moto_fidelity import make_dynamodb_writes_atomic
 from local.aws.s3_events import S3EventBridge
 
 _log = logging.getLogger(__name__)
@@ -149,6 +150,7 @@ class LocalAwsStack:
         from lambdas.common import aws as lambda_aws
 
         self._environment.set({**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region})
+        make_dynamodb_writes_atomic()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         lambda_aws.reset()

@@ -9,6 +9,8 @@ import pytest
 from moto import mock_aws
 
 from lambdas.common.ledger import LOCK_ACTIVE, LOCK_QUEUED, Ledger
+from local.aws.moto_fidelity import make_dynamodb_writes_atomic
+from local.aws.stack import create_ledger_table
 
 
 @pytest.fixture
@@ -16,13 +18,9 @@ def ledger(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "testing")
+    make_dynamodb_writes_atomic()  # as DynamoDB itself: condition and write in one step
     with mock_aws():
-        boto3.client("dynamodb").create_table(
-            TableName="ledger",
-            BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        )
+        create_ledger_table(boto3.client("dynamodb"), "ledger")
         yield Ledger("ledger")
 
 

@@ -1,0 +1,38 @@
+"""Make moto behave like the services where our code depends on it.
+
+DynamoDB evaluates a write's condition and applies the write atomically: the
+ledger's table lock (a conditional put on `version`) relies on that to allow
+one active ingest per table. moto checks the condition and then writes without
+holding a lock, so two threads can both "win". Our local stack runs triggers in
+threads, so every DynamoDB write goes through one process-wide lock here.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+_WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
+_lock = threading.RLock()
+_installed = False
+
+
+def make_dynamodb_writes_atomic() -> None:
+    """Serialise moto's DynamoDB writes (idempotent; lasts for the process)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        from moto.dynamodb.models import DynamoDBBackend
+
+        for name in _WRITES:
+            original = getattr(DynamoDBBackend, name)
+
+            @functools.wraps(original)
+            def atomic(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                with _lock:
+                    return _original(self, *args, **kwargs)
+
+            setattr(DynamoDBBackend, name, atomic)
+        _installed = True
