@@ -272,7 +272,8 @@ def run(scales: list[float], repeats: int) -> list[dict]:
                     for variant in order:
                         samples[variant].append(getattr(bench, variant)(source))
                 rows.append({"scale": scale, "data": label,
-                             **{v: _median(samples[v]) for v in VARIANTS}})
+                             **{v: _median(samples[v]) for v in VARIANTS},
+                             "overhead": _paired_overheads(samples)})
                 _print_row(rows[-1])
     finally:
         spark.stop()
@@ -286,6 +287,24 @@ def _median(samples: list[Sample]) -> dict:
     return {"total_s": statistics.median(s.total_s for s in samples),
             "cpu_s": statistics.median(s.cpu_s for s in samples),
             **{k: statistics.median(s.parts[k] for s in samples) for k in keys}}
+
+
+def _paired_overheads(samples: dict[str, list[Sample]]) -> dict[str, float]:
+    """Median over repeats of (variant - append) within the same repeat, wall and CPU.
+
+    The runs of one repeat follow each other, so load that drifts over minutes
+    cancels out; a difference of two separate medians would keep it.
+    """
+    paired = {}
+    for variant in ("wap", "seed"):
+        pairs = list(zip(samples[variant], samples["append"], strict=True))
+        paired[variant] = statistics.median(v.total_s - a.total_s for v, a in pairs)
+        paired[f"{variant}_cpu"] = statistics.median(v.cpu_s - a.cpu_s for v, a in pairs)
+    return paired
+
+
+def _ratio(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.2f}" if theirs > 0 else "n/a"
 
 
 def _print_row(row: dict) -> None:
@@ -304,22 +323,19 @@ def render(rows: list[dict], repeats: int) -> str:
     for row in rows:
         base = row["append"]["total_s"]
         wap, seed = row["wap"]["total_s"], row["seed"]["total_s"]
-        over_wap, over_seed = wap - base, seed - base
-        share = f"{over_wap / over_seed:.2f}" if over_seed > 0 else "n/a"
+        over_wap, over_seed = row["overhead"]["wap"], row["overhead"]["seed"]
         lines.append(f"| {row['scale']:g} | {row['data']} | {base:.2f} | {wap:.2f} | "
-                     f"{seed:.2f} | {over_wap:.2f} | {over_seed:.2f} | {share} | "
-                     f"{wap / base:.2f} | {seed / base:.2f} |")
+                     f"{seed:.2f} | {over_wap:.2f} | {over_seed:.2f} | "
+                     f"{_ratio(over_wap, over_seed)} | {wap / base:.2f} | {seed / base:.2f} |")
     lines += ["", "The same runs in CPU seconds (Spark JVM + Python process; on a shared machine "
               "wall time swings with other load, CPU time much less):", "",
               "| SF | data | append cpu | wap cpu | seed cpu | wap overhead | seed overhead | "
               "wap/seed overhead |", "|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        base = row["append"]["cpu_s"]
-        over_wap, over_seed = row["wap"]["cpu_s"] - base, row["seed"]["cpu_s"] - base
-        share = f"{over_wap / over_seed:.2f}" if over_seed > 0 else "n/a"
-        lines.append(f"| {row['scale']:g} | {row['data']} | {base:.1f} | "
+        over_wap, over_seed = row["overhead"]["wap_cpu"], row["overhead"]["seed_cpu"]
+        lines.append(f"| {row['scale']:g} | {row['data']} | {row['append']['cpu_s']:.1f} | "
                      f"{row['wap']['cpu_s']:.1f} | {row['seed']['cpu_s']:.1f} | {over_wap:.1f} | "
-                     f"{over_seed:.1f} | {share} |")
+                     f"{over_seed:.1f} | {_ratio(over_wap, over_seed)} |")
     lines += ["", "Where the time goes (medians, seconds):", "",
               "| SF | data | wap: prepare | wap: write+commit | wap: audit (metrics / scan / "
               "samples) | wap: publish | checks settled by metrics / write / scan, failed "
@@ -333,7 +349,9 @@ def render(rows: list[dict], repeats: int) -> str:
                      f"{w['by_metrics']:.0f} / {w['by_write']:.0f} / {w['by_scan']:.0f}, "
                      f"{w['failed_checks']:.0f} | {s['write_s']:.2f} | {s['audit_s']:.2f} | "
                      f"{s['publish_s']:.3f} |")
-    lines += ["", f"Median of {repeats}; one local SparkSession (local[2], 4g driver) and one "
+    lines += ["", f"Median of {repeats}; an overhead is the median of the per-repeat "
+              "differences to the append run of the same repeat; one local SparkSession "
+              "(local[2], 4g driver) and one "
               "Nessie server for all variants. Publish runs only when the audit passed "
               "(dirty data stays on its branch). `wap: prepare` is vetting the file, reading "
               "its footer, planning the schema and compiling the checks; `write+commit` is "

@@ -13,6 +13,7 @@ import urllib.request
 
 from spark_jobs.errors import CatalogError
 from spark_jobs.identifiers import validate_branch, validate_identifier
+from spark_jobs.jvm import java_map
 
 CATALOG_PREFIX = "spark.sql.catalog."
 # Keys that pin the template to one commit; a run follows its branch's head instead.
@@ -23,12 +24,10 @@ _configured: dict[str, dict[str, str]] = {}
 
 def catalog_conf(spark, catalog: str) -> dict[str, str]:
     """Current session conf of `spark.sql.catalog.<catalog>` and its `.<key>` entries."""
-    jvm = spark._jvm
-    confs = jvm.scala.collection.JavaConverters.mapAsJavaMap(
+    confs = spark._jvm.scala.collection.JavaConverters.mapAsJavaMap(
         spark._jsparkSession.sessionState().conf().getAllConfs())
     prefix = CATALOG_PREFIX + catalog
-    return {key: value for key, value in dict(confs).items()
-            if key == prefix or key.startswith(prefix + ".")}
+    return java_map(confs, lambda key: key == prefix or key.startswith(prefix + "."))
 
 
 def configure_run_catalog(spark, template: str, run_catalog: str, branch: str) -> dict[str, str]:

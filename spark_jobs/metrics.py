@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from spark_jobs.jvm import java_iterable, java_list
+
 log = logging.getLogger(__name__)
 EXACT_BOUND_TYPES = {"integer", "long", "float", "double", "decimal", "date", "timestamp"}
 EPOCH = dt.date(1970, 1, 1)
@@ -57,7 +59,7 @@ def snapshot_stats(spark, table, snapshot_id: int, columns: set[str] | None = No
     """
     jvm = spark._jvm
     fields = {}
-    for field in table.schema().columns():
+    for field in java_list(table.schema().columns()):
         name = field.name()
         if columns is None or name in columns:
             type_ = field.type()
@@ -66,7 +68,7 @@ def snapshot_stats(spark, table, snapshot_id: int, columns: set[str] | None = No
     stats = {name: ColumnStats() for name, _, _ in fields.values()}
     records = files = 0
     distinct: dict[str, set | None] = {name: set() for name in dictionary_columns}
-    for data_file in table.snapshot(snapshot_id).addedDataFiles(table.io()):
+    for data_file in java_iterable(table.snapshot(snapshot_id).addedDataFiles(table.io())):
         files += 1
         if distinct and any(v is not None for v in distinct.values()):
             _add_dictionary_values(spark, str(data_file.location()), distinct)
@@ -117,15 +119,23 @@ def _add_dictionary_values(spark, location: str, distinct: dict[str, set | None]
         distinct.update(dict.fromkeys(distinct))
         return
     try:
-        schema = reader.getFooter().getFileMetaData().getSchema()
-        for block in reader.getFooter().getBlocks():
+        footer = reader.getFooter()
+        # Only top-level primitive columns: their leaf index is fixed for every row group.
+        leaves = {}
+        for index, descriptor in enumerate(java_list(footer.getFileMetaData().getSchema()
+                                                     .getColumns())):
+            path = list(descriptor.getPath())
+            if len(path) == 1 and path[0] in distinct:
+                leaves[index] = (path[0], descriptor)
+        for name in distinct.keys() - {name for name, _ in leaves.values()}:
+            distinct[name] = None  # not a flat column of this file
+        for block in java_list(footer.getBlocks()):
             dictionaries = reader.getNextDictionaryReader()
-            for chunk in block.getColumns():
-                parts = list(chunk.getPath().toArray())
-                if len(parts) != 1 or distinct.get(parts[0]) is None:
-                    continue
-                distinct[parts[0]] = _chunk_values(chunk, schema, dictionaries,
-                                                   distinct[parts[0]])
+            chunks = block.getColumns()
+            for index, (name, descriptor) in leaves.items():
+                if distinct[name] is not None:
+                    distinct[name] = _chunk_values(chunks.get(index), descriptor, dictionaries,
+                                                   distinct[name])
     except Exception:
         log.warning("cannot read the dictionaries of %s", location, exc_info=True)
         distinct.update(dict.fromkeys(distinct))
@@ -133,7 +143,7 @@ def _add_dictionary_values(spark, location: str, distinct: dict[str, set | None]
         reader.close()
 
 
-def _chunk_values(chunk, schema, dictionaries, values: set) -> set | None:
+def _chunk_values(chunk, descriptor, dictionaries, values: set) -> set | None:
     chunk_stats = chunk.getStatistics()
     if chunk_stats is not None and chunk_stats.isNumNullsSet() \
             and chunk_stats.getNumNulls() == chunk.getValueCount():
@@ -141,7 +151,6 @@ def _chunk_values(chunk, schema, dictionaries, values: set) -> set | None:
     encodings = chunk.getEncodingStats()
     if encodings is None or encodings.hasNonDictionaryEncodedPages():
         return None
-    descriptor = schema.getColumnDescription(chunk.getPath().toArray())
     page = dictionaries.readDictionaryPage(descriptor)
     if page is None:
         return None

@@ -16,6 +16,7 @@ from pyspark.sql import types as T
 
 from spark_jobs.errors import ConfigError, InputRejectedError, SchemaPolicyError, describe
 from spark_jobs.identifiers import quote, quote_parts
+from spark_jobs.jvm import java_map
 from spark_jobs.metrics import load_iceberg_table
 from spark_jobs.schema_policy import SchemaPlan
 from spark_jobs.table_config import ColumnSpec, PartitionField
@@ -203,7 +204,7 @@ def _observed_values(observation: Observation,
                             timeout_s)
                 return None
             time.sleep(0.01)
-        return dict(observation._jo.getAsJava())
+        return java_map(observation._jo.getAsJava())
     except Exception:
         log.exception("cannot read the metrics observed during the write")
         return None
