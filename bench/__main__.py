@@ -13,6 +13,7 @@ BENCHMARKS = {
     "nessie": "bench.nessie_bench",
     "lambda_sizes": "bench.lambda_sizes",
     "wap_job": "bench.wap_job_bench",
+    "audit_floor": "bench.audit_floor_bench",
 }
 
 

@@ -30,10 +30,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.doc import write_section
+
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "wap_job"
-DOC = ROOT / "docs" / "benchmarks.md"
-MARK_START, MARK_END = "<!-- wap_job_bench:start -->", "<!-- wap_job_bench:end -->"
 
 # The 10 checks, as our table config and as the seed's per-check violation predicate.
 CHECKS = [
@@ -363,20 +363,6 @@ def render(rows: list[dict], repeats: int) -> str:
     return "\n".join(lines)
 
 
-def write_doc(text: str, command: str) -> None:
-    """Replace this benchmark's section of docs/benchmarks.md."""
-    section = (f"{MARK_START}\n## WAP job vs plain append vs seed approach\n\n"
-               f"`{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n\n"
-               f"{text}\n{MARK_END}")
-    current = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    if MARK_START in current and MARK_END in current:
-        before, rest = current.split(MARK_START, 1)
-        current = before + section + rest.split(MARK_END, 1)[1]
-    else:
-        current = current.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(current)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the table, write it to docs/benchmarks.md."""
     parser = argparse.ArgumentParser(prog="python -m bench.wap_job_bench")
@@ -395,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_doc and not args.quick:
         command = "python -m bench.wap_job_bench" + (
             "" if argv is None or not argv else " " + " ".join(argv))
-        write_doc(text, command)
+        write_section("wap_job_bench", "WAP job vs plain append vs seed approach", command, text)
     return 0
 
 

@@ -1,0 +1,24 @@
+"""Each benchmark's section of docs/benchmarks.md, replaced in place between its markers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+def write_section(name: str, title: str, command: str, text: str) -> None:
+    """Replace (or append) the section between `<!-- name:start -->` and `<!-- name:end -->`;
+    text outside the markers (hand-written analysis) is kept."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    section = (f"{start}\n## {title}\n\n"
+               f"`{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n\n"
+               f"{text}\n{end}")
+    current = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    if start in current and end in current:
+        before, rest = current.split(start, 1)
+        current = before + section + rest.split(end, 1)[1]
+    else:
+        current = current.rstrip("\n") + "\n\n" + section + "\n"
+    DOC.write_text(current)
