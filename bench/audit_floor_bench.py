@@ -10,13 +10,15 @@ On one Iceberg snapshot of the dirty TPC-H lineitem file (the one wap_job_bench 
              the fixed cost every Spark query pays;
 - column:    one `count_if` pass over a single column the metrics cannot settle;
 - metrics:   our metrics phase (`snapshot_stats` + settling checks from it);
-- audit:     our `run_audit` after the metrics, timed by its own phase timers:
-             `scan` (one aggregation pass over the checks the metrics cannot settle)
-             and `samples` (violating rows; runs only because checks failed).
+- audit:     our `run_audit` after the metrics (wall time), and by its own phase
+             timers `scan` (one aggregation pass over the checks the metrics cannot
+             settle) and `samples` (violating rows; runs only because checks failed, and
+             alongside the scan because a check had already failed by metrics).
 It prints each as a fraction of the seed's audit (stdout and docs/benchmarks.md).
-`scan + samples` is what any design that reports exact counts and sample rows pays on
-this data, whatever it settles from metrics; when it alone comes near half the seed's
-audit, no tuning of the rest can meet a "half the seed's overhead" target on dirty data.
+The audit's wall time is what any design that reports exact counts and sample rows
+pays on this data, whatever it settles from metrics; when it alone comes near half the
+seed's audit, no tuning of the rest can meet a "half the seed's overhead" target on
+dirty data.
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ from bench.wap_job_bench import CHECKS, TABLE_CONFIG, generate
 
 TABLE = "lake.bench.floor"
 STEPS = ("seed", "query", "column", "metrics", "audit")
-ROWS_SHOWN = ("seed", "query", "column", "metrics", "scan", "samples")
+ROWS_SHOWN = ("seed", "query", "column", "metrics", "audit", "scan", "samples")
 
 
-def _audit_parts(spark, snapshot_id: int) -> tuple[dict[str, Callable[[], object]], list[str]]:
+def _audit_parts(spark, snapshot_id: int,
+                 source_bytes: int) -> tuple[dict[str, Callable[[], object]], list[str]]:
     """The timed steps, built from the job's own config parsing, checks and audit, and
     the checks the scan settles."""
     from pyspark.sql import functions as F
@@ -48,6 +51,7 @@ def _audit_parts(spark, snapshot_id: int) -> tuple[dict[str, Callable[[], object
     from spark_jobs.checks import SCAN, compile_checks
     from spark_jobs.metrics import load_iceberg_table, snapshot_stats
     from spark_jobs.table_config import parse_table_config
+    from spark_jobs.wap_job import observe_on_write
 
     def rows():
         return spark.read.format("iceberg").option("snapshot-id", snapshot_id).load(TABLE)
@@ -64,9 +68,12 @@ def _audit_parts(spark, snapshot_id: int) -> tuple[dict[str, Callable[[], object
         return stats, [check.settle(stats, now) for check in checks]
 
     stats, _ = metrics()
-    # What the job observes during its write; computed once here, outside the timing.
-    observed = rows().agg(F.count(F.lit(1)).alias(ROWS),
-                          *observation_aggregates(checks)).first().asDict()
+    # What the job observes during its write (only for small sources); computed once
+    # here, outside the timing.
+    observed = None
+    if observe_on_write(spark, source_bytes):
+        observed = rows().agg(F.count(F.lit(1)).alias(ROWS),
+                              *observation_aggregates(checks)).first().asDict()
     probe: dict[str, float] = {}
     results = run_audit(checks, stats, rows, now, observed=observed, timings=probe)
     scanned = [i for i, r in enumerate(results) if r.settled_by == SCAN]
@@ -87,7 +94,8 @@ def _audit_parts(spark, snapshot_id: int) -> tuple[dict[str, Callable[[], object
         "column": lambda: spark.sql(f"SELECT count_if({one_column}) FROM {TABLE}").first(),
         "metrics": metrics,
         "audit": audit,  # scan and samples, each timed by run_audit's own timers
-    }, [checks[i].spec.kind + ":" + ",".join(checks[i].spec.columns) for i in scanned]
+    }, [f"{checks[i].spec.kind}:{','.join(checks[i].spec.columns) or checks[i].spec.name}"
+        for i in scanned]
 
 
 def run(scale: float, repeats: int) -> tuple[dict[str, float], list[str]]:
@@ -104,7 +112,7 @@ def run(scale: float, repeats: int) -> tuple[dict[str, float], list[str]]:
         spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
         spark.read.parquet(dirty.as_uri()).writeTo(TABLE).create()
         snapshot_id = spark.sql(f"SELECT snapshot_id FROM {TABLE}.snapshots").first()[0]
-        parts, scanned = _audit_parts(spark, snapshot_id)
+        parts, scanned = _audit_parts(spark, snapshot_id, dirty.stat().st_size)
         for step in parts.values():  # JIT warm-up, not measured
             step()
         times: dict[str, list[float]] = {name: [] for name in ROWS_SHOWN}
@@ -112,11 +120,10 @@ def run(scale: float, repeats: int) -> tuple[dict[str, float], list[str]]:
             for name in STEPS[repeat % len(STEPS):] + STEPS[:repeat % len(STEPS)]:
                 start = time.perf_counter()
                 result = parts[name]()
+                times[name].append(time.perf_counter() - start)
                 if name == "audit":
                     times["scan"].append(result["audit_scan_s"])
                     times["samples"].append(result["audit_samples_s"])
-                else:
-                    times[name].append(time.perf_counter() - start)
     finally:
         spark.stop()
         server.stop()
@@ -132,18 +139,20 @@ def render(scale: float, medians: dict[str, float], scanned: list[str], repeats:
         "query": "one query that reads no data (fixed cost per query)",
         "column": "one `count_if` pass over one column",
         "metrics": "our metrics phase (manifests + dictionary pages)",
-        "scan": f"our one aggregation pass ({len(scanned)} checks: {', '.join(scanned)})",
-        "samples": "our sampling of violating rows",
+        "audit": "our audit after the metrics: aggregation pass + samples (wall)",
+        "scan": f"- of which the aggregation pass ({len(scanned)} checks: "
+                f"{', '.join(scanned)})",
+        "samples": "- of which sampling violating rows (alongside the pass)",
     }
     lines = [f"SF {scale:g}, dirty data, median of {repeats}:", "",
              "| step | s | x seed audit |", "|---|---|---|"]
     for name in ROWS_SHOWN:
         lines.append(f"| {labels[name]} | {medians[name]:.3f} | "
                      f"{medians[name] / seed:.2f} |")
-    floor = medians["scan"] + medians["samples"]
-    lines += ["", f"scan + samples = {floor:.3f} s = {floor / seed:.2f} x the seed's audit "
-              f"(the target allows 0.50 for everything: prepare, write observation, metrics, "
-              f"scan, samples)."]
+    floor = medians["metrics"] + medians["audit"]
+    lines += ["", f"metrics + audit = {floor:.3f} s = {floor / seed:.2f} x the seed's audit "
+              f"(the target allows 0.50 for everything: this, preparing the write and "
+              f"any observation during it)."]
     return "\n".join(lines)
 
 

@@ -1,6 +1,6 @@
 """WAP job vs a plain Iceberg append vs the seed approach, on TPC-H lineitem.
 
-    python -m bench.wap_job_bench            # SF 0.1 and SF 1, clean and dirty, median of 3
+    python -m bench.wap_job_bench            # SF 0.1 and SF 1, clean and dirty, median of 5
     python -m bench.wap_job_bench --quick    # SF 0.01, 1 repeat: a smoke test in seconds
 
 Variants, all in one SparkSession with the same settings, each appending one file
@@ -355,7 +355,8 @@ def render(rows: list[dict], repeats: int) -> str:
               "Nessie server for all variants. Publish runs only when the audit passed "
               "(dirty data stays on its branch). `wap: prepare` is vetting the file, reading "
               "its footer, planning the schema and compiling the checks; `write+commit` is "
-              "the append (with the observed check aggregates), the Iceberg commit to Nessie "
+              "the append (observing the checks metrics never settle only for sources up "
+              "to 64 MiB, `spark.wap.audit.observe-max-bytes`), the Iceberg commit to Nessie "
               "and the branch-hash read; the audit settles checks from file metrics "
               "(`metrics`), from the aggregates observed during the write (`write`) or from "
               "one aggregation pass (`scan`), then samples violating rows with one LIMITed "
@@ -368,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.wap_job_bench")
     parser.add_argument("--quick", action="store_true", help="SF 0.01, 1 repeat (smoke test)")
     parser.add_argument("--scales", default="0.1,1", help="comma-separated TPC-H scale factors")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     scales = [0.01] if args.quick else [float(s) for s in args.scales.split(",")]

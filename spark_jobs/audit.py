@@ -22,7 +22,9 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -108,6 +110,7 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
     needs_rows = pending or any(result.status == FAILED and checks[i].violation() is not None
                                 for i, result in results.items())
     rows = new_rows() if needs_rows else None
+    early = _sample_alongside_scan(rows, checks, results, pending, groups, timings)
     if pending:
         try:
             with job_group(rows.sparkSession, groups["scan"], "audit: one aggregation pass"), \
@@ -133,10 +136,11 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
               if results[index].status == FAILED and check.violation() is not None}
     if failed:
         try:
+            picked = early.result() if early is not None else None
             with job_group(rows.sparkSession, groups["samples"], "audit: violating rows"), \
                     _timer(timings, "audit_samples_s"):
                 found = _samples(rows, checks, failed,
-                                 {i: results[i].violations for i in failed})
+                                 {i: results[i].violations for i in failed}, picked)
         except Exception:  # samples help a human; their absence must not hide the counts
             log.exception("sampling violating rows failed")
             found = {}
@@ -197,34 +201,94 @@ def _against_main(check: Check, batch: CheckResult, rows: DataFrame,
     return batch
 
 
-def _samples(rows: DataFrame, checks: list[Check], predicates: dict,
-             violations: dict[int, int | None]) -> dict[int, list[dict]]:
-    """Up to SAMPLES violating rows per failed check.
+@dataclass
+class _Picked:
+    """What one LIMITed sampling query returned: rows with a `__v<i>` flag per check."""
 
-    First a LIMITed query: Spark stops reading once it holds SAMPLE_SCAN_LIMIT violating
-    rows, which for data with many violations means a fraction of one partition. Only
-    when that limit was hit and a check (with rare violations next to frequent ones) is
-    still short, one more query picks exactly SAMPLES per such check.
+    checks: set[int]
+    columns: list[str]
+    records: list[dict]
+    complete: bool  # fewer rows than the limit: every violating row was seen
+
+
+def _sample_alongside_scan(rows: DataFrame | None, checks: list[Check],
+                           results: dict[int, CheckResult], pending: list[int],
+                           groups: dict[str, str], timings: dict) -> Future | None:
+    """Start the sampling query in the background when a check has already failed.
+
+    Its samples are needed whatever the scan finds, and the sampling query is mostly
+    Spark's fixed cost per query, which then overlaps the scan. The pending checks
+    ride along in case they fail too (their rows are then sampled by the same query).
     """
-    # The checked columns plus the table's leading columns (usually its keys): wide
-    # columns such as comments would make this pass much dearer than the aggregation.
+    if rows is None or not pending:
+        return None
+    known = {index: checks[index].violation() for index, result in results.items()
+             if result.status == FAILED and checks[index].violation() is not None}
+    if not known:
+        return None
+    riders = {index: checks[index].violation() for index in pending
+              if checks[index].per_row_violation and not checks[index].needs_main
+              and checks[index].violation() is not None}
+    predicates = dict(sorted({**known, **riders}.items()))
+
+    def pick() -> _Picked | None:
+        try:
+            with job_group(rows.sparkSession, groups["samples"], "audit: violating rows"), \
+                    _timer(timings, "audit_samples_s"):
+                return _pick(rows, checks, predicates)
+        except Exception:  # the audit then samples after the scan, as without this
+            log.exception("sampling violating rows alongside the scan failed")
+            return None
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wap-audit-samples")
+    try:
+        return pool.submit(pick)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _sample_columns(rows: DataFrame, checks: list[Check], indexes) -> list[str]:
+    """The checked columns plus the table's leading columns (usually its keys): wide
+    columns such as comments would make sampling much dearer than the aggregation."""
     wanted: list[str] = []
-    for index in predicates:
+    for index in indexes:
         wanted += [c for c in checks[index].sample_columns() if c not in wanted]
     leading = [c for c in rows.columns[:SAMPLE_LEADING_COLUMNS] if c not in wanted]
-    wanted = leading[:max(0, SAMPLE_COLUMNS - len(wanted))] + wanted
-    flagged = _flagged(rows, wanted, predicates)
+    return leading[:max(0, SAMPLE_COLUMNS - len(wanted))] + wanted
+
+
+def _pick(rows: DataFrame, checks: list[Check], predicates: dict) -> _Picked:
+    """The LIMITed query: Spark stops reading once it holds SAMPLE_SCAN_LIMIT violating
+    rows per check, for data with many violations a fraction of one partition."""
+    columns = _sample_columns(rows, checks, predicates)
     limit = min(SAMPLE_SCAN_LIMIT * len(predicates), SAMPLE_SCAN_CAP)
+    records = [row.asDict(recursive=True)
+               for row in _flagged(rows, columns, predicates).limit(limit).collect()]
+    return _Picked(set(predicates), columns, records, complete=len(records) < limit)
+
+
+def _samples(rows: DataFrame, checks: list[Check], predicates: dict,
+             violations: dict[int, int | None],
+             picked: _Picked | None = None) -> dict[int, list[dict]]:
+    """Up to SAMPLES violating rows per failed check.
+
+    First the LIMITed query (`picked`, when it already ran alongside the scan for these
+    checks and columns). Only when that limit was hit and a check (with rare violations
+    next to frequent ones) is still short, one more query picks exactly SAMPLES per
+    such check.
+    """
+    wanted = _sample_columns(rows, checks, predicates)
+    if picked is None or not (set(predicates) <= picked.checks
+                              and set(wanted) <= set(picked.columns)):
+        picked = _pick(rows, checks, predicates)
     samples: dict[int, list[dict]] = {index: [] for index in predicates}
-    picked = flagged.limit(limit).collect()
-    for row in picked:
-        record = row.asDict(recursive=True)
-        hit = [index for index in predicates if record.pop(f"__v{index}")]
-        for index in hit:
-            if len(samples[index]) < SAMPLES:
-                samples[index].append(_jsonable_row(record))
-    if len(picked) < limit:
-        return samples  # the scan ran to the end: every violating row was seen
+    for record in picked.records:
+        shown = {name: record[name] for name in wanted}
+        for index in predicates:
+            if record[f"__v{index}"] and len(samples[index]) < SAMPLES:
+                samples[index].append(_jsonable_row(shown))
+    if picked.complete:
+        return samples
     short = {index: pred for index, pred in predicates.items()
              if len(samples[index]) < min(SAMPLES, violations.get(index) or SAMPLES)}
     if short:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -19,6 +20,7 @@ from pyspark.sql import types as T
 
 from spark_jobs.errors import ConfigError, describe
 from spark_jobs.identifiers import quote
+from spark_jobs.literals import literal
 from spark_jobs.metrics import ColumnStats, SnapshotStats
 from spark_jobs.table_config import CheckSpec, TableConfig, parse_max_age
 
@@ -66,6 +68,8 @@ class Check:
     #: True when its aggregates can be observed while the rows are written
     #: (Spark's `observe` takes no DISTINCT aggregates).
     observable = True
+    #: True when `violation()` looks at one row alone (no window over the batch).
+    per_row_violation = True
 
     def metrics_may_settle(self) -> bool:
         """True when file metrics usually decide this check (then it is not observed
@@ -159,6 +163,7 @@ class NotNull(Check):
 
 class Unique(Check):
     observable = False
+    per_row_violation = False
 
     @property
     def needs_main(self) -> bool:
@@ -206,15 +211,21 @@ class AcceptedValues(Check):
         if non_null is None or not self._bounds_usable(column) or column.lower != column.upper:
             return None
         # Every non-null value equals the single bound.
-        return self.result(0 if column.lower in self.spec.params["values"] else non_null,
-                           METRICS)
+        return self.result(0 if column.lower in self.accepted() else non_null, METRICS)
 
     def threshold(self):
         return {"values": self.spec.params["values"]}
 
+    def accepted(self) -> list:
+        """The configured values in the column's type (0.1 is Decimal('0.1') for a
+        decimal column, '2026-01-01' a date for a date column)."""
+        type_ = self.types[self.column]
+        return [_coerce(value, type_) for value in self.spec.params["values"]]
+
     def _build_violation(self):
+        type_ = self.types[self.column]
         return col(self.column).isNotNull() & ~col(self.column).isin(
-            *self.spec.params["values"])
+            *[literal(value, type_) for value in self.accepted()])
 
 
 class Range(Check):
@@ -244,12 +255,13 @@ class Range(Check):
 
     def _build_violation(self):
         low, high = self._limits()
+        type_ = self.types[self.column]
         outside = F.lit(False)
         if low is not None:
-            outside = outside | (col(self.column) < F.lit(low))
+            outside = outside | (col(self.column) < literal(low, type_))
         if high is not None:
             # NaN sorts above every number in Spark, so it counts as out of range.
-            outside = outside | (col(self.column) > F.lit(high))
+            outside = outside | (col(self.column) > literal(high, type_))
         return col(self.column).isNotNull() & outside
 
 
@@ -401,8 +413,13 @@ def compile_checks(spark: SparkSession, config: TableConfig,
         if spec.kind == "range":
             try:
                 check._limits()
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, ArithmeticError) as exc:
                 raise ConfigError(f"{where}: min/max do not fit the column type: {exc}") from exc
+        if spec.kind == "accepted_values":
+            try:
+                check.accepted()
+            except (TypeError, ValueError, ArithmeticError) as exc:
+                raise ConfigError(f"{where}: values do not fit the column type: {exc}") from exc
         if spec.kind == "expression":
             check.referenced = _validate_expression(spark, spec.params["sql"], schema, where)
         compiled.append(check)
@@ -471,11 +488,18 @@ def _coerce(value: Any, type_: T.DataType) -> Any:
         return dt.datetime.fromisoformat(str(value))
     if isinstance(type_, T.StringType):
         return str(value)
+    if isinstance(type_, T.BooleanType):
+        if not isinstance(value, bool):
+            raise TypeError(f"{value!r} is not true or false")
+        return value
+    if isinstance(value, bool):
+        raise TypeError(f"{value!r} is not a number")
     if isinstance(type_, T.DecimalType):
-        from decimal import Decimal
-
-        return Decimal(str(value))
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        number = Decimal(str(value))
+        if not number.is_finite():
+            raise ValueError(f"{value!r} is not a finite number")
+        return number
+    if not isinstance(value, (int, float)):
         raise TypeError(f"{value!r} is not a number")
     return value
 

@@ -16,8 +16,9 @@ MAGIC = hadoop_fs.PARQUET_MAGIC
 MIN_PARQUET_SIZE = 12
 
 
-def expand_sources(spark: SparkSession, uris: list[str]) -> list[str]:
-    """Every data file under the source URIs, each vetted; raise InputRejectedError."""
+def expand_sources(spark: SparkSession, uris: list[str]) -> list[hadoop_fs.FileInfo]:
+    """Every data file under the source URIs (with its size), each vetted; raise
+    InputRejectedError."""
     if not uris:
         raise InputRejectedError("no source given")
     files = []
@@ -30,7 +31,7 @@ def expand_sources(spark: SparkSession, uris: list[str]) -> list[str]:
             raise InputRejectedError(f"source {uri} contains no files")
         for info in found:
             _vet(spark, info)
-            files.append(info.uri)
+            files.append(info)
     return files
 
 

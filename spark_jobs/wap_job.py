@@ -55,7 +55,11 @@ from spark_jobs.writer import (
 )
 
 log = logging.getLogger("wap_job")
-OBSERVE_CONF = "spark.wap.audit.observe-on-write"
+OBSERVE_CONF = "spark.wap.audit.observe-on-write"  # auto (default) | true | false
+OBSERVE_MAX_BYTES_CONF = "spark.wap.audit.observe-max-bytes"
+# Where observing during the write and a separate scan cost the same on clean data
+# (TPC-H lineitem, local Spark; docs/benchmarks.md, "Analysis").
+DEFAULT_OBSERVE_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,9 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     validate_ingest_id(args.ingest_id)
     validate_identifier(args.catalog, "catalog")
     config = load_table_config(spark, args.table_config_uri, args.table)
-    files = expand_sources(spark, args.sources)
+    found = expand_sources(spark, args.sources)
+    files = [info.uri for info in found]
+    observe_checks = observe_on_write(spark, sum(info.size for info in found))
     step = report.timed("vet_s", clock)
     frame = read_sources(spark, files)
     step = report.timed("footer_s", step)
@@ -169,7 +175,7 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     if reused is None:
         prepare_table(spark, ref, plan, config.partition_by)
         step = report.timed("prepare_s", step)
-        observe = observation_aggregates(checks) if _observe_on_write(spark) else None
+        observe = observation_aggregates(checks) if observe_checks else None
         written = append(spark, ref, frame, plan, args.ingest_id, files, observe)
         step = report.timed("append_s", step)
         report.timings["observe_wait_s"] = written.observe_wait_s
@@ -217,9 +223,24 @@ def _audit(spark, ref: TableRef, written, checks, args: JobArgs, report: Report)
                      timings=report.timings, observed=observed)
 
 
-def _observe_on_write(spark) -> bool:
-    """`spark.wap.audit.observe-on-write` (default true): count checks during the write."""
-    return spark.conf.get(OBSERVE_CONF, "true").strip().lower() != "false"
+def observe_on_write(spark, source_bytes: int) -> bool:
+    """Whether the checks file metrics never settle are counted during the write.
+
+    Observing costs every written row (about 50 ns on local Spark); counting them in
+    the scan instead costs one query (about 0.1 s) plus their columns, and nothing
+    extra when the scan runs anyway (dirty data). So `auto` observes small inputs only:
+    up to `spark.wap.audit.observe-max-bytes` of source parquet. Raises ConfigError
+    for a value it does not know.
+    """
+    mode = spark.conf.get(OBSERVE_CONF, "auto").strip().lower()
+    if mode in ("true", "false"):
+        return mode == "true"
+    if mode != "auto":
+        raise ConfigError(f"{OBSERVE_CONF} must be auto, true or false, not {mode!r}")
+    limit = spark.conf.get(OBSERVE_MAX_BYTES_CONF, str(DEFAULT_OBSERVE_MAX_BYTES)).strip()
+    if not limit.isdigit():
+        raise ConfigError(f"{OBSERVE_MAX_BYTES_CONF} must be a number of bytes, not {limit!r}")
+    return source_bytes <= int(limit)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
+from decimal import Decimal
 
 import pytest
 from pyspark.sql import types as T
@@ -19,6 +21,8 @@ SCHEMA = T.StructType([
     T.StructField("email", T.StringType(), True),
     T.StructField("day", T.DateType(), True),
     T.StructField("ts", T.TimestampType(), True),
+    T.StructField("price", T.DecimalType(15, 2), True),
+    T.StructField("paid", T.BooleanType(), True),
 ])
 NOW = dt.datetime(2026, 11, 22, 12, 0, 0)
 
@@ -38,6 +42,13 @@ def _compile(spark, checks_yaml: str, schema: T.StructType = SCHEMA):
     ("  - {kind: expression, sql: 'amount + 1'}", "is double, not boolean"),
     ("  - {kind: expression, sql: 'max(amount) > 1'}", "invalid SQL expression"),
     ("  - {kind: range, column: amount, min: ten}", "min/max do not fit the column type"),
+    ("  - {kind: range, column: price, max: .nan}", "min/max do not fit the column type"),
+    ("  - {kind: accepted_values, column: price, values: [1, abc]}",
+     "values do not fit the column type"),
+    ("  - {kind: accepted_values, column: day, values: [soon]}",
+     "values do not fit the column type"),
+    ("  - {kind: accepted_values, column: paid, values: [1]}",
+     "values do not fit the column type"),
 ])
 def test_config_errors_found_against_the_schema(spark, check, message):
     with pytest.raises(ConfigError) as error:
@@ -103,6 +114,35 @@ def test_accepted_values_settled_when_every_value_is_the_same(spark):
     bad = _settle(spark, "  - {kind: accepted_values, column: day, values: [2026-01-02]}", stats)
     assert (ok.status, ok.violations) == ("passed", 0)
     assert (bad.status, bad.violations) == ("failed", 3)
+
+
+def test_accepted_values_compare_in_the_column_type(spark):
+    # 0.1 from YAML is a float, which never equals Decimal('0.10'); a quoted date is a str.
+    price = _stats(4, price=ColumnStats(null_count=0, lower=Decimal("0.10"),
+                                        upper=Decimal("0.10")))
+    day = _stats(4, day=ColumnStats(null_count=0, lower=dt.date(2026, 1, 1),
+                                    upper=dt.date(2026, 1, 1)))
+    decimal = _settle(spark, "  - {kind: accepted_values, column: price, values: [0.1, 2]}",
+                      price)
+    quoted = _settle(spark, "  - {kind: accepted_values, column: day, values: ['2026-01-01']}",
+                     day)
+    assert (decimal.status, decimal.violations) == ("passed", 0)
+    assert (quoted.status, quoted.violations) == ("passed", 0)
+
+
+def test_decimal_checks_count_exactly_at_their_bounds(spark):
+    schema = T.StructType([T.StructField("price", T.DecimalType(15, 2))])
+    frame = spark.createDataFrame(
+        [(Decimal(v),) for v in ("-0.01", "0.00", "0.10", "0.11", "2.00")] + [(None,)], schema)
+    checks = _compile(spark, """
+  - {kind: range, column: price, min: 0, max: 0.1}
+  - {kind: range, name: finer, column: price, min: 0.005, max: 2}
+  - {kind: accepted_values, column: price, values: [0.1, 2]}
+""", schema)
+    results = run_audit(checks, None, lambda: frame, NOW)
+    assert [(r.status, r.violations) for r in results] == [
+        ("failed", 3), ("failed", 2), ("failed", 3)]
+    assert sorted(s["price"] for s in results[1].samples) == ["-0.01", "0.00"]
 
 
 def test_not_null_and_null_fraction_from_null_counts(spark):
@@ -202,3 +242,53 @@ def test_string_accepted_values_settled_from_dictionary_values(spark):
     unknown = _settle(spark, check, _stats(9, email=ColumnStats(null_count=0, values=None)))
     assert (inside.status, inside.violations, inside.settled_by) == ("passed", 0, "metrics")
     assert outside is None and unknown is None
+
+
+def _record_sampling_threads(monkeypatch) -> list[str]:
+    """Names of the threads the LIMITed sampling query runs in."""
+    from spark_jobs import audit
+
+    threads: list[str] = []
+    pick = audit._pick
+
+    def recording(*args):
+        threads.append(threading.current_thread().name)
+        return pick(*args)
+
+    monkeypatch.setattr(audit, "_pick", recording)
+    return threads
+
+
+def test_sampling_overlaps_the_scan_once_a_check_has_failed(spark, monkeypatch):
+    threads = _record_sampling_threads(monkeypatch)
+    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("s", T.StringType()),
+                           T.StructField("a", T.LongType()), T.StructField("n", T.LongType())])
+    frame = spark.createDataFrame([(1, "ok", 0, 5), (None, "ok", 1, 6), (3, "bad", 2, 7)], schema)
+    checks = _compile(spark, """
+  - {kind: not_null, column: id}
+  - {kind: accepted_values, column: s, values: [ok]}
+  - {kind: range, column: n, min: 0}
+""", schema)
+    # The metrics already fail `not_null`; the other two need the scan.
+    stats = _stats(3, id=ColumnStats(null_count=1), s=ColumnStats(null_count=0),
+                   n=ColumnStats(null_count=0, nan_count=0, bounds_known=False))
+    not_null, values, positive = run_audit(checks, stats, lambda: frame, NOW)
+
+    assert [t.startswith("wap-audit-samples") for t in threads] == [True]
+    assert (not_null.settled_by, not_null.violations) == ("metrics", 1)
+    assert not_null.samples == [{"id": None, "s": "ok", "a": 1}]
+    assert (values.settled_by, values.violations) == ("scan", 1)
+    assert values.samples == [{"id": 3, "s": "bad", "a": 2}]
+    # `n` rode along in the sampling query but passed: its column is not shown.
+    assert (positive.status, positive.samples) == ("passed", [])
+
+
+def test_sampling_waits_for_the_scan_when_nothing_failed_before_it(spark, monkeypatch):
+    threads = _record_sampling_threads(monkeypatch)
+    schema = T.StructType([T.StructField("s", T.StringType())])
+    frame = spark.createDataFrame([("ok",), ("bad",)], schema)
+    (values,) = _compile(spark, "  - {kind: accepted_values, column: s, values: [ok]}", schema)
+    (result,) = run_audit([values], None, lambda: frame, NOW)
+
+    assert threads == [threading.main_thread().name]
+    assert (result.violations, result.samples) == (1, [{"s": "bad"}])

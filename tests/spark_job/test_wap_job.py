@@ -10,7 +10,15 @@ import pyarrow as pa
 import pytest
 
 from spark_jobs.audit import job_group_ids
-from spark_jobs.wap_job import main, run_ingest
+from spark_jobs.errors import ConfigError
+from spark_jobs.wap_job import (
+    DEFAULT_OBSERVE_MAX_BYTES,
+    OBSERVE_CONF,
+    OBSERVE_MAX_BYTES_CONF,
+    main,
+    observe_on_write,
+    run_ingest,
+)
 from tests.spark_job.conftest import read_on_ref, write_parquet
 
 ORDERS = {
@@ -137,22 +145,35 @@ def test_clean_audit_settles_from_metrics_and_the_write_without_reading(lake, in
 
 
 @pytest.fixture
-def no_observation(lake):
-    lake.conf.set("spark.wap.audit.observe-on-write", "false")
-    yield
-    lake.conf.unset("spark.wap.audit.observe-on-write")
+def spark_conf(lake):
+    """Set Spark conf keys for one test, then unset them."""
+    keys = []
+
+    def set_conf(values: dict[str, str]) -> None:
+        for key, value in values.items():
+            lake.conf.set(key, value)
+            keys.append(key)
+
+    yield set_conf
+    for key in keys:
+        lake.conf.unset(key)
 
 
+@pytest.mark.parametrize(("conf", "table"), [
+    ({OBSERVE_CONF: "false"}, "sales.jobs_scan"),
+    ({OBSERVE_MAX_BYTES_CONF: "1"}, "sales.jobs_scan_large"),  # `auto`, source above it
+], ids=["off", "auto-above-limit"])
 def test_without_observation_the_audit_is_one_aggregation_pass(lake, ingest, tmp_path,
-                                                               no_observation):
+                                                               spark_conf, conf, table):
+    spark_conf(conf)
     source = write_parquet(tmp_path / "clean.parquet", ORDERS)
-    args = ingest("sales.jobs_scan", [source], config=SCAN_CHECKS)
+    args = ingest(table, [source], config=SCAN_CHECKS)
 
     report = run_ingest(lake, args)
 
     assert report["outcome"] == "passed"
     groups = job_group_ids(args.ingest_id)
-    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.jobs_scan",
+    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.{args.table}",
                                      "max(amount)")
     assert one_pass >= 1
     assert len(_jobs(lake, groups["scan"])) == one_pass
@@ -160,6 +181,34 @@ def test_without_observation_the_audit_is_one_aggregation_pass(lake, ingest, tmp
     settled = {c["name"]: c["settled_by"] for c in report["checks"]}
     assert settled == {"status_accepted_values": "metrics", "email_regex": "scan",
                        "amount_positive": "scan", "order_id_not_null": "metrics"}
+
+
+def test_observation_on_write_depends_on_the_source_size(lake, spark_conf):
+    assert observe_on_write(lake, DEFAULT_OBSERVE_MAX_BYTES)
+    assert not observe_on_write(lake, DEFAULT_OBSERVE_MAX_BYTES + 1)
+    spark_conf({OBSERVE_MAX_BYTES_CONF: "10"})
+    assert observe_on_write(lake, 10) and not observe_on_write(lake, 11)
+    spark_conf({OBSERVE_CONF: "TRUE"})
+    assert observe_on_write(lake, 10**12)
+    spark_conf({OBSERVE_CONF: "false"})
+    assert not observe_on_write(lake, 1)
+
+
+@pytest.mark.parametrize(("conf", "message"), [
+    ({OBSERVE_CONF: "sometimes"}, "must be auto, true or false, not 'sometimes'"),
+    ({OBSERVE_MAX_BYTES_CONF: "64MB"}, "must be a number of bytes, not '64MB'"),
+])
+def test_bad_observation_settings_are_config_errors(lake, ingest, tmp_path, spark_conf,
+                                                     conf, message):
+    with pytest.raises(ConfigError, match=message):
+        spark_conf(conf)
+        observe_on_write(lake, 1)
+    source = write_parquet(tmp_path / "orders.parquet", ORDERS)
+    args = ingest("sales.bad_conf", [source])
+    report = run_ingest(lake, args)
+    assert (report["outcome"], report["reason_code"]) == ("rejected", "config_error")
+    assert message in report["reason"]
+    assert report["rows_written"] == 0
 
 
 def test_unique_is_counted_in_one_aggregation_pass(lake, ingest, tmp_path):
