@@ -315,6 +315,8 @@ def _print_row(row: dict) -> None:
 
 def render(rows: list[dict], repeats: int) -> str:
     """The markdown table (also printed)."""
+    from spark_jobs.wap_job import DEFAULT_OBSERVE_MAX_BYTES, OBSERVE_MAX_BYTES_CONF
+
     lines = [
         "| SF | data | append s | wap s | seed s | wap overhead s | seed overhead s | "
         "wap/seed overhead | wap x append | seed x append |",
@@ -356,7 +358,8 @@ def render(rows: list[dict], repeats: int) -> str:
               "(dirty data stays on its branch). `wap: prepare` is vetting the file, reading "
               "its footer, planning the schema and compiling the checks; `write+commit` is "
               "the append (observing the checks metrics never settle only for sources up "
-              "to 64 MiB, `spark.wap.audit.observe-max-bytes`), the Iceberg commit to Nessie "
+              f"to {DEFAULT_OBSERVE_MAX_BYTES >> 20} MiB, `{OBSERVE_MAX_BYTES_CONF}`), the "
+              "Iceberg commit to Nessie "
               "and the branch-hash read; the audit settles checks from file metrics "
               "(`metrics`), from the aggregates observed during the write (`write`) or from "
               "one aggregation pass (`scan`), then samples violating rows with one LIMITed "

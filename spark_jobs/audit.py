@@ -107,10 +107,9 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
             pending.append(index)
         else:
             results[index] = settled
-    needs_rows = pending or any(result.status == FAILED and checks[i].violation() is not None
-                                for i, result in results.items())
-    rows = new_rows() if needs_rows else None
-    early = _sample_alongside_scan(rows, checks, results, pending, groups, timings)
+    failed_before_scan = _failed_predicates(checks, results)
+    rows = new_rows() if pending or failed_before_scan else None
+    early = _sample_alongside_scan(rows, checks, failed_before_scan, pending, groups, timings)
     if pending:
         try:
             with job_group(rows.sparkSession, groups["scan"], "audit: one aggregation pass"), \
@@ -132,8 +131,7 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
             except Exception as exc:
                 log.exception("lookup against main failed")
                 results[index] = _errored(checks[index], f"lookup on main failed: {describe(exc)}")
-    failed = {index: check.violation() for index, check in enumerate(checks)
-              if results[index].status == FAILED and check.violation() is not None}
+    failed = _failed_predicates(checks, results)
     if failed:
         try:
             picked = early.result() if early is not None else None
@@ -211,8 +209,15 @@ class _Picked:
     complete: bool  # fewer rows than the limit: every violating row was seen
 
 
+def _failed_predicates(checks: list[Check],
+                       results: dict[int, CheckResult]) -> dict[int, Column]:
+    """The violation predicate of each decided check that failed and has one."""
+    return {index: checks[index].violation() for index, result in sorted(results.items())
+            if result.status == FAILED and checks[index].violation() is not None}
+
+
 def _sample_alongside_scan(rows: DataFrame | None, checks: list[Check],
-                           results: dict[int, CheckResult], pending: list[int],
+                           known: dict[int, Column], pending: list[int],
                            groups: dict[str, str], timings: dict) -> Future | None:
     """Start the sampling query in the background when a check has already failed.
 
@@ -220,11 +225,7 @@ def _sample_alongside_scan(rows: DataFrame | None, checks: list[Check],
     Spark's fixed cost per query, which then overlaps the scan. The pending checks
     ride along in case they fail too (their rows are then sampled by the same query).
     """
-    if rows is None or not pending:
-        return None
-    known = {index: checks[index].violation() for index, result in results.items()
-             if result.status == FAILED and checks[index].violation() is not None}
-    if not known:
+    if rows is None or not pending or not known:
         return None
     riders = {index: checks[index].violation() for index in pending
               if checks[index].per_row_violation and not checks[index].needs_main
