@@ -49,4 +49,4 @@ def test_wap_job_bench_runs_all_variants():
     assert "measured SF 0.01 clean: append" in out
     assert "measured SF 0.01 dirty: append" in out
     table = [line for line in out.splitlines() if line.startswith("| 0.01 |")]
-    assert len(table) == 6  # clean and dirty in each of the three tables
+    assert len(table) == 8  # clean and dirty in each of the four tables
