@@ -16,14 +16,15 @@ On one Iceberg snapshot of the dirty TPC-H lineitem file (the one wap_job_bench 
              alongside the scan because a check had already failed by metrics).
 It prints each as a fraction of the seed's audit (stdout and docs/benchmarks.md).
 
-A second table counts what each side reads from the data files, from Spark's own task
-input metrics (rows and bytes per query, in job groups): unlike seconds, these do not
-move with the machine's load. When the data decides the time (big files, few cores),
-the wall-time ratio cannot fall below the ratio of what the two sides must read.
 The audit's wall time is what any design that reports exact counts and sample rows
 pays on this data, whatever it settles from metrics; when it alone comes near half the
 seed's audit, no tuning of the rest can meet a "half the seed's overhead" target on
 dirty data.
+
+A second table counts what each side reads from the data files, from Spark's own task
+input metrics (rows and bytes per query, in job groups): unlike seconds, these do not
+move with the machine's load. When decoding decides the time (big files, few cores),
+the wall-time ratio cannot fall far below the ratio of what the two sides decode.
 """
 
 from __future__ import annotations
@@ -47,8 +48,11 @@ STEPS = ("seed", "query", "column", "metrics", "audit")
 ROWS_SHOWN = ("seed", "query", "column", "metrics", "audit", "scan", "samples")
 
 
-def _audit_parts(spark, snapshot_id: int, source_bytes: int
-                 ) -> tuple[dict[str, Callable[[], object]], list[str], Callable[[], list]]:
+Steps = dict[str, Callable[[], object]]
+
+
+def _audit_parts(spark, snapshot_id: int,
+                 source_bytes: int) -> tuple[Steps, list[str], Callable[[], list]]:
     """The timed steps, built from the job's own config parsing, checks and audit; the
     checks the scan settles; and the data-read count (`_data_read`) on the same setup."""
     from pyspark.sql import functions as F
@@ -122,10 +126,12 @@ class Read:
 def input_of_group(spark, group: str) -> tuple[int, int]:
     """Rows and bytes the finished jobs of job group `group` read from their inputs."""
     jvm, sc = spark._jvm, spark.sparkContext
-    store = sc._jsc.sc().statusStore()  # Spark's own status store (kept without the UI)
+    # Job and task ends reach Spark's status store (kept without the UI too) as listener
+    # events: let the bus drain before reading it.
+    sc._jsc.sc().listenerBus().waitUntilEmpty(30_000)
+    store = sc._jsc.sc().statusStore()
     seq = jvm.scala.collection.JavaConverters.seqAsJavaList
     jobs = seq(store.jobsList(jvm.java.util.ArrayList()))
-    sc._jsc.sc().listenerBus().waitUntilEmpty(30_000)  # task metrics arrive by events
     rows = read = 0
     for job in (jobs.get(i) for i in range(jobs.size())):
         if not (job.jobGroup().isDefined() and job.jobGroup().get() == group):
@@ -171,8 +177,7 @@ def _data_read(spark, checks, scanned: list[int], audit: Callable[[], object],
     return reads
 
 
-def run(scale: float, repeats: int
-        ) -> tuple[dict[str, float], list[str], list[Read], int]:
+def run(scale: float, repeats: int) -> tuple[dict[str, float], list[str], list[Read], int]:
     """Median seconds per step on one snapshot of the dirty file at `scale`, what each
     side reads (one more run of each) and the table's column count."""
     from local.nessie.runner import start_server
