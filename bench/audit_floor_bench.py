@@ -55,10 +55,9 @@ def _audit_parts(spark, snapshot_id: int,
                  source_bytes: int) -> tuple[Steps, list[str], Callable[[], list]]:
     """The timed steps, built from the job's own config parsing, checks and audit; the
     checks the scan settles; and the data-read count (`_data_read`) on the same setup."""
-    from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
-    from spark_jobs.audit import ROWS, observation_aggregates, run_audit
+    from spark_jobs.audit import observation_aggregates, run_audit
     from spark_jobs.checks import SCAN, compile_checks
     from spark_jobs.metrics import load_iceberg_table, snapshot_stats
     from spark_jobs.table_config import parse_table_config
@@ -83,8 +82,7 @@ def _audit_parts(spark, snapshot_id: int,
     # here, outside the timing.
     observed = None
     if observe_on_write(spark, source_bytes):
-        observed = rows().agg(F.count(F.lit(1)).alias(ROWS),
-                              *observation_aggregates(checks)).first().asDict()
+        observed = rows().agg(*observation_aggregates(checks)).first().asDict()
     probe: dict[str, float] = {}
     results = run_audit(checks, stats, rows, now, observed=observed, timings=probe)
     scanned = [i for i, r in enumerate(results) if r.settled_by == SCAN]
@@ -153,9 +151,7 @@ def _data_read(spark, checks, scanned: list[int], audit: Callable[[], object],
                rows: Callable) -> list[Read]:
     """One seed audit and one of ours (`audit`, labelled VOLUME_LABEL), each query in
     its own job group; what each read."""
-    from pyspark.sql import functions as F
-
-    from spark_jobs.audit import ROWS, job_group, job_group_ids
+    from spark_jobs.audit import count_aggregates, job_group, job_group_ids
 
     reads = []
     for index, (_, predicate) in enumerate(CHECKS):
@@ -167,9 +163,7 @@ def _data_read(spark, checks, scanned: list[int], audit: Callable[[], object],
                           columns=scan_width(spark.sql(query))))
     audit()
     groups = job_group_ids(VOLUME_LABEL)
-    # The same aggregates the job's pass computes (checks' public `aggregates`).
-    one_pass = rows().agg(F.count(F.lit(1)).alias(ROWS),
-                          *[a for i in scanned for a in checks[i].aggregates(f"c{i}_")])
+    one_pass = rows().agg(*count_aggregates(checks, scanned))  # what the job's pass runs
     reads.append(Read("ours: the aggregation pass", *input_of_group(spark, groups["scan"]),
                       columns=scan_width(one_pass)))
     reads.append(Read("ours: violating rows (LIMITed query)",

@@ -74,12 +74,18 @@ def observed_checks(checks: list[Check]) -> list[int]:
             if check.observable and not check.metrics_may_settle()]
 
 
-def observation_aggregates(checks: list[Check]) -> list[Column]:
-    """Aggregates of `observed_checks`, for `DataFrame.observe` on the write."""
+def count_aggregates(checks: list[Check], indexes: list[int]) -> list[Column]:
+    """The row count (`ROWS`) and the aggregates of `checks[i]` for each index, aliased
+    `c<i>_...`: what one pass over the new rows computes, by scan or by observation."""
     aggregates = [F.count(F.lit(1)).alias(ROWS)]
-    for index in observed_checks(checks):
+    for index in indexes:
         aggregates += checks[index].aggregates(f"c{index}_")
     return aggregates
+
+
+def observation_aggregates(checks: list[Check]) -> list[Column]:
+    """Aggregates of `observed_checks`, for `DataFrame.observe` on the write."""
+    return count_aggregates(checks, observed_checks(checks))
 
 
 def run_audit(checks: list[Check], stats: SnapshotStats | None,
@@ -165,10 +171,7 @@ def _errored(check: Check, message: str) -> CheckResult:
 
 def _one_pass(checks: list[Check], pending: list[int], rows: DataFrame,
               now: dt.datetime) -> dict[int, CheckResult]:
-    aggregates = [F.count(F.lit(1)).alias(ROWS)]
-    for index in pending:
-        aggregates += checks[index].aggregates(f"c{index}_")
-    values = rows.agg(*aggregates).first().asDict()
+    values = rows.agg(*count_aggregates(checks, pending)).first().asDict()
     return {index: checks[index].finish(values, f"c{index}_", int(values[ROWS]), now)
             for index in pending}
 
