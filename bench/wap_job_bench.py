@@ -206,8 +206,8 @@ class Bench:
         if report["outcome"] == "passed":
             self.nessie.publish(branch, report["branch_hash"])
         end = time.perf_counter()
-        if report["outcome"] == "rejected":
-            raise RuntimeError(f"bench run rejected: {report['reason']}")
+        if report["outcome"] in ("rejected", "error"):
+            raise RuntimeError(f"bench run {report['outcome']}: {report['reason']}")
         timings = report["timings"]
         settled = [c["settled_by"] for c in report["checks"]]
         parts = {"job_s": job_done - start, "publish_s": end - job_done,

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from lambdas.common.staging import STAGING_PREFIX  # noqa: F401 (one definition, re-exported)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Built Lambda code, dependency layer and job package (gitignored, reused across synths).
 BUILD_DIR = REPO_ROOT / "build"
@@ -83,6 +85,7 @@ S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 # --- Pipeline ------------------------------------------------------------------
 LAMBDA_MEMORY_MIB = 512
 LAMBDA_TIMEOUT_SECONDS = 60
+TRIGGER_TIMEOUT_SECONDS = 300
 LOG_RETENTION_DAYS = 90
 EVENT_RETRY_ATTEMPTS = 4
 EVENT_MAX_AGE_HOURS = 6
@@ -90,9 +93,11 @@ TRIGGER_ASYNC_RETRIES = 2
 SWEEPER_RATE_MINUTES = 15
 MAX_PUBLISH_ATTEMPTS = 3
 BRANCH_RETENTION_DAYS = 14
-JOB_TIMEOUT_MINUTES = 60
+JOB_TIMEOUT_MINUTES = 60  # counted from EMR's startedAt
+JOB_QUEUE_TIMEOUT_MINUTES = 60  # how long a run may wait for capacity on top
+MAX_JOB_TRIES = 3  # runs of one attempt after infrastructure errors
+JOB_RETRY_BASE_SECONDS = 60  # the backoff before the second try; doubled after
 JOB_POLL_INTERVAL_SECONDS = 30
-LEDGER_PARTITION_KEY = "pk"
 POWERTOOLS_SERVICE_NAME = "wap-ingest"
 
 
@@ -105,6 +110,9 @@ class Capability(Enum):
     REPORTS_READ = "reports-read"
     START_JOB = "start-job"
     WATCH_JOB = "watch-job"
+    CANCEL_JOB = "cancel-job"
+    STAGING_WRITE = "staging-write"
+    STAGING_DELETE = "staging-delete"
     START_EXECUTION = "start-execution"
     WATCH_EXECUTION = "watch-execution"
     SLACK_TOKEN_READ = "slack-token-read"  # noqa: S105 (a capability name, not a secret)
@@ -136,16 +144,25 @@ _C = Capability
 _START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.START_EXECUTION}
 _ALERTS = {_C.SLACK_TOKEN_READ, _C.REPORTS_READ}
 FUNCTIONS: tuple[FunctionSpec, ...] = (
-    # S3 event -> parquet check (first/last bytes), ledger, branch, job run, execution.
-    FunctionSpec("trigger", frozenset({*_START_INGEST, *_ALERTS, _C.SOURCE_READ})),
+    # S3 event -> parquet check (first/last bytes), staged copy of that exact version
+    # (a server-side multipart copy: large objects need minutes), ledger, branch, job
+    # run, execution.
+    FunctionSpec("trigger", frozenset({*_START_INGEST, *_ALERTS, _C.SOURCE_READ,
+                                       _C.STAGING_WRITE}),
+                 timeout_seconds=TRIGGER_TIMEOUT_SECONDS),
     FunctionSpec("job_status", frozenset({_C.WATCH_JOB, _C.REPORTS_READ})),
+    # The next try of a job run after an infrastructure error, on the same branch.
+    FunctionSpec("retry_job", frozenset({_C.LEDGER_READ, _C.LEDGER_WRITE, _C.START_JOB})),
     # Merge, or rebase: new branch + job re-run that the state machine then waits for.
     FunctionSpec("publish", frozenset({_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE,
                                        _C.START_JOB}), timeout_seconds=120),
     FunctionSpec("alert", frozenset(_ALERTS)),
-    # Records the outcome, frees the table and starts the next queued ingest.
-    FunctionSpec("finish", frozenset(_START_INGEST)),
-    # Recovers locks of ended executions, drops expired branches, alerts.
-    FunctionSpec("sweeper", frozenset({*_START_INGEST, *_ALERTS, _C.WATCH_EXECUTION}),
+    # Records the outcome (asking Nessie first whether main holds it), cancels the job run
+    # of an ingest given up, frees the table and starts the next queued ingest.
+    FunctionSpec("finish", frozenset({*_START_INGEST, _C.CANCEL_JOB})),
+    # Recovers locks of ended executions, cancels their job runs, deletes expired branches
+    # and staged copies of final ingests, alerts.
+    FunctionSpec("sweeper", frozenset({*_START_INGEST, *_ALERTS, _C.WATCH_EXECUTION,
+                                       _C.WATCH_JOB, _C.STAGING_DELETE}),
                  timeout_seconds=300),
 )

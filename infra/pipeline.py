@@ -58,17 +58,7 @@ class Pipeline(Construct):
         super().__init__(scope, construct_id)
         self.state_machine_name = state_machine_name
         self.state_machine_arn = state_machine_arn(self, state_machine_name)
-        # lambdas/common/ledger.py keys every item by "pk" alone (ingest#<id>, table#<name>).
-        self.ledger = dynamodb.Table(
-            self, "Ledger",
-            partition_key=dynamodb.Attribute(name=constants.LEDGER_PARTITION_KEY,
-                                             type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            removal_policy=removal_policy,
-        )
+        self.ledger = _ledger_table(self, removal_policy)
         self.dead_letter_queue = sqs.Queue(
             self, "IngestDlq", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
             retention_period=Duration.days(14))
@@ -186,6 +176,32 @@ class Pipeline(Construct):
                 f"{self.definition.path}: no IAM mapping for Task resources "
                 f"{sorted(set(unknown))}; "
                 "extend infra/pipeline.py so the state machine role gets exactly that permission")
+
+
+def _ledger_table(scope: Construct, removal_policy: RemovalPolicy) -> dynamodb.Table:
+    """The ledger as lambdas/common/ledger.py defines it: keys, indexes and TTL."""
+    from lambdas.common.ledger import PARTITION_KEY, TTL_ATTRIBUTE, table_schema
+
+    schema = table_schema()
+    table = dynamodb.Table(
+        scope, "Ledger",
+        partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True),
+        encryption=dynamodb.TableEncryption.AWS_MANAGED,
+        time_to_live_attribute=TTL_ATTRIBUTE,
+        removal_policy=removal_policy,
+    )
+    for index in schema["GlobalSecondaryIndexes"]:
+        hash_key, range_key = (k["AttributeName"] for k in index["KeySchema"])
+        table.add_global_secondary_index(
+            index_name=index["IndexName"],
+            partition_key=dynamodb.Attribute(name=hash_key, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=range_key, type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.ALL,
+        )
+    return table
 
 
 def _camel(name: str) -> str:

@@ -81,6 +81,9 @@ class WapStack(Stack):
             "WAP_MAX_PUBLISH_ATTEMPTS": str(constants.MAX_PUBLISH_ATTEMPTS),
             "WAP_BRANCH_RETENTION_DAYS": str(constants.BRANCH_RETENTION_DAYS),
             "WAP_JOB_TIMEOUT_MINUTES": str(constants.JOB_TIMEOUT_MINUTES),
+            "WAP_JOB_QUEUE_TIMEOUT_MINUTES": str(constants.JOB_QUEUE_TIMEOUT_MINUTES),
+            "WAP_MAX_JOB_TRIES": str(constants.MAX_JOB_TRIES),
+            "WAP_JOB_RETRY_BASE_SECONDS": str(constants.JOB_RETRY_BASE_SECONDS),
         }
         pipeline = Pipeline(
             self, "Pipeline", functions=functions, environment=environment,
@@ -119,7 +122,8 @@ class WapStack(Stack):
     @staticmethod
     def _grant_job_role(storage: Storage, compute: SparkCompute) -> None:
         role = compute.execution_role
-        storage.source.grant_read(role)
+        # The job reads the staged copy of the exact object version, never the source key.
+        storage.artifacts.grant_read(role, f"{constants.STAGING_PREFIX}*")
         storage.lake.grant_read_write(role)
         storage.artifacts.grant_read(role, f"{constants.JOB_CODE_PREFIX}*")
         storage.artifacts.grant_read(role, f"{constants.TABLES_CONFIG_PREFIX}*")
@@ -142,6 +146,10 @@ class WapStack(Stack):
                 pipeline.ledger.grant_write_data(function)
             if Capability.SOURCE_READ in capabilities:
                 storage.source.grant_read(function)
+            if Capability.STAGING_WRITE in capabilities:
+                storage.artifacts.grant_put(function, f"{constants.STAGING_PREFIX}*")
+            if Capability.STAGING_DELETE in capabilities:
+                storage.artifacts.grant_delete(function, f"{constants.STAGING_PREFIX}*")
             if Capability.REPORTS_READ in capabilities:
                 storage.artifacts.grant_read(function, f"{constants.REPORTS_PREFIX}*")
             if Capability.SLACK_TOKEN_READ in capabilities:
@@ -155,15 +163,15 @@ class WapStack(Stack):
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["emr-serverless:GetJobRun", "emr-serverless:CancelJobRun"],
                     resources=[job_runs]))
+            elif Capability.CANCEL_JOB in capabilities:
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["emr-serverless:CancelJobRun"], resources=[job_runs]))
             if Capability.START_EXECUTION in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["states:StartExecution"], resources=[pipeline.state_machine_arn]))
             if Capability.WATCH_EXECUTION in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["states:DescribeExecution", "states:StopExecution"],
-                    resources=[executions]))
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["states:ListExecutions"], resources=[pipeline.state_machine_arn]))
+                    actions=["states:DescribeExecution"], resources=[executions]))
 
 
 def _suppress_framework_findings(stack: Stack) -> None:

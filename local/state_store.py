@@ -21,7 +21,8 @@ from lambdas.common.naming import iso, utcnow
 from local.home import WapHome
 
 # Artifacts worth keeping; `tables/` is uploaded from the tables directory on every start.
-ARTIFACT_PREFIXES = ("reports/", "logs/")
+# staging/: the staged copies a queued or failed ingest still reads (a re-run, a rebase).
+ARTIFACT_PREFIXES = ("reports/", "logs/", "staging/")
 INTERRUPTED_REASON = (
     "interrupted: the wap process stopped before this ingest finished "
     "(local mode runs ingests inside the wap command)"

@@ -32,7 +32,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_jobs.checks import ERROR, FAILED, SCAN, WRITE, Check, CheckResult, col
-from spark_jobs.errors import describe
+from spark_jobs.errors import INFRASTRUCTURE, as_job_error, classify, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.metrics import SnapshotStats
 
@@ -123,6 +123,7 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
                 results.update(_one_pass(checks, pending, rows, now))
         except Exception as exc:  # e.g. an expression that fails at runtime under ANSI mode
             log.exception("audit aggregation failed")
+            _raise_if_infrastructure(exc, "the audit scan failed", early)
             for index in pending:
                 results[index] = _errored(checks[index], f"evaluation failed: {describe(exc)}")
     for index in pending:
@@ -136,6 +137,7 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
                                                    main_rows)
             except Exception as exc:
                 log.exception("lookup against main failed")
+                _raise_if_infrastructure(exc, "the lookup of keys on main failed")
                 results[index] = _errored(checks[index], f"lookup on main failed: {describe(exc)}")
     failed = _failed_predicates(checks, results)
     if failed:
@@ -161,6 +163,19 @@ def _timer(timings: dict, key: str):
         yield
     finally:
         timings[key] = round(timings.get(key, 0.0) + time.perf_counter() - start, 3)
+
+
+def _raise_if_infrastructure(exc: BaseException, what: str,
+                             early: Future | None = None) -> None:
+    """An audit query that storage or the catalog broke decided nothing about the data:
+    the run is an error, not a failed check. Only causes known to be infrastructure
+    count here; others (a check's SQL failing on a value under ANSI mode) stay errors
+    of that check."""
+    verdict = classify(exc)
+    if verdict.kind == INFRASTRUCTURE and verdict.known:
+        if early is not None:
+            early.result()  # no query of this run may outlive it (local mode reuses Spark)
+        raise as_job_error(exc, f"{what}: {describe(exc)}") from exc
 
 
 def _errored(check: Check, message: str) -> CheckResult:

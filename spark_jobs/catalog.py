@@ -58,7 +58,11 @@ def configure_run_catalog(spark, template: str, run_catalog: str, branch: str) -
 
 def nessie_branch_hash(conf: dict[str, str], catalog: str, branch: str,
                        timeout_s: float = 30.0) -> str:
-    """The head hash of `branch` from Nessie API v2 (`GET <uri>/trees/<branch>`)."""
+    """The head hash of `branch` from Nessie API v2 (`GET <uri>/trees/<branch>`).
+
+    CatalogError (an infrastructure error: the branch is the trigger's, not the input's)
+    when Nessie cannot be reached or does not know the branch.
+    """
     validate_branch(branch)
     prefix = CATALOG_PREFIX + catalog
     base = conf.get(prefix + ".uri", "").rstrip("/")

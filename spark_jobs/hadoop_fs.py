@@ -11,6 +11,10 @@ from dataclasses import dataclass
 PARQUET_MAGIC = b"PAR1"
 
 
+class TooLargeError(ValueError):
+    """A file `read_bytes` refuses to read whole: the content's fault, not the filesystem's."""
+
+
 @dataclass(frozen=True)
 class FileInfo:
     """A file found under a source URI."""
@@ -32,11 +36,11 @@ def exists(spark, uri: str) -> bool:
 
 
 def read_bytes(spark, uri: str, max_bytes: int = 10 * 1024 * 1024) -> bytes:
-    """The whole content of a small file (configs)."""
+    """The whole content of a small file (configs); TooLargeError above `max_bytes`."""
     path, fs = _path_and_fs(spark, uri)
     size = fs.getFileStatus(path).getLen()
     if size > max_bytes:
-        raise ValueError(f"{uri} is {size} bytes, more than {max_bytes}")
+        raise TooLargeError(f"{uri} is {size} bytes, more than {max_bytes}")
     return read_range(spark, uri, 0, size)
 
 

@@ -12,10 +12,13 @@ from typing import Any
 
 from spark_jobs import hadoop_fs
 from spark_jobs.checks import ERROR, FAILED, CheckResult
-from spark_jobs.errors import ReportWriteError, WapJobError, describe
+from spark_jobs.errors import ReportWriteError, WapJobError, as_job_error, describe
 
 REPORT_VERSION = 1
 PASSED, FAILED_OUTCOME, REJECTED = "passed", "failed", "rejected"
+# Not the input's fault (storage, Nessie, the cluster, anything unknown): worth a retry.
+ERROR_OUTCOME = "error"
+ERROR_REASON_PREFIX = "job error: "
 
 
 def utc_now() -> dt.datetime:
@@ -67,13 +70,16 @@ class Report:
                  for c in bad]
         self.reason = f"{len(bad)} error-severity check(s) did not pass: " + "; ".join(parts)
 
-    def reject(self, exc: BaseException) -> None:
-        """Mark the run rejected with a readable reason."""
-        self.outcome = REJECTED
-        if isinstance(exc, WapJobError):
-            self.reason, self.reason_code = str(exc), exc.reason_code
+    def fail(self, exc: BaseException) -> None:
+        """Record why the run stopped: `rejected` when the input caused `exc` (errors.py
+        decides), `error` with reason "job error: <cause>" otherwise."""
+        if not isinstance(exc, WapJobError):
+            exc = as_job_error(exc, describe(exc))
+        if exc.infrastructure:
+            self.outcome, self.reason = ERROR_OUTCOME, f"{ERROR_REASON_PREFIX}{exc}"
         else:
-            self.reason, self.reason_code = f"job error: {describe(exc)}", "job_error"
+            self.outcome, self.reason = REJECTED, str(exc)
+        self.reason_code = exc.reason_code
 
     def to_dict(self) -> dict[str, Any]:
         self.timings.setdefault("total_s", round(time.perf_counter() - self._clock, 3))

@@ -2,6 +2,10 @@
 
 Cheap checks on the driver come first (exists, not empty, parquet magic at both
 ends: a CSV renamed to `.parquet` fails here), then Spark reads the footers.
+
+The sources are staged copies the trigger has just made, so one that is missing or
+cannot be listed or read is an infrastructure error; only what the bytes say (empty,
+not parquet, a footer or schema that does not decode) rejects the input.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs import hadoop_fs
-from spark_jobs.errors import InputRejectedError, describe
+from spark_jobs.errors import InfrastructureError, InputRejectedError, as_job_error, describe
 
 MAGIC = hadoop_fs.PARQUET_MAGIC
 # Smallest possible parquet file: magic + footer length (4) + magic.
@@ -17,8 +21,11 @@ MIN_PARQUET_SIZE = 12
 
 
 def expand_sources(spark: SparkSession, uris: list[str]) -> list[hadoop_fs.FileInfo]:
-    """Every data file under the source URIs (with its size), each vetted; raise
-    InputRejectedError."""
+    """Every data file under the source URIs (with its size), each vetted.
+
+    InputRejectedError for a file that is not parquet; InfrastructureError when a
+    source is missing, cannot be listed or read, or is a directory without files.
+    """
     if not uris:
         raise InputRejectedError("no source given")
     files = []
@@ -26,9 +33,9 @@ def expand_sources(spark: SparkSession, uris: list[str]) -> list[hadoop_fs.FileI
         try:
             found = hadoop_fs.list_files(spark, uri)
         except Exception as exc:  # FileNotFoundException and friends arrive via py4j
-            raise InputRejectedError(f"source {uri} cannot be listed: {describe(exc)}") from exc
+            raise as_job_error(exc, f"source {uri} cannot be listed: {describe(exc)}") from exc
         if not found:
-            raise InputRejectedError(f"source {uri} contains no files")
+            raise InfrastructureError(f"source {uri} contains no files")
         for info in found:
             _vet(spark, info)
             files.append(info)
@@ -42,8 +49,8 @@ def read_sources(spark: SparkSession, files: list[str]) -> DataFrame:
         frame = reader.parquet(*files)
         frame.schema  # noqa: B018 - forces the footer read here, where errors get a reason
     except Exception as exc:
-        raise InputRejectedError(f"cannot read the parquet footer/schema of {', '.join(files)}: "
-                                 f"{describe(exc)}") from exc
+        raise as_job_error(exc, f"cannot read the parquet footer/schema of {', '.join(files)}: "
+                                f"{describe(exc)}") from exc
     return frame
 
 
@@ -53,8 +60,11 @@ def _vet(spark: SparkSession, info: hadoop_fs.FileInfo) -> None:
     if info.size < MIN_PARQUET_SIZE:
         raise InputRejectedError(f"source {info.uri} is not a parquet file "
                                  f"(only {info.size} bytes)")
-    head = hadoop_fs.read_range(spark, info.uri, 0, 4)
-    tail = hadoop_fs.read_range(spark, info.uri, info.size - 4, 4)
+    try:
+        head = hadoop_fs.read_range(spark, info.uri, 0, 4)
+        tail = hadoop_fs.read_range(spark, info.uri, info.size - 4, 4)
+    except Exception as exc:
+        raise as_job_error(exc, f"source {info.uri} cannot be read: {describe(exc)}") from exc
     if head != MAGIC or tail != MAGIC:
         hint = " (it looks like text, e.g. CSV or JSON)" if _looks_like_text(head) else ""
         raise InputRejectedError(f"source {info.uri} is not a parquet file: it does not start "

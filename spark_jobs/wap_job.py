@@ -30,7 +30,7 @@ from spark_jobs import hadoop_fs
 from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
 from spark_jobs.checks import compile_checks
-from spark_jobs.errors import ConfigError, ReportWriteError, WapJobError, describe
+from spark_jobs.errors import ConfigError, ReportWriteError, as_job_error, describe
 from spark_jobs.identifiers import (
     split_table_name,
     validate_branch,
@@ -38,7 +38,7 @@ from spark_jobs.identifiers import (
     validate_ingest_id,
 )
 from spark_jobs.metrics import snapshot_stats
-from spark_jobs.report import Report, utc_now, write_report
+from spark_jobs.report import REJECTED, Report, utc_now, write_report
 from spark_jobs.schema_policy import plan_schema
 from spark_jobs.sources import expand_sources, read_sources
 from spark_jobs.table_config import TableConfig, default_config, parse_table_config
@@ -60,6 +60,7 @@ OBSERVE_MAX_BYTES_CONF = "spark.wap.audit.observe-max-bytes"
 # Where observing during the write and a separate scan cost the same on clean data
 # (TPC-H lineitem, local Spark; docs/benchmarks.md, "Analysis").
 DEFAULT_OBSERVE_MAX_BYTES = 64 * 1024 * 1024
+MAX_CONFIG_BYTES = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,11 @@ def parse_args(argv: list[str] | None = None) -> JobArgs:
 
 
 def load_table_config(spark, uri: str | None, table: str) -> TableConfig:
-    """The table's config from `uri`; the defaults when there is no file."""
+    """The table's config from `uri`; the defaults when there is no file.
+
+    ConfigError when the file is too big, not UTF-8 or not a valid config; an
+    InfrastructureError when the filesystem fails to answer.
+    """
     if not uri:
         return default_config()
     if uri.endswith("/"):
@@ -108,9 +113,16 @@ def load_table_config(spark, uri: str | None, table: str) -> TableConfig:
         if not hadoop_fs.exists(spark, uri):
             log.info("no table config at %s; using the defaults", uri)
             return default_config()
-        text = hadoop_fs.read_bytes(spark, uri).decode("utf-8")
+        data = hadoop_fs.read_bytes(spark, uri, max_bytes=MAX_CONFIG_BYTES)
+    except hadoop_fs.TooLargeError as exc:
+        raise ConfigError(f"table config {uri}: {exc}") from exc
     except Exception as exc:
-        raise ConfigError(f"cannot read the table config {uri}: {describe(exc)}") from exc
+        raise as_job_error(exc, f"cannot read the table config {uri}: {describe(exc)}",
+                           ConfigError) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"table config {uri} is not UTF-8 text: {exc}") from exc
     return parse_table_config(text, source=uri)
 
 
@@ -123,12 +135,12 @@ def run_ingest(spark, args: JobArgs) -> dict:
                     source_uris=list(args.sources), branch=args.branch)
     try:
         _run(spark, args, report)
-    except WapJobError as exc:
-        log.warning("ingest %s rejected: %s", args.ingest_id, exc)
-        report.reject(exc)
     except Exception as exc:
-        log.exception("ingest %s failed", args.ingest_id)
-        report.reject(exc)
+        report.fail(exc)
+        if report.outcome == REJECTED:
+            log.warning("ingest %s rejected: %s", args.ingest_id, exc)
+        else:
+            log.exception("ingest %s stopped by an error", args.ingest_id)
     result = report.to_dict()
     write_report(spark, args.report_uri, result)
     return result

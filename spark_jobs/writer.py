@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import types as T
 
-from spark_jobs.errors import ConfigError, InputRejectedError, SchemaPolicyError, describe
+from spark_jobs.errors import (
+    ConfigError,
+    InputRejectedError,
+    SchemaPolicyError,
+    as_job_error,
+    classify,
+    describe,
+    not_null_column,
+)
 from spark_jobs.identifiers import quote, quote_parts
 from spark_jobs.jvm import java_map
 from spark_jobs.metrics import load_iceberg_table
@@ -113,9 +121,18 @@ def check_partitioning(partition_by: tuple[PartitionField, ...], schema: T.Struc
 
 def prepare_table(spark: SparkSession, ref: TableRef, plan: SchemaPlan,
                   partition_by: tuple[PartitionField, ...]) -> None:
-    """Create the namespace and table on the branch when missing, then evolve the schema."""
+    """Create the namespace and table on the branch when missing, then evolve the schema.
+
+    ConfigError / SchemaPolicyError when Iceberg refuses what the config or the file
+    asks for; InfrastructureError when the catalog or storage fails.
+    """
     if plan.create:
-        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote_parts(ref.catalog, ref.namespace)}")
+        namespace = quote_parts(ref.catalog, ref.namespace)
+        try:
+            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+        except Exception as exc:
+            raise as_job_error(exc, f"cannot create namespace {ref.namespace}: "
+                                    f"{describe(exc)}", ConfigError) from exc
         columns = ", ".join(
             f"{quote(f.name)} {_sql_type(spark, f.dataType)}" + ("" if f.nullable else " NOT NULL")
             for f in plan.target.fields)
@@ -127,19 +144,28 @@ def prepare_table(spark: SparkSession, ref: TableRef, plan: SchemaPlan,
             spark.sql(f"CREATE TABLE {ref.sql} ({columns}) USING iceberg{partitioning} "
                       "TBLPROPERTIES ('format-version' = '2')")
         except Exception as exc:
-            raise ConfigError(f"cannot create table {ref.namespace}.{ref.table}: "
-                              f"{describe(exc)}") from exc
+            raise as_job_error(exc, f"cannot create table {ref.namespace}.{ref.table}: "
+                                    f"{describe(exc)}", ConfigError) from exc
         return
     for change in plan.changes:
         column = quote(change["column"])
+        statement = None
         if change["change"] == "add_column":
             type_ = _sql_type(spark, plan.target[change["column"]].dataType)
-            spark.sql(f"ALTER TABLE {ref.sql} ADD COLUMNS ({column} {type_})")
+            statement = f"ALTER TABLE {ref.sql} ADD COLUMNS ({column} {type_})"
         elif change["change"] == "widen_type":
             type_ = _sql_type(spark, plan.target[change["column"]].dataType)
-            spark.sql(f"ALTER TABLE {ref.sql} ALTER COLUMN {column} TYPE {type_}")
+            statement = f"ALTER TABLE {ref.sql} ALTER COLUMN {column} TYPE {type_}"
         elif change["change"] == "make_optional":
-            spark.sql(f"ALTER TABLE {ref.sql} ALTER COLUMN {column} DROP NOT NULL")
+            statement = f"ALTER TABLE {ref.sql} ALTER COLUMN {column} DROP NOT NULL"
+        if statement is None:
+            continue
+        try:
+            spark.sql(statement)
+        except Exception as exc:
+            raise as_job_error(exc, f"cannot {change['change'].replace('_', ' ')} "
+                                    f"{change['column']!r}: {describe(exc)}",
+                               SchemaPolicyError) from exc
 
 
 def find_ingest_snapshot(table, ingest_id: str) -> AppendResult | None:
@@ -173,7 +199,11 @@ def append(spark: SparkSession, ref: TableRef, frame: DataFrame, plan: SchemaPla
                  ",".join(sources)[:MAX_SOURCE_PROPERTY])
          .append())
     except Exception as exc:
-        raise InputRejectedError(f"the rows could not be written: {_write_reason(exc)}") from exc
+        verdict = classify(exc)
+        if verdict.is_input:
+            raise InputRejectedError(f"the rows could not be written: "
+                                     f"{_write_reason(exc, not_null_column(verdict))}") from exc
+        raise as_job_error(exc, f"the rows could not be written: {describe(exc)}") from exc
     found = find_ingest_snapshot(load_iceberg_table(spark, ref.sql), ingest_id)
     if found is None:
         raise RuntimeError(f"append committed but no snapshot carries {INGEST_ID_PROPERTY}="
@@ -218,11 +248,10 @@ def _result(snapshot, table, reused: bool) -> AppendResult:
                         reused=reused)
 
 
-def _write_reason(exc: BaseException) -> str:
+def _write_reason(exc: BaseException, null_column: str | None) -> str:
     text = describe(exc)
-    if "Null value appeared in non-nullable field" in text:
-        column = text.split("field:", 1)[-1].strip().split(" ")[0]
-        return f"required column {column!r} has null values ({text})"
+    if null_column is not None:
+        return f"required column {null_column!r} has null values ({text})"
     return text
 
 

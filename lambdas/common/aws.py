@@ -2,21 +2,92 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
+
+from lambdas.common.exceptions import AwsUnavailableError
+
+T = TypeVar("T")
+# Error codes AWS APIs use for throttling and failures on their side (retry-safe).
+_TRANSIENT_CODES = frozenset({
+    "Throttling", "ThrottlingException", "ThrottledException", "TooManyRequestsException",
+    "RequestLimitExceeded", "RequestThrottled", "RequestThrottledException", "SlowDown",
+    "ProvisionedThroughputExceededException", "ServiceUnavailable",
+    "ServiceUnavailableException", "InternalServerError", "InternalServerException",
+    "InternalFailure", "InternalError", "RequestTimeout", "RequestTimeoutException",
+})
+
+
+_creating = threading.Lock()
+
+
+def client(service: str) -> Any:
+    """A process-wide boto3 client (reused across warm invocations)."""
+    # boto3's default session is not safe to create clients from in parallel (its loader
+    # caches are plain dicts); Lambda runs one invocation at a time, the local stack not.
+    with _creating:
+        return _client(service)
+
+
+def resource(service: str) -> Any:
+    """A process-wide boto3 resource (e.g. the ledger's DynamoDB table)."""
+    with _creating:
+        return _resource(service)
 
 
 @cache
-def client(service: str) -> Any:
-    """A process-wide boto3 client (reused across warm invocations)."""
+def _client(service: str) -> Any:
     import boto3
 
     return boto3.client(service)
 
 
+@cache
+def _resource(service: str) -> Any:
+    import boto3
+
+    return boto3.resource(service)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether an AWS call failed in a way that the same call may not (throttling, 5xx,
+    a dropped connection); botocore's own typed errors decide, not the message."""
+    from botocore.exceptions import (
+        ClientError,
+        ConnectionClosedError,
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        ReadTimeoutError,
+    )
+
+    if isinstance(exc, EndpointConnectionError | ConnectionClosedError | ConnectTimeoutError
+                  | ReadTimeoutError):
+        return True
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+        return error.get("Code") in _TRANSIENT_CODES or int(status) >= 500
+    return False
+
+
+def call(action: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)`, with transient AWS failures raised as `AwsUnavailableError`
+    (which the state machine retries); anything else propagates unchanged."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        if is_transient(exc):
+            raise AwsUnavailableError(f"AWS unavailable while trying to {action}: {exc}") from exc
+        raise
+
+
 def reset() -> None:
     """Forget cached clients (the local harness does this when it restarts moto)."""
-    client.cache_clear()
+    with _creating:
+        _client.cache_clear()
+        _resource.cache_clear()
 
 
 def read_json_s3(uri: str) -> Any | None:
@@ -28,7 +99,7 @@ def read_json_s3(uri: str) -> Any | None:
     bucket, key = split_s3_uri(uri)
     s3 = client("s3")
     try:
-        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        body = call(f"read {uri}", lambda: s3.get_object(Bucket=bucket, Key=key)["Body"].read())
     except s3.exceptions.NoSuchKey:
         return None
     return json.loads(body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from lambdas.common import constants as c
 from lambdas.common.exceptions import ConfigError
@@ -18,6 +19,7 @@ _REQUIRED = (
     c.ENV_REPORTS_PREFIX,
     c.ENV_LOGS_PREFIX,
     c.ENV_STATE_MACHINE_ARN,
+    c.ENV_ARTIFACTS_BUCKET,
 )
 
 
@@ -33,20 +35,32 @@ class Settings:
     reports_prefix: str
     logs_prefix: str
     state_machine_arn: str
+    artifacts_bucket: str
     nessie_ui_url: str | None = None
     job_py_files: str | None = None
     job_spark_parameters: str | None = None
-    artifacts_bucket: str | None = None
     tables_config_prefix: str | None = None
     slack_secret_arn: str | None = None
     slack_channel: str | None = None
     max_publish_attempts: int = 3
     branch_retention_days: int = 14
     job_timeout_minutes: int = 60
+    # A run EMR has not started this long after StartJobRun is given up (queued capacity).
+    job_queue_timeout_minutes: int = 60
+    # Job runs that end in an infrastructure error are retried on the same branch.
+    max_job_tries: int = 3
+    job_retry_base_seconds: int = 60
 
-    def report_uri(self, table: str, ingest_id: str, attempt: int) -> str:
-        """Where attempt `attempt` of an ingest writes its audit report."""
-        return f"{_dir(self.reports_prefix)}{table}/{ingest_id}/attempt-{attempt}/report.json"
+    @property
+    def lock_lease(self) -> timedelta:
+        """How long a table lock holds without renewal: one job run waiting and running,
+        plus publish, finish and the alert. Renewed whenever a job run starts."""
+        return timedelta(minutes=self.job_queue_timeout_minutes + self.job_timeout_minutes + 30)
+
+    def report_uri(self, table: str, ingest_id: str, attempt: int, job_try: int = 1) -> str:
+        """Where one job run (attempt = branch, try = retry on it) writes its audit report."""
+        run = f"attempt-{attempt}" + (f"-try-{job_try}" if job_try > 1 else "")
+        return f"{_dir(self.reports_prefix)}{table}/{ingest_id}/{run}/report.json"
 
     def log_uri(self, ingest_id: str) -> str:
         """The EMR Serverless log root of an ingest (the service adds application/job ids)."""
@@ -59,11 +73,18 @@ class Settings:
         return f"{_dir(self.tables_config_prefix)}{table}.yaml"
 
 
+def job_retry_delay(settings: Settings, failed_try: int) -> int:
+    """Seconds to wait before the try after `failed_try` (exponential backoff)."""
+    return settings.job_retry_base_seconds * 2 ** (failed_try - 1)
+
+
 def _dir(prefix: str) -> str:
     return prefix if prefix.endswith("/") else prefix + "/"
 
 
-def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+def _positive_int(
+    env: Mapping[str, str], name: str, default: int, *, minimum: int = 1
+) -> int:
     raw = env.get(name)
     if raw in (None, ""):
         return default
@@ -71,8 +92,8 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
-    if value < 1:
-        raise ConfigError(f"{name} must be >= 1, got {value}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
     return value
 
 
@@ -100,11 +121,14 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         nessie_ui_url=env.get(c.ENV_NESSIE_UI_URL) or None,
         job_py_files=env.get(c.ENV_JOB_PY_FILES) or None,
         job_spark_parameters=env.get(c.ENV_JOB_SPARK_PARAMETERS) or None,
-        artifacts_bucket=env.get(c.ENV_ARTIFACTS_BUCKET) or None,
+        artifacts_bucket=env[c.ENV_ARTIFACTS_BUCKET],
         tables_config_prefix=env.get(c.ENV_TABLES_CONFIG_PREFIX) or None,
         slack_secret_arn=env.get(c.ENV_SLACK_SECRET_ARN) or None,
         slack_channel=env.get(c.ENV_SLACK_CHANNEL) or None,
         max_publish_attempts=_positive_int(env, c.ENV_MAX_PUBLISH_ATTEMPTS, 3),
         branch_retention_days=_positive_int(env, c.ENV_BRANCH_RETENTION_DAYS, 14),
         job_timeout_minutes=_positive_int(env, c.ENV_JOB_TIMEOUT_MINUTES, 60),
+        job_queue_timeout_minutes=_positive_int(env, c.ENV_JOB_QUEUE_TIMEOUT_MINUTES, 60),
+        max_job_tries=_positive_int(env, c.ENV_MAX_JOB_TRIES, 3),
+        job_retry_base_seconds=_positive_int(env, c.ENV_JOB_RETRY_BASE_SECONDS, 60, minimum=0),
     )

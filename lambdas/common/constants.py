@@ -23,6 +23,9 @@ FAILED_STATUSES = frozenset({AUDIT_FAILED, REJECTED, JOB_FAILED, PUBLISH_FAILED}
 # Results the state machine branches on (job_status / publish outputs).
 JOB_RUNNING = "RUNNING"
 JOB_PASSED = "PASSED"
+# The job ended in an infrastructure error (report outcome `error`, or the run failed):
+# the state machine waits `retry_in_seconds` and retries it on the same branch.
+JOB_ERROR = "JOB_ERROR"
 PUBLISH_REBASED = "REBASED"
 
 # EMR Serverless job run states.
@@ -37,6 +40,7 @@ EMR_CANCELLED = "CANCELLED"
 REPORT_PASSED = "passed"
 REPORT_FAILED = "failed"
 REPORT_REJECTED = "rejected"
+REPORT_ERROR = "error"  # infrastructure, not the input: retried, then JOB_FAILED
 
 MAIN_BRANCH = "main"
 
@@ -59,3 +63,6 @@ ENV_SLACK_CHANNEL = "WAP_SLACK_CHANNEL"
 ENV_MAX_PUBLISH_ATTEMPTS = "WAP_MAX_PUBLISH_ATTEMPTS"
 ENV_BRANCH_RETENTION_DAYS = "WAP_BRANCH_RETENTION_DAYS"
 ENV_JOB_TIMEOUT_MINUTES = "WAP_JOB_TIMEOUT_MINUTES"
+ENV_JOB_QUEUE_TIMEOUT_MINUTES = "WAP_JOB_QUEUE_TIMEOUT_MINUTES"
+ENV_MAX_JOB_TRIES = "WAP_MAX_JOB_TRIES"
+ENV_JOB_RETRY_BASE_SECONDS = "WAP_JOB_RETRY_BASE_SECONDS"

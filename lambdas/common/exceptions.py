@@ -23,6 +23,11 @@ class NessieUnavailableError(RetryableError):
     """The Nessie server could not be reached or answered 5xx."""
 
 
+class AwsUnavailableError(RetryableError):
+    """An AWS API throttled the call or failed on its side (5xx, connection); idempotent
+    calls are retried."""
+
+
 class LedgerContentionError(RetryableError):
     """A ledger item kept changing under a conditional write."""
 

@@ -23,9 +23,21 @@ from lambdas.common.naming import TableRef, branch_name, iso, utcnow
 from lambdas.common.nessie import NessieGateway
 
 
-def client_token(ingest_id: str, attempt: int) -> str:
-    """The EMR `clientToken` of an attempt: the ingest id itself for the first one."""
-    return ingest_id if attempt == 1 else f"{ingest_id}-r{attempt}"
+def client_token(ingest_id: str, attempt: int, job_try: int = 1) -> str:
+    """The EMR `clientToken` of a run: the ingest id itself for the first one.
+
+    `attempt` counts rebases (a fresh branch), `job_try` retries on the same branch.
+    """
+    token = ingest_id if attempt == 1 else f"{ingest_id}-r{attempt}"
+    return token if job_try == 1 else f"{token}-t{job_try}"
+
+
+def reader_uri(record: dict[str, Any]) -> str:
+    """What the job reads for an ingest: its staged copy of the exact object version."""
+    staged = record.get("staged_uri")
+    if not staged or not record.get("staged_at"):
+        raise ValueError(f"ingest {record.get('ingest_id')} has no staged copy of its source")
+    return staged
 
 
 def job_arguments(
@@ -59,6 +71,7 @@ def start_job_run(
     table: str,
     branch: str,
     report_uri: str,
+    job_try: int = 1,
 ) -> str:
     """Start (or find, by clientToken) the Spark job run of one attempt; return its id."""
     submit: dict[str, Any] = {
@@ -79,9 +92,9 @@ def start_job_run(
         submit["sparkSubmitParameters"] = spark_parameters.strip()
     response = aws.client("emr-serverless").start_job_run(
         applicationId=settings.emr_application_id,
-        clientToken=client_token(ingest_id, attempt),
+        clientToken=client_token(ingest_id, attempt, job_try),
         executionRoleArn=settings.emr_execution_role_arn,
-        name=f"wap-{table}-{ingest_id}-{attempt}",
+        name=f"wap-{table}-{ingest_id}-{attempt}" + (f"-t{job_try}" if job_try > 1 else ""),
         jobDriver={"sparkSubmit": submit},
         configurationOverrides={
             "monitoringConfiguration": {
@@ -121,10 +134,11 @@ def execution_arn(state_machine_arn: str, name: str) -> str:
 
 
 def run_descriptor(*, attempt: int, branch: str, job_run_id: str, report_uri: str,
-                   log_uri: str, started_at: str) -> dict[str, Any]:
+                   log_uri: str, started_at: str, job_try: int = 1) -> dict[str, Any]:
     """The `run` the state machine carries: which job attempt to wait for and where it reports."""
     return {
         "attempt": attempt,
+        "job_try": job_try,
         "branch": branch,
         "job_run_id": job_run_id,
         "report_uri": report_uri,
@@ -148,11 +162,12 @@ def start_ingest(
     nessie.ensure_branch_from_main(branch)
     attempt = 1
     report_uri = settings.report_uri(table, ingest_id, attempt)
+    ledger.renew_lease(table, ingest_id)
     job_run_id = start_job_run(
         settings,
         ingest_id=ingest_id,
         attempt=attempt,
-        source_uri=record["source_uri"],
+        source_uri=reader_uri(record),
         table=table,
         branch=branch,
         report_uri=report_uri,
@@ -163,6 +178,7 @@ def start_ingest(
         "ingest_id": ingest_id,
         "table": table,
         "source_uri": record["source_uri"],
+        "staged_uri": record["staged_uri"],
         "run": run_descriptor(attempt=attempt, branch=branch, job_run_id=job_run_id,
                               report_uri=report_uri, log_uri=log_uri, started_at=started_at),
     }

@@ -1,25 +1,77 @@
 """The ingest ledger in DynamoDB: one item per ingest, one lock/queue item per table.
 
 Every conditional write lives in this module. Ingest items are keyed
-`ingest#<id>`; table items `table#<ns.table>` hold the active ingest and the
-queue in arrival order, changed with optimistic concurrency on `version`.
+`ingest#<id>`; table items `table#<ns.table>` hold the active ingest (a lease:
+holder + expiry) and the queue in arrival order, changed with optimistic
+concurrency on `version`. Listings read global secondary indexes, never a scan;
+finished records expire through DynamoDB's TTL.
+
+The table's shape (`TABLE_SCHEMA`) is defined here once, for CDK and the local stack.
 """
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from lambdas.common.constants import PENDING_STATUSES, TERMINAL_STATUSES
 from lambdas.common.exceptions import LedgerContentionError
-from lambdas.common.naming import iso, utcnow
+from lambdas.common.naming import iso, parse_iso, utcnow
 
 KIND_INGEST = "ingest"
 KIND_TABLE = "table"
 LOCK_ACTIVE = "ACTIVE"
 LOCK_QUEUED = "QUEUED"
-_LOCK_RETRIES = 25
+# The ingest is no longer pending (a late duplicate event): it must not take the lock.
+LOCK_NOT_PENDING = "NOT_PENDING"
+
+PARTITION_KEY = "pk"
+TTL_ATTRIBUTE = "expires_at"
+INDEX_BY_KIND = "by_kind"  # kind, created_at: every ingest (or lock), newest first
+INDEX_BY_TABLE = "by_table"  # table, created_at: one table's ingests
+INDEX_BY_STATUS = "by_status"  # status, created_at: e.g. the open failed branches
+# Sparse: only final records with something left to clean (a branch, a staged copy).
+INDEX_SWEEP = "by_sweep"  # sweep ("pending"), sweep_after
+SWEEP_PENDING = "pending"
+_INDEXES = {
+    INDEX_BY_KIND: ("kind", "created_at"),
+    INDEX_BY_TABLE: ("table", "created_at"),
+    INDEX_BY_STATUS: ("status", "created_at"),
+    INDEX_SWEEP: ("sweep", "sweep_after"),
+}
+# Finished records outlive S3's event retries (hours), the branch retention (14 days)
+# and the sweeps after it, so a late duplicate event still finds its record.
+DEFAULT_RECORD_TTL = timedelta(days=90)
+# A lock holder that neither finished nor renewed its lease this long is presumed dead.
+DEFAULT_LEASE = timedelta(hours=4)
+_LOCK_ATTEMPTS = 12
+_BACKOFF_BASE_S = 0.02
+_BACKOFF_CAP_S = 1.0
+
+
+def table_schema() -> dict[str, Any]:
+    """`create_table` arguments of the ledger (keys and indexes), shared by CDK and local."""
+    attributes = sorted({PARTITION_KEY, *(name for pair in _INDEXES.values() for name in pair)})
+    return {
+        "KeySchema": [{"AttributeName": PARTITION_KEY, "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in attributes],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": name,
+                "KeySchema": [
+                    {"AttributeName": hash_key, "KeyType": "HASH"},
+                    {"AttributeName": range_key, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for name, (hash_key, range_key) in _INDEXES.items()
+        ],
+    }
 
 
 @dataclass
@@ -31,7 +83,14 @@ class TableLock:
     active_since: str | None = None
     queue: list[str] = field(default_factory=list)
     handed_over_from: str | None = None
+    lease_expires_at: str | None = None
+    created_at: str | None = None
     version: int = 0
+
+    def lease_expired(self, now: datetime) -> bool:
+        """True when an active holder's lease ran out (it neither finished nor renewed)."""
+        return bool(self.active and self.lease_expires_at
+                    and parse_iso(self.lease_expires_at) <= now)
 
 
 def _plain(value: Any) -> Any:
@@ -53,12 +112,25 @@ def _is_conditional_failure(exc: Exception) -> bool:
 class Ledger:
     """Ingest records and table locks, with the conditional writes that keep them consistent."""
 
-    def __init__(self, table_name: str, dynamodb_resource: Any = None) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        dynamodb_resource: Any = None,
+        *,
+        record_ttl: timedelta = DEFAULT_RECORD_TTL,
+        lease: timedelta = DEFAULT_LEASE,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         if dynamodb_resource is None:
-            import boto3
+            from lambdas.common import aws
 
-            dynamodb_resource = boto3.resource("dynamodb")
+            dynamodb_resource = aws.resource("dynamodb")
         self._table = dynamodb_resource.Table(table_name)
+        self._client = dynamodb_resource.meta.client
+        self._table_name = table_name
+        self._record_ttl = record_ttl
+        self._lease = lease
+        self._sleep = sleep
 
     # ---- ingest records -------------------------------------------------------------------
 
@@ -94,8 +166,17 @@ class Ledger:
         *,
         only_if_status: Iterable[str] | None = None,
     ) -> bool:
-        """Set `fields` on an existing record; False when its status is not in `only_if_status`."""
-        fields = {**fields, "updated_at": iso(utcnow())}
+        """Set `fields` on an existing record; False when its status is not in `only_if_status`.
+
+        A final status also sets the record's expiry (TTL) and marks it for the sweeper
+        (branch and staged copy clean-up), unless `fields` say otherwise.
+        """
+        now = utcnow()
+        fields = {**fields, "updated_at": iso(now)}
+        if fields.get("status") in TERMINAL_STATUSES:
+            fields.setdefault(TTL_ATTRIBUTE, int((now + self._record_ttl).timestamp()))
+            fields.setdefault("sweep", SWEEP_PENDING)
+            fields.setdefault("sweep_after", iso(now))
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
         sets: list[str] = []
@@ -146,15 +227,31 @@ class Ledger:
     def list_ingests(
         self, *, table: str | None = None, statuses: Iterable[str] | None = None
     ) -> list[dict[str, Any]]:
-        """All ingest records (optionally of one table / statuses), oldest first."""
+        """Ingest records (optionally of one table / statuses), oldest first.
+
+        Read from an index (eventually consistent): re-read an item with `get_ingest`
+        before acting on it.
+        """
         wanted = set(statuses) if statuses is not None else None
-        items = [
-            i
-            for i in self._scan(KIND_INGEST)
-            if (table is None or i.get("table") == table)
-            and (wanted is None or i.get("status") in wanted)
-        ]
+        if wanted is not None:
+            items = [i for status in sorted(wanted)
+                     for i in self._query(INDEX_BY_STATUS, "status", status)]
+            if table is not None:
+                items = [i for i in items if i.get("table") == table]
+        elif table is not None:
+            items = self._query(INDEX_BY_TABLE, "table", table)
+        else:
+            items = self._query(INDEX_BY_KIND, "kind", KIND_INGEST)
+        items = [i for i in items if i.get("kind") == KIND_INGEST]
         return sorted(items, key=lambda i: (i.get("created_at", ""), i["ingest_id"]))
+
+    def due_for_sweep(self, now: datetime) -> list[dict[str, Any]]:
+        """Final records with a branch or staged copy left to clean, due by `now`."""
+        return self._query(INDEX_SWEEP, "sweep", SWEEP_PENDING, until=iso(now))
+
+    def swept(self, ingest_id: str) -> None:
+        """Nothing is left to clean for this record: drop it from the sweep index."""
+        self.update_ingest(ingest_id, {"sweep": None, "sweep_after": None})
 
     # ---- table locks ----------------------------------------------------------------------
 
@@ -163,34 +260,71 @@ class Ledger:
         return _lock_from_item(table, item)
 
     def list_locks(self) -> list[TableLock]:
-        return [_lock_from_item(i["table"], i) for i in self._scan(KIND_TABLE)]
+        """Every table's lock item (from an index: re-read with `get_lock` before acting)."""
+        return [_lock_from_item(i["table"], i) for i in self._query(INDEX_BY_KIND, "kind",
+                                                                    KIND_TABLE)]
 
     def acquire_or_enqueue(self, table: str, ingest_id: str) -> str:
         """Make `ingest_id` the table's active ingest, or queue it behind the active one.
 
         Returns `LOCK_ACTIVE` or `LOCK_QUEUED`; calling it again for the same id
-        returns the same answer without changing anything.
+        returns the same answer without changing anything. Returns `LOCK_NOT_PENDING`
+        (and changes nothing) when the ingest is no longer RECEIVED/QUEUED: the
+        ingest's status is checked in the same transaction as the lock write, so a
+        late duplicate event cannot hand the table to a finished ingest.
         """
-        outcome: list[str] = []
+        for attempt in range(_LOCK_ATTEMPTS):
+            lock = self.get_lock(table)
+            if lock.active == ingest_id:
+                return LOCK_ACTIVE
+            if ingest_id in lock.queue:
+                return LOCK_QUEUED
+            try:
+                if lock.active is None and not lock.queue:
+                    expected, now = lock.version, utcnow()
+                    lock.active, lock.active_since = ingest_id, iso(now)
+                    lock.lease_expires_at = iso(now + self._lease)
+                    lock.version = expected + 1
+                    self._write_if_pending(ingest_id, {"Put": {
+                        "Item": self._lock_item(lock),
+                        "ConditionExpression": "attribute_not_exists(pk) OR version = :v",
+                        "ExpressionAttributeValues": {":v": expected},
+                    }})
+                    return LOCK_ACTIVE
+                # Appending needs no version check: DynamoDB applies concurrent updates of
+                # one item one after another, so a burst of enqueuers does not collide.
+                self._write_if_pending(ingest_id, {"Update": {
+                    "Key": {"pk": f"table#{table}"},
+                    "UpdateExpression": "SET #q = list_append(if_not_exists(#q, :empty), :ids), "
+                                        "version = version + :one, updated_at = :now",
+                    "ConditionExpression": "attribute_exists(active) AND active <> :id "
+                                           "AND NOT contains(#q, :id)",
+                    "ExpressionAttributeNames": {"#q": "queue"},
+                    "ExpressionAttributeValues": {":empty": [], ":ids": [ingest_id],
+                                                  ":one": 1, ":id": ingest_id,
+                                                  ":now": iso(utcnow())},
+                }})
+                return LOCK_QUEUED
+            except _IngestNotPending:
+                return LOCK_NOT_PENDING
+            except Exception as exc:
+                if not _is_conditional_failure(exc):
+                    raise
+            self._backoff(attempt)
+        raise LedgerContentionError(f"lock item of {table} kept changing; retry later")
+
+    def renew_lease(self, table: str, ingest_id: str) -> bool:
+        """Extend the lease of the table's active ingest; False when it no longer holds it."""
+        held = [False]
 
         def change(lock: TableLock) -> bool:
-            outcome.clear()
-            if lock.active == ingest_id:
-                outcome.append(LOCK_ACTIVE)
-                return False
-            if ingest_id in lock.queue:
-                outcome.append(LOCK_QUEUED)
-                return False
-            if lock.active is None and not lock.queue:
-                lock.active, lock.active_since = ingest_id, iso(utcnow())
-                outcome.append(LOCK_ACTIVE)
-            else:
-                lock.queue.append(ingest_id)
-                outcome.append(LOCK_QUEUED)
-            return True
+            held[0] = lock.active == ingest_id
+            if held[0]:
+                lock.lease_expires_at = iso(utcnow() + self._lease)
+            return held[0]
 
         self._mutate_lock(table, change)
-        return outcome[0]
+        return held[0]
 
     def release(self, table: str, ingest_id: str) -> str | None:
         """Free the table held by `ingest_id` and hand it to the first queued ingest.
@@ -205,8 +339,10 @@ class Ledger:
             successor[0] = None
             if lock.active == ingest_id:
                 nxt = lock.queue.pop(0) if lock.queue else None
+                now = utcnow()
                 lock.active = nxt
-                lock.active_since = iso(utcnow()) if nxt else None
+                lock.active_since = iso(now) if nxt else None
+                lock.lease_expires_at = iso(now + self._lease) if nxt else None
                 lock.handed_over_from = ingest_id
                 successor[0] = nxt
                 return True
@@ -220,51 +356,105 @@ class Ledger:
         self._mutate_lock(table, change)
         return successor[0]
 
-    def _mutate_lock(self, table: str, change: Callable[[TableLock], bool]) -> TableLock:
-        """Read-modify-write the lock item; retry when another writer got there first."""
-        for _ in range(_LOCK_RETRIES):
+    def _mutate_lock(self, table: str, change: Callable[[TableLock], bool]) -> None:
+        """Read-modify-write the lock item; retry with jittered backoff when another writer
+        got there first."""
+        for attempt in range(_LOCK_ATTEMPTS):
             lock = self.get_lock(table)
             expected = lock.version
             if not change(lock):
-                return lock
+                return
             lock.version = expected + 1
-            item = {
-                "pk": f"table#{table}",
-                "kind": KIND_TABLE,
-                "table": table,
-                "active": lock.active,
-                "active_since": lock.active_since,
-                "queue": lock.queue,
-                "handed_over_from": lock.handed_over_from,
-                "version": lock.version,
-                "updated_at": iso(utcnow()),
-            }
             try:
                 self._table.put_item(
-                    Item=_clean(item),
+                    Item=self._lock_item(lock),
                     ConditionExpression="attribute_not_exists(pk) OR version = :v",
                     ExpressionAttributeValues={":v": expected},
                 )
+                return
             except Exception as exc:
-                if _is_conditional_failure(exc):
-                    continue
-                raise
-            return lock
+                if not _is_conditional_failure(exc):
+                    raise
+            self._backoff(attempt)
         raise LedgerContentionError(f"lock item of {table} kept changing; retry later")
 
-    def _scan(self, kind: str) -> list[dict[str, Any]]:
+    def _backoff(self, attempt: int) -> None:
+        # Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"): writers
+        # that collided spread out instead of colliding again in lockstep.
+        self._sleep(random.uniform(0, min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt)))
+
+    @staticmethod
+    def _lock_item(lock: TableLock) -> dict[str, Any]:
+        return _clean({
+            "pk": f"table#{lock.table}",
+            "kind": KIND_TABLE,
+            "table": lock.table,
+            "active": lock.active,
+            "active_since": lock.active_since,
+            "lease_expires_at": lock.lease_expires_at,
+            "queue": lock.queue,
+            "handed_over_from": lock.handed_over_from,
+            "version": lock.version,
+            "created_at": lock.created_at or iso(utcnow()),
+            "updated_at": iso(utcnow()),
+        })
+
+    def _write_if_pending(self, ingest_id: str, write: dict[str, Any]) -> None:
+        """One transaction: `write` (a Put or Update of a lock item) happens only while the
+        ingest is RECEIVED or QUEUED. Raises `_IngestNotPending`, or a conditional failure
+        (the lock changed: retry)."""
+        # The resource's client serialises Python values itself (boto3's transformation
+        # injector), so items and values are given as plain Python here.
+        statuses = sorted(PENDING_STATUSES)
+        (kind, spec), = write.items()
+        try:
+            self._client.transact_write_items(TransactItems=[
+                {"ConditionCheck": {
+                    "TableName": self._table_name,
+                    "Key": {"pk": f"ingest#{ingest_id}"},
+                    "ConditionExpression": "#s IN (" + ", ".join(
+                        f":s{i}" for i in range(len(statuses))) + ")",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": {f":s{i}": s for i, s in enumerate(statuses)},
+                }},
+                {kind: {"TableName": self._table_name, **spec}},
+            ])
+        except Exception as exc:
+            reasons = (getattr(exc, "response", None) or {}).get("CancellationReasons") or []
+            codes = [r.get("Code") for r in reasons]
+            if codes and codes[0] == "ConditionalCheckFailed":
+                raise _IngestNotPending() from exc
+            if "ConditionalCheckFailed" in codes:  # the lock moved: retry
+                raise _LockMoved() from exc
+            raise
+
+    def _query(
+        self, index: str, key: str, value: str, *, until: str | None = None
+    ) -> list[dict[str, Any]]:
+        from boto3.dynamodb.conditions import Key
+
+        range_key = _INDEXES[index][1]
+        condition = Key(key).eq(value)
+        if until is not None:
+            condition = condition & Key(range_key).lte(until)
         items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {
-            "FilterExpression": "kind = :k",
-            "ExpressionAttributeValues": {":k": kind},
-            "ConsistentRead": True,
-        }
+        kwargs: dict[str, Any] = {"IndexName": index, "KeyConditionExpression": condition}
         while True:
-            page = self._table.scan(**kwargs)
+            page = self._table.query(**kwargs)
             items.extend(_plain(i) for i in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+class _IngestNotPending(Exception):
+    """The transaction's ingest status check failed."""
+
+
+class _LockMoved(Exception):
+    """The transaction's lock version check failed (another writer came first)."""
+
+    response = {"Error": {"Code": "ConditionalCheckFailedException"}}
 
 
 def _lock_from_item(table: str, item: Mapping[str, Any] | None) -> TableLock:
@@ -277,6 +467,8 @@ def _lock_from_item(table: str, item: Mapping[str, Any] | None) -> TableLock:
         active_since=item.get("active_since"),
         queue=list(item.get("queue") or []),
         handed_over_from=item.get("handed_over_from"),
+        lease_expires_at=item.get("lease_expires_at"),
+        created_at=item.get("created_at"),
         version=int(item.get("version", 0)),
     )
 

@@ -95,6 +95,36 @@ class NessieGateway:
         except Exception as exc:
             raise _translate(exc, f"create branch {branch}") from exc
 
+    def table_snapshot(self, table: str, ref: str, hash_on_ref: str | None = None) -> int | None:
+        """The Iceberg snapshot id Nessie holds for `table` (`ns.table`) on `ref`
+        (at `hash_on_ref` when given); None when the table is not there.
+
+        Raises `NessieUnavailableError` or `NessieError`.
+        """
+        from pynessie.error import NessieNotFoundException
+        from pynessie.model import ContentKey
+
+        _check_ref(ref)
+        key = ContentKey(table.split("."))
+        try:
+            content = self._client.get_content(ref, key, hash_on_ref)
+        except NessieNotFoundException:
+            return None
+        except Exception as exc:
+            raise _translate(exc, f"read {table} on {ref}") from exc
+        snapshot = getattr(content, "snapshot_id", None)
+        return int(snapshot) if snapshot is not None else None
+
+    def main_holds(self, table: str, snapshot_id: int | None) -> bool:
+        """Whether main's `table` is at `snapshot_id`: the audited commit was merged.
+
+        One table lock means nothing else publishes to the table between a merge and
+        the recording of its outcome, so main's current snapshot is the one to compare.
+        """
+        if snapshot_id is None:
+            return False
+        return self.table_snapshot(table, MAIN_BRANCH) == int(snapshot_id)
+
     def merge_into_main(self, branch: str, from_hash: str) -> str:
         """Merge exactly `branch@from_hash` into main; return main's new hash.
 

@@ -22,7 +22,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.append_keys(ingest_id=state.get("ingest_id"))
     result = finish(
         settings,
-        Ledger(settings.ledger_table),
+        Ledger(settings.ledger_table, lease=settings.lock_lease),
         NessieGateway(settings.nessie_uri),
         state,
         event.get("execution_arn"),

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ingest import release_and_start_next
 from lambdas.common.ledger import Ledger
+from lambdas.common.log import logger
 from lambdas.common.naming import iso, utcnow
 from lambdas.common.nessie import NessieGateway
+from lambdas.common.published import delete_branch_quietly, main_holds_ingest
 
 _FINAL = frozenset({c.PUBLISHED, c.AUDIT_FAILED, c.REJECTED, c.JOB_FAILED, c.PUBLISH_FAILED})
 
@@ -49,7 +52,11 @@ def finish(
     state: dict[str, Any],
     execution_arn: str | None,
 ) -> dict[str, Any]:
-    """Record the outcome, hand the table to the next queued ingest; return the alert to send."""
+    """Record the outcome, hand the table to the next queued ingest; return the alert to send.
+
+    A failure is checked before it is recorded: when main already holds the ingest's
+    audited snapshot, the ingest is PUBLISHED (and its branch deleted, best effort).
+    """
     try:
         ingest_id, table = state["ingest_id"], state["table"]
     except (KeyError, TypeError) as exc:
@@ -57,6 +64,16 @@ def finish(
     run = state.get("run") or {}
     outcome = state.get("outcome") or {}
     status, reason = final_status(state)
+    record = ledger.get_ingest(ingest_id) or {}
+    branch_deleted = bool(outcome.get("branch_deleted"))
+    if status in (c.JOB_FAILED, c.PUBLISH_FAILED) and main_holds_ingest(
+            nessie, table, record, outcome):
+        logger.warning("recorded as published: main holds the audited snapshot",
+                       extra={"ingest_id": ingest_id, "would_have_been": status})
+        status, reason = c.PUBLISHED, None
+        branch_deleted = delete_branch_quietly(nessie, run.get("branch"))
+    if status == c.JOB_FAILED:
+        cancel_job_run_quietly(settings, run.get("job_run_id"))
     fields = {
         "status": status,
         "error": reason,
@@ -66,9 +83,10 @@ def finish(
         "log_uri": outcome.get("log_uri") or run.get("log_uri"),
         "branch": run.get("branch"),
         "branch_hash": outcome.get("branch_hash"),
+        "snapshot_id": outcome.get("snapshot_id"),
         "rows_written": outcome.get("rows_written"),
     }
-    if status == c.PUBLISHED:
+    if status == c.PUBLISHED and branch_deleted:  # else the sweeper retries the delete
         fields["branch_deleted_at"] = fields["finished_at"]
     ledger.update_ingest(
         ingest_id,
@@ -91,3 +109,17 @@ def finish(
         "alert": alert,
         "next_ingest_id": next_id,
     }
+
+
+def cancel_job_run_quietly(settings: Settings, job_run_id: str | None) -> None:
+    """An ingest given up must not leave its job writing to the branch (best effort: a
+    run that already ended is refused by EMR, which is fine)."""
+    if not job_run_id:
+        return
+    try:
+        aws.client("emr-serverless").cancel_job_run(
+            applicationId=settings.emr_application_id, jobRunId=job_run_id)
+    except Exception as exc:
+        code = (getattr(exc, "response", None) or {}).get("Error", {}).get("Code")
+        if code != "ValidationException":  # already terminal
+            logger.exception("could not cancel the job run", extra={"job_run_id": job_run_id})

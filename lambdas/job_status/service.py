@@ -7,7 +7,7 @@ from typing import Any
 
 from lambdas.common import aws
 from lambdas.common import constants as c
-from lambdas.common.config import Settings
+from lambdas.common.config import Settings, job_retry_delay
 from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.naming import parse_iso, utcnow
 
@@ -15,6 +15,7 @@ _OUTCOME_STATUS = {
     c.REPORT_PASSED: c.JOB_PASSED,
     c.REPORT_FAILED: c.AUDIT_FAILED,
     c.REPORT_REJECTED: c.REJECTED,
+    c.REPORT_ERROR: c.JOB_ERROR,
 }
 
 
@@ -24,17 +25,23 @@ def check_job(
     """The state of `run` as the state machine needs it.
 
     Returns `{"status": "RUNNING"}` while the job runs; otherwise `status` is
-    PASSED, AUDIT_FAILED, REJECTED or JOB_FAILED with `reason`, `report_uri`,
-    `log_uri`, and for a written report `branch_hash` and `rows_written`.
-    A job running longer than `timeout_seconds` is cancelled and reported JOB_FAILED.
+    PASSED, AUDIT_FAILED, REJECTED, JOB_ERROR (an infrastructure failure to retry
+    after `retry_in_seconds`) or JOB_FAILED, with `reason`, `report_uri`, `log_uri`,
+    and for a written report `branch_hash`, `snapshot_id` and `rows_written`.
+    The timeout counts from EMR's `startedAt` (time spent queued for capacity does
+    not count), with an overall cap from submission of timeout + queue timeout; a run
+    past either is cancelled and reported JOB_FAILED. Transient AWS errors raise
+    `AwsUnavailableError` (polling is idempotent: the state machine retries it).
     """
     try:
         job_run_id, report_uri = run["job_run_id"], run["report_uri"]
-        started_at = parse_iso(run["started_at"])
+        submitted_at = parse_iso(run["started_at"])
+        job_try = int(run.get("job_try") or 1)
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidEventError(f"job_status input lacks a valid run: {exc!r}") from exc
     emr = aws.client("emr-serverless")
-    job = emr.get_job_run(applicationId=settings.emr_application_id, jobRunId=job_run_id)["jobRun"]
+    job = aws.call(f"poll job run {job_run_id}", emr.get_job_run,
+                   applicationId=settings.emr_application_id, jobRunId=job_run_id)["jobRun"]
     state = job["state"]
     base = {
         "job_run_id": job_run_id,
@@ -43,30 +50,52 @@ def check_job(
         "log_uri": run.get("log_uri"),
     }
     if state in c.EMR_ACTIVE_STATES:
-        elapsed = ((now or utcnow()) - started_at).total_seconds()
-        if elapsed <= timeout_seconds:
+        overdue = _overdue(settings, job, submitted_at, timeout_seconds, now or utcnow())
+        if overdue is None:
             return {**base, "status": c.JOB_RUNNING}
-        emr.cancel_job_run(applicationId=settings.emr_application_id, jobRunId=job_run_id)
-        return {
-            **base,
-            "status": c.JOB_FAILED,
-            "reason": f"job run {job_run_id} timed out after {int(elapsed)} s "
-            f"(limit {timeout_seconds} s) and was cancelled",
-        }
+        aws.call(f"cancel job run {job_run_id}", emr.cancel_job_run,
+                 applicationId=settings.emr_application_id, jobRunId=job_run_id)
+        return {**base, "status": c.JOB_FAILED,
+                "reason": f"job run {job_run_id} {overdue} and was cancelled"}
     if state == c.EMR_SUCCESS:
-        return {**base, **outcome_from_report(report_uri, run.get("branch"))}
-    details = job.get("stateDetails") or "no details given"
-    if state == c.EMR_CANCELLED:
-        return {
-            **base,
-            "status": c.JOB_FAILED,
-            "reason": f"job run {job_run_id} was cancelled: {details}",
-        }
-    return {
-        **base,
-        "status": c.JOB_FAILED,
-        "reason": f"job run {job_run_id} ended {state}: {details}",
-    }
+        outcome = outcome_from_report(report_uri, run.get("branch"))
+    elif state == c.EMR_CANCELLED:
+        details = job.get("stateDetails") or "no details given"
+        return {**base, "status": c.JOB_FAILED,
+                "reason": f"job run {job_run_id} was cancelled: {details}"}
+    else:  # FAILED without a report: the job writes one for everything the input decides
+        details = job.get("stateDetails") or "no details given"
+        outcome = {"status": c.JOB_ERROR,
+                   "reason": f"job run {job_run_id} ended {state}: {details}"}
+    if outcome["status"] == c.JOB_ERROR:
+        outcome = _retry_or_fail(settings, outcome, job_try)
+    return {**base, **outcome}
+
+
+def _overdue(
+    settings: Settings, job: dict[str, Any], submitted_at: datetime, timeout_seconds: int,
+    now: datetime,
+) -> str | None:
+    """Why an active run must be given up, or None while it may go on."""
+    started = job.get("startedAt")
+    if isinstance(started, datetime):
+        running = (now - started).total_seconds()
+        if running > timeout_seconds:
+            return f"timed out after running {int(running)} s (limit {timeout_seconds} s)"
+    waited = (now - submitted_at).total_seconds()
+    cap = timeout_seconds + settings.job_queue_timeout_minutes * 60
+    if waited > cap:
+        return (f"had not finished {int(waited)} s after it was submitted (limit {cap} s: "
+                f"{timeout_seconds} s running + {settings.job_queue_timeout_minutes} min queued)")
+    return None
+
+
+def _retry_or_fail(settings: Settings, outcome: dict[str, Any], job_try: int) -> dict[str, Any]:
+    """An infrastructure error is retried on the same branch, a bounded number of times."""
+    if job_try < settings.max_job_tries:
+        return {**outcome, "retry_in_seconds": job_retry_delay(settings, job_try)}
+    return {**outcome, "status": c.JOB_FAILED,
+            "reason": f"{outcome['reason']} (gave up after {job_try} tries)"}
 
 
 def outcome_from_report(report_uri: str, branch: str | None) -> dict[str, Any]:
@@ -74,7 +103,7 @@ def outcome_from_report(report_uri: str, branch: str | None) -> dict[str, Any]:
     report = aws.read_json_s3(report_uri)
     if report is None:
         return {
-            "status": c.JOB_FAILED,
+            "status": c.JOB_ERROR,
             "reason": f"the job succeeded but wrote no audit report at {report_uri}",
         }
     outcome = report.get("outcome") if isinstance(report, dict) else None
@@ -94,13 +123,18 @@ def outcome_from_report(report_uri: str, branch: str | None) -> dict[str, Any]:
         "status": status,
         "reason": report.get("reason"),
         "branch_hash": report.get("branch_hash"),
+        # A string: Iceberg snapshot ids are 64-bit, beyond a JSON double's exact range.
+        "snapshot_id": None if report.get("snapshot_id") is None else str(report["snapshot_id"]),
         "rows_written": report.get("rows_written"),
     }
-    if status == c.JOB_PASSED and not result["branch_hash"]:
+    if status == c.JOB_PASSED and not (result["branch_hash"] and result["snapshot_id"]):
         return {
             "status": c.JOB_FAILED,
-            "reason": f"audit report {report_uri} passed but names no branch hash to publish",
+            "reason": f"audit report {report_uri} passed but does not name the branch hash "
+            "and snapshot to publish",
         }
+    if status == c.JOB_ERROR and not result["reason"]:
+        result["reason"] = f"the job reported an infrastructure error ({report_uri})"
     if status == c.AUDIT_FAILED and not result["reason"]:
         failed = [
             ch.get("name") or ch.get("kind")

@@ -17,7 +17,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings = load_settings()
     logger.append_keys(ingest_id=event.get("ingest_id"))
     result = publish(
-        settings, Ledger(settings.ledger_table), NessieGateway(settings.nessie_uri), event
+        settings,
+        Ledger(settings.ledger_table, lease=settings.lock_lease),
+        NessieGateway(settings.nessie_uri),
+        event,
     )
     logger.info("publish done", extra={"status": result["status"]})
     return result

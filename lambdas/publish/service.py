@@ -13,10 +13,11 @@ from typing import Any
 from lambdas.common import constants as c
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError, MergeConflictError
-from lambdas.common.ingest import job_log_uri, run_descriptor, start_job_run
+from lambdas.common.ingest import job_log_uri, reader_uri, run_descriptor, start_job_run
 from lambdas.common.ledger import Ledger
 from lambdas.common.naming import TableRef, branch_name, iso, utcnow
 from lambdas.common.nessie import NessieGateway
+from lambdas.common.published import delete_branch_quietly
 
 _MERGE_TRIES = 2  # a second try absorbs main moving between reading its hash and merging
 
@@ -26,6 +27,9 @@ def publish(
 ) -> dict[str, Any]:
     """Merge `state.run.branch @ state.outcome.branch_hash` into main and delete the branch.
 
+    The hash is merged only if it holds the audited snapshot (`state.outcome.snapshot_id`),
+    and not at all if main already holds that snapshot (a retry after the merge went
+    through). Deleting the branch afterwards is best effort (`branch_deleted`).
     Returns `{"status": "PUBLISHED", ...}`, `{"status": "REBASED", "run": {...}}` (the
     state machine waits for the new run) or `{"status": "PUBLISH_FAILED", "reason"}`.
     """
@@ -33,18 +37,25 @@ def publish(
         ingest_id, table, run = state["ingest_id"], state["table"], state["run"]
         branch, attempt = run["branch"], int(run["attempt"])
         from_hash = state["outcome"]["branch_hash"]
+        snapshot_id = int(state["outcome"]["snapshot_id"])
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidEventError(f"publish input: {exc!r}") from exc
     base = {
         "report_uri": run.get("report_uri"),
         "log_uri": run.get("log_uri"),
         "branch_hash": from_hash,
+        "snapshot_id": str(snapshot_id),
         "rows_written": state["outcome"].get("rows_written"),
     }
     record = ledger.get_ingest(ingest_id) or {}
-    if record.get("published_branch") == branch:  # retried after the merge went through
-        nessie.delete_branch(branch)
-        return {**base, "status": c.PUBLISHED, "main_hash": record.get("published_hash")}
+    if record.get("published_branch") == branch:  # retried after the merge was recorded
+        return _published(ledger, nessie, ingest_id, branch, base,
+                          record.get("published_hash"), record=False)
+    # Recorded before merging, so whoever checks a failure later can ask Nessie about it.
+    ledger.update_ingest(ingest_id, {"audited_hash": from_hash,
+                                     "audited_snapshot_id": str(snapshot_id)})
+    if nessie.main_holds(table, snapshot_id):  # the merge went through; its answer was lost
+        return _published(ledger, nessie, ingest_id, branch, base, nessie.main_hash())
     if record.get(f"branch_attempt_{attempt + 1}"):  # retried after a rebase had begun
         return _rebase(
             settings,
@@ -57,6 +68,11 @@ def publish(
             reason=record.get("rebase_reason") or "merge conflict",
         )
 
+    held = nessie.table_snapshot(table, branch, from_hash)
+    if held != snapshot_id:
+        return {**base, "status": c.PUBLISH_FAILED,
+                "reason": f"refusing to publish: {branch}@{from_hash} holds snapshot {held} of "
+                f"{table}, but the report audited snapshot {snapshot_id}"}
     conflict: MergeConflictError | None = None
     for _ in range(_MERGE_TRIES):
         try:
@@ -74,9 +90,17 @@ def publish(
                 "(main keeps changing the same table)",
             }
         return _rebase(settings, ledger, nessie, ingest_id, table, run, base, reason=reason)
-    ledger.update_ingest(ingest_id, {"published_branch": branch, "published_hash": main_hash})
-    nessie.delete_branch(branch)
-    return {**base, "status": c.PUBLISHED, "main_hash": main_hash}
+    return _published(ledger, nessie, ingest_id, branch, base, main_hash)
+
+
+def _published(
+    ledger: Ledger, nessie: NessieGateway, ingest_id: str, branch: str, base: dict[str, Any],
+    main_hash: str | None, *, record: bool = True,
+) -> dict[str, Any]:
+    if record:
+        ledger.update_ingest(ingest_id, {"published_branch": branch, "published_hash": main_hash})
+    deleted = delete_branch_quietly(nessie, branch)
+    return {**base, "status": c.PUBLISHED, "main_hash": main_hash, "branch_deleted": deleted}
 
 
 def _rebase(
@@ -103,11 +127,12 @@ def _rebase(
     nessie.delete_branch(run["branch"])
     report_uri = settings.report_uri(table, ingest_id, attempt)
     record = ledger.get_ingest(ingest_id) or {}
+    ledger.renew_lease(table, ingest_id)
     job_run_id = start_job_run(
         settings,
         ingest_id=ingest_id,
         attempt=attempt,
-        source_uri=record.get("source_uri") or run.get("source_uri"),
+        source_uri=reader_uri(record),
         table=table,
         branch=branch,
         report_uri=report_uri,

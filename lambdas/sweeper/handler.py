@@ -16,6 +16,7 @@ from lambdas.sweeper.service import sweep
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Input: the schedule's event (ignored). Output: what was recovered and discarded."""
     settings = load_settings()
-    report = sweep(settings, Ledger(settings.ledger_table), NessieGateway(settings.nessie_uri))
+    ledger = Ledger(settings.ledger_table, lease=settings.lock_lease)
+    report = sweep(settings, ledger, NessieGateway(settings.nessie_uri))
     logger.info("sweep done", extra=asdict(report))
     return asdict(report)

@@ -1,4 +1,8 @@
-"""Scheduled housekeeping: recover stuck table locks, delete old failed branches."""
+"""Scheduled housekeeping: recover stuck table locks, clean up after final ingests.
+
+Each table and each record is handled on its own: one that fails (an AWS error, a
+Nessie refusal) is reported and the sweep goes on with the others.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,13 @@ from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
-from lambdas.common.exceptions import WapError
 from lambdas.common.ingest import release_and_start_next, start_or_fail
-from lambdas.common.ledger import Ledger
+from lambdas.common.ledger import Ledger, TableLock
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, parse_iso, utcnow
 from lambdas.common.nessie import NessieGateway
+from lambdas.common.published import delete_branch_quietly, main_holds_ingest
+from lambdas.common.staging import delete_staged
 
 # A pending ingest holding a lock this long had its start interrupted.
 STALE_START = timedelta(minutes=15)
@@ -28,66 +33,83 @@ class SweepReport:
     recovered_locks: list[str] = field(default_factory=list)
     restarted: list[str] = field(default_factory=list)
     discarded_branches: list[str] = field(default_factory=list)
+    deleted_branches: list[str] = field(default_factory=list)
+    deleted_staged: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
 def sweep(
     settings: Settings, ledger: Ledger, nessie: NessieGateway, now: datetime | None = None
 ) -> SweepReport:
-    """Recover every stuck lock, then discard failed branches past the retention period."""
+    """Recover every stuck lock, then clean up final ingests that are due (branches past
+    retention, branches a publish could not delete, staged copies no longer needed)."""
     now = now or utcnow()
     report = SweepReport()
-    for lock in ledger.list_locks():
-        if lock.active:
-            try:
-                _recover_lock(
-                    settings,
-                    ledger,
-                    nessie,
-                    lock.table,
-                    lock.active,
-                    lock.active_since,
-                    now,
-                    report,
-                )
-            except WapError as exc:
-                report.errors.append(f"{lock.table}: {exc}")
-    cutoff = now - timedelta(days=settings.branch_retention_days)
-    for record in ledger.list_ingests(statuses=c.FAILED_STATUSES):
-        finished = record.get("finished_at") or record.get("updated_at")
-        if not record.get("branch") or record.get("branch_deleted_at") or not finished:
-            continue
-        if parse_iso(finished) > cutoff:
-            continue
+    for listed in ledger.list_locks():
         try:
-            nessie.delete_branch(record["branch"])
-        except WapError as exc:
-            report.errors.append(f"{record['branch']}: {exc}")
-            continue
-        ledger.update_ingest(
-            record["ingest_id"],
-            {
-                "status": c.DISCARDED,
-                "previous_status": record["status"],
-                "branch_deleted_at": iso(now),
-                "discard_reason": f"branch older than {settings.branch_retention_days} days",
-            },
-            only_if_status={record["status"]},
-        )
-        report.discarded_branches.append(record["branch"])
+            lock = ledger.get_lock(listed.table)  # the index may lag: act on a consistent read
+            if lock.active:
+                _recover_lock(settings, ledger, nessie, lock, now, report)
+        except Exception as exc:  # isolate tables: one poisoned lock must not stop the rest
+            logger.exception("could not recover the lock", extra={"table": listed.table})
+            report.errors.append(f"{listed.table}: {type(exc).__name__}: {exc}")
+    for listed in ledger.due_for_sweep(now):
+        try:
+            record = ledger.get_ingest(listed["ingest_id"])
+            if record is not None:
+                _clean_up(settings, ledger, nessie, record, now, report)
+        except Exception as exc:
+            logger.exception("could not clean up", extra={"ingest_id": listed["ingest_id"]})
+            report.errors.append(f"{listed['ingest_id']}: {type(exc).__name__}: {exc}")
     return report
+
+
+def _clean_up(
+    settings: Settings, ledger: Ledger, nessie: NessieGateway, record: dict[str, Any],
+    now: datetime, report: SweepReport,
+) -> None:
+    """One final record: its branch (kept for inspection until the retention ends), then
+    its staged copy once the branch is gone; then it leaves the sweep index."""
+    iid, status, branch = record["ingest_id"], record["status"], record.get("branch")
+    branch_open = bool(branch) and not record.get("branch_deleted_at")
+    if branch_open and status in c.FAILED_STATUSES:
+        finished = parse_iso(record.get("finished_at") or record["updated_at"])
+        expires = finished + timedelta(days=settings.branch_retention_days)
+        if expires > now:  # still open for inspection: come back when it expires
+            ledger.update_ingest(iid, {"sweep_after": iso(expires)})
+            return
+        nessie.delete_branch(branch)
+        ledger.update_ingest(iid, {
+            "status": c.DISCARDED,
+            "previous_status": status,
+            "branch_deleted_at": iso(now),
+            "discard_reason": f"branch older than {settings.branch_retention_days} days",
+        }, only_if_status={status})
+        report.discarded_branches.append(branch)
+        return  # DISCARDED is final too: the staged copy goes on the next pass
+    if branch_open:  # published, but the branch delete after the merge failed
+        if not delete_branch_quietly(nessie, branch):
+            return
+        ledger.update_ingest(iid, {"branch_deleted_at": iso(now)})
+        report.deleted_branches.append(branch)
+    if record.get("staged_uri") and record.get("staged_at") and not record.get(
+            "staged_deleted_at"):
+        delete_staged(aws.client("s3"), record["staged_uri"])
+        ledger.update_ingest(iid, {"staged_deleted_at": iso(now)})
+        report.deleted_staged.append(record["staged_uri"])
+    ledger.swept(iid)
 
 
 def _recover_lock(
     settings: Settings,
     ledger: Ledger,
     nessie: NessieGateway,
-    table: str,
-    active: str,
-    active_since: str | None,
+    lock: TableLock,
     now: datetime,
     report: SweepReport,
 ) -> None:
+    table, active = lock.table, lock.active
+    assert active is not None
     record = ledger.get_ingest(active)
     status = record.get("status") if record else None
     if record is None or status in c.TERMINAL_STATUSES:
@@ -96,20 +118,28 @@ def _recover_lock(
         report.recovered_locks.append(table)
         return
     if status in c.PENDING_STATUSES:
-        if active_since and now - parse_iso(active_since) < STALE_START:
+        if lock.active_since and now - parse_iso(lock.active_since) < STALE_START:
             return
         start_or_fail(settings, ledger, nessie, record)
         report.restarted.append(active)
         return
     execution_state = _execution_status(record.get("execution_arn"))
-    if execution_state == "RUNNING":
+    if execution_state == "RUNNING" and not lock.lease_expired(now):
         return
     reason = (
         f"execution {record.get('execution_arn')} ended {execution_state} without "
         "recording an outcome; the sweeper freed the table"
+        if execution_state != "RUNNING" else
+        f"the ingest held table {table} past its lease ({lock.lease_expires_at}) without "
+        "finishing; the sweeper freed the table"
     )
     _cancel_job_run(settings, record.get("job_run_id"))
-    if ledger.update_ingest(
+    if main_holds_ingest(nessie, table, record):  # died after the merge: it is published
+        fields = {"status": c.PUBLISHED, "error": None, "finished_at": iso(now)}
+        if delete_branch_quietly(nessie, record.get("branch")):
+            fields["branch_deleted_at"] = iso(now)
+        ledger.update_ingest(active, fields, only_if_status={c.RUNNING})
+    elif ledger.update_ingest(
         active,
         {"status": c.JOB_FAILED, "error": reason, "finished_at": iso(now)},
         only_if_status={c.RUNNING},

@@ -18,7 +18,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Handle every object of the event; a retryable failure fails the whole invocation so
     Lambda retries it (already-finished objects are no-ops the second time)."""
     settings = load_settings()
-    ledger = Ledger(settings.ledger_table)
+    ledger = Ledger(settings.ledger_table, lease=settings.lock_lease)
     nessie = NessieGateway(settings.nessie_uri)
     results = []
     for obj in parse_event(event):

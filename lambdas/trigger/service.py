@@ -10,16 +10,19 @@ from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
 from lambdas.common.ingest import start_or_fail
-from lambdas.common.ledger import LOCK_QUEUED, Ledger
+from lambdas.common.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, Ledger
 from lambdas.common.naming import (
     Unroutable,
     ingest_id,
     is_marker,
+    iso,
     route_key,
     s3_uri,
     unsupported_extension,
+    utcnow,
 )
 from lambdas.common.nessie import NessieGateway
+from lambdas.common.staging import SourceVersionGone, stage_version, staged_uri
 from lambdas.trigger.events import ObjectCreated
 
 IGNORED = "IGNORED"
@@ -80,22 +83,55 @@ def handle_object(
     if is_marker(obj.key):
         return TriggerResult(obj.key, IGNORED, reason="marker file")
     iid = ingest_id(obj.bucket, obj.key, obj.version)
+    s3 = s3 if s3 is not None else aws.client("s3")
     record = ledger.get_ingest(iid)
     if record is None:
-        record = _record_new(iid, obj, ledger, s3 if s3 is not None else aws.client("s3"))
+        record = _record_new(iid, obj, settings, ledger, s3)
+    if record["status"] == c.RECEIVED and not record.get("staged_at"):
+        record = _stage(record, obj, ledger, s3)
     status = record["status"]
     if status not in c.PENDING_STATUSES:  # rejected, or already started by an earlier event
-        action = c.REJECTED if status == c.REJECTED else DUPLICATE
-        return TriggerResult(obj.key, action, iid, record.get("table"), record.get("error"))
+        return _not_pending(obj, record)
     table = record["table"]
-    if ledger.acquire_or_enqueue(table, iid) == LOCK_QUEUED:
+    lock = ledger.acquire_or_enqueue(table, iid)
+    if lock == LOCK_NOT_PENDING:  # finished while this duplicate was on its way
+        return _not_pending(obj, ledger.get_ingest(iid) or record)
+    if lock == LOCK_QUEUED:
         ledger.update_ingest(iid, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
         return TriggerResult(obj.key, c.QUEUED, iid, table)
     started = start_or_fail(settings, ledger, nessie, ledger.get_ingest(iid) or record)
     return TriggerResult(obj.key, started["status"], iid, table)
 
 
-def _record_new(iid: str, obj: ObjectCreated, ledger: Ledger, s3: Any) -> dict[str, Any]:
+def _not_pending(obj: ObjectCreated, record: dict[str, Any]) -> TriggerResult:
+    action = c.REJECTED if record["status"] == c.REJECTED else DUPLICATE
+    return TriggerResult(obj.key, action, record["ingest_id"], record.get("table"),
+                         record.get("error"))
+
+
+def _stage(
+    record: dict[str, Any], obj: ObjectCreated, ledger: Ledger, s3: Any
+) -> dict[str, Any]:
+    """Copy the event's object version to the ingest's staging key (once; retries rewrite
+    the same bytes). A version that is gone is a recorded rejection, never a silent drop."""
+    iid = record["ingest_id"]
+    try:
+        stage_version(s3, bucket=obj.bucket, key=obj.key, version_id=obj.version_id,
+                      etag=obj.etag, target=record["staged_uri"])
+    except SourceVersionGone as exc:
+        reason = str(exc)
+        if ledger.update_ingest(iid, {"status": c.REJECTED, "error": reason},
+                                only_if_status={c.RECEIVED}):
+            rejected = ledger.get_ingest(iid) or record
+            send_alert_quietly(alert_event(rejected, outcome=c.REJECTED, reason=reason))
+        return ledger.get_ingest(iid) or record
+    ledger.update_ingest(iid, {"staged_at": iso(utcnow())})
+    return ledger.get_ingest(iid) or record
+
+
+def _record_new(
+    iid: str, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any
+) -> dict[str, Any]:
     """Record the ingest (conditional put: the first invocation wins); reject bad input."""
     reason = rejection_reason(obj, s3)
     try:
@@ -106,8 +142,10 @@ def _record_new(iid: str, obj: ObjectCreated, ledger: Ledger, s3: Any) -> dict[s
         "table": table,
         "bucket": obj.bucket,
         "key": obj.key,
-        "source_uri": s3_uri(obj.bucket, obj.key),
+        "source_uri": s3_uri(obj.bucket, obj.key),  # what the user dropped (for display)
         "object_version": obj.version,
+        # What every reader reads: that exact version, copied before the ingest can run.
+        "staged_uri": None if reason else staged_uri(settings.artifacts_bucket, iid, obj.key),
         "size": obj.size,
         "attempts": 0,
         "status": c.REJECTED if reason else c.RECEIVED,

@@ -21,6 +21,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,10 @@ class InjectedCrash(RuntimeError):
 
 @dataclass
 class _Fault:
-    kind: str  # "crash" | "hang"
+    kind: str  # "crash" | "hang" | "queue"
     message: str
     match: str | None  # substring of the job arguments, None = next run
+    seconds: float = 0.0
 
 
 @dataclass
@@ -84,6 +86,11 @@ class LocalEmrServerless:
         with self._lock:
             self._faults.append(_Fault("hang", "", match))
 
+    def inject_queue_delay(self, seconds: float, *, match: str | None = None) -> None:
+        """Keep the next matching run PENDING for `seconds` (EMR waiting for capacity)."""
+        with self._lock:
+            self._faults.append(_Fault("queue", "", match, seconds))
+
     def idle(self) -> bool:
         with self._lock:
             return self._busy == 0 and self._queue.empty()
@@ -116,10 +123,16 @@ class LocalEmrServerless:
             return job_run
 
         def cancel_job_run(backend: Any, application_id: str, job_run_id: str) -> tuple[str, str]:
+            from moto.emrserverless.exceptions import ValidationException
+
             job_run = backend.get_job_run(application_id, job_run_id)
+            if job_run.state in ("SUCCESS", "FAILED", "CANCELLED"):
+                # As the service: a run that has ended cannot be cancelled.
+                raise ValidationException(
+                    f"Job run {job_run_id} is in a terminal state {job_run.state}")
             run = executor._runs.get(job_run_id)
-            if run is not None and job_run.state not in ("SUCCESS", "FAILED", "CANCELLED"):
-                job_run.state = "CANCELLING" if job_run.state == "RUNNING" else "CANCELLED"
+            job_run.state = "CANCELLING" if job_run.state == "RUNNING" else "CANCELLED"
+            if run is not None:
                 run.cancel.set()
             return application_id, job_run_id
 
@@ -174,12 +187,18 @@ class LocalEmrServerless:
 
     def _execute(self, run: _Run) -> None:
         job_run = run.job_run
+        argv = list(job_run.job_driver["sparkSubmit"].get("entryPointArguments", []))
+        fault = self._take_fault(argv)
+        if fault is not None and fault.kind == "queue":
+            job_run.state = "PENDING"
+            run.cancel.wait(fault.seconds)
         if run.cancel.is_set() or job_run.state == "CANCELLED":
             job_run.state = "CANCELLED"
             return
         job_run.state = "RUNNING"
-        argv = list(job_run.job_driver["sparkSubmit"].get("entryPointArguments", []))
-        fault = self._take_fault(argv)
+        # The service sets startedAt when the run leaves the queue (moto never does);
+        # the job timeout counts from it.
+        job_run.started_at = datetime.now(UTC)
         workdir = Path(tempfile.mkdtemp(prefix=f"emr-{job_run.id}-"))
         log_lines = [f"job run {job_run.id}: {' '.join(argv)}"]
         try:

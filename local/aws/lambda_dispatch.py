@@ -33,6 +33,7 @@ HANDLERS = {
     "alert": "lambdas.alert.handler:handler",
     "finish": "lambdas.finish.handler:handler",
     "sweeper": "lambdas.sweeper.handler:handler",
+    "retry_job": "lambdas.retry_job.handler:handler",
 }
 
 

@@ -71,12 +71,13 @@ class SavedEnvironment:
 
 
 def create_ledger_table(dynamodb: Any, name: str) -> None:
-    """The ledger table with the key schema infra/pipeline.py deploys."""
-    dynamodb.create_table(
+    """The ledger table as infra/pipeline.py deploys it (keys, indexes, TTL: one schema)."""
+    from lambdas.common.ledger import TTL_ATTRIBUTE, table_schema
+
+    dynamodb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **table_schema())
+    dynamodb.update_time_to_live(
         TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
     )
 
 def substitute(definition: str, values: dict[str, str]) -> str:
@@ -112,6 +113,9 @@ class StackSettings:
     poll_interval_seconds: int = 1
     job_timeout_seconds: int = 600
     max_publish_attempts: int = 3
+    max_job_tries: int = 3
+    job_retry_base_seconds: int = 0  # no real sleeps locally: the backoff is a Wait state
+    job_queue_timeout_minutes: int = 60
     branch_retention_days: int = 14
     nessie_ui_url: str | None = None
     slack_api_url: str | None = None
@@ -258,6 +262,9 @@ class LocalAwsStack:
             "WAP_STATE_MACHINE_ARN": sm_arn,
             "WAP_SLACK_CHANNEL": s.slack_channel,
             "WAP_MAX_PUBLISH_ATTEMPTS": str(s.max_publish_attempts),
+            "WAP_MAX_JOB_TRIES": str(s.max_job_tries),
+            "WAP_JOB_RETRY_BASE_SECONDS": str(s.job_retry_base_seconds),
+            "WAP_JOB_QUEUE_TIMEOUT_MINUTES": str(s.job_queue_timeout_minutes),
             "WAP_BRANCH_RETENTION_DAYS": str(s.branch_retention_days),
             "WAP_JOB_TIMEOUT_MINUTES": str(max(1, s.job_timeout_seconds // 60)),
             "POWERTOOLS_SERVICE_NAME": "wap",
@@ -339,6 +346,13 @@ class LocalAwsStack:
         if response.get("FunctionError"):
             raise LambdaInvocationError(payload)
         return payload
+
+    def emr_job_run(self, job_run_id: str) -> Any:
+        """The local EMR double's view of a job run (read without AWS credentials' checks)."""
+        from moto.emrserverless.models import emrserverless_backends
+
+        backend = emrserverless_backends[ACCOUNT_ID][self.settings.region]
+        return backend.get_job_run(self.application_id, job_run_id)
 
     def ledger(self) -> Any:
         from lambdas.common.ledger import Ledger

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .exceptions import BadRequestError
-from .refs import validate_key
+from .refs import parse_hash_spec, validate_hash, validate_key
 
 DEFAULT_BRANCH = "main"
 # Nessie's "no ancestor" hash in the new storage model (RefMapping.NO_ANCESTOR = EMPTY_OBJ_ID):
@@ -95,12 +95,9 @@ class MergeRequest:
 # ---------------------------------------------------------------- request bodies (client side)
 
 
-def reference_body(name: str, hash_: str | None, type_: str = BRANCH) -> dict[str, Any]:
-    """`Reference` body (create/assign source)."""
-    body: dict[str, Any] = {"type": type_, "name": name}
-    if hash_:
-        body["hash"] = hash_
-    return body
+def reference_body(name: str, hash_: str, type_: str = BRANCH) -> dict[str, Any]:
+    """`Reference` body (create/assign source); Nessie refuses one without a hash."""
+    return {"type": type_, "name": name, "hash": hash_}
 
 
 def put_op(key: list[str], content: dict[str, Any]) -> dict[str, Any]:
@@ -148,20 +145,18 @@ def operations_body(message: str, *ops: dict[str, Any]) -> dict[str, Any]:
 
 def merge_body(
     from_ref: str,
-    from_hash: str | None = None,
+    from_hash: str,
     *,
     dry_run: bool = False,
     return_conflict_as_result: bool = False,
 ) -> dict[str, Any]:
     """`Merge` body (v2)."""
-    body: dict[str, Any] = {
+    return {
         "fromRefName": from_ref,
+        "fromHash": from_hash,
         "dryRun": dry_run,
         "returnConflictAsResult": return_conflict_as_result,
     }
-    if from_hash:
-        body["fromHash"] = from_hash
-    return body
 
 
 # ---------------------------------------------------------------- parsing (server side)
@@ -303,6 +298,16 @@ def parse_merge(body: Any, *, v1: bool = False) -> MergeRequest:
     from_hash = obj.get("fromHash")
     if from_hash is not None and not isinstance(from_hash, str):
         raise BadRequestError("fromHash must be a string")
+    if v1 and from_hash is None:
+        # v1's `Merge.getFromHash()` is not @Nullable: Jackson cannot build the body without it.
+        raise BadRequestError(
+            "Cannot construct instance of `org.projectnessie.api.v1.params.ImmutableMerge`, "
+            "problem: Cannot build Merge, some of required attributes are not set [fromHash]"
+        )
+    if v1:  # v1's `Merge.checkHash` takes no relative part
+        validate_hash(from_hash, "fromHash")
+    else:
+        parse_hash_spec(from_hash)
     dry = obj.get("dryRun", obj.get("isDryRun", False))
     ret = obj.get("returnConflictAsResult", False)
     modes: dict[Key, str] = {}

@@ -16,11 +16,23 @@ REF_NAME_MESSAGE = (
     "characters, not end with a slash or dot, not contain '..'"
 )
 HASH_RE = re.compile(r"^[0-9a-fA-F]{8,64}$")
+_REL = (
+    r"(?P<rel>(?:[~*^](?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.][0-9]{1,9})?Z"
+    r"|[0-9]+))*)"
+)
 _REF_SPEC_RE = re.compile(
     r"^(?P<name>[A-Za-z](?:(?:(?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9._-])?|-)?"
-    r"(?P<at>@(?P<hash>[0-9a-fA-F]{8,64})?)?"
-    r"(?P<rel>(?:[~*^](?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.][0-9]{1,9})?Z"
-    r"|[0-9]+))*)$"
+    r"(?P<at>@(?P<hash>[0-9a-fA-F]{8,64})?)?" + _REL + "$"
+)
+_HASH_SPEC_RE = re.compile(r"^(?P<hash>[0-9a-fA-F]{8,64})?" + _REL + "$")
+# Nessie's Validation.HASH_OR_RELATIVE_COMMIT_SPEC_MESSAGE.
+HASH_SPEC_MESSAGE = (
+    "Hash with optional relative part must consist of either a valid commit hash (which in "
+    "turn must consist of the hex representation of 4-32 bytes), or a valid relative part "
+    "(which must be either '~' + a number representing the n-th predecessor of a commit, "
+    "'^' + a number representing the n-th parent within a commit, or '*' + a number "
+    "representing the created timestamp of a commit, in milliseconds since epoch or in "
+    "ISO-8601 format), or both."
 )
 _REL_RE = re.compile(
     r"([~*^])([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.][0-9]{1,9})?Z|[0-9]+)"
@@ -61,10 +73,36 @@ def parse_ref_spec(spec: str) -> RefSpec:
         raise BadRequestError(f"{REF_NAME_MESSAGE} - but was: {spec}")
     name = m.group("name")
     hash_ = m.group("hash")
-    if name is None and hash_ is None:
-        raise BadRequestError(f"Illegal reference specification '{spec}': no name and no hash")
     relative = tuple((op, arg) for op, arg in _REL_RE.findall(m.group("rel") or ""))
+    # `@~1` is DETACHED without a starting commit: the operation decides how to refuse it.
+    if name is None and hash_ is None and not relative:
+        raise BadRequestError(f"Illegal reference specification '{spec}': no name and no hash")
     return RefSpec(name=name, hash=hash_.lower() if hash_ else None, relative=relative)
+
+
+def parse_hash_spec(text: str | None, name: str | None = None) -> RefSpec:
+    """A body's hash with optional relative part (`hash`, `hash~1`, `~1`...) on ref `name`.
+
+    None or "" means no hash was sent; `require_unambiguous` decides whether that is allowed.
+    """
+    if not text:
+        return RefSpec(name)
+    m = _HASH_SPEC_RE.match(text) if isinstance(text, str) else None
+    if m is None:
+        raise BadRequestError(f"{HASH_SPEC_MESSAGE} - but was: {text}")
+    hash_ = m.group("hash")
+    relative = tuple((op, arg) for op, arg in _REL_RE.findall(m.group("rel") or ""))
+    return RefSpec(name, hash_.lower() if hash_ else None, relative)
+
+
+def require_unambiguous(spec: RefSpec, what: str) -> RefSpec:
+    """Nessie's `HashValidator.hashMustBeUnambiguous`: writes need a starting commit ID, so the
+    commit they act on cannot move while the request is in flight."""
+    if spec.hash is None:
+        if not spec.relative:
+            raise BadRequestError(f"{what} must be provided.")
+        raise BadRequestError(f"{what} must contain a starting commit ID.")
+    return spec
 
 
 def key_from_path_string(encoded: str) -> list[str]:

@@ -81,8 +81,21 @@ def _ref_type(value: str) -> str:
 
 
 def _expected_hash(call: Call) -> str | None:
+    """`expectedHash` if sent (validated); None is refused by `_not_null`."""
     value = call.arg("expectedHash")
-    return validate_hash(value, "expectedHash") if value else None
+    return None if value is None else validate_hash(value, "expectedHash")
+
+
+def _body(call: Call) -> Any:
+    return call.json() if call.raw_body else None
+
+
+def _not_null(method: str, **params: object) -> None:
+    """Nessie's bean validation of the `@NotNull` parameters of `api/v1/TreeApi`: one 400
+    naming every missing parameter, joined as `ConstraintViolationException` joins them."""
+    missing = [f"{method}.{name}: must not be null" for name, v in params.items() if v is None]
+    if missing:
+        raise BadRequestError(", ".join(missing))
 
 
 def get_config(store: NessieStore, call: Call) -> tuple[int, Any]:
@@ -112,29 +125,33 @@ def create_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     if not isinstance(body, dict) or not isinstance(body.get("name"), str):
         raise BadRequestError("Request body must be a Reference with a 'name'")
     ref_type = _ref_type(str(body.get("type") or ""))
-    hash_ = body.get("hash")
-    if hash_ is not None:
-        validate_hash(hash_)
-    source = call.arg("sourceRefName")
-    ref = store.create_ref(body["name"], ref_type, hash_, source)
+    ref = store.create_ref(body["name"], ref_type, RefSpec(call.arg("sourceRefName"), _hash(body)))
     return 200, ref_v1(store, ref)
+
+
+def _hash(body: dict[str, Any]) -> str | None:
+    hash_ = body.get("hash")
+    return validate_hash(hash_) if hash_ is not None else None
 
 
 def assign_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     ref_type = _ref_type(call.params["type"])
-    body = call.json()
-    if not isinstance(body, dict) or not isinstance(body.get("hash"), str):
-        raise BadRequestError("Request body must be a Reference with a 'hash'")
-    target = validate_hash(body["hash"])
-    if isinstance(body.get("name"), str) and body.get("type") != "DETACHED":
-        target = store.resolve(RefSpec(body["name"], target)).hash
-    store.assign_ref(call.params["name"], _expected_hash(call), ref_type, target)
+    body = _body(call)
+    expected = _expected_hash(call)
+    _not_null("assignReference", expectedHash=expected, assignTo=body)
+    if not isinstance(body, dict):
+        raise BadRequestError("Request body must be a Reference")
+    name = body.get("name")
+    source = name if isinstance(name, str) and body.get("type") != "DETACHED" else None
+    store.assign_ref(RefSpec(call.params["name"], expected), ref_type, RefSpec(source, _hash(body)))
     return 204, None
 
 
 def delete_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     ref_type = _ref_type(call.params["type"])
-    store.delete_ref(call.params["name"], _expected_hash(call), ref_type)
+    expected = _expected_hash(call)
+    _not_null("deleteReference", expectedHash=expected)
+    store.delete_ref(RefSpec(call.params["name"], expected), ref_type)
     return 204, None
 
 
@@ -206,17 +223,23 @@ def get_multiple_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 def commit(store: NessieStore, call: Call) -> tuple[int, Any]:
     branch = validate_ref_name(call.params["branch"])
-    meta, ops = parse_operations(call.json())
-    ref, _, _ = store.commit(branch, _expected_hash(call), meta, ops)
+    body = _body(call)
+    expected = _expected_hash(call)
+    _not_null("commitMultipleOperations", expectedHash=expected, operations=body)
+    meta, ops = parse_operations(body)
+    ref, _, _ = store.commit(RefSpec(branch, expected), meta, ops)
     return 200, ref_v1(store, ref)
 
 
 def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
     branch = validate_ref_name(call.params["branch"])
-    request = parse_merge(call.json(), v1=True)
-    if request.from_hash is not None:
-        validate_hash(request.from_hash, "fromHash")
-    result = store.merge(branch, _expected_hash(call), request)
+    body = _body(call)
+    # Jackson builds the body before bean validation looks at the parameters.
+    request = parse_merge(body, v1=True) if body is not None else None
+    expected = _expected_hash(call)
+    _not_null("mergeRefIntoBranch", expectedHash=expected, merge=request)
+    assert request is not None  # refused by _not_null
+    result = store.merge(RefSpec(branch, expected), request)
     return 200, {
         "wasApplied": result.was_applied,
         "wasSuccessful": result.was_successful,

@@ -27,8 +27,8 @@ from .refs import (
     key_from_path_string,
     key_to_path_string,
     key_to_string,
+    parse_hash_spec,
     parse_ref_spec,
-    validate_hash,
     validate_ref_name,
 )
 from .store import MAX_PAGE, NessieStore, Resolved
@@ -102,16 +102,16 @@ def _fetch_all(call: Call) -> bool:
     return fetch == "ALL"
 
 
-def _resolve(store: NessieStore, text: str) -> Resolved:
-    return store.resolve(parse_ref_spec(text))
+def _resolve(store: NessieStore, text: str, what: str = "Expected hash") -> Resolved:
+    return store.resolve(parse_ref_spec(text), what)
 
 
-def _named_with_hash(text: str) -> RefSpec:
-    """`name@hash` / `name` for operations on a named reference (commit, merge, assign...)."""
-    spec = parse_ref_spec(text)
-    if spec.name is None or spec.relative:
-        raise BadRequestError(f"A named reference is required, got '{text}'")
-    return spec
+def _body_ref(body: dict[str, Any]) -> RefSpec:
+    """A `Reference` body as the source of a create or assign: its hash may be relative."""
+    name = body.get("name")
+    if body.get("type") == "DETACHED" or not isinstance(name, str):
+        name = None
+    return parse_hash_spec(body.get("hash"), name)
 
 
 def _ref_type(call: Call) -> str | None:
@@ -176,36 +176,29 @@ def create_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     if not name or ref_type is None:
         raise BadRequestError("Query parameters 'name' and 'type' are required")
     validate_ref_name(name)
-    body = call.json()
+    # The body is optional in Nessie's v2 API; without it the source is the default branch.
+    body = call.json() if call.raw_body else None
+    if body is None:
+        body = {"name": store.default_branch}
     if not isinstance(body, dict):
         raise BadRequestError("Request body must be a Reference object")
-    source, hash_ = body.get("name"), body.get("hash")
-    if hash_ is not None:
-        validate_hash(hash_)
-    if source is not None and not isinstance(source, str):
+    if body.get("name") is not None and not isinstance(body.get("name"), str):
         raise BadRequestError("Reference name must be a string")
-    if body.get("type") == "DETACHED":
-        source = None
-    ref = store.create_ref(name, ref_type, hash_, source)
+    ref = store.create_ref(name, ref_type, _body_ref(body))
     return 200, {"reference": ref_json(ref)}
 
 
 def assign_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
-    spec = _named_with_hash(call.params["ref"])
+    target = parse_ref_spec(call.params["ref"])
     body = call.json()
-    if not isinstance(body, dict) or not isinstance(body.get("hash"), str):
-        raise BadRequestError("Request body must be a Reference object with a 'hash'")
-    target_hash = validate_hash(body["hash"])
-    if isinstance(body.get("name"), str) and body.get("type") != "DETACHED":
-        target = store.resolve(RefSpec(body["name"], target_hash))
-        target_hash = target.hash
-    ref = store.assign_ref(spec.name or "", spec.hash, _ref_type(call), target_hash)
+    if not isinstance(body, dict):
+        raise BadRequestError("Request body must be a Reference object")
+    ref = store.assign_ref(target, _ref_type(call), _body_ref(body))
     return 200, {"reference": ref_json(ref)}
 
 
 def delete_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
-    spec = _named_with_hash(call.params["ref"])
-    ref = store.delete_ref(spec.name or "", spec.hash, _ref_type(call))
+    ref = store.delete_ref(parse_ref_spec(call.params["ref"]), _ref_type(call))
     return 200, {"reference": ref_json(ref)}
 
 
@@ -294,9 +287,9 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 
 def commit(store: NessieStore, call: Call) -> tuple[int, Any]:
-    spec = _named_with_hash(call.params["branch"])
+    target = parse_ref_spec(call.params["branch"])
     meta, ops = parse_operations(call.json())
-    ref, added, _ = store.commit(spec.name or "", spec.hash, meta, ops)
+    ref, added, _ = store.commit(target, meta, ops)
     return 200, {
         "targetBranch": ref_json(ref),
         "addedContents": [{"key": {"elements": list(k)}, "contentId": cid} for k, cid in added],
@@ -304,11 +297,9 @@ def commit(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 
 def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
-    spec = _named_with_hash(call.params["branch"])
+    target = parse_ref_spec(call.params["branch"])
     request = parse_merge(call.json())
-    if request.from_hash is not None:
-        validate_hash(request.from_hash, "fromHash")
-    result = store.merge(spec.name or "", spec.hash, request)
+    result = store.merge(target, request)
     body: dict[str, Any] = {
         "wasApplied": result.was_applied,
         "wasSuccessful": result.was_successful,
@@ -324,8 +315,8 @@ def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 
 def get_diff(store: NessieStore, call: Call) -> tuple[int, Any]:
-    from_ref = _resolve(store, call.params["from"])
-    to_ref = _resolve(store, call.params["to"])
+    from_ref = _resolve(store, call.params["from"], '"From" hash')
+    to_ref = _resolve(store, call.params["to"], '"To" hash')
     diffs = store.diff(from_ref.hash, to_ref.hash)
     wanted = {tuple(key_from_path_string(k)) for k in call.args("key")}
     prefix = call.arg("prefix-key")
@@ -360,7 +351,7 @@ def get_diff(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 
 def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
-    resolved = _resolve(store, call.params["ref"])
+    resolved = _resolve(store, call.params["ref"], "Youngest hash")
     limit = call.arg("limit-hash")
     page = store.log(
         resolved.hash,

@@ -42,7 +42,14 @@ from .models import (
     new_content_id,
     now_iso,
 )
-from .refs import RefSpec, key_to_string, validate_hash, validate_ref_name
+from .refs import (
+    RefSpec,
+    key_to_string,
+    parse_hash_spec,
+    require_unambiguous,
+    validate_hash,
+    validate_ref_name,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS repo (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -308,8 +315,11 @@ class NessieStore:
         rows = self._conn().execute("SELECT name, type, hash FROM refs ORDER BY name").fetchall()
         return [Reference(*row) for row in rows]
 
-    def resolve(self, spec: RefSpec) -> Resolved:
-        """Resolve a reference spec to a commit, checking `name@hash` reachability."""
+    def resolve(self, spec: RefSpec, what: str = "Expected hash") -> Resolved:
+        """Resolve a reference spec to a commit, checking `name@hash` reachability.
+
+        `what` names the hash in Nessie's message when a detached spec has no starting commit.
+        """
         if spec.name is not None:
             name = self.default_branch if spec.name == "-" else spec.name
             ref = self.get_ref(name)
@@ -320,7 +330,9 @@ class NessieStore:
                     raise ReferenceNotFoundError.hash_not_on_ref(hash_, name)
             resolved = Resolved(name, ref.type, hash_)
         else:
-            resolved = Resolved(None, DETACHED, self.expand_hash(spec.hash or ""))
+            if spec.hash is None:
+                raise BadRequestError(f"{what} must contain a starting commit ID.")
+            resolved = Resolved(None, DETACHED, self.expand_hash(spec.hash))
         for op, arg in spec.relative:
             resolved = Resolved(
                 resolved.name, resolved.type, self._relative(resolved.hash, op, arg)
@@ -348,75 +360,109 @@ class NessieStore:
             hash_ = commit.parent
         return NO_ANCESTOR
 
-    def create_ref(
-        self, name: str, ref_type: str, hash_: str | None, source: str | None = None
-    ) -> Reference:
-        """Create a branch or tag at `hash_` (default: head of `source` or the default branch)."""
+    def create_ref(self, name: str, ref_type: str, source: RefSpec) -> Reference:
+        """Create a branch or tag at `source.hash` (plus its relative part), which must be on
+        the reference `source.name` (any commit when the source is detached)."""
         validate_ref_name(name)
         if ref_type not in (BRANCH, TAG):
             raise BadRequestError(f"Invalid reference type '{ref_type}'")
         with self._write() as conn:
-            if source is not None and source != DETACHED:
-                src = self.get_ref(source)
-                target = src.hash
-                if hash_:
-                    target = self.expand_hash(hash_)
-                    if not self._on_chain(src.hash, target):
-                        raise ReferenceNotFoundError.hash_not_on_ref(target, source)
-            elif hash_:
-                target = self.expand_hash(hash_)
-            else:
-                target = self.get_ref(self.default_branch).hash
+            src = None
+            if source.name is not None and source.name != DETACHED:
+                src = self.get_ref(self._ref_name(source.name))
+            target = self._commit_named(source, "Target hash")
+            if src is not None and not self._on_chain(src.hash, target):
+                raise ReferenceNotFoundError.hash_not_on_ref(target, src.name)
             try:
                 conn.execute("INSERT INTO refs VALUES (?, ?, ?)", (name, ref_type, target))
             except sqlite3.IntegrityError:
                 raise ReferenceAlreadyExistsError.named(name) from None
         return Reference(name, ref_type, target)
 
-    def _current_for_update(
-        self, name: str, expected: str | None, ref_type: str | None
-    ) -> Reference:
-        ref = self.get_ref(name)
+    def _ref_name(self, name: str) -> str:
+        return self.default_branch if name == "-" else name
+
+    def _commit_named(self, spec: RefSpec, what: str) -> str:
+        """The commit a write acts on: `spec.hash` plus its relative part (Nessie's
+        `HashValidator.hashMustBeUnambiguous`); reachability from a reference is not checked."""
+        require_unambiguous(spec, what)
+        return self.resolve(RefSpec(None, spec.hash, spec.relative), what).hash
+
+    def _expected_head(self, spec: RefSpec) -> str:
+        """The head an assign or delete expects. A full hash is compared as sent: an unknown
+        one is a conflict, not a missing commit, as in Nessie."""
+        require_unambiguous(spec, "Expected hash")
+        if not spec.relative and spec.hash is not None and len(spec.hash) == 64:
+            return spec.hash
+        return self._commit_named(spec, "Expected hash")
+
+    @staticmethod
+    def _check_type(ref: Reference, ref_type: str | None) -> None:
         if ref_type is not None and ref.type != ref_type:
             raise BadRequestError(
                 f"Expected reference type {ref_type} does not match existing "
-                f"reference {ref.type.capitalize()}Name{{name={name}}}"
+                f"reference {ref.type.capitalize()}Name{{name={ref.name}}}"
             )
-        if expected is not None:
-            expected_full = self.expand_hash(expected) if len(expected) < 64 else expected.lower()
-            if expected_full != ref.hash:
-                raise ReferenceConflictError.unexpected_hash(name, expected_full, ref.hash)
+
+    def _branch_for_write(self, target: RefSpec, what: str) -> Reference:
+        if target.name is None:
+            raise BadRequestError(f"{what} must be a branch.")
+        ref = self.get_ref(self._ref_name(target.name))
+        if ref.type != BRANCH:
+            raise BadRequestError(f"{what} must be a branch.")
         return ref
 
-    def assign_ref(
-        self, name: str, expected: str | None, ref_type: str | None, target_hash: str
-    ) -> Reference:
-        """Point a branch or tag at another commit, if it is still at `expected`."""
-        target = self.expand_hash(target_hash)
+    def assign_ref(self, target: RefSpec, ref_type: str | None, assign_to: RefSpec) -> Reference:
+        """Point `target.name` at `assign_to`, if it is still at `target.hash`.
+
+        Checks run in `TreeApiImpl.assignReference`'s order: the reference and its expected
+        hash, then the new commit, then the type, then the compare-and-swap.
+        """
         with self._write() as conn:
-            ref = self._current_for_update(name, expected, ref_type)
+            if target.name is None:
+                raise BadRequestError("Assignment target must be a branch or a tag.")
+            ref = self.get_ref(self._ref_name(target.name))
+            expected = self._expected_head(target)
+            source = None
+            if assign_to.name is not None and assign_to.name != DETACHED:
+                source = self.get_ref(self._ref_name(assign_to.name))
+            new_hash = self._commit_named(assign_to, "Target hash")
+            if source is not None and not self._on_chain(source.hash, new_hash):
+                raise ReferenceNotFoundError.hash_not_on_ref(new_hash, source.name)
+            self._check_type(ref, ref_type)
+            if expected != ref.hash:
+                raise ReferenceConflictError.unexpected_hash(ref.name, expected, ref.hash)
             cur = conn.execute(
-                "UPDATE refs SET hash=? WHERE name=? AND hash=?", (target, name, ref.hash)
+                "UPDATE refs SET hash=? WHERE name=? AND hash=?", (new_hash, ref.name, ref.hash)
             )
             if cur.rowcount != 1:  # cannot happen under BEGIN IMMEDIATE; kept as a guard
-                raise ReferenceConflictError.unexpected_hash(name, ref.hash, "?")
-        return Reference(name, ref.type, target)
+                raise ReferenceConflictError.unexpected_hash(ref.name, ref.hash, "?")
+        return Reference(ref.name, ref.type, new_hash)
 
-    def delete_ref(self, name: str, expected: str | None, ref_type: str | None) -> Reference:
-        """Delete a branch or tag, if it is still at `expected`; never the default branch."""
+    def delete_ref(self, target: RefSpec, ref_type: str | None) -> Reference:
+        """Delete a branch or tag, if it is still at `target.hash`; never the default branch.
+
+        The type and default-branch checks come before the hash check, as in
+        `TreeApiImpl.deleteReference`.
+        """
         with self._write() as conn:
-            ref = self._current_for_update(name, None, ref_type)
-            if name == self.default_branch and ref.type == BRANCH:
-                raise BadRequestError(f"Default branch '{name}' cannot be deleted.")
-            ref = self._current_for_update(name, expected, ref_type)
-            conn.execute("DELETE FROM refs WHERE name=? AND hash=?", (name, ref.hash))
+            if target.name is None:
+                raise ReferenceNotFoundError.named(DETACHED)
+            ref = self.get_ref(self._ref_name(target.name))
+            self._check_type(ref, ref_type)
+            if ref.name == self.default_branch and ref.type == BRANCH:
+                raise BadRequestError(f"Default branch '{ref.name}' cannot be deleted.")
+            expected = self._expected_head(target)
+            if expected != ref.hash:
+                raise ReferenceConflictError.unexpected_hash(ref.name, expected, ref.hash)
+            conn.execute("DELETE FROM refs WHERE name=? AND hash=?", (ref.name, ref.hash))
         return ref
 
     # ------------------------------------------------------------------ commit
     def commit(
-        self, branch: str, expected: str | None, meta_sent: dict[str, Any], ops: list[Operation]
+        self, target: RefSpec, meta_sent: dict[str, Any], ops: list[Operation]
     ) -> tuple[Reference, list[tuple[Key, str]], Commit]:
-        """Commit operations to `branch` on top of its head.
+        """Commit operations to branch `target.name` on top of its head.
 
         Per-key conflict detection: for every key the commit touches, the value at the
         expected hash must equal the value at the head (Nessie's rule; the expected hash may
@@ -424,15 +470,11 @@ class NessieStore:
         """
         meta = build_commit_meta(meta_sent)
         with self._write() as conn:
-            ref = self.get_ref(branch)
-            if ref.type != BRANCH:
-                raise ReferenceNotFoundError.named(branch)
-            head = ref.hash
-            expected_full = head
-            if expected is not None:
-                expected_full = self.expand_hash(expected)
-                if not self._on_chain(head, expected_full):
-                    raise ReferenceNotFoundError.hash_not_on_ref(expected_full, branch)
+            ref = self._branch_for_write(target, "Reference to commit into")
+            branch, head = ref.name, ref.hash
+            expected_full = self._commit_named(target, "Expected hash")
+            if not self._on_chain(head, expected_full):
+                raise ReferenceNotFoundError.hash_not_on_ref(expected_full, branch)
             head_tree = self.tree(head)
             expected_tree = head_tree if expected_full == head else self.tree(expected_full)
             new_tree, stored_ops, added = self._apply(head_tree, expected_tree, ops)
@@ -613,28 +655,26 @@ class NessieStore:
         return commit
 
     # ------------------------------------------------------------------ merge
-    def merge(self, target: str, expected: str | None, request: MergeRequest) -> MergeResult:
+    def merge(self, target_spec: RefSpec, request: MergeRequest) -> MergeResult:
         """Merge the source's changes since the merge base into `target` as one merge commit.
 
         A key changed on both sides since the merge base (to different values) is a conflict,
         unless its merge behaviour is FORCE (take the source) or DROP (skip the key).
         """
         with self._write() as conn:
-            ref = self.get_ref(target)
-            if ref.type != BRANCH:
-                raise ReferenceNotFoundError.named(target)
-            head = ref.hash
-            if expected is not None:
-                expected = self.expand_hash(expected)
-                if not self._on_chain(head, expected):
-                    raise ReferenceNotFoundError.hash_not_on_ref(expected, target)
-            source_name = self.default_branch if request.from_ref == "-" else request.from_ref
-            source = self.get_ref(source_name)
-            from_hash = source.hash
-            if request.from_hash:
-                from_hash = self.expand_hash(request.from_hash)
-                if not self._on_chain(source.hash, from_hash):
-                    raise ReferenceNotFoundError.hash_not_on_ref(from_hash, source_name)
+            # Nessie resolves the source before the target (`TreeApiImpl.mergeRefIntoBranch`).
+            source_name = self._ref_name(request.from_ref)
+            source = None if source_name == DETACHED else self.get_ref(source_name)
+            from_hash = self._commit_named(
+                parse_hash_spec(request.from_hash, source_name), "Source hash"
+            )
+            ref = self._branch_for_write(target_spec, "Reference to merge into")
+            target, head = ref.name, ref.hash
+            expected = self._commit_named(target_spec, "Expected hash")
+            if not self._on_chain(head, expected):
+                raise ReferenceNotFoundError.hash_not_on_ref(expected, target)
+            if source is not None and not self._on_chain(source.hash, from_hash):
+                raise ReferenceNotFoundError.hash_not_on_ref(from_hash, source_name)
             base = self.merge_base(head, from_hash)
             result = MergeResult(False, True, head, base, target, head, expected)
             if base == from_hash:  # nothing on the source that the target does not have
@@ -689,7 +729,7 @@ class NessieStore:
             message = (
                 request.message
                 or sent.get("message")
-                or (f"Merged {request.from_ref} at {from_hash} into {target} at {expected or head}")
+                or (f"Merged {request.from_ref} at {from_hash} into {target} at {expected}")
             )
             meta = build_commit_meta(sent, message=message)
             commit = self._insert_commit(conn, head, from_hash, meta, stored, new_tree)

@@ -13,7 +13,7 @@ import pytest
 import requests
 from moto import mock_aws
 
-from lambdas.common.ledger import Ledger
+from lambdas.common.ledger import Ledger, table_schema
 from tests.cli.conftest import assert_one_line_error, run_wap
 
 STACK = "WapTest"
@@ -29,10 +29,7 @@ SCHEMA = pa.schema([("order_id", pa.int64()), ("amount", pa.float64())])
 
 
 def _template(nessie) -> str:
-    key = {
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-    }
+    key = table_schema()  # the deployed ledger's keys and indexes
     return json.dumps(
         {
             "Resources": {

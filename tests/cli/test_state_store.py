@@ -6,6 +6,7 @@ import boto3
 from moto import mock_aws
 
 from lambdas.common.ledger import Ledger
+from local.aws.stack import create_ledger_table
 from local.home import WapHome
 from local.state_store import INTERRUPTED_REASON, StateStore, StoredBucket
 
@@ -14,12 +15,7 @@ BUCKETS = (StoredBucket("src"), StoredBucket("art", ("reports/",)))
 
 def _resources():
     dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
-    dynamodb.create_table(
-        TableName="ledger",
-        BillingMode="PAY_PER_REQUEST",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-    )
+    create_ledger_table(dynamodb.meta.client, "ledger")
     s3 = boto3.client("s3", region_name="us-east-1")
     for bucket in ("src", "art"):
         s3.create_bucket(Bucket=bucket)

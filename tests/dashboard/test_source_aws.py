@@ -8,7 +8,7 @@ import json
 import pytest
 from moto import mock_aws
 
-from lambdas.common.ledger import Ledger
+from lambdas.common.ledger import Ledger, table_schema
 from local.cli.backends import Target
 from local.dashboard import source
 
@@ -29,8 +29,7 @@ def _template(nessie) -> str:
                     "Properties": {
                         "TableName": LEDGER,
                         "BillingMode": "PAY_PER_REQUEST",
-                        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-                        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                        **table_schema(),  # the deployed ledger's keys and indexes
                     },
                 },
             },
@@ -74,6 +73,7 @@ def deployed(nessie, monkeypatch):
             },
         )
         ledger.create_ingest(QUEUED_ID, {"table": "sales.refunds", "status": "QUEUED"})
+        ledger.create_ingest("c" * 16, {"table": "sales.refunds", "status": "RECEIVED"})
         ledger.acquire_or_enqueue("sales.refunds", "c" * 16)
         ledger.acquire_or_enqueue("sales.refunds", QUEUED_ID)
         yield Target(aws=True, stack=STACK)
@@ -82,7 +82,7 @@ def deployed(nessie, monkeypatch):
 def test_overview_reads_the_deployed_ledger_and_queues(deployed):
     data = source.load_overview(deployed)
 
-    assert sorted(r.ingest_id for r in data.runs) == [FAILED_ID, QUEUED_ID]
+    assert sorted(r.ingest_id for r in data.runs) == [FAILED_ID, QUEUED_ID, "c" * 16]
     assert data.locks == [{"table": "sales.refunds", "active": "c" * 16, "queue": [QUEUED_ID]}]
     assert data.branches == []  # nothing but main in this Nessie
 

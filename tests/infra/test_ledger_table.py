@@ -21,6 +21,7 @@ def ledger(synthesized, monkeypatch):
         dynamodb = boto3.resource("dynamodb")
         dynamodb.create_table(TableName="ledger", KeySchema=props["KeySchema"],
                               AttributeDefinitions=props["AttributeDefinitions"],
+                              GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"],
                               BillingMode=props["BillingMode"])
         yield Ledger("ledger", dynamodb_resource=dynamodb)
 
@@ -32,6 +33,15 @@ def test_ingest_records_are_written_once(ledger):
 
 
 def test_table_locks_queue_in_arrival_order(ledger):
+    for iid in ("a" * 16, "b" * 16):  # the lock transaction checks the ingest is pending
+        ledger.create_ingest(iid, {"table": "sales.orders", "status": "RECEIVED"})
     assert ledger.acquire_or_enqueue("sales.orders", "a" * 16) == LOCK_ACTIVE
     assert ledger.acquire_or_enqueue("sales.orders", "b" * 16) == LOCK_QUEUED
     assert ledger.release("sales.orders", "a" * 16) == "b" * 16
+
+
+def test_listings_work_on_the_deployed_indexes(ledger):
+    ledger.create_ingest("c" * 16, {"table": "sales.orders", "status": "RECEIVED"})
+    ledger.update_ingest("c" * 16, {"status": "PUBLISHED"})
+    assert [r["ingest_id"] for r in ledger.list_ingests(table="sales.orders")] == ["c" * 16]
+    assert [r["ingest_id"] for r in ledger.list_ingests(statuses={"PUBLISHED"})] == ["c" * 16]

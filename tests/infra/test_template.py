@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match
 
 REPO = Path(__file__).resolve().parents[2]
 ASL_FILE = REPO / "statemachine" / "ingest.asl.json"
-HANDLERS = {"trigger", "job_status", "publish", "alert", "finish", "sweeper"}
+HANDLERS = {"trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper"}
 
 
 def _ref_id(value: Any) -> str | None:
@@ -142,13 +142,20 @@ def test_sweeper_runs_on_a_schedule(synthesized):
 
 
 def test_ledger_table_matches_the_ledger_module_and_has_pitr(synthesized):
-    # lambdas/common/ledger.py addresses items by "pk" alone (ingest#<id>, table#<name>).
-    synthesized.template.has_resource_properties("AWS::DynamoDB::Table", {
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-        "SSESpecification": {"SSEEnabled": True},
-    })
+    # lambdas/common/ledger.py defines the table once: keys, indexes and the TTL attribute.
+    from lambdas.common.ledger import TTL_ATTRIBUTE, table_schema
+
+    schema = table_schema()
+    (ledger,) = [t["Properties"] for t in synthesized.of_type("AWS::DynamoDB::Table").values()
+                 if "TableName" not in t["Properties"]]
+    assert ledger["KeySchema"] == schema["KeySchema"]
+    assert sorted(ledger["AttributeDefinitions"], key=str) == sorted(
+        schema["AttributeDefinitions"], key=str)
+    assert sorted(ledger["GlobalSecondaryIndexes"], key=lambda i: i["IndexName"]) == sorted(
+        schema["GlobalSecondaryIndexes"], key=lambda i: i["IndexName"])
+    assert ledger["TimeToLiveSpecification"] == {"AttributeName": TTL_ATTRIBUTE, "Enabled": True}
+    assert ledger["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert ledger["SSESpecification"] == {"SSEEnabled": True}
 
 
 def test_every_lambda_is_python312_traced_and_has_the_contract_environment(synthesized):

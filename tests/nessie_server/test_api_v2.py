@@ -84,6 +84,22 @@ def test_reference_syntax_resolves_names_hashes_default_and_relative(api, valida
     assert api.get(f"/trees/main@{first}/contents/{ns}.u").status_code == 404
 
 
+def test_detached_reads_need_a_starting_commit(api):
+    """Nessie's `AbstractRelativeReferences.get*AmbiguousDetached`: `@~1` names no commit."""
+    for url, what in (
+        ("/trees/@~1/contents/a", "Expected hash"),
+        ("/trees/@~1/contents?key=a", "Expected hash"),
+        ("/trees/@~1/entries", "Expected hash"),
+        ("/trees/@~1/history", "Youngest hash"),
+        ("/trees/@~1/diff/main", '"From" hash'),
+        ("/trees/main/diff/@~2", '"To" hash'),
+    ):
+        resp = api.get(url)
+        assert resp.status_code == 400, (url, resp.text)
+        assert resp.json()["errorCode"] == "BAD_REQUEST"
+        assert resp.json()["message"] == f"{what} must contain a starting commit ID.", url
+
+
 def test_contents_single_and_multiple_forms(api, validate):
     ns = unique("cnt")
     hash_, table_id = make_table(api, "main", ns, location="s3://w/orders/v1.json")
@@ -267,15 +283,17 @@ def test_merge_dry_run_conflict_as_result_and_merge_commit(api, validate):
         "s3://w/b1"
     )
 
+    b2_head = head(api, b2)
     as_result = api.post(
-        "/trees/main/history/merge", json=merge_body(b2, return_conflict_as_result=True)
+        f"/trees/main@{head(api)}/history/merge",
+        json=merge_body(b2, b2_head, return_conflict_as_result=True),
     )
     assert as_result.status_code == 200
     validate("MergeResponse_V2", as_result.json())
     assert (as_result.json()["wasApplied"], as_result.json()["wasSuccessful"]) == (False, False)
     assert as_result.json()["details"][0]["conflict"]["conflictType"] == "VALUE_DIFFERS"
 
-    refused = api.post("/trees/main/history/merge", json=merge_body(b2))
+    refused = api.post(f"/trees/main@{head(api)}/history/merge", json=merge_body(b2, b2_head))
     assert refused.status_code == 409
     assert refused.json()["errorCode"] == "REFERENCE_CONFLICT"
     assert refused.json()["errorDetails"]["conflicts"][0]["key"] == {"elements": [ns, "t"]}

@@ -9,7 +9,13 @@ import threading
 import httpx
 import pytest
 
-from local.nessie.models import iceberg_table, namespace_content, put_op, reference_body
+from local.nessie.models import (
+    iceberg_table,
+    merge_body,
+    namespace_content,
+    put_op,
+    reference_body,
+)
 from local.nessie.runner import start_server
 
 from .conftest import commit, create_branch, head, unique
@@ -193,7 +199,10 @@ def test_long_history_reads_back_identically_after_restart(tmp_path):
                 state[branch] = new_tree
                 expected[resp.json()["targetBranch"]["hash"]] = new_tree
                 if i % 30 == 29:
-                    merged = api.post("/trees/main/history/merge", json={"fromRefName": "side"})
+                    merged = api.post(
+                        f"/trees/main@{head(api)}/history/merge",
+                        json=merge_body("side", head(api, "side")),
+                    )
                     assert merged.status_code == 200, merged.text
                     main_tree = {k: v for k, v in state["main"].items() if k not in side_keys}
                     state["main"] = {**main_tree, **state["side"]}

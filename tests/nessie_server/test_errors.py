@@ -193,7 +193,9 @@ def test_malformed_bodies(api, branch, unchanged):
         "Iceberg content requires a non-blank 'metadataLocation'",
     )
     assert_error(
-        api.post(f"/trees/{branch}/history/merge", json={"fromHash": "abcdabcd"}),
+        api.post(
+            f"/trees/{branch}@{head(api, branch)}/history/merge", json={"fromHash": "abcdabcd"}
+        ),
         400,
         "BAD_REQUEST",
         "fromRefName must be set",
@@ -364,17 +366,17 @@ def _garbage_requests(branch: str, hash_: str) -> list[tuple[str, str, dict]]:
         ("POST", commit_url, {"content": b""}),
         (
             "POST",
-            f"/trees/{branch}/history/merge",
+            f"/trees/{branch}@{hash_}/history/merge",
             {"json": {"fromRefName": "main", "keyMergeModes": 7}},
         ),
         (
             "POST",
-            f"/trees/{branch}/history/merge",
+            f"/trees/{branch}@{hash_}/history/merge",
             {"json": {"fromRefName": "main", "fromHash": "xyz"}},
         ),
         (
             "POST",
-            f"/trees/{branch}/history/merge",
+            f"/trees/{branch}@{hash_}/history/merge",
             {"json": {"fromRefName": "main", "defaultKeyMergeMode": "YOLO"}},
         ),
         ("POST", "/trees", {"params": {"name": "ok_name", "type": "FOLDER"}, "json": {}}),

@@ -18,6 +18,14 @@ from pynessie.model import ContentKey, IcebergTable, Namespace, Put
 from local.aws.emr_serverless import report_writing_job
 
 
+def snapshot_of(tag: str) -> int:
+    """The stand-in's snapshot id for a run tagged `tag` (an ingest id: stable across re-runs)."""
+    try:
+        return int(tag[:15], 16)
+    except ValueError:
+        return random.randint(1, 2**40)
+
+
 def commit_table_on_branch(api_v1: str, table: str, branch: str, tag: str) -> str:
     """Put `table` on `branch` (new metadata location); returns the branch's new hash."""
     client = pynessie.init(
@@ -28,7 +36,7 @@ def commit_table_on_branch(api_v1: str, table: str, branch: str, tag: str) -> st
     content = IcebergTable(
         id=None,
         metadata_location=f"file:///warehouse/{table}/{tag}.json",
-        snapshot_id=random.randint(1, 2**40),
+        snapshot_id=snapshot_of(tag),
         schema_id=0,
         spec_id=0,
         sort_order_id=0,
@@ -84,6 +92,7 @@ def standin_job(api_v1: str, calls: list[dict[str, Any]] | None = None):
         branch_hash = commit_table_on_branch(
             api_v1, args["table"], args["branch"], args["ingest_id"]
         )
+        base["snapshot_id"] = snapshot_of(args["ingest_id"])
         check = {
             "name": "amount_positive",
             "kind": "range",

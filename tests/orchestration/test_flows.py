@@ -137,13 +137,15 @@ def test_one_table_runs_one_ingest_at_a_time_and_tables_run_in_parallel(
 
 def test_job_crash_ends_job_failed_with_reason_and_log(make_stack, slack):
     stack = make_stack()
-    stack.emr.inject_crash("executor lost: OutOfMemoryError")
+    for _ in range(3):  # every try crashes
+        stack.emr.inject_crash("executor lost: OutOfMemoryError")
     stack.drop_file("crash/orders/x.parquet", fake_parquet("d"))
     record = wait_for_key(stack, "crash/orders/x.parquet")
     stack.wait_idle()
 
     assert record["status"] == "JOB_FAILED"
-    assert "OutOfMemoryError" in record["error"]
+    assert "OutOfMemoryError" in record["error"] and "gave up after 3 tries" in record["error"]
+    assert len(stack.emr.started_runs) == 3
     assert record["log_uri"].startswith("s3://")
     bucket, prefix = record["log_uri"][5:].split("/", 1)
     logs = stack.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)

@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lambdas.common.ledger import LOCK_ACTIVE, LOCK_QUEUED, Ledger
+from lambdas.common.ledger import LOCK_ACTIVE, LOCK_NOT_PENDING, LOCK_QUEUED, Ledger
 from local.aws.moto_fidelity import make_dynamodb_writes_atomic
 from local.aws.stack import create_ledger_table
 
@@ -65,7 +65,15 @@ def test_set_once_keeps_the_first_value(ledger):
     assert ledger.set_once("e" * 16, "branch", "wap_b") == "wap_a"
 
 
+def _pending(ledger, table: str, *ids: str) -> None:
+    """Ingest records that may take a lock (the trigger records before it acquires)."""
+    for iid in ids:
+        ledger.create_ingest(iid, {"table": table, "status": "RECEIVED"})
+
+
 def test_lock_queues_in_arrival_order_and_hands_over_on_release(ledger):
+    _pending(ledger, "s.t", "1" * 16, "2" * 16, "3" * 16, "5" * 16)
+    _pending(ledger, "s.u", "4" * 16)
     assert ledger.acquire_or_enqueue("s.t", "1" * 16) == LOCK_ACTIVE
     assert ledger.acquire_or_enqueue("s.t", "2" * 16) == LOCK_QUEUED
     assert ledger.acquire_or_enqueue("s.t", "3" * 16) == LOCK_QUEUED
@@ -89,6 +97,7 @@ def test_lock_queues_in_arrival_order_and_hands_over_on_release(ledger):
 
 def test_concurrent_acquires_give_one_holder_and_queue_everyone_else(ledger):
     ids = [f"{i:016x}" for i in range(10)]
+    _pending(ledger, "s.t", *ids)
     answers: dict[str, str] = {}
     barrier = threading.Barrier(len(ids))
 
@@ -118,10 +127,79 @@ def test_list_ingests_filters_by_table_and_status(ledger):
     ledger.create_ingest("1" * 16, {"table": "s.t", "status": "PUBLISHED"})
     ledger.create_ingest("2" * 16, {"table": "s.t", "status": "AUDIT_FAILED"})
     ledger.create_ingest("3" * 16, {"table": "s.u", "status": "AUDIT_FAILED"})
-    ledger.acquire_or_enqueue("s.t", "1" * 16)
+    ledger.create_ingest("4" * 16, {"table": "s.t", "status": "RECEIVED"})
+    ledger.acquire_or_enqueue("s.t", "4" * 16)
     assert {r["ingest_id"] for r in ledger.list_ingests(statuses={"AUDIT_FAILED"})} == {
         "2" * 16,
         "3" * 16,
     }
-    assert {r["ingest_id"] for r in ledger.list_ingests(table="s.t")} == {"1" * 16, "2" * 16}
+    assert {r["ingest_id"] for r in ledger.list_ingests(table="s.t")} == {
+        "1" * 16, "2" * 16, "4" * 16}
     assert [lock.table for lock in ledger.list_locks()] == ["s.t"]
+
+
+def test_a_finished_ingest_cannot_take_the_lock_again(ledger):
+    """A duplicate event that read RECEIVED before the ingest finished must not re-take the
+    table: the ingest's status is checked in the same transaction as the lock write."""
+    _pending(ledger, "s.t", "1" * 16)
+    assert ledger.acquire_or_enqueue("s.t", "1" * 16) == LOCK_ACTIVE
+    ledger.update_ingest("1" * 16, {"status": "PUBLISHED"})
+    assert ledger.release("s.t", "1" * 16) is None
+
+    assert ledger.acquire_or_enqueue("s.t", "1" * 16) == LOCK_NOT_PENDING
+    lock = ledger.get_lock("s.t")
+    assert lock.active is None and lock.queue == []
+
+
+def test_the_active_ingest_holds_a_lease_that_expires_unless_renewed(ledger):
+    from datetime import timedelta
+
+    from lambdas.common.naming import utcnow
+
+    _pending(ledger, "s.t", "1" * 16, "2" * 16)
+    ledger.acquire_or_enqueue("s.t", "1" * 16)
+    lock = ledger.get_lock("s.t")
+    now = utcnow()
+    assert not lock.lease_expired(now)
+    assert lock.lease_expired(now + timedelta(hours=5))  # the default lease is 4 h
+    ledger.acquire_or_enqueue("s.t", "2" * 16)
+    assert ledger.renew_lease("s.t", "1" * 16)
+    assert not ledger.renew_lease("s.t", "2" * 16)  # queued, not the holder
+    assert ledger.release("s.t", "1" * 16) == "2" * 16
+    assert not ledger.get_lock("s.t").lease_expired(now)  # the successor got a fresh lease
+
+
+def test_final_records_expire_and_are_indexed_for_the_sweeper(ledger):
+    from lambdas.common.naming import utcnow
+
+    _pending(ledger, "s.t", "1" * 16, "2" * 16)
+    ledger.update_ingest("1" * 16, {"status": "PUBLISHED"})
+    record = ledger.get_ingest("1" * 16)
+    assert record["expires_at"] > utcnow().timestamp() + 30 * 86400
+    assert [r["ingest_id"] for r in ledger.due_for_sweep(utcnow())] == ["1" * 16]
+    ledger.swept("1" * 16)
+    assert ledger.due_for_sweep(utcnow()) == []
+    assert "expires_at" not in ledger.get_ingest("2" * 16)  # not final: kept
+
+
+def test_listings_query_indexes_and_never_scan(ledger):
+    """The sweeper's and the CLI's reads must not grow with the table's history."""
+    import boto3
+
+    from lambdas.common.naming import utcnow
+
+    calls: list[str] = []
+    resource = boto3.resource("dynamodb")
+    resource.meta.client.meta.events.register(
+        "before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+    indexed = Ledger("ledger", dynamodb_resource=resource)
+    _pending(indexed, "s.t", "1" * 16)
+    indexed.acquire_or_enqueue("s.t", "1" * 16)
+    calls.clear()
+    indexed.list_ingests()
+    indexed.list_ingests(table="s.t")
+    indexed.list_ingests(statuses={"RECEIVED"})
+    indexed.list_locks()
+    indexed.due_for_sweep(utcnow())
+    assert calls and set(calls) == {"Query"}, calls
+    assert "Scan" not in calls

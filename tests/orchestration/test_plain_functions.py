@@ -26,6 +26,7 @@ BASE_ENV = {
     "WAP_REPORTS_PREFIX": "s3://a/reports",
     "WAP_LOGS_PREFIX": "s3://a/logs/",
     "WAP_STATE_MACHINE_ARN": "arn:aws:states:x",
+    "WAP_ARTIFACTS_BUCKET": "a",
 }
 
 
@@ -75,6 +76,7 @@ def _report(**fields) -> dict:
         "report_version": 1,
         "branch": "wap_s_t_20261122T101500_01234567",
         "branch_hash": "abc",
+        "snapshot_id": 1234567890123456789,
         "rows_written": 5,
         "checks": [],
         "reason": None,
@@ -90,6 +92,8 @@ def test_report_outcomes_map_to_statuses(s3):
         "rejected": (_report(outcome="rejected", reason="corrupt", branch_hash=None), "REJECTED"),
         "odd": (_report(outcome="maybe"), "JOB_FAILED"),
         "nohash": (_report(branch_hash=None), "JOB_FAILED"),
+        "nosnapshot": (_report(snapshot_id=None), "JOB_FAILED"),
+        "error": (_report(outcome="error", reason="job error: Nessie unreachable"), "JOB_ERROR"),
         "otherbranch": (_report(branch="wap_other"), "JOB_FAILED"),
     }
     for name, (report, expected) in cases.items():
@@ -99,7 +103,9 @@ def test_report_outcomes_map_to_statuses(s3):
         )
         assert result["status"] == expected, (name, result)
     missing = outcome_from_report("s3://reports/none.json", None)
-    assert missing["status"] == "JOB_FAILED" and "wrote no audit report" in missing["reason"]
+    assert missing["status"] == "JOB_ERROR" and "wrote no audit report" in missing["reason"]
+    passed = outcome_from_report("s3://reports/passed.json", None)
+    assert passed["snapshot_id"] == "1234567890123456789"  # a string: beyond a double's range
 
 
 def test_failed_report_without_reason_names_the_failed_checks(s3):

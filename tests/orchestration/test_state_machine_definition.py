@@ -16,6 +16,7 @@ CONTRACT_SUBSTITUTIONS = {
     "PublishFunctionArn",
     "AlertFunctionArn",
     "FinishFunctionArn",
+    "RetryJobFunctionArn",
 }
 
 

@@ -32,7 +32,7 @@ def _wait_status(stack, key: str, status: str, timeout: float = 30) -> None:
 
 def test_lock_of_a_dead_execution_is_recovered_and_the_queue_moves_on(make_stack, slack):
     stack = make_stack()
-    stack.emr.inject_hang(match="stuck/orders/first")
+    stack.emr.inject_hang(match="/first.parquet")
     stack.drop_file("stuck/orders/first.parquet", fake_parquet("s1"))
     _wait_status(stack, "stuck/orders/first.parquet", "RUNNING")
     stack.drop_file("stuck/orders/second.parquet", fake_parquet("s2"))

@@ -1,0 +1,1 @@
+"""Retry an ingest's job run after an infrastructure error, on the same branch."""

@@ -1,0 +1,20 @@
+"""Retry-job Lambda: the next try of a job run after an infrastructure error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lambdas.common.config import load_settings
+from lambdas.common.ledger import Ledger
+from lambdas.common.log import logger
+from lambdas.retry_job.service import retry_job
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Input: the execution state after JOB_ERROR. Output: the new `run` descriptor."""
+    settings = load_settings()
+    logger.append_keys(ingest_id=event.get("ingest_id"))
+    run = retry_job(settings, Ledger(settings.ledger_table, lease=settings.lock_lease), event)
+    logger.info("job retried", extra={"job_try": run["job_try"], "job_run_id": run["job_run_id"]})
+    return run
