@@ -160,43 +160,56 @@ def start_ingest(
     ref = TableRef.parse(table)
     branch = ledger.set_once(ingest_id, "branch", branch_name(ref, utcnow(), ingest_id))
     nessie.ensure_branch_from_main(branch)
-    attempt = 1
-    report_uri = settings.report_uri(table, ingest_id, attempt)
-    ledger.renew_lease(table, ingest_id)
-    job_run_id = start_job_run(
-        settings,
-        ingest_id=ingest_id,
-        attempt=attempt,
-        source_uri=reader_uri(record),
-        table=table,
-        branch=branch,
-        report_uri=report_uri,
-    )
-    started_at = ledger.set_once(ingest_id, "job_started_at", iso(utcnow()))
-    log_uri = job_log_uri(settings, ingest_id, job_run_id)
+    run = launch_job_run(settings, ledger, record, attempt=1, job_try=1, branch=branch)
     execution_input = {
         "ingest_id": ingest_id,
         "table": table,
         "source_uri": record["source_uri"],
         "staged_uri": record["staged_uri"],
-        "run": run_descriptor(attempt=attempt, branch=branch, job_run_id=job_run_id,
-                              report_uri=report_uri, log_uri=log_uri, started_at=started_at),
+        "run": run,
     }
     arn = start_execution(settings, ingest_id, execution_input)
     ledger.update_ingest(
         ingest_id,
-        {
-            "status": c.RUNNING,
-            "branch": branch,
-            "job_run_id": job_run_id,
-            "attempts": attempt,
-            "report_uri": report_uri,
-            "log_uri": log_uri,
-            "execution_arn": arn,
-        },
+        {"status": c.RUNNING, "execution_arn": arn, **run_fields(run)},
         only_if_status=c.PENDING_STATUSES,
     )
     return ledger.get_ingest(ingest_id) or record
+
+
+def launch_job_run(
+    settings: Settings, ledger: Ledger, record: dict[str, Any], *, attempt: int, job_try: int,
+    branch: str,
+) -> dict[str, Any]:
+    """Start (or find) the job run of `attempt` (a branch) and `job_try` (a retry on it) for
+    an ingest that holds its table; renews the table lease. Returns the run descriptor."""
+    ingest_id, table = record["ingest_id"], record["table"]
+    report_uri = settings.report_uri(table, ingest_id, attempt, job_try)
+    ledger.renew_lease(table, ingest_id)
+    job_run_id = start_job_run(
+        settings,
+        ingest_id=ingest_id,
+        attempt=attempt,
+        job_try=job_try,
+        source_uri=reader_uri(record),
+        table=table,
+        branch=branch,
+        report_uri=report_uri,
+    )
+    run_key = "" if attempt == 1 else f"_{attempt}"
+    run_key += "" if job_try == 1 else f"_{job_try}"
+    started_at = ledger.set_once(ingest_id, f"job_started_at{run_key}", iso(utcnow()))
+    return run_descriptor(attempt=attempt, job_try=job_try, branch=branch, job_run_id=job_run_id,
+                          report_uri=report_uri, log_uri=job_log_uri(settings, ingest_id,
+                                                                     job_run_id),
+                          started_at=started_at)
+
+
+def run_fields(run: dict[str, Any]) -> dict[str, Any]:
+    """The ledger fields that name an ingest's current job run."""
+    return {"branch": run["branch"], "job_run_id": run["job_run_id"],
+            "attempts": run["attempt"], "job_tries": run["job_try"],
+            "report_uri": run["report_uri"], "log_uri": run["log_uri"]}
 
 
 def start_or_fail(

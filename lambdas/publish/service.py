@@ -13,9 +13,9 @@ from typing import Any
 from lambdas.common import constants as c
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError, MergeConflictError
-from lambdas.common.ingest import job_log_uri, reader_uri, run_descriptor, start_job_run
+from lambdas.common.ingest import launch_job_run, run_fields
 from lambdas.common.ledger import Ledger
-from lambdas.common.naming import TableRef, branch_name, iso, utcnow
+from lambdas.common.naming import TableRef, branch_name, utcnow
 from lambdas.common.nessie import NessieGateway
 from lambdas.common.published import delete_branch_quietly
 
@@ -125,30 +125,7 @@ def _rebase(
     nessie.ensure_branch_from_main(branch)
     # The conflicting branch holds a stale copy of the same rows: drop it.
     nessie.delete_branch(run["branch"])
-    report_uri = settings.report_uri(table, ingest_id, attempt)
-    record = ledger.get_ingest(ingest_id) or {}
-    ledger.renew_lease(table, ingest_id)
-    job_run_id = start_job_run(
-        settings,
-        ingest_id=ingest_id,
-        attempt=attempt,
-        source_uri=reader_uri(record),
-        table=table,
-        branch=branch,
-        report_uri=report_uri,
-    )
-    started_at = ledger.set_once(ingest_id, f"job_started_at_{attempt}", iso(utcnow()))
-    log_uri = job_log_uri(settings, ingest_id, job_run_id)
-    ledger.update_ingest(
-        ingest_id,
-        {
-            "branch": branch,
-            "job_run_id": job_run_id,
-            "attempts": attempt,
-            "report_uri": report_uri,
-            "log_uri": log_uri,
-        },
-    )
-    new_run = run_descriptor(attempt=attempt, branch=branch, job_run_id=job_run_id,
-                             report_uri=report_uri, log_uri=log_uri, started_at=started_at)
+    record = ledger.get_ingest(ingest_id) or {"ingest_id": ingest_id, "table": table}
+    new_run = launch_job_run(settings, ledger, record, attempt=attempt, job_try=1, branch=branch)
+    ledger.update_ingest(ingest_id, run_fields(new_run))
     return {**base, "status": c.PUBLISH_REBASED, "reason": reason, "run": new_run}
