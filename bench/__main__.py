@@ -14,6 +14,7 @@ BENCHMARKS = {
     "lambda_sizes": "bench.lambda_sizes",
     "wap_job": "bench.wap_job_bench",
     "audit_floor": "bench.audit_floor_bench",
+    "query": "bench.query_bench",
 }
 
 

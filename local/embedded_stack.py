@@ -24,6 +24,7 @@ from local.aws.stack import (
     StackSettings,
     create_ledger_table,
 )
+from local.catalog_server import catalog_url
 from local.home import WapHome
 from local.state_store import ARTIFACT_PREFIXES, StateStore, StoredBucket
 
@@ -173,7 +174,9 @@ class EmbeddedStack:
                 settings = StackSettings(
                     nessie_api_v1=self.nessie.api_v1,
                     job=job,
-                    nessie_ui_url=self.nessie.url,
+                    # Alerts outlive this command and its server: they link to the fixed
+                    # address `wap serve` serves the same catalog on.
+                    nessie_ui_url=catalog_url(),
                     slack_api_url=self.slack.api_url,
                     slack_token=SLACK_TOKEN,
                     slack_channel=SLACK_CHANNEL,

@@ -19,11 +19,14 @@ import typer
 
 from infra.constants import STACK_NAME
 from lambdas.common import constants as c
+from lambdas.common.naming import BRANCH_PREFIX
+from local.catalog_server import ENV_CATALOG_PORT, catalog_port, start_catalog
 from local.cli import render
 from local.cli.backends import NoLocalState, Target, open_backend
 from local.embedded_stack import StackStartError, tables_dir_from_env
 from local.home import HomeError, WapHome
 from local.ops import operations as ops
+from local.ops import query as query_ops
 from local.ops.exceptions import OpsError
 
 app = typer.Typer(
@@ -163,14 +166,122 @@ def show(
     def work() -> None:
         with open_backend(_target(ctx)) as backend:
             view = ops.show(backend, target)
+            ui_base, local = backend.nessie_ui_url, backend.kind == "local"
         for part in render.show_view(view):
             console.print(part)
+        wap = f"wap{_home_flag(_target(ctx))}"
+        lines = render.inspect_lines(view, ui_base, wap=wap, local=local)
+        if lines:
+            console.print("\n" + "\n".join(lines), soft_wrap=True, markup=False)
         if view.record.get("status") == c.AUDIT_FAILED and view.branch_open:
-            hint, branch = _home_flag(_target(ctx)), view.record["branch"]
+            branch = view.record["branch"]
             console.print(
-                f'\nNext: wap{hint} publish {branch} --reason "..."   or   '
-                f"wap{hint} discard {branch}"
+                f'\nNext: {wap} publish {branch} --reason "..."   or   {wap} discard {branch}',
+                markup=False,
             )
+
+    _run(work)
+
+
+@app.command()
+def query(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="branch name, ingest id or main")],
+    sql: Annotated[str, typer.Argument(help="one SELECT statement (DuckDB SQL)")],
+    table: Annotated[
+        str | None, typer.Option("--table", "-t", help="ns.table, when the ref holds several")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option(min=0, help="at most this many rows (0: all)")
+    ] = query_ops.DEFAULT_LIMIT,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="a JSON array on stdout")] = False,
+    max_scan_mb: Annotated[
+        int,
+        typer.Option(min=1, help="refuse tables with more data files than this (read in memory)"),
+    ] = query_ops.DEFAULT_MAX_SCAN_MB,
+) -> None:
+    """SQL over a table as of a branch, an ingest or main (DuckDB over pyiceberg, no JVM).
+
+    The table is named as usual (`sales.orders`) or by its name alone (`orders`);
+    only queries run: no writes, no files, no extensions.
+    """
+    if as_csv and as_json:
+        raise _fail("choose one of --csv and --json")
+
+    def work() -> None:
+        query_ops.check_statement(sql)  # a refused statement fails before anything starts
+        with open_backend(_target(ctx)) as backend:
+            done = query_ops.run_query(
+                backend, target, sql, table=table, limit=limit or None, max_scan_mb=max_scan_mb
+            )
+        rows, source = done.result.rows, done.source
+        more = (
+            f"first {rows.num_rows} rows shown; more exist (--limit N, 0 for all)"
+            if done.result.truncated
+            else None
+        )
+        if as_csv or as_json:
+            typer.echo(render.query_csv(rows) if as_csv else render.query_json(rows), nl=as_json)
+            if more:
+                typer.echo(f"note: {more}", err=True)
+            return
+        console.print(source.describe(), soft_wrap=True, markup=False)
+        console.print(render.query_table(rows))
+        console.print(more or f"{rows.num_rows} row(s)", markup=False)
+
+    _run(work)
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            min=1, max=65535, help=f"port on 127.0.0.1 (default ${ENV_CATALOG_PORT} or 19120)"
+        ),
+    ] = None,
+) -> None:
+    """Serve the home's catalog (Nessie API + UI) until Ctrl-C: the links in alerts open here."""
+    target = _target(ctx)
+    if target.is_aws:
+        raise _fail(
+            "serve is for local mode: a deployed stack's Nessie serves its own UI "
+            "(stack output NessieUiUrl)"
+        )
+
+    def work() -> None:
+        home = WapHome.resolve(target.home)
+        configured = catalog_port()
+        server = start_catalog(home, port or configured)
+        try:
+            base = server.url
+            console.print(
+                f"Catalog of {home.root} on {base}: UI {base}/tree/main, "
+                f"Nessie API {base}/api/v2 (Ctrl-C to stop)",
+                soft_wrap=True,
+                markup=False,
+            )
+            if server.port != configured:
+                console.print(
+                    f"Links in alerts and `wap show` name port {configured}: run commands "
+                    f"with {ENV_CATALOG_PORT}={server.port} to make them point here.",
+                    markup=False,
+                )
+            for ref in server.store.list_refs():
+                if ref.type == "BRANCH" and ref.name.startswith(BRANCH_PREFIX):
+                    console.print(
+                        f"  {ref.name}: {base}/tree/{ref.name}   diff: {base}/diff/{ref.name}",
+                        soft_wrap=True,
+                        markup=False,
+                    )
+            while not server.wait(timeout=1):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
 
     _run(work)
 
@@ -271,7 +382,10 @@ def ingest(
                 backend.changed()
                 return
             records = _wait(backend, dropped, timeout)
-        _print_outcomes(records, target)
+            alerts = list(getattr(backend, "slack_messages", []))
+            ui_base = backend.nessie_ui_url
+        _print_outcomes(records, target, ui_base=ui_base)
+        _print_alerts(alerts)
         if any(r.get("status") != c.PUBLISHED for r in records):
             raise typer.Exit(3)
 
@@ -325,13 +439,9 @@ def demo(
             records = _wait(backend, dropped, INGEST_TIMEOUT_SECONDS)
             views = [ops.show(backend, r["ingest_id"]) for r in records]
             alerts = list(getattr(backend, "slack_messages", []))
-        _print_outcomes(records, target, views=views)
-        for message in alerts:
-            first = (message.get("text") or "").splitlines()[0] if message.get("text") else ""
-            console.print(
-                f"Slack alert posted to #{message.get('channel_name')} (local stand-in): {first}",
-                soft_wrap=True,
-            )
+            ui_base = backend.nessie_ui_url
+        _print_outcomes(records, target, views=views, ui_base=ui_base)
+        _print_alerts(alerts)
         console.print(
             f"\nDone in {time.monotonic() - started:.0f}s. State kept in {home.root}; "
             "run the demo again to add history, --fresh to start over."
@@ -380,7 +490,10 @@ def _wait(backend: Any, dropped: list[ops.Dropped], timeout: int) -> list[dict[s
 
 
 def _print_outcomes(
-    records: list[dict[str, Any]], target: Target, views: list[ops.IngestView] | None = None
+    records: list[dict[str, Any]],
+    target: Target,
+    views: list[ops.IngestView] | None = None,
+    ui_base: str | None = None,
 ) -> None:
     from rich.table import Table
 
@@ -401,7 +514,7 @@ def _print_outcomes(
                     for ch in views[i].failed_checks
                 )
             if r.get("branch") and status in c.FAILED_STATUSES:
-                open_branches.append(r["branch"])
+                open_branches.append((r["branch"], r.get("table")))
         table.add_row(
             (r.get("key") or "?").rsplit("/", 1)[-1],
             r.get("ingest_id", "?"),
@@ -416,16 +529,34 @@ def _print_outcomes(
                 console.print(f"main now holds {v.main_rows} rows of {v.record.get('table')}.")
                 break
     hint = _home_flag(target)
-    for branch in open_branches:
+    for branch, table_name in open_branches:
         console.print(f"\nOpen branch (main untouched): [bold]{branch}[/]", soft_wrap=True)
+        look = render.look_lines(
+            branch, table_name, ui_base, wap=f"wap{hint}", local=not target.is_aws
+        )
         console.print(
             "Next:\n"
             f"  wap{hint} show {branch}\n"
-            f'  wap{hint} publish {branch} --reason "reviewed: refunds are negative"\n'
+            + "".join(f"  {line}\n" for line in look)
+            + f'  wap{hint} publish {branch} --reason "reviewed: refunds are negative"\n'
             f"  wap{hint} discard {branch}\n"
             f"  wap{hint} runs    wap{hint} branches",
             soft_wrap=True,
+            markup=False,
         )
+
+
+def _print_alerts(alerts: list[dict[str, Any]]) -> None:
+    """The local Slack stand-in's messages: first line and the links in them."""
+    for message in alerts:
+        first = (message.get("text") or "").splitlines()[0] if message.get("text") else ""
+        console.print(
+            f"Slack alert posted to #{message.get('channel_name')} (local stand-in): {first}",
+            soft_wrap=True,
+            markup=False,
+        )
+        for url in render.alert_links(message):
+            console.print(f"  link in the alert: {url}", soft_wrap=True, markup=False)
 
 
 def main() -> None:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from local.ops.check_sql import first_rows_query, violation_query
 from local.ops.operations import BranchRow, IngestView, Progress, RunRow
 
 STATUS_STYLES = {
@@ -191,3 +195,143 @@ def show_view(view: IngestView) -> list[Any]:
             table.add_row(*[_cell(row.get(k)) for k in columns])
         out.append(table)
     return out
+
+
+# ---- wap query --------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """A query value as JSON/CSV take it: decimals as exact strings, times in ISO-8601."""
+    import datetime as dt
+    import math
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):  # JSON has no NaN/Infinity
+        return str(value)
+    return value
+
+
+def _records(rows: Any) -> list[list[Any]]:
+    # By position: a query may name two columns alike, which a dict per row would merge.
+    columns = [rows.column(i).to_pylist() for i in range(rows.num_columns)]
+    return [list(values) for values in zip(*columns, strict=True)] if columns else []
+
+
+def query_table(rows: Any) -> Table:
+    """A query's Arrow rows as a rich table; values are never read as markup."""
+    table = Table()
+    for name in rows.column_names:
+        table.add_column(Text(name))
+    for row in _records(rows):
+        table.add_row(
+            *[Text("null", style="dim") if v is None else Text(_cell(_plain(v))) for v in row]
+        )
+    return table
+
+
+def query_csv(rows: Any) -> str:
+    """CSV with a header row; NULL is an empty field."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(rows.column_names)
+    for row in _records(rows):
+        writer.writerow(["" if v is None else _cell(_plain(v)) for v in row])
+    return out.getvalue()
+
+
+def query_json(rows: Any) -> str:
+    """A JSON array with one object per row (decimals as strings, to stay exact); a name
+    that repeats keeps its last value, as JSON objects do."""
+    names = rows.column_names
+    return json.dumps(
+        [dict(zip(names, _plain(row), strict=True)) for row in _records(rows)],
+        ensure_ascii=False,
+        indent=1,
+    )
+
+
+def shell_sql(sql: str) -> str:
+    """`sql` as one shell word: in double quotes when nothing in it is special there."""
+    if not any(ch in sql for ch in '"$`\\!'):
+        return f'"{sql}"'
+    return shlex.quote(sql)
+
+
+def look_lines(
+    branch: str, table: str | None, ui_base: str | None, *, wap: str, local: bool
+) -> list[str]:
+    """Where to look at a failed branch's data: its table in the catalog UI, and SQL."""
+    from lambdas.alert.links import nessie_table_url
+
+    lines = []
+    sql = first_rows_query(table) if table else None
+    if table and sql:
+        lines.append(f"{wap} query {branch} {shell_sql(sql)}")
+        url = nessie_table_url(ui_base, branch, table) if ui_base else None
+        if url:
+            lines.append(f"open {url}" + (f"   (while `{wap} serve` runs)" if local else ""))
+    return lines
+
+
+_SLACK_LINK = re.compile(r"<(https?://[^|>\s]+)\|")
+
+
+def alert_links(message: dict[str, Any]) -> list[str]:
+    """The http(s) links of a Slack message's blocks (`<url|label>`), unescaped, in order."""
+    texts = []
+    for block in message.get("blocks") or []:
+        if isinstance(block.get("text"), dict):
+            texts.append(str(block["text"].get("text", "")))
+        for element in block.get("elements") or []:
+            if isinstance(element, dict):
+                texts.append(str(element.get("text", "")))
+    urls = [
+        url.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+        for text in texts
+        for url in _SLACK_LINK.findall(text)
+    ]
+    return list(dict.fromkeys(urls))
+
+
+def inspect_lines(view: IngestView, ui_base: str | None, *, wap: str, local: bool) -> list[str]:
+    """How to look at an open branch: its catalog UI pages, and a `wap query` per failed check."""
+    from lambdas.alert.links import nessie_branch_url, nessie_table_url
+
+    record = view.record
+    branch, table = record.get("branch"), record.get("table")
+    if not branch or not view.branch_open:
+        return []
+    lines = []
+    branch_url = nessie_branch_url(ui_base, branch) if ui_base else None
+    if branch_url:
+        lines.append(f"Catalog UI: {branch_url}")
+        table_url = nessie_table_url(ui_base, branch, table) if table else None
+        if table_url:
+            lines.append(f"  {table} on the branch: {table_url}")
+        if local:
+            lines.append(f"  against main: {ui_base.rstrip('/')}/diff/{quote(branch, safe='')}")
+            lines.append(f"  (open them while `{wap} serve` or `{wap} dashboard` runs)")
+    queries = [
+        (check.get("name"), violation_query(check, table))
+        for check in view.failed_checks
+        if table and check.get("status") == "failed"
+    ]
+    queries = [(name, sql) for name, sql in queries if sql]
+    if queries:
+        lines.append("Violating rows, with SQL on the branch:")
+        for name, sql in queries:
+            lines.append(f"  {name}: {wap} query {branch} {shell_sql(sql)}")
+    return lines

@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from local.cli.backends import Target
 from local.dashboard.options import DEFAULT_STACK, to_args
@@ -85,6 +86,7 @@ def launch(
         open_browser=open_browser,
         address=address,
     )
+    catalog = None if (aws or profile) else serve_catalog(home)
     process = subprocess.Popen(command)  # noqa: S603 (our own interpreter and script)
     try:
         return process.wait()
@@ -96,6 +98,24 @@ def launch(
             process.kill()
             process.wait()
         return 0
+    finally:
+        if catalog is not None:
+            catalog.stop()
 
 
-__all__ = ["APP_PATH", "build_command", "launch"]
+def serve_catalog(home: str | None) -> Any:
+    """The home's catalog UI on its fixed address while the dashboard runs (the ingest pages
+    link there); None, with a note on stderr, when it cannot be served (taken port, no state)."""
+    from local.catalog_server import catalog_port, start_catalog
+    from local.home import HomeError, WapHome
+
+    try:
+        server = start_catalog(WapHome.resolve(home), catalog_port())
+    except HomeError as exc:
+        print(f"The dashboard does not serve the catalog UI: {exc}", file=sys.stderr)
+        return None
+    print(f"Catalog UI (the ingest pages link to it) on {server.url}/tree/main", flush=True)
+    return server
+
+
+__all__ = ["APP_PATH", "build_command", "launch", "serve_catalog"]

@@ -407,9 +407,15 @@ def next_commands(
 
 
 def nessie_links(
-    ui_base: str | None, branch: str | None, table: str | None, branch_open: bool
+    ui_base: str | None,
+    branch: str | None,
+    table: str | None,
+    branch_open: bool,
+    *,
+    with_diff: bool = False,
 ) -> list[tuple[str, str]]:
-    """(label, URL) of the branch and of the table on it in the Nessie UI (http(s) only)."""
+    """(label, URL) of the branch and of the table on it in the Nessie UI (http(s) only);
+    `with_diff` adds the local catalog UI's page of what the branch adds to main."""
     from lambdas.alert.links import nessie_branch_url, nessie_table_url
 
     if (
@@ -427,6 +433,8 @@ def nessie_links(
         table_url = nessie_table_url(ui_base, branch, table)
         if table_url:
             links.append((f"{table} on the branch", table_url))
+    if with_diff and branch_url:
+        links.append(("the branch against main", branch_url.replace("/tree/", "/diff/", 1)))
     main_url = nessie_branch_url(ui_base, c.MAIN_BRANCH)
     if main_url:
         links.append(("main", main_url))

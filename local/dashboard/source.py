@@ -102,6 +102,7 @@ class IngestPage:
     view: ops.IngestView
     nessie_ui_url: str | None
     counts_error: str | None = None
+    local_catalog: bool = False  # the UI is ours (`wap serve`), with its /diff page
 
 
 def load_ingest(target: Target, ref: str) -> IngestPage:
@@ -121,9 +122,12 @@ def load_ingest(target: Target, ref: str) -> IngestPage:
                 branch_rows=None,
             )
             problem = str(exc)
-        # Local mode's catalog server lives only while this loader runs and has no UI.
-        ui_url = backend.nessie_ui_url if backend.kind != "local" else None
-        return IngestPage(view=view, nessie_ui_url=ui_url, counts_error=problem)
+        return IngestPage(
+            view=view,
+            nessie_ui_url=backend.nessie_ui_url,
+            counts_error=problem,
+            local_catalog=backend.kind == "local",
+        )
 
     try:
         return _with_backend(target, work)

@@ -5,7 +5,8 @@ Serves the subset of Nessie REST API v2 that Iceberg's Java `NessieCatalog` (Nes
 Layout: `store.py` (the commit DAG, references, contents, conflict rules), `routes_v2.py` /
 `routes_v1.py` (parse and serialise), `http.py` (body limits, gzip, routing, error bodies),
 `exceptions.py` (Nessie's error codes and messages), `refs.py` (ref names, ref specs, content
-keys), `cel.py` (the CEL filter subset clients send), `runner.py` / `__main__.py`.
+keys), `cel.py` (the CEL filter subset clients send), `ui/` (the read-only web UI), `runner.py` /
+`__main__.py`.
 
 Known differences from real Nessie (clients treat all of these as opaque or unused):
 - Commit hashes are sha256 over our own canonical JSON of (parents, metadata, operations), so
@@ -16,7 +17,8 @@ Known differences from real Nessie (clients treat all of these as opaque or unus
   changes since the merge base, as Nessie 0.104 does; conflict = a key changed on both sides
   since the merge base to different values (FORCE / DROP per-key modes honoured).
 - Not implemented: transplant, reflog, repository config, `/recent-changes`, v1 namespace
-  endpoints, authentication, the Nessie UI. CEL filters support the subset clients send
+  endpoints, authentication. Nessie's React UI is replaced by a small read-only
+  server-rendered one on the same paths (`ui/`). CEL filters support the subset clients send
   (comparisons, `in`, `&&`/`||`/`!`, `size()`, `startsWith`/`endsWith`/`contains`/`matches`).
 - Every commit stores the full key -> content map (fine for catalogs of thousands of tables,
   not for millions of keys); commit headers are cached in memory.

@@ -1,4 +1,4 @@
-"""The Starlette application: one endpoint per API version over one store."""
+"""The Starlette application: one endpoint per API version over one store, plus the UI."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from starlette.routing import Route
 from . import routes_v1, routes_v2
 from .http import make_endpoint
 from .store import NessieStore
+from .ui import ui_routes
 
 _METHODS = ["GET", "POST", "PUT", "DELETE"]
 
 
-def create_app(store: NessieStore) -> Starlette:
-    """Serve Nessie API v1 under /api/v1 and v2 under /api/v2 from `store`."""
+def create_app(store: NessieStore, iceberg_properties: dict[str, str] | None = None) -> Starlette:
+    """Serve Nessie API v1 under /api/v1 and v2 under /api/v2 from `store`, and the read-only
+    UI on the paths of Nessie's web UI (tables read with `iceberg_properties`)."""
     v1 = make_endpoint(store, routes_v1.ROUTES, "/api/v1")
     v2 = make_endpoint(store, routes_v2.ROUTES, "/api/v2")
     return Starlette(
@@ -22,5 +24,6 @@ def create_app(store: NessieStore) -> Starlette:
             Route("/api/v1/{rest:path}", v1, methods=_METHODS),
             Route("/api/v2", v2, methods=_METHODS),
             Route("/api/v2/{rest:path}", v2, methods=_METHODS),
+            *ui_routes(store, iceberg_properties),
         ]
     )

@@ -39,6 +39,11 @@ class RunningServer:
     def api_v2(self) -> str:
         return self.url + "/api/v2"
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the server stopped (or `timeout` passed); True once it has."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
     def stop(self) -> None:
         """Stop serving, wait for the thread, close the database."""
         self._server.should_exit = True

@@ -37,6 +37,7 @@ class Backend(ABC):
 
     @property
     def nessie_ui_url(self) -> str | None:
+        """Base URL of the catalog's web UI (Nessie's paths), None when there is none."""
         return None
 
     @abstractmethod
@@ -129,7 +130,10 @@ class LocalBackend(Backend):
 
     @property
     def nessie_ui_url(self) -> str | None:
-        return self.stack.nessie.url
+        from local.catalog_server import catalog_url
+
+        # This command's own server stops with it; links name the address `wap serve` uses.
+        return catalog_url()
 
     def s3(self) -> Any:
         return self.stack.aws.client("s3")

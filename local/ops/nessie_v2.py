@@ -126,6 +126,28 @@ class NessieV2:
         content = body.get("content") or {}
         return content.get("metadataLocation")
 
+    def iceberg_tables(self, ref: str) -> dict[str, str]:
+        """`ns.table` -> `metadataLocation` of every Iceberg table on `ref` whose key is a
+        valid table identifier (others cannot be named by `wap` commands)."""
+        tables: dict[str, str] = {}
+        params: dict[str, Any] = {"content": "true", "max-records": 250}
+        while True:
+            path = f"trees/{_ref_path(ref)}/entries"
+            body = self._call("GET", path, what=f"list tables on {ref}", params=params)
+            for entry in body.get("entries", []):
+                content = entry.get("content") or {}
+                location = content.get("metadataLocation")
+                if entry.get("type") != "ICEBERG_TABLE" or not isinstance(location, str):
+                    continue
+                try:
+                    name = TableRef.parse(".".join(entry["name"]["elements"])).qualified
+                except (KeyError, TypeError, ValueError):
+                    continue
+                tables[name] = location
+            if not body.get("hasMore") or not body.get("token"):
+                return tables
+            params = {**params, "page-token": body["token"]}
+
     # ---- merges ----------------------------------------------------------------------------
 
     def merge(

@@ -50,3 +50,16 @@ def test_wap_job_bench_runs_all_variants():
     assert "measured SF 0.01 dirty: append" in out
     table = [line for line in out.splitlines() if line.startswith("| 0.01 |")]
     assert len(table) == 8  # clean and dirty in each of the four tables
+
+
+@pytest.mark.slow
+def test_query_bench_times_both_commands_on_a_failed_branch(tmp_path):
+    from tests.lake_seed import BRANCH, seed_home
+
+    home = seed_home(tmp_path / "home").root
+    done = subprocess.run([sys.executable, "-m", "bench.query_bench", "--quick", "--no-doc",
+                           "--home", str(home)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert f"| `wap show {BRANCH}` (baseline) |" in done.stdout
+    assert "query / show = **" in done.stdout

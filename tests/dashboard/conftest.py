@@ -18,6 +18,17 @@ from local.dashboard import build_command
 from tests.cli.conftest import run_wap
 
 STARTUP_SECONDS = 90
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @dataclass(frozen=True)
@@ -26,6 +37,18 @@ class DemoHome:
 
     root: Path
     batch_rows: int = 40  # local.sample_data.BATCH_ROWS: both demo files
+    catalog_port: int = 19120  # WAP_CATALOG_PORT the demo ran with: its links name it
+    output: str = ""  # what `wap demo` printed
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment `wap` commands on this home run with (links match the demo's)."""
+        return {"WAP_CATALOG_PORT": str(self.catalog_port)}
+
+    def failed_ingest(self) -> dict:
+        items = json.loads((self.root / "state" / "ledger.json").read_text())
+        [failed] = [i for i in items if i.get("status") == "AUDIT_FAILED"]
+        return failed
 
     def rows_on_failed_branch(self) -> int:
         """The demo queues its two files; the failed one's branch forks from main when its
@@ -41,9 +64,11 @@ class DemoHome:
 def demo_home(spark, tmp_path_factory) -> DemoHome:
     """The CLI's own demo, run once with the session's SparkSession (no second JVM)."""
     root = tmp_path_factory.mktemp("dashboard") / "wap-home"
-    result = run_wap("--home", str(root), "demo", spark=spark)
+    # A free port, not 19120: what the demo's links name must be ours to serve in the tests.
+    port = _free_port()
+    result = run_wap("--home", str(root), "demo", spark=spark, env={"WAP_CATALOG_PORT": str(port)})
     assert result.exit_code == 0, result.output
-    return DemoHome(root)
+    return DemoHome(root, catalog_port=port, output=result.stdout)
 
 
 def _free_port() -> int:
@@ -65,7 +90,7 @@ def served(demo_home, tmp_path_factory) -> Iterator[str]:
     """`streamlit run` as `wap dashboard` starts it, on a free loopback port; its base URL."""
     port = _free_port()
     log = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **demo_home.env}
     with log.open("wb") as out:
         process = subprocess.Popen(
             build_command(str(demo_home.root), port=port),
@@ -88,3 +113,22 @@ def served(demo_home, tmp_path_factory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 2200})
+    yield context.new_page()
+    context.close()

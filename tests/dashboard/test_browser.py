@@ -7,45 +7,14 @@ batch with 3 negative amounts that break `tables/sales.orders.yaml`'s range chec
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 LOAD_MS = 60_000  # the first page load opens the local stack (imports, catalog server)
 FAILING_CHECK, VIOLATIONS = "amount_range", "3"  # 3 negative amounts, check range(amount)
 DEMO_ROWS = 40
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 2200})
-    yield context.new_page()
-    context.close()
 
 
 def _metric(page, label: str) -> str:
@@ -75,7 +44,13 @@ def test_overview_to_the_failed_ingest(page, served, demo_home, tmp_path):
     assert _metric(page, "on main now") == str(DEMO_ROWS)
     assert _metric(page, "on the branch") == str(demo_home.rows_on_failed_branch())
     assert _metric(page, "written by this ingest") == str(DEMO_ROWS)
-    assert page.get_by_text(re.compile(r"wap --home .+ publish wap_sales_orders_")).count() == 1
+    publish = page.get_by_text(re.compile(r"wap --home .+ publish wap_sales_orders_"))
+    publish.first.wait_for(timeout=LOAD_MS)  # the last section: rendered after the metrics
+    assert publish.count() == 1
+    # The branch's page in the local catalog UI, on the port the demo's links name.
+    branch = demo_home.failed_ingest()["branch"]
+    ui = page.get_by_role("link", name=f"Nessie UI: branch {branch}")
+    assert ui.get_attribute("href") == f"http://127.0.0.1:{demo_home.catalog_port}/tree/{branch}"
     page.screenshot(path=tmp_path / "failed-ingest.png", full_page=True)
 
 

@@ -299,6 +299,8 @@ def test_nessie_links_only_for_open_branches_and_http_bases():
         ("main", "https://nessie.example.com/tree/main"),
     ]
     assert shaping.nessie_links("https://n", "wap_a_b_1", "sales.orders", False) == []
+    local = shaping.nessie_links("http://127.0.0.1:19120", "wap_a_b_1", None, True, with_diff=True)
+    assert ("the branch against main", "http://127.0.0.1:19120/diff/wap_a_b_1") in local
     assert shaping.nessie_links("javascript:alert(1)", "wap_a_b_1", "sales.orders", True) == []
 
 

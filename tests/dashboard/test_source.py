@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from local.catalog_server import catalog_url
 from local.cli.backends import Target
 from local.dashboard import shaping, source
 
@@ -45,7 +46,8 @@ def test_ingest_page_by_id_and_by_branch_name_is_the_same_ingest(target, demo_ho
     )
     [check] = [c for c in shaping.check_rows(by_id.view.report) if c["status"] == "failed"]
     assert (check["check"], check["violations"]) == ("amount_range", 3)
-    assert by_id.nessie_ui_url is None  # the local catalog server has no UI to link to
+    # The local catalog UI's fixed address (`wap serve`), not the loader's own short-lived server.
+    assert by_id.nessie_ui_url == catalog_url() and by_id.local_catalog
 
 
 def test_unknown_and_malformed_ingest_refs_are_one_line_errors(target):

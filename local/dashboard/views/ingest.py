@@ -57,7 +57,7 @@ def render() -> None:
     _checks(report, view.report is not None)
     _samples(report)
     _schema_changes(report)
-    _actions(record, view.branch_open, data.nessie_ui_url)
+    _actions(record, view.branch_open, data.nessie_ui_url, data.local_catalog)
     common.back_to_overview()
 
 
@@ -159,19 +159,22 @@ def _schema_changes(report: Record) -> None:
         st.caption("None: the batch matched the table's schema.")
 
 
-def _actions(record: Record, branch_open: bool, ui_url: str | None) -> None:
+def _actions(record: Record, branch_open: bool, ui_url: str | None, local: bool) -> None:
     st.subheader("What to do")
-    links = shaping.nessie_links(ui_url, record.get("branch"), record.get("table"), branch_open)
+    links = shaping.nessie_links(
+        ui_url, record.get("branch"), record.get("table"), branch_open, with_diff=local
+    )
     if not links and record.get("branch") and branch_open:
-        st.caption(
-            "No Nessie UI link: the local catalog server has no UI; `wap show` prints the same."
-            if common.target().is_aws is False
-            else "No Nessie UI link: the stack has no NessieUiUrl output."
-        )
+        st.caption("No Nessie UI link: the stack has no NessieUiUrl output.")
     if links:
         columns = st.columns(len(links))
         for column, (label, url) in zip(columns, links, strict=True):
             column.link_button(f"Nessie UI: {shaping.md_escape(label)}", url)
+        if local:
+            st.caption(
+                f"The local catalog UI at {shaping.md_escape(ui_url or '')}: "
+                "`wap dashboard` serves it while it runs, `wap serve` otherwise."
+            )
     for what, command in shaping.next_commands(record, branch_open, common.target()):
         st.caption(shaping.md_escape(what))
         st.code(command, language="bash")

@@ -1,0 +1,147 @@
+"""Cold `wap query` on the demo's failed branch against a cold `wap show` of the same branch.
+
+    python -m bench.query_bench                   # runs `wap demo` into a temp home, 7 repeats
+    python -m bench.query_bench --home .wap       # an existing home with a failed branch
+    python -m bench.query_bench --quick           # 1 repeat (smoke test)
+
+Cold means a new `wap` process each time, as a person types it: interpreter start,
+imports, the local stack (Nessie server, moto, the ledger restored from the home), then
+the command's own work. `show` (the baseline) reads the ledger, the audit report and
+both row counts from Iceberg metadata; `query` resolves the branch, reads the table on it
+with pyiceberg and runs the violating-rows query `wap show` suggests in DuckDB. Each
+repeat runs both, in alternating order, after one untimed warm-up of each (page cache);
+the ratio of the medians is printed (stdout and docs/benchmarks.md). The target: query at
+most 1.5 x show.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.doc import write_section
+
+WAP = [sys.executable, "-c", "from local.cli import main; main()"]
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_RATIO = 1.5
+
+
+def _wap(home: Path, *args: str) -> float:
+    """Seconds one `wap --home HOME ARGS` process takes, start to exit (output discarded)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*WAP, "--home", str(home), *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"wap {' '.join(args)} failed: {done.stderr.strip()[-2000:]}")
+    return elapsed
+
+
+def failed_branch(home: Path) -> str:
+    """The open branch of the home's AUDIT_FAILED ingest (the demo makes exactly one)."""
+    items = json.loads((home / "state" / "ledger.json").read_text())
+    branches = [i["branch"] for i in items if i.get("status") == "AUDIT_FAILED"]
+    if not branches:
+        raise RuntimeError(f"{home} has no AUDIT_FAILED ingest: run `wap demo` there first")
+    return branches[-1]
+
+
+def run(home: Path, repeats: int) -> dict[str, list[float]]:
+    """Interleaved cold runs of `show BRANCH` and `query BRANCH SQL`; seconds per run."""
+    from local.ops.check_sql import violation_query
+
+    branch = failed_branch(home)
+    sql = violation_query(
+        {"kind": "range", "columns": ["amount"], "threshold": {"min": 0, "max": 1000000}},
+        "sales.orders",
+    )
+    assert sql is not None
+    commands = {"show": ["show", branch], "query": ["query", branch, sql]}
+    for args in commands.values():  # warm-up: page cache, bytecode
+        _wap(home, *args)
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for i in range(repeats):
+        order = list(commands) if i % 2 == 0 else list(reversed(commands))
+        for name in order:
+            times[name].append(_wap(home, *commands[name]))
+    return times
+
+
+def render(times: dict[str, list[float]], branch: str, home_note: str) -> str:
+    show, query = statistics.median(times["show"]), statistics.median(times["query"])
+    ratio = query / show
+    repeats = len(times["show"])
+    lines = [
+        "| command (a new process each run) | median s | min s | max s | x show |",
+        "|---|---|---|---|---|",
+    ]
+    for name, label in (
+        ("show", f"`wap show {branch}` (baseline)"),
+        ("query", f'`wap query {branch} "<amount_range\'s violating rows>"`'),
+    ):
+        values = times[name]
+        lines.append(
+            f"| {label} | {statistics.median(values):.2f} | {min(values):.2f} | "
+            f"{max(values):.2f} | {statistics.median(values) / show:.2f} |"
+        )
+    verdict = "within" if ratio <= TARGET_RATIO else "ABOVE"
+    lines += [
+        "",
+        f"Median of {repeats}, interleaved, after one warm-up run of each; {home_note}. "
+        f"query / show = **{ratio:.2f}**, {verdict} the {TARGET_RATIO} target.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the table."""
+    parser = argparse.ArgumentParser(prog="python -m bench.query_bench")
+    parser.add_argument("--home", help="a wap home with a failed branch (default: a fresh demo)")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="1 repeat (smoke test)")
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    repeats = 1 if args.quick else args.repeats
+    started = time.perf_counter()
+    scratch = None
+    if args.home:
+        home = Path(args.home).resolve()
+        note = f"home {home}"
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix="wap-query-bench-"))
+        home = scratch / "home"
+        print("running `wap demo` for a failed branch (Spark: about a minute)…", flush=True)
+        _wap(home, "demo")
+        note = "a fresh `wap demo` home (sales.orders: 40 rows on main, 80 on the branch)"
+    try:
+        times = run(home, repeats)
+        text = render(times, failed_branch(home), note)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    print(text)
+    print(f"(bench took {time.perf_counter() - started:.0f}s)")
+    if not args.no_doc and not args.quick:
+        command = "python -m bench.query_bench" + (" " + " ".join(argv) if argv else "")
+        write_section("query_bench", "Cold `wap query` vs cold `wap show`", command, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
