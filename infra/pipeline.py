@@ -9,7 +9,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -21,19 +20,7 @@ from constructs import Construct
 from infra import bundling, constants, definition
 from infra.constants import Capability, FunctionSpec
 
-# Step Functions integrations the definition may use besides our Lambdas.
 _LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
-_DYNAMODB_ACTIONS = {
-    "arn:aws:states:::dynamodb:getItem": "dynamodb:GetItem",
-    "arn:aws:states:::dynamodb:putItem": "dynamodb:PutItem",
-    "arn:aws:states:::dynamodb:updateItem": "dynamodb:UpdateItem",
-    "arn:aws:states:::dynamodb:deleteItem": "dynamodb:DeleteItem",
-    "arn:aws:states:::aws-sdk:dynamodb:getItem": "dynamodb:GetItem",
-    "arn:aws:states:::aws-sdk:dynamodb:query": "dynamodb:Query",
-    "arn:aws:states:::aws-sdk:dynamodb:updateItem": "dynamodb:UpdateItem",
-    "arn:aws:states:::aws-sdk:dynamodb:putItem": "dynamodb:PutItem",
-}
-_S3_READ = "arn:aws:states:::aws-sdk:s3:getObject"
 
 
 def state_machine_arn(scope: Construct, name: str) -> str:
@@ -139,7 +126,7 @@ class Pipeline(Construct):
                                 include_execution_data=True),
             tracing_enabled=True,
         )
-        self._grant_integrations(artifacts, functions)
+        self._grant_integrations(functions)
         for role in [self.state_machine.role, *(f.role for f in self.functions.values())]:
             NagSuppressions.add_resource_suppressions(role, [{
                 "id": "AwsSolutions-IAM5",
@@ -147,9 +134,8 @@ class Pipeline(Construct):
                           "delivery) have no resource-level permissions.",
                 "applies_to": ["Resource::*"]}], apply_to_children=True)
 
-    def _grant_integrations(self, artifacts: s3.IBucket,
-                            functions: Sequence[FunctionSpec]) -> None:
-        """Let the state machine's role call exactly what its Task states name."""
+    def _grant_integrations(self, functions: Sequence[FunctionSpec]) -> None:
+        """Let the state machine's role invoke exactly the Lambdas its Task states name."""
         role = self.state_machine.role
         by_arn_placeholder = {"${" + spec.substitution + "}": spec.name for spec in functions}
         # Render with the placeholders themselves, so ARNs stay recognisable.
@@ -164,18 +150,13 @@ class Pipeline(Construct):
                 target = str(parameters.get("FunctionName", parameters.get("FunctionName.$", "")))
             if target in by_arn_placeholder:
                 self.functions[by_arn_placeholder[target]].grant_invoke(role)
-            elif resource in _DYNAMODB_ACTIONS:
-                role.add_to_principal_policy(iam.PolicyStatement(
-                    actions=[_DYNAMODB_ACTIONS[resource]], resources=[self.ledger.table_arn]))
-            elif resource == _S3_READ:
-                artifacts.grant_read(role, f"{constants.REPORTS_PREFIX}*")
             else:
                 unknown.append(resource)
         if unknown:
             raise definition.DefinitionError(
-                f"{self.definition.path}: no IAM mapping for Task resources "
-                f"{sorted(set(unknown))}; "
-                "extend infra/pipeline.py so the state machine role gets exactly that permission")
+                f"{self.definition.path}: Task resources {sorted(set(unknown))} are not our "
+                "Lambdas; grant the state machine role exactly what they need in "
+                "infra/pipeline.py")
 
 
 def _ledger_table(scope: Construct, removal_policy: RemovalPolicy) -> dynamodb.Table:

@@ -127,6 +127,8 @@ class WapStack(Stack):
         storage.lake.grant_read_write(role)
         storage.artifacts.grant_read(role, f"{constants.JOB_CODE_PREFIX}*")
         storage.artifacts.grant_read(role, f"{constants.TABLES_CONFIG_PREFIX}*")
+        # Hadoop's S3 file systems look before they write (HEAD needs s3:GetObject).
+        storage.artifacts.grant_read(role, f"{constants.REPORTS_PREFIX}*")
         storage.artifacts.grant_put(role, f"{constants.REPORTS_PREFIX}*")
         storage.artifacts.grant_put(role, f"{constants.EMR_LOGS_PREFIX}*")
 

@@ -6,6 +6,8 @@ client can be swapped without touching the handlers.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any
 
 from lambdas.common.constants import MAIN_BRANCH
@@ -42,6 +44,9 @@ class NessieGateway:
     def __init__(self, api_v1_uri: str) -> None:
         import pynessie
 
+        # pynessie's `confuse` configuration creates its config directory (default
+        # ~/.config/nessie); on Lambda only /tmp is writable, so point it there.
+        os.environ.setdefault("NESSIEDIR", os.path.join(tempfile.gettempdir(), "nessie"))
         self._client = pynessie.init(
             config_dict={
                 "endpoint": api_v1_uri,

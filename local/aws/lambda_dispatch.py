@@ -21,6 +21,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from local.aws.lambda_sandbox import read_only_except_tmp
+
 _log = logging.getLogger(__name__)
 
 Handler = Callable[[Any, Any], Any]
@@ -128,7 +130,9 @@ class LambdaDispatcher:
             self.invocations.append(record)
         try:
             # Round-trip through JSON like the real service: handlers never share objects.
-            record.result = json.loads(json.dumps(handler(event, LambdaContext(name))))
+            with read_only_except_tmp():  # Lambda: only /tmp is writable
+                result = handler(event, LambdaContext(name))
+            record.result = json.loads(json.dumps(result))
         except Exception as exc:
             record.error = error_payload(exc)
             _log.info("lambda %s raised %s: %s", name, type(exc).__name__, exc)

@@ -405,3 +405,35 @@ def test_state_machine_may_invoke_exactly_the_lambdas_its_definition_names(synth
     expected = {functions[re.sub(r"(?<!^)(?=[A-Z])", "_", n).lower()][0] for n in named}
     assert invoked == expected
     assert functions["trigger"][0] not in invoked
+
+
+def test_grants_match_what_each_function_calls(synthesized):
+    """Issue #16's IAM gaps: what the code calls is granted, what nothing calls is not."""
+    functions = _functions_by_handler(synthesized)
+
+    def actions_of(name: str) -> set[str]:
+        return _actions(_statements_of_role(synthesized, _ref_id(functions[name][1]["Role"])))
+
+    # The sweeper cancels orphaned job runs (GetJobRun first), and no longer stops or
+    # lists executions (nothing calls either).
+    assert {"emr-serverless:GetJobRun", "emr-serverless:CancelJobRun"} <= actions_of("sweeper")
+    assert not {"states:StopExecution", "states:ListExecutions"} & actions_of("sweeper")
+    # finish alerts an ingest that cannot start (start_or_fail): it reads the Slack token.
+    assert "secretsmanager:GetSecretValue" in actions_of("finish")
+    # finish cancels the job run of an ingest given up, and nothing more on EMR.
+    assert {a for a in actions_of("finish") if a.startswith("emr-serverless:")} >= {
+        "emr-serverless:CancelJobRun"}
+    assert "emr-serverless:GetJobRun" not in actions_of("finish")
+
+
+def test_the_job_role_may_look_before_it_writes_a_report(synthesized):
+    (role_id,) = [i for i, r in synthesized.of_type("AWS::IAM::Role").items()
+                  if "JobRole" in i]
+    statements = _statements_of_role(synthesized, role_id)
+    on_reports = [s for s in statements if "reports/*" in json.dumps(s.get("Resource"))]
+    actions = _actions(on_reports)
+    assert "s3:PutObject" in actions
+    assert any(a.startswith("s3:GetObject") for a in actions)  # HEAD before the write
+    # It reads the staged copy, never the source bucket.
+    source_id = _source_bucket_id(synthesized)
+    assert not [s for s in statements if source_id in json.dumps(s.get("Resource"))]
