@@ -17,6 +17,7 @@ _TRANSIENT_CODES = frozenset({
     "ProvisionedThroughputExceededException", "ServiceUnavailable",
     "ServiceUnavailableException", "InternalServerError", "InternalServerException",
     "InternalFailure", "InternalError", "RequestTimeout", "RequestTimeoutException",
+    "TransactionConflictException",
 })
 
 

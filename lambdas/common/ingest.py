@@ -16,7 +16,7 @@ from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
-from lambdas.common.exceptions import NessieError, RetryableError
+from lambdas.common.exceptions import NessieError
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
 from lambdas.common.naming import TableRef, branch_name, iso, utcnow
@@ -90,7 +90,9 @@ def start_job_run(
         spark_parameters = f"{spark_parameters} --py-files {shlex.quote(settings.job_py_files)}"
     if spark_parameters.strip():
         submit["sparkSubmitParameters"] = spark_parameters.strip()
-    response = aws.client("emr-serverless").start_job_run(
+    emr = aws.client("emr-serverless")
+    # Idempotent by clientToken, so a throttled or failed call is safe to retry.
+    response = aws.call(f"start the job run of {ingest_id}", emr.start_job_run,
         applicationId=settings.emr_application_id,
         clientToken=client_token(ingest_id, attempt, job_try),
         executionRoleArn=settings.emr_execution_role_arn,
@@ -101,7 +103,10 @@ def start_job_run(
                 "s3MonitoringConfiguration": {"logUri": settings.log_uri(ingest_id)}
             }
         },
-        executionTimeoutMinutes=max(settings.job_timeout_minutes, 5),
+        # EMR's own cap is a backstop behind job_status' (which does not count time queued
+        # for capacity), so it allows both.
+        executionTimeoutMinutes=max(
+            settings.job_timeout_minutes + settings.job_queue_timeout_minutes, 5),
         tags={"wap:ingest-id": ingest_id, "wap:table": table},
     )
     return response["jobRunId"]
@@ -119,11 +124,10 @@ def start_execution(settings: Settings, ingest_id: str, execution_input: dict[st
     """Start the state machine execution named after the ingest (or find the existing one)."""
     sfn = aws.client("stepfunctions")
     try:
-        return sfn.start_execution(
-            stateMachineArn=settings.state_machine_arn,
-            name=ingest_id,
-            input=json.dumps(execution_input),
-        )["executionArn"]
+        return aws.call(f"start the execution of {ingest_id}", sfn.start_execution,
+                        stateMachineArn=settings.state_machine_arn,
+                        name=ingest_id,
+                        input=json.dumps(execution_input))["executionArn"]
     except sfn.exceptions.ExecutionAlreadyExists:
         # A retried invocation: the first one got this far. Execution ARNs are derived.
         return execution_arn(settings.state_machine_arn, ingest_id)
@@ -196,8 +200,7 @@ def launch_job_run(
         branch=branch,
         report_uri=report_uri,
     )
-    run_key = "" if attempt == 1 else f"_{attempt}"
-    run_key += "" if job_try == 1 else f"_{job_try}"
+    run_key = "" if (attempt, job_try) == (1, 1) else f"_a{attempt}_t{job_try}"
     started_at = ledger.set_once(ingest_id, f"job_started_at{run_key}", iso(utcnow()))
     return run_descriptor(attempt=attempt, job_try=job_try, branch=branch, job_run_id=job_run_id,
                           report_uri=report_uri, log_uri=job_log_uri(settings, ingest_id,
@@ -255,7 +258,7 @@ def release_and_start_next(
         return release_and_start_next(settings, ledger, nessie, table, next_id)
     try:
         start_or_fail(settings, ledger, nessie, successor)
-    except RetryableError:
+    except Exception:  # the caller's own outcome (and alert) must not depend on it
         logger.exception(
             "could not start the next ingest; the sweeper will retry",
             extra={"next_ingest_id": next_id, "table": table},

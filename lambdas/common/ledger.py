@@ -104,9 +104,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# Another writer got there first: read again and retry. DynamoDB cancels a transaction
+# that meets another one on the same item (TransactionConflict), and refuses a plain
+# write to an item a transaction is changing (TransactionConflictException).
+_CONTENTION_CODES = frozenset({"ConditionalCheckFailedException", "TransactionConflictException"})
+
+
 def _is_conditional_failure(exc: Exception) -> bool:
     response = getattr(exc, "response", None) or {}
-    return response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+    return response.get("Error", {}).get("Code") in _CONTENTION_CODES
 
 
 class Ledger:
@@ -138,7 +144,7 @@ class Ledger:
         """Put a new ingest record; False (and no write) when the id is already recorded."""
         now = iso(utcnow())
         item = {
-            **fields,
+            **self._final_fields(fields),
             "pk": f"ingest#{ingest_id}",
             "kind": KIND_INGEST,
             "ingest_id": ingest_id,
@@ -152,6 +158,16 @@ class Ledger:
                 return False
             raise
         return True
+
+    def _final_fields(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """`fields`, plus the expiry (TTL) and the sweep mark when they set a final status."""
+        fields = dict(fields)
+        if fields.get("status") in TERMINAL_STATUSES:
+            now = utcnow()
+            fields.setdefault(TTL_ATTRIBUTE, int((now + self._record_ttl).timestamp()))
+            fields.setdefault("sweep", SWEEP_PENDING)
+            fields.setdefault("sweep_after", iso(now))
+        return fields
 
     def get_ingest(self, ingest_id: str) -> dict[str, Any] | None:
         item = self._table.get_item(Key={"pk": f"ingest#{ingest_id}"}, ConsistentRead=True).get(
@@ -171,12 +187,7 @@ class Ledger:
         A final status also sets the record's expiry (TTL) and marks it for the sweeper
         (branch and staged copy clean-up), unless `fields` say otherwise.
         """
-        now = utcnow()
-        fields = {**fields, "updated_at": iso(now)}
-        if fields.get("status") in TERMINAL_STATUSES:
-            fields.setdefault(TTL_ATTRIBUTE, int((now + self._record_ttl).timestamp()))
-            fields.setdefault("sweep", SWEEP_PENDING)
-            fields.setdefault("sweep_after", iso(now))
+        fields = {**self._final_fields(fields), "updated_at": iso(utcnow())}
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
         sets: list[str] = []
@@ -296,7 +307,8 @@ class Ledger:
                 self._write_if_pending(ingest_id, {"Update": {
                     "Key": {"pk": f"table#{table}"},
                     "UpdateExpression": "SET #q = list_append(if_not_exists(#q, :empty), :ids), "
-                                        "version = version + :one, updated_at = :now",
+                                        "version = version + :one, updated_at = :now, "
+                                        "created_at = if_not_exists(created_at, :now)",
                     "ConditionExpression": "attribute_exists(active) AND active <> :id "
                                            "AND NOT contains(#q, :id)",
                     "ExpressionAttributeNames": {"#q": "queue"},
@@ -424,7 +436,7 @@ class Ledger:
             codes = [r.get("Code") for r in reasons]
             if codes and codes[0] == "ConditionalCheckFailed":
                 raise _IngestNotPending() from exc
-            if "ConditionalCheckFailed" in codes:  # the lock moved: retry
+            if {"ConditionalCheckFailed", "TransactionConflict"} & set(codes):  # retry
                 raise _LockMoved() from exc
             raise
 

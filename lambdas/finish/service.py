@@ -73,7 +73,10 @@ def finish(
         status, reason = c.PUBLISHED, None
         branch_deleted = delete_branch_quietly(nessie, run.get("branch"))
     if status == c.JOB_FAILED:
-        cancel_job_run_quietly(settings, run.get("job_run_id"))
+        # The ledger names the newest run (a retry or rebase may have started one that the
+        # state never saw, if the step that started it then failed).
+        for job_run_id in {run.get("job_run_id"), record.get("job_run_id")} - {None}:
+            cancel_job_run_quietly(settings, job_run_id)
     fields = {
         "status": status,
         "error": reason,

@@ -53,10 +53,14 @@ def check_job(
         overdue = _overdue(settings, job, submitted_at, timeout_seconds, now or utcnow())
         if overdue is None:
             return {**base, "status": c.JOB_RUNNING}
-        aws.call(f"cancel job run {job_run_id}", emr.cancel_job_run,
-                 applicationId=settings.emr_application_id, jobRunId=job_run_id)
-        return {**base, "status": c.JOB_FAILED,
-                "reason": f"job run {job_run_id} {overdue} and was cancelled"}
+        if _cancel(settings, emr, job_run_id):
+            return {**base, "status": c.JOB_FAILED,
+                    "reason": f"job run {job_run_id} {overdue} and was cancelled"}
+        # It ended between the poll and the cancel: read its outcome instead.
+        job = aws.call(f"poll job run {job_run_id}", emr.get_job_run,
+                       applicationId=settings.emr_application_id, jobRunId=job_run_id)["jobRun"]
+        state = job["state"]
+        base["job_state"] = state
     if state == c.EMR_SUCCESS:
         outcome = outcome_from_report(report_uri, run.get("branch"))
     elif state == c.EMR_CANCELLED:
@@ -70,6 +74,19 @@ def check_job(
     if outcome["status"] == c.JOB_ERROR:
         outcome = _retry_or_fail(settings, outcome, job_try)
     return {**base, **outcome}
+
+
+def _cancel(settings: Settings, emr: Any, job_run_id: str) -> bool:
+    """Cancel a run; False when EMR refuses because the run has ended meanwhile."""
+    try:
+        aws.call(f"cancel job run {job_run_id}", emr.cancel_job_run,
+                 applicationId=settings.emr_application_id, jobRunId=job_run_id)
+    except Exception as exc:
+        if (getattr(exc, "response", None) or {}).get("Error", {}).get(
+                "Code") != "ValidationException":
+            raise
+        return False
+    return True
 
 
 def _overdue(

@@ -68,6 +68,11 @@ def publish(
             reason=record.get("rebase_reason") or "merge conflict",
         )
 
+    holder = ledger.get_lock(table).active
+    if holder != ingest_id:  # the sweeper gave this ingest up (its lease ran out)
+        return {**base, "status": c.PUBLISH_FAILED,
+                "reason": f"refusing to publish: ingest {ingest_id} no longer holds table "
+                f"{table} (held by {holder})"}
     held = nessie.table_snapshot(table, branch, from_hash)
     if held != snapshot_id:
         return {**base, "status": c.PUBLISH_FAILED,

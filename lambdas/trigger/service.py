@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
@@ -64,8 +66,12 @@ def _magic_bytes_problem(obj: ObjectCreated, s3: Any) -> str | None:
         head = s3.get_object(Bucket=obj.bucket, Key=obj.key, Range="bytes=0-3", **extra)
         tail = s3.get_object(Bucket=obj.bucket, Key=obj.key, Range="bytes=-4", **extra)
         head_bytes, tail_bytes = head["Body"].read(), tail["Body"].read()
-    except s3.exceptions.NoSuchKey:
-        return f"source object {s3_uri(obj.bucket, obj.key)} no longer exists"
+    except ClientError as exc:
+        # On a versioned bucket a deleted version answers NoSuchVersion, not NoSuchKey.
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "NoSuchVersion", "404"):
+            return (f"source object {s3_uri(obj.bucket, obj.key)} (version {obj.version}) "
+                    "no longer exists")
+        raise
     if len(head_bytes) < 4 or len(tail_bytes) < 4 or (obj.size is not None and obj.size < 12):
         return f"not a parquet file: {obj.key} is too short to hold a parquet footer"
     if head_bytes != PARQUET_MAGIC or tail_bytes != PARQUET_MAGIC:

@@ -474,3 +474,25 @@ def test_fifty_concurrent_triggers_for_one_table_are_all_recorded(make_stack):
     assert sorted(r["status"] for r in records) == ["QUEUED"] * 49 + ["RUNNING"]
     lock = stack.ledger().get_lock("burst.orders")
     assert lock.active and len(lock.queue) == 49
+
+
+def test_an_event_for_a_deleted_version_is_rejected_with_a_reason(make_stack, slack):
+    """A version deleted before the trigger ran: a recorded REJECTED, never a silent drop."""
+    from lambdas.trigger import handler as trigger_handler
+
+    stack = make_stack()
+    stack.client("events").disable_rule(Name="wap-source-object-created")
+    key = "gone/orders/x.parquet"
+    body = fake_parquet("gone")
+    put = stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=key, Body=body)
+    stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=key,
+                                  Body=fake_parquet("newer"))
+    stack.client("s3").delete_object(Bucket=stack.settings.source_bucket, Key=key,
+                                     VersionId=put["VersionId"])
+    event = s3_notification(stack, key, put["VersionId"], len(body))
+    result = trigger_handler.handler(event, LambdaContext("trigger"))
+
+    assert result["results"][0]["action"] == "REJECTED"
+    record = record_for_key(stack, key)
+    assert record["status"] == "REJECTED" and "no longer exists" in record["error"]
+    assert len(slack.messages) == 1

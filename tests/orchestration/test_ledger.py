@@ -203,3 +203,29 @@ def test_listings_query_indexes_and_never_scan(ledger):
     indexed.due_for_sweep(utcnow())
     assert calls and set(calls) == {"Query"}, calls
     assert "Scan" not in calls
+
+
+def test_a_transaction_conflict_is_contention_and_is_retried(ledger, monkeypatch):
+    """Real DynamoDB cancels a transaction that meets another on the same item
+    (CancellationReasons [None, TransactionConflict]); moto serialises writes and never
+    does, so the conflict is injected."""
+    from botocore.exceptions import ClientError
+
+    _pending(ledger, "s.t", "1" * 16)
+    original = ledger._client.transact_write_items
+    conflicts = {"left": 2}
+
+    def conflicting(**kwargs):
+        if conflicts["left"]:
+            conflicts["left"] -= 1
+            raise ClientError({"Error": {"Code": "TransactionCanceledException",
+                                         "Message": "Transaction cancelled"},
+                               "CancellationReasons": [{"Code": "None"},
+                                                       {"Code": "TransactionConflict"}]},
+                              "TransactWriteItems")
+        return original(**kwargs)
+
+    monkeypatch.setattr(ledger._client, "transact_write_items", conflicting)
+    monkeypatch.setattr(ledger, "_sleep", lambda seconds: None)
+    assert ledger.acquire_or_enqueue("s.t", "1" * 16) == LOCK_ACTIVE
+    assert conflicts["left"] == 0
