@@ -15,7 +15,7 @@ from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
 from lambdas.common.ingest import release_and_start_next, start_or_fail
-from lambdas.common.ledger import Ledger, TableLock
+from lambdas.common.ledger import LOCK_QUEUED, Ledger, TableLock
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, parse_iso, utcnow
 from lambdas.common.nessie import NessieGateway
@@ -53,6 +53,12 @@ def sweep(
         except Exception as exc:  # isolate tables: one poisoned lock must not stop the rest
             logger.exception("could not recover the lock", extra={"table": listed.table})
             report.errors.append(f"{listed.table}: {type(exc).__name__}: {exc}")
+    for listed in ledger.list_ingests(statuses={c.RECEIVED}):
+        try:
+            _adopt_orphan(settings, ledger, nessie, listed["ingest_id"], now, report)
+        except Exception as exc:
+            logger.exception("could not adopt", extra={"ingest_id": listed["ingest_id"]})
+            report.errors.append(f"{listed['ingest_id']}: {type(exc).__name__}: {exc}")
     for listed in ledger.due_for_sweep(now):
         try:
             record = ledger.get_ingest(listed["ingest_id"])
@@ -62,6 +68,36 @@ def sweep(
             logger.exception("could not clean up", extra={"ingest_id": listed["ingest_id"]})
             report.errors.append(f"{listed['ingest_id']}: {type(exc).__name__}: {exc}")
     return report
+
+
+def _adopt_orphan(
+    settings: Settings, ledger: Ledger, nessie: NessieGateway, ingest_id: str, now: datetime,
+    report: SweepReport,
+) -> None:
+    """A RECEIVED ingest whose trigger gave up before it reached its table's lock (every
+    retry failed): queue it now, or, never staged, fail it with a reason and an alert."""
+    record = ledger.get_ingest(ingest_id)
+    if record is None or record["status"] != c.RECEIVED:
+        return
+    if now - parse_iso(record["created_at"]) < STALE_START:
+        return  # its trigger may still be running or retrying
+    lock = ledger.get_lock(record["table"])
+    if lock.active == ingest_id or ingest_id in lock.queue:
+        return  # the lock recovery above takes care of it
+    if not record.get("staged_at"):
+        reason = ("the trigger could not stage the uploaded version and gave up; "
+                  "upload the file again")
+        if ledger.update_ingest(ingest_id, {"status": c.JOB_FAILED, "error": reason,
+                                            "finished_at": iso(now)},
+                                only_if_status={c.RECEIVED}):
+            send_alert_quietly(alert_event(ledger.get_ingest(ingest_id) or record,
+                                           outcome=c.JOB_FAILED, reason=reason))
+        return
+    if ledger.acquire_or_enqueue(record["table"], ingest_id) == LOCK_QUEUED:
+        ledger.update_ingest(ingest_id, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
+    else:
+        start_or_fail(settings, ledger, nessie, ledger.get_ingest(ingest_id) or record)
+    report.restarted.append(ingest_id)
 
 
 def _clean_up(

@@ -496,3 +496,45 @@ def test_an_event_for_a_deleted_version_is_rejected_with_a_reason(make_stack, sl
     record = record_for_key(stack, key)
     assert record["status"] == "REJECTED" and "no longer exists" in record["error"]
     assert len(slack.messages) == 1
+
+
+def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweeper(
+    make_stack, monkeypatch
+):
+    """Every trigger retry failed between recording the ingest and taking the table lock:
+    the sweeper queues it (a recorded outcome for every input)."""
+    from botocore.exceptions import ClientError
+
+    from lambdas.common.ledger import Ledger
+    from lambdas.trigger import handler as trigger_handler
+
+    stack = make_stack()
+    stack.client("events").disable_rule(Name="wap-source-object-created")
+    key = "orphan/orders/x.parquet"
+    body = fake_parquet("orphan")
+    put = stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=key, Body=body)
+    original = Ledger.acquire_or_enqueue
+
+    def refused(self, table, ingest_id):
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "x"}},
+                          "TransactWriteItems")
+
+    monkeypatch.setattr(Ledger, "acquire_or_enqueue", refused)
+    event = s3_notification(stack, key, put["VersionId"], len(body))
+    for _ in range(3):  # the invocation and Lambda's two async retries
+        try:
+            trigger_handler.handler(event, LambdaContext("trigger"))
+        except ClientError:
+            pass
+    monkeypatch.setattr(Ledger, "acquire_or_enqueue", original)
+    record = record_for_key(stack, key)
+    assert record["status"] == "RECEIVED" and record["staged_at"]
+
+    stack.invoke("sweeper", {"source": "aws.events"})  # too early: left alone
+    assert record_for_key(stack, key)["status"] == "RECEIVED"
+    stack.ledger()._table.update_item(  # 20 minutes later
+        Key={"pk": f"ingest#{record['ingest_id']}"}, UpdateExpression="SET created_at = :t",
+        ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"})
+    swept = stack.invoke("sweeper", {"source": "aws.events"})
+    assert swept["restarted"] == [record["ingest_id"]]
+    assert wait_for_key(stack, key)["status"] == "PUBLISHED"
