@@ -14,14 +14,10 @@ from infra.stack import WapStack
 def build_app(app: cdk.App | None = None) -> cdk.App:
     """The app with the one stack, configured from context (`-c key=value`)."""
     app = app or cdk.App()
-    def context(key: str) -> object:
-        value = app.node.try_get_context(key)
-        if key == "region" and not value:
-            # Without -c region, deploy where the CLI's profile points (else the default).
-            return os.environ.get("CDK_DEFAULT_REGION")
-        return value
-
-    settings = DeploySettings.from_context(context)
+    # The region is `-c region` or DEFAULT_REGION, never CDK_DEFAULT_REGION: the CLI always
+    # exports one (us-east-1 when no profile names a region), so following it would send an
+    # unconfigured deploy somewhere nobody chose.
+    settings = DeploySettings.from_context(app.node.try_get_context)
     WapStack(
         app, settings.stack_name, settings=settings,
         env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"),

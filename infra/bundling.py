@@ -170,6 +170,25 @@ def spark_job_package(*, spark_jobs_dir: Path,
     return _publish(staging, final)
 
 
+def iceberg_runtime_jar() -> Path:
+    """The Iceberg Spark runtime jar of the installed wheel: the local runs' jar and EMR's.
+
+    Raises BundlingError naming what to install when the wheel or its jar is missing,
+    so a synth never falls back to some other Iceberg build.
+    """
+    install = (f"install {constants.ICEBERG_RUNTIME_WHEEL} (requirements.txt; "
+               "`make setup` does): its jar is the Iceberg runtime the job runs with")
+    try:
+        import snowpark_connect_deps_iceberg
+    except ImportError as exc:
+        raise BundlingError(f"the Iceberg runtime wheel is not installed: {install}") from exc
+    wheel_dir = Path(snowpark_connect_deps_iceberg.__file__).parent
+    jar = wheel_dir / "jars" / constants.ICEBERG_RUNTIME_JAR
+    if not jar.is_file():
+        raise BundlingError(f"{jar} is missing: {install}")
+    return jar
+
+
 def runtime_site(*, build_dir: Path = constants.BUILD_DIR) -> Path:
     """A directory standing in for the Lambda runtime's own packages (boto3 and its deps).
 

@@ -7,34 +7,21 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_emrserverless as emr
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from infra import bundling, constants
 from infra.settings import PreInitializedCapacity
-from local.spark import lake_catalog_conf
-
-
-def spark_catalog_conf(*, nessie_uri_v2: str, warehouse_uri: str) -> dict[str, str]:
-    """Spark conf for EMR: the local `lake` catalog keys + S3FileIO + EMR's Iceberg jar."""
-    return {
-        "spark.jars": constants.EMR_ICEBERG_JAR,
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        **lake_catalog_conf(nessie_uri_v2, warehouse_uri, catalog=constants.CATALOG_NAME),
-        f"spark.sql.catalog.{constants.CATALOG_NAME}.io-impl": constants.S3_FILE_IO,
-    }
-
-
-def spark_submit_parameters(conf: dict[str, str]) -> str:
-    """EMR Serverless `sparkSubmitParameters`: one `--conf k=v` per entry."""
-    return " ".join(f"--conf {key}={value}" for key, value in conf.items())
+from spark_jobs.conf import job_spark_conf, spark_submit_parameters
 
 
 class SparkCompute(Construct):
     """The Spark application (auto start/stop, capped) that runs the write-audit job.
 
     Attributes: `application`, `application_arn`, `execution_role`,
-    `security_group`, `entrypoint`, `py_files`, `spark_parameters`, `deployments`.
+    `security_group`, `entrypoint`, `py_files`, `iceberg_jar` (the asset),
+    `spark_conf`, `spark_parameters`, `deployments`.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc,
@@ -107,6 +94,20 @@ class SparkCompute(Construct):
         code_root = f"s3://{artifacts.bucket_name}/{constants.JOB_CODE_PREFIX}"
         self.entrypoint = f"{code_root}wap_job.py"
         self.py_files = f"{code_root}spark_jobs.zip"
-        self.spark_conf = spark_catalog_conf(nessie_uri_v2=nessie_uri_v2,
-                                             warehouse_uri=warehouse_uri)
+        # The exact jar the local runs and tests use, uploaded by `cdk deploy` under a key
+        # derived from its content: a changed jar is a new object, never swapped in place.
+        self.iceberg_jar = s3_assets.Asset(self, "IcebergRuntime",
+                                           path=str(bundling.iceberg_runtime_jar()))
+        self.spark_conf = job_spark_conf(iceberg_jar=self.iceberg_jar.s3_object_url,
+                                         nessie_uri_v2=nessie_uri_v2, warehouse_uri=warehouse_uri)
         self.spark_parameters = spark_submit_parameters(self.spark_conf)
+
+    def grant_read_iceberg_jar(self, grantee: iam.IGrantable) -> iam.Grant:
+        """s3:GetObject on the jar's object alone.
+
+        `Asset.grant_read` would open the whole CDK asset bucket (every stack's code).
+        """
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:GetObject"],
+            resource_arns=[self.iceberg_jar.bucket.arn_for_objects(
+                self.iceberg_jar.s3_object_key)])

@@ -77,10 +77,11 @@ EMR_IDLE_TIMEOUT_MINUTES = 15
 EMR_MAX_CPU = "32 vCPU"
 EMR_MAX_MEMORY = "128 GB"
 EMR_MAX_DISK = "1000 GB"
-# Iceberg ships with EMR 7.x; this is where EMR Serverless puts its Spark runtime jar.
-EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
-CATALOG_NAME = "lake"
-S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
+# The Iceberg runtime the job runs with on EMR is the upstream jar the tests run with,
+# taken from this wheel (requirements.txt) and uploaded as an asset; EMR's own Iceberg
+# build is not known to contain NessieCatalog. 1.0.3's jar is broken (shaded Jackson missing).
+ICEBERG_RUNTIME_WHEEL = "snowpark-connect-deps-iceberg==1.0.2"
+ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 
 # --- Pipeline ------------------------------------------------------------------
 LAMBDA_MEMORY_MIB = 512

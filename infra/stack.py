@@ -126,6 +126,7 @@ class WapStack(Stack):
         storage.artifacts.grant_read(role, f"{constants.STAGING_PREFIX}*")
         storage.lake.grant_read_write(role)
         storage.artifacts.grant_read(role, f"{constants.JOB_CODE_PREFIX}*")
+        compute.grant_read_iceberg_jar(role)
         storage.artifacts.grant_read(role, f"{constants.TABLES_CONFIG_PREFIX}*")
         # Hadoop's S3 file systems look before they write (HEAD needs s3:GetObject).
         storage.artifacts.grant_read(role, f"{constants.REPORTS_PREFIX}*")

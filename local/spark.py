@@ -1,39 +1,18 @@
-"""A local SparkSession wired like EMR Serverless: Iceberg + NessieCatalog as `lake`."""
+"""A local SparkSession wired like EMR Serverless: Iceberg + NessieCatalog as `lake`.
+
+What the deployed job gets from its `sparkSubmitParameters` comes from the same
+definition (`spark_jobs.conf.job_spark_conf`), with the same Iceberg jar as a local file.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
-DEFAULT_CATALOG = "lake"
+# Re-exported: the tests and the CLI configure catalogs through these names.
+from infra.bundling import iceberg_runtime_jar
+from spark_jobs.conf import job_spark_conf, lake_catalog_conf
 
-
-def iceberg_runtime_jar() -> Path:
-    """Path of the Iceberg Spark runtime jar shipped by `snowpark-connect-deps-iceberg`."""
-    import snowpark_connect_deps_iceberg
-
-    jar = Path(snowpark_connect_deps_iceberg.__file__).parent / "jars" / ICEBERG_JAR_NAME
-    if not jar.is_file():
-        raise FileNotFoundError(
-            f"{jar} is missing: install snowpark-connect-deps-iceberg==1.0.2 (see requirements.txt)"
-        )
-    return jar
-
-
-def lake_catalog_conf(nessie_uri_v2: str, warehouse_uri: str, catalog: str = DEFAULT_CATALOG,
-                      ref: str = "main") -> dict[str, str]:
-    """Spark conf of an Iceberg catalog backed by Nessie (the same keys EMR gets)."""
-    prefix = f"spark.sql.catalog.{catalog}"
-    return {
-        prefix: "org.apache.iceberg.spark.SparkCatalog",
-        f"{prefix}.catalog-impl": "org.apache.iceberg.nessie.NessieCatalog",
-        f"{prefix}.uri": nessie_uri_v2,
-        f"{prefix}.ref": ref,
-        f"{prefix}.warehouse": warehouse_uri,
-        # Tables on a branch move under us (other runs, merges): never serve a stale copy.
-        f"{prefix}.cache-enabled": "false",
-    }
+__all__ = ["build_local_spark", "iceberg_runtime_jar", "lake_catalog_conf"]
 
 
 def build_local_spark(warehouse_uri: str, nessie_uri_v2: str, *, app_name: str = "wap-local",
@@ -48,20 +27,17 @@ def build_local_spark(warehouse_uri: str, nessie_uri_v2: str, *, app_name: str =
     builder = (
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app_name)
-        .config("spark.jars", str(iceberg_runtime_jar()))
-        .config("spark.sql.extensions",
-                "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
         .config("spark.driver.memory", driver_memory)
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", str(max(cores * 2, 2)))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
     )
-    for key, value in {**lake_catalog_conf(nessie_uri_v2, warehouse_uri),
-                       **(extra_conf or {})}.items():
+    job_conf = job_spark_conf(iceberg_jar=str(iceberg_runtime_jar()),
+                              nessie_uri_v2=nessie_uri_v2, warehouse_uri=warehouse_uri)
+    for key, value in {**job_conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

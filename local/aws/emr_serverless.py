@@ -11,11 +11,13 @@ local files around the job, as EMR's S3 connector would read/write them.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import queue
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import traceback
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 _log = logging.getLogger(__name__)
@@ -311,12 +314,67 @@ def report_writing_job(make_report: Callable[[dict[str, Any]], dict[str, Any]]) 
     return job
 
 
-def spark_job(spark: Any) -> JobFunction:
-    """The real job (`spark_jobs.wap_job`) on a shared local SparkSession."""
+def job_archive() -> Path:
+    """The job's `--py-files` zip exactly as the deploy builds and uploads it (cached by hash)."""
+    from infra import bundling
+    from infra.constants import SourceTree
+    from spark_jobs.package import ZIP_NAME
 
-    def job(argv: list[str]) -> dict[str, Any]:
-        from spark_jobs.wap_job import parse_args, run_ingest
+    return bundling.spark_job_package(spark_jobs_dir=SourceTree().spark_jobs_dir) / ZIP_NAME
 
-        return run_ingest(spark, parse_args(argv))
 
-    return job
+_JOB_PACKAGE = "spark_jobs"
+_archive_lock = threading.Lock()
+_archive_modules: dict[Path, ModuleType] = {}
+
+
+def _in_package(name: str) -> bool:
+    return name == _JOB_PACKAGE or name.startswith(_JOB_PACKAGE + ".")
+
+
+def load_archive_job(archive: Path) -> ModuleType:
+    """`spark_jobs.wap_job` imported from `archive` by zipimport, as `--py-files` makes EMR do.
+
+    Everyone else's `spark_jobs` stays the repository's: the archive's modules are
+    imported with the repository's taken out of `sys.modules`, then those are put back.
+    The archive's modules keep references to each other, so a run stays in the archive.
+    Loaded once per archive path (archives are never rewritten in place: the deploy's
+    path names its content hash), when the job is created, before any run thread imports.
+    """
+    archive = Path(archive).resolve()
+    with _archive_lock:
+        module = _archive_modules.get(archive)
+        if module is not None:
+            return module
+        saved = {name: mod for name, mod in sys.modules.items() if _in_package(name)}
+        for name in saved:
+            del sys.modules[name]
+        sys.path.insert(0, str(archive))
+        try:
+            module = importlib.import_module(f"{_JOB_PACKAGE}.wap_job")
+        finally:
+            sys.path.remove(str(archive))
+            for name in [n for n in sys.modules if _in_package(n)]:
+                del sys.modules[name]
+            sys.modules.update(saved)
+        if not str(module.__file__).startswith(f"{archive}/"):
+            raise ImportError(f"spark_jobs.wap_job came from {module.__file__}, not {archive}")
+        _archive_modules[archive] = module
+        return module
+
+
+class ArchiveJob:
+    """The real job (`spark_jobs.wap_job` from the deployed archive) on a shared SparkSession."""
+
+    def __init__(self, spark: Any, archive: Path) -> None:
+        self.spark = spark
+        self.archive = Path(archive).resolve()
+        self.module = load_archive_job(self.archive)
+
+    def __call__(self, argv: list[str]) -> dict[str, Any]:
+        return self.module.run_ingest(self.spark, self.module.parse_args(argv))
+
+
+def spark_job(spark: Any, *, archive: Path | None = None) -> ArchiveJob:
+    """The real job from the archive the deploy uploads (`job_archive()` unless given)."""
+    return ArchiveJob(spark, archive if archive is not None else job_archive())

@@ -25,14 +25,23 @@ def make_dynamodb_writes_atomic() -> None:
         if _installed:
             return
         from moto.dynamodb.models import DynamoDBBackend
+        from moto.dynamodb.responses import DynamoHandler
 
         for name in _WRITES:
-            original = getattr(DynamoDBBackend, name)
-
-            @functools.wraps(original)
-            def atomic(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                with _lock:
-                    return _original(self, *args, **kwargs)
-
-            setattr(DynamoDBBackend, name, atomic)
+            _serialise(DynamoDBBackend, name)
+        # moto's UpdateItem handler deep-copies the stored item before calling the backend,
+        # outside the backend call: a concurrent update changing that item in place made
+        # the copy fail ("dictionary changed size during iteration").
+        _serialise(DynamoHandler, "update_item")
         _installed = True
+
+
+def _serialise(cls: type, name: str) -> None:
+    original = getattr(cls, name)
+
+    @functools.wraps(original)
+    def atomic(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _lock:
+            return original(self, *args, **kwargs)
+
+    setattr(cls, name, atomic)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import aws_cdk as cdk
 import pytest
@@ -30,9 +32,15 @@ class Synthesized:
         return self.template.find_resources(resource_type)
 
 
-def synthesize(outdir: Path, context: dict[str, Any]) -> Synthesized:
-    app = build_app(cdk.App(outdir=str(outdir), context=context))
-    app.synth()
+# What the CDK CLI exports when no region is configured anywhere (no profile, no AWS_REGION).
+CLI_FALLBACK_REGION = "us-east-1"
+
+
+def synthesize(outdir: Path, context: dict[str, Any],
+               environ: dict[str, str] | None = None) -> Synthesized:
+    with mock.patch.dict(os.environ, environ or {}):
+        app = build_app(cdk.App(outdir=str(outdir), context=context))
+        app.synth()
     (stack,) = [child for child in app.node.children if isinstance(child, cdk.Stack)]
     template = Template.from_json(
         json.loads((outdir / f"{stack.artifact_id}.template.json").read_text()))
@@ -41,8 +49,10 @@ def synthesize(outdir: Path, context: dict[str, Any]) -> Synthesized:
 
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory) -> Synthesized:
-    """The default deployment: Nessie on Fargate, no warm EMR capacity."""
-    return synthesize(tmp_path_factory.mktemp("cdk-default"), {"slackChannel": "#wap-alerts"})
+    """The default deployment: Nessie on Fargate, no warm EMR capacity, as `cdk synth` runs it
+    without `-c region` (the CLI always exports CDK_DEFAULT_REGION)."""
+    return synthesize(tmp_path_factory.mktemp("cdk-default"), {"slackChannel": "#wap-alerts"},
+                      {"CDK_DEFAULT_REGION": CLI_FALLBACK_REGION})
 
 
 @pytest.fixture(scope="session")

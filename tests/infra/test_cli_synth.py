@@ -30,3 +30,7 @@ def test_cdk_cli_synth_offline(tmp_path):
     types = {r["Type"] for r in template["Resources"].values()}
     assert {"AWS::StepFunctions::StateMachine", "AWS::EMRServerless::Application",
             "AWS::ECS::Service"} <= types
+    # The CLI exports CDK_DEFAULT_REGION (us-east-1 when nothing is configured); without
+    # -c region the stack still targets the README's default.
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["artifacts"]["WapIngest"]["environment"].endswith("/eu-west-1")

@@ -133,3 +133,15 @@ def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, py
         capture_output=True, text=True, cwd=tmp_path, check=False, timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
     assert py_files in result.stdout
+
+
+def test_local_emr_double_runs_the_job_archive_the_deploy_uploads(synthesized):
+    from local.aws.emr_serverless import spark_job
+
+    assets = _asset_dirs(synthesized)
+    (deployment,) = [r["Properties"] for r in synthesized.resources.values()
+                     if r["Type"] == "Custom::CDKBucketDeployment"
+                     and r["Properties"].get("DestinationBucketKeyPrefix") == "jobs/"]
+    (key,) = deployment["SourceObjectKeys"]
+    uploaded = assets[key] / "spark_jobs.zip"
+    assert spark_job(None).archive.read_bytes() == uploaded.read_bytes()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -174,20 +175,98 @@ def test_every_lambda_is_python312_traced_and_has_the_contract_environment(synth
         assert contract_names - optional <= variables <= contract_names, name
 
 
-def test_spark_parameters_configure_the_lake_catalog_with_s3fileio(synthesized):
-    _, props = _functions_by_handler(synthesized)["trigger"]
-    value = props["Environment"]["Variables"]["WAP_JOB_SPARK_PARAMETERS"]
-    text = "".join(part if isinstance(part, str) else "<token>"
-                   for part in value["Fn::Join"][1])
-    conf = dict(item.split("=", 1) for item in text.replace("--conf ", "\n").split() if "=" in item)
+def _render(value: Any) -> str:
+    """A template string value with every CloudFormation token shown as `<token>`."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        return "".join(_render(part) for part in value["Fn::Join"][1])
+    if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
+        return re.sub(r"\$\{[^}]+\}", "<token>", value["Fn::Sub"])
+    return "<token>"
+
+
+def _job_spark_conf(synth) -> dict[str, str]:
+    """The `--conf` pairs of the job's sparkSubmitParameters, as the Lambdas pass them."""
+    _, props = _functions_by_handler(synth)["trigger"]
+    text = _render(props["Environment"]["Variables"]["WAP_JOB_SPARK_PARAMETERS"])
+    return dict(item.split("=", 1) for item in text.replace("--conf ", "\n").split() if "=" in item)
+
+
+def _runtime_jar_asset(synth) -> tuple[str, Path]:
+    """spark.jars' `bucket/key` and the file the cloud assembly uploads there."""
+    jar_uri = _job_spark_conf(synth)["spark.jars"]
+    assert jar_uri.startswith("s3://") and "," not in jar_uri, jar_uri
+    location = jar_uri.removeprefix("s3://")
+    key = location.split("/", 1)[1]
+    manifest = json.loads((synth.outdir / f"{synth.stack.artifact_id}.assets.json").read_text())
+    (entry,) = [e for e in manifest["files"].values()
+                if any(d["objectKey"] == key for d in e["destinations"].values())]
+    assert entry["source"].get("packaging", "file") == "file"  # uploaded as is, not zipped
+    return location, synth.outdir / entry["source"]["path"]
+
+
+def test_spark_parameters_are_the_job_conf_local_runs_use(synthesized):
+    from spark_jobs.conf import job_spark_conf
+
+    conf = _job_spark_conf(synthesized)
+    assert conf == job_spark_conf(iceberg_jar=conf["spark.jars"],
+                                  nessie_uri_v2="http://<token>/api/v2",
+                                  warehouse_uri="s3://<token>/warehouse/")
     assert conf["spark.sql.catalog.lake"] == "org.apache.iceberg.spark.SparkCatalog"
     assert conf["spark.sql.catalog.lake.catalog-impl"] == "org.apache.iceberg.nessie.NessieCatalog"
-    assert conf["spark.sql.catalog.lake.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
-    assert conf["spark.sql.catalog.lake.uri"] == "http://<token>/api/v2"
-    assert conf["spark.sql.catalog.lake.warehouse"] == "s3://<token>/warehouse/"
     assert conf["spark.sql.catalog.lake.ref"] == "main"
     assert conf["spark.sql.extensions"] == (
         "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+
+
+def test_lake_catalog_reads_and_writes_through_hadoop_file_io(synthesized):
+    # The shipped runtime jar has no AWS SDK v2, which S3FileIO needs; Hadoop's FileSystem
+    # (EMRFS on s3://) is on EMR's classpath, as the local runs use it on file://.
+    conf = _job_spark_conf(synthesized)
+    assert conf["spark.sql.catalog.lake.io-impl"] == "org.apache.iceberg.hadoop.HadoopFileIO"
+    assert conf["spark.sql.catalog.lake.warehouse"] == "s3://<token>/warehouse/"
+    assert "S3FileIO" not in json.dumps(synthesized.template.to_json())
+
+
+def test_spark_session_time_zone_is_utc_on_emr_as_locally(synthesized):
+    assert _job_spark_conf(synthesized)["spark.sql.session.timeZone"] == "UTC"
+
+
+def test_spark_jars_is_the_iceberg_runtime_jar_the_local_runs_use(synthesized):
+    from local.spark import iceberg_runtime_jar
+
+    _, staged = _runtime_jar_asset(synthesized)
+    local = iceberg_runtime_jar()
+    assert staged.name.endswith(".jar")
+    assert hashlib.sha256(staged.read_bytes()).hexdigest() == \
+        hashlib.sha256(local.read_bytes()).hexdigest()
+    # EMR's own Iceberg build stays off the classpath: nothing names it.
+    assert "/usr/share/aws/iceberg" not in json.dumps(synthesized.template.to_json())
+    (application,) = synthesized.of_type("AWS::EMRServerless::Application").values()
+    assert "RuntimeConfiguration" not in application["Properties"]
+
+
+def test_job_role_may_read_the_runtime_jar_object_only(synthesized):
+    location, _ = _runtime_jar_asset(synthesized)
+    (role_id,) = [logical_id for logical_id, role in synthesized.of_type("AWS::IAM::Role").items()
+                  if "emr-serverless.amazonaws.com" in json.dumps(
+                      role["Properties"]["AssumeRolePolicyDocument"])]
+    statements = _statements_of_role(synthesized, role_id)
+    on_asset_bucket = [s for s in statements if "cdk-" in json.dumps(s["Resource"])]
+    (statement,) = on_asset_bucket
+    assert _actions([statement]) == {"s3:GetObject"}
+    assert _render(statement["Resource"]) == f"arn:<token>:s3:::{location}"
+
+
+def test_region_is_the_readmes_default_whatever_the_cdk_cli_exports(synthesized):
+    from tests.infra.conftest import CLI_FALLBACK_REGION
+
+    row = re.search(r"^\| `region` \| ([^|]+) \|", (REPO / "README.md").read_text(), re.M)
+    (promised,) = re.findall(r"`([a-z]{2}-[a-z]+-\d)`", row.group(1))
+    assert promised == "eu-west-1"
+    # The fixture synthesized with CDK_DEFAULT_REGION set, as the CLI always does.
+    assert synthesized.stack.region == promised != CLI_FALLBACK_REGION
 
 
 def test_state_machine_is_the_tested_definition_file(synthesized):

@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from lambdas.common.exceptions import NessieError, NessieUnavailableError
 from local.aws.lambda_dispatch import LambdaContext
 from tests.orchestration.conftest import (
@@ -522,10 +524,8 @@ def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweep
     monkeypatch.setattr(Ledger, "acquire_or_enqueue", refused)
     event = s3_notification(stack, key, put["VersionId"], len(body))
     for _ in range(3):  # the invocation and Lambda's two async retries
-        try:
+        with pytest.raises(ClientError):
             trigger_handler.handler(event, LambdaContext("trigger"))
-        except ClientError:
-            pass
     monkeypatch.setattr(Ledger, "acquire_or_enqueue", original)
     record = record_for_key(stack, key)
     assert record["status"] == "RECEIVED" and record["staged_at"]
