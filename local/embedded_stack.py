@@ -22,8 +22,10 @@ from local.aws.stack import (
     LocalAwsStack,
     SavedEnvironment,
     StackSettings,
+    create_bucket,
     create_ledger_table,
 )
+from local.aws.template import TemplateError
 from local.catalog_server import catalog_url
 from local.home import WapHome
 from local.state_store import ARTIFACT_PREFIXES, StateStore, StoredBucket
@@ -110,7 +112,7 @@ class StorageOnly:
         s = self.settings
         s3 = self.client("s3")
         for bucket in (s.source_bucket, s.artifacts_bucket):
-            s3.create_bucket(Bucket=bucket)
+            create_bucket(s3, bucket, s.region)
         s3.put_bucket_versioning(
             Bucket=s.source_bucket, VersioningConfiguration={"Status": "Enabled"}
         )
@@ -184,7 +186,11 @@ class EmbeddedStack:
                     poll_interval_seconds=self.options.poll_interval_seconds,
                     async_retry_delay=0.5,
                 )
-                self.aws = LocalAwsStack(settings).start()
+                try:
+                    self.aws = LocalAwsStack(settings).start()
+                except TemplateError as exc:  # no CDK CLI, or the app does not synthesize
+                    raise StackStartError(
+                        f"could not synthesize the stack the local mode runs: {exc}") from exc
             else:
                 settings = StackSettings(nessie_api_v1=self.nessie.api_v1, job=_no_spark_job)
                 self.aws = StorageOnly(settings).start()

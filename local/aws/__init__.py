@@ -1,4 +1,5 @@
 """The in-process AWS stand-in: moto + Lambda dispatch to our handlers + a local EMR Serverless.
 
-`LocalAwsStack` (stack.py) composes the pieces; the `wap` CLI and the tests use it.
+`LocalAwsStack` (stack.py) composes the pieces from the synthesized CDK template
+(template.py, intrinsics.py, overrides.py); the `wap` CLI and the tests use it.
 """

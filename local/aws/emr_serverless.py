@@ -7,6 +7,10 @@ FAILED (with the error in `stateDetails` and a driver log under the run's
 log URI) or CANCELLED; a repeated `clientToken` returns the same run.
 `s3://` sources, table config and report are staged between moto S3 and
 local files around the job, as EMR's S3 connector would read/write them.
+The run's `sparkSubmitParameters` are parsed as the service passes them to
+spark-submit (a malformed one fails the run) and recorded in `submissions`; a job
+with a `check_submit(submission)` method (the real job) refuses parameters that
+differ from what it runs with.
 """
 
 from __future__ import annotations
@@ -33,6 +37,49 @@ _log = logging.getLogger(__name__)
 # A job: contract arguments (docs/contracts.md) with local file:// URIs -> report dict or None.
 JobFunction = Callable[[list[str]], Any]
 STAGED_ARGS = ("--source", "--table-config-uri")
+# spark-submit options that take one value (EMR Serverless passes them on as given).
+SUBMIT_OPTIONS = frozenset({
+    "--conf", "--jars", "--py-files", "--files", "--archives", "--class", "--packages",
+    "--repositories", "--exclude-packages", "--name", "--driver-memory", "--driver-cores",
+    "--executor-memory", "--executor-cores", "--num-executors", "--properties-file",
+})
+
+
+class SubmitParametersError(ValueError):
+    """sparkSubmitParameters spark-submit would refuse."""
+
+
+@dataclass(frozen=True)
+class SparkSubmit:
+    """A job run's spark-submit: entry point, `--conf` pairs and the other options."""
+
+    entry_point: str
+    conf: dict[str, str]
+    options: dict[str, list[str]]
+
+
+def parse_spark_submit(entry_point: str, parameters: str | None) -> SparkSubmit:
+    """Read `sparkSubmitParameters` like the service: split on whitespace, no quoting."""
+    tokens = (parameters or "").split()
+    conf: dict[str, str] = {}
+    options: dict[str, list[str]] = {}
+    position = 0
+    while position < len(tokens):
+        option = tokens[position]
+        if option not in SUBMIT_OPTIONS:
+            raise SubmitParametersError(f"sparkSubmitParameters: unrecognized option {option!r}")
+        if position + 1 >= len(tokens):
+            raise SubmitParametersError(f"sparkSubmitParameters: {option} has no value")
+        value = tokens[position + 1]
+        if option == "--conf":
+            key, equals, conf_value = value.partition("=")
+            if not equals or not key:
+                raise SubmitParametersError(f"sparkSubmitParameters: --conf {value!r} is not k=v")
+            conf[key] = conf_value
+        else:
+            options.setdefault(option, []).append(value)
+        position += 2
+    return SparkSubmit(entry_point=entry_point, conf=conf, options=options)
 
 
 class InjectedCrash(RuntimeError):
@@ -73,6 +120,7 @@ class LocalEmrServerless:
         self._busy = 0
         self._originals: dict[str, Any] = {}
         self.started_runs: list[str] = []  # job run ids in start order
+        self.submissions: dict[str, SparkSubmit] = {}  # job run id -> its parsed spark-submit
         self.max_concurrent = 0
 
     # ---- test hooks ----------------------------------------------------------------------
@@ -190,7 +238,8 @@ class LocalEmrServerless:
 
     def _execute(self, run: _Run) -> None:
         job_run = run.job_run
-        argv = list(job_run.job_driver["sparkSubmit"].get("entryPointArguments", []))
+        driver = job_run.job_driver["sparkSubmit"]
+        argv = list(driver.get("entryPointArguments", []))
         fault = self._take_fault(argv)
         if fault is not None and fault.kind == "queue":
             job_run.state = "PENDING"
@@ -210,6 +259,12 @@ class LocalEmrServerless:
                 raise _Cancelled()
             if fault is not None and fault.kind == "crash":
                 raise InjectedCrash(fault.message)
+            submission = parse_spark_submit(driver["entryPoint"],
+                                            driver.get("sparkSubmitParameters"))
+            self.submissions[job_run.id] = submission
+            check_submit = getattr(self._job, "check_submit", None)
+            if check_submit is not None:
+                check_submit(submission)
             local_argv, report_uri, local_report = self._stage(argv, workdir)
             result = self._job(local_argv)
             if run.cancel.is_set():
@@ -373,6 +428,33 @@ class ArchiveJob:
 
     def __call__(self, argv: list[str]) -> dict[str, Any]:
         return self.module.run_ingest(self.spark, self.module.parse_args(argv))
+
+    def check_submit(self, submission: SparkSubmit) -> None:
+        """Refuse a run submitted with other Spark conf than this session's, or other code."""
+        check_submission(submission, lambda key: self.spark.conf.get(key, None),
+                         self.archive.name)
+
+
+def check_submission(submission: SparkSubmit, session_conf: Callable[[str], str | None],
+                     archive_name: str) -> None:
+    """Raise SubmitParametersError when the run would not run what the local job runs.
+
+    Locations differ by design (the jar and the warehouse are S3 objects on AWS, local
+    files here); every other `--conf` must be the session's, `--py-files` the archive.
+    """
+    from spark_jobs.conf import CATALOG
+
+    locations = {"spark.jars", f"spark.sql.catalog.{CATALOG}.warehouse"}
+    for key, value in submission.conf.items():
+        local = session_conf(key)
+        if key not in locations and local != value:
+            raise SubmitParametersError(
+                f"the run is submitted with --conf {key}={value} but the local session "
+                f"runs the job with {key}={local}")
+    py_files = [uri.rsplit("/", 1)[-1] for uri in submission.options.get("--py-files", [])]
+    if py_files != [archive_name]:
+        raise SubmitParametersError(
+            f"the run is submitted with --py-files {py_files}, the local job runs {archive_name}")
 
 
 def spark_job(spark: Any, *, archive: Path | None = None) -> ArchiveJob:

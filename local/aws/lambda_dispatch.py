@@ -4,7 +4,9 @@ The seam is `moto.awslambda.models.LambdaFunction._invoke_lambda(event) ->
 (payload, errored, logs)`: everything above it (the Lambda API, Step Functions'
 lambda tasks, S3 notifications) stays moto's own code. A raised exception is
 returned the way the Python runtime reports it (`errorType` = class name), so
-the state machine's Retry/Catch match on the same names as on AWS.
+the state machine's Retry/Catch match on the same names as on AWS. Which
+handler runs, and the memory, timeout and ARN its context reports, are each
+function's configuration (the local stack registers them from the template).
 """
 
 from __future__ import annotations
@@ -26,17 +28,6 @@ from local.aws.lambda_sandbox import read_only_except_tmp
 _log = logging.getLogger(__name__)
 
 Handler = Callable[[Any, Any], Any]
-
-# Function name -> "module:attribute" of the handler (our Lambda packages).
-HANDLERS = {
-    "trigger": "lambdas.trigger.handler:handler",
-    "job_status": "lambdas.job_status.handler:handler",
-    "publish": "lambdas.publish.handler:handler",
-    "alert": "lambdas.alert.handler:handler",
-    "finish": "lambdas.finish.handler:handler",
-    "sweeper": "lambdas.sweeper.handler:handler",
-    "retry_job": "lambdas.retry_job.handler:handler",
-}
 
 
 @dataclass
@@ -65,7 +56,10 @@ class LambdaContext:
 
 
 def load_handler(spec: str) -> Handler:
-    module, _, attribute = spec.partition(":")
+    """The function a Lambda `Handler` setting names: `package.module.function`."""
+    module, _, attribute = spec.rpartition(".")
+    if not module:
+        raise ValueError(f"Lambda handler {spec!r}: expected module.function")
     return getattr(importlib.import_module(module), attribute)
 
 
@@ -101,7 +95,8 @@ class LambdaDispatcher:
         async_workers: int = 4,
     ) -> None:
         self._handlers: dict[str, Handler] = {}
-        for name, target in (handlers or HANDLERS).items():
+        self._contexts: dict[str, dict[str, Any]] = {}
+        for name, target in (handlers or {}).items():
             self.register(name, target)
         self.invocations: list[Invocation] = []
         self._lock = threading.Lock()
@@ -115,8 +110,11 @@ class LambdaDispatcher:
         # Tests wrap a handler to inject faults: name -> wrapper(handler) -> handler.
         self.interceptors: dict[str, Callable[[Handler], Handler]] = {}
 
-    def register(self, name: str, target: str | Handler) -> None:
+    def register(self, name: str, target: str | Handler, **context: Any) -> None:
+        """Run `target` (a Lambda `Handler` setting or a callable) for function `name`;
+        `context` sets its LambdaContext fields (memory, timeout, ARN) from its configuration."""
         self._handlers[name] = load_handler(target) if isinstance(target, str) else target
+        self._contexts[name] = context
 
     def invoke(self, name: str, event: Any) -> tuple[Any, dict[str, Any] | None]:
         """Run the handler of function `name`: (result, None) or (None, error payload)."""
@@ -131,7 +129,7 @@ class LambdaDispatcher:
         try:
             # Round-trip through JSON like the real service: handlers never share objects.
             with read_only_except_tmp():  # Lambda: only /tmp is writable
-                result = handler(event, LambdaContext(name))
+                result = handler(event, LambdaContext(name, **self._contexts.get(name, {})))
             record.result = json.loads(json.dumps(result))
         except Exception as exc:
             record.error = error_payload(exc)

@@ -6,6 +6,12 @@ in-process, a local EMR Serverless executor running the Spark job, and the
 S3 -> EventBridge -> trigger wiring. The Nessie server and (optionally) the
 Slack stand-in run outside and are passed in by URL.
 
+What the deploy decides comes from the synthesized template (local/aws/template.py):
+each Lambda's handler, runtime, memory, timeout and environment, the state machine's
+name, definition and substitutions, the EMR application, the S3 event rule. Its
+references are resolved against the resources created here (local/aws/intrinsics.py);
+local departures are only those of local/aws/overrides.py.
+
     from local.aws.emr_serverless import spark_job
     settings = StackSettings(nessie_api_v1=nessie.api_v1, job=spark_job(spark))
     with LocalAwsStack(settings) as stack:
@@ -24,18 +30,22 @@ import logging
 import os
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+from infra.constants import DEFAULT_REGION
 from local.aws.emr_serverless import JobFunction, LocalEmrServerless
-from local.aws.lambda_dispatch import HANDLERS, LambdaDispatcher
+from local.aws.intrinsics import Resolver, substitute_definition
+from local.aws.lambda_dispatch import LambdaDispatcher
 from local.aws.moto_fidelity import make_dynamodb_writes_atomic
+from local.aws.overrides import Kind, LocalParityError, apply_overrides, shared_environment
 from local.aws.s3_events import S3EventBridge
+from local.aws.template import StackTemplate, stack_template
 
 _log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[2]
-STATE_MACHINE_FILE = REPO_ROOT / "statemachine" / "ingest.asl.json"
 ACCOUNT_ID = "123456789012"
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -43,7 +53,7 @@ FAKE_CREDENTIALS = {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_SECURITY_TOKEN": "testing",
 }
-
+INGEST_RULE = "wap-source-object-created"
 
 
 class SavedEnvironment:
@@ -70,6 +80,13 @@ class SavedEnvironment:
         self._saved = {}
 
 
+def create_bucket(s3: Any, name: str, region: str) -> None:
+    """A bucket in `region` (S3 wants a location constraint outside us-east-1, none in it)."""
+    extra = {} if region == "us-east-1" else {
+        "CreateBucketConfiguration": {"LocationConstraint": region}}
+    s3.create_bucket(Bucket=name, **extra)
+
+
 def create_ledger_table(dynamodb: Any, name: str) -> None:
     """The ledger table as infra/pipeline.py deploys it (keys, indexes, TTL: one schema)."""
     from lambdas.common.ledger import TTL_ATTRIBUTE, table_schema
@@ -80,50 +97,84 @@ def create_ledger_table(dynamodb: Any, name: str) -> None:
         TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
     )
 
-def substitute(definition: str, values: dict[str, str]) -> str:
-    """Apply CloudFormation-style `${Name}` definition substitutions; every one must be known."""
-    import re
 
-    names = set(re.findall(r"\$\{([A-Za-z0-9]+)\}", definition))
-    missing = names - set(values)
-    if missing:
-        raise KeyError(f"no value for state machine substitutions: {sorted(missing)}")
-    for name in names:
-        definition = definition.replace("${" + name + "}", values[name])
-    return definition
+def alb_dns_name(nessie_api_v1: str) -> str:
+    """Where the catalog's load balancer name points locally: our server's `host:port`.
 
-
-def function_arn_substitution(name: str) -> str:
-    """`job_status` -> `JobStatusFunctionArn` (docs/contracts.md)."""
-    return "".join(part.capitalize() for part in name.split("_")) + "FunctionArn"
+    The template reaches Nessie at `http://<ALB DNS name>/api/v1` (and /api/v2, and the
+    UI at the root), so binding the DNS name gives every Nessie URL from the template.
+    """
+    parts = urlsplit(nessie_api_v1)
+    if parts.scheme != "http" or not parts.netloc or parts.path.rstrip("/") != "/api/v1":
+        raise ValueError(
+            f"nessie_api_v1 {nessie_api_v1!r}: expected http://host:port/api/v1 (the template "
+            "builds Nessie URLs as http://<load balancer>/api/v1)")
+    return parts.netloc
 
 
 @dataclass
 class StackSettings:
-    """Names and knobs of one local stack."""
+    """Names and knobs of one local stack.
+
+    The template decides everything else (local/aws/template.py); the knobs marked
+    "override" replace template values through local/aws/overrides.py only.
+    """
 
     nessie_api_v1: str
     job: JobFunction
-    region: str = "us-east-1"
+    # The deploy context the template is synthesized with (`cdk synth -c ...`).
+    region: str = DEFAULT_REGION
+    slack_channel: str = "#wap-alerts"
+    # Names CloudFormation would generate on AWS (the template leaves them open).
     source_bucket: str = "wap-source"
     artifacts_bucket: str = "wap-artifacts"
+    lake_bucket: str = "wap-lake"
     ledger_table: str = "wap-ledger"
-    state_machine_name: str = "wap-ingest"
     emr_workers: int = 1
-    poll_interval_seconds: int = 1
-    job_timeout_seconds: int = 600
-    max_publish_attempts: int = 3
-    max_job_tries: int = 3
-    job_retry_base_seconds: int = 0  # no real sleeps locally: the backoff is a Wait state
-    job_queue_timeout_minutes: int = 60
-    branch_retention_days: int = 14
+    # Overrides (None: the template's value).
+    poll_interval_seconds: int | None = 1
+    job_timeout_seconds: int | None = None
+    max_publish_attempts: int | None = None
+    job_retry_base_seconds: int | None = 0  # no real sleeps locally: the backoff is a Wait state
     nessie_ui_url: str | None = None
     slack_api_url: str | None = None
+    # The Slack secret's value (the template creates it empty; operators set it on AWS).
     slack_token: str | None = None
-    slack_channel: str = "#wap-alerts"
     tables_dir: Path | None = None
     async_retry_delay: float = 0.5
-    extra_env: dict[str, str] = field(default_factory=dict)
+    # A template to run instead of the synthesized one (tests of the template contract).
+    template: StackTemplate | None = None
+
+    def deploy_context(self) -> dict[str, str]:
+        """The `-c` values this local deployment is synthesized with."""
+        return {"region": self.region, "slackChannel": self.slack_channel}
+
+    def overrides(self) -> dict[str, str]:
+        """Template values replaced locally, by name (each one listed in OVERRIDES)."""
+        values: dict[str, str] = {}
+        if self.nessie_ui_url:
+            values["WAP_NESSIE_UI_URL"] = self.nessie_ui_url
+        if self.slack_api_url:
+            values["WAP_SLACK_API_URL"] = self.slack_api_url
+        if self.job_timeout_seconds is not None:
+            values["JobTimeoutSeconds"] = str(self.job_timeout_seconds)
+            values["WAP_JOB_TIMEOUT_MINUTES"] = str(max(1, self.job_timeout_seconds // 60))
+        if self.poll_interval_seconds is not None:
+            values["PollIntervalSeconds"] = str(self.poll_interval_seconds)
+        if self.job_retry_base_seconds is not None:
+            values["WAP_JOB_RETRY_BASE_SECONDS"] = str(self.job_retry_base_seconds)
+        if self.max_publish_attempts is not None:
+            values["WAP_MAX_PUBLISH_ATTEMPTS"] = str(self.max_publish_attempts)
+        return values
+
+
+@dataclass(frozen=True)
+class LocalFunction:
+    """One Lambda as the local stack created it from the template."""
+
+    name: str
+    arn: str
+    configuration: dict[str, Any]  # what was passed to CreateFunction
 
 
 class LocalAwsStack:
@@ -136,7 +187,10 @@ class LocalAwsStack:
         self.s3_events = S3EventBridge(self.dispatcher)
         self._mock: Any = None
         self._environment = SavedEnvironment()
-        self.env: dict[str, str] = {}
+        self.template: StackTemplate | None = None
+        self.functions: dict[str, LocalFunction] = {}
+        self.env: dict[str, str] = {}  # the process environment all handlers share
+        self.state_machine_definition = ""
         self.state_machine_arn = ""
         self.application_id = ""
 
@@ -153,6 +207,12 @@ class LocalAwsStack:
 
         from lambdas.common import aws as lambda_aws
 
+        # Before any patching: a cold cache runs `cdk synth`, which must not see the mock.
+        self.template = self.settings.template or stack_template(self.settings.deploy_context())
+        if self.template.region != self.settings.region:
+            raise LocalParityError(
+                f"the template is for {self.template.region}, the local stack runs in "
+                f"{self.settings.region}")
         self._environment.set({**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region})
         make_dynamodb_writes_atomic()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
@@ -199,11 +259,63 @@ class LocalAwsStack:
 
         return boto3.client(service, region_name=self.settings.region)
 
+    # ---- resources, from the template ------------------------------------------------------
+
     def _create_resources(self) -> None:
+        assert self.template is not None
+        s = self.settings
+        resolver = Resolver(self.template, account_id=ACCOUNT_ID, region=s.region)
+        self._create_storage(resolver)
+        create_ledger_table(self.client("dynamodb"), s.ledger_table)
+        resolver.bind("Pipeline/Ledger", s.ledger_table,
+                      Arn=f"arn:aws:dynamodb:{s.region}:{ACCOUNT_ID}:table/{s.ledger_table}")
+        role_arn = self._create_role("wap-local", "lambda.amazonaws.com", "states.amazonaws.com")
+        job_role_arn = self._create_role("wap-job", "emr-serverless.amazonaws.com")
+        resolver.bind("Compute/JobRole", "wap-job", Arn=job_role_arn)
+        resolver.bind("Pipeline/Ingest/Role", "wap-local", Arn=role_arn)
+        self._create_emr_application(resolver)
+        self._create_slack_secret(resolver)
+        resolver.bind("Catalog/Alb", DNSName=alb_dns_name(s.nessie_api_v1))
+
+        overrides = s.overrides()
+        environments: dict[str, dict[str, str]] = {}
+        lambda_client = self.client("lambda")
+        for name, function in self.template.functions().items():
+            where = f"Lambda {function.path}"
+            variables = {key: resolver.resolve_text(value, f"{where} Environment.{key}")
+                         for key, value in function.environment.items()}
+            environments[name] = apply_overrides(Kind.ENVIRONMENT, variables, overrides, where)
+            configuration = {
+                "FunctionName": name,
+                "Runtime": function.properties["Runtime"],
+                "Role": role_arn,
+                "Handler": function.handler,
+                "MemorySize": function.properties.get("MemorySize", 128),
+                "Timeout": function.properties.get("Timeout", 3),
+                "Environment": {"Variables": environments[name]},
+            }
+            arn = lambda_client.create_function(
+                **configuration, Code={"ZipFile": _empty_zip()})["FunctionArn"]
+            resolver.bind(function.path, name, Arn=arn)
+            self.functions[name] = LocalFunction(name, arn, configuration)
+            self.dispatcher.register(
+                name, function.handler, memory_limit_in_mb=configuration["MemorySize"],
+                timeout_seconds=configuration["Timeout"], invoked_function_arn=arn)
+        # Handlers run in this process and read os.environ (one environment for all).
+        self.env = shared_environment(environments)
+        self._environment.set(self.env)
+
+        self._create_ingest_rule(resolver)
+        self._create_state_machine(resolver, overrides)
+
+    def _create_storage(self, resolver: Resolver) -> None:
         s = self.settings
         s3 = self.client("s3")
-        for bucket in (s.source_bucket, s.artifacts_bucket):
-            s3.create_bucket(Bucket=bucket)
+        for path, bucket in (("Storage/Source", s.source_bucket),
+                             ("Storage/Artifacts", s.artifacts_bucket),
+                             ("Storage/Lake", s.lake_bucket)):
+            create_bucket(s3, bucket, s.region)
+            resolver.bind(path, bucket, Arn=f"arn:aws:s3:::{bucket}")
         s3.put_bucket_versioning(
             Bucket=s.source_bucket, VersioningConfiguration={"Status": "Enabled"}
         )
@@ -216,113 +328,77 @@ class LocalAwsStack:
                     Bucket=s.artifacts_bucket, Key=f"tables/{path.name}", Body=path.read_bytes()
                 )
 
-        create_ledger_table(self.client("dynamodb"), s.ledger_table)
-
-        role_arn = self.client("iam").create_role(
-            RoleName="wap-local",
-            AssumeRolePolicyDocument=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Effect": "Allow",
-                            "Action": "sts:AssumeRole",
-                            "Principal": {
-                                "Service": [
-                                    "lambda.amazonaws.com",
-                                    "states.amazonaws.com",
-                                    "emr-serverless.amazonaws.com",
-                                ]
-                            },
-                        }
-                    ],
-                }
-            ),
-        )["Role"]["Arn"]
-        self.application_id = self.client("emr-serverless").create_application(
-            name="wap", releaseLabel="emr-7.12.0", type="SPARK"
-        )["applicationId"]
-
-        slack_secret_arn = ""
-        if s.slack_token:
-            slack_secret_arn = self.client("secretsmanager").create_secret(
-                Name="wap/slack", SecretString=json.dumps({"token": s.slack_token})
-            )["ARN"]
-
-        sm_arn = f"arn:aws:states:{s.region}:{ACCOUNT_ID}:stateMachine:{s.state_machine_name}"
-        env = {
-            "WAP_LEDGER_TABLE": s.ledger_table,
-            "WAP_NESSIE_URI": s.nessie_api_v1,
-            "WAP_EMR_APPLICATION_ID": self.application_id,
-            "WAP_EMR_EXECUTION_ROLE_ARN": role_arn,
-            "WAP_JOB_ENTRYPOINT": f"s3://{s.artifacts_bucket}/spark_jobs/wap_job.py",
-            "WAP_ARTIFACTS_BUCKET": s.artifacts_bucket,
-            "WAP_REPORTS_PREFIX": f"s3://{s.artifacts_bucket}/reports/",
-            "WAP_LOGS_PREFIX": f"s3://{s.artifacts_bucket}/logs/",
-            "WAP_STATE_MACHINE_ARN": sm_arn,
-            "WAP_SLACK_CHANNEL": s.slack_channel,
-            "WAP_MAX_PUBLISH_ATTEMPTS": str(s.max_publish_attempts),
-            "WAP_MAX_JOB_TRIES": str(s.max_job_tries),
-            "WAP_JOB_RETRY_BASE_SECONDS": str(s.job_retry_base_seconds),
-            "WAP_JOB_QUEUE_TIMEOUT_MINUTES": str(s.job_queue_timeout_minutes),
-            "WAP_BRANCH_RETENTION_DAYS": str(s.branch_retention_days),
-            "WAP_JOB_TIMEOUT_MINUTES": str(max(1, s.job_timeout_seconds // 60)),
-            "POWERTOOLS_SERVICE_NAME": "wap",
+    def _create_role(self, name: str, *services: str) -> str:
+        document = {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                           "Principal": {"Service": list(services)}}],
         }
-        if s.tables_dir is not None:
-            env["WAP_TABLES_CONFIG_PREFIX"] = f"s3://{s.artifacts_bucket}/tables/"
-        if slack_secret_arn:
-            env["WAP_SLACK_SECRET_ARN"] = slack_secret_arn
-        if s.slack_api_url:
-            env["WAP_SLACK_API_URL"] = s.slack_api_url
-        if s.nessie_ui_url:
-            env["WAP_NESSIE_UI_URL"] = s.nessie_ui_url
-        env.update(s.extra_env)
-        self.env = env
-        # Handlers run in this process and read os.environ (one environment for all).
-        self._environment.set(env)
+        return self.client("iam").create_role(
+            RoleName=name, AssumeRolePolicyDocument=json.dumps(document))["Role"]["Arn"]
 
-        lambda_client = self.client("lambda")
-        arns: dict[str, str] = {}
-        for name in HANDLERS:
-            arns[name] = lambda_client.create_function(
-                FunctionName=name,
-                Runtime="python3.11",
-                Role=role_arn,
-                Handler=f"lambdas.{name}.handler.handler",
-                Code={"ZipFile": _empty_zip()},
-                Timeout=300,
-                Environment={"Variables": env},
-            )["FunctionArn"]
+    def _create_emr_application(self, resolver: Resolver) -> None:
+        assert self.template is not None
+        logical_id, props = self.template.only("AWS::EMRServerless::Application")
+        where = f"EMR Serverless application {logical_id}"
+        application = self.client("emr-serverless").create_application(
+            name=resolver.resolve_text(props["Name"], where),
+            releaseLabel=resolver.resolve_text(props["ReleaseLabel"], where),
+            type=resolver.resolve_text(props["Type"], where),
+        )
+        self.application_id = application["applicationId"]
+        resolver.bind(self.template.path(logical_id), self.application_id,
+                      ApplicationId=self.application_id, Arn=application["arn"])
 
+    def _create_slack_secret(self, resolver: Resolver) -> None:
+        # Created empty like the deploy's (no token: alerts are not delivered) unless the
+        # local stack was given the token an operator would put in.
+        secrets = self.client("secretsmanager")
+        extra = {"SecretString": json.dumps({"token": self.settings.slack_token})} if (
+            self.settings.slack_token) else {}
+        arn = secrets.create_secret(Name="wap/slack", **extra)["ARN"]
+        resolver.bind("Alerts/SlackBotToken", arn)
+
+    def _create_ingest_rule(self, resolver: Resolver) -> None:
+        """The template's S3 "Object Created" rule (pattern and Lambda target), named locally."""
+        assert self.template is not None
+        rules = {lid: r["Properties"] for lid, r in self.template.of_type(
+            "AWS::Events::Rule").items() if "EventPattern" in r["Properties"]}
+        if len(rules) != 1:
+            raise LocalParityError(f"expected one event-pattern rule, found {sorted(rules)}")
+        ((logical_id, props),) = rules.items()
+        where = f"rule {self.template.path(logical_id)}"
         events = self.client("events")
-        events.put_rule(
-            Name="wap-source-object-created",
-            State="ENABLED",
-            EventPattern=json.dumps(
-                {
-                    "source": ["aws.s3"],
-                    "detail-type": ["Object Created"],
-                    "detail": {"bucket": {"name": [s.source_bucket]}},
-                }
-            ),
-        )
-        events.put_targets(
-            Rule="wap-source-object-created", Targets=[{"Id": "trigger", "Arn": arns["trigger"]}]
-        )
+        events.put_rule(Name=INGEST_RULE, State=props.get("State", "ENABLED"),
+                        EventPattern=json.dumps(resolver.resolve(props["EventPattern"], where)))
+        # Retry policy and dead-letter queue stay the dispatcher's (two async retries).
+        events.put_targets(Rule=INGEST_RULE, Targets=[
+            {"Id": target["Id"], "Arn": resolver.resolve_text(target["Arn"], where)}
+            for target in props["Targets"]])
 
-        substitutions = {function_arn_substitution(n): arn for n, arn in arns.items()}
-        substitutions.update(
-            PollIntervalSeconds=str(s.poll_interval_seconds),
-            JobTimeoutSeconds=str(s.job_timeout_seconds),
-        )
-        definition = substitute(STATE_MACHINE_FILE.read_text(), substitutions)
+    def _create_state_machine(self, resolver: Resolver, overrides: dict[str, str]) -> None:
+        assert self.template is not None
+        logical_id, props = self.template.only("AWS::StepFunctions::StateMachine")
+        where = f"state machine {self.template.path(logical_id)}"
+        substitutions = {
+            name: resolver.resolve_text(value, f"{where} DefinitionSubstitutions.{name}")
+            for name, value in props.get("DefinitionSubstitutions", {}).items()}
+        substitutions = apply_overrides(Kind.SUBSTITUTION, substitutions, overrides, where)
+        self.state_machine_definition = substitute_definition(
+            resolver.resolve_text(props["DefinitionString"], f"{where} DefinitionString"),
+            substitutions, where)
+        name = resolver.resolve_text(props["StateMachineName"], where)
         self.state_machine_arn = self.client("stepfunctions").create_state_machine(
-            name=s.state_machine_name,
-            definition=definition,
-            roleArn=role_arn,
+            name=name,
+            definition=self.state_machine_definition,
+            roleArn=resolver.resolve_text(props["RoleArn"], where),
         )["stateMachineArn"]
-        assert self.state_machine_arn == sm_arn, self.state_machine_arn
+        resolver.bind(self.template.path(logical_id), self.state_machine_arn, Name=name)
+        expected = self.env.get("WAP_STATE_MACHINE_ARN")
+        if expected != self.state_machine_arn:
+            raise LocalParityError(
+                f"the Lambdas start executions of {expected}, the state machine is "
+                f"{self.state_machine_arn}")
 
     # ---- using it ------------------------------------------------------------------------
 

@@ -162,3 +162,17 @@ def test_without_java_the_ingest_ends_with_a_clear_error(tmp_path, parquet_file)
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: could not start Spark (needs Java 17"), done.stderr
     assert ledger_items(tmp_path / "h") == {}
+
+
+def test_a_stack_that_cannot_be_synthesized_is_a_clear_start_error(tmp_path, monkeypatch):
+    from local.aws import stack as stack_module
+    from local.aws.template import TemplateError
+    from local.embedded_stack import StackStartError
+
+    def no_cli(context):
+        raise TemplateError("node_modules/.bin/cdk is missing: `make setup` runs npm ci")
+
+    monkeypatch.setattr(stack_module, "stack_template", no_cli)
+    home = WapHome(tmp_path / "home").create()
+    with pytest.raises(StackStartError, match=r"synthesize.*make setup"):
+        EmbeddedStack(home, EmbeddedOptions(run_ingests=True, job=_never_runs)).start()

@@ -113,7 +113,7 @@ def s3_notification(stack, key: str, version_id: str, size: int) -> dict:
             {
                 "eventVersion": "2.1",
                 "eventSource": "aws:s3",
-                "awsRegion": "us-east-1",
+                "awsRegion": stack.settings.region,
                 "eventTime": "2026-11-22T10:00:00.000Z",
                 "eventName": "ObjectCreated:Put",
                 "s3": {

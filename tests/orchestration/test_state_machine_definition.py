@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from local.aws.stack import function_arn_substitution, substitute
+from infra.constants import FunctionSpec
+from local.aws.intrinsics import UnresolvedIntrinsic, substitute_definition
 
 ASL = Path(__file__).resolve().parents[2] / "statemachine" / "ingest.asl.json"
 CONTRACT_SUBSTITUTIONS = {
@@ -32,12 +33,12 @@ def test_file_is_valid_json_before_substitution(definition):
 def test_substitutions_are_the_contract_names_plus_timing():
     names = set(re.findall(r"\$\{([A-Za-z0-9]+)\}", ASL.read_text()))
     assert names == CONTRACT_SUBSTITUTIONS | {"PollIntervalSeconds", "JobTimeoutSeconds"}
-    assert function_arn_substitution("job_status") == "JobStatusFunctionArn"
+    assert FunctionSpec("job_status", frozenset()).substitution == "JobStatusFunctionArn"
 
 
 def test_substitution_refuses_unknown_names():
-    with pytest.raises(KeyError):
-        substitute(ASL.read_text(), {"PollIntervalSeconds": "1"})
+    with pytest.raises(UnresolvedIntrinsic):
+        substitute_definition(ASL.read_text(), {"PollIntervalSeconds": "1"})
 
 
 def test_every_task_catches_everything(definition):

@@ -87,7 +87,8 @@ def test_an_interrupted_start_is_restarted_once_it_is_stale(make_stack, monkeypa
 
 
 def test_failed_branches_past_retention_are_discarded(make_stack, nessie_client):
-    stack = make_stack(branch_retention_days=14)
+    stack = make_stack()
+    assert stack.env["WAP_BRANCH_RETENTION_DAYS"] == "14"  # the template's
     stack.drop_file("retain/orders/fail-old.parquet", fake_parquet("o"))
     stack.drop_file("retain/orders/fail-new.parquet", fake_parquet("n"))
     old = wait_for_key(stack, "retain/orders/fail-old.parquet")
