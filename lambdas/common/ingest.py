@@ -112,6 +112,22 @@ def start_job_run(
     return response["jobRunId"]
 
 
+def cancel_job_run(settings: Settings, job_run_id: str) -> bool:
+    """Cancel a job run; False when EMR refuses because the run has already ended.
+
+    Raises `AwsUnavailableError` on transient failures, any other error as it is.
+    """
+    try:
+        aws.call(f"cancel job run {job_run_id}", aws.client("emr-serverless").cancel_job_run,
+                 applicationId=settings.emr_application_id, jobRunId=job_run_id)
+    except Exception as exc:
+        if (getattr(exc, "response", None) or {}).get("Error", {}).get(
+                "Code") != "ValidationException":
+            raise
+        return False
+    return True
+
+
 def job_log_uri(settings: Settings, ingest_id: str, job_run_id: str) -> str:
     """Where EMR Serverless puts the driver logs of a job run."""
     return (

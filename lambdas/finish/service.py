@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError
-from lambdas.common.ingest import release_and_start_next
+from lambdas.common.ingest import cancel_job_run, release_and_start_next
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, utcnow
@@ -120,9 +119,6 @@ def cancel_job_run_quietly(settings: Settings, job_run_id: str | None) -> None:
     if not job_run_id:
         return
     try:
-        aws.client("emr-serverless").cancel_job_run(
-            applicationId=settings.emr_application_id, jobRunId=job_run_id)
-    except Exception as exc:
-        code = (getattr(exc, "response", None) or {}).get("Error", {}).get("Code")
-        if code != "ValidationException":  # already terminal
-            logger.exception("could not cancel the job run", extra={"job_run_id": job_run_id})
+        cancel_job_run(settings, job_run_id)
+    except Exception:
+        logger.exception("could not cancel the job run", extra={"job_run_id": job_run_id})

@@ -9,6 +9,7 @@ from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.config import Settings, job_retry_delay
 from lambdas.common.exceptions import InvalidEventError
+from lambdas.common.ingest import cancel_job_run
 from lambdas.common.naming import parse_iso, utcnow
 
 _OUTCOME_STATUS = {
@@ -53,7 +54,7 @@ def check_job(
         overdue = _overdue(settings, job, submitted_at, timeout_seconds, now or utcnow())
         if overdue is None:
             return {**base, "status": c.JOB_RUNNING}
-        if _cancel(settings, emr, job_run_id):
+        if cancel_job_run(settings, job_run_id):
             return {**base, "status": c.JOB_FAILED,
                     "reason": f"job run {job_run_id} {overdue} and was cancelled"}
         # It ended between the poll and the cancel: read its outcome instead.
@@ -74,19 +75,6 @@ def check_job(
     if outcome["status"] == c.JOB_ERROR:
         outcome = _retry_or_fail(settings, outcome, job_try)
     return {**base, **outcome}
-
-
-def _cancel(settings: Settings, emr: Any, job_run_id: str) -> bool:
-    """Cancel a run; False when EMR refuses because the run has ended meanwhile."""
-    try:
-        aws.call(f"cancel job run {job_run_id}", emr.cancel_job_run,
-                 applicationId=settings.emr_application_id, jobRunId=job_run_id)
-    except Exception as exc:
-        if (getattr(exc, "response", None) or {}).get("Error", {}).get(
-                "Code") != "ValidationException":
-            raise
-        return False
-    return True
 
 
 def _overdue(

@@ -14,7 +14,7 @@ from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
-from lambdas.common.ingest import release_and_start_next, start_or_fail
+from lambdas.common.ingest import cancel_job_run, release_and_start_next, start_or_fail
 from lambdas.common.ledger import LOCK_QUEUED, Ledger, TableLock
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, parse_iso, utcnow
@@ -210,6 +210,6 @@ def _cancel_job_run(settings: Settings, job_run_id: str | None) -> None:
             "jobRun"
         ]["state"]
         if state in c.EMR_ACTIVE_STATES:
-            emr.cancel_job_run(applicationId=settings.emr_application_id, jobRunId=job_run_id)
+            cancel_job_run(settings, job_run_id)
     except Exception:
         logger.exception("could not cancel orphaned job run", extra={"job_run_id": job_run_id})
