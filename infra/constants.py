@@ -160,8 +160,9 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("alert", frozenset(_ALERTS)),
     # Records the outcome (asking Nessie first whether main holds it), cancels the job run
     # of an ingest given up, frees the table and starts the next queued ingest.
-    # (start_or_fail alerts an ingest that cannot start: the Slack token and its report.)
-    FunctionSpec("finish", frozenset({*_START_INGEST, *_ALERTS, _C.CANCEL_JOB})),
+    # (start_or_fail alerts an ingest that cannot start: the Slack token; such an ingest
+    # never ran, so there is no report to read.)
+    FunctionSpec("finish", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.CANCEL_JOB})),
     # Recovers locks of ended executions, cancels their job runs, deletes expired branches
     # and staged copies of final ingests, alerts.
     FunctionSpec("sweeper", frozenset({*_START_INGEST, *_ALERTS, _C.WATCH_EXECUTION,

@@ -255,11 +255,31 @@ def observe_on_write(spark, source_bytes: int) -> bool:
     return source_bytes <= int(limit)
 
 
+def run(spark, argv: list[str]) -> dict:
+    """One run on `spark`: an ingest, or `wap doctor`'s smoke run (`--smoke ...`)."""
+    from spark_jobs.smoke import SMOKE_FLAG, parse_smoke_args, run_smoke
+
+    if SMOKE_FLAG in argv:
+        return run_smoke(spark, parse_smoke_args(argv))
+    return run_ingest(spark, parse_args(argv))
+
+
 def main(argv: list[str] | None = None) -> int:
     """spark-submit entry point: 0 when a report was written, 1 when not."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    args = parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
     from pyspark.sql import SparkSession
+
+    from spark_jobs.smoke import SMOKE_FLAG, parse_smoke_args, run_smoke
+
+    if SMOKE_FLAG in argv:
+        spark = SparkSession.builder.appName("wap-doctor").getOrCreate()
+        try:
+            return 0 if run_smoke(spark, parse_smoke_args(argv))["ok"] else 1
+        except ReportWriteError as exc:
+            log.error("%s", exc)
+            return 1
+    args = parse_args(argv)
 
     spark = SparkSession.builder.appName(f"wap-{args.ingest_id[:16]}").getOrCreate()
     try:

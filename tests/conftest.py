@@ -5,6 +5,11 @@ from __future__ import annotations
 import pytest
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `suite_end` judge what the whole run did: run them last."""
+    items.sort(key=lambda item: item.get_closest_marker("suite_end") is not None)
+
+
 @pytest.fixture(scope="session")
 def warehouse(tmp_path_factory) -> str:
     return tmp_path_factory.mktemp("warehouse").as_uri()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from functools import cache
@@ -25,28 +26,34 @@ _creating = threading.Lock()
 
 
 def client(service: str) -> Any:
-    """A process-wide boto3 client (reused across warm invocations)."""
+    """The function's boto3 client for `service` (reused across warm invocations)."""
     # boto3's default session is not safe to create clients from in parallel (its loader
     # caches are plain dicts); Lambda runs one invocation at a time, the local stack not.
     with _creating:
-        return _client(service)
+        return _client(service, _function())
 
 
 def resource(service: str) -> Any:
-    """A process-wide boto3 resource (e.g. the ledger's DynamoDB table)."""
+    """The function's boto3 resource (e.g. the ledger's DynamoDB table)."""
     with _creating:
-        return _resource(service)
+        return _resource(service, _function())
+
+
+def _function() -> str:
+    # Cached per function: on Lambda a process runs one function, but the local stack runs
+    # several in one process, each signing with its own role's credentials.
+    return os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
 
 
 @cache
-def _client(service: str) -> Any:
+def _client(service: str, function: str) -> Any:
     import boto3
 
     return boto3.client(service)
 
 
 @cache
-def _resource(service: str) -> Any:
+def _resource(service: str, function: str) -> Any:
     import boto3
 
     return boto3.resource(service)

@@ -74,17 +74,29 @@ def start_job_run(
     job_try: int = 1,
 ) -> str:
     """Start (or find, by clientToken) the Spark job run of one attempt; return its id."""
-    submit: dict[str, Any] = {
-        "entryPoint": settings.job_entrypoint,
-        "entryPointArguments": job_arguments(
-            settings,
-            source_uri=source_uri,
-            table=table,
-            branch=branch,
-            ingest_id=ingest_id,
-            report_uri=report_uri,
-        ),
-    }
+    arguments = job_arguments(settings, source_uri=source_uri, table=table, branch=branch,
+                              ingest_id=ingest_id, report_uri=report_uri)
+    return _submit(settings, arguments, action=f"start the job run of {ingest_id}",
+                   client_token=client_token(ingest_id, attempt, job_try),
+                   name=f"wap-{table}-{ingest_id}-{attempt}" + (
+                       f"-t{job_try}" if job_try > 1 else ""),
+                   log_uri=settings.log_uri(ingest_id),
+                   tags={"wap:ingest-id": ingest_id, "wap:table": table})
+
+
+def start_smoke_run(settings: Settings, run_id: str, branch: str, report_uri: str) -> str:
+    """Start `wap doctor`'s smoke run of the job (spark_jobs/smoke.py): the same entry point,
+    archive, jars and Spark conf as an ingest's run; return its id."""
+    arguments = ["--smoke", "--branch", branch, "--report-uri", report_uri]
+    return _submit(settings, arguments, action="start the smoke run", client_token=run_id,
+                   name=f"wap-doctor-{run_id}", log_uri=settings.log_uri(f"doctor-{run_id}"),
+                   tags={"wap:doctor": run_id})
+
+
+def _submit(settings: Settings, arguments: list[str], *, action: str, client_token: str,
+            name: str, log_uri: str, tags: dict[str, str]) -> str:
+    submit: dict[str, Any] = {"entryPoint": settings.job_entrypoint,
+                              "entryPointArguments": arguments}
     spark_parameters = settings.job_spark_parameters or ""
     if settings.job_py_files:
         spark_parameters = f"{spark_parameters} --py-files {shlex.quote(settings.job_py_files)}"
@@ -92,22 +104,20 @@ def start_job_run(
         submit["sparkSubmitParameters"] = spark_parameters.strip()
     emr = aws.client("emr-serverless")
     # Idempotent by clientToken, so a throttled or failed call is safe to retry.
-    response = aws.call(f"start the job run of {ingest_id}", emr.start_job_run,
+    response = aws.call(action, emr.start_job_run,
         applicationId=settings.emr_application_id,
-        clientToken=client_token(ingest_id, attempt, job_try),
+        clientToken=client_token,
         executionRoleArn=settings.emr_execution_role_arn,
-        name=f"wap-{table}-{ingest_id}-{attempt}" + (f"-t{job_try}" if job_try > 1 else ""),
+        name=name,
         jobDriver={"sparkSubmit": submit},
         configurationOverrides={
-            "monitoringConfiguration": {
-                "s3MonitoringConfiguration": {"logUri": settings.log_uri(ingest_id)}
-            }
+            "monitoringConfiguration": {"s3MonitoringConfiguration": {"logUri": log_uri}}
         },
         # EMR's own cap is a backstop behind job_status' (which does not count time queued
         # for capacity), so it allows both.
         executionTimeoutMinutes=max(
             settings.job_timeout_minutes + settings.job_queue_timeout_minutes, 5),
-        tags={"wap:ingest-id": ingest_id, "wap:table": table},
+        tags=tags,
     )
     return response["jobRunId"]
 

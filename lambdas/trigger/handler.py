@@ -9,6 +9,7 @@ from lambdas.common.config import load_settings
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
 from lambdas.common.nessie import NessieGateway
+from lambdas.trigger.doctor import is_doctor_event, run_check
 from lambdas.trigger.events import parse_event
 from lambdas.trigger.service import handle_object
 
@@ -18,6 +19,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Handle every object of the event; a retryable failure fails the whole invocation so
     Lambda retries it (already-finished objects are no-ops the second time)."""
     settings = load_settings()
+    if is_doctor_event(event):
+        return run_check(event, settings)
     ledger = Ledger(settings.ledger_table, lease=settings.lock_lease)
     nessie = NessieGateway(settings.nessie_uri)
     results = []

@@ -111,6 +111,9 @@ class LocalEmrServerless:
         self._job = job
         self._workers = workers
         self._s3 = s3_client
+        # The job role's session (AWS_ACCESS_KEY_ID, ...): the run's S3 reads and writes are
+        # made as the job role, as EMR Serverless makes them (None: the process's identity).
+        self.credentials: dict[str, str] | None = None
         self._queue: queue.Queue[_Run | None] = queue.Queue()
         self._runs: dict[str, _Run] = {}
         self._tokens: dict[tuple[str, str], Any] = {}
@@ -270,9 +273,9 @@ class LocalEmrServerless:
             if run.cancel.is_set():
                 raise _Cancelled()
             if local_report.exists():
-                self._put(report_uri, local_report.read_bytes())
+                self._put(report_uri, local_report.read_bytes(), look_first=True)
             elif isinstance(result, dict):
-                self._put(report_uri, json.dumps(result).encode())
+                self._put(report_uri, json.dumps(result).encode(), look_first=True)
             job_run.state = "SUCCESS"
             log_lines.append("SUCCESS")
         except _Cancelled:
@@ -314,7 +317,9 @@ class LocalEmrServerless:
         if self._s3 is None:
             import boto3
 
-            self._s3 = boto3.client("s3")
+            keys = {f"aws_{name[4:].lower()}": value
+                    for name, value in (self.credentials or {}).items()}
+            self._s3 = boto3.client("s3", **keys)
         return self._s3
 
     def _get(self, uri: str, *, missing_ok: bool = False) -> bytes | None:
@@ -327,9 +332,18 @@ class LocalEmrServerless:
                 return None
             raise
 
-    def _put(self, uri: str, body: bytes) -> None:
+    def _put(self, uri: str, body: bytes, *, look_first: bool = False) -> None:
         bucket, key = uri[5:].split("/", 1)
-        self._client().put_object(Bucket=bucket, Key=key, Body=body)
+        s3 = self._client()
+        if look_first:
+            # The job writes through Hadoop's S3 file system, which looks before it creates
+            # a file (getFileStatus: a HEAD, needing s3:GetObject); a 404 is the answer.
+            try:
+                s3.head_object(Bucket=bucket, Key=key)
+            except s3.exceptions.ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey"):
+                    raise
+        s3.put_object(Bucket=bucket, Key=key, Body=body)
 
     def _write_log(self, job_run: Any, text: str) -> None:
         """The driver log where EMR Serverless puts it: <logUri>/applications/<app>/jobs/<id>/."""
@@ -427,7 +441,7 @@ class ArchiveJob:
         self.module = load_archive_job(self.archive)
 
     def __call__(self, argv: list[str]) -> dict[str, Any]:
-        return self.module.run_ingest(self.spark, self.module.parse_args(argv))
+        return self.module.run(self.spark, argv)
 
     def check_submit(self, submission: SparkSubmit) -> None:
         """Refuse a run submitted with other Spark conf than this session's, or other code."""

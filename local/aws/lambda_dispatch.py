@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import os
 import threading
 import time
 import traceback
@@ -23,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from local.aws.lambda_sandbox import read_only_except_tmp
+from local.aws.lambda_sandbox import Sandbox
 
 _log = logging.getLogger(__name__)
 
@@ -67,10 +68,24 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     """What the Python Lambda runtime returns for an unhandled exception."""
     return {
         "errorMessage": str(exc),
-        "errorType": type(exc).__name__,
+        # The runtime names an init failure `Runtime.ImportModuleError`.
+        "errorType": ("Runtime.ImportModuleError" if isinstance(exc, ImportModuleError)
+                      else type(exc).__name__),
         "requestId": str(uuid.uuid4()),
         "stackTrace": traceback.format_tb(exc.__traceback__),
     }
+
+
+class ImportModuleError(Exception):
+    """What the Python runtime reports when the handler's module does not import."""
+
+
+def _failing_import(spec: str, exc: Exception) -> Handler:
+    def handler(event: Any, context: Any) -> Any:
+        raise ImportModuleError(
+            f"Unable to import module '{spec.rpartition('.')[0]}': {type(exc).__name__}: {exc}")
+
+    return handler
 
 
 @dataclass
@@ -96,6 +111,8 @@ class LambdaDispatcher:
     ) -> None:
         self._handlers: dict[str, Handler] = {}
         self._contexts: dict[str, dict[str, Any]] = {}
+        self.sandboxes: dict[str, Sandbox] = {}
+        self.import_errors: dict[str, str] = {}  # function -> why its handler did not import
         for name, target in (handlers or {}).items():
             self.register(name, target)
         self.invocations: list[Invocation] = []
@@ -110,11 +127,31 @@ class LambdaDispatcher:
         # Tests wrap a handler to inject faults: name -> wrapper(handler) -> handler.
         self.interceptors: dict[str, Callable[[Handler], Handler]] = {}
 
-    def register(self, name: str, target: str | Handler, **context: Any) -> None:
-        """Run `target` (a Lambda `Handler` setting or a callable) for function `name`;
-        `context` sets its LambdaContext fields (memory, timeout, ARN) from its configuration."""
-        self._handlers[name] = load_handler(target) if isinstance(target, str) else target
+    def register(self, name: str, target: str | Handler, *, sandbox: Sandbox | None = None,
+                 **context: Any) -> None:
+        """Run `target` (a Lambda `Handler` setting or a callable) for function `name`, inside
+        `sandbox` (its environment, /tmp and credentials; by default the process's environment
+        with a /tmp of its own); `context` sets its LambdaContext fields (memory, timeout, ARN)."""
+        if sandbox is None:
+            sandbox = Sandbox(name, dict(os.environ))
+        self.sandboxes[name] = sandbox
         self._contexts[name] = context
+        if not isinstance(target, str):
+            self._handlers[name] = target
+            return
+        try:
+            with sandbox.running():  # the module's cold start runs in the sandbox too
+                self._handlers[name] = load_handler(target)
+        except Exception as exc:
+            # As on Lambda: the function exists, and every invocation fails at init.
+            self.import_errors[name] = f"{type(exc).__name__}: {exc}"
+            self._handlers[name] = _failing_import(target, exc)
+
+    def run_handler(self, name: str, event: Any) -> Any:
+        """Call function `name`'s handler directly, in its sandbox, as its role; exceptions
+        propagate (tests that race handlers or inject faults between them)."""
+        with self.sandboxes[name].running():
+            return self._handlers[name](event, LambdaContext(name, **self._contexts[name]))
 
     def invoke(self, name: str, event: Any) -> tuple[Any, dict[str, Any] | None]:
         """Run the handler of function `name`: (result, None) or (None, error payload)."""
@@ -128,7 +165,7 @@ class LambdaDispatcher:
             self.invocations.append(record)
         try:
             # Round-trip through JSON like the real service: handlers never share objects.
-            with read_only_except_tmp():  # Lambda: only /tmp is writable
+            with self.sandboxes[name].running():
                 result = handler(event, LambdaContext(name, **self._contexts.get(name, {})))
             record.result = json.loads(json.dumps(result))
         except Exception as exc:
@@ -190,3 +227,5 @@ class LambdaDispatcher:
             LambdaFunction._invoke_lambda = self._original
             self._original = None
         self._pool.shutdown(wait=True, cancel_futures=True)
+        for sandbox in self.sandboxes.values():
+            sandbox.remove()

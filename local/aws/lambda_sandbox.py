@@ -1,13 +1,22 @@
-"""Lambda's filesystem inside the in-process harness: only the temporary directory is writable.
+"""The execution environment one Lambda function gets inside the in-process harness.
 
-On Lambda the function code, the home directory and everything else is a read-only
-file system; only `/tmp` is writable, and a write elsewhere fails with EROFS. Our
-handlers run as threads of one process (as root, here), so `chmod` proves nothing:
-an audit hook refuses, on the thread that is running a handler, every write outside
-the system temporary directory, the way Lambda's file system would.
+On Lambda each function runs in its own sandbox: a read-only file system except its own
+`/tmp`, the environment variables of its configuration plus the runtime's reserved ones
+(its role's credentials among them) and nothing else, and a process of its own, so module
+state such as boto3's default session belongs to that function. The local stack runs the
+handlers as threads of one process, so a `Sandbox` gives each function the same things,
+per thread, while its handler runs (`Sandbox.running()`):
 
-Known limit: Lambda gives each function its own `/tmp`; here functions share the
-process's temporary directory (their environment is process-wide too).
+- `os.environ` is the function's own mapping (the process keeps its own outside handlers);
+- `tempfile` hands out paths in the function's own temporary directory, and an audit hook
+  refuses every write outside it with EROFS, as Lambda's file system would (tests run as
+  root here, so `chmod` would prove nothing);
+- `boto3`'s default session is the function's: clients sign with its role's credentials.
+
+Known limits, each looser than Lambda: threads a handler starts itself do not inherit its
+sandbox (the standard library does not copy context into new threads), and modules are
+imported once per process, not once per function (our functions share only
+`lambdas.common`, whose client cache is keyed per function).
 """
 
 from __future__ import annotations
@@ -15,15 +24,18 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import functools
 import os
+import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass, field
 from typing import Any
 
-_writable_root: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "lambda_writable_root", default=None)
+_current: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar(
+    "lambda_sandbox", default=None)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 # Audit events that change the file system, and which of their arguments are paths.
 _PATH_EVENTS = {
@@ -33,6 +45,96 @@ _PATH_EVENTS = {
 }
 _install_lock = threading.Lock()
 _installed = False
+
+
+@dataclass
+class Sandbox:
+    """One function's environment variables, temporary directory and boto3 session."""
+
+    function_name: str
+    environment: dict[str, str]
+    tmp: str = ""
+    _session: Any = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.tmp:
+            self.tmp = tempfile.mkdtemp(prefix=f"lambda-{self.function_name}-")
+        self.tmp = os.path.realpath(self.tmp)
+        self.environment = dict(self.environment)
+        self.environment.setdefault("TMPDIR", self.tmp)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[Sandbox]:
+        """While the block runs on this thread, it runs inside this sandbox."""
+        install()
+        token = _current.set(self)
+        try:
+            yield self
+        finally:
+            _current.reset(token)
+
+    def boto3_session(self) -> Any:
+        """The function's default boto3 session, created inside the sandbox (so from its
+        environment: region and credentials), once, like a Lambda process's."""
+        with self._lock:
+            if self._session is None:
+                import boto3
+
+                with self.running():
+                    self._session = boto3.session.Session()
+                    # One model loader for every sandbox: parsing service models is the slow
+                    # part of a cold session and they are the same for all functions.
+                    self._session._session.register_component("data_loader", _shared_loader())
+            return self._session
+
+    def remove(self) -> None:
+        """Delete the temporary directory (when the local stack stops)."""
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def current() -> Sandbox | None:
+    """The sandbox of the handler running on this thread, if any."""
+    return _current.get()
+
+
+class _SandboxEnviron(MutableMapping[str, str]):
+    """`os.environ`: the running sandbox's variables, or the process's outside handlers."""
+
+    def __init__(self, process: MutableMapping[str, str]) -> None:
+        self.process = process
+
+    def _target(self) -> MutableMapping[str, str]:
+        sandbox = _current.get()
+        return self.process if sandbox is None else sandbox.environment
+
+    def __getitem__(self, key: str) -> str:
+        return self._target()[key]
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self._target()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._target()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._target()))
+
+    def __len__(self) -> int:
+        return len(self._target())
+
+    def copy(self) -> dict[str, str]:
+        return dict(self._target())
+
+    def __repr__(self) -> str:
+        return f"environ({dict(self._target())!r})"
+
+
+@functools.cache
+def _shared_loader() -> Any:
+    import botocore.loaders
+
+    return botocore.loaders.create_loader()
 
 
 def _outside(path: Any, root: str) -> bool:
@@ -47,9 +149,10 @@ def _refuse(path: Any) -> None:
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
-    root = _writable_root.get()
-    if root is None:
+    sandbox = _current.get()
+    if sandbox is None:
         return
+    root = sandbox.tmp
     if event == "open":
         path, mode, flags = [*args, None, None, 0][:3]
         writing = (isinstance(mode, str) and any(ch in mode for ch in "wax+")) or bool(
@@ -63,22 +166,64 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 
 
 def install() -> None:
-    """Add the audit hook (once per process: audit hooks cannot be removed)."""
+    """Put the per-sandbox `os.environ`, `tempfile` and boto3 default session in place, and
+    add the file-system audit hook (once per process: audit hooks cannot be removed).
+    Outside a running sandbox each behaves exactly as before."""
     global _installed
     with _install_lock:
-        if not _installed:
-            sys.addaudithook(_hook)
-            _installed = True
+        if _installed:
+            return
+        sys.addaudithook(_hook)
+        if not isinstance(os.environ, _SandboxEnviron):
+            # Replaced, not cleared: outside a sandbox it passes through to the process's.
+            os.environ = _SandboxEnviron(os.environ)  # type: ignore[assignment]  # noqa: B003
+        _patch_tempfile()
+        _patch_boto3()
+        _installed = True
 
 
-@contextlib.contextmanager
-def read_only_except_tmp() -> Iterator[str]:
-    """While the block runs on this thread, writes outside the temporary directory fail
-    with EROFS, as on Lambda. Yields the writable root."""
-    install()
-    root = os.path.realpath(tempfile.gettempdir())
-    token = _writable_root.set(root)
-    try:
-        yield root
-    finally:
-        _writable_root.reset(token)
+def _patch_tempfile() -> None:
+    process_gettempdir, process_gettempdirb = tempfile.gettempdir, tempfile.gettempdirb
+
+    def gettempdir() -> str:
+        sandbox = _current.get()
+        return process_gettempdir() if sandbox is None else sandbox.tmp
+
+    def gettempdirb() -> bytes:
+        sandbox = _current.get()
+        return process_gettempdirb() if sandbox is None else os.fsencode(sandbox.tmp)
+
+    tempfile.gettempdir, tempfile.gettempdirb = gettempdir, gettempdirb
+
+
+def _patch_boto3() -> None:
+    import boto3
+
+    process_default = boto3._get_default_session
+
+    def default_session() -> Any:
+        sandbox = _current.get()
+        return process_default() if sandbox is None else sandbox.boto3_session()
+
+    boto3._get_default_session = default_session
+
+
+def reserved_environment(*, function_name: str, handler: str, memory_mb: int, region: str,
+                         credentials: Mapping[str, str], runtime: str) -> dict[str, str]:
+    """The variables the Lambda runtime sets for every function (its role's credentials
+    among them), as documented under "Defined runtime environment variables"."""
+    return {
+        "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
+        "AWS_LAMBDA_FUNCTION_NAME": function_name,
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(memory_mb),
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function_name}",
+        "AWS_LAMBDA_LOG_STREAM_NAME": "local",
+        "AWS_EXECUTION_ENV": f"AWS_Lambda_{runtime}",
+        "_HANDLER": handler,
+        "TZ": ":UTC",
+        "LANG": "en_US.UTF-8",
+        "PATH": "/var/lang/bin:/usr/local/bin:/usr/bin/:/bin",
+        **credentials,
+    }

@@ -45,3 +45,35 @@ def _serialise(cls: type, name: str) -> None:
             return original(self, *args, **kwargs)
 
     setattr(cls, name, atomic)
+
+
+class ScaledRetryClock:
+    """The clock moto's Step Functions interpreter sleeps on between a task's Retry
+    attempts, with every wait multiplied by `scale` (the definition's IntervalSeconds and
+    BackoffRate still decide the sequence; tests that exhaust a Retry need not wait it)."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+        self._module: Any = None
+        self._original: Any = None
+
+    def sleep(self, seconds: float) -> None:
+        import time
+
+        time.sleep(seconds * self.scale)
+
+    def __getattr__(self, name: str) -> Any:  # the rest of the `time` module
+        import time
+
+        return getattr(time, name)
+
+    def install(self) -> None:
+        from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+        self._module, self._original = retrier_decl, retrier_decl.time
+        retrier_decl.time = self
+
+    def uninstall(self) -> None:
+        if self._module is not None:
+            self._module.time = self._original
+            self._module = None

@@ -49,15 +49,6 @@ OVERRIDES: tuple[Override, ...] = (
              "tests exhaust the rebase bound in fewer runs"),
 )
 
-# The handlers run as threads of one process and share os.environ, so a variable must
-# have one value for every function. The exceptions, each read by no handler's logic:
-PER_FUNCTION_VARIABLES: Mapping[str, str] = {
-    "POWERTOOLS_SERVICE_NAME": "names each function's logs (wap-ingest-<name>); read once "
-                               "when the logging modules are imported, so locally the "
-                               "process keeps their fallback",
-}
-
-
 class LocalParityError(RuntimeError):
     """The local stack cannot run the template as AWS would (the message says why)."""
 
@@ -84,22 +75,15 @@ def apply_overrides(kind: Kind, values: Mapping[str, str], overrides: Mapping[st
     return result
 
 
-def shared_environment(environments: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
-    """The one process environment for functions' `environments` (function -> variables).
+def common_environment(environments: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """The variables on which every function that sets them agrees (function -> variables).
 
-    Raises LocalParityError when a variable differs between functions or only some get
-    it (other than PER_FUNCTION_VARIABLES): in one process every handler would see it.
+    Each handler runs with its own environment (local/aws/lambda_sandbox.py); this is only
+    what the harness itself reads, e.g. a test that calls a plain function directly.
     """
-    names = sorted({name for env in environments.values() for name in env})
-    shared: dict[str, str] = {}
-    for name in names:
-        values = {function: env.get(name) for function, env in environments.items()}
-        distinct = set(values.values())
-        if len(distinct) == 1 and None not in distinct:
-            shared[name] = distinct.pop()
-        elif name not in PER_FUNCTION_VARIABLES:
-            raise LocalParityError(
-                f"{name} is not the same for every Lambda ({values}); the local handlers "
-                "share one process environment, so each would see one value. Give every "
-                "function the same value, or make the local stack isolate environments.")
-    return shared
+    common: dict[str, str] = {}
+    for name in sorted({name for env in environments.values() for name in env}):
+        values = {env[name] for env in environments.values() if name in env}
+        if len(values) == 1:
+            common[name] = values.pop()
+    return common

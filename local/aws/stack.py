@@ -37,10 +37,18 @@ from urllib.parse import urlsplit
 
 from infra.constants import DEFAULT_REGION
 from local.aws.emr_serverless import JobFunction, LocalEmrServerless
-from local.aws.intrinsics import Resolver, substitute_definition
+from local.aws.iam import (
+    STATE_MACHINE_INTERPRETER_KEY,
+    IamEnforcer,
+    Principal,
+    Statement,
+    statements_of,
+)
+from local.aws.intrinsics import Resolver, UnresolvedIntrinsic, substitute_definition
 from local.aws.lambda_dispatch import LambdaDispatcher
-from local.aws.moto_fidelity import make_dynamodb_writes_atomic
-from local.aws.overrides import Kind, LocalParityError, apply_overrides, shared_environment
+from local.aws.lambda_sandbox import Sandbox, reserved_environment
+from local.aws.moto_fidelity import ScaledRetryClock, make_dynamodb_writes_atomic
+from local.aws.overrides import Kind, LocalParityError, apply_overrides, common_environment
 from local.aws.s3_events import S3EventBridge
 from local.aws.template import StackTemplate, stack_template
 
@@ -142,6 +150,8 @@ class StackSettings:
     slack_token: str | None = None
     tables_dir: Path | None = None
     async_retry_delay: float = 0.5
+    # Scales the state machine's Retry waits (1: as defined; tests exhausting a Retry use 0).
+    state_retry_scale: float = 1.0
     # A template to run instead of the synthesized one (tests of the template contract).
     template: StackTemplate | None = None
 
@@ -185,14 +195,17 @@ class LocalAwsStack:
         self.dispatcher = LambdaDispatcher(async_retry_delay=settings.async_retry_delay)
         self.emr = LocalEmrServerless(settings.job, workers=settings.emr_workers)
         self.s3_events = S3EventBridge(self.dispatcher)
+        self.iam = IamEnforcer(region=settings.region, account=ACCOUNT_ID)
+        self._retry_clock = ScaledRetryClock(settings.state_retry_scale)
         self._mock: Any = None
         self._environment = SavedEnvironment()
         self.template: StackTemplate | None = None
         self.functions: dict[str, LocalFunction] = {}
-        self.env: dict[str, str] = {}  # the process environment all handlers share
+        self.env: dict[str, str] = {}  # variables every function that has them shares
         self.state_machine_definition = ""
         self.state_machine_arn = ""
         self.application_id = ""
+        self._resolver: Resolver | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -220,6 +233,8 @@ class LocalAwsStack:
         lambda_aws.reset()
         try:
             self._create_resources()
+            self.iam.install()
+            self._retry_clock.install()
             self.dispatcher.install()
             self.emr.install()
             self.s3_events.install()
@@ -236,6 +251,8 @@ class LocalAwsStack:
         self.s3_events.uninstall()
         self.emr.uninstall()
         self.dispatcher.uninstall()
+        self.iam.uninstall()
+        self._retry_clock.uninstall()
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
@@ -265,14 +282,21 @@ class LocalAwsStack:
         assert self.template is not None
         s = self.settings
         resolver = Resolver(self.template, account_id=ACCOUNT_ID, region=s.region)
+        self._resolver = resolver
         self._create_storage(resolver)
         create_ledger_table(self.client("dynamodb"), s.ledger_table)
         resolver.bind("Pipeline/Ledger", s.ledger_table,
                       Arn=f"arn:aws:dynamodb:{s.region}:{ACCOUNT_ID}:table/{s.ledger_table}")
-        role_arn = self._create_role("wap-local", "lambda.amazonaws.com", "states.amazonaws.com")
-        job_role_arn = self._create_role("wap-job", "emr-serverless.amazonaws.com")
-        resolver.bind("Compute/JobRole", "wap-job", Arn=job_role_arn)
-        resolver.bind("Pipeline/Ingest/Role", "wap-local", Arn=role_arn)
+        dlq_url = self.client("sqs").create_queue(QueueName="wap-ingest-dlq")["QueueUrl"]
+        resolver.bind("Pipeline/IngestDlq", dlq_url,
+                      Arn=f"arn:aws:sqs:{s.region}:{ACCOUNT_ID}:wap-ingest-dlq")
+        functions = self.template.functions()
+        _, machine = self.template.only("AWS::StepFunctions::StateMachine")
+        roles = {name: self.template.role_of(function.properties)
+                 for name, function in functions.items()}
+        roles["state-machine"] = self.template.role_of(machine, "RoleArn")
+        roles["job"] = self.template.logical_id("Compute/JobRole")
+        role_arns = {lid: self._create_role(resolver, lid) for lid in set(roles.values())}
         self._create_emr_application(resolver)
         self._create_slack_secret(resolver)
         resolver.bind("Catalog/Alb", DNSName=alb_dns_name(s.nessie_api_v1))
@@ -280,7 +304,7 @@ class LocalAwsStack:
         overrides = s.overrides()
         environments: dict[str, dict[str, str]] = {}
         lambda_client = self.client("lambda")
-        for name, function in self.template.functions().items():
+        for name, function in functions.items():
             where = f"Lambda {function.path}"
             variables = {key: resolver.resolve_text(value, f"{where} Environment.{key}")
                          for key, value in function.environment.items()}
@@ -288,7 +312,7 @@ class LocalAwsStack:
             configuration = {
                 "FunctionName": name,
                 "Runtime": function.properties["Runtime"],
-                "Role": role_arn,
+                "Role": role_arns[roles[name]],
                 "Handler": function.handler,
                 "MemorySize": function.properties.get("MemorySize", 128),
                 "Timeout": function.properties.get("Timeout", 3),
@@ -298,15 +322,71 @@ class LocalAwsStack:
                 **configuration, Code={"ZipFile": _empty_zip()})["FunctionArn"]
             resolver.bind(function.path, name, Arn=arn)
             self.functions[name] = LocalFunction(name, arn, configuration)
+
+        # Policies last: they name the functions, the queue, the application, the secret.
+        credentials = {lid: self._attach_policies(resolver, lid) for lid in role_arns}
+        for principal, lid in roles.items():
+            key = credentials[lid]["AWS_ACCESS_KEY_ID"]
+            if principal == "state-machine":
+                key = STATE_MACHINE_INTERPRETER_KEY  # moto's interpreter signs with it
+            self.iam.add(key, Principal(principal, self.template.path(lid), role_arns[lid],
+                                        self._statements(resolver, lid)))
+        self.emr.credentials = credentials[roles["job"]]
+        for name, function in functions.items():
+            configuration = self.functions[name].configuration
+            sandbox = Sandbox(name, {**environments[name], **reserved_environment(
+                function_name=name, handler=function.handler, region=s.region,
+                memory_mb=configuration["MemorySize"], runtime=configuration["Runtime"],
+                credentials=credentials[roles[name]])})
             self.dispatcher.register(
-                name, function.handler, memory_limit_in_mb=configuration["MemorySize"],
-                timeout_seconds=configuration["Timeout"], invoked_function_arn=arn)
-        # Handlers run in this process and read os.environ (one environment for all).
-        self.env = shared_environment(environments)
+                name, function.handler, sandbox=sandbox,
+                memory_limit_in_mb=configuration["MemorySize"],
+                timeout_seconds=configuration["Timeout"],
+                invoked_function_arn=self.functions[name].arn)
+        # The harness's own direct calls of plain functions (tests) read the process
+        # environment; each handler sees only its sandbox's.
+        self.env = common_environment(environments)
         self._environment.set(self.env)
 
         self._create_ingest_rule(resolver)
         self._create_state_machine(resolver, overrides)
+
+    def _create_role(self, resolver: Resolver, logical_id: str) -> str:
+        """The template's role in moto IAM (policies come later); binds and returns its ARN."""
+        assert self.template is not None
+        props = self.template.resources[logical_id]["Properties"]
+        path = self.template.path(logical_id)
+        name = f"{self.template.stack_name}-{logical_id}"[:64]
+        document = resolver.resolve(props["AssumeRolePolicyDocument"], f"role {path}")
+        arn = self.client("iam").create_role(
+            RoleName=name, AssumeRolePolicyDocument=json.dumps(document))["Role"]["Arn"]
+        resolver.bind(path, name, Arn=arn)
+        return arn
+
+    def _attach_policies(self, resolver: Resolver, logical_id: str) -> dict[str, str]:
+        """Put the role's template policies on it; returns the credentials of a session of it."""
+        assert self.template is not None
+        iam, name = self.client("iam"), f"{self.template.stack_name}-{logical_id}"[:64]
+        for policy_id, props in self.template.policies_of(logical_id).items():
+            document = resolver.resolve(props["PolicyDocument"],
+                                        f"policy {self.template.path(policy_id)}")
+            iam.put_role_policy(RoleName=name, PolicyName=policy_id,
+                                PolicyDocument=json.dumps(document))
+        role_arn = f"arn:aws:iam::{ACCOUNT_ID}:role/{name}"
+        session = self.client("sts").assume_role(RoleArn=role_arn, RoleSessionName=name[:64])
+        c = session["Credentials"]
+        return {"AWS_ACCESS_KEY_ID": c["AccessKeyId"],
+                "AWS_SECRET_ACCESS_KEY": c["SecretAccessKey"],
+                "AWS_SESSION_TOKEN": c["SessionToken"]}
+
+    def _statements(self, resolver: Resolver, logical_id: str) -> list[Statement]:
+        assert self.template is not None
+        statements: list[Statement] = []
+        for policy_id, props in self.template.policies_of(logical_id).items():
+            path = self.template.path(policy_id)
+            statements += statements_of(path, resolver.resolve(props["PolicyDocument"],
+                                                               f"policy {path}"))
+        return statements
 
     def _create_storage(self, resolver: Resolver) -> None:
         s = self.settings
@@ -327,15 +407,6 @@ class LocalAwsStack:
                 s3.put_object(
                     Bucket=s.artifacts_bucket, Key=f"tables/{path.name}", Body=path.read_bytes()
                 )
-
-    def _create_role(self, name: str, *services: str) -> str:
-        document = {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                           "Principal": {"Service": list(services)}}],
-        }
-        return self.client("iam").create_role(
-            RoleName=name, AssumeRolePolicyDocument=json.dumps(document))["Role"]["Arn"]
 
     def _create_emr_application(self, resolver: Resolver) -> None:
         assert self.template is not None
@@ -401,6 +472,19 @@ class LocalAwsStack:
                 f"{self.state_machine_arn}")
 
     # ---- using it ------------------------------------------------------------------------
+
+    def outputs(self) -> dict[str, str]:
+        """The template's stack outputs, resolved against the local resources; outputs of
+        resources the local stack does not create (the alarm topic, the ECS service) are
+        left out."""
+        assert self.template is not None and self._resolver is not None
+        outputs = {}
+        for name, output in self.template.body.get("Outputs", {}).items():
+            try:
+                outputs[name] = self._resolver.resolve_text(output["Value"], f"output {name}")
+            except UnresolvedIntrinsic:
+                continue
+        return outputs
 
     def drop_file(self, key: str, body: bytes) -> dict[str, Any]:
         """Upload to the source bucket (S3 then notifies the trigger through EventBridge)."""

@@ -115,6 +115,19 @@ class StackTemplate:
         ((lid, resource),) = found.items()
         return lid, resource.get("Properties", {})
 
+    def role_of(self, properties: Mapping[str, Any], attribute: str = "Role") -> str:
+        """The logical id of the role a resource's `attribute` names (`Fn::GetAtt [Role, Arn]`)."""
+        value = properties.get(attribute)
+        if not (isinstance(value, Mapping) and "Fn::GetAtt" in value
+                and value["Fn::GetAtt"][1] == "Arn"):
+            raise TemplateError(f"{attribute} {value!r} is not a role of this template")
+        return value["Fn::GetAtt"][0]
+
+    def policies_of(self, role_logical_id: str) -> dict[str, Mapping[str, Any]]:
+        """The AWS::IAM::Policy resources attached to a role: logical id -> Properties."""
+        return {lid: r["Properties"] for lid, r in self.of_type("AWS::IAM::Policy").items()
+                if {"Ref": role_logical_id} in r["Properties"].get("Roles", [])}
+
     def functions(self) -> dict[str, FunctionResource]:
         """Our Lambdas by package name (`lambdas.<name>.handler.handler`).
 

@@ -331,6 +331,30 @@ def discard(
 
 
 @app.command()
+def doctor(
+    ctx: typer.Context,
+    timeout: Annotated[int, typer.Option(help="seconds to wait for the smoke job")] = 900,
+) -> None:
+    """Check that the stack can ingest: outputs, Lambdas, Slack secret, Nessie from the
+    VPC, and a smoke job on EMR Serverless. Run it right after `cdk deploy`."""
+    from local.ops.doctor import AwsDoctorTarget, LocalDoctorTarget, render, run_doctor
+
+    def work() -> bool:
+        with open_backend(_target(ctx), run_ingests=True, mutates=True, create=True) as backend:
+            if backend.kind == "aws":
+                target = AwsDoctorTarget(backend.session, _target(ctx).stack, backend.outputs)
+                checks = run_doctor(target, timeout=timeout)
+            else:
+                target = LocalDoctorTarget(backend.stack.aws)
+                checks = run_doctor(target, timeout=timeout, poll_seconds=0.5)
+        typer.echo(render(checks, target.label))
+        return all(check.ok for check in checks)
+
+    if not _run(work):
+        raise typer.Exit(1)
+
+
+@app.command()
 def dashboard(
     ctx: typer.Context,
     port: Annotated[int, typer.Option(help="local port to serve on", min=1, max=65535)] = 8501,

@@ -12,8 +12,6 @@ import time
 import pytest
 
 from lambdas.common.exceptions import NessieUnavailableError
-from lambdas.trigger import handler as trigger_handler
-from local.aws.lambda_dispatch import LambdaContext
 from tests.orchestration.conftest import (
     branch_exists,
     fake_parquet,
@@ -72,7 +70,7 @@ def test_duplicate_events_make_one_ingest(make_stack, nessie_client):
 
     def invoke() -> None:
         try:
-            trigger_handler.handler(event, LambdaContext("trigger"))
+            stack.dispatcher.run_handler("trigger", event)
         except BaseException as exc:
             errors.append(exc)
 
@@ -186,17 +184,19 @@ def test_nessie_down_fails_the_trigger_retryably_and_a_retry_ingests_once(
     event = s3_notification(stack, key, put["VersionId"], len(fake_parquet("f")))
     main_before = nessie_client.get_reference("main").hash_
 
-    monkeypatch.setenv("WAP_NESSIE_URI", "http://127.0.0.1:9/api/v1")
+    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
+                        "http://127.0.0.1:9/api/v1")
     with pytest.raises(NessieUnavailableError):
-        trigger_handler.handler(event, LambdaContext("trigger"))
+        stack.dispatcher.run_handler("trigger", event)
     pending = record_for_key(stack, key)
     assert pending["status"] == "RECEIVED"
     assert stack.emr.started_runs == [] and stack.executions() == []
     assert nessie_client.get_reference("main").hash_ == main_before
 
-    monkeypatch.setenv("WAP_NESSIE_URI", stack.env["WAP_NESSIE_URI"])
-    trigger_handler.handler(event, LambdaContext("trigger"))  # Lambda's retry
-    trigger_handler.handler(event, LambdaContext("trigger"))  # and a late duplicate
+    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
+                        stack.env["WAP_NESSIE_URI"])
+    stack.dispatcher.run_handler("trigger", event)  # Lambda's retry
+    stack.dispatcher.run_handler("trigger", event)  # and a late duplicate
     record = wait_for_key(stack, key)
     stack.wait_idle()
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from lambdas.common.exceptions import NessieError, NessieUnavailableError
-from local.aws.lambda_dispatch import LambdaContext
 from tests.orchestration.conftest import (
     branch_exists,
     fake_parquet,
@@ -290,7 +289,6 @@ def test_publish_refuses_a_hash_that_does_not_hold_the_audited_snapshot(
 
 def test_a_stalled_duplicate_event_does_not_retake_the_table(make_stack, monkeypatch):
     from lambdas.common.ledger import Ledger
-    from lambdas.trigger import handler as trigger_handler
 
     stack = make_stack()
     key = "late/orders/x.parquet"
@@ -311,7 +309,7 @@ def test_a_stalled_duplicate_event_does_not_retake_the_table(make_stack, monkeyp
 
     monkeypatch.setattr(Ledger, "get_ingest", stale_first_read)
     event = s3_notification(stack, key, record["object_version"], len(fake_parquet("late")))
-    result = trigger_handler.handler(event, LambdaContext("trigger"))
+    result = stack.dispatcher.run_handler("trigger", event)
 
     assert result["results"][0]["action"] == "DUPLICATE"
     lock = stack.ledger().get_lock("late.orders")
@@ -358,7 +356,8 @@ def test_one_poisoned_table_does_not_stop_the_sweep_of_the_others(make_stack, mo
 # ---- 7. transient AWS errors while polling are retried; a run given up is cancelled -------
 
 
-def _fail_get_job_run(code: str, times: int | None):
+def _fail_get_job_run(stack, code: str, times: int | None):
+    """job_status' own EMR client fails GetJobRun with `code` (`times` times; None: always)."""
     from botocore.exceptions import ClientError
 
     from lambdas.common import aws
@@ -373,13 +372,14 @@ def _fail_get_job_run(code: str, times: int | None):
                                "ResponseMetadata": {"HTTPStatusCode": 400}}, "GetJobRun")
         return None
 
-    aws.client("emr-serverless").meta.events.register(
-        "before-call.emr-serverless.GetJobRun", fail)
+    with stack.dispatcher.sandboxes["job_status"].running():  # the function's cached client
+        aws.client("emr-serverless").meta.events.register(
+            "before-call.emr-serverless.GetJobRun", fail)
 
 
 def test_a_throttled_poll_is_retried_and_the_ingest_publishes(make_stack, slack):
     stack = make_stack()
-    _fail_get_job_run("ThrottlingException", times=2)
+    _fail_get_job_run(stack, "ThrottlingException", times=2)
     stack.drop_file("throttle/orders/x.parquet", fake_parquet("th"))
     record = wait_for_key(stack, "throttle/orders/x.parquet")
     stack.wait_idle()
@@ -393,7 +393,10 @@ def test_a_throttled_poll_is_retried_and_the_ingest_publishes(make_stack, slack)
 def test_an_ingest_given_up_while_polling_cancels_its_job_run(make_stack, slack):
     stack = make_stack()
     stack.emr.inject_hang()
-    _fail_get_job_run("AccessDeniedException", times=None)
+    # job_status' role loses emr-serverless:GetJobRun: every poll is AccessDenied.
+    for statement in stack.iam.principal("job_status").statements:
+        if "emr-serverless:GetJobRun" in statement.actions:
+            stack.iam.revoke("job_status", statement)
     stack.drop_file("denied/orders/x.parquet", fake_parquet("dn"))
     record = wait_for_key(stack, "denied/orders/x.parquet")
     stack.wait_idle()
@@ -420,28 +423,28 @@ def test_time_queued_for_capacity_does_not_count_against_the_job_timeout(make_st
 # ---- 9. a burst of triggers for one table is recorded, with backoff on contention --------
 
 
-def _network_latency_on_lock_items(seconds: float):
+def _network_latency_on_lock_items(stack, seconds: float):
     """DynamoDB answers in milliseconds, moto in microseconds: give the lock's read-modify-write
     a real service's latency, so concurrent writers collide as they would on AWS."""
-    import boto3
 
     def delay(params, **_):
         key = params.get("Key") or params.get("Item") or {}
         if str(key.get("pk", {}).get("S", "")).startswith("table#"):
             time.sleep(seconds)
 
-    events = boto3._get_default_session().events
+    # Every function's own boto3 session (clients are created from it on first use).
+    emitters = [box.boto3_session().events for box in stack.dispatcher.sandboxes.values()]
     names = ("before-call.dynamodb.GetItem", "before-call.dynamodb.PutItem")
-    for name in names:
-        events.register(name, delay)
-    return lambda: [events.unregister(name, delay) for name in names]
+    for events in emitters:
+        for name in names:
+            events.register(name, delay)
+    return lambda: [events.unregister(name, delay) for events in emitters for name in names]
 
 
 def test_fifty_concurrent_triggers_for_one_table_are_all_recorded(make_stack):
-    from lambdas.trigger import handler as trigger_handler
 
     stack = make_stack()
-    restore = _network_latency_on_lock_items(0.01)
+    restore = _network_latency_on_lock_items(stack, 0.01)
     stack.client("events").disable_rule(Name="wap-source-object-created")
     stack.emr.inject_hang()  # the first ingest holds the table; the others queue
     events = []
@@ -457,7 +460,7 @@ def test_fifty_concurrent_triggers_for_one_table_are_all_recorded(make_stack):
     def invoke(event) -> None:
         barrier.wait()
         try:
-            trigger_handler.handler(event, LambdaContext("trigger"))
+            stack.dispatcher.run_handler("trigger", event)
         except BaseException as exc:
             errors.append(exc)
 
@@ -480,7 +483,6 @@ def test_fifty_concurrent_triggers_for_one_table_are_all_recorded(make_stack):
 
 def test_an_event_for_a_deleted_version_is_rejected_with_a_reason(make_stack, slack):
     """A version deleted before the trigger ran: a recorded REJECTED, never a silent drop."""
-    from lambdas.trigger import handler as trigger_handler
 
     stack = make_stack()
     stack.client("events").disable_rule(Name="wap-source-object-created")
@@ -492,7 +494,7 @@ def test_an_event_for_a_deleted_version_is_rejected_with_a_reason(make_stack, sl
     stack.client("s3").delete_object(Bucket=stack.settings.source_bucket, Key=key,
                                      VersionId=put["VersionId"])
     event = s3_notification(stack, key, put["VersionId"], len(body))
-    result = trigger_handler.handler(event, LambdaContext("trigger"))
+    result = stack.dispatcher.run_handler("trigger", event)
 
     assert result["results"][0]["action"] == "REJECTED"
     record = record_for_key(stack, key)
@@ -508,7 +510,6 @@ def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweep
     from botocore.exceptions import ClientError
 
     from lambdas.common.ledger import Ledger
-    from lambdas.trigger import handler as trigger_handler
 
     stack = make_stack()
     stack.client("events").disable_rule(Name="wap-source-object-created")
@@ -525,7 +526,7 @@ def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweep
     event = s3_notification(stack, key, put["VersionId"], len(body))
     for _ in range(3):  # the invocation and Lambda's two async retries
         with pytest.raises(ClientError):
-            trigger_handler.handler(event, LambdaContext("trigger"))
+            stack.dispatcher.run_handler("trigger", event)
     monkeypatch.setattr(Ledger, "acquire_or_enqueue", original)
     record = record_for_key(stack, key)
     assert record["status"] == "RECEIVED" and record["staged_at"]

@@ -8,8 +8,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lambdas.common.exceptions import NessieUnavailableError
-from lambdas.trigger import handler as trigger_handler
-from local.aws.lambda_dispatch import LambdaContext
 from tests.orchestration.conftest import (
     branch_exists,
     fake_parquet,
@@ -66,10 +64,12 @@ def test_an_interrupted_start_is_restarted_once_it_is_stale(make_stack, monkeypa
         Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("r")
     )
     event = s3_notification(stack, key, put["VersionId"], len(fake_parquet("r")))
-    monkeypatch.setenv("WAP_NESSIE_URI", "http://127.0.0.1:9/api/v1")
+    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
+                        "http://127.0.0.1:9/api/v1")
     with pytest.raises(NessieUnavailableError):
-        trigger_handler.handler(event, LambdaContext("trigger"))
-    monkeypatch.setenv("WAP_NESSIE_URI", stack.env["WAP_NESSIE_URI"])
+        stack.dispatcher.run_handler("trigger", event)
+    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
+                        stack.env["WAP_NESSIE_URI"])
 
     assert stack.invoke("sweeper", {})["restarted"] == []  # too recent: maybe still retried
     ledger = stack.ledger()

@@ -26,12 +26,8 @@ from local.aws.emr_serverless import (
     parse_spark_submit,
 )
 from local.aws.intrinsics import Resolver, UnresolvedIntrinsic
-from local.aws.overrides import (
-    OVERRIDES,
-    PER_FUNCTION_VARIABLES,
-    LocalParityError,
-    shared_environment,
-)
+from local.aws.lambda_sandbox import reserved_environment
+from local.aws.overrides import OVERRIDES, LocalParityError
 from local.aws.stack import ACCOUNT_ID, StackSettings
 from local.aws.template import StackTemplate, input_digest, stack_template
 from tests.orchestration.conftest import fake_parquet, wait_for_key
@@ -141,19 +137,24 @@ def test_every_function_gets_what_its_handler_reads_from_the_template(make_stack
         AlertConfig.from_env(variables)
 
 
-def test_functions_share_every_variable_but_their_log_service_name(local_template):
-    resolved = {name: {key: json.dumps(value) for key, value in fn.environment.items()}
-                for name, fn in local_template.functions().items()}
-    shared = shared_environment(resolved)
-    differing = {key for env in resolved.values() for key in env} - set(shared)
-    assert differing == set(PER_FUNCTION_VARIABLES) == {"POWERTOOLS_SERVICE_NAME"}
-
-
-def test_a_variable_only_some_functions_get_cannot_be_shared():
-    with pytest.raises(LocalParityError, match="WAP_ONLY_ALERT"):
-        shared_environment({"alert": {"WAP_ONLY_ALERT": "x"}, "finish": {}})
-    with pytest.raises(LocalParityError, match="WAP_X"):
-        shared_environment({"alert": {"WAP_X": "1"}, "finish": {"WAP_X": "2"}})
+def test_each_handler_sees_its_own_template_environment_and_nothing_else(make_stack):
+    """As on Lambda: the function's variables (its own log service name among them), the
+    runtime's reserved ones (its role's credentials among them), nothing from the harness."""
+    stack = make_stack(**NO_OVERRIDES)
+    reserved = set(reserved_environment(function_name="x", handler="x", memory_mb=1, region="x",
+                                        credentials={}, runtime="x"))
+    credentials = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+    services = set()
+    for name in OUR_FUNCTIONS:
+        environment = stack.dispatcher.sandboxes[name].environment
+        template = stack.client("lambda").get_function_configuration(
+            FunctionName=name)["Environment"]["Variables"]
+        assert set(environment) - {"NESSIEDIR"} == (
+            set(template) | reserved | credentials | {"TMPDIR"}), name
+        assert {k: environment[k] for k in template} == template
+        assert environment["AWS_LAMBDA_FUNCTION_NAME"] == name
+        services.add(environment["POWERTOOLS_SERVICE_NAME"])
+    assert len(services) == len(OUR_FUNCTIONS)
 
 
 # ---- overrides --------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from local.aws.lambda_sandbox import read_only_except_tmp
+from local.aws.lambda_sandbox import Sandbox
 from tests.orchestration.conftest import fake_parquet, wait_for_key
 
 
@@ -26,20 +26,31 @@ def lambda_home(monkeypatch):
 
 
 def test_writes_outside_tmp_are_refused_like_a_read_only_file_system(lambda_home):
-    with read_only_except_tmp():
+    sandbox, other = Sandbox("one", {}), Sandbox("two", {})
+    with sandbox.running():
         with pytest.raises(OSError) as refused:
             (lambda_home / "note.txt").write_text("x")
         with pytest.raises(OSError):
             (lambda_home / ".config").mkdir()
+        assert tempfile.gettempdir() == sandbox.tmp  # the function's own /tmp
         scratch = Path(tempfile.gettempdir()) / "lambda-scratch.txt"
         scratch.write_text("ok")  # /tmp stays writable
-        scratch.unlink()
+        with tempfile.NamedTemporaryFile() as handle:
+            assert handle.name.startswith(sandbox.tmp)
+        with pytest.raises(OSError):  # another function's /tmp is not this one's
+            (Path(other.tmp) / "x").write_text("x")
     assert refused.value.errno == errno.EROFS
+    assert scratch.read_text() == "ok"
     (lambda_home / "note.txt").write_text("x")  # outside a handler: the harness is not Lambda
+    for box in (sandbox, other):
+        box.remove()
 
 
-def test_handlers_that_talk_to_nessie_start_with_a_read_only_home(make_stack, lambda_home):
+def test_handlers_that_talk_to_nessie_start_with_a_read_only_home(make_stack, lambda_home,
+                                                                  monkeypatch, tmp_path):
     """pynessie's configuration creates `~/.config/nessie`; on Lambda that is EROFS."""
+    # The stand-in job (not a Lambda) also uses pynessie: give the harness its own place.
+    monkeypatch.setenv("NESSIEDIR", str(tmp_path / "harness-nessie"))
     stack = make_stack()
     stack.drop_file("home/orders/x.parquet", fake_parquet("home"))
     record = wait_for_key(stack, "home/orders/x.parquet")

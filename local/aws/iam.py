@@ -1,0 +1,433 @@
+"""IAM for the local stack: every AWS call a function (or the job, or the state machine)
+makes is allowed only by its role's policy from the synthesized template.
+
+Why evaluate here and not with moto's own enforcement: moto checks S3 calls against the
+real resource ARN but every other service against `"*"`, so the template's correctly
+scoped statements (DynamoDB on the ledger's ARN, EMR on the application's) would be
+denied where AWS allows them. So each call is evaluated on the client side, at
+`BaseClient._make_api_call`, where the operation and its parameters are at hand:
+
+- the caller is known by the access key its client signs with. Each role is a moto IAM
+  role carrying its template policies; its principals sign with `sts:AssumeRole`
+  credentials (Lambda puts them in the function's environment). The harness's own calls
+  (tests, the CLI, set-up) sign with the admin keys and are not evaluated. moto's Step
+  Functions interpreter signs with the key `ak`: those are the state machine role's.
+- `requests_for` names the IAM actions and resource ARNs a call needs, as the service
+  authorizes it (a versioned read needs `s3:GetObjectVersion`; a copy needs a read of the
+  source and a write of the target; a transaction needs each item's action on its table;
+  `StartJobRun` needs `iam:PassRole` on the execution role and `TagResource` for tags).
+  A call it cannot name is refused loudly (`UnmappedCall`): a gap in the double is never
+  an allow.
+- a request is allowed when an Allow statement matches the action and resource (IAM
+  wildcards) and no Deny does. A denied call raises the service's own AccessDenied error.
+  Like S3, a read of a missing key by a caller without `s3:ListBucket` is a 403, not a 404.
+
+Every evaluated request is recorded (principal, action, resource, statement) so the suite
+can prove each statement is used (least privilege). Not evaluated: conditions (no template
+policy has one; a statement with a condition is refused at load), resource policies and
+SCPs (the template has none), and the managed policies Lambda's service uses itself
+(`AWSLambdaBasicExecutionRole`, `AWSLambdaVPCAccessExecutionRole`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from local.aws.overrides import LocalParityError
+
+# moto's Step Functions interpreter signs its service calls with this key.
+STATE_MACHINE_INTERPRETER_KEY = "ak"
+
+
+class UnmappedCall(LocalParityError):
+    """A principal made a call whose IAM action/resource the local evaluator cannot name."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of one policy, with its intrinsics resolved to local names."""
+
+    policy: str  # construct path of the AWS::IAM::Policy
+    index: int
+    effect: str
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.policy, self.index
+
+    def matches(self, action: str, resource: str) -> bool:
+        return (any(_glob(pattern.lower(), action.lower()) for pattern in self.actions)
+                and any(_glob(pattern, resource) for pattern in self.resources))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(pattern: str) -> re.Pattern[str]:
+    # IAM wildcards: `*` any run of characters (slashes and colons included), `?` one.
+    return re.compile(fnmatch.translate(pattern))
+
+
+def _glob(pattern: str, value: str) -> bool:
+    return bool(_pattern(pattern).match(value))
+
+
+def statements_of(policy: str, document: Mapping[str, Any]) -> list[Statement]:
+    """The statements of a resolved policy document; refuses what the evaluator cannot
+    judge (conditions, NotAction, NotResource, principals)."""
+    result = []
+    statements = document.get("Statement", [])
+    for index, raw in enumerate([statements] if isinstance(statements, dict) else statements):
+        unsupported = sorted(set(raw) - {"Effect", "Action", "Resource", "Sid"})
+        if unsupported:
+            raise LocalParityError(
+                f"{policy} statement {index}: the local IAM evaluator does not judge "
+                f"{unsupported}; extend local/aws/iam.py before using them")
+        actions = raw["Action"] if isinstance(raw["Action"], list) else [raw["Action"]]
+        resources = raw["Resource"] if isinstance(raw["Resource"], list) else [raw["Resource"]]
+        result.append(Statement(policy, index, raw["Effect"], tuple(actions), tuple(resources)))
+    return result
+
+
+@dataclass
+class Principal:
+    """A role as its callers use it: the template role's path, ARN and statements."""
+
+    name: str  # the function name, "job" or "state-machine"
+    role_path: str
+    role_arn: str
+    statements: list[Statement] = field(default_factory=list)
+
+    def decide(self, action: str, resource: str) -> Statement | None:
+        """The statement that allows `action` on `resource`, or None (an explicit Deny wins)."""
+        allowed = None
+        for statement in self.statements:
+            if statement.matches(action, resource):
+                if statement.effect == "Deny":
+                    return None
+                allowed = allowed or statement
+        return allowed
+
+
+@dataclass(frozen=True)
+class Request:
+    """One authorization a call needs."""
+
+    action: str
+    resource: str
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One evaluated request: who, what, on what, and the statement that allowed it."""
+
+    principal: str
+    operation: str
+    action: str
+    resource: str
+    statement: tuple[str, int] | None
+
+
+# ---- which actions and resources a call needs ------------------------------------------------
+
+def _s3_object(bucket: str, key: str) -> str:
+    return f"arn:aws:s3:::{bucket}/{key}"
+
+
+def _copy_source(source: Any) -> tuple[str, str, str | None]:
+    if isinstance(source, Mapping):
+        return source["Bucket"], source["Key"], source.get("VersionId")
+    parts = urlsplit("/" + str(source).lstrip("/"))
+    bucket, _, key = unquote(parts.path).lstrip("/").partition("/")
+    version = parse_qs(parts.query).get("versionId", [None])[0]
+    return bucket, key, version
+
+
+def _s3_requests(operation: str, params: Mapping[str, Any]) -> list[Request]:
+    bucket = params.get("Bucket", "")
+    key = params.get("Key")
+    versioned = "Version" if params.get("VersionId") else ""
+    if operation in ("GetObject", "HeadObject"):
+        return [Request(f"s3:GetObject{versioned}", _s3_object(bucket, key))]
+    if operation in ("GetObjectTagging",):
+        return [Request(f"s3:GetObject{versioned}Tagging", _s3_object(bucket, key))]
+    if operation in ("PutObject", "CreateMultipartUpload", "UploadPart",
+                     "CompleteMultipartUpload"):
+        return [Request("s3:PutObject", _s3_object(bucket, key))]
+    if operation == "AbortMultipartUpload":
+        return [Request("s3:AbortMultipartUpload", _s3_object(bucket, key))]
+    if operation in ("CopyObject", "UploadPartCopy"):
+        src_bucket, src_key, src_version = _copy_source(params["CopySource"])
+        read = "s3:GetObjectVersion" if src_version else "s3:GetObject"
+        return [Request(read, _s3_object(src_bucket, src_key)),
+                Request("s3:PutObject", _s3_object(bucket, key))]
+    if operation == "DeleteObject":
+        return [Request(f"s3:DeleteObject{versioned}", _s3_object(bucket, key))]
+    if operation == "DeleteObjects":
+        return [Request("s3:DeleteObjectVersion" if item.get("VersionId") else "s3:DeleteObject",
+                        _s3_object(bucket, item["Key"]))
+                for item in params.get("Delete", {}).get("Objects", [])]
+    bucket_actions = {
+        "ListObjects": "s3:ListBucket", "ListObjectsV2": "s3:ListBucket",
+        "HeadBucket": "s3:ListBucket", "ListObjectVersions": "s3:ListBucketVersions",
+        "ListMultipartUploads": "s3:ListBucketMultipartUploads",
+        "GetBucketVersioning": "s3:GetBucketVersioning",
+        "GetBucketLocation": "s3:GetBucketLocation",
+    }
+    if operation in bucket_actions:
+        return [Request(bucket_actions[operation], f"arn:aws:s3:::{bucket}")]
+    raise UnmappedCall(f"s3:{operation}")
+
+
+def _dynamodb_requests(operation: str, params: Mapping[str, Any], arn: Callable[[str], str],
+                       ) -> list[Request]:
+    def table(name: str, index: str | None = None) -> str:
+        base = name if name.startswith("arn:") else arn(f"table/{name}")
+        return f"{base}/index/{index}" if index else base
+
+    if operation in ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "DescribeTable",
+                     "DescribeTimeToLive"):
+        return [Request(f"dynamodb:{operation}", table(params["TableName"]))]
+    if operation in ("Query", "Scan"):
+        return [Request(f"dynamodb:{operation}",
+                        table(params["TableName"], params.get("IndexName")))]
+    if operation in ("BatchGetItem", "BatchWriteItem"):
+        return [Request(f"dynamodb:{operation}", table(name)) for name in params["RequestItems"]]
+    if operation in ("TransactWriteItems", "TransactGetItems"):
+        actions = {"ConditionCheck": "ConditionCheckItem", "Put": "PutItem",
+                   "Update": "UpdateItem", "Delete": "DeleteItem", "Get": "GetItem"}
+        return [Request(f"dynamodb:{actions[kind]}", table(body["TableName"]))
+                for item in params["TransactItems"] for kind, body in item.items()]
+    raise UnmappedCall(f"dynamodb:{operation}")
+
+
+def _emr_requests(operation: str, params: Mapping[str, Any], arn: Callable[[str], str],
+                  ) -> list[Request]:
+    application = arn(f"/applications/{params.get('applicationId', '')}")
+    if operation == "StartJobRun":
+        requests = [Request("emr-serverless:StartJobRun", application),
+                    Request("iam:PassRole", params["executionRoleArn"])]
+        if params.get("tags"):
+            # Tagging on create is authorized on the run being created (its id is not known).
+            requests.append(Request("emr-serverless:TagResource", f"{application}/jobruns/*"))
+        return requests
+    if operation in ("GetJobRun", "CancelJobRun", "GetDashboardForJobRun"):
+        return [Request(f"emr-serverless:{operation}",
+                        f"{application}/jobruns/{params['jobRunId']}")]
+    if operation in ("GetApplication", "ListJobRuns"):
+        return [Request(f"emr-serverless:{operation}", application)]
+    raise UnmappedCall(f"emr-serverless:{operation}")
+
+
+def requests_for(service: str, operation: str, params: Mapping[str, Any], *, region: str,
+                 account: str) -> list[Request]:
+    """The (action, resource ARN) pairs AWS authorizes for one API call; raises
+    UnmappedCall for a call this evaluator does not know."""
+    def arn(resource: str) -> str:
+        return f"arn:aws:{service}:{region}:{account}:{resource}"
+
+    if service == "s3":
+        return _s3_requests(operation, params)
+    if service == "dynamodb":
+        return _dynamodb_requests(operation, params, arn)
+    if service == "emr-serverless":
+        return _emr_requests(operation, params, arn)
+    if service == "stepfunctions":
+        by_execution = {"DescribeExecution", "StopExecution", "GetExecutionHistory"}
+        if operation in by_execution:
+            return [Request(f"states:{operation}", params["executionArn"])]
+        if operation in ("StartExecution", "ListExecutions", "DescribeStateMachine"):
+            return [Request(f"states:{operation}", params["stateMachineArn"])]
+    if service == "secretsmanager" and operation in ("GetSecretValue", "DescribeSecret"):
+        return [Request(f"secretsmanager:{operation}", params["SecretId"])]
+    if service == "lambda" and operation == "Invoke":
+        name = params["FunctionName"]
+        target = name if name.startswith("arn:") else (
+            f"arn:aws:lambda:{region}:{account}:function:{name}")
+        if params.get("Qualifier"):
+            target = f"{target}:{params['Qualifier']}"
+        return [Request("lambda:InvokeFunction", target)]
+    if service == "sqs" and operation == "SendMessage":
+        name = params["QueueUrl"].rstrip("/").rsplit("/", 1)[-1]
+        return [Request("sqs:SendMessage", f"arn:aws:sqs:{region}:{account}:{name}")]
+    if service == "events" and operation == "PutEvents":
+        return [Request("events:PutEvents",
+                        arn(f"event-bus/{entry.get('EventBusName', 'default')}"))
+                for entry in params.get("Entries", [])]
+    raise UnmappedCall(f"{service}:{operation}")
+
+
+# ---- enforcement ---------------------------------------------------------------------------
+
+# The error code and HTTP status each service answers a denied call with.
+_DENIED = {
+    "s3": ("AccessDenied", 403),
+    "dynamodb": ("AccessDeniedException", 400),
+    "stepfunctions": ("AccessDeniedException", 400),
+    "secretsmanager": ("AccessDeniedException", 400),
+    "emr-serverless": ("AccessDeniedException", 403),
+    "lambda": ("AccessDeniedException", 403),
+    "sqs": ("AccessDenied", 403),
+    "events": ("AccessDeniedException", 400),
+}
+
+
+class IamEnforcer:
+    """Evaluates every call signed by a registered principal; records what it allowed."""
+
+    def __init__(self, *, region: str, account: str) -> None:
+        self.region = region
+        self.account = account
+        self._principals: dict[str, Principal] = {}
+        self._lock = threading.Lock()
+        self.records: list[CallRecord] = []
+        self.denied: list[CallRecord] = []
+        self._original: Any = None
+        # Tests remove a statement to prove enforcement bites: principal -> statement keys.
+        self.revoked: dict[str, set[tuple[str, int]]] = {}
+
+    def add(self, access_key: str, principal: Principal) -> None:
+        """Calls signed with `access_key` are `principal`'s."""
+        self._principals[access_key] = principal
+
+    def principal(self, name: str) -> Principal:
+        for principal in self._principals.values():
+            if principal.name == name:
+                return principal
+        raise KeyError(name)
+
+    def principals(self) -> list[Principal]:
+        return list({id(p): p for p in self._principals.values()}.values())
+
+    def revoke(self, principal: str, statement: Statement) -> None:
+        """Act as if `statement` were not in `principal`'s policy (until `restore`)."""
+        self.revoked.setdefault(principal, set()).add(statement.key)
+
+    def restore(self) -> None:
+        self.revoked.clear()
+
+    def used_statements(self) -> set[tuple[str, int]]:
+        with self._lock:
+            return {r.statement for r in self.records if r.statement is not None}
+
+    # -- the botocore seam --
+
+    def install(self) -> None:
+        from botocore.client import BaseClient
+
+        enforcer, original = self, BaseClient._make_api_call
+        self._original = original
+
+        def _make_api_call(client: Any, operation_name: str, api_params: Any) -> Any:
+            principal = enforcer._caller(client)
+            if principal is None:
+                return original(client, operation_name, api_params)
+            enforcer.authorize(principal, client, operation_name, api_params)
+            try:
+                return original(client, operation_name, api_params)
+            except Exception as exc:
+                enforcer._hide_missing_key(principal, client, operation_name, api_params, exc)
+                raise
+
+        BaseClient._make_api_call = _make_api_call
+
+    def uninstall(self) -> None:
+        from botocore.client import BaseClient
+
+        if self._original is not None:
+            BaseClient._make_api_call = self._original
+            self._original = None
+        SESSION_USAGE.add(self.used_statements())
+
+    def _caller(self, client: Any) -> Principal | None:
+        credentials = getattr(client._request_signer, "_credentials", None)
+        if credentials is None:
+            return None
+        return self._principals.get(credentials.get_frozen_credentials().access_key)
+
+    def authorize(self, principal: Principal, client: Any, operation: str,
+                  params: Mapping[str, Any]) -> None:
+        """Raise the service's AccessDenied unless `principal` may make this call."""
+        service = client.meta.service_model.service_name
+        for request in requests_for(service, operation, params, region=self.region,
+                                    account=self.account):
+            statement = self._decide(principal, request)
+            record = CallRecord(principal.name, f"{service}:{operation}", request.action,
+                                request.resource, statement.key if statement else None)
+            with self._lock:
+                (self.records if statement else self.denied).append(record)
+            if statement is None:
+                raise _access_denied(client, service, operation, principal, request)
+
+    def _decide(self, principal: Principal, request: Request) -> Statement | None:
+        revoked = self.revoked.get(principal.name, set())
+        if not revoked:
+            return principal.decide(request.action, request.resource)
+        trimmed = Principal(principal.name, principal.role_path, principal.role_arn,
+                            [s for s in principal.statements if s.key not in revoked])
+        return trimmed.decide(request.action, request.resource)
+
+    def _hide_missing_key(self, principal: Principal, client: Any, operation: str,
+                          params: Mapping[str, Any], exc: Exception) -> None:
+        """S3 answers a read of a missing key with 403 when the caller may not list the
+        bucket (so keys cannot be probed); moto answers 404 regardless."""
+        from botocore.exceptions import ClientError
+
+        if (client.meta.service_model.service_name != "s3"
+                or operation not in ("GetObject", "HeadObject")
+                or not isinstance(exc, ClientError)
+                or exc.response.get("Error", {}).get("Code") not in ("NoSuchKey", "404")):
+            return
+        listing = Request("s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}")
+        if self._decide(principal, listing) is None:
+            raise _access_denied(client, "s3", operation, principal, listing) from None
+
+
+def _access_denied(client: Any, service: str, operation: str, principal: Principal,
+                   request: Request) -> Exception:
+    code, status = _DENIED.get(service, ("AccessDeniedException", 403))
+    message = (f"User: {principal.role_arn.replace(':role/', ':assumed-role/')}/"
+               f"{principal.name} is not authorized to perform: {request.action} on "
+               f"resource: {request.resource} because no identity-based policy allows the "
+               f"{request.action} action")
+    response = {"Error": {"Code": code, "Message": message},
+                "ResponseMetadata": {"HTTPStatusCode": status}}
+    return client.exceptions.from_code(code)(response, operation)
+
+
+class UsageLog:
+    """The statements every local stack of this process used (the suite's least-privilege
+    check reads it once every other test has run)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._used: set[tuple[str, int]] = set()
+
+    def add(self, used: set[tuple[str, int]]) -> None:
+        with self._lock:
+            self._used |= used
+
+    def used(self) -> set[tuple[str, int]]:
+        with self._lock:
+            return set(self._used)
+
+
+SESSION_USAGE = UsageLog()
+
+
+def unused_statements(principals: Iterable[Principal], used: set[tuple[str, int]],
+                      exempt: Mapping[tuple[str, int], str] | None = None) -> list[Statement]:
+    """Statements of `principals` that no recorded call used and no exemption explains."""
+    exempt = exempt or {}
+    seen: dict[tuple[str, int], Statement] = {}
+    for principal in principals:
+        for statement in principal.statements:
+            seen.setdefault(statement.key, statement)
+    return [s for key, s in sorted(seen.items()) if key not in used and key not in exempt]
