@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from local.nessie.models import iceberg_table, namespace_content, operations_body, put_op
+from bench.nessie_requests import iceberg_table, namespace_content, operations_body, put_op
 from local.nessie.runner import start_server
 
 MAX_REQUESTS = 20_000

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from bench.doc import write_section
 
-WAP = [sys.executable, "-c", "from local.cli import main; main()"]
+WAP = [sys.executable, "-c", "from wap.cli import main; main()"]
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_RATIO = 1.5
 
@@ -64,7 +64,7 @@ def failed_branch(home: Path) -> str:
 
 def run(home: Path, repeats: int) -> dict[str, list[float]]:
     """Interleaved cold runs of `show BRANCH` and `query BRANCH SQL`; seconds per run."""
-    from local.ops.check_sql import violation_query
+    from wap.lake.check_sql import violation_query
 
     branch = failed_branch(home)
     sql = violation_query(

@@ -148,7 +148,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     # S3 event -> parquet check (first/last bytes), staged copy of that exact version
     # (a server-side multipart copy: large objects need minutes), ledger, branch, job
     # run, execution.
-    FunctionSpec("trigger", frozenset({*_START_INGEST, *_ALERTS, _C.SOURCE_READ,
+    # It alerts only ingests that never ran (rejected, or unable to start): no report.
+    FunctionSpec("trigger", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.SOURCE_READ,
                                        _C.STAGING_WRITE}),
                  timeout_seconds=TRIGGER_TIMEOUT_SECONDS),
     FunctionSpec("job_status", frozenset({_C.WATCH_JOB, _C.REPORTS_READ})),

@@ -42,7 +42,3 @@ class MergeConflictError(WapError):
 
 class InvalidEventError(WapError):
     """The Lambda input does not have the expected shape."""
-
-
-class ReportError(WapError):
-    """The audit report is missing or does not follow the contract."""

@@ -366,23 +366,6 @@ class _Cancelled(Exception):
     pass
 
 
-def report_writing_job(make_report: Callable[[dict[str, Any]], dict[str, Any]]) -> JobFunction:
-    """A stand-in job: builds a report from the parsed arguments and writes it to the report URI."""
-
-    def job(argv: list[str]) -> dict[str, Any]:
-        args = {
-            a[2:].replace("-", "_"): argv[i + 1]
-            for i, a in enumerate(argv[:-1])
-            if a.startswith("--")
-        }
-        report = make_report(args)
-        path = Path(args["report_uri"].removeprefix("file://"))
-        path.write_text(json.dumps(report))
-        return report
-
-    return job
-
-
 def job_archive() -> Path:
     """The job's `--py-files` zip exactly as the deploy builds and uploads it (cached by hash)."""
     from infra import bundling

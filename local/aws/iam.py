@@ -35,7 +35,8 @@ import fnmatch
 import functools
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -44,6 +45,9 @@ from local.aws.overrides import LocalParityError
 
 # moto's Step Functions interpreter signs its service calls with this key.
 STATE_MACHINE_INTERPRETER_KEY = "ak"
+# The patch of botocore is process-wide: one enforcer at a time.
+_active: IamEnforcer | None = None
+_active_lock = threading.Lock()
 
 
 class UnmappedCall(LocalParityError):
@@ -65,8 +69,14 @@ class Statement:
         return self.policy, self.index
 
     def matches(self, action: str, resource: str) -> bool:
-        return (any(_glob(pattern.lower(), action.lower()) for pattern in self.actions)
-                and any(_glob(pattern, resource) for pattern in self.resources))
+        return self.resource_index(action, resource) is not None
+
+    def resource_index(self, action: str, resource: str) -> int | None:
+        """Which of the statement's resources grants `action` on `resource` (None: none)."""
+        if not any(_glob(pattern.lower(), action.lower()) for pattern in self.actions):
+            return None
+        return next((i for i, pattern in enumerate(self.resources) if _glob(pattern, resource)),
+                    None)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -126,13 +136,15 @@ class Request:
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One evaluated request: who, what, on what, and the statement that allowed it."""
+    """One evaluated request: who, what, on what, and the statement (policy path, index)
+    and resource (its index in the statement) that allowed it."""
 
     principal: str
     operation: str
     action: str
     resource: str
     statement: tuple[str, int] | None
+    grant: tuple[str, int, int] | None = None
 
 
 # ---- which actions and resources a call needs ------------------------------------------------
@@ -287,8 +299,10 @@ class IamEnforcer:
         self.account = account
         self._principals: dict[str, Principal] = {}
         self._lock = threading.Lock()
-        self.records: list[CallRecord] = []
+        # The latest calls (a long `wap` session makes many); what they used is kept whole.
+        self.records: deque[CallRecord] = deque(maxlen=20_000)
         self.denied: list[CallRecord] = []
+        self._used: set[tuple[str, int, int]] = set()
         self._original: Any = None
         # Tests remove a statement to prove enforcement bites: principal -> statement keys.
         self.revoked: dict[str, set[tuple[str, int]]] = {}
@@ -315,13 +329,24 @@ class IamEnforcer:
 
     def used_statements(self) -> set[tuple[str, int]]:
         with self._lock:
-            return {r.statement for r in self.records if r.statement is not None}
+            return {(policy, index) for policy, index, _ in self._used}
+
+    def used_grants(self) -> set[tuple[str, int, int]]:
+        """(policy path, statement index, resource index) of every grant a call used."""
+        with self._lock:
+            return set(self._used)
 
     # -- the botocore seam --
 
     def install(self) -> None:
         from botocore.client import BaseClient
 
+        global _active
+        with _active_lock:
+            if _active is not None:
+                raise LocalParityError("another local stack's IAM enforcement is installed: "
+                                       "one local stack per process at a time")
+            _active = self
         enforcer, original = self, BaseClient._make_api_call
         self._original = original
 
@@ -341,10 +366,14 @@ class IamEnforcer:
     def uninstall(self) -> None:
         from botocore.client import BaseClient
 
+        global _active
         if self._original is not None:
             BaseClient._make_api_call = self._original
             self._original = None
-        SESSION_USAGE.add(self.used_statements())
+        with _active_lock:
+            if _active is self:
+                _active = None
+        SESSION_USAGE.add(self.used_grants())
 
     def _caller(self, client: Any) -> Principal | None:
         credentials = getattr(client._request_signer, "_credentials", None)
@@ -359,10 +388,16 @@ class IamEnforcer:
         for request in requests_for(service, operation, params, region=self.region,
                                     account=self.account):
             statement = self._decide(principal, request)
+            grant = None
+            if statement is not None:
+                grant = (*statement.key,
+                         statement.resource_index(request.action, request.resource))
             record = CallRecord(principal.name, f"{service}:{operation}", request.action,
-                                request.resource, statement.key if statement else None)
+                                request.resource, statement.key if statement else None, grant)
             with self._lock:
                 (self.records if statement else self.denied).append(record)
+                if grant is not None:
+                    self._used.add(grant)
             if statement is None:
                 raise _access_denied(client, service, operation, principal, request)
 
@@ -386,8 +421,12 @@ class IamEnforcer:
                 or exc.response.get("Error", {}).get("Code") not in ("NoSuchKey", "404")):
             return
         listing = Request("s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}")
-        if self._decide(principal, listing) is None:
+        statement = self._decide(principal, listing)
+        if statement is None:
             raise _access_denied(client, "s3", operation, principal, listing) from None
+        with self._lock:  # the grant that turned a 403 into the 404 the caller expects
+            self._used.add((*statement.key,
+                            statement.resource_index(listing.action, listing.resource)))
 
 
 def _access_denied(client: Any, service: str, operation: str, principal: Principal,
@@ -403,31 +442,20 @@ def _access_denied(client: Any, service: str, operation: str, principal: Princip
 
 
 class UsageLog:
-    """The statements every local stack of this process used (the suite's least-privilege
-    check reads it once every other test has run)."""
+    """The grants (policy path, statement index, resource index) every local stack of this
+    process used (the suite's least-privilege check reads it once every other test ran)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._used: set[tuple[str, int]] = set()
+        self._used: set[tuple[str, int, int]] = set()
 
-    def add(self, used: set[tuple[str, int]]) -> None:
+    def add(self, used: set[tuple[str, int, int]]) -> None:
         with self._lock:
             self._used |= used
 
-    def used(self) -> set[tuple[str, int]]:
+    def used(self) -> set[tuple[str, int, int]]:
         with self._lock:
             return set(self._used)
 
 
 SESSION_USAGE = UsageLog()
-
-
-def unused_statements(principals: Iterable[Principal], used: set[tuple[str, int]],
-                      exempt: Mapping[tuple[str, int], str] | None = None) -> list[Statement]:
-    """Statements of `principals` that no recorded call used and no exemption explains."""
-    exempt = exempt or {}
-    seen: dict[tuple[str, int], Statement] = {}
-    for principal in principals:
-        for statement in principal.statements:
-            seen.setdefault(statement.key, statement)
-    return [s for key, s in sorted(seen.items()) if key not in used and key not in exempt]

@@ -14,8 +14,10 @@ per thread, while its handler runs (`Sandbox.running()`):
 - `boto3`'s default session is the function's: clients sign with its role's credentials.
 
 Known limits, each looser than Lambda: threads a handler starts itself do not inherit its
-sandbox (the standard library does not copy context into new threads), and modules are
-imported once per process, not once per function (our functions share only
+sandbox (the standard library does not copy context into new threads); concurrent
+invocations of one function share its sandbox (Lambda would give each its own execution
+environment; our handlers write to the environment only NESSIEDIR, idempotently); and
+modules are imported once per process, not once per function (our functions share only
 `lambdas.common`, whose client cache is keyed per function).
 """
 

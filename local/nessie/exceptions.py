@@ -126,13 +126,6 @@ class ContentNotFoundError(NessieError):
         )
 
 
-class NamespaceNotFoundError(NessieError):
-    """A namespace looked up by a namespace API does not exist."""
-
-    status = 404
-    error_code = "NAMESPACE_NOT_FOUND"
-
-
 class ReferenceConflictError(NessieError):
     """Expected hash mismatch or per-key conflicts; carries Nessie's `Conflict` list."""
 

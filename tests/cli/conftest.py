@@ -12,8 +12,8 @@ from typing import Any
 import pynessie
 from typer.testing import CliRunner, Result
 
-from local.cli import app
-from local.cli import backends as cli_backends
+from wap.cli import app
+from wap.ops import backends as cli_backends
 
 _catalogs = itertools.count()
 

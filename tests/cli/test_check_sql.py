@@ -7,8 +7,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from local.ops import sql_sandbox
-from local.ops.check_sql import KEYWORDS, ident, literal, violation_query
+from wap.lake.check_sql import KEYWORDS, ident, literal, violation_query
+from wap.ops import sql_sandbox
 
 ROWS = pa.table(
     {

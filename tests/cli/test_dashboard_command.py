@@ -35,7 +35,7 @@ def wait_for(url: str, timeout: float) -> str:
 def test_dashboard_command_serves_the_app_until_interrupted(tmp_path):
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-c", "from local.cli import main; main()",
+        [sys.executable, "-c", "from wap.cli import main; main()",
          "--home", str(tmp_path / "home"), "dashboard", "--port", str(port)],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

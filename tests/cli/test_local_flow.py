@@ -168,7 +168,7 @@ def test_read_only_commands_never_load_spark(demo):
     script = (
         "import sys\n"
         "from typer.main import get_command\n"
-        "from local.cli import app\n"
+        "from wap.cli import app\n"
         f"for args in (['runs'], ['branches'], ['show', {branch!r}]):\n"
         f"    get_command(app).main(['--home', {str(demo.home)!r}, *args], "
         "standalone_mode=False)\n"

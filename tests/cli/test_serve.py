@@ -12,10 +12,10 @@ import pytest
 import requests
 
 from lambdas.alert.links import nessie_table_url
-from local.dashboard import serve_catalog
 from tests.cli.conftest import assert_one_line_error, run_wap
 from tests.cli.test_dashboard_command import REPO, free_port, wait_for
 from tests.lake_seed import BRANCH, FAILED_ID, seed_home
+from wap.dashboard import serve_catalog
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def home(tmp_path_factory):
 
 def start_serve(home, port: int) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-c", "from local.cli import main; main()", "--home", str(home), "serve"],
+        [sys.executable, "-c", "from wap.cli import main; main()", "--home", str(home), "serve"],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO), "WAP_CATALOG_PORT": str(port)},
         stdout=subprocess.PIPE,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from local.dashboard import build_command
 from tests.cli.conftest import run_wap
+from wap.dashboard import build_command
 
 STARTUP_SECONDS = 90
 CHROMIUM = "/usr/bin/chromium"

@@ -41,7 +41,7 @@ def serving(demo_home):
         [
             sys.executable,
             "-c",
-            "from local.cli import main; main()",
+            "from wap.cli import main; main()",
             "--home",
             str(demo_home.root),
             "serve",

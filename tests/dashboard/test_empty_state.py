@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from local.dashboard import APP_PATH
 from local.home import ENV_HOME, WapHome
+from wap.dashboard import APP_PATH
 
 LOAD_TIMEOUT = 60  # the first load imports moto and starts the local catalog server
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from local.cli.backends import Target
-from local.dashboard import APP_PATH, build_command
-from local.dashboard.options import parse_args, to_args
+from wap.dashboard import APP_PATH, build_command
+from wap.dashboard.options import parse_args, to_args
+from wap.ops.backends import Target
 
 
 def _app_args(command: list[str]) -> list[str]:
@@ -93,7 +93,7 @@ def test_launch_runs_streamlit_and_returns_its_exit_code(tmp_path, capfd):
     """With the port taken, Streamlit refuses to start: launch reports its failure code."""
     import socket
 
-    from local.dashboard import launch
+    from wap.dashboard import launch
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -11,8 +11,8 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from local.dashboard import APP_PATH
 from local.home import ENV_HOME, WapHome
+from wap.dashboard import APP_PATH
 
 SECRET = "xoxb-1111-2222-topsecret"
 HOSTILE = f"<img src=x onerror=alert(1)> **boom** [click](javascript:alert(2)) token={SECRET}"

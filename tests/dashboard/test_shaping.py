@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from local.cli.backends import Target
-from local.dashboard import shaping
-from local.ops.operations import BranchRow, RunRow
 from spark_jobs.table_config import parse_table_config
+from wap.dashboard import shaping
+from wap.ops.backends import Target
+from wap.ops.operations import BranchRow, RunRow
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from local.catalog_server import catalog_url
-from local.cli.backends import Target
-from local.dashboard import shaping, source
+from wap.dashboard import shaping, source
+from wap.ops.backends import Target
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ import pytest
 from moto import mock_aws
 
 from lambdas.common.ledger import Ledger, table_schema
-from local.cli.backends import Target
-from local.dashboard import source
+from wap.dashboard import source
+from wap.ops.backends import Target
 
 STACK, REGION = "WapDash", "us-east-1"
 ARTIFACTS, LEDGER = "wapdash-artifacts", "wapdash-ledger"

@@ -467,7 +467,7 @@ def test_outputs(synthesized):
     outputs = synthesized.template.to_json()["Outputs"]
     assert {"SourceBucketName", "LakeBucketName", "ArtifactsBucketName", "NessieApiUrl",
             "NessieUiUrl", "StateMachineArn", "LedgerTableName"} <= set(outputs)
-    # The wap CLI finds the ledger through this output (local/ops/aws_backend.py).
+    # The wap CLI finds the ledger through this output (wap/ops/aws_backend.py).
     ledger_ref = outputs["LedgerTableName"]["Value"]["Ref"]
     assert synthesized.template.to_json()["Resources"][ledger_ref]["Type"] == "AWS::DynamoDB::Table"
 

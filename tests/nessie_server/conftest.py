@@ -12,7 +12,7 @@ import httpx
 import pytest
 import yaml
 
-from local.nessie.models import operations_body
+from bench.nessie_requests import operations_body
 from local.spark import iceberg_runtime_jar
 
 # sha256("empty"): Nessie's "no ancestor" hash, where a fresh repository's main starts.

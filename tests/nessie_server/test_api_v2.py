@@ -9,7 +9,7 @@ import httpx
 import jsonschema
 import pytest
 
-from local.nessie.models import (
+from bench.nessie_requests import (
     delete_op,
     iceberg_table,
     merge_body,

@@ -9,7 +9,7 @@ import threading
 import httpx
 import pytest
 
-from local.nessie.models import (
+from bench.nessie_requests import (
     iceberg_table,
     merge_body,
     namespace_content,

@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from local.nessie.models import iceberg_table, namespace_content, put_op, reference_body
+from bench.nessie_requests import iceberg_table, namespace_content, put_op, reference_body
 
 from .conftest import commit, create_branch, head, unique
 

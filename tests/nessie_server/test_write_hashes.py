@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from local.nessie.models import namespace_content, operations_body, put_op
+from bench.nessie_requests import namespace_content, operations_body, put_op
 
 from .conftest import commit, create_branch, head, unique
 

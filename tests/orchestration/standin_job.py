@@ -8,14 +8,17 @@ source file name: `...fail...` fails an error check, `...reject...` is rejected.
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pynessie
 import requests
 from pynessie.model import ContentKey, IcebergTable, Namespace, Put
 
-from local.aws.emr_serverless import report_writing_job
+from local.aws.emr_serverless import JobFunction
 
 
 def snapshot_of(tag: str) -> int:
@@ -125,3 +128,20 @@ def standin_job(api_v1: str, calls: list[dict[str, Any]] | None = None):
         }
 
     return report_writing_job(make_report)
+
+
+def report_writing_job(make_report: Callable[[dict[str, Any]], dict[str, Any]]) -> JobFunction:
+    """A stand-in job: builds a report from the parsed arguments and writes it to the report URI."""
+
+    def job(argv: list[str]) -> dict[str, Any]:
+        args = {
+            a[2:].replace("-", "_"): argv[i + 1]
+            for i, a in enumerate(argv[:-1])
+            if a.startswith("--")
+        }
+        report = make_report(args)
+        path = Path(args["report_uri"].removeprefix("file://"))
+        path.write_text(json.dumps(report))
+        return report
+
+    return job

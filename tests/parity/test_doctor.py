@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from local.aws.emr_serverless import spark_job
-from local.ops.doctor import LocalDoctorTarget, render, run_doctor
 from tests.cli.conftest import run_wap
+from wap.ops.doctor import LocalDoctorTarget, render, run_doctor
 
 
 def _doctor(stack):
@@ -83,3 +83,33 @@ def test_wap_doctor_on_a_fresh_home(spark, tmp_path):
                      spark=spark)
     assert result.exit_code == 0, result.output
     assert "all " in result.output and "checks passed" in result.output
+
+
+def test_the_deployed_import_check_reads_each_functions_own_log_group():
+    """The stack gives each function its own log group (LoggingConfig), not /aws/lambda/."""
+    import time
+
+    import boto3
+    from moto import mock_aws
+
+    from wap.ops.doctor import AwsDoctorTarget
+
+    with mock_aws():
+        session = boto3.Session(region_name="eu-west-1", aws_access_key_id="testing",
+                                aws_secret_access_key="testing")
+        logs = session.client("logs")
+        group = "WapIngest-PipelineTriggerLogs"
+        logs.create_log_group(logGroupName=group)
+        logs.create_log_stream(logGroupName=group, logStreamName="s")
+        now = int(time.time() * 1000)
+        logs.put_log_events(logGroupName=group, logStreamName="s", logEvents=[
+            {"timestamp": now - 2000, "message": "START RequestId: 1"},
+            {"timestamp": now - 1000, "message": "[ERROR] Runtime.ImportModuleError: Unable to "
+                                                 "import module 'lambdas.trigger.handler'"}])
+        target = AwsDoctorTarget(session, "WapIngest", {})
+        target._configurations["fn"] = {"LoggingConfig": {"LogGroup": group},
+                                        "LastModified": "2020-01-01T00:00:00.000+0000"}
+        assert "Runtime.ImportModuleError" in target.init_failure("fn")
+        # A redeploy after the failure: the old error no longer counts.
+        target._configurations["fn"]["LastModified"] = "2099-01-01T00:00:00.000+0000"
+        assert target.init_failure("fn") is None

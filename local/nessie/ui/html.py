@@ -14,7 +14,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from local.ops.check_sql import first_rows_query
+from wap.lake.check_sql import first_rows_query
 
 from .pages import (
     CommitPage,

@@ -11,8 +11,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from local.ops import iceberg
-from local.ops.exceptions import CatalogError
+from wap.exceptions import CatalogError
+from wap.lake import iceberg
 
 from ..exceptions import ContentNotFoundError, NotFoundError
 from ..models import Commit, Key

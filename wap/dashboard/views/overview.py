@@ -6,10 +6,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from local.dashboard import shaping
-from local.dashboard.source import Overview
-from local.dashboard.views import common
-from local.dashboard.views.common import INFO
+from wap.dashboard import shaping
+from wap.dashboard.source import Overview
+from wap.dashboard.views import common
+from wap.dashboard.views.common import INFO
 
 EMPTY_HINT = (
     "Ingests appear here once the first file went through the flow. Locally, "

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from local.ops.exceptions import OpsError
+from wap.exceptions import OpsError
 
 if TYPE_CHECKING:
     import duckdb

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from local.ops.exceptions import CatalogError
+from wap.exceptions import CatalogError
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -15,8 +15,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from local.ops.check_sql import first_rows_query, violation_query
-from local.ops.operations import BranchRow, IngestView, Progress, RunRow
+from wap.lake.check_sql import first_rows_query, violation_query
+from wap.ops.operations import BranchRow, IngestView, Progress, RunRow
 
 STATUS_STYLES = {
     "PUBLISHED": "green",

@@ -24,15 +24,15 @@ from lambdas.common.naming import (
     iso,
     utcnow,
 )
-from local.ops import iceberg
-from local.ops.backend import Backend
-from local.ops.exceptions import (
+from wap.exceptions import (
     CatalogConflictError,
     InvalidInputError,
     NotAllowedError,
     OpsError,
     UnknownTargetError,
 )
+from wap.lake import iceberg
+from wap.ops.backend import Backend
 
 PARQUET_MAGIC = b"PAR1"
 MAX_REASON_CHARS = 500

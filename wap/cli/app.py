@@ -1,6 +1,6 @@
 """`wap`: run the Write-Audit-Publish flow locally, or operate a deployed stack.
 
-Commands are thin: parse options, call `local.ops.operations`, render with rich.
+Commands are thin: parse options, call `wap.ops.operations`, render with rich.
 Bad input ends with one line on stderr and exit code 1, before anything changed.
 """
 
@@ -21,13 +21,13 @@ from infra.constants import STACK_NAME
 from lambdas.common import constants as c
 from lambdas.common.naming import BRANCH_PREFIX
 from local.catalog_server import ENV_CATALOG_PORT, catalog_port, start_catalog
-from local.cli import render
-from local.cli.backends import NoLocalState, Target, open_backend
 from local.embedded_stack import StackStartError, tables_dir_from_env
 from local.home import HomeError, WapHome
-from local.ops import operations as ops
-from local.ops import query as query_ops
-from local.ops.exceptions import OpsError
+from wap.cli import render
+from wap.exceptions import OpsError
+from wap.ops import operations as ops
+from wap.ops import query as query_ops
+from wap.ops.backends import NoLocalState, Target, open_backend
 
 app = typer.Typer(
     add_completion=False,
@@ -337,7 +337,7 @@ def doctor(
 ) -> None:
     """Check that the stack can ingest: outputs, Lambdas, Slack secret, Nessie from the
     VPC, and a smoke job on EMR Serverless. Run it right after `cdk deploy`."""
-    from local.ops.doctor import AwsDoctorTarget, LocalDoctorTarget, render, run_doctor
+    from wap.ops.doctor import AwsDoctorTarget, LocalDoctorTarget, render, run_doctor
 
     def work() -> bool:
         with open_backend(_target(ctx), run_ingests=True, mutates=True, create=True) as backend:
@@ -361,7 +361,7 @@ def dashboard(
     open_browser: Annotated[bool, typer.Option("--open", help="open a browser tab")] = False,
 ) -> None:
     """Serve the quality dashboard (Streamlit) on 127.0.0.1 until Ctrl-C."""
-    from local.dashboard import launch
+    from wap.dashboard import launch
 
     target = _target(ctx)
     console.print(f"Dashboard on http://127.0.0.1:{port}/ (Ctrl-C to stop)")

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from lambdas.common.ledger import Ledger
-from local.ops.backend import Backend
-from local.ops.exceptions import BackendError
-from local.ops.nessie_v2 import NessieV2
+from wap.exceptions import BackendError
+from wap.ops.backend import Backend
+from wap.ops.nessie_v2 import NessieV2
 
 REQUIRED_OUTPUTS = ("SourceBucketName", "NessieApiUrl", "StateMachineArn")
 

@@ -1,4 +1,4 @@
-"""Streamlit entry point: `streamlit run local/dashboard/app.py -- [--home DIR | --aws ...]`.
+"""Streamlit entry point: `streamlit run wap/dashboard/app.py -- [--home DIR | --aws ...]`.
 
 Thin on purpose: read the target, set up the page, hand over to `st.navigation`.
 Every page has a URL: `/` (overview), `/ingest?id=<ingest id>`, `/table?name=<ns.table>`.
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from local.dashboard.options import parse_args
-from local.dashboard.views import common
+from wap.dashboard.options import parse_args
+from wap.dashboard.views import common
 
 
 def _argv() -> list[str]:

@@ -12,11 +12,12 @@ from typing import Any
 
 from lambdas.common import constants as c
 from lambdas.common.naming import INGEST_ID, NESSIE_REF_NAME
-from local.ops import iceberg, sql_sandbox
-from local.ops.backend import Backend
-from local.ops.exceptions import InvalidInputError, NotAllowedError, UnknownTargetError
-from local.ops.operations import find_ingest, parse_table, read_report
-from local.ops.sql_sandbox import QueryError, QueryResult
+from wap.exceptions import InvalidInputError, NotAllowedError, UnknownTargetError
+from wap.lake import iceberg
+from wap.ops import sql_sandbox
+from wap.ops.backend import Backend
+from wap.ops.operations import find_ingest, parse_table, read_report
+from wap.ops.sql_sandbox import QueryError, QueryResult
 
 DEFAULT_LIMIT = 100
 # The whole table is read into memory: refuse what would not fit comfortably.

@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import quote
 
 from lambdas.common import constants as c
-from local.cli.backends import Target
-from local.ops.operations import BranchRow, RunRow
+from wap.ops.backends import Target
+from wap.ops.operations import BranchRow, RunRow
 
 # Outcome groups shown on the overview, in display order, with their chart colours.
 PUBLISHED, FAILED, REJECTED, RUNNING, QUEUED, DISCARDED = (

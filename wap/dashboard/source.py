@@ -17,12 +17,12 @@ from typing import Any
 
 from lambdas.common import constants as c
 from lambdas.common.naming import utcnow
-from local.cli.backends import NoLocalState, Target, open_backend
 from local.embedded_stack import tables_dir_from_env
 from local.home import HomeError, WapHome
-from local.ops import operations as ops
-from local.ops.backend import Backend
-from local.ops.exceptions import CatalogError, OpsError
+from wap.exceptions import CatalogError, OpsError
+from wap.ops import operations as ops
+from wap.ops.backend import Backend
+from wap.ops.backends import NoLocalState, Target, open_backend
 
 TABLES_PREFIX = "tables/"
 _CONFIG_SUFFIX = ".yaml"

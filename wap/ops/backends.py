@@ -9,8 +9,8 @@ from typing import Any
 
 from infra.constants import STACK_NAME
 from local.home import WapHome
-from local.ops.backend import Backend
-from local.ops.exceptions import OpsError
+from wap.exceptions import OpsError
+from wap.ops.backend import Backend
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def open_backend(
     that run ingests (`run_ingests`) start Spark; `create` makes a missing home.
     """
     if target.is_aws:
-        from local.ops.aws_backend import AwsBackend
+        from wap.ops.aws_backend import AwsBackend
 
         with AwsBackend.connect(
             target.stack, profile=target.profile, region=target.region, nessie_url=target.nessie_url
@@ -55,7 +55,7 @@ def open_backend(
             yield backend
         return
     from local.embedded_stack import EmbeddedOptions, EmbeddedStack
-    from local.ops.backend import LocalBackend
+    from wap.ops.backend import LocalBackend
 
     home = WapHome.resolve(target.home)
     if not create and not home.exists():

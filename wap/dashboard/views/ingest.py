@@ -9,11 +9,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from local.dashboard import shaping
-from local.dashboard.source import DashboardError
-from local.dashboard.views import common
-from local.dashboard.views.common import INFO
-from local.ops.operations import IngestView
+from wap.dashboard import shaping
+from wap.dashboard.source import DashboardError
+from wap.dashboard.views import common
+from wap.dashboard.views.common import INFO
+from wap.ops.operations import IngestView
 
 STATUS_COLORS = {
     "passed": "color: #2e9e5b",

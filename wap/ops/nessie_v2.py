@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from lambdas.common.naming import NESSIE_REF_NAME, TableRef
-from local.ops.exceptions import CatalogConflictError, CatalogError, UnknownTargetError
+from wap.exceptions import CatalogConflictError, CatalogError, UnknownTargetError
 
 _TIMEOUT_SECONDS = 15
 

@@ -2,7 +2,7 @@
 
 Two implementations: `LocalBackend` (the embedded stack over a home directory) and
 `AwsBackend` (a deployed stack found by its CloudFormation outputs, in `aws_backend.py`).
-The public operations in `local.ops.operations` are written once against this class.
+The public operations in `wap.ops.operations` are written once against this class.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from lambdas.common.ledger import Ledger
 from lambdas.common.naming import split_s3_uri
-from local.ops.nessie_v2 import NessieV2
+from wap.ops.nessie_v2 import NessieV2
 
 
 class Backend(ABC):

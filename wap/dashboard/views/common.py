@@ -8,9 +8,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from local.cli.backends import Target
-from local.dashboard import shaping, source
-from local.dashboard.shaping import md_escape
+from wap.dashboard import shaping, source
+from wap.dashboard.shaping import md_escape
+from wap.ops.backends import Target
 
 INFO = ":material/info:"
 CACHE_SECONDS = 15  # ingests take minutes; a page may be 15 s old, "Refresh" clears it

@@ -109,6 +109,8 @@ def _invoke_doctor(target: DoctorTarget, trigger: str | None,
         payload = json.loads(response["Payload"].read() or b"null")
     except Exception as exc:
         return {"ok": False, "error": f"cannot invoke {trigger}: {exc}"}
+    if not isinstance(payload, dict):
+        return {"ok": False, "error": f"{trigger} answered {payload!r}"}
     if response.get("FunctionError"):
         return {"ok": False,
                 "error": f"{payload.get('errorType')}: {payload.get('errorMessage')}"}
@@ -136,8 +138,11 @@ def _smoke_checks(target: DoctorTarget, trigger: str | None, outputs: dict[str, 
     emr = target.client("emr-serverless")
     deadline = clock() + timeout
     while True:
-        run = emr.get_job_run(applicationId=started["application_id"],
-                              jobRunId=started["job_run_id"])["jobRun"]
+        try:
+            run = emr.get_job_run(applicationId=started["application_id"],
+                                  jobRunId=started["job_run_id"])["jobRun"]
+        except Exception as exc:  # e.g. AccessDenied for the user running the doctor
+            return [*checks, Check("smoke job ran", False, f"cannot read the job run: {exc}")]
         if run["state"] in ENDED or clock() >= deadline:
             break
         sleep(poll_seconds)
@@ -204,6 +209,7 @@ class AwsDoctorTarget:
         self.session = session
         self.stack_name = stack_name
         self._outputs = outputs
+        self._configurations: dict[str, dict[str, Any]] = {}
         self.label = f"stack {stack_name} in {session.region_name}"
 
     def outputs(self) -> dict[str, str]:
@@ -220,20 +226,44 @@ class AwsDoctorTarget:
                 if resource["ResourceType"] != "AWS::Lambda::Function":
                     continue
                 name = resource["PhysicalResourceId"]
-                handler = lam.get_function_configuration(FunctionName=name).get("Handler", "")
+                configuration = lam.get_function_configuration(FunctionName=name)
+                handler = configuration.get("Handler", "")
                 if handler.startswith("lambdas."):
                     found[handler.split(".")[1]] = name
+                    self._configurations[name] = configuration
         return found
 
     def init_failure(self, function_name: str) -> str | None:
-        """An init error in the function's logs of the last day (the runtime logs
-        `Runtime.ImportModuleError` when the handler's module does not import)."""
+        """The latest `Runtime.ImportModuleError` the function logged since it was last
+        deployed (the runtime logs one when the handler's module does not import)."""
+        configuration = self._configurations.get(function_name, {})
+        # The stack gives each function a log group of its own (LoggingConfig), not
+        # /aws/lambda/<name>.
+        group = configuration.get("LoggingConfig", {}).get("LogGroup") or (
+            f"/aws/lambda/{function_name}")
+        since = _epoch_ms(configuration.get("LastModified")) or int(
+            (time.time() - 86400) * 1000)
         logs = self.client("logs")
+        latest: dict[str, Any] | None = None
         try:
-            events = logs.filter_log_events(
-                logGroupName=f"/aws/lambda/{function_name}",
-                startTime=int((time.time() - 86400) * 1000),
-                filterPattern='"Runtime.ImportModuleError"', limit=1)["events"]
+            pages = logs.get_paginator("filter_log_events").paginate(
+                logGroupName=group, startTime=since, filterPattern='"Runtime.ImportModuleError"')
+            for page in pages:
+                for event in page["events"]:
+                    if latest is None or event["timestamp"] > latest["timestamp"]:
+                        latest = event
         except logs.exceptions.ResourceNotFoundException:
             return None  # never invoked
-        return events[0]["message"].strip()[:300] if events else None
+        return latest["message"].strip()[:300] if latest else None
+
+
+def _epoch_ms(last_modified: str | None) -> int | None:
+    """Lambda's `LastModified` (`2026-11-23T10:00:00.000+0000`) in epoch milliseconds."""
+    from datetime import datetime
+
+    if not last_modified:
+        return None
+    try:
+        return int(datetime.strptime(last_modified, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() * 1000)
+    except ValueError:
+        return None

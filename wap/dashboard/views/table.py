@@ -8,12 +8,12 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from local.dashboard import shaping
-from local.dashboard.source import DashboardError, TablePage
-from local.dashboard.views import common
-from local.dashboard.views.common import INFO
 from spark_jobs.errors import ConfigError
 from spark_jobs.table_config import default_config, parse_table_config
+from wap.dashboard import shaping
+from wap.dashboard.source import DashboardError, TablePage
+from wap.dashboard.views import common
+from wap.dashboard.views.common import INFO
 
 
 def render() -> None:

@@ -1,0 +1,112 @@
+"""The house plan, enforced: which packages may import which, and no cycles.
+
+- What is deployed (`lambdas/`, `spark_jobs/`, `infra/`) never imports the local runtime
+  (`local/`), the tools (`wap/`), `tests/` or `bench/`.
+- Nothing but `tests/` imports `tests/`.
+- No import cycles between packages (`wap.cli`, `local.aws`, `lambdas.common`, ...; a
+  top-level module such as `local/home.py` counts as a package of its own).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIRST_PARTY = ("infra", "lambdas", "spark_jobs", "local", "wap", "tests", "bench")
+DEPLOYED = ("lambdas", "spark_jobs", "infra")
+
+
+def _imports() -> dict[str, set[tuple[str, str]]]:
+    """Package -> {(imported module, file that imports it)} over every first-party file."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for top in FIRST_PARTY:
+        for path in (REPO / top).rglob("*.py"):
+            module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+            package = _package(module.removesuffix(".__init__"))
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [node.module]
+                for name in names:
+                    if name.split(".")[0] in FIRST_PARTY:
+                        found.setdefault(package, set()).add(
+                            (name, str(path.relative_to(REPO))))
+    return found
+
+
+def _package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+@pytest.mark.parametrize("deployed", DEPLOYED)
+def test_what_is_deployed_imports_no_local_tool_or_test_code(deployed):
+    bad = sorted((f, name) for package, imports in _imports().items()
+                 if package.split(".")[0] == deployed
+                 for name, f in imports
+                 if name.split(".")[0] in ("local", "wap", "tests", "bench"))
+    assert bad == []
+
+
+def test_nothing_but_the_tests_imports_the_tests():
+    bad = sorted((f, name) for package, imports in _imports().items()
+                 if package.split(".")[0] != "tests"
+                 for name, f in imports if name.split(".")[0] == "tests")
+    assert bad == []
+
+
+def test_no_import_cycles_between_packages():
+    graph: dict[str, set[str]] = {}
+    for package, imports in _imports().items():
+        if package.split(".")[0] in ("tests", "bench"):
+            continue
+        for name, _ in imports:
+            target = _package(name)
+            if target != package and target.split(".")[0] not in ("tests", "bench"):
+                graph.setdefault(package, set()).add(target)
+    cycles = {tuple(sorted(cycle)) for cycle in _cycles(graph)}
+    assert cycles == set(), cycles
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one package (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) != []
+    assert _cycles({"a": {"b"}, "b": {"c"}}) == []
