@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -70,25 +69,10 @@ def _copy_tree(files: Iterable[Path], source_root: Path, target_root: Path) -> N
         shutil.copyfile(path, target)
 
 
-_LAMBDAS_REFERENCE = re.compile(r"\blambdas\.([a-z_][a-z0-9_]*)")
-
-
-def bundled_packages(name: str, *, lambdas_dir: Path) -> set[str]:
-    """`name`, `common` and every `lambdas.<pkg>` they reference, transitively.
-
-    Lazy imports count too (common's alert helper imports `lambdas.alert`
-    inside a function), so the scan reads the sources rather than importing them.
-    """
-    wanted, seen = [name, "common"], set()
-    while wanted:
-        package = wanted.pop()
-        if package in seen or not (lambdas_dir / package).is_dir():
-            continue
-        seen.add(package)
-        for path in _source_files(lambdas_dir / package):
-            if path.suffix == ".py":
-                wanted += _LAMBDAS_REFERENCE.findall(path.read_text(encoding="utf-8"))
-    return seen
+def bundled_packages(name: str) -> set[str]:
+    """`name` and `common`: a Lambda's package imports only itself and `lambdas.common`
+    (tests/test_import_rules.py keeps it so), so nothing else goes into its bundle."""
+    return {name, "common"}
 
 
 def function_code(name: str, *, lambdas_dir: Path,
@@ -98,7 +82,7 @@ def function_code(name: str, *, lambdas_dir: Path,
     if not (package / "handler.py").is_file():
         raise BundlingError(f"{package / 'handler.py'} does not exist: no code for Lambda {name!r}")
     files = [lambdas_dir / "__init__.py"]
-    for member in sorted(bundled_packages(name, lambdas_dir=lambdas_dir)):
+    for member in sorted(bundled_packages(name)):
         files += _source_files(lambdas_dir / member)
     files = [path for path in files if path.is_file()]
     digest = _digest((str(p.relative_to(lambdas_dir)), p.read_bytes()) for p in files)

@@ -141,7 +141,8 @@ class FunctionSpec:
 
 _C = Capability
 # Read from the handlers' calls: start_ingest (branch, StartJobRun, StartExecution, ledger),
-# alerts sent directly through lambdas.alert (Slack token, report), EMR and SFN polling.
+# alerts sent directly through lambdas.common.alerting (Slack token, report), EMR and SFN
+# polling.
 _START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.START_EXECUTION}
 _ALERTS = {_C.SLACK_TOKEN_READ, _C.REPORTS_READ}
 FUNCTIONS: tuple[FunctionSpec, ...] = (

@@ -52,6 +52,18 @@ def test_what_is_deployed_imports_no_local_tool_or_test_code(deployed):
     assert bad == []
 
 
+def test_a_lambda_imports_only_its_own_package_and_common():
+    """What keeps each Lambda's bundle to its package and lambdas/common (infra/bundling.py)."""
+    bad = []
+    for package, imports in _imports().items():
+        if package.split(".")[0] != "lambdas" or package == "lambdas":
+            continue
+        allowed = {package, "lambdas.common", "lambdas"}
+        bad += sorted((f, name) for name, f in imports
+                      if name.split(".")[0] == "lambdas" and _package(name) not in allowed)
+    assert bad == []
+
+
 def test_nothing_but_the_tests_imports_the_tests():
     bad = sorted((f, name) for package, imports in _imports().items()
                  if package.split(".")[0] != "tests"

@@ -27,10 +27,10 @@ def alert_event(
 
 
 def send_alert_quietly(event: dict[str, Any]) -> bool:
-    """Send through `lambdas.alert.notify.send_alert`; never raises (an alert cannot change
-    the recorded outcome). Returns whether Slack accepted it."""
+    """Send through `alerting.notify.send_alert`; never raises (an alert cannot change the
+    recorded outcome). Returns whether Slack accepted it."""
     try:
-        from lambdas.alert.notify import send_alert
+        from lambdas.common.alerting.notify import send_alert
 
         return bool(send_alert(event).get("delivered"))
     except Exception:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lambdas.alert.slack import RetryPolicy
+from lambdas.common.alerting.slack import RetryPolicy
 from local.slack_standin import start_slack_standin
 
 EVENTS = Path(__file__).parent / "events"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from lambdas.alert.event import AlertEvent
-from lambdas.alert.exceptions import AlertEventError
-from lambdas.alert.links import execution_console_url, nessie_branch_url, s3_console_url
-from lambdas.alert.message import build_message, escape
-from lambdas.alert.report import failed_checks
+from lambdas.common.alerting.event import AlertEvent
+from lambdas.common.alerting.exceptions import AlertEventError
+from lambdas.common.alerting.links import execution_console_url, nessie_branch_url, s3_console_url
+from lambdas.common.alerting.message import build_message, escape
+from lambdas.common.alerting.report import failed_checks
 
 from .blockkit import all_text, assert_valid_blocks
 from .conftest import load_event

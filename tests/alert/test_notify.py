@@ -10,15 +10,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from lambdas.alert.config import AlertConfig
-from lambdas.alert.exceptions import (
+from lambdas.common.alerting.config import AlertConfig
+from lambdas.common.alerting.exceptions import (
     AlertConfigError,
     AlertDeliveryError,
     AlertEventError,
     AlertRejectedError,
 )
-from lambdas.alert.log import logger
-from lambdas.alert.notify import send_alert
+from lambdas.common.alerting.log import logger
+from lambdas.common.alerting.notify import send_alert
 
 from .blockkit import all_text, assert_valid_blocks
 from .conftest import EVENTS, TOKEN, load_event

@@ -11,7 +11,7 @@ import sys
 import pytest
 import requests
 
-from lambdas.alert.links import nessie_table_url
+from lambdas.common.alerting.links import nessie_table_url
 from tests.cli.conftest import assert_one_line_error, run_wap
 from tests.cli.test_dashboard_command import REPO, free_port, wait_for
 from tests.lake_seed import BRANCH, FAILED_ID, seed_home

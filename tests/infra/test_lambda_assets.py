@@ -89,7 +89,7 @@ def test_every_handler_imports_from_its_bundle(synthesized, python, tmp_path):
 
 
 def test_code_assets_carry_every_lambdas_package_their_sources_name(synthesized):
-    """Lazy imports too: lambdas.common.alerts imports lambdas.alert inside a function."""
+    """Every `lambdas.<package>` a bundled source names is in the bundle, and nothing else."""
     assets = _asset_dirs(synthesized)
     for function in _our_functions(synthesized):
         code = assets[function["Code"]["S3Key"]]

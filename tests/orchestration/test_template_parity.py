@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lambdas.alert.config import AlertConfig
+from lambdas.common.alerting.config import AlertConfig
 from lambdas.common.config import load_settings
 from local.aws import template as template_module
 from local.aws.emr_serverless import (

@@ -274,7 +274,7 @@ def look_lines(
     branch: str, table: str | None, ui_base: str | None, *, wap: str, local: bool
 ) -> list[str]:
     """Where to look at a failed branch's data: its table in the catalog UI, and SQL."""
-    from lambdas.alert.links import nessie_table_url
+    from lambdas.common.alerting.links import nessie_table_url
 
     lines = []
     sql = first_rows_query(table) if table else None
@@ -308,7 +308,7 @@ def alert_links(message: dict[str, Any]) -> list[str]:
 
 def inspect_lines(view: IngestView, ui_base: str | None, *, wap: str, local: bool) -> list[str]:
     """How to look at an open branch: its catalog UI pages, and a `wap query` per failed check."""
-    from lambdas.alert.links import nessie_branch_url, nessie_table_url
+    from lambdas.common.alerting.links import nessie_branch_url, nessie_table_url
 
     record = view.record
     branch, table = record.get("branch"), record.get("table")

@@ -416,7 +416,7 @@ def nessie_links(
 ) -> list[tuple[str, str]]:
     """(label, URL) of the branch and of the table on it in the Nessie UI (http(s) only);
     `with_diff` adds the local catalog UI's page of what the branch adds to main."""
-    from lambdas.alert.links import nessie_branch_url, nessie_table_url
+    from lambdas.common.alerting.links import nessie_branch_url, nessie_table_url
 
     if (
         not ui_base

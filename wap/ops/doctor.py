@@ -82,8 +82,8 @@ def _function_check(target: DoctorTarget, name: str, function: str | None) -> Ch
 
 
 def _slack_check(target: DoctorTarget, secret_arn: str | None) -> Check:
-    from lambdas.alert.exceptions import AlertError
-    from lambdas.alert.secrets import load_slack_token
+    from lambdas.common.alerting.exceptions import AlertError
+    from lambdas.common.alerting.secrets import load_slack_token
 
     if not secret_arn:
         return Check("slack secret", False, "no SlackSecretArn output")

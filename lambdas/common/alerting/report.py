@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from lambdas.alert.exceptions import AlertError
+from lambdas.common.alerting.exceptions import AlertError
 
 # A report with a few thousand checks and 5 samples each stays well below this.
 MAX_REPORT_BYTES = 20 * 1024 * 1024

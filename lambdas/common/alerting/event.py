@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lambdas.alert.exceptions import AlertEventError
+from lambdas.common.alerting.exceptions import AlertEventError
 
 KNOWN_OUTCOMES = ("AUDIT_FAILED", "REJECTED", "JOB_FAILED", "PUBLISH_FAILED")
 

@@ -11,14 +11,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lambdas.alert.event import AlertEvent
-from lambdas.alert.links import (
+from lambdas.common.alerting.event import AlertEvent
+from lambdas.common.alerting.links import (
     browsable_url,
     execution_console_url,
     nessie_branch_url,
     nessie_table_url,
 )
-from lambdas.alert.report import CheckFailure
+from lambdas.common.alerting.report import CheckFailure
 
 # Block Kit limits (docs.slack.dev/reference/block-kit): 50 blocks per message, 3000 characters
 # per section text, 150 per header. Slack also rejects messages whose blocks add up to roughly

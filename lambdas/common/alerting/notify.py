@@ -7,14 +7,19 @@ from typing import Any
 
 from slack_sdk import WebClient
 
-from lambdas.alert.config import ENV_SLACK_CHANNEL, AlertConfig
-from lambdas.alert.event import AlertEvent
-from lambdas.alert.exceptions import AlertConfigError, AlertError, AlertEventError
-from lambdas.alert.log import logger
-from lambdas.alert.message import SlackMessage, build_message
-from lambdas.alert.report import CheckFailure, ReportUnavailableError, failed_checks, load_report
-from lambdas.alert.secrets import load_slack_token
-from lambdas.alert.slack import RetryPolicy, build_client, post_message
+from lambdas.common.alerting.config import ENV_SLACK_CHANNEL, AlertConfig
+from lambdas.common.alerting.event import AlertEvent
+from lambdas.common.alerting.exceptions import AlertConfigError, AlertError, AlertEventError
+from lambdas.common.alerting.log import logger
+from lambdas.common.alerting.message import SlackMessage, build_message
+from lambdas.common.alerting.report import (
+    CheckFailure,
+    ReportUnavailableError,
+    failed_checks,
+    load_report,
+)
+from lambdas.common.alerting.secrets import load_slack_token
+from lambdas.common.alerting.slack import RetryPolicy, build_client, post_message
 
 NO_TOKEN_REASON = "no slack token configured"  # noqa: S105 (a message)
 _LOGGED_CHECKS = 100

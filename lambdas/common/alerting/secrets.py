@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from lambdas.alert.exceptions import AlertConfigError, AlertDeliveryError
+from lambdas.common.alerting.exceptions import AlertConfigError, AlertDeliveryError
 
 # botocore logs every response body at DEBUG, GetSecretValue's (the token) included; with the
 # Lambda log level at DEBUG the token would land in CloudWatch. Keep that logger above DEBUG.

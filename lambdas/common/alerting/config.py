@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from lambdas.alert.exceptions import AlertConfigError
+from lambdas.common.alerting.exceptions import AlertConfigError
 
 ENV_SLACK_SECRET_ARN = "WAP_SLACK_SECRET_ARN"  # noqa: S105 (a variable name)
 ENV_SLACK_CHANNEL = "WAP_SLACK_CHANNEL"

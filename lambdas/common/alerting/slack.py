@@ -24,8 +24,8 @@ from slack_sdk.http_retry import (
 )
 from slack_sdk.http_retry.builtin_handlers import ServerErrorRetryHandler
 
-from lambdas.alert.exceptions import AlertDeliveryError, AlertRejectedError
-from lambdas.alert.message import SlackMessage
+from lambdas.common.alerting.exceptions import AlertDeliveryError, AlertRejectedError
+from lambdas.common.alerting.message import SlackMessage
 
 # ok:false codes that Slack documents as transient; everything else is a final answer.
 RETRYABLE_SLACK_ERRORS = frozenset(
