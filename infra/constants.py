@@ -107,6 +107,7 @@ class Capability(Enum):
 
     LEDGER_READ = "ledger-read"
     LEDGER_WRITE = "ledger-write"
+    LEDGER_QUERY_INDEXES = "ledger-query-indexes"
     SOURCE_READ = "source-read"
     REPORTS_READ = "reports-read"
     START_JOB = "start-job"
@@ -168,6 +169,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     # Recovers locks of ended executions, cancels their job runs, deletes expired branches
     # and staged copies of final ingests, alerts.
     FunctionSpec("sweeper", frozenset({*_START_INGEST, *_ALERTS, _C.WATCH_EXECUTION,
-                                       _C.WATCH_JOB, _C.STAGING_DELETE}),
+                                       _C.WATCH_JOB, _C.STAGING_DELETE,
+                                       _C.LEDGER_QUERY_INDEXES}),
                  timeout_seconds=300),
 )

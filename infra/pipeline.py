@@ -9,6 +9,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -143,15 +144,20 @@ class Pipeline(Construct):
         resources = self.definition.task_resources(
             {name: "${" + name + "}" if name in arn_names else str(value)
              for name, value in self.substitutions.items()})
-        unknown = []
+        unknown, invoked = [], []
         for resource, parameters in resources:
             target = resource
             if resource.startswith(_LAMBDA_INVOKE):
                 target = str(parameters.get("FunctionName", parameters.get("FunctionName.$", "")))
             if target in by_arn_placeholder:
-                self.functions[by_arn_placeholder[target]].grant_invoke(role)
+                invoked.append(self.functions[by_arn_placeholder[target]].function_arn)
             else:
                 unknown.append(resource)
+        if invoked:
+            # The definition names unqualified function ARNs; `grant_invoke` would also
+            # allow every version and alias (`<arn>:*`), which nothing invokes.
+            role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["lambda:InvokeFunction"], resources=sorted(set(invoked))))
         if unknown:
             raise definition.DefinitionError(
                 f"{self.definition.path}: Task resources {sorted(set(unknown))} are not our "

@@ -143,10 +143,22 @@ class WapStack(Stack):
             arn_format=ArnFormat.COLON_RESOURCE_NAME)
         for name, function in pipeline.functions.items():
             capabilities = pipeline.specs[name].capabilities
+            # Not CDK's grant_*_data: those add every index and stream action. Only the
+            # sweeper queries an index; nothing scans or reads streams.
             if Capability.LEDGER_READ in capabilities:
-                pipeline.ledger.grant_read_data(function)
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query",
+                             "dynamodb:ConditionCheckItem", "dynamodb:DescribeTable"],
+                    resources=[pipeline.ledger.table_arn]))
+            if Capability.LEDGER_QUERY_INDEXES in capabilities:
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["dynamodb:Query"],
+                    resources=[f"{pipeline.ledger.table_arn}/index/*"]))
             if Capability.LEDGER_WRITE in capabilities:
-                pipeline.ledger.grant_write_data(function)
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                             "dynamodb:BatchWriteItem"],
+                    resources=[pipeline.ledger.table_arn]))
             if Capability.SOURCE_READ in capabilities:
                 storage.source.grant_read(function)
             if Capability.STAGING_WRITE in capabilities:

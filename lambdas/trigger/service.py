@@ -24,12 +24,12 @@ from lambdas.common.naming import (
     utcnow,
 )
 from lambdas.common.nessie import NessieGateway
+from lambdas.common.parquet import magic_bytes_problem
 from lambdas.common.staging import SourceVersionGone, stage_version, staged_uri
 from lambdas.trigger.events import ObjectCreated
 
 IGNORED = "IGNORED"
 DUPLICATE = "DUPLICATE"
-PARQUET_MAGIC = b"PAR1"
 
 
 @dataclass(frozen=True)
@@ -72,14 +72,7 @@ def _magic_bytes_problem(obj: ObjectCreated, s3: Any) -> str | None:
             return (f"source object {s3_uri(obj.bucket, obj.key)} (version {obj.version}) "
                     "no longer exists")
         raise
-    if len(head_bytes) < 4 or len(tail_bytes) < 4 or (obj.size is not None and obj.size < 12):
-        return f"not a parquet file: {obj.key} is too short to hold a parquet footer"
-    if head_bytes != PARQUET_MAGIC or tail_bytes != PARQUET_MAGIC:
-        return (
-            f"not a parquet file: {obj.key} does not start and end with the parquet "
-            "magic bytes PAR1 (is it a CSV or another format renamed .parquet?)"
-        )
-    return None
+    return magic_bytes_problem(obj.key, head_bytes, tail_bytes, obj.size)
 
 
 def handle_object(

@@ -411,14 +411,15 @@ class IamEnforcer:
 
     def _hide_missing_key(self, principal: Principal, client: Any, operation: str,
                           params: Mapping[str, Any], exc: Exception) -> None:
-        """S3 answers a read of a missing key with 403 when the caller may not list the
-        bucket (so keys cannot be probed); moto answers 404 regardless."""
+        """S3 answers a read of a missing key (or version) with 403 when the caller may not
+        list the bucket, so keys cannot be probed; moto answers 404 regardless."""
         from botocore.exceptions import ClientError
 
         if (client.meta.service_model.service_name != "s3"
                 or operation not in ("GetObject", "HeadObject")
                 or not isinstance(exc, ClientError)
-                or exc.response.get("Error", {}).get("Code") not in ("NoSuchKey", "404")):
+                or exc.response.get("Error", {}).get("Code") not in (
+                    "NoSuchKey", "NoSuchVersion", "404")):
             return
         listing = Request("s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}")
         statement = self._decide(principal, listing)

@@ -539,3 +539,16 @@ def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweep
     swept = stack.invoke("sweeper", {"source": "aws.events"})
     assert swept["restarted"] == [record["ingest_id"]]
     assert wait_for_key(stack, key)["status"] == "PUBLISHED"
+
+
+def test_a_run_that_succeeds_without_its_report_is_never_a_pass(make_stack, slack):
+    """EMR says SUCCESS but no report exists: job_status (allowed to list the artifacts
+    bucket, so S3 answers 404, not 403) records an infrastructure error, never PASSED."""
+    stack = make_stack(job=lambda argv: None)
+    stack.drop_file("noreport/orders/x.parquet", fake_parquet("nr"))
+    record = wait_for_key(stack, "noreport/orders/x.parquet")
+    stack.wait_idle()
+
+    assert record["status"] == "JOB_FAILED", record
+    assert "wrote no audit report" in record["error"], record
+    assert stack.iam.denied == []

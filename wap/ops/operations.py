@@ -24,6 +24,7 @@ from lambdas.common.naming import (
     iso,
     utcnow,
 )
+from lambdas.common.parquet import magic_bytes_problem
 from wap.exceptions import (
     CatalogConflictError,
     InvalidInputError,
@@ -34,7 +35,6 @@ from wap.exceptions import (
 from wap.lake import iceberg
 from wap.ops.backend import Backend
 
-PARQUET_MAGIC = b"PAR1"
 MAX_REASON_CHARS = 500
 PUBLISHABLE = frozenset({c.AUDIT_FAILED})
 
@@ -370,10 +370,9 @@ def check_parquet_file(path: Path) -> None:
         head = handle.read(4)
         handle.seek(max(size - 4, 0))
         tail = handle.read(4)
-    if size < 12 or head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
-        raise InvalidInputError(
-            f"not a parquet file: {path} does not start and end with the parquet magic bytes PAR1"
-        )
+    problem = magic_bytes_problem(str(path), head, tail, size)
+    if problem:
+        raise InvalidInputError(problem)
 
 
 def drop_files(backend: Backend, paths: Sequence[Path | str], table: str) -> list[Dropped]:
