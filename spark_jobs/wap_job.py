@@ -43,7 +43,7 @@ from spark_jobs.schema_policy import plan_schema
 from spark_jobs.sources import expand_sources, read_sources
 from spark_jobs.table_config import TableConfig, default_config, parse_table_config
 from spark_jobs.writer import (
-    TableRef,
+    CatalogTable,
     append,
     check_iceberg_types,
     check_partitioning,
@@ -161,7 +161,7 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     step = report.timed("footer_s", step)
 
     conf = configure_run_catalog(spark, args.catalog, args.run_catalog, args.branch)
-    ref = TableRef(args.run_catalog, namespace, table)
+    ref = CatalogTable(args.run_catalog, namespace, table)
     current = load_table(spark, ref)
     existing = spark_schema(spark, current) if current is not None else None
     reused = find_ingest_snapshot(current, args.ingest_id) if current is not None else None
@@ -204,7 +204,7 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     report.settle()
 
 
-def _audit(spark, ref: TableRef, written, checks, args: JobArgs, report: Report):
+def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Report):
     start = time.perf_counter()
     checked = {name for check in checks for name in check.spec.columns}
     dictionary = {check.column for check in checks if check.spec.kind == "accepted_values"
@@ -222,7 +222,7 @@ def _audit(spark, ref: TableRef, written, checks, args: JobArgs, report: Report)
         return reader.load(ref.sql)
 
     def main_rows():
-        main_ref = TableRef(args.catalog, ref.namespace, ref.table)
+        main_ref = CatalogTable(args.catalog, ref.namespace, ref.table)
         return spark.table(main_ref.sql) if spark.catalog.tableExists(main_ref.sql) else None
 
     observed = written.observed

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class TableRef:
+class CatalogTable:
     """`catalog.namespace.table`, each part already validated."""
 
     catalog: str
@@ -63,7 +63,7 @@ class AppendResult:
     observe_wait_s: float = 0.0
 
 
-def load_table(spark: SparkSession, ref: TableRef):
+def load_table(spark: SparkSession, ref: CatalogTable):
     """The Java Iceberg table on the run's branch, None when it does not exist there."""
     if not spark.catalog.tableExists(ref.sql):
         return None
@@ -119,7 +119,7 @@ def check_partitioning(partition_by: tuple[PartitionField, ...], schema: T.Struc
             raise ConfigError(f"partition_by: column {part.column!r} is not in the table")
 
 
-def prepare_table(spark: SparkSession, ref: TableRef, plan: SchemaPlan,
+def prepare_table(spark: SparkSession, ref: CatalogTable, plan: SchemaPlan,
                   partition_by: tuple[PartitionField, ...]) -> None:
     """Create the namespace and table on the branch when missing, then evolve the schema.
 
@@ -179,7 +179,7 @@ def find_ingest_snapshot(table, ingest_id: str) -> AppendResult | None:
     return None
 
 
-def append(spark: SparkSession, ref: TableRef, frame: DataFrame, plan: SchemaPlan,
+def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: SchemaPlan,
            ingest_id: str, sources: list[str],
            observe: list[Column] | None = None) -> AppendResult:
     """Append the file rows shaped for the table; the snapshot is stamped with the ingest.

@@ -6,14 +6,17 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from lambdas.common.alerting.event import AlertEvent
+
 _log = logging.getLogger(__name__)
 
 
 def alert_event(
     record: Mapping[str, Any], *, outcome: str, reason: str | None, execution_arn: str | None = None
 ) -> dict[str, Any]:
-    """The alert Lambda's input for an ingest that did not publish."""
-    return {
+    """The alert Lambda's input for an ingest that did not publish, built and checked by the
+    one definition of the event (`AlertEvent`); raises AlertEventError naming a bad field."""
+    return AlertEvent.from_dict({
         "ingest_id": record["ingest_id"],
         "table": record.get("table") or "unknown",
         "source_uri": record.get("source_uri"),
@@ -23,7 +26,7 @@ def alert_event(
         "report_uri": record.get("report_uri"),
         "execution_arn": execution_arn or record.get("execution_arn"),
         "log_uri": record.get("log_uri"),
-    }
+    }).to_dict()
 
 
 def send_alert_quietly(event: dict[str, Any]) -> bool:

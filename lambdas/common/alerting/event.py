@@ -1,9 +1,10 @@
-"""The alert event the state machine sends, parsed and checked at the edge."""
+"""The alert event: the one definition, built by the functions that alert (through
+`lambdas/common/alerts.py`) and parsed and checked where the alert Lambda receives it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from lambdas.common.alerting.exceptions import AlertEventError
@@ -48,3 +49,7 @@ class AlertEvent:
                 )
             values[name] = value.strip() if value and value.strip() else None
         return cls(**values)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, str | None]:
+        """The JSON object the alert Lambda receives (the state machine passes it on)."""
+        return asdict(self)

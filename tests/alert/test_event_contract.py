@@ -1,0 +1,26 @@
+"""The alert event has one definition: what the functions build is what the alert Lambda parses."""
+
+from __future__ import annotations
+
+import pytest
+
+from lambdas.common.alerting.event import AlertEvent
+from lambdas.common.alerting.exceptions import AlertEventError
+from lambdas.common.alerts import alert_event
+
+RECORD = {"ingest_id": "abc123", "table": "sales.orders", "source_uri": "s3://src/k.parquet",
+          "branch": "wap_sales_orders_x", "report_uri": "s3://art/reports/r.json",
+          "execution_arn": "arn:aws:states:eu-west-1:1:execution:m:abc123", "log_uri": None}
+
+
+def test_what_the_functions_build_the_alert_lambda_parses_unchanged():
+    event = alert_event(RECORD, outcome="JOB_FAILED", reason="executor lost")
+    assert AlertEvent.from_dict(event).to_dict() == event
+    assert event["outcome"] == "JOB_FAILED" and event["table"] == "sales.orders"
+
+
+def test_a_bad_field_is_refused_when_the_event_is_built_not_when_it_is_sent():
+    with pytest.raises(AlertEventError, match="branch"):
+        alert_event({**RECORD, "branch": 42}, outcome="AUDIT_FAILED", reason=None)
+    with pytest.raises(AlertEventError, match="outcome"):
+        alert_event(RECORD, outcome="", reason=None)
