@@ -57,9 +57,9 @@ def _read_s3(bucket: str, key: str, s3) -> bytes:
     if not bucket or not key:
         raise ReportUnavailableError(f"incomplete S3 URI: s3://{bucket}/{key}")
     if s3 is None:
-        import boto3
+        from lambdas.common import aws
 
-        s3 = boto3.client("s3")
+        s3 = aws.client("s3")
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:

@@ -23,9 +23,9 @@ def load_slack_token(secret_arn: str, *, client=None) -> str | None:
     without a token), AlertDeliveryError when Secrets Manager failed transiently.
     """
     if client is None:
-        import boto3
+        from lambdas.common import aws
 
-        client = boto3.client("secretsmanager")
+        client = aws.client("secretsmanager")
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
