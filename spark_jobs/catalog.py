@@ -56,6 +56,27 @@ def configure_run_catalog(spark, template: str, run_catalog: str, branch: str) -
     return wanted
 
 
+def nessie_request(conf: dict[str, str], catalog: str, method: str, path: str,
+                   body: object = None, timeout_s: float = 30.0) -> dict:
+    """One Nessie API v2 call at the catalog's `uri` (with its bearer token, if any): the
+    JSON answer. CatalogError when the catalog has no http(s) uri; the HTTP and network
+    errors of urllib otherwise."""
+    prefix = CATALOG_PREFIX + catalog
+    base = conf.get(prefix + ".uri", "").rstrip("/")
+    if urllib.parse.urlsplit(base).scheme not in ("http", "https"):
+        raise CatalogError(f"catalog {catalog!r} has no http(s) Nessie uri: {base!r}")
+    request = urllib.request.Request(  # noqa: S310 - scheme checked above
+        base + path, method=method, headers={"Accept": "application/json"},
+        data=None if body is None else json.dumps(body).encode())
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    if conf.get(prefix + ".authentication.type", "").upper() == "BEARER":
+        request.add_header("Authorization",
+                           "Bearer " + conf.get(prefix + ".authentication.token", ""))
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
+        return json.load(response)
+
+
 def nessie_branch_hash(conf: dict[str, str], catalog: str, branch: str,
                        timeout_s: float = 30.0) -> str:
     """The head hash of `branch` from Nessie API v2 (`GET <uri>/trees/<branch>`).
@@ -64,19 +85,12 @@ def nessie_branch_hash(conf: dict[str, str], catalog: str, branch: str,
     when Nessie cannot be reached or does not know the branch.
     """
     validate_branch(branch)
-    prefix = CATALOG_PREFIX + catalog
-    base = conf.get(prefix + ".uri", "").rstrip("/")
-    if urllib.parse.urlsplit(base).scheme not in ("http", "https"):
-        raise CatalogError(f"catalog {catalog!r} has no http(s) Nessie uri: {base!r}")
-    request = urllib.request.Request(  # noqa: S310 - scheme checked above
-        f"{base}/trees/{urllib.parse.quote(branch, safe='')}",
-        headers={"Accept": "application/json"})
-    if conf.get(prefix + ".authentication.type", "").upper() == "BEARER":
-        request.add_header("Authorization",
-                           "Bearer " + conf.get(prefix + ".authentication.token", ""))
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
-            body = json.load(response)
+        body = nessie_request(conf, catalog, "GET",
+                              f"/trees/{urllib.parse.quote(branch, safe='')}",
+                              timeout_s=timeout_s)
+    except CatalogError:
+        raise
     except Exception as exc:
         raise CatalogError(f"cannot read the hash of branch {branch!r} from Nessie: "
                            f"{exc}") from exc

@@ -10,13 +10,17 @@ API v2, opens the catalog on it, drops the branch, and writes a report of every 
 from __future__ import annotations
 
 import argparse
-import json
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from spark_jobs.catalog import CATALOG_PREFIX, catalog_conf, configure_run_catalog
+from spark_jobs.catalog import (
+    CATALOG_PREFIX,
+    catalog_conf,
+    configure_run_catalog,
+    nessie_request,
+)
 from spark_jobs.identifiers import validate_branch
 from spark_jobs.report import write_report
 
@@ -34,19 +38,6 @@ def parse_smoke_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     validate_branch(args.branch)
     return args
-
-
-def _nessie(conf: dict[str, str], catalog: str, method: str, path: str,
-            body: Any = None) -> dict[str, Any]:
-    base = conf.get(CATALOG_PREFIX + catalog + ".uri", "").rstrip("/")
-    if urllib.parse.urlsplit(base).scheme not in ("http", "https"):
-        raise ValueError(f"catalog {catalog!r} has no http(s) Nessie uri: {base!r}")
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(  # noqa: S310 - scheme checked above
-        base + path, data=data, method=method,
-        headers={"Accept": "application/json", "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
-        return json.load(response)
 
 
 def run_smoke(spark, args: argparse.Namespace) -> dict[str, Any]:
@@ -77,9 +68,10 @@ def run_smoke(spark, args: argparse.Namespace) -> dict[str, Any]:
     branch = urllib.parse.quote(args.branch, safe="")
 
     def create() -> str:
-        main = _nessie(conf, args.catalog, "GET", "/trees/-")["reference"]
-        created = _nessie(conf, args.catalog, "POST", f"/trees?name={branch}&type=BRANCH",
-                          {"type": "BRANCH", "name": main["name"], "hash": main["hash"]})
+        main = nessie_request(conf, args.catalog, "GET", "/trees/-")["reference"]
+        created = nessie_request(
+            conf, args.catalog, "POST", f"/trees?name={branch}&type=BRANCH",
+            {"type": "BRANCH", "name": main["name"], "hash": main["hash"]})
         return f"{args.branch} at {created['reference']['hash'][:12]}"
 
     if step("create a Nessie branch", create):
@@ -90,9 +82,9 @@ def run_smoke(spark, args: argparse.Namespace) -> dict[str, Any]:
             return f"{len(namespaces)} namespace(s) on {args.branch}"
 
         def drop() -> str:
-            head = _nessie(conf, args.catalog, "GET", f"/trees/{branch}")["reference"]["hash"]
-            _nessie(conf, args.catalog, "DELETE",
-                    f"/trees/{urllib.parse.quote(args.branch + '@' + head, safe='')}")
+            ref = nessie_request(conf, args.catalog, "GET", f"/trees/{branch}")["reference"]
+            at = urllib.parse.quote(f"{args.branch}@{ref['hash']}", safe="")
+            nessie_request(conf, args.catalog, "DELETE", f"/trees/{at}")
             return f"{args.branch} deleted"
 
         step("open the Iceberg catalog on the branch", open_catalog)

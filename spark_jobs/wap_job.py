@@ -255,38 +255,44 @@ def observe_on_write(spark, source_bytes: int) -> bool:
     return source_bytes <= int(limit)
 
 
-def run(spark, argv: list[str]) -> dict:
-    """One run on `spark`: an ingest, or `wap doctor`'s smoke run (`--smoke ...`)."""
-    from spark_jobs.smoke import SMOKE_FLAG, parse_smoke_args, run_smoke
+def _parse(argv: list[str]) -> tuple[bool, object]:
+    """(is it `wap doctor`'s smoke run, its parsed arguments); argparse exits 2 on bad
+    usage, before Spark starts."""
+    from spark_jobs.smoke import SMOKE_FLAG, parse_smoke_args
 
     if SMOKE_FLAG in argv:
-        return run_smoke(spark, parse_smoke_args(argv))
-    return run_ingest(spark, parse_args(argv))
+        return True, parse_smoke_args(argv)
+    return False, parse_args(argv)
+
+
+def run(spark, argv: list[str]) -> dict:
+    """One run on `spark`: an ingest, or `wap doctor`'s smoke run (`--smoke ...`)."""
+    return _run_parsed(spark, *_parse(argv))
+
+
+def _run_parsed(spark, smoke: bool, args) -> dict:
+    from spark_jobs.smoke import run_smoke
+
+    return run_smoke(spark, args) if smoke else run_ingest(spark, args)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """spark-submit entry point: 0 when a report was written, 1 when not."""
+    """spark-submit entry point: 0 when a report was written (for a smoke run: and every
+    step passed), 1 when not."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     argv = sys.argv[1:] if argv is None else argv
+    smoke, args = _parse(argv)
     from pyspark.sql import SparkSession
 
-    from spark_jobs.smoke import SMOKE_FLAG, parse_smoke_args, run_smoke
-
-    if SMOKE_FLAG in argv:
-        spark = SparkSession.builder.appName("wap-doctor").getOrCreate()
-        try:
-            return 0 if run_smoke(spark, parse_smoke_args(argv))["ok"] else 1
-        except ReportWriteError as exc:
-            log.error("%s", exc)
-            return 1
-    args = parse_args(argv)
-
-    spark = SparkSession.builder.appName(f"wap-{args.ingest_id[:16]}").getOrCreate()
+    name = "wap-doctor" if smoke else f"wap-{args.ingest_id[:16]}"
+    spark = SparkSession.builder.appName(name).getOrCreate()
     try:
-        report = run_ingest(spark, args)
+        report = _run_parsed(spark, smoke, args)
     except ReportWriteError as exc:
         log.error("%s", exc)
         return 1
+    if smoke:
+        return 0 if report["ok"] else 1
     log.info("ingest %s: %s%s", args.ingest_id, report["outcome"],
              f" ({report['reason']})" if report["reason"] else "")
     return 0

@@ -68,9 +68,6 @@ class Statement:
     def key(self) -> tuple[str, int]:
         return self.policy, self.index
 
-    def matches(self, action: str, resource: str) -> bool:
-        return self.resource_index(action, resource) is not None
-
     def resource_index(self, action: str, resource: str) -> int | None:
         """Which of the statement's resources grants `action` on `resource` (None: none)."""
         if not any(_glob(pattern.lower(), action.lower()) for pattern in self.actions):
@@ -115,15 +112,25 @@ class Principal:
     role_arn: str
     statements: list[Statement] = field(default_factory=list)
 
-    def decide(self, action: str, resource: str) -> Statement | None:
-        """The statement that allows `action` on `resource`, or None (an explicit Deny wins)."""
+    def grant(self, action: str, resource: str, *, skip: frozenset[tuple[str, int]] = frozenset(),
+              ) -> tuple[Statement, int] | None:
+        """The Allow statement and its resource index that grant `action` on `resource`, or
+        None (an explicit Deny wins); statements whose key is in `skip` do not count."""
         allowed = None
         for statement in self.statements:
-            if statement.matches(action, resource):
+            if statement.key in skip:
+                continue
+            index = statement.resource_index(action, resource)
+            if index is not None:
                 if statement.effect == "Deny":
                     return None
-                allowed = allowed or statement
+                allowed = allowed or (statement, index)
         return allowed
+
+    def decide(self, action: str, resource: str) -> Statement | None:
+        """The statement that allows `action` on `resource`, or None (an explicit Deny wins)."""
+        found = self.grant(action, resource)
+        return found[0] if found else None
 
 
 @dataclass(frozen=True)
@@ -136,15 +143,14 @@ class Request:
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One evaluated request: who, what, on what, and the statement (policy path, index)
-    and resource (its index in the statement) that allowed it."""
+    """One evaluated request: who, what, on what, and the grant that allowed it: (policy
+    path, statement index, resource index in the statement), None when denied."""
 
     principal: str
     operation: str
     action: str
     resource: str
-    statement: tuple[str, int] | None
-    grant: tuple[str, int, int] | None = None
+    grant: tuple[str, int, int] | None
 
 
 # ---- which actions and resources a call needs ------------------------------------------------
@@ -318,18 +324,25 @@ class IamEnforcer:
         raise KeyError(name)
 
     def principals(self) -> list[Principal]:
-        return list({id(p): p for p in self._principals.values()}.values())
+        return list(self._principals.values())
 
     def revoke(self, principal: str, statement: Statement) -> None:
         """Act as if `statement` were not in `principal`'s policy (until `restore`)."""
         self.revoked.setdefault(principal, set()).add(statement.key)
 
+    def revoke_action(self, principal: str, action: str, *, resource_part: str = "",
+                      ) -> list[Statement]:
+        """Revoke every statement of `principal` that lists `action` (exactly, as written in
+        the policy) on a resource containing `resource_part`; returns them."""
+        found = [s for s in self.principal(principal).statements
+                 if any(pattern.lower() == action.lower() for pattern in s.actions)
+                 and any(resource_part in r for r in s.resources)]
+        for statement in found:
+            self.revoke(principal, statement)
+        return found
+
     def restore(self) -> None:
         self.revoked.clear()
-
-    def used_statements(self) -> set[tuple[str, int]]:
-        with self._lock:
-            return {(policy, index) for policy, index, _ in self._used}
 
     def used_grants(self) -> set[tuple[str, int, int]]:
         """(policy path, statement index, resource index) of every grant a call used."""
@@ -387,27 +400,24 @@ class IamEnforcer:
         service = client.meta.service_model.service_name
         for request in requests_for(service, operation, params, region=self.region,
                                     account=self.account):
-            statement = self._decide(principal, request)
-            grant = None
-            if statement is not None:
-                grant = (*statement.key,
-                         statement.resource_index(request.action, request.resource))
-            record = CallRecord(principal.name, f"{service}:{operation}", request.action,
-                                request.resource, statement.key if statement else None, grant)
+            grant = self._grant(principal, request)
             with self._lock:
-                (self.records if statement else self.denied).append(record)
-                if grant is not None:
-                    self._used.add(grant)
-            if statement is None:
+                (self.records if grant else self.denied).append(CallRecord(
+                    principal.name, f"{service}:{operation}", request.action,
+                    request.resource, grant))
+            if grant is None:
                 raise _access_denied(client, service, operation, principal, request)
 
-    def _decide(self, principal: Principal, request: Request) -> Statement | None:
-        revoked = self.revoked.get(principal.name, set())
-        if not revoked:
-            return principal.decide(request.action, request.resource)
-        trimmed = Principal(principal.name, principal.role_path, principal.role_arn,
-                            [s for s in principal.statements if s.key not in revoked])
-        return trimmed.decide(request.action, request.resource)
+    def _grant(self, principal: Principal, request: Request) -> tuple[str, int, int] | None:
+        """The grant that allows `request` (recorded as used), or None."""
+        found = principal.grant(request.action, request.resource,
+                                skip=frozenset(self.revoked.get(principal.name, ())))
+        if found is None:
+            return None
+        statement, index = found
+        with self._lock:
+            self._used.add((*statement.key, index))
+        return (*statement.key, index)
 
     def _hide_missing_key(self, principal: Principal, client: Any, operation: str,
                           params: Mapping[str, Any], exc: Exception) -> None:
@@ -421,13 +431,10 @@ class IamEnforcer:
                 or exc.response.get("Error", {}).get("Code") not in (
                     "NoSuchKey", "NoSuchVersion", "404")):
             return
+        # The grant that turns S3's 403 into the 404 the caller expects counts as used.
         listing = Request("s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}")
-        statement = self._decide(principal, listing)
-        if statement is None:
+        if self._grant(principal, listing) is None:
             raise _access_denied(client, "s3", operation, principal, listing) from None
-        with self._lock:  # the grant that turned a 403 into the 404 the caller expects
-            self._used.add((*statement.key,
-                            statement.resource_index(listing.action, listing.resource)))
 
 
 def _access_denied(client: Any, service: str, operation: str, principal: Principal,

@@ -150,8 +150,12 @@ class LambdaDispatcher:
     def run_handler(self, name: str, event: Any) -> Any:
         """Call function `name`'s handler directly, in its sandbox, as its role; exceptions
         propagate (tests that race handlers or inject faults between them)."""
+        return self._call(name, self._handlers[name], event)
+
+    def _call(self, name: str, handler: Handler, event: Any) -> Any:
+        """`handler` as function `name`'s runtime calls it: in its sandbox, with its context."""
         with self.sandboxes[name].running():
-            return self._handlers[name](event, LambdaContext(name, **self._contexts[name]))
+            return handler(event, LambdaContext(name, **self._contexts[name]))
 
     def invoke(self, name: str, event: Any) -> tuple[Any, dict[str, Any] | None]:
         """Run the handler of function `name`: (result, None) or (None, error payload)."""
@@ -165,9 +169,7 @@ class LambdaDispatcher:
             self.invocations.append(record)
         try:
             # Round-trip through JSON like the real service: handlers never share objects.
-            with self.sandboxes[name].running():
-                result = handler(event, LambdaContext(name, **self._contexts.get(name, {})))
-            record.result = json.loads(json.dumps(result))
+            record.result = json.loads(json.dumps(self._call(name, handler, event)))
         except Exception as exc:
             record.error = error_payload(exc)
             _log.info("lambda %s raised %s: %s", name, type(exc).__name__, exc)

@@ -172,6 +172,8 @@ def install() -> None:
     add the file-system audit hook (once per process: audit hooks cannot be removed).
     Outside a running sandbox each behaves exactly as before."""
     global _installed
+    if _installed:  # every handler call enters here: no lock once it is done
+        return
     with _install_lock:
         if _installed:
             return

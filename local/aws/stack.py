@@ -324,13 +324,15 @@ class LocalAwsStack:
             self.functions[name] = LocalFunction(name, arn, configuration)
 
         # Policies last: they name the functions, the queue, the application, the secret.
-        credentials = {lid: self._attach_policies(resolver, lid) for lid in role_arns}
+        credentials, statements = {}, {}
+        for lid, arn in role_arns.items():
+            credentials[lid], statements[lid] = self._attach_policies(resolver, lid, arn)
         for principal, lid in roles.items():
             key = credentials[lid]["AWS_ACCESS_KEY_ID"]
             if principal == "state-machine":
                 key = STATE_MACHINE_INTERPRETER_KEY  # moto's interpreter signs with it
             self.iam.add(key, Principal(principal, self.template.path(lid), role_arns[lid],
-                                        self._statements(resolver, lid)))
+                                        statements[lid]))
         self.emr.credentials = credentials[roles["job"]]
         for name, function in functions.items():
             configuration = self.functions[name].configuration
@@ -351,42 +353,39 @@ class LocalAwsStack:
         self._create_ingest_rule(resolver)
         self._create_state_machine(resolver, overrides)
 
+    def _role_name(self, logical_id: str) -> str:
+        assert self.template is not None
+        return f"{self.template.stack_name}-{logical_id}"[:64]
+
     def _create_role(self, resolver: Resolver, logical_id: str) -> str:
         """The template's role in moto IAM (policies come later); binds and returns its ARN."""
         assert self.template is not None
         props = self.template.resources[logical_id]["Properties"]
-        path = self.template.path(logical_id)
-        name = f"{self.template.stack_name}-{logical_id}"[:64]
+        path, name = self.template.path(logical_id), self._role_name(logical_id)
         document = resolver.resolve(props["AssumeRolePolicyDocument"], f"role {path}")
         arn = self.client("iam").create_role(
             RoleName=name, AssumeRolePolicyDocument=json.dumps(document))["Role"]["Arn"]
         resolver.bind(path, name, Arn=arn)
         return arn
 
-    def _attach_policies(self, resolver: Resolver, logical_id: str) -> dict[str, str]:
-        """Put the role's template policies on it; returns the credentials of a session of it."""
+    def _attach_policies(self, resolver: Resolver, logical_id: str, role_arn: str,
+                         ) -> tuple[dict[str, str], list[Statement]]:
+        """Put the role's template policies on it. Returns the credentials of a session of
+        the role (as Lambda's environment names them) and the policies' statements."""
         assert self.template is not None
-        iam, name = self.client("iam"), f"{self.template.stack_name}-{logical_id}"[:64]
-        for policy_id, props in self.template.policies_of(logical_id).items():
-            document = resolver.resolve(props["PolicyDocument"],
-                                        f"policy {self.template.path(policy_id)}")
-            iam.put_role_policy(RoleName=name, PolicyName=policy_id,
-                                PolicyDocument=json.dumps(document))
-        role_arn = f"arn:aws:iam::{ACCOUNT_ID}:role/{name}"
-        session = self.client("sts").assume_role(RoleArn=role_arn, RoleSessionName=name[:64])
-        c = session["Credentials"]
-        return {"AWS_ACCESS_KEY_ID": c["AccessKeyId"],
-                "AWS_SECRET_ACCESS_KEY": c["SecretAccessKey"],
-                "AWS_SESSION_TOKEN": c["SessionToken"]}
-
-    def _statements(self, resolver: Resolver, logical_id: str) -> list[Statement]:
-        assert self.template is not None
+        iam, name = self.client("iam"), self._role_name(logical_id)
         statements: list[Statement] = []
         for policy_id, props in self.template.policies_of(logical_id).items():
             path = self.template.path(policy_id)
-            statements += statements_of(path, resolver.resolve(props["PolicyDocument"],
-                                                               f"policy {path}"))
-        return statements
+            document = resolver.resolve(props["PolicyDocument"], f"policy {path}")
+            iam.put_role_policy(RoleName=name, PolicyName=policy_id,
+                                PolicyDocument=json.dumps(document))
+            statements += statements_of(path, document)
+        session = self.client("sts").assume_role(RoleArn=role_arn, RoleSessionName=name)
+        c = session["Credentials"]
+        return ({"AWS_ACCESS_KEY_ID": c["AccessKeyId"],
+                 "AWS_SECRET_ACCESS_KEY": c["SecretAccessKey"],
+                 "AWS_SESSION_TOKEN": c["SessionToken"]}, statements)
 
     def _create_storage(self, resolver: Resolver) -> None:
         s = self.settings

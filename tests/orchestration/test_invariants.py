@@ -394,9 +394,7 @@ def test_an_ingest_given_up_while_polling_cancels_its_job_run(make_stack, slack)
     stack = make_stack()
     stack.emr.inject_hang()
     # job_status' role loses emr-serverless:GetJobRun: every poll is AccessDenied.
-    for statement in stack.iam.principal("job_status").statements:
-        if "emr-serverless:GetJobRun" in statement.actions:
-            stack.iam.revoke("job_status", statement)
+    assert stack.iam.revoke_action("job_status", "emr-serverless:GetJobRun")
     stack.drop_file("denied/orders/x.parquet", fake_parquet("dn"))
     record = wait_for_key(stack, "denied/orders/x.parquet")
     stack.wait_idle()

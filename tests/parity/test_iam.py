@@ -80,11 +80,8 @@ def test_wildcards_and_explicit_deny():
 # ---- enforcement bites: one needed statement removed per principal ------------------------
 
 def _revoke(stack: Any, principal: str, action: str) -> None:
-    found = [s for s in stack.iam.principal(principal).statements
-             if any(pattern.lower() == action.lower() for pattern in s.actions)]
-    assert found, f"{principal} has no statement granting {action}"
-    for statement in found:
-        stack.iam.revoke(principal, statement)
+    assert stack.iam.revoke_action(principal, action), (
+        f"{principal} has no statement granting {action}")
 
 
 def _errors_of(stack: Any, function: str) -> str:

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from lambdas.common.naming import split_s3_uri
+
 # Outputs the tools and the doctor read (infra/stack.py defines them).
 REQUIRED_OUTPUTS = ("SourceBucketName", "ArtifactsBucketName", "NessieApiUrl",
                     "StateMachineArn", "LedgerTableName", "SlackSecretArn")
@@ -161,8 +163,8 @@ def _smoke_checks(target: DoctorTarget, trigger: str | None, outputs: dict[str, 
 
 
 def _read_report(target: DoctorTarget, uri: str) -> tuple[dict[str, Any] | None, str | None]:
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
     try:
+        bucket, key = split_s3_uri(uri)
         body = target.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
         return json.loads(body), None
     except Exception as exc:
