@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local.aws.moto_fidelity import make_dynamodb_writes_atomic
+from local.aws.moto_fidelity import make_dynamodb_requests_atomic
 from local.aws.stack import (
     FAKE_CREDENTIALS,
     REPO_ROOT,
@@ -106,7 +106,7 @@ class StorageOnly:
         from moto import mock_aws
 
         self._environment.set({**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region})
-        make_dynamodb_writes_atomic()
+        make_dynamodb_requests_atomic()
         self._mock = mock_aws()
         self._mock.start()
         s = self.settings

@@ -1,10 +1,12 @@
 """Make moto behave like the services where our code depends on it.
 
-DynamoDB evaluates a write's condition and applies the write atomically: the
-ledger's table lock (a conditional put on `version`) relies on that to allow
-one active ingest per table. moto checks the condition and then writes without
-holding a lock, so two threads can both "win". Our local stack runs triggers in
-threads, so every DynamoDB write goes through one process-wide lock here.
+DynamoDB evaluates a write's condition and applies the write atomically, and a
+read sees whole items: the ledger's table lock (a conditional put on `version`)
+relies on the first to allow one active ingest per table, and every poll of the
+ledger on the second. moto checks a condition and then writes without holding a
+lock, and copies items for reads while another thread may change them in place
+("dictionary changed size during iteration"). Our local stack runs handlers in
+threads, so every DynamoDB request goes through one process-wide lock here.
 """
 
 from __future__ import annotations
@@ -13,26 +15,21 @@ import functools
 import threading
 from typing import Any
 
-_WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
 _lock = threading.RLock()
 _installed = False
 
 
-def make_dynamodb_writes_atomic() -> None:
-    """Serialise moto's DynamoDB writes (idempotent; lasts for the process)."""
+def make_dynamodb_requests_atomic() -> None:
+    """Serialise moto's DynamoDB requests (idempotent; lasts for the process)."""
     global _installed
     with _lock:
         if _installed:
             return
-        from moto.dynamodb.models import DynamoDBBackend
         from moto.dynamodb.responses import DynamoHandler
 
-        for name in _WRITES:
-            _serialise(DynamoDBBackend, name)
-        # moto's UpdateItem handler deep-copies the stored item before calling the backend,
-        # outside the backend call: a concurrent update changing that item in place made
-        # the copy fail ("dictionary changed size during iteration").
-        _serialise(DynamoHandler, "update_item")
+        # One request, from parsing to the serialised response, is the unit: the handlers
+        # copy and serialise items outside the backend's methods.
+        _serialise(DynamoHandler, "call_action")
         _installed = True
 
 

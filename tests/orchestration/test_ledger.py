@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 
 import boto3
 import pytest
 from moto import mock_aws
 
 from lambdas.common.ledger import LOCK_ACTIVE, LOCK_NOT_PENDING, LOCK_QUEUED, Ledger
-from local.aws.moto_fidelity import make_dynamodb_writes_atomic
+from local.aws.moto_fidelity import make_dynamodb_requests_atomic
 from local.aws.stack import create_ledger_table
 
 
@@ -18,7 +20,7 @@ def ledger(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "testing")
-    make_dynamodb_writes_atomic()  # as DynamoDB itself: condition and write in one step
+    make_dynamodb_requests_atomic()  # as DynamoDB itself: condition and write in one step
     with mock_aws():
         create_ledger_table(boto3.client("dynamodb"), "ledger")
         yield Ledger("ledger")
@@ -229,3 +231,39 @@ def test_a_transaction_conflict_is_contention_and_is_retried(ledger, monkeypatch
     monkeypatch.setattr(ledger, "_sleep", lambda seconds: None)
     assert ledger.acquire_or_enqueue("s.t", "1" * 16) == LOCK_ACTIVE
     assert conflicts["left"] == 0
+
+
+def test_reads_during_concurrent_updates_see_whole_items(ledger):
+    """DynamoDB serves a query while an item changes; moto copied the item mid-update and
+    raised 'dictionary changed size during iteration' (seen in CI polling the ledger)."""
+    ledger.create_ingest("e" * 16, {"table": "s.t", "status": "RUNNING"})
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set():
+            size = 10 + 30 * (i % 2)  # grows and shrinks the item
+            fields = {f"f{n}": n for n in range(size)}
+            stale = {f"f{n}": None for n in range(size, 40)}
+            try:
+                ledger.update_ingest("e" * 16, {**fields, **stale})
+            except BaseException as exc:
+                errors.append(exc)
+            i += 1
+            time.sleep(0)  # let readers in between updates, as a busy table would
+
+    writer = threading.Thread(target=churn)
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often, to provoke the race in a few reads
+    writer.start()
+    try:
+        deadline = time.monotonic() + 2  # unserialised, moto failed within about a second
+        while time.monotonic() < deadline:
+            assert [r["ingest_id"] for r in ledger.list_ingests()] == ["e" * 16]
+            assert ledger.get_ingest("e" * 16)["status"] == "RUNNING"
+    finally:
+        stop.set()
+        writer.join()
+        sys.setswitchinterval(switch_interval)
+    assert not errors
