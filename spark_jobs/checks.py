@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_jobs.errors import ConfigError, describe
+from spark_jobs.errors import TableConfigError, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.literals import literal
 from spark_jobs.metrics import ColumnStats, SnapshotStats
@@ -389,7 +389,7 @@ def compile_checks(spark: SparkSession, config: TableConfig,
                    schema: T.StructType) -> list[Check]:
     """Bind the config's checks to `schema` (the table schema after this write).
 
-    Raises ConfigError for a missing column, a type the check cannot take, a regex
+    Raises TableConfigError for a missing column, a type the check cannot take, a regex
     Java cannot compile or an expression Spark cannot analyse.
     """
     types = {f.name: f.dataType for f in schema.fields}
@@ -401,11 +401,11 @@ def compile_checks(spark: SparkSession, config: TableConfig,
         where = f"check {spec.name!r} ({spec.kind})"
         for name in spec.columns:
             if name not in types:
-                raise ConfigError(f"{where}: column {name!r} is not in the table; "
+                raise TableConfigError(f"{where}: column {name!r} is not in the table; "
                                   f"columns: {', '.join(types)}")
             allowed = ALLOWED_TYPES.get(spec.kind)
             if allowed and not isinstance(types[name], allowed):
-                raise ConfigError(f"{where}: column {name!r} has type "
+                raise TableConfigError(f"{where}: column {name!r} has type "
                                   f"{types[name].simpleString()}, which {spec.kind} cannot check")
         check = CHECK_CLASSES[spec.kind](spec, types)
         if spec.kind == "regex":
@@ -414,12 +414,14 @@ def compile_checks(spark: SparkSession, config: TableConfig,
             try:
                 check._limits()
             except (TypeError, ValueError, ArithmeticError) as exc:
-                raise ConfigError(f"{where}: min/max do not fit the column type: {exc}") from exc
+                raise TableConfigError(
+                    f"{where}: min/max do not fit the column type: {exc}") from exc
         if spec.kind == "accepted_values":
             try:
                 check.accepted()
             except (TypeError, ValueError, ArithmeticError) as exc:
-                raise ConfigError(f"{where}: values do not fit the column type: {exc}") from exc
+                raise TableConfigError(
+                    f"{where}: values do not fit the column type: {exc}") from exc
         if spec.kind == "expression":
             check.referenced = _validate_expression(spark, spec.params["sql"], schema, where)
         compiled.append(check)
@@ -436,7 +438,7 @@ def _validate_java_regex(spark: SparkSession, pattern: str, where: str) -> None:
     try:
         spark._jvm.java.util.regex.Pattern.compile(pattern)
     except Exception as exc:  # PatternSyntaxException, surfaced by PySpark as its own type
-        raise ConfigError(f"{where}: bad regex {pattern!r}: {describe(exc)}") from exc
+        raise TableConfigError(f"{where}: bad regex {pattern!r}: {describe(exc)}") from exc
 
 
 def _validate_expression(spark: SparkSession, sql: str, schema: T.StructType,
@@ -454,9 +456,9 @@ def _validate_expression(spark: SparkSession, sql: str, schema: T.StructType,
             empty.where(F.expr(sql))
     except (AnalysisException, ParseException, PySparkException) as exc:
         message = str(exc).strip().splitlines()[0]
-        raise ConfigError(f"{where}: invalid SQL expression {sql!r}: {message}") from exc
+        raise TableConfigError(f"{where}: invalid SQL expression {sql!r}: {message}") from exc
     if not isinstance(result_type, T.BooleanType):
-        raise ConfigError(f"{where}: expression {sql!r} is {result_type.simpleString()}, "
+        raise TableConfigError(f"{where}: expression {sql!r} is {result_type.simpleString()}, "
                           "not boolean")
     references = selected._jdf.queryExecution().analyzed().references().toSeq()
     names = {references.apply(i).name() for i in range(references.size())}

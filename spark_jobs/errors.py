@@ -30,13 +30,17 @@ class WapJobError(Exception):
     infrastructure = False
 
 
+class TooLargeError(WapJobError, ValueError):
+    """A file `read_bytes` refuses to read whole: the content's fault, not the filesystem's."""
+
+
 class InvalidArgumentError(WapJobError):
     """A job argument (table, branch, ingest id) is malformed."""
 
     reason_code = "invalid_argument"
 
 
-class ConfigError(WapJobError):
+class TableConfigError(WapJobError):
     """The table config is invalid (unknown check, missing column, bad regex, ...)."""
 
     reason_code = "config_error"

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spark_jobs.errors import TooLargeError
+
 PARQUET_MAGIC = b"PAR1"
-
-
-class TooLargeError(ValueError):
-    """A file `read_bytes` refuses to read whole: the content's fault, not the filesystem's."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from spark_jobs.errors import ConfigError
+from spark_jobs.errors import TableConfigError
 
 SCHEMA_POLICIES = ("strict", "additive", "any")
 SEVERITIES = ("error", "warn")
@@ -91,28 +91,28 @@ def default_config() -> TableConfig:
 
 
 def parse_table_config(text: str, source: str = "table config") -> TableConfig:
-    """Parse YAML text into a TableConfig; raise ConfigError naming the bad entry."""
+    """Parse YAML text into a TableConfig; raise TableConfigError naming the bad entry."""
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+        raise TableConfigError(f"{source}: not valid YAML: {exc}") from exc
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: expected a mapping at the top level")
+        raise TableConfigError(f"{source}: expected a mapping at the top level")
     unknown = set(raw) - {"schema_policy", "partition_by", "schema", "checks"}
     if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {sorted(unknown)}")
+        raise TableConfigError(f"{source}: unknown key(s) {sorted(unknown)}")
     policy = raw.get("schema_policy", "additive")
     if policy not in SCHEMA_POLICIES:
-        raise ConfigError(f"{source}: schema_policy must be one of {SCHEMA_POLICIES}, "
+        raise TableConfigError(f"{source}: schema_policy must be one of {SCHEMA_POLICIES}, "
                           f"got {policy!r}")
     checks = tuple(_parse_check(entry, i, source)
                    for i, entry in enumerate(_as_list(raw.get("checks"), "checks", source)))
     names = [check.name for check in checks]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise ConfigError(f"{source}: duplicate check name(s) {duplicates}; set `name:`")
+        raise TableConfigError(f"{source}: duplicate check name(s) {duplicates}; set `name:`")
     return TableConfig(
         schema_policy=policy,
         partition_by=tuple(_parse_partition(entry, source)
@@ -131,7 +131,7 @@ def parse_max_age(value: Any) -> int:
         return value
     match = AGE_RE.fullmatch(str(value).strip())
     if not match or int(match.group(1)) <= 0:
-        raise ConfigError(f"max_age {value!r}: expected a positive duration like 36h, 7d, 30m")
+        raise TableConfigError(f"max_age {value!r}: expected a positive duration like 36h, 7d, 30m")
     return int(match.group(1)) * AGE_UNITS[match.group(2)]
 
 
@@ -139,51 +139,51 @@ def _as_list(value: Any, key: str, source: str) -> list:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ConfigError(f"{source}: `{key}` must be a list")
+        raise TableConfigError(f"{source}: `{key}` must be a list")
     return value
 
 
 def _parse_check(entry: Any, index: int, source: str) -> CheckSpec:
     where = f"{source}: checks[{index}]"
     if not isinstance(entry, dict):
-        raise ConfigError(f"{where}: expected a mapping with `kind`")
+        raise TableConfigError(f"{where}: expected a mapping with `kind`")
     kind = entry.get("kind")
     if kind not in CHECK_PARAMS:
-        raise ConfigError(f"{where}: unknown check kind {kind!r}; "
+        raise TableConfigError(f"{where}: unknown check kind {kind!r}; "
                           f"known: {', '.join(sorted(CHECK_PARAMS))}")
     required, optional = CHECK_PARAMS[kind]
     params = {key: value for key, value in entry.items() if key not in COMMON_KEYS}
     unknown = set(params) - required - optional
     if unknown:
-        raise ConfigError(f"{where} ({kind}): unknown option(s) {sorted(unknown)}")
+        raise TableConfigError(f"{where} ({kind}): unknown option(s) {sorted(unknown)}")
     missing = required - set(params)
     if missing:
-        raise ConfigError(f"{where} ({kind}): missing option(s) {sorted(missing)}")
+        raise TableConfigError(f"{where} ({kind}): missing option(s) {sorted(missing)}")
     columns = _check_columns(entry, kind, where)
     severity = entry.get("severity", "error")
     if severity not in SEVERITIES:
-        raise ConfigError(f"{where}: severity must be error or warn, got {severity!r}")
+        raise TableConfigError(f"{where}: severity must be error or warn, got {severity!r}")
     _validate_params(kind, params, where)
     name = entry.get("name") or "_".join((*columns, kind))
     if not isinstance(name, str):
-        raise ConfigError(f"{where}: name must be a string")
+        raise TableConfigError(f"{where}: name must be a string")
     return CheckSpec(name=name, kind=kind, columns=columns, severity=severity, params=params)
 
 
 def _check_columns(entry: dict, kind: str, where: str) -> tuple[str, ...]:
     if "column" in entry and "columns" in entry:
-        raise ConfigError(f"{where}: give `column` or `columns`, not both")
+        raise TableConfigError(f"{where}: give `column` or `columns`, not both")
     raw = entry.get("columns", [entry["column"]] if "column" in entry else [])
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or not all(isinstance(c, str) and c for c in raw):
-        raise ConfigError(f"{where}: columns must be a list of column names")
+        raise TableConfigError(f"{where}: columns must be a list of column names")
     if kind in NEEDS_COLUMNS and not raw:
-        raise ConfigError(f"{where} ({kind}): needs `column`")
+        raise TableConfigError(f"{where} ({kind}): needs `column`")
     if kind in SINGLE_COLUMN and len(raw) != 1:
-        raise ConfigError(f"{where} ({kind}): takes exactly one column")
+        raise TableConfigError(f"{where} ({kind}): takes exactly one column")
     if kind not in NEEDS_COLUMNS and raw:
-        raise ConfigError(f"{where} ({kind}): takes no columns")
+        raise TableConfigError(f"{where} ({kind}): takes no columns")
     return tuple(raw)
 
 
@@ -192,47 +192,47 @@ def _validate_params(kind: str, params: dict, where: str) -> None:
         values = params["values"]
         if not isinstance(values, list) or not values or any(
                 isinstance(v, (dict, list)) for v in values):
-            raise ConfigError(f"{where}: values must be a non-empty list of scalars")
+            raise TableConfigError(f"{where}: values must be a non-empty list of scalars")
     elif kind in ("range", "row_count"):
         if "min" not in params and "max" not in params:
-            raise ConfigError(f"{where} ({kind}): needs `min` and/or `max`")
+            raise TableConfigError(f"{where} ({kind}): needs `min` and/or `max`")
         if kind == "row_count" and any(
                 not isinstance(params.get(k, 0), int) or params.get(k, 0) < 0
                 for k in ("min", "max")):
-            raise ConfigError(f"{where}: row_count min/max must be non-negative integers")
+            raise TableConfigError(f"{where}: row_count min/max must be non-negative integers")
     elif kind == "regex":
         pattern = params["pattern"]
         # Syntax is checked with Java's regex engine (the one Spark runs) in checks.py.
         if not isinstance(pattern, str) or not pattern:
-            raise ConfigError(f"{where}: pattern must be a non-empty string")
+            raise TableConfigError(f"{where}: pattern must be a non-empty string")
     elif kind == "null_fraction":
         limit = params["max"]
         if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit <= 1:
-            raise ConfigError(f"{where}: null_fraction max must be a number in [0, 1]")
+            raise TableConfigError(f"{where}: null_fraction max must be a number in [0, 1]")
     elif kind == "expression":
         if not isinstance(params["sql"], str) or not params["sql"].strip():
-            raise ConfigError(f"{where}: sql must be a non-empty SQL boolean expression")
+            raise TableConfigError(f"{where}: sql must be a non-empty SQL boolean expression")
     elif kind == "freshness":
         try:
             parse_max_age(params["max_age"])
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from exc
+        except TableConfigError as exc:
+            raise TableConfigError(f"{where}: {exc}") from exc
     elif kind == "unique" and not isinstance(params.get("against_main", False), bool):
-        raise ConfigError(f"{where}: against_main must be true or false")
+        raise TableConfigError(f"{where}: against_main must be true or false")
 
 
 def _parse_partition(entry: Any, source: str) -> PartitionField:
     match = PARTITION_RE.fullmatch(entry) if isinstance(entry, str) else None
     if not match:
-        raise ConfigError(f"{source}: bad partition_by entry {entry!r}")
+        raise TableConfigError(f"{source}: bad partition_by entry {entry!r}")
     transform, arg, column, plain = match.groups()
     if plain is not None:
         return PartitionField("identity", plain.strip())
     transform = transform.lower()
     if transform not in TRANSFORMS:
-        raise ConfigError(f"{source}: unknown partition transform {transform!r}")
+        raise TableConfigError(f"{source}: unknown partition transform {transform!r}")
     if (transform in ("bucket", "truncate")) != (arg is not None):
-        raise ConfigError(f"{source}: {entry!r}: bucket/truncate take a width, others do not")
+        raise TableConfigError(f"{source}: {entry!r}: bucket/truncate take a width, others do not")
     # `days(ts)` and `day(ts)` mean the same transform.
     return PartitionField(transform.rstrip("s"), column.strip(), int(arg) if arg else None)
 
@@ -240,9 +240,9 @@ def _parse_partition(entry: Any, source: str) -> PartitionField:
 def _parse_column(entry: Any, source: str) -> ColumnSpec:
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) \
             or not isinstance(entry.get("type"), str):
-        raise ConfigError(f"{source}: schema entries need `name` and `type` strings")
+        raise TableConfigError(f"{source}: schema entries need `name` and `type` strings")
     unknown = set(entry) - {"name", "type", "required"}
     if unknown:
-        raise ConfigError(f"{source}: schema entry {entry['name']!r}: unknown key(s) "
+        raise TableConfigError(f"{source}: schema entry {entry['name']!r}: unknown key(s) "
                           f"{sorted(unknown)}")
     return ColumnSpec(entry["name"], entry["type"], bool(entry.get("required", False)))

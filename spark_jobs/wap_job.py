@@ -30,7 +30,13 @@ from spark_jobs import hadoop_fs
 from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
 from spark_jobs.checks import compile_checks
-from spark_jobs.errors import ConfigError, ReportWriteError, as_job_error, describe
+from spark_jobs.errors import (
+    ReportWriteError,
+    TableConfigError,
+    TooLargeError,
+    as_job_error,
+    describe,
+)
 from spark_jobs.identifiers import (
     split_table_name,
     validate_branch,
@@ -102,7 +108,7 @@ def parse_args(argv: list[str] | None = None) -> JobArgs:
 def load_table_config(spark, uri: str | None, table: str) -> TableConfig:
     """The table's config from `uri`; the defaults when there is no file.
 
-    ConfigError when the file is too big, not UTF-8 or not a valid config; an
+    TableConfigError when the file is too big, not UTF-8 or not a valid config; an
     InfrastructureError when the filesystem fails to answer.
     """
     if not uri:
@@ -114,15 +120,15 @@ def load_table_config(spark, uri: str | None, table: str) -> TableConfig:
             log.info("no table config at %s; using the defaults", uri)
             return default_config()
         data = hadoop_fs.read_bytes(spark, uri, max_bytes=MAX_CONFIG_BYTES)
-    except hadoop_fs.TooLargeError as exc:
-        raise ConfigError(f"table config {uri}: {exc}") from exc
+    except TooLargeError as exc:
+        raise TableConfigError(f"table config {uri}: {exc}") from exc
     except Exception as exc:
         raise as_job_error(exc, f"cannot read the table config {uri}: {describe(exc)}",
-                           ConfigError) from exc
+                           TableConfigError) from exc
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"table config {uri} is not UTF-8 text: {exc}") from exc
+        raise TableConfigError(f"table config {uri} is not UTF-8 text: {exc}") from exc
     return parse_table_config(text, source=uri)
 
 
@@ -241,17 +247,17 @@ def observe_on_write(spark, source_bytes: int) -> bool:
     Observing costs every written row (about 50 ns on local Spark); counting them in
     the scan instead costs one query (about 0.1 s) plus their columns, and nothing
     extra when the scan runs anyway (dirty data). So `auto` observes small inputs only:
-    up to `spark.wap.audit.observe-max-bytes` of source parquet. Raises ConfigError
+    up to `spark.wap.audit.observe-max-bytes` of source parquet. Raises TableConfigError
     for a value it does not know.
     """
     mode = spark.conf.get(OBSERVE_CONF, "auto").strip().lower()
     if mode in ("true", "false"):
         return mode == "true"
     if mode != "auto":
-        raise ConfigError(f"{OBSERVE_CONF} must be auto, true or false, not {mode!r}")
+        raise TableConfigError(f"{OBSERVE_CONF} must be auto, true or false, not {mode!r}")
     limit = spark.conf.get(OBSERVE_MAX_BYTES_CONF, str(DEFAULT_OBSERVE_MAX_BYTES)).strip()
     if not limit.isdigit():
-        raise ConfigError(f"{OBSERVE_MAX_BYTES_CONF} must be a number of bytes, not {limit!r}")
+        raise TableConfigError(f"{OBSERVE_MAX_BYTES_CONF} must be a number of bytes, not {limit!r}")
     return source_bytes <= int(limit)
 
 

@@ -15,9 +15,9 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import types as T
 
 from spark_jobs.errors import (
-    ConfigError,
     InputRejectedError,
     SchemaPolicyError,
+    TableConfigError,
     as_job_error,
     classify,
     describe,
@@ -77,7 +77,7 @@ def spark_schema(spark: SparkSession, table) -> T.StructType:
 
 
 def declared_schema(spark: SparkSession, columns: tuple[ColumnSpec, ...]) -> T.StructType:
-    """The config's `schema:` entries as a StructType; ConfigError for unknown types."""
+    """The config's `schema:` entries as a StructType; TableConfigError for unknown types."""
     from pyspark.sql.types import _parse_datatype_string
 
     fields = []
@@ -85,7 +85,7 @@ def declared_schema(spark: SparkSession, columns: tuple[ColumnSpec, ...]) -> T.S
         try:
             type_ = _parse_datatype_string(column.type)
         except Exception as exc:
-            raise ConfigError(f"schema column {column.name!r}: unknown type "
+            raise TableConfigError(f"schema column {column.name!r}: unknown type "
                               f"{column.type!r}") from exc
         fields.append(T.StructField(column.name, type_, not column.required))
     return T.StructType(fields)
@@ -112,18 +112,18 @@ def check_iceberg_types(spark: SparkSession, schema: T.StructType) -> None:
 
 
 def check_partitioning(partition_by: tuple[PartitionField, ...], schema: T.StructType) -> None:
-    """ConfigError when a partition column is not in the table."""
+    """TableConfigError when a partition column is not in the table."""
     names = {f.name for f in schema.fields}
     for part in partition_by:
         if part.column not in names:
-            raise ConfigError(f"partition_by: column {part.column!r} is not in the table")
+            raise TableConfigError(f"partition_by: column {part.column!r} is not in the table")
 
 
 def prepare_table(spark: SparkSession, ref: CatalogTable, plan: SchemaPlan,
                   partition_by: tuple[PartitionField, ...]) -> None:
     """Create the namespace and table on the branch when missing, then evolve the schema.
 
-    ConfigError / SchemaPolicyError when Iceberg refuses what the config or the file
+    TableConfigError / SchemaPolicyError when Iceberg refuses what the config or the file
     asks for; InfrastructureError when the catalog or storage fails.
     """
     if plan.create:
@@ -132,7 +132,7 @@ def prepare_table(spark: SparkSession, ref: CatalogTable, plan: SchemaPlan,
             spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
         except Exception as exc:
             raise as_job_error(exc, f"cannot create namespace {ref.namespace}: "
-                                    f"{describe(exc)}", ConfigError) from exc
+                                    f"{describe(exc)}", TableConfigError) from exc
         columns = ", ".join(
             f"{quote(f.name)} {_sql_type(spark, f.dataType)}" + ("" if f.nullable else " NOT NULL")
             for f in plan.target.fields)
@@ -145,7 +145,7 @@ def prepare_table(spark: SparkSession, ref: CatalogTable, plan: SchemaPlan,
                       "TBLPROPERTIES ('format-version' = '2')")
         except Exception as exc:
             raise as_job_error(exc, f"cannot create table {ref.namespace}.{ref.table}: "
-                                    f"{describe(exc)}", ConfigError) from exc
+                                    f"{describe(exc)}", TableConfigError) from exc
         return
     for change in plan.changes:
         column = quote(change["column"])

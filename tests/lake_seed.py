@@ -44,28 +44,38 @@ class SeededHome:
     branch_snapshot: int
 
 
-def _report(branch_hash: str, snapshot_id: int) -> dict[str, Any]:
+def failed_report(
+    *,
+    branch_hash: str | None,
+    snapshot_id: int | None,
+    ingest_id: str = FAILED_ID,
+    branch: str = BRANCH,
+    source: str = SOURCE,
+    rule: str = "amount_range",
+    threshold: Any = None,
+) -> dict[str, Any]:
+    """The audit report of a batch whose two negative amounts failed the check `rule`."""
     return {
         "report_version": 1,
-        "ingest_id": FAILED_ID,
+        "ingest_id": ingest_id,
         "table": "sales.orders",
-        "source_uris": [SOURCE],
-        "branch": BRANCH,
+        "source_uris": [source],
+        "branch": branch,
         "branch_hash": branch_hash,
         "snapshot_id": snapshot_id,
         "rows_written": len(BRANCH_ROWS),
         "schema_changes": [],
         "outcome": "failed",
-        "reason": "1 error-severity check(s) did not pass: amount_range",
+        "reason": f"1 error-severity check(s) did not pass: {rule}",
         "checks": [
             {
-                "name": "amount_range",
+                "name": rule,
                 "kind": "range",
                 "columns": ["amount"],
                 "severity": "error",
                 "status": "failed",
                 "violations": 2,
-                "threshold": {"min": 0, "max": None},
+                "threshold": threshold,
                 "observed": 2,
                 "samples": [{"order_id": 4, "amount": -4.5}, {"order_id": 5, "amount": -77.25}],
             },
@@ -83,7 +93,7 @@ def _report(branch_hash: str, snapshot_id: int) -> dict[str, Any]:
     }
 
 
-class _Nessie:
+class NessieSeeder:
     """Commits Iceberg table pointers as Iceberg's NessieCatalog does (API v2)."""
 
     def __init__(self, api_v2: str) -> None:
@@ -115,6 +125,13 @@ class _Nessie:
     def content_id(self, ref: str, key: str) -> str | None:
         found = requests.get(f"{self.api}/trees/{ref}/contents/{key}", timeout=10)
         return found.json()["content"]["id"] if found.ok else None
+
+    def put_table(self, ref: str, table: Any, *, with_namespace: bool = False) -> str:
+        """Point `sales.orders` on `ref` at `table`'s current metadata; the new head."""
+        operations = [_table_op(["sales", "orders"], table, self.content_id(ref, "sales.orders"))]
+        if with_namespace:
+            operations.insert(0, _namespace_op("sales"))
+        return self.commit(ref, operations, "Iceberg commit against sales.orders")
 
 
 def _table_op(elements: list[str], table: Any, content_id: str | None = None) -> dict[str, Any]:
@@ -179,7 +196,7 @@ def seed_home(root: Path) -> SeededHome:
     on_main, on_branch, customers = _write_tables(home.warehouse)
     server = start_server(str(home.nessie_db))
     try:
-        nessie = _Nessie(server.api_v2)
+        nessie = NessieSeeder(server.api_v2)
         nessie.commit(
             "main",
             [
@@ -207,7 +224,13 @@ def seed_home(root: Path) -> SeededHome:
         stack.aws.client("s3").put_object(
             Bucket=settings.artifacts_bucket,
             Key=report_key,
-            Body=json.dumps(_report(branch_hash, branch_snapshot)).encode(),
+            Body=json.dumps(
+                failed_report(
+                    branch_hash=branch_hash,
+                    snapshot_id=branch_snapshot,
+                    threshold={"min": 0, "max": None},
+                )
+            ).encode(),
         )
         ledger = Ledger(settings.ledger_table, stack.dynamodb())
         common = {"table": "sales.orders", "finished_at": "2026-11-22T10:20:00Z"}
@@ -220,6 +243,7 @@ def seed_home(root: Path) -> SeededHome:
                 "status": "AUDIT_FAILED",
                 "branch": BRANCH,
                 "branch_hash": branch_hash,
+                "snapshot_id": str(branch_snapshot),  # as finish records it
                 "report_uri": f"s3://{settings.artifacts_bucket}/{report_key}",
                 "error": "1 error-severity check(s) did not pass: amount_range",
                 "rows_written": len(BRANCH_ROWS),

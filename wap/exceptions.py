@@ -1,4 +1,9 @@
-"""Errors of the operations: each names the condition and carries a one-line message for humans."""
+"""Errors of the operations: each names the condition and carries a one-line message for humans.
+
+Nessie's errors are the client's own (`lambdas.common.exceptions`, raised by
+`lambdas.common.nessie.NessieClient`); the user-facing edges (`wap.cli.app._run`, the
+dashboard's `_with_backend`) show them as they show these.
+"""
 
 from __future__ import annotations
 
@@ -19,12 +24,12 @@ class NotAllowedError(OpsError):
     """The ingest is not in a state that allows the operation (e.g. publishing a PUBLISHED one)."""
 
 
-class CatalogError(OpsError):
-    """Nessie refused the request or could not be reached."""
+class TableReadError(OpsError):
+    """An Iceberg table's metadata or data files could not be read (pyiceberg)."""
 
 
-class CatalogConflictError(CatalogError):
-    """Nessie rejected a merge or delete because a reference moved (HTTP 409)."""
+class DashboardError(Exception):
+    """A dashboard page cannot be shown; the message says why, in one line."""
 
 
 class BackendError(OpsError):

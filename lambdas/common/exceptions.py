@@ -36,9 +36,34 @@ class NessieError(WapError):
     """Nessie refused a request (4xx other than a conflict)."""
 
 
+class NessieNotFoundError(NessieError):
+    """A Nessie reference (or the content asked for on it) does not exist."""
+
+
+class InvalidNessieNameError(NessieError, ValueError):
+    """A reference name or commit hash is malformed; refused before it reaches a URL."""
+
+
 class MergeConflictError(WapError):
-    """Nessie rejected a merge because main changed the same content."""
+    """Nessie rejected a merge (or a delete) because the target moved or changed the same
+    content."""
+
+
+class AuditedCommitMismatchError(WapError):
+    """The commit to publish does not hold the snapshot its audit report names."""
 
 
 class InvalidEventError(WapError):
     """The Lambda input does not have the expected shape."""
+
+
+class DoctorRequestError(InvalidEventError, ValueError):
+    """A doctor event that names no known check, or an invalid run id."""
+
+
+class UnroutableKeyError(WapError, ValueError):
+    """An object key does not name a table we can ingest into (the message says why)."""
+
+
+class SourceVersionGoneError(WapError):
+    """The object version named by the event no longer exists (or was replaced)."""

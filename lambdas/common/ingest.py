@@ -20,7 +20,7 @@ from lambdas.common.exceptions import NessieError
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
 from lambdas.common.naming import TableRef, branch_name, iso, utcnow
-from lambdas.common.nessie import NessieGateway
+from lambdas.common.nessie import NessieClient
 
 
 def client_token(ingest_id: str, attempt: int, job_try: int = 1) -> str:
@@ -178,7 +178,7 @@ def run_descriptor(*, attempt: int, branch: str, job_run_id: str, report_uri: st
 
 
 def start_ingest(
-    settings: Settings, ledger: Ledger, nessie: NessieGateway, record: dict[str, Any]
+    settings: Settings, ledger: Ledger, nessie: NessieClient, record: dict[str, Any]
 ) -> dict[str, Any]:
     """Start an ingest that holds its table's lock; returns the updated ledger record.
 
@@ -242,7 +242,7 @@ def run_fields(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def start_or_fail(
-    settings: Settings, ledger: Ledger, nessie: NessieGateway, record: dict[str, Any]
+    settings: Settings, ledger: Ledger, nessie: NessieClient, record: dict[str, Any]
 ) -> dict[str, Any]:
     """`start_ingest`, but an ingest that can never start must not block its table.
 
@@ -269,7 +269,7 @@ def start_or_fail(
 
 
 def release_and_start_next(
-    settings: Settings, ledger: Ledger, nessie: NessieGateway, table: str, ingest_id: str
+    settings: Settings, ledger: Ledger, nessie: NessieClient, table: str, ingest_id: str
 ) -> str | None:
     """Free `table` from `ingest_id` and start whichever ingest it was handed to.
 

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from lambdas.common.exceptions import UnroutableKeyError
+
 IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 # Nessie's reference-name rule (org.projectnessie.model.Validation.REF_NAME_REGEX).
 NESSIE_REF_NAME = re.compile(r"^[A-Za-z](((?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9._-])?$")
@@ -35,10 +37,6 @@ class TableRef:
         return cls(parts[0], parts[1])
 
 
-class Unroutable(ValueError):
-    """The key does not name a table we can ingest into (the message says why)."""
-
-
 def file_name(key: str) -> str:
     return key.rsplit("/", 1)[-1]
 
@@ -52,16 +50,16 @@ def is_marker(key: str) -> bool:
 
 
 def route_key(key: str) -> TableRef:
-    """Map `<namespace>/<table>/<...>/<file>` to its table; raise `Unroutable` otherwise."""
+    """Map `<namespace>/<table>/<...>/<file>` to its table; raise `UnroutableKeyError` otherwise."""
     parts = key.split("/")
     if len(parts) < 3 or not parts[-1]:
-        raise Unroutable(
+        raise UnroutableKeyError(
             f"key {key!r} is not under <namespace>/<table>/: cannot tell which table it belongs to"
         )
     namespace, table = parts[0], parts[1]
     for label, value in (("namespace", namespace), ("table", table)):
         if not IDENTIFIER.fullmatch(value):
-            raise Unroutable(
+            raise UnroutableKeyError(
                 f"key {key!r}: {label} {value!r} is not a valid identifier "
                 "(lower-case letters, digits and _, not starting with a digit)"
             )

@@ -1,8 +1,10 @@
-"""Was an ingest published after all? Asked of Nessie before any failure is recorded.
+"""Publishing an audited commit, and asking Nessie whether an ingest was published.
 
-A merge can commit while its caller fails (a lost response, a Lambda timeout, a
-ledger error after the merge): recording PUBLISH_FAILED or JOB_FAILED then would
-lie, and a user who re-uploads would get the rows twice.
+`merge_audited_commit` is the one way main moves: the state machine's publish and a
+human `wap publish` after review both call it. A merge can commit while its caller
+fails (a lost response, a Lambda timeout, a ledger error after the merge): recording
+PUBLISH_FAILED or JOB_FAILED then would lie, and a user who re-uploads would get the
+rows twice, so failures are recorded only after `main_holds_ingest` says no.
 """
 
 from __future__ import annotations
@@ -10,8 +12,37 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
 from lambdas.common.log import logger
-from lambdas.common.nessie import NessieGateway
+from lambdas.common.nessie import MergeMeta, NessieClient
+
+MERGE_TRIES = 2  # a second try absorbs main moving between reading its hash and merging
+
+
+def merge_audited_commit(
+    nessie: NessieClient, *, table: str, branch: str, audited_hash: str, snapshot_id: int,
+    meta: MergeMeta,
+) -> str:
+    """Merge exactly `branch@audited_hash` into main, if that commit holds the audited
+    snapshot of `table`; return main's new hash.
+
+    Raises `AuditedCommitMismatchError` when the commit holds another snapshot (nothing
+    is merged) and `MergeConflictError` when main changed the same table on every try.
+    """
+    held = nessie.table_snapshot(table, branch, audited_hash)
+    if held != int(snapshot_id):
+        raise AuditedCommitMismatchError(
+            f"{branch}@{audited_hash} holds snapshot {held} of {table}, but the report "
+            f"audited snapshot {snapshot_id}"
+        )
+    conflict: MergeConflictError | None = None
+    for _ in range(MERGE_TRIES):
+        try:
+            return nessie.merge_into_main(branch, audited_hash, meta)
+        except MergeConflictError as exc:
+            conflict = exc
+    assert conflict is not None
+    raise conflict
 
 
 def audited_snapshot(record: Mapping[str, Any], outcome: Mapping[str, Any] | None = None) -> Any:
@@ -20,7 +51,7 @@ def audited_snapshot(record: Mapping[str, Any], outcome: Mapping[str, Any] | Non
 
 
 def main_holds_ingest(
-    nessie: NessieGateway, table: str | None, record: Mapping[str, Any],
+    nessie: NessieClient, table: str | None, record: Mapping[str, Any],
     outcome: Mapping[str, Any] | None = None,
 ) -> bool:
     """True when main's table is at the ingest's audited snapshot (the merge went through).
@@ -34,7 +65,7 @@ def main_holds_ingest(
     return nessie.main_holds(table, int(snapshot))
 
 
-def delete_branch_quietly(nessie: NessieGateway, branch: str | None) -> bool:
+def delete_branch_quietly(nessie: NessieClient, branch: str | None) -> bool:
     """Delete a published ingest's branch; False (logged) when that did not happen."""
     if not branch:
         return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lambdas.common.exceptions import SourceVersionGoneError
 from lambdas.common.naming import file_name, s3_uri, split_s3_uri
 
 STAGING_PREFIX = "staging/"
@@ -18,10 +19,6 @@ STAGING_PREFIX = "staging/"
 _MULTIPART_THRESHOLD = 256 * 1024**2
 _PART_SIZE = 256 * 1024**2
 _CONCURRENCY = 16
-
-
-class SourceVersionGone(Exception):
-    """The object version named by the event no longer exists (or was replaced)."""
 
 
 def staged_uri(artifacts_bucket: str, ingest_id: str, key: str) -> str:
@@ -35,7 +32,7 @@ def stage_version(
     """Copy exactly `bucket/key` at `version_id` (or, unversioned, with `etag`) to `target`.
 
     Idempotent: the target is derived from the ingest id, so a retry rewrites the same
-    bytes. Raises `SourceVersionGone` when that version cannot be had any more.
+    bytes. Raises `SourceVersionGoneError` when that version cannot be had any more.
     """
     from boto3.s3.transfer import TransferConfig
     from botocore.exceptions import ClientError
@@ -56,7 +53,7 @@ def stage_version(
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in ("NoSuchKey", "NoSuchVersion", "404", "PreconditionFailed", "412"):
             version = version_id or etag
-            raise SourceVersionGone(
+            raise SourceVersionGoneError(
                 f"version {version} of {s3_uri(bucket, key)} no longer exists "
                 "(deleted or overwritten before it could be staged)") from exc
         raise

@@ -8,7 +8,7 @@ from lambdas.common.config import load_settings
 from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
-from lambdas.common.nessie import NessieGateway
+from lambdas.common.nessie import NessieClient
 from lambdas.finish.service import finish
 
 
@@ -23,7 +23,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     result = finish(
         settings,
         Ledger(settings.ledger_table, lease=settings.lock_lease),
-        NessieGateway(settings.nessie_uri),
+        NessieClient(settings.nessie_uri),
         state,
         event.get("execution_arn"),
     )

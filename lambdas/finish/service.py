@@ -13,7 +13,7 @@ from lambdas.common.ingest import cancel_job_run, release_and_start_next
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, utcnow
-from lambdas.common.nessie import NessieGateway
+from lambdas.common.nessie import NessieClient
 from lambdas.common.published import delete_branch_quietly, main_holds_ingest
 
 _FINAL = frozenset({c.PUBLISHED, c.AUDIT_FAILED, c.REJECTED, c.JOB_FAILED, c.PUBLISH_FAILED})
@@ -47,7 +47,7 @@ def final_status(state: dict[str, Any]) -> tuple[str, str | None]:
 def finish(
     settings: Settings,
     ledger: Ledger,
-    nessie: NessieGateway,
+    nessie: NessieClient,
     state: dict[str, Any],
     execution_arn: str | None,
 ) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 from lambdas.common.config import load_settings
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
-from lambdas.common.nessie import NessieGateway
+from lambdas.common.nessie import NessieClient
 from lambdas.publish.service import publish
 
 
@@ -19,7 +19,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     result = publish(
         settings,
         Ledger(settings.ledger_table, lease=settings.lock_lease),
-        NessieGateway(settings.nessie_uri),
+        NessieClient(settings.nessie_uri),
         event,
     )
     logger.info("publish done", extra={"status": result["status"]})

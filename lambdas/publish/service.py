@@ -12,18 +12,20 @@ from typing import Any
 
 from lambdas.common import constants as c
 from lambdas.common.config import Settings
-from lambdas.common.exceptions import InvalidEventError, MergeConflictError
+from lambdas.common.exceptions import (
+    AuditedCommitMismatchError,
+    InvalidEventError,
+    MergeConflictError,
+)
 from lambdas.common.ingest import launch_job_run, run_fields
 from lambdas.common.ledger import Ledger
 from lambdas.common.naming import TableRef, branch_name, utcnow
-from lambdas.common.nessie import NessieGateway
-from lambdas.common.published import delete_branch_quietly
-
-_MERGE_TRIES = 2  # a second try absorbs main moving between reading its hash and merging
+from lambdas.common.nessie import MergeMeta, NessieClient
+from lambdas.common.published import delete_branch_quietly, merge_audited_commit
 
 
 def publish(
-    settings: Settings, ledger: Ledger, nessie: NessieGateway, state: dict[str, Any]
+    settings: Settings, ledger: Ledger, nessie: NessieClient, state: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge `state.run.branch @ state.outcome.branch_hash` into main and delete the branch.
 
@@ -73,19 +75,19 @@ def publish(
         return {**base, "status": c.PUBLISH_FAILED,
                 "reason": f"refusing to publish: ingest {ingest_id} no longer holds table "
                 f"{table} (held by {holder})"}
-    held = nessie.table_snapshot(table, branch, from_hash)
-    if held != snapshot_id:
-        return {**base, "status": c.PUBLISH_FAILED,
-                "reason": f"refusing to publish: {branch}@{from_hash} holds snapshot {held} of "
-                f"{table}, but the report audited snapshot {snapshot_id}"}
-    conflict: MergeConflictError | None = None
-    for _ in range(_MERGE_TRIES):
-        try:
-            main_hash = nessie.merge_into_main(branch, from_hash)
-            break
-        except MergeConflictError as exc:
-            conflict = exc
-    else:
+    meta = MergeMeta(
+        message=f"wap: publish ingest {ingest_id} ({table}) from {branch}, audit passed",
+        author="wap-publish",
+        properties={"wap.ingest-id": ingest_id, "wap.action": "publish",
+                    "wap.snapshot-id": str(snapshot_id)},
+    )
+    try:
+        main_hash = merge_audited_commit(nessie, table=table, branch=branch,
+                                         audited_hash=from_hash, snapshot_id=snapshot_id,
+                                         meta=meta)
+    except AuditedCommitMismatchError as exc:
+        return {**base, "status": c.PUBLISH_FAILED, "reason": f"refusing to publish: {exc}"}
+    except MergeConflictError as conflict:
         reason = f"merge of {branch} into main conflicted: {conflict}"
         if attempt >= settings.max_publish_attempts:
             return {
@@ -99,7 +101,7 @@ def publish(
 
 
 def _published(
-    ledger: Ledger, nessie: NessieGateway, ingest_id: str, branch: str, base: dict[str, Any],
+    ledger: Ledger, nessie: NessieClient, ingest_id: str, branch: str, base: dict[str, Any],
     main_hash: str | None, *, record: bool = True,
 ) -> dict[str, Any]:
     if record:
@@ -111,7 +113,7 @@ def _published(
 def _rebase(
     settings: Settings,
     ledger: Ledger,
-    nessie: NessieGateway,
+    nessie: NessieClient,
     ingest_id: str,
     table: str,
     run: dict[str, Any],

@@ -8,7 +8,7 @@ from typing import Any
 from lambdas.common.config import load_settings
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
-from lambdas.common.nessie import NessieGateway
+from lambdas.common.nessie import NessieClient
 from lambdas.sweeper.service import sweep
 
 
@@ -17,6 +17,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Input: the schedule's event (ignored). Output: what was recovered and discarded."""
     settings = load_settings()
     ledger = Ledger(settings.ledger_table, lease=settings.lock_lease)
-    report = sweep(settings, ledger, NessieGateway(settings.nessie_uri))
+    report = sweep(settings, ledger, NessieClient(settings.nessie_uri))
     logger.info("sweep done", extra=asdict(report))
     return asdict(report)

@@ -18,7 +18,7 @@ from lambdas.common.ingest import cancel_job_run, release_and_start_next, start_
 from lambdas.common.ledger import LOCK_QUEUED, Ledger, TableLock
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, parse_iso, utcnow
-from lambdas.common.nessie import NessieGateway
+from lambdas.common.nessie import NessieClient
 from lambdas.common.published import delete_branch_quietly, main_holds_ingest
 from lambdas.common.staging import delete_staged
 
@@ -39,7 +39,7 @@ class SweepReport:
 
 
 def sweep(
-    settings: Settings, ledger: Ledger, nessie: NessieGateway, now: datetime | None = None
+    settings: Settings, ledger: Ledger, nessie: NessieClient, now: datetime | None = None
 ) -> SweepReport:
     """Recover every stuck lock, then clean up final ingests that are due (branches past
     retention, branches a publish could not delete, staged copies no longer needed)."""
@@ -71,7 +71,7 @@ def sweep(
 
 
 def _adopt_orphan(
-    settings: Settings, ledger: Ledger, nessie: NessieGateway, ingest_id: str, now: datetime,
+    settings: Settings, ledger: Ledger, nessie: NessieClient, ingest_id: str, now: datetime,
     report: SweepReport,
 ) -> None:
     """A RECEIVED ingest whose trigger gave up before it reached its table's lock (every
@@ -101,7 +101,7 @@ def _adopt_orphan(
 
 
 def _clean_up(
-    settings: Settings, ledger: Ledger, nessie: NessieGateway, record: dict[str, Any],
+    settings: Settings, ledger: Ledger, nessie: NessieClient, record: dict[str, Any],
     now: datetime, report: SweepReport,
 ) -> None:
     """One final record: its branch (kept for inspection until the retention ends), then
@@ -139,7 +139,7 @@ def _clean_up(
 def _recover_lock(
     settings: Settings,
     ledger: Ledger,
-    nessie: NessieGateway,
+    nessie: NessieClient,
     lock: TableLock,
     now: datetime,
     report: SweepReport,

@@ -12,14 +12,11 @@ import urllib.request
 from typing import Any
 
 from lambdas.common.config import Settings
+from lambdas.common.exceptions import DoctorRequestError
 from lambdas.common.ingest import start_smoke_run
 
 DOCTOR_KEY = "wap_doctor"
 _RUN_ID = re.compile(r"^[0-9a-f]{8,32}$")
-
-
-class DoctorRequestError(ValueError):
-    """A doctor event that names no known check, or an invalid run id."""
 
 
 def is_doctor_event(event: Any) -> bool:

@@ -11,10 +11,10 @@ from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
+from lambdas.common.exceptions import SourceVersionGoneError, UnroutableKeyError
 from lambdas.common.ingest import start_or_fail
 from lambdas.common.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, Ledger
 from lambdas.common.naming import (
-    Unroutable,
     ingest_id,
     is_marker,
     iso,
@@ -23,9 +23,9 @@ from lambdas.common.naming import (
     unsupported_extension,
     utcnow,
 )
-from lambdas.common.nessie import NessieGateway
+from lambdas.common.nessie import NessieClient
 from lambdas.common.parquet import magic_bytes_problem
-from lambdas.common.staging import SourceVersionGone, stage_version, staged_uri
+from lambdas.common.staging import stage_version, staged_uri
 from lambdas.trigger.events import ObjectCreated
 
 IGNORED = "IGNORED"
@@ -47,7 +47,7 @@ def rejection_reason(obj: ObjectCreated, s3: Any = None) -> str | None:
     """Why the object cannot be ingested, or None. Reads at most 8 bytes of the object."""
     try:
         route_key(obj.key)
-    except Unroutable as exc:
+    except UnroutableKeyError as exc:
         return str(exc)
     reason = unsupported_extension(obj.key)
     if reason:
@@ -76,7 +76,7 @@ def _magic_bytes_problem(obj: ObjectCreated, s3: Any) -> str | None:
 
 
 def handle_object(
-    obj: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieGateway, s3: Any = None
+    obj: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any = None
 ) -> TriggerResult:
     """Ingest one created object exactly once; safe to call again with the same object."""
     if is_marker(obj.key):
@@ -117,7 +117,7 @@ def _stage(
     try:
         stage_version(s3, bucket=obj.bucket, key=obj.key, version_id=obj.version_id,
                       etag=obj.etag, target=record["staged_uri"])
-    except SourceVersionGone as exc:
+    except SourceVersionGoneError as exc:
         reason = str(exc)
         if ledger.update_ingest(iid, {"status": c.REJECTED, "error": reason},
                                 only_if_status={c.RECEIVED}):
@@ -135,7 +135,7 @@ def _record_new(
     reason = rejection_reason(obj, s3)
     try:
         table = route_key(obj.key).qualified
-    except Unroutable:
+    except UnroutableKeyError:
         table = None
     fields = {
         "table": table,

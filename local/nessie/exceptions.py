@@ -1,6 +1,6 @@
 """Nessie's error codes, HTTP statuses and messages (word for word where Nessie's source has them).
 
-Every error the server returns is a `NessieError`; the routes turn it into Nessie's JSON error
+Every error the server returns is a `NessieApiError`; the routes turn it into Nessie's JSON error
 body (`status`, `reason`, `message`, `errorCode`, `serverStackTrace`, `errorDetails`).
 Messages follow `RefMapping`, `ReferenceConflictException` and the `Nessie*Exception` classes of
 projectnessie/nessie 0.104.
@@ -22,7 +22,7 @@ REASONS = {
 }
 
 
-class NessieError(Exception):
+class NessieApiError(Exception):
     """Base of every error the server reports to clients."""
 
     status = 500
@@ -47,7 +47,7 @@ class NessieError(Exception):
         return body
 
 
-class BadRequestError(NessieError):
+class BadRequestError(NessieApiError):
     """Malformed input: JSON, parameters, names, hashes."""
 
     status = 400
@@ -60,28 +60,28 @@ class PayloadTooLargeError(BadRequestError):
     status = 413
 
 
-class UnsupportedMediaTypeError(NessieError):
+class UnsupportedMediaTypeError(NessieApiError):
     """A Content-Type or Content-Encoding the server does not accept."""
 
     status = 415
     error_code = "UNSUPPORTED_MEDIA_TYPE"
 
 
-class ServiceUnavailableError(NessieError):
+class ServiceUnavailableError(NessieApiError):
     """The repository database stayed locked by another writer for too long."""
 
     status = 503
     error_code = "SERVICE_UNAVAILABLE"
 
 
-class NotFoundError(NessieError):
+class NotFoundError(NessieApiError):
     """Unknown path or method (no Nessie error code applies)."""
 
     status = 404
     error_code = "UNKNOWN"
 
 
-class ReferenceNotFoundError(NessieError):
+class ReferenceNotFoundError(NessieApiError):
     """A named reference or a commit hash does not exist (or is not on the reference)."""
 
     status = 404
@@ -100,7 +100,7 @@ class ReferenceNotFoundError(NessieError):
         return cls(f"Commit '{hash_}' not found")
 
 
-class ReferenceAlreadyExistsError(NessieError):
+class ReferenceAlreadyExistsError(NessieApiError):
     """Creating a reference whose name is taken."""
 
     status = 409
@@ -111,7 +111,7 @@ class ReferenceAlreadyExistsError(NessieError):
         return cls(f"Named reference '{name}' already exists.")
 
 
-class ContentNotFoundError(NessieError):
+class ContentNotFoundError(NessieApiError):
     """No content at a key on the requested commit."""
 
     status = 404
@@ -126,7 +126,7 @@ class ContentNotFoundError(NessieError):
         )
 
 
-class ReferenceConflictError(NessieError):
+class ReferenceConflictError(NessieApiError):
     """Expected hash mismatch or per-key conflicts; carries Nessie's `Conflict` list."""
 
     status = 409

@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 
 from .exceptions import (
     BadRequestError,
-    NessieError,
+    NessieApiError,
     NotFoundError,
     PayloadTooLargeError,
     ServiceUnavailableError,
@@ -153,7 +153,7 @@ async def read_body(request: Request) -> bytes:
         raise BadRequestError(f"Invalid gzip request body: {exc}") from None
 
 
-def error_response(exc: NessieError, request: Request) -> JSONResponse:
+def error_response(exc: NessieApiError, request: Request) -> JSONResponse:
     # Nessie's rule: the integer part of `Nessie-Client-Spec` (e.g. "2" or "2.1") >= 2.
     spec = request.headers.get("nessie-client-spec", "").strip().split(".", 1)[0]
     with_details = spec.isdigit() and int(spec) >= 2
@@ -190,7 +190,7 @@ def make_endpoint(
             if status == 204 and payload is None:
                 return Response(status_code=204)
             return JSONResponse(payload, status_code=status)
-        except NessieError as exc:
+        except NessieApiError as exc:
             LOG.debug("%s %s -> %s %s", request.method, request.url, exc.status, exc.message)
             return error_response(exc, request)
         except UnicodeDecodeError:
@@ -204,18 +204,18 @@ def make_endpoint(
                     request,
                 )
             LOG.exception("Database error for %s %s", request.method, request.url.path)
-            return error_response(NessieError("Internal server error"), request)
+            return error_response(NessieApiError("Internal server error"), request)
         except Exception:  # never a bare 500 page: Nessie's error body, details logged
             LOG.exception("Unhandled error for %s %s", request.method, request.url.path)
-            return error_response(NessieError("Internal server error"), request)
+            return error_response(NessieApiError("Internal server error"), request)
 
     return endpoint
 
 
-class _MethodNotAllowed(NessieError):
+class _MethodNotAllowed(NessieApiError):
     status = 405
     error_code = "UNKNOWN"
 
 
-def _method_not_allowed(method: str) -> NessieError:
+def _method_not_allowed(method: str) -> NessieApiError:
     return _MethodNotAllowed(f"HTTP method {method} is not allowed for this endpoint")

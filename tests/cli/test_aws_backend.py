@@ -15,6 +15,7 @@ from moto import mock_aws
 
 from lambdas.common.ledger import Ledger, table_schema
 from tests.cli.conftest import assert_one_line_error, run_wap
+from tests.lake_seed import NessieSeeder, failed_report
 
 STACK = "WapTest"
 REGION = "us-east-1"
@@ -60,90 +61,6 @@ def _template(nessie) -> str:
     )
 
 
-class NessieSeeder:
-    """Commits Iceberg table pointers as Iceberg's NessieCatalog does (API v2)."""
-
-    def __init__(self, api_v2: str) -> None:
-        self.api = api_v2
-
-    def head(self, ref: str) -> str:
-        return requests.get(f"{self.api}/trees/{ref}", timeout=10).json()["reference"]["hash"]
-
-    def branch(self, name: str) -> None:
-        response = requests.post(
-            f"{self.api}/trees",
-            params={"name": name, "type": "BRANCH"},
-            json={"type": "BRANCH", "name": "main", "hash": self.head("main")},
-            timeout=10,
-        )
-        response.raise_for_status()
-
-    def put_table(self, ref: str, table, *, with_namespace: bool = False) -> None:
-        existing = requests.get(f"{self.api}/trees/{ref}/contents/sales.orders", timeout=10)
-        content = {
-            "type": "ICEBERG_TABLE",
-            "metadataLocation": table.metadata_location,
-            "snapshotId": table.metadata.current_snapshot_id,
-            "schemaId": 0,
-            "specId": 0,
-            "sortOrderId": 0,
-        }
-        if existing.ok:
-            content["id"] = existing.json()["content"]["id"]
-        operations = [{"type": "PUT", "key": {"elements": ["sales", "orders"]}, "content": content}]
-        if with_namespace:
-            operations.insert(
-                0,
-                {
-                    "type": "PUT",
-                    "key": {"elements": ["sales"]},
-                    "content": {"type": "NAMESPACE", "elements": ["sales"]},
-                },
-            )
-        response = requests.post(
-            f"{self.api}/trees/{ref}@{self.head(ref)}/history/commit",
-            timeout=10,
-            json={"commitMeta": {"message": "seed"}, "operations": operations},
-        )
-        response.raise_for_status()
-
-
-REPORT = {
-    "report_version": 1,
-    "ingest_id": FAILED_ID,
-    "table": "sales.orders",
-    "source_uris": [f"s3://{SOURCE}/sales/orders/batch.parquet"],
-    "branch": FAILED_BRANCH,
-    "rows_written": 3,
-    "schema_changes": [],
-    "outcome": "failed",
-    "reason": "1 error-severity check(s) did not pass: amount_positive",
-    "checks": [
-        {
-            "name": "amount_positive",
-            "kind": "range",
-            "columns": ["amount"],
-            "severity": "error",
-            "status": "failed",
-            "violations": 2,
-            "threshold": None,
-            "observed": 2,
-            "samples": [{"order_id": 4, "amount": -4.5}, {"order_id": 5, "amount": -77.25}],
-        },
-        {
-            "name": "order_id_not_null",
-            "kind": "not_null",
-            "columns": ["order_id"],
-            "severity": "error",
-            "status": "passed",
-            "violations": 0,
-            "observed": 0,
-            "samples": [],
-        },
-    ],
-}
-
-
 @pytest.fixture(scope="module")
 def deployed(nessie, tmp_path_factory):
     """A stack with one failed ingest on an open branch, a second one, and a published one."""
@@ -171,6 +88,7 @@ def deployed(nessie, tmp_path_factory):
         )
         seeder.put_table(FAILED_BRANCH, table)
         audited_hash, failed_metadata = seeder.head(FAILED_BRANCH), table.metadata_location
+        audited_snapshot = str(table.metadata.current_snapshot_id)  # as finish records it
         # Audited, then someone wrote to the branch: what was audited is no longer the head.
         seeder.branch(MOVED_BRANCH)
         seeder.put_table(MOVED_BRANCH, table)
@@ -181,6 +99,7 @@ def deployed(nessie, tmp_path_factory):
         seeder.branch(CONFLICT_BRANCH)
         seeder.put_table(CONFLICT_BRANCH, table)
         conflict_audited = seeder.head(CONFLICT_BRANCH)
+        later_snapshot = str(table.metadata.current_snapshot_id)
 
         s3 = boto3.client("s3", region_name=REGION)
         if s3.get_bucket_versioning(Bucket=SOURCE).get("Status") != "Enabled":
@@ -190,7 +109,15 @@ def deployed(nessie, tmp_path_factory):
         s3.put_object(
             Bucket=ARTIFACTS,
             Key=report_uri.split("/", 3)[3],
-            Body=json.dumps({**REPORT, "branch_hash": audited_hash}).encode(),
+            Body=json.dumps(
+                failed_report(
+                    branch_hash=audited_hash,
+                    snapshot_id=int(audited_snapshot),
+                    branch=FAILED_BRANCH,
+                    source=f"s3://{SOURCE}/sales/orders/batch.parquet",
+                    rule="amount_positive",
+                )
+            ).encode(),
         )
         ledger = Ledger(LEDGER, boto3.resource("dynamodb", region_name=REGION))
         for iid, status, branch, extra in (
@@ -200,15 +127,18 @@ def deployed(nessie, tmp_path_factory):
                 FAILED_BRANCH,
                 {
                     "branch_hash": audited_hash,
+                    "snapshot_id": audited_snapshot,
                     "report_uri": report_uri,
-                    "error": REPORT["reason"],
+                    "error": "1 error-severity check(s) did not pass: amount_positive",
                     "rows_written": 3,
                 },
             ),
             (OTHER_ID, "JOB_FAILED", OTHER_BRANCH, {"error": "JobRunFailed: OOM"}),
             (DONE_ID, "PUBLISHED", "wap_sales_orders_20261122T100000_c3c3c3c3", {}),
-            (MOVED_ID, "AUDIT_FAILED", MOVED_BRANCH, {"branch_hash": moved_audited}),
-            (CONFLICT_ID, "AUDIT_FAILED", CONFLICT_BRANCH, {"branch_hash": conflict_audited}),
+            (MOVED_ID, "AUDIT_FAILED", MOVED_BRANCH,
+             {"branch_hash": moved_audited, "snapshot_id": audited_snapshot}),
+            (CONFLICT_ID, "AUDIT_FAILED", CONFLICT_BRANCH,
+             {"branch_hash": conflict_audited, "snapshot_id": later_snapshot}),
         ):
             ledger.create_ingest(
                 iid,

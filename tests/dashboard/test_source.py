@@ -10,6 +10,7 @@ import pytest
 
 from local.catalog_server import catalog_url
 from wap.dashboard import shaping, source
+from wap.exceptions import DashboardError
 from wap.ops.backends import Target
 
 pytestmark = pytest.mark.slow
@@ -51,9 +52,9 @@ def test_ingest_page_by_id_and_by_branch_name_is_the_same_ingest(target, demo_ho
 
 
 def test_unknown_and_malformed_ingest_refs_are_one_line_errors(target):
-    with pytest.raises(source.DashboardError, match="no ingest 0123456789abcdef"):
+    with pytest.raises(DashboardError, match="no ingest 0123456789abcdef"):
         source.load_ingest(target, "0123456789abcdef")
-    with pytest.raises(source.DashboardError, match="neither an ingest id"):
+    with pytest.raises(DashboardError, match="neither an ingest id"):
         source.load_ingest(target, "../../etc/passwd")
 
 

@@ -10,6 +10,7 @@ from moto import mock_aws
 
 from lambdas.common.ledger import Ledger, table_schema
 from wap.dashboard import source
+from wap.exceptions import DashboardError
 from wap.ops.backends import Target
 
 STACK, REGION = "WapDash", "us-east-1"
@@ -97,7 +98,7 @@ def test_table_config_comes_from_the_artifacts_bucket(deployed):
 
 
 def test_a_missing_stack_is_a_one_line_error(deployed):
-    with pytest.raises(source.DashboardError, match="cannot read CloudFormation stack Nope"):
+    with pytest.raises(DashboardError, match="cannot read CloudFormation stack Nope"):
         source.load_overview(Target(aws=True, stack="Nope"))
 
 

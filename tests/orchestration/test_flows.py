@@ -387,7 +387,7 @@ def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
     nessie, make_stack, slack, monkeypatch
 ):
     from lambdas.common.exceptions import NessieError
-    from lambdas.common.nessie import NessieGateway
+    from lambdas.common.nessie import NessieClient
 
     inner = standin_job(nessie.api_v1)
 
@@ -403,14 +403,14 @@ def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
     stack.drop_file("nostart/orders/c.parquet", fake_parquet("nc"))
     _wait_for_status(stack, "nostart/orders/c.parquet", "QUEUED")
     doomed = record_for_key(stack, "nostart/orders/b.parquet")["ingest_id"]
-    original = NessieGateway.ensure_branch_from_main
+    original = NessieClient.ensure_branch_from_main
 
     def refuse_b(self, branch: str) -> str:
         if branch.endswith(doomed[:8]):
             raise NessieError("Nessie refused to create branch: Bad Request (injected)")
         return original(self, branch)
 
-    monkeypatch.setattr(NessieGateway, "ensure_branch_from_main", refuse_b)
+    monkeypatch.setattr(NessieClient, "ensure_branch_from_main", refuse_b)
     b = wait_for_key(stack, "nostart/orders/b.parquet")
     c = wait_for_key(stack, "nostart/orders/c.parquet")
     stack.wait_idle()

@@ -182,19 +182,19 @@ def test_a_crash_between_merge_and_ledger_write_is_recorded_published(
 def test_a_lost_merge_response_does_not_merge_or_run_again(
     make_stack, nessie_client, slack, monkeypatch
 ):
-    from lambdas.common.nessie import NessieGateway
+    from lambdas.common.nessie import NessieClient
 
-    original = NessieGateway.merge_into_main
+    original = NessieClient.merge_into_main
     merges: list[str] = []
 
-    def merge_then_lose_the_answer(self, branch, from_hash):
+    def merge_then_lose_the_answer(self, branch, from_hash, meta):
         merges.append(branch)
-        result = original(self, branch, from_hash)
+        result = original(self, branch, from_hash, meta)
         if len(merges) == 1:
             raise NessieUnavailableError("Nessie unreachable: read timed out (injected)")
         return result
 
-    monkeypatch.setattr(NessieGateway, "merge_into_main", merge_then_lose_the_answer)
+    monkeypatch.setattr(NessieClient, "merge_into_main", merge_then_lose_the_answer)
     stack = make_stack()
     main_before = nessie_client.get_reference("main").hash_
     stack.drop_file("lostmerge/orders/x.parquet", fake_parquet("lm"))
@@ -235,10 +235,10 @@ def test_a_lambda_timeout_after_the_merge_is_recorded_published(
 def test_a_failed_branch_delete_after_the_merge_is_retried_by_the_sweeper(
     make_stack, nessie_client, slack, monkeypatch
 ):
-    from lambdas.common.nessie import NessieGateway
+    from lambdas.common.nessie import NessieClient
 
-    original = NessieGateway.delete_branch
-    monkeypatch.setattr(NessieGateway, "delete_branch",
+    original = NessieClient.delete_branch
+    monkeypatch.setattr(NessieClient, "delete_branch",
                         lambda self, b: (_ for _ in ()).throw(NessieError("injected 403")))
     stack = make_stack()
     stack.drop_file("keepbranch/orders/x.parquet", fake_parquet("kb"))
@@ -247,7 +247,7 @@ def test_a_failed_branch_delete_after_the_merge_is_retried_by_the_sweeper(
     assert record["status"] == "PUBLISHED" and not record.get("branch_deleted_at")
     assert branch_exists(nessie_client, record["branch"])  # recorded truthfully
 
-    monkeypatch.setattr(NessieGateway, "delete_branch", original)
+    monkeypatch.setattr(NessieClient, "delete_branch", original)
     swept = stack.invoke("sweeper", {"source": "aws.events"})
     record = stack.ledger().get_ingest(record["ingest_id"])
     assert swept["deleted_branches"] == [record["branch"]]

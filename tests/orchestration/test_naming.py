@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from lambdas.common.exceptions import UnroutableKeyError
 from lambdas.common.naming import (
     TableRef,
-    Unroutable,
     branch_name,
     ingest_id,
     is_marker,
@@ -46,7 +46,7 @@ def test_route_key_maps_the_first_two_segments_to_the_table(key, expected):
     ],
 )
 def test_route_key_rejects_with_a_reason(key, fragment):
-    with pytest.raises(Unroutable, match=re.escape(fragment)):
+    with pytest.raises(UnroutableKeyError, match=re.escape(fragment)):
         route_key(key)
 
 

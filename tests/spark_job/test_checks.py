@@ -11,7 +11,7 @@ from pyspark.sql import types as T
 
 from spark_jobs.audit import run_audit
 from spark_jobs.checks import compile_checks
-from spark_jobs.errors import ConfigError
+from spark_jobs.errors import TableConfigError
 from spark_jobs.metrics import ColumnStats, SnapshotStats
 from spark_jobs.table_config import parse_table_config
 
@@ -51,7 +51,7 @@ def _compile(spark, checks_yaml: str, schema: T.StructType = SCHEMA):
      "values do not fit the column type"),
 ])
 def test_config_errors_found_against_the_schema(spark, check, message):
-    with pytest.raises(ConfigError) as error:
+    with pytest.raises(TableConfigError) as error:
         _compile(spark, check)
     assert message in str(error.value)
 

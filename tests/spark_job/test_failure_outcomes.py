@@ -19,8 +19,8 @@ from spark_jobs.errors import (
     INFRASTRUCTURE,
     INPUT,
     CatalogError,
-    ConfigError,
     InfrastructureError,
+    TableConfigError,
     classify,
 )
 from spark_jobs.jvm import java_iterable
@@ -257,7 +257,7 @@ def test_data_files_gone_before_the_audit_scan_is_an_error(lake, ingest, tmp_pat
 # --- the classification itself ------------------------------------------------------------------
 
 @pytest.mark.parametrize(("exc", "kind"), [
-    (ConfigError("bad"), INPUT),
+    (TableConfigError("bad"), INPUT),
     (yaml.YAMLError("bad"), INPUT),
     (InfrastructureError("down"), INFRASTRUCTURE),
     (CatalogError("down"), INFRASTRUCTURE),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.errors import ConfigError, InvalidArgumentError
+from spark_jobs.errors import InvalidArgumentError, TableConfigError
 from spark_jobs.identifiers import (
     quote,
     quote_parts,
@@ -85,7 +85,7 @@ def test_defaults_without_a_file():
     ("- just a list\n", "expected a mapping"),
 ])
 def test_config_errors_name_the_problem(text, message):
-    with pytest.raises(ConfigError) as error:
+    with pytest.raises(TableConfigError) as error:
         parse_table_config(text, source="tables/x.y.yaml")
     assert message in str(error.value)
     assert str(error.value).startswith("tables/x.y.yaml")

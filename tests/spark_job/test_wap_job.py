@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from spark_jobs.audit import job_group_ids
-from spark_jobs.errors import ConfigError
+from spark_jobs.errors import TableConfigError
 from spark_jobs.wap_job import (
     DEFAULT_OBSERVE_MAX_BYTES,
     OBSERVE_CONF,
@@ -200,7 +200,7 @@ def test_observation_on_write_depends_on_the_source_size(lake, spark_conf):
 ])
 def test_bad_observation_settings_are_config_errors(lake, ingest, tmp_path, spark_conf,
                                                      conf, message):
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(TableConfigError, match=message):
         spark_conf(conf)
         observe_on_write(lake, 1)
     source = write_parquet(tmp_path / "orders.parquet", ORDERS)

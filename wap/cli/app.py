@@ -19,6 +19,7 @@ import typer
 
 from infra.constants import STACK_NAME
 from lambdas.common import constants as c
+from lambdas.common.exceptions import WapError
 from lambdas.common.naming import BRANCH_PREFIX
 from local.catalog_server import ENV_CATALOG_PORT, catalog_port, start_catalog
 from local.embedded_stack import StackStartError, tables_dir_from_env
@@ -104,7 +105,7 @@ def _run(fn: Any) -> Any:
 
     try:
         return fn()
-    except (OpsError, HomeError, StackStartError) as exc:
+    except (OpsError, WapError, HomeError, StackStartError) as exc:  # WapError: Nessie's
         raise _fail(str(exc)) from None
     except (BotoCoreError, ClientError) as exc:  # e.g. AccessDenied on the deployed stack
         raise _fail(f"AWS: {exc}") from None

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from lambdas.common import constants as c
+from lambdas.common.exceptions import WapError
 from lambdas.common.naming import utcnow
 from local.embedded_stack import tables_dir_from_env
 from local.home import HomeError, WapHome
-from wap.exceptions import CatalogError, OpsError
+from wap.exceptions import DashboardError, OpsError, TableReadError
 from wap.ops import operations as ops
 from wap.ops.backend import Backend
 from wap.ops.backends import NoLocalState, Target, open_backend
@@ -29,10 +30,6 @@ _CONFIG_SUFFIX = ".yaml"
 
 # The embedded stack runs moto, whose patching is process-wide: one local backend at a time.
 _LOCAL_OPEN = threading.Lock()
-
-
-class DashboardError(Exception):
-    """A page cannot be shown; the message says why, in one line."""
 
 
 def describe(target: Target) -> str:
@@ -52,7 +49,7 @@ def _with_backend(target: Target, work: Any) -> Any:
             return work(backend)
     except NoLocalState:
         raise
-    except (OpsError, HomeError) as exc:
+    except (OpsError, WapError, HomeError) as exc:  # WapError: the Nessie client's
         raise DashboardError(" ".join(str(exc).split())) from exc
 
 
@@ -112,7 +109,7 @@ def load_ingest(target: Target, ref: str) -> IngestPage:
         try:
             view = ops.show(backend, ref)
             problem = None
-        except CatalogError as exc:  # counts unreadable: still show the record and report
+        except TableReadError as exc:  # counts unreadable: still show the record and report
             record = ops.find_ingest(backend, ref)
             view = ops.IngestView(
                 record=record,
@@ -208,7 +205,7 @@ def _read_snapshots(
     try:
         metadata = StaticTable.from_metadata(location, properties).metadata
     except (OSError, ValueError) as exc:
-        raise CatalogError(
+        raise TableReadError(
             f"cannot read Iceberg metadata {location}: {type(exc).__name__}: {exc}"
         ) from exc
     snapshots = []

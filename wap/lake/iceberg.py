@@ -1,7 +1,7 @@
 """Read Iceberg table state without a JVM: pyiceberg over the metadata file Nessie points to.
 
 Everything here takes a metadata location (what Nessie holds as `metadataLocation`) and
-pyiceberg FileIO properties; pyiceberg's errors become `CatalogError`s with one line.
+pyiceberg FileIO properties; pyiceberg's errors become `TableReadError`s with one line.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from wap.exceptions import CatalogError
+from wap.exceptions import TableReadError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -60,7 +60,7 @@ def _reading(metadata_location: str) -> Iterator[None]:
         yield
     except (OSError, ValueError, KeyError) as exc:  # missing file, bad JSON, schema mismatch
         detail = " ".join(str(exc).split())[:300]
-        raise CatalogError(
+        raise TableReadError(
             f"cannot read Iceberg table {metadata_location}: {type(exc).__name__}: {detail}"
         ) from exc
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from lambdas.common.ledger import Ledger
+from lambdas.common.nessie import NessieClient
 from wap.exceptions import BackendError
 from wap.ops.backend import Backend
-from wap.ops.nessie_v2 import NessieV2
 
 REQUIRED_OUTPUTS = ("SourceBucketName", "NessieApiUrl", "StateMachineArn")
 
@@ -37,10 +37,8 @@ class AwsBackend(Backend):
         self.session = session
         self.outputs = outputs
         self.ledger_table = ledger_table
-        api_v2 = (nessie_url or outputs["NessieApiUrl"]).rstrip("/")
-        if not api_v2.endswith("/api/v2"):
-            api_v2 += "/api/v2"
-        self._nessie = NessieV2(api_v2)
+        # NessieApiUrl is the API v2 URL; --nessie-url may name the server's base.
+        self._nessie = NessieClient(nessie_url or outputs["NessieApiUrl"])
         self._ledger = Ledger(ledger_table, session.resource("dynamodb"))
         self._s3: Any = None
 
@@ -80,7 +78,7 @@ class AwsBackend(Backend):
         return self._ledger
 
     @property
-    def nessie(self) -> NessieV2:
+    def nessie(self) -> NessieClient:
         return self._nessie
 
     @property

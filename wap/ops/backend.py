@@ -12,7 +12,7 @@ from typing import Any
 
 from lambdas.common.ledger import Ledger
 from lambdas.common.naming import split_s3_uri
-from wap.ops.nessie_v2 import NessieV2
+from lambdas.common.nessie import NessieClient
 
 
 class Backend(ABC):
@@ -27,8 +27,8 @@ class Backend(ABC):
 
     @property
     @abstractmethod
-    def nessie(self) -> NessieV2:
-        """The catalog's Nessie API v2."""
+    def nessie(self) -> NessieClient:
+        """The catalog's Nessie server."""
 
     @property
     @abstractmethod
@@ -114,14 +114,14 @@ class LocalBackend(Backend):
     def __init__(self, stack: Any) -> None:
         self.stack = stack  # a started EmbeddedStack
         self._ledger = Ledger(stack.aws.settings.ledger_table, stack.dynamodb())
-        self._nessie = NessieV2(stack.nessie.api_v2)
+        self._nessie = NessieClient(stack.nessie.api_v2)
 
     @property
     def ledger(self) -> Ledger:
         return self._ledger
 
     @property
-    def nessie(self) -> NessieV2:
+    def nessie(self) -> NessieClient:
         return self._nessie
 
     @property

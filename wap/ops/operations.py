@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lambdas.common import constants as c
+from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
 from lambdas.common.naming import (
     BRANCH_PREFIX,
     INGEST_ID,
@@ -24,9 +25,10 @@ from lambdas.common.naming import (
     iso,
     utcnow,
 )
+from lambdas.common.nessie import MergeMeta
 from lambdas.common.parquet import magic_bytes_problem
+from lambdas.common.published import merge_audited_commit
 from wap.exceptions import (
-    CatalogConflictError,
     InvalidInputError,
     NotAllowedError,
     OpsError,
@@ -253,8 +255,10 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
         raise NotAllowedError(
             f"ingest {iid} is {status}: only AUDIT_FAILED ingests can be published by hand"
         )
-    audited = record.get("branch_hash") or (read_report(backend, record) or {}).get("branch_hash")
-    if not branch or not audited:
+    report = read_report(backend, record) or {}
+    audited = record.get("branch_hash") or report.get("branch_hash")
+    snapshot = record.get("snapshot_id") or report.get("snapshot_id")
+    if not branch or not audited or snapshot is None:
         raise NotAllowedError(f"ingest {iid} wrote nothing to publish")
     head = backend.nessie.reference(branch)
     if head is None:
@@ -265,21 +269,28 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
             f"audited {audited[:12]}); re-ingest the file instead"
         )
     message = f"wap publish {branch} (ingest {iid}) after review by {actor}: {reason}"
+    meta = MergeMeta(
+        message=message,
+        author=actor,
+        properties={
+            "wap.ingest-id": iid,
+            "wap.action": "manual-publish",
+            "wap.reviewed-by": actor,
+            "wap.reason": reason,
+        },
+    )
     try:
-        main_hash = backend.nessie.merge(
-            branch,
-            audited,
-            onto=c.MAIN_BRANCH,
-            message=message,
-            author=actor,
-            properties={
-                "wap.ingest-id": iid,
-                "wap.action": "manual-publish",
-                "wap.reviewed-by": actor,
-                "wap.reason": reason,
-            },
+        main_hash = merge_audited_commit(
+            backend.nessie,
+            table=record["table"],
+            branch=branch,
+            audited_hash=audited,
+            snapshot_id=int(snapshot),
+            meta=meta,
         )
-    except CatalogConflictError as exc:
+    except AuditedCommitMismatchError as exc:
+        raise NotAllowedError(f"ingest {iid}: {exc}") from exc
+    except MergeConflictError as exc:
         raise NotAllowedError(
             f"main changed {record.get('table')} since the audit, the merge "
             f"conflicts; re-ingest the file ({exc})"

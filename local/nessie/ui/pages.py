@@ -2,7 +2,7 @@
 
 Plain data, no HTML. Reference names, hashes and key elements are validated with the
 API's own rules before they reach the store; a missing reference, commit or key raises the
-API's `NessieError` subclasses, which the routes turn into error pages with the same status.
+API's `NessieApiError` subclasses, which the routes turn into error pages with the same status.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from wap.exceptions import CatalogError
+from wap.exceptions import TableReadError
 from wap.lake import iceberg
 
 from ..exceptions import ContentNotFoundError, NotFoundError
@@ -187,7 +187,7 @@ def read_table(
     try:
         table = iceberg.open_table(metadata_location, properties)
         return TableData(info=iceberg.describe(table), rows=iceberg.read_rows(table, limit=rows))
-    except CatalogError as exc:
+    except TableReadError as exc:
         return TableData(error=str(exc))
 
 
@@ -297,7 +297,7 @@ def _table_diff(
             extra, extra_count = iceberg.rows_outside(ref_table, base_files, limit=EXTRA_ROWS)
             if base_table is not None:
                 missing = iceberg.count_outside(base_table, iceberg.data_files(ref_table))
-    except CatalogError as exc:
+    except TableReadError as exc:
         return TableDiff(key, change, error=str(exc))
     return TableDiff(
         key,

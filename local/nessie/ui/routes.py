@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ..exceptions import BadRequestError, NessieError, NotFoundError
+from ..exceptions import BadRequestError, NessieApiError, NotFoundError
 from ..store import NessieStore
 from . import html, pages
 
@@ -85,7 +85,7 @@ def _endpoint(
     def endpoint(request: Request) -> Response:
         try:
             return view(store, props, _segments(request, prefix), request)
-        except NessieError as exc:
+        except NessieApiError as exc:
             return _html(html.render_error(exc.status, exc.message), exc.status)
         except UnicodeDecodeError:
             return _html(html.render_error(400, "Path is not valid UTF-8"), 400)

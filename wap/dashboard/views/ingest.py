@@ -10,9 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from wap.dashboard import shaping
-from wap.dashboard.source import DashboardError
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO
+from wap.exceptions import DashboardError
 from wap.ops.operations import IngestView
 
 STATUS_COLORS = {

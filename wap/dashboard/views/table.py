@@ -8,12 +8,13 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from spark_jobs.errors import ConfigError
+from spark_jobs.errors import TableConfigError
 from spark_jobs.table_config import default_config, parse_table_config
 from wap.dashboard import shaping
-from wap.dashboard.source import DashboardError, TablePage
+from wap.dashboard.source import TablePage
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO
+from wap.exceptions import DashboardError
 
 
 def render() -> None:
@@ -105,7 +106,7 @@ def _config(data: TablePage) -> None:
     else:
         try:
             config = parse_table_config(data.config_text, where)
-        except ConfigError as exc:
+        except TableConfigError as exc:
             common.show_error(f"{where} is invalid, ingests of this table are rejected: {exc}")
             return
         st.caption(
