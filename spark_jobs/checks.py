@@ -410,18 +410,15 @@ def compile_checks(spark: SparkSession, config: TableConfig,
         check = CHECK_CLASSES[spec.kind](spec, types)
         if spec.kind == "regex":
             _validate_java_regex(spark, spec.params["pattern"], where)
-        if spec.kind == "range":
+        # The configured literals must convert to the column's type, or the check cannot run.
+        literals = {"range": ("min/max", "_limits"), "accepted_values": ("values", "accepted")}
+        if spec.kind in literals:
+            what, convert = literals[spec.kind]
             try:
-                check._limits()
+                getattr(check, convert)()
             except (TypeError, ValueError, ArithmeticError) as exc:
                 raise TableConfigError(
-                    f"{where}: min/max do not fit the column type: {exc}") from exc
-        if spec.kind == "accepted_values":
-            try:
-                check.accepted()
-            except (TypeError, ValueError, ArithmeticError) as exc:
-                raise TableConfigError(
-                    f"{where}: values do not fit the column type: {exc}") from exc
+                    f"{where}: {what} do not fit the column type: {exc}") from exc
         if spec.kind == "expression":
             check.referenced = _validate_expression(spark, spec.params["sql"], schema, where)
         compiled.append(check)

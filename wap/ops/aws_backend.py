@@ -38,8 +38,10 @@ class AwsBackend(Backend):
         self.outputs = outputs
         self.ledger_table = ledger_table
         # NessieApiUrl is the API v2 URL; --nessie-url may name the server's base.
-        self._nessie = NessieClient(nessie_url or outputs["NessieApiUrl"])
-        self._ledger = Ledger(ledger_table, session.resource("dynamodb"))
+        super().__init__(
+            Ledger(ledger_table, session.resource("dynamodb")),
+            NessieClient(nessie_url or outputs["NessieApiUrl"]),
+        )
         self._s3: Any = None
 
     @classmethod
@@ -72,14 +74,6 @@ class AwsBackend(Backend):
                 f"cannot read CloudFormation stack {stack_name}: {_one_line(exc)}"
             ) from exc
         return cls(session, outputs, ledger_table, nessie_url=nessie_url)
-
-    @property
-    def ledger(self) -> Ledger:
-        return self._ledger
-
-    @property
-    def nessie(self) -> NessieClient:
-        return self._nessie
 
     @property
     def source_bucket(self) -> str:

@@ -20,15 +20,9 @@ class Backend(ABC):
 
     kind: str = "?"
 
-    @property
-    @abstractmethod
-    def ledger(self) -> Ledger:
-        """The ingest ledger (DynamoDB)."""
-
-    @property
-    @abstractmethod
-    def nessie(self) -> NessieClient:
-        """The catalog's Nessie server."""
+    def __init__(self, ledger: Ledger, nessie: NessieClient) -> None:
+        self.ledger = ledger  # the ingest ledger (DynamoDB)
+        self.nessie = nessie  # the catalog's Nessie server
 
     @property
     @abstractmethod
@@ -113,16 +107,10 @@ class LocalBackend(Backend):
 
     def __init__(self, stack: Any) -> None:
         self.stack = stack  # a started EmbeddedStack
-        self._ledger = Ledger(stack.aws.settings.ledger_table, stack.dynamodb())
-        self._nessie = NessieClient(stack.nessie.api_v2)
-
-    @property
-    def ledger(self) -> Ledger:
-        return self._ledger
-
-    @property
-    def nessie(self) -> NessieClient:
-        return self._nessie
+        super().__init__(
+            Ledger(stack.aws.settings.ledger_table, stack.dynamodb()),
+            NessieClient(stack.nessie.api_v2),
+        )
 
     @property
     def source_bucket(self) -> str:
