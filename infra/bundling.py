@@ -69,23 +69,40 @@ def _copy_tree(files: Iterable[Path], source_root: Path, target_root: Path) -> N
         shutil.copyfile(path, target)
 
 
+# Top-level packages beside `lambdas/` that every Lambda bundles: the payload contracts,
+# which import nothing else of ours (tests/test_import_rules.py).
+SHARED_PACKAGES = ("contracts",)
+
+
 def bundled_packages(name: str) -> set[str]:
-    """`name` and `common`: a Lambda's package imports only itself and `lambdas.common`
-    (tests/test_import_rules.py keeps it so), so nothing else goes into its bundle."""
+    """`name` and `common`: a Lambda's package imports only itself, `lambdas.common` and the
+    SHARED_PACKAGES (tests/test_import_rules.py keeps it so), so nothing else goes into its
+    bundle."""
     return {name, "common"}
+
+
+def shared_files(root: Path) -> list[Path]:
+    """The SHARED_PACKAGES' sources under `root` (the repository), for a bundle and its hash."""
+    files = []
+    for package in SHARED_PACKAGES:
+        if not (root / package / "__init__.py").is_file():
+            raise BundlingError(f"{root / package} is missing: every Lambda and the job need it")
+        files += [path for path in _source_files(root / package) if path.suffix == ".py"]
+    return files
 
 
 def function_code(name: str, *, lambdas_dir: Path,
                   build_dir: Path = constants.BUILD_DIR) -> Path:
-    """Directory with `lambdas/__init__.py` and the packages `name` needs (bundled_packages)."""
+    """Directory with `lambdas/__init__.py`, the packages `name` needs (bundled_packages)
+    and the SHARED_PACKAGES beside `lambdas/`."""
     package = lambdas_dir / name
     if not (package / "handler.py").is_file():
         raise BundlingError(f"{package / 'handler.py'} does not exist: no code for Lambda {name!r}")
     files = [lambdas_dir / "__init__.py"]
     for member in sorted(bundled_packages(name)):
         files += _source_files(lambdas_dir / member)
-    files = [path for path in files if path.is_file()]
-    digest = _digest((str(p.relative_to(lambdas_dir)), p.read_bytes()) for p in files)
+    files = [path for path in files if path.is_file()] + shared_files(lambdas_dir.parent)
+    digest = _digest((str(p.relative_to(lambdas_dir.parent)), p.read_bytes()) for p in files)
     final = build_dir / "lambda" / "code" / f"{name}-{digest}"
     if final.is_dir():
         return final
@@ -134,16 +151,19 @@ def spark_job_package(*, spark_jobs_dir: Path,
     """Directory deployed under `jobs/`: `wap_job.py` (entry point) + `spark_jobs.zip` (py-files).
 
     Built by the job's own packager (`spark_jobs.package.build`), cached by the
-    hash of the job's sources.
+    hash of the job's sources and of the SHARED_PACKAGES it carries too.
     """
     import yaml
 
     from spark_jobs import package
 
     files = [p for p in _source_files(spark_jobs_dir) if p.suffix == ".py"]
+    shared = shared_files(spark_jobs_dir.parent)
     yaml_files = [p for p in _source_files(Path(yaml.__file__).parent) if p.suffix == ".py"]
     digest = _digest([("layout", b"spark_jobs.package.build"),
                       *((str(p.relative_to(spark_jobs_dir)), p.read_bytes()) for p in files),
+                      *((str(p.relative_to(spark_jobs_dir.parent)), p.read_bytes())
+                        for p in shared),
                       *((f"yaml/{p.name}", p.read_bytes()) for p in yaml_files)])
     final = build_dir / "spark" / f"job-{digest}"
     if final.is_dir():

@@ -1,7 +1,8 @@
 """Build what EMR Serverless needs to run the job: `python -m spark_jobs.package build/job`.
 
 Writes `<out>/wap_job.py` (the spark-submit entry point) and `<out>/spark_jobs.zip`
-(this package plus PyYAML's pure-Python modules) for `--py-files`. PySpark comes with
+(this package, the payload contracts it builds its report with, and PyYAML's
+pure-Python modules) for `--py-files`. PySpark comes with
 EMR; nothing else is needed, so the zip carries no compiled code and fits any
 EMR Python (3.9+).
 """
@@ -15,6 +16,8 @@ import zipfile
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+# Stdlib-only packages of the repository the job imports besides its own.
+SHARED_DIRS = (PACKAGE_DIR.parent / "contracts",)
 ZIP_NAME = "spark_jobs.zip"
 ENTRY_POINT = "wap_job.py"
 # PyYAML falls back to its pure-Python parser when the C extension (_yaml) is absent.
@@ -38,6 +41,9 @@ def build(out_dir: str | Path) -> tuple[Path, Path]:
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
         for path, name in _python_files(PACKAGE_DIR, "spark_jobs"):
             bundle.write(path, name)
+        for shared in SHARED_DIRS:
+            for path, name in _python_files(shared, shared.name):
+                bundle.write(path, name)
         for path, name in _python_files(Path(yaml.__file__).parent, "yaml"):
             bundle.write(path, name)
     entry = out / ENTRY_POINT

@@ -1,5 +1,5 @@
-"""The audit report (docs/contracts.md, `report_version: 1`): built up during a run,
-written for every outcome through Hadoop's FileSystem (s3:// on EMR, file:// locally).
+"""The audit report (`contracts.report.AuditReport`, `report_version: 1`): built up during
+a run, written for every outcome through Hadoop's FileSystem (s3:// on EMR, file:// locally).
 """
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from contracts import report as contract
 from spark_jobs import hadoop_fs
 from spark_jobs.checks import ERROR, FAILED, CheckResult
 from spark_jobs.errors import ReportWriteError, WapJobError, as_job_error, describe
 
-REPORT_VERSION = 1
-PASSED, FAILED_OUTCOME, REJECTED = "passed", "failed", "rejected"
+REPORT_VERSION = contract.REPORT_VERSION
+PASSED, FAILED_OUTCOME, REJECTED = contract.PASSED, contract.FAILED, contract.REJECTED
 # Not the input's fault (storage, Nessie, the cluster, anything unknown): worth a retry.
-ERROR_OUTCOME = "error"
+ERROR_OUTCOME = contract.ERROR
 ERROR_REASON_PREFIX = "job error: "
 
 
@@ -33,7 +34,7 @@ def _iso(moment: dt.datetime) -> str:
 
 @dataclass
 class Report:
-    """One run's report; `to_dict` gives the JSON contract."""
+    """One run's report as it is built up; `to_report` gives the contract's AuditReport."""
 
     ingest_id: str
     table: str
@@ -81,27 +82,45 @@ class Report:
             self.outcome, self.reason = REJECTED, str(exc)
         self.reason_code = exc.reason_code
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_report(self) -> contract.AuditReport:
+        """The finished report (its `total_s` timing is taken now).
+
+        Built, not parsed: checking it here could only lose the report of a run that
+        went wrong; its readers check it (`AuditReport.from_dict`).
+        """
+        if self.outcome is None:  # settle() or fail() ends every run; never write a null
+            self.fail(RuntimeError("the run ended without settling an outcome"))
         self.timings.setdefault("total_s", round(time.perf_counter() - self._clock, 3))
-        return {
-            "report_version": REPORT_VERSION,
-            "ingest_id": self.ingest_id,
-            "table": self.table,
-            "source_uris": list(self.source_uris),
-            "branch": self.branch,
-            "branch_hash": self.branch_hash,
-            "snapshot_id": self.snapshot_id,
-            "rows_written": self.rows_written,
-            "reused_snapshot": self.reused_snapshot,
-            "schema_changes": self.schema_changes,
-            "checks": [check.to_dict() for check in self.checks],
-            "outcome": self.outcome,
-            "reason": self.reason,
-            "reason_code": self.reason_code,
-            "timings": self.timings,
-            "started_at": _iso(self.started_at),
-            "finished_at": _iso(utc_now()),
-        }
+        return contract.AuditReport(
+            ingest_id=self.ingest_id,
+            table=self.table,
+            source_uris=tuple(self.source_uris),
+            branch=self.branch,
+            branch_hash=self.branch_hash,
+            snapshot_id=self.snapshot_id,
+            rows_written=self.rows_written,
+            reused_snapshot=self.reused_snapshot,
+            schema_changes=tuple(self.schema_changes),
+            checks=tuple(_contract_check(check) for check in self.checks),
+            outcome=self.outcome,
+            reason=self.reason,
+            reason_code=self.reason_code,
+            timings=dict(self.timings),
+            started_at=_iso(self.started_at),
+            finished_at=_iso(utc_now()),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's JSON (docs/contracts.md)."""
+        return self.to_report().to_dict()
+
+
+def _contract_check(check: CheckResult) -> contract.CheckResult:
+    return contract.CheckResult(
+        name=check.name, kind=check.kind, columns=tuple(check.columns), severity=check.severity,
+        status=check.status, violations=check.violations, threshold=check.threshold,
+        observed=check.observed, settled_by=check.settled_by, samples=tuple(check.samples),
+        message=check.message)
 
 
 def write_report(spark, uri: str, report: dict) -> None:

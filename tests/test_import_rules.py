@@ -2,6 +2,8 @@
 
 - What is deployed (`lambdas/`, `spark_jobs/`, `infra/`) never imports the local runtime
   (`local/`), the tools (`wap/`), `tests/` or `bench/`.
+- `contracts/` (bundled into every Lambda and the job's zip) imports nothing of ours but
+  itself, and only the standard library: the job runs it on EMR with nothing but pyspark.
 - Nothing but `tests/` imports `tests/`.
 - No import cycles between packages (`wap.cli`, `local.aws`, `lambdas.common`, ...; a
   top-level module such as `local/home.py` counts as a package of its own).
@@ -10,13 +12,15 @@
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FIRST_PARTY = ("infra", "lambdas", "spark_jobs", "local", "wap", "tests", "bench")
-DEPLOYED = ("lambdas", "spark_jobs", "infra")
+FIRST_PARTY = ("contracts", "infra", "lambdas", "spark_jobs", "local", "wap", "tests", "bench")
+DEPLOYED = ("contracts", "lambdas", "spark_jobs", "infra")
 
 
 def _imports() -> dict[str, set[tuple[str, str]]]:
@@ -53,15 +57,75 @@ def test_what_is_deployed_imports_no_local_tool_or_test_code(deployed):
 
 
 def test_a_lambda_imports_only_its_own_package_and_common():
-    """What keeps each Lambda's bundle to its package and lambdas/common (infra/bundling.py)."""
+    """What keeps each Lambda's bundle to its package, lambdas/common and the shared
+    packages (infra/bundling.py)."""
+    from infra.bundling import SHARED_PACKAGES
+
     bad = []
     for package, imports in _imports().items():
         if package.split(".")[0] != "lambdas" or package == "lambdas":
             continue
         allowed = {package, "lambdas.common", "lambdas"}
         bad += sorted((f, name) for name, f in imports
-                      if name.split(".")[0] == "lambdas" and _package(name) not in allowed)
+                      if (name.split(".")[0] == "lambdas" and _package(name) not in allowed)
+                      or (name.split(".")[0] not in ("lambdas", *SHARED_PACKAGES)))
     assert bad == []
+
+
+def test_the_contracts_import_only_themselves_and_the_standard_library():
+    """The job imports them on EMR Serverless, where only the standard library and pyspark
+    exist (and `contracts` must not drag the job's or a Lambda's code into the other)."""
+    import sys
+
+    bad = []
+    for path in (REPO / "contracts").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            bad += [(str(path.relative_to(REPO)), name) for name in names
+                    if name.split(".")[0] != "contracts"
+                    and name.split(".")[0] not in sys.stdlib_module_names]
+    assert bad == []
+
+
+def test_the_contracts_run_on_the_jobs_python():
+    """EMR Serverless images run Python 3.9: no `match`, no runtime `X | Y` unions."""
+    for path in (REPO / "contracts").rglob("*.py"):
+        text = path.read_text()
+        ast.parse(text, str(path), feature_version=(3, 9))  # refuses `match` and newer syntax
+        if path.name != "__init__.py":  # annotations stay strings: `str | None` is fine
+            assert "from __future__ import annotations" in text, path
+
+
+def _python39() -> str | None:
+    """A working Python 3.9 (EMR Serverless' job interpreter), if this machine has one."""
+    import glob
+    import os
+
+    for candidate in (shutil.which("python3.9"),
+                      *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9")))):
+        if candidate and subprocess.run([candidate, "-c", "pass"], capture_output=True,
+                                        check=False).returncode == 0:
+            return candidate
+    return None
+
+
+def test_the_contracts_import_and_parse_on_python_3_9(tmp_path):
+    python = _python39()
+    if python is None:
+        pytest.skip("no Python 3.9 on this machine")
+    code = ("import contracts.report, contracts.state, contracts.alert, contracts.doc; "
+            "contracts.report.AuditReport.from_dict({'report_version': 1, 'ingest_id': 'i', "
+            "'table': 'a.b', 'branch': 'b', 'outcome': 'passed'})")
+    # -I: nothing from the environment; only the repository's contracts on the path.
+    result = subprocess.run([python, "-I", "-c", f"import sys; sys.path.insert(0, "
+                             f"{str(REPO)!r}); {code}"], capture_output=True, text=True,
+                            cwd=tmp_path, check=False)
+    assert result.returncode == 0, result.stderr
 
 
 def test_nothing_but_the_tests_imports_the_tests():

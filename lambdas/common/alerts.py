@@ -6,16 +6,16 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from lambdas.common.alerting.event import AlertEvent
+from contracts.alert import AlertEvent
 
 _log = logging.getLogger(__name__)
 
 
 def alert_event(
     record: Mapping[str, Any], *, outcome: str, reason: str | None, execution_arn: str | None = None
-) -> dict[str, Any]:
-    """The alert Lambda's input for an ingest that did not publish, built and checked by the
-    one definition of the event (`AlertEvent`); raises AlertEventError naming a bad field."""
+) -> AlertEvent:
+    """The alert for an ingest that did not publish, from its ledger record, built and
+    checked by the one definition of the event; raises AlertEventError naming a bad field."""
     return AlertEvent.from_dict({
         "ingest_id": record["ingest_id"],
         "table": record.get("table") or "unknown",
@@ -26,16 +26,16 @@ def alert_event(
         "report_uri": record.get("report_uri"),
         "execution_arn": execution_arn or record.get("execution_arn"),
         "log_uri": record.get("log_uri"),
-    }).to_dict()
+    })
 
 
-def send_alert_quietly(event: dict[str, Any]) -> bool:
+def send_alert_quietly(event: AlertEvent) -> bool:
     """Send through `alerting.notify.send_alert`; never raises (an alert cannot change the
     recorded outcome). Returns whether Slack accepted it."""
     try:
         from lambdas.common.alerting.notify import send_alert
 
-        return bool(send_alert(event).get("delivered"))
+        return bool(send_alert(event.to_dict()).get("delivered"))
     except Exception:
-        _log.exception("alert for ingest %s not delivered", event.get("ingest_id"))
+        _log.exception("alert for ingest %s not delivered", event.ingest_id)
         return False

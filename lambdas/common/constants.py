@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-# Ledger statuses of one ingest.
+# The outcome statuses the state machine carries, and the report's outcomes, are defined
+# with their payloads (contracts/); they are re-exported here under the names the
+# handlers use.
+from contracts import report as _report
+from contracts import state as _state
+
+# Ledger statuses of one ingest; the final ones are the state machine's outcome statuses.
 RECEIVED = "RECEIVED"
 QUEUED = "QUEUED"
 RUNNING = "RUNNING"
-PUBLISHED = "PUBLISHED"
-AUDIT_FAILED = "AUDIT_FAILED"
-REJECTED = "REJECTED"
-JOB_FAILED = "JOB_FAILED"
-PUBLISH_FAILED = "PUBLISH_FAILED"
+PUBLISHED = _state.PUBLISHED
+AUDIT_FAILED = _state.AUDIT_FAILED
+REJECTED = _state.REJECTED
+JOB_FAILED = _state.JOB_FAILED
+PUBLISH_FAILED = _state.PUBLISH_FAILED
 DISCARDED = "DISCARDED"
 
 PENDING_STATUSES = frozenset({RECEIVED, QUEUED})
@@ -21,12 +27,12 @@ TERMINAL_STATUSES = frozenset(
 FAILED_STATUSES = frozenset({AUDIT_FAILED, REJECTED, JOB_FAILED, PUBLISH_FAILED})
 
 # Results the state machine branches on (job_status / publish outputs).
-JOB_RUNNING = "RUNNING"
-JOB_PASSED = "PASSED"
+JOB_RUNNING = _state.RUNNING
+JOB_PASSED = _state.PASSED
 # The job ended in an infrastructure error (report outcome `error`, or the run failed):
 # the state machine waits `retry_in_seconds` and retries it on the same branch.
-JOB_ERROR = "JOB_ERROR"
-PUBLISH_REBASED = "REBASED"
+JOB_ERROR = _state.JOB_ERROR
+PUBLISH_REBASED = _state.REBASED
 
 # EMR Serverless job run states.
 EMR_ACTIVE_STATES = frozenset(
@@ -37,10 +43,10 @@ EMR_FAILED = "FAILED"
 EMR_CANCELLED = "CANCELLED"
 
 # Report outcomes written by the Spark job (docs/contracts.md).
-REPORT_PASSED = "passed"
-REPORT_FAILED = "failed"
-REPORT_REJECTED = "rejected"
-REPORT_ERROR = "error"  # infrastructure, not the input: retried, then JOB_FAILED
+REPORT_PASSED = _report.PASSED
+REPORT_FAILED = _report.FAILED
+REPORT_REJECTED = _report.REJECTED
+REPORT_ERROR = _report.ERROR  # infrastructure, not the input: retried, then JOB_FAILED
 
 MAIN_BRANCH = "main"
 

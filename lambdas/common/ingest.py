@@ -12,6 +12,7 @@ import json
 import shlex
 from typing import Any
 
+from contracts.state import ExecutionInput, Run
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
@@ -146,14 +147,15 @@ def job_log_uri(settings: Settings, ingest_id: str, job_run_id: str) -> str:
     )
 
 
-def start_execution(settings: Settings, ingest_id: str, execution_input: dict[str, Any]) -> str:
+def start_execution(settings: Settings, execution_input: ExecutionInput) -> str:
     """Start the state machine execution named after the ingest (or find the existing one)."""
+    ingest_id = execution_input.ingest_id
     sfn = aws.client("stepfunctions")
     try:
         return aws.call(f"start the execution of {ingest_id}", sfn.start_execution,
                         stateMachineArn=settings.state_machine_arn,
                         name=ingest_id,
-                        input=json.dumps(execution_input))["executionArn"]
+                        input=json.dumps(execution_input.to_dict()))["executionArn"]
     except sfn.exceptions.ExecutionAlreadyExists:
         # A retried invocation: the first one got this far. Execution ARNs are derived.
         return execution_arn(settings.state_machine_arn, ingest_id)
@@ -161,20 +163,6 @@ def start_execution(settings: Settings, ingest_id: str, execution_input: dict[st
 
 def execution_arn(state_machine_arn: str, name: str) -> str:
     return state_machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{name}"
-
-
-def run_descriptor(*, attempt: int, branch: str, job_run_id: str, report_uri: str,
-                   log_uri: str, started_at: str, job_try: int = 1) -> dict[str, Any]:
-    """The `run` the state machine carries: which job attempt to wait for and where it reports."""
-    return {
-        "attempt": attempt,
-        "job_try": job_try,
-        "branch": branch,
-        "job_run_id": job_run_id,
-        "report_uri": report_uri,
-        "log_uri": log_uri,
-        "started_at": started_at,
-    }
 
 
 def start_ingest(
@@ -191,14 +179,10 @@ def start_ingest(
     branch = ledger.set_once(ingest_id, "branch", branch_name(ref, utcnow(), ingest_id))
     nessie.ensure_branch_from_main(branch)
     run = launch_job_run(settings, ledger, record, attempt=1, job_try=1, branch=branch)
-    execution_input = {
-        "ingest_id": ingest_id,
-        "table": table,
-        "source_uri": record["source_uri"],
-        "staged_uri": record["staged_uri"],
-        "run": run,
-    }
-    arn = start_execution(settings, ingest_id, execution_input)
+    execution_input = ExecutionInput(ingest_id=ingest_id, table=table, run=run,
+                                     source_uri=record["source_uri"],
+                                     staged_uri=record["staged_uri"])
+    arn = start_execution(settings, execution_input)
     ledger.update_ingest(
         ingest_id,
         {"status": c.RUNNING, "execution_arn": arn, **run_fields(run)},
@@ -210,7 +194,7 @@ def start_ingest(
 def launch_job_run(
     settings: Settings, ledger: Ledger, record: dict[str, Any], *, attempt: int, job_try: int,
     branch: str,
-) -> dict[str, Any]:
+) -> Run:
     """Start (or find) the job run of `attempt` (a branch) and `job_try` (a retry on it) for
     an ingest that holds its table; renews the table lease. Returns the run descriptor."""
     ingest_id, table = record["ingest_id"], record["table"]
@@ -228,17 +212,16 @@ def launch_job_run(
     )
     run_key = "" if (attempt, job_try) == (1, 1) else f"_a{attempt}_t{job_try}"
     started_at = ledger.set_once(ingest_id, f"job_started_at{run_key}", iso(utcnow()))
-    return run_descriptor(attempt=attempt, job_try=job_try, branch=branch, job_run_id=job_run_id,
-                          report_uri=report_uri, log_uri=job_log_uri(settings, ingest_id,
-                                                                     job_run_id),
-                          started_at=started_at)
+    return Run(attempt=attempt, job_try=job_try, branch=branch, job_run_id=job_run_id,
+               report_uri=report_uri, log_uri=job_log_uri(settings, ingest_id, job_run_id),
+               started_at=started_at)
 
 
-def run_fields(run: dict[str, Any]) -> dict[str, Any]:
+def run_fields(run: Run) -> dict[str, Any]:
     """The ledger fields that name an ingest's current job run."""
-    return {"branch": run["branch"], "job_run_id": run["job_run_id"],
-            "attempts": run["attempt"], "job_tries": run["job_try"],
-            "report_uri": run["report_uri"], "log_uri": run["log_uri"]}
+    return {"branch": run.branch, "job_run_id": run.job_run_id,
+            "attempts": run.attempt, "job_tries": run.job_try,
+            "report_uri": run.report_uri, "log_uri": run.log_uri}
 
 
 def start_or_fail(

@@ -45,21 +45,22 @@ def merge_audited_commit(
     raise conflict
 
 
-def audited_snapshot(record: Mapping[str, Any], outcome: Mapping[str, Any] | None = None) -> Any:
-    """The snapshot id publish was about to merge (ledger), else the one the report named."""
-    return record.get("audited_snapshot_id") or (outcome or {}).get("snapshot_id")
+def audited_snapshot(record: Mapping[str, Any], reported: str | None = None) -> Any:
+    """The snapshot id publish was about to merge (ledger), else the one the report named
+    (`reported`: the state's `outcome.snapshot_id`)."""
+    return record.get("audited_snapshot_id") or reported
 
 
 def main_holds_ingest(
     nessie: NessieClient, table: str | None, record: Mapping[str, Any],
-    outcome: Mapping[str, Any] | None = None,
+    reported: str | None = None,
 ) -> bool:
     """True when main's table is at the ingest's audited snapshot (the merge went through).
 
     Raises `NessieUnavailableError` when Nessie cannot say: the caller must not record
     a failure it could not check.
     """
-    snapshot = audited_snapshot(record, outcome)
+    snapshot = audited_snapshot(record, reported)
     if not table or snapshot is None:
         return False
     return nessie.main_holds(table, int(snapshot))

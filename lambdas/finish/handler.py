@@ -9,17 +9,18 @@ from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
 from lambdas.common.nessie import NessieClient
+from lambdas.common.state import parse_state
 from lambdas.finish.service import finish
 
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Input: `{"state": <execution state>, "execution_arn"}`. Output: see `finish`."""
+    """Input: `{"state": <execution state>, "execution_arn"}`. Output: `FinishResult`."""
     if not isinstance(event, dict) or not isinstance(event.get("state"), dict):
         raise InvalidEventError("finish input must be {'state': {...}, 'execution_arn': ...}")
     settings = load_settings()
-    state = event["state"]
-    logger.append_keys(ingest_id=state.get("ingest_id"))
+    state = parse_state(event["state"], "finish")
+    logger.append_keys(ingest_id=state.ingest_id)
     result = finish(
         settings,
         Ledger(settings.ledger_table, lease=settings.lock_lease),
@@ -29,6 +30,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     )
     logger.info(
         "ingest finished",
-        extra={"status": result["status"], "next_ingest_id": result["next_ingest_id"]},
+        extra={"status": result.status, "next_ingest_id": result.next_ingest_id},
     )
-    return result
+    return result.to_dict()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from contracts.state import ExecutionState, FinishResult
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event
 from lambdas.common.config import Settings
-from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ingest import cancel_job_run, release_and_start_next
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
@@ -33,11 +33,10 @@ def reason_from_error(error: Any) -> str | None:
     return f"{name}: {cause}" if cause else name
 
 
-def final_status(state: dict[str, Any]) -> tuple[str, str | None]:
+def final_status(state: ExecutionState) -> tuple[str, str | None]:
     """(status, reason) of an execution state arriving at Finish."""
-    outcome = state.get("outcome") or {}
-    status = outcome.get("status")
-    reason = outcome.get("reason") or reason_from_error(state.get("error"))
+    status = state.outcome.status if state.outcome else None
+    reason = (state.outcome.reason if state.outcome else None) or reason_from_error(state.error)
     if status not in _FINAL:
         reason = reason or f"the state machine ended the ingest in state {status!r}"
         status = c.JOB_FAILED
@@ -48,45 +47,40 @@ def finish(
     settings: Settings,
     ledger: Ledger,
     nessie: NessieClient,
-    state: dict[str, Any],
+    state: ExecutionState,
     execution_arn: str | None,
-) -> dict[str, Any]:
+) -> FinishResult:
     """Record the outcome, hand the table to the next queued ingest; return the alert to send.
 
     A failure is checked before it is recorded: when main already holds the ingest's
     audited snapshot, the ingest is PUBLISHED (and its branch deleted, best effort).
     """
-    try:
-        ingest_id, table = state["ingest_id"], state["table"]
-    except (KeyError, TypeError) as exc:
-        raise InvalidEventError(f"finish input: {exc!r}") from exc
-    run = state.get("run") or {}
-    outcome = state.get("outcome") or {}
+    ingest_id, table, run, outcome = state.ingest_id, state.table, state.run, state.outcome
     status, reason = final_status(state)
     record = ledger.get_ingest(ingest_id) or {}
-    branch_deleted = bool(outcome.get("branch_deleted"))
+    branch_deleted = bool(outcome and outcome.branch_deleted)
     if status in (c.JOB_FAILED, c.PUBLISH_FAILED) and main_holds_ingest(
-            nessie, table, record, outcome):
+            nessie, table, record, outcome.snapshot_id if outcome else None):
         logger.warning("recorded as published: main holds the audited snapshot",
                        extra={"ingest_id": ingest_id, "would_have_been": status})
         status, reason = c.PUBLISHED, None
-        branch_deleted = delete_branch_quietly(nessie, run.get("branch"))
+        branch_deleted = delete_branch_quietly(nessie, run.branch)
     if status == c.JOB_FAILED:
         # The ledger names the newest run (a retry or rebase may have started one that the
         # state never saw, if the step that started it then failed).
-        for job_run_id in {run.get("job_run_id"), record.get("job_run_id")} - {None}:
+        for job_run_id in {run.job_run_id, record.get("job_run_id")} - {None}:
             cancel_job_run_quietly(settings, job_run_id)
     fields = {
         "status": status,
         "error": reason,
         "finished_at": iso(utcnow()),
         "execution_arn": execution_arn,
-        "report_uri": outcome.get("report_uri") or run.get("report_uri"),
-        "log_uri": outcome.get("log_uri") or run.get("log_uri"),
-        "branch": run.get("branch"),
-        "branch_hash": outcome.get("branch_hash"),
-        "snapshot_id": outcome.get("snapshot_id"),
-        "rows_written": outcome.get("rows_written"),
+        "report_uri": (outcome and outcome.report_uri) or run.report_uri,
+        "log_uri": (outcome and outcome.log_uri) or run.log_uri,
+        "branch": run.branch,
+        "branch_hash": outcome.branch_hash if outcome else None,
+        "snapshot_id": outcome.snapshot_id if outcome else None,
+        "rows_written": outcome.rows_written if outcome else None,
     }
     if status == c.PUBLISHED and branch_deleted:  # else the sweeper retries the delete
         fields["branch_deleted_at"] = fields["finished_at"]
@@ -105,12 +99,7 @@ def finish(
             reason=record.get("error") or reason,
             execution_arn=execution_arn,
         )
-    return {
-        "status": record.get("status", status),
-        "alert_needed": alert is not None,
-        "alert": alert,
-        "next_ingest_id": next_id,
-    }
+    return FinishResult(status=record.get("status", status), alert=alert, next_ingest_id=next_id)
 
 
 def cancel_job_run_quietly(settings: Settings, job_run_id: str | None) -> None:

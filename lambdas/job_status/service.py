@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from contracts.report import AuditReport, ReportError
+from contracts.state import Outcome, Run
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.config import Settings, job_retry_delay
@@ -21,8 +24,8 @@ _OUTCOME_STATUS = {
 
 
 def check_job(
-    settings: Settings, run: dict[str, Any], *, timeout_seconds: int, now: datetime | None = None
-) -> dict[str, Any]:
+    settings: Settings, run: Run, *, timeout_seconds: int, now: datetime | None = None
+) -> Outcome:
     """The state of `run` as the state machine needs it.
 
     Returns `{"status": "RUNNING"}` while the job runs; otherwise `status` is
@@ -34,47 +37,45 @@ def check_job(
     past either is cancelled and reported JOB_FAILED. Transient AWS errors raise
     `AwsUnavailableError` (polling is idempotent: the state machine retries it).
     """
+    job_run_id, report_uri = run.job_run_id, run.report_uri
     try:
-        job_run_id, report_uri = run["job_run_id"], run["report_uri"]
-        submitted_at = parse_iso(run["started_at"])
-        job_try = int(run.get("job_try") or 1)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidEventError(f"job_status input lacks a valid run: {exc!r}") from exc
+        submitted_at = parse_iso(run.started_at)
+    except ValueError as exc:
+        raise InvalidEventError(f"job_status input: run.started_at: {exc}") from exc
     emr = aws.client("emr-serverless")
     job = aws.call(f"poll job run {job_run_id}", emr.get_job_run,
                    applicationId=settings.emr_application_id, jobRunId=job_run_id)["jobRun"]
     state = job["state"]
-    base = {
-        "job_run_id": job_run_id,
-        "job_state": state,
-        "report_uri": report_uri,
-        "log_uri": run.get("log_uri"),
-    }
     if state in c.EMR_ACTIVE_STATES:
         overdue = _overdue(settings, job, submitted_at, timeout_seconds, now or utcnow())
         if overdue is None:
-            return {**base, "status": c.JOB_RUNNING}
+            return _about(run, state, Outcome(status=c.JOB_RUNNING))
         if cancel_job_run(settings, job_run_id):
-            return {**base, "status": c.JOB_FAILED,
-                    "reason": f"job run {job_run_id} {overdue} and was cancelled"}
+            return _about(run, state, Outcome(
+                status=c.JOB_FAILED, reason=f"job run {job_run_id} {overdue} and was cancelled"))
         # It ended between the poll and the cancel: read its outcome instead.
         job = aws.call(f"poll job run {job_run_id}", emr.get_job_run,
                        applicationId=settings.emr_application_id, jobRunId=job_run_id)["jobRun"]
         state = job["state"]
-        base["job_state"] = state
     if state == c.EMR_SUCCESS:
-        outcome = outcome_from_report(report_uri, run.get("branch"))
+        outcome = outcome_from_report(report_uri, run.branch)
     elif state == c.EMR_CANCELLED:
         details = job.get("stateDetails") or "no details given"
-        return {**base, "status": c.JOB_FAILED,
-                "reason": f"job run {job_run_id} was cancelled: {details}"}
+        return _about(run, state, Outcome(
+            status=c.JOB_FAILED, reason=f"job run {job_run_id} was cancelled: {details}"))
     else:  # FAILED without a report: the job writes one for everything the input decides
         details = job.get("stateDetails") or "no details given"
-        outcome = {"status": c.JOB_ERROR,
-                   "reason": f"job run {job_run_id} ended {state}: {details}"}
-    if outcome["status"] == c.JOB_ERROR:
-        outcome = _retry_or_fail(settings, outcome, job_try)
-    return {**base, **outcome}
+        outcome = Outcome(status=c.JOB_ERROR,
+                          reason=f"job run {job_run_id} ended {state}: {details}")
+    if outcome.status == c.JOB_ERROR:
+        outcome = _retry_or_fail(settings, outcome, run.job_try)
+    return _about(run, state, outcome)
+
+
+def _about(run: Run, job_state: str, outcome: Outcome) -> Outcome:
+    """`outcome` naming the run it is about (its id, EMR state, report and logs)."""
+    return replace(outcome, job_run_id=run.job_run_id, job_state=job_state,
+                   report_uri=run.report_uri, log_uri=run.log_uri)
 
 
 def _overdue(
@@ -95,56 +96,49 @@ def _overdue(
     return None
 
 
-def _retry_or_fail(settings: Settings, outcome: dict[str, Any], job_try: int) -> dict[str, Any]:
+def _retry_or_fail(settings: Settings, outcome: Outcome, job_try: int) -> Outcome:
     """An infrastructure error is retried on the same branch, a bounded number of times."""
     if job_try < settings.max_job_tries:
-        return {**outcome, "retry_in_seconds": job_retry_delay(settings, job_try)}
-    return {**outcome, "status": c.JOB_FAILED,
-            "reason": f"{outcome['reason']} (gave up after {job_try} tries)"}
+        return replace(outcome, retry_in_seconds=job_retry_delay(settings, job_try))
+    return replace(outcome, status=c.JOB_FAILED,
+                   reason=f"{outcome.reason} (gave up after {job_try} tries)")
 
 
-def outcome_from_report(report_uri: str, branch: str | None) -> dict[str, Any]:
-    """Status and the fields the next states need, from the report at `report_uri`."""
-    report = aws.read_json_s3(report_uri)
-    if report is None:
-        return {
-            "status": c.JOB_ERROR,
-            "reason": f"the job succeeded but wrote no audit report at {report_uri}",
-        }
-    outcome = report.get("outcome") if isinstance(report, dict) else None
-    status = _OUTCOME_STATUS.get(outcome)
-    if status is None:
-        return {
-            "status": c.JOB_FAILED,
-            "reason": f"audit report {report_uri} has no valid outcome ({outcome!r})",
-        }
-    if branch and report.get("branch") not in (None, branch):
-        return {
-            "status": c.JOB_FAILED,
-            "reason": f"audit report {report_uri} is for branch {report.get('branch')!r}, "
-            f"not {branch!r}",
-        }
-    result = {
-        "status": status,
-        "reason": report.get("reason"),
-        "branch_hash": report.get("branch_hash"),
+def outcome_from_report(report_uri: str, branch: str | None) -> Outcome:
+    """Status and the fields the next states need, from the report at `report_uri`.
+
+    A report that does not match the contract (`contracts.report.AuditReport`, an
+    unknown `report_version` included) ends the ingest JOB_FAILED, naming the field.
+    """
+    data = aws.read_json_s3(report_uri)
+    if data is None:
+        return Outcome(status=c.JOB_ERROR,
+                       reason=f"the job succeeded but wrote no audit report at {report_uri}")
+    try:
+        report = AuditReport.from_dict(data, f"audit report {report_uri}")
+    except ReportError as exc:
+        return Outcome(status=c.JOB_FAILED, reason=str(exc))
+    status = _OUTCOME_STATUS[report.outcome]
+    if branch and report.branch != branch:
+        return Outcome(status=c.JOB_FAILED,
+                       reason=f"audit report {report_uri} is for branch {report.branch!r}, "
+                       f"not {branch!r}")
+    reason = report.reason
+    if status == c.JOB_PASSED and not (report.branch_hash and report.snapshot_id is not None):
+        return Outcome(status=c.JOB_FAILED,
+                       reason=f"audit report {report_uri} passed but does not name the branch "
+                       "hash and snapshot to publish")
+    if status == c.JOB_ERROR and not reason:
+        reason = f"the job reported an infrastructure error ({report_uri})"
+    if status == c.AUDIT_FAILED and not reason:
+        failed = [check.name for check in report.checks
+                  if check.status == "failed" and check.severity == "error"]
+        reason = f"failed checks: {', '.join(failed)}"
+    return Outcome(
+        status=status,
+        reason=reason,
+        branch_hash=report.branch_hash,
         # A string: Iceberg snapshot ids are 64-bit, beyond a JSON double's exact range.
-        "snapshot_id": None if report.get("snapshot_id") is None else str(report["snapshot_id"]),
-        "rows_written": report.get("rows_written"),
-    }
-    if status == c.JOB_PASSED and not (result["branch_hash"] and result["snapshot_id"]):
-        return {
-            "status": c.JOB_FAILED,
-            "reason": f"audit report {report_uri} passed but does not name the branch hash "
-            "and snapshot to publish",
-        }
-    if status == c.JOB_ERROR and not result["reason"]:
-        result["reason"] = f"the job reported an infrastructure error ({report_uri})"
-    if status == c.AUDIT_FAILED and not result["reason"]:
-        failed = [
-            ch.get("name") or ch.get("kind")
-            for ch in report.get("checks", [])
-            if ch.get("status") == "failed" and ch.get("severity") == "error"
-        ]
-        result["reason"] = f"failed checks: {', '.join(map(str, failed))}"
-    return result
+        snapshot_id=None if report.snapshot_id is None else str(report.snapshot_id),
+        rows_written=report.rows_written,
+    )

@@ -7,9 +7,10 @@ is re-run on a fresh branch from main, at most `max_publish_attempts` times.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
+from contracts.state import ExecutionState, Outcome, Run
 from lambdas.common import constants as c
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import (
@@ -25,8 +26,8 @@ from lambdas.common.published import delete_branch_quietly, merge_audited_commit
 
 
 def publish(
-    settings: Settings, ledger: Ledger, nessie: NessieClient, state: dict[str, Any]
-) -> dict[str, Any]:
+    settings: Settings, ledger: Ledger, nessie: NessieClient, state: ExecutionState
+) -> Outcome:
     """Merge `state.run.branch @ state.outcome.branch_hash` into main and delete the branch.
 
     The hash is merged only if it holds the audited snapshot (`state.outcome.snapshot_id`),
@@ -35,20 +36,17 @@ def publish(
     Returns `{"status": "PUBLISHED", ...}`, `{"status": "REBASED", "run": {...}}` (the
     state machine waits for the new run) or `{"status": "PUBLISH_FAILED", "reason"}`.
     """
-    try:
-        ingest_id, table, run = state["ingest_id"], state["table"], state["run"]
-        branch, attempt = run["branch"], int(run["attempt"])
-        from_hash = state["outcome"]["branch_hash"]
-        snapshot_id = int(state["outcome"]["snapshot_id"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidEventError(f"publish input: {exc!r}") from exc
-    base = {
-        "report_uri": run.get("report_uri"),
-        "log_uri": run.get("log_uri"),
-        "branch_hash": from_hash,
-        "snapshot_id": str(snapshot_id),
-        "rows_written": state["outcome"].get("rows_written"),
-    }
+    ingest_id, table, run = state.ingest_id, state.table, state.run
+    branch, attempt = run.branch, run.attempt
+    audited = state.outcome
+    if audited is None or not audited.branch_hash or audited.snapshot_id is None:
+        raise InvalidEventError("publish input: the outcome must name the audited branch_hash "
+                                "and snapshot_id")
+    from_hash, snapshot_id = audited.branch_hash, int(audited.snapshot_id)
+    # What every answer carries on: the audited commit and where its run reported.
+    base = Outcome(status=c.PUBLISH_FAILED, report_uri=run.report_uri, log_uri=run.log_uri,
+                   branch_hash=from_hash, snapshot_id=str(snapshot_id),
+                   rows_written=audited.rows_written)
     record = ledger.get_ingest(ingest_id) or {}
     if record.get("published_branch") == branch:  # retried after the merge was recorded
         return _published(ledger, nessie, ingest_id, branch, base,
@@ -72,9 +70,9 @@ def publish(
 
     holder = ledger.get_lock(table).active
     if holder != ingest_id:  # the sweeper gave this ingest up (its lease ran out)
-        return {**base, "status": c.PUBLISH_FAILED,
-                "reason": f"refusing to publish: ingest {ingest_id} no longer holds table "
-                f"{table} (held by {holder})"}
+        return replace(base, status=c.PUBLISH_FAILED,
+                       reason=f"refusing to publish: ingest {ingest_id} no longer holds table "
+                       f"{table} (held by {holder})")
     meta = MergeMeta(
         message=f"wap: publish ingest {ingest_id} ({table}) from {branch}, audit passed",
         author="wap-publish",
@@ -86,28 +84,25 @@ def publish(
                                          audited_hash=from_hash, snapshot_id=snapshot_id,
                                          meta=meta)
     except AuditedCommitMismatchError as exc:
-        return {**base, "status": c.PUBLISH_FAILED, "reason": f"refusing to publish: {exc}"}
+        return replace(base, status=c.PUBLISH_FAILED, reason=f"refusing to publish: {exc}")
     except MergeConflictError as conflict:
         reason = f"merge of {branch} into main conflicted: {conflict}"
         if attempt >= settings.max_publish_attempts:
-            return {
-                **base,
-                "status": c.PUBLISH_FAILED,
-                "reason": f"{reason}; gave up after {attempt} attempts "
-                "(main keeps changing the same table)",
-            }
+            return replace(base, status=c.PUBLISH_FAILED,
+                           reason=f"{reason}; gave up after {attempt} attempts "
+                           "(main keeps changing the same table)")
         return _rebase(settings, ledger, nessie, ingest_id, table, run, base, reason=reason)
     return _published(ledger, nessie, ingest_id, branch, base, main_hash)
 
 
 def _published(
-    ledger: Ledger, nessie: NessieClient, ingest_id: str, branch: str, base: dict[str, Any],
+    ledger: Ledger, nessie: NessieClient, ingest_id: str, branch: str, base: Outcome,
     main_hash: str | None, *, record: bool = True,
-) -> dict[str, Any]:
+) -> Outcome:
     if record:
         ledger.update_ingest(ingest_id, {"published_branch": branch, "published_hash": main_hash})
     deleted = delete_branch_quietly(nessie, branch)
-    return {**base, "status": c.PUBLISHED, "main_hash": main_hash, "branch_deleted": deleted}
+    return replace(base, status=c.PUBLISHED, main_hash=main_hash, branch_deleted=deleted)
 
 
 def _rebase(
@@ -116,23 +111,23 @@ def _rebase(
     nessie: NessieClient,
     ingest_id: str,
     table: str,
-    run: dict[str, Any],
-    base: dict[str, Any],
+    run: Run,
+    base: Outcome,
     *,
     reason: str,
-) -> dict[str, Any]:
+) -> Outcome:
     """Fresh branch from main and a new job run for the next attempt."""
-    attempt = int(run["attempt"]) + 1
+    attempt = run.attempt + 1
     now = utcnow()
     proposed = branch_name(TableRef.parse(table), now, ingest_id)
-    if proposed == run["branch"]:
+    if proposed == run.branch:
         proposed = branch_name(TableRef.parse(table), now + timedelta(seconds=1), ingest_id)
     branch = ledger.set_once(ingest_id, f"branch_attempt_{attempt}", proposed)
     ledger.update_ingest(ingest_id, {"rebase_reason": reason})
     nessie.ensure_branch_from_main(branch)
     # The conflicting branch holds a stale copy of the same rows: drop it.
-    nessie.delete_branch(run["branch"])
+    nessie.delete_branch(run.branch)
     record = ledger.get_ingest(ingest_id) or {"ingest_id": ingest_id, "table": table}
     new_run = launch_job_run(settings, ledger, record, attempt=attempt, job_try=1, branch=branch)
     ledger.update_ingest(ingest_id, run_fields(new_run))
-    return {**base, "status": c.PUBLISH_REBASED, "reason": reason, "run": new_run}
+    return replace(base, status=c.PUBLISH_REBASED, reason=reason, run=new_run)

@@ -7,6 +7,7 @@ from typing import Any
 from lambdas.common.config import load_settings
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
+from lambdas.common.state import parse_state
 from lambdas.retry_job.service import retry_job
 
 
@@ -14,7 +15,8 @@ from lambdas.retry_job.service import retry_job
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Input: the execution state after JOB_ERROR. Output: the new `run` descriptor."""
     settings = load_settings()
-    logger.append_keys(ingest_id=event.get("ingest_id"))
-    run = retry_job(settings, Ledger(settings.ledger_table, lease=settings.lock_lease), event)
-    logger.info("job retried", extra={"job_try": run["job_try"], "job_run_id": run["job_run_id"]})
-    return run
+    state = parse_state(event, "retry_job")
+    logger.append_keys(ingest_id=state.ingest_id)
+    run = retry_job(settings, Ledger(settings.ledger_table, lease=settings.lock_lease), state)
+    logger.info("job retried", extra={"job_try": run.job_try, "job_run_id": run.job_run_id})
+    return run.to_dict()

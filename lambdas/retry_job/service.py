@@ -7,29 +7,23 @@ new clientToken and its own report URI.
 
 from __future__ import annotations
 
-from typing import Any
-
+from contracts.state import ExecutionState, Run
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ingest import launch_job_run, run_fields
 from lambdas.common.ledger import Ledger
 
 
-def retry_job(settings: Settings, ledger: Ledger, state: dict[str, Any]) -> dict[str, Any]:
+def retry_job(settings: Settings, ledger: Ledger, state: ExecutionState) -> Run:
     """Start try `run.job_try + 1` of the current attempt; return the new run descriptor."""
-    try:
-        ingest_id, run = state["ingest_id"], state["run"]
-        attempt, branch = int(run["attempt"]), run["branch"]
-        job_try = int(run.get("job_try") or 1) + 1
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidEventError(f"retry_job input: {exc!r}") from exc
+    ingest_id, run = state.ingest_id, state.run
     record = ledger.get_ingest(ingest_id)
     if record is None:
         raise InvalidEventError(f"no ledger record for ingest {ingest_id}")
-    new_run = launch_job_run(settings, ledger, record, attempt=attempt, job_try=job_try,
-                             branch=branch)
+    new_run = launch_job_run(settings, ledger, record, attempt=run.attempt,
+                             job_try=run.job_try + 1, branch=run.branch)
     ledger.update_ingest(ingest_id, {
         **run_fields(new_run),
-        "last_job_error": (state.get("outcome") or {}).get("reason"),
+        "last_job_error": state.outcome.reason if state.outcome else None,
     })
     return new_run

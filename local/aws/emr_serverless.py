@@ -376,18 +376,21 @@ def job_archive() -> Path:
 
 
 _JOB_PACKAGE = "spark_jobs"
+# Every top-level package the archive carries: the job must run the archive's copy of each.
+_ARCHIVE_PACKAGES = (_JOB_PACKAGE, "contracts")
 _archive_lock = threading.Lock()
 _archive_modules: dict[Path, ModuleType] = {}
 
 
 def _in_package(name: str) -> bool:
-    return name == _JOB_PACKAGE or name.startswith(_JOB_PACKAGE + ".")
+    return any(name == package or name.startswith(package + ".")
+               for package in _ARCHIVE_PACKAGES)
 
 
 def load_archive_job(archive: Path) -> ModuleType:
     """`spark_jobs.wap_job` imported from `archive` by zipimport, as `--py-files` makes EMR do.
 
-    Everyone else's `spark_jobs` stays the repository's: the archive's modules are
+    Everyone else's `spark_jobs` and `contracts` stay the repository's: the archive's modules are
     imported with the repository's taken out of `sys.modules`, then those are put back.
     The archive's modules keep references to each other, so a run stays in the archive.
     Loaded once per archive path (archives are never rewritten in place: the deploy's

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lambdas.common.alerting.event import AlertEvent
+from contracts.alert import AlertEvent
 from lambdas.common.alerting.exceptions import AlertEventError
 from lambdas.common.alerts import alert_event
 
@@ -15,8 +15,17 @@ RECORD = {"ingest_id": "abc123", "table": "sales.orders", "source_uri": "s3://sr
 
 def test_what_the_functions_build_the_alert_lambda_parses_unchanged():
     event = alert_event(RECORD, outcome="JOB_FAILED", reason="executor lost")
-    assert AlertEvent.from_dict(event).to_dict() == event
-    assert event["outcome"] == "JOB_FAILED" and event["table"] == "sales.orders"
+    assert AlertEvent.from_dict(event.to_dict()) == event
+    assert event.outcome == "JOB_FAILED" and event.table == "sales.orders"
+    assert event.to_dict()["alert_version"] == 1
+
+
+def test_an_event_without_a_version_is_version_1_and_an_unknown_version_is_refused():
+    built = alert_event(RECORD, outcome="JOB_FAILED", reason=None).to_dict()
+    del built["alert_version"]  # built before the field existed, e.g. mid-deploy
+    assert AlertEvent.from_dict(built).alert_version == 1
+    with pytest.raises(AlertEventError, match="'alert_version'"):
+        AlertEvent.from_dict({**built, "alert_version": 2})
 
 
 def test_a_bad_field_is_refused_when_the_event_is_built_not_when_it_is_sent():

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lambdas.common.alerting.event import AlertEvent
+from contracts.alert import AlertEvent
+from contracts.report import AuditReport
 from lambdas.common.alerting.exceptions import AlertEventError
 from lambdas.common.alerting.links import execution_console_url, nessie_branch_url, s3_console_url
 from lambdas.common.alerting.message import build_message, escape
@@ -16,10 +17,16 @@ from .conftest import load_event
 UI = "https://nessie.example.com"
 
 
+# What every report names; the tests below give only what they are about.
+REPORT_BASE = {"report_version": 1, "ingest_id": "0123456789abcdef", "table": "sales.orders",
+               "branch": "wap_sales_orders_20261122T101500_01234567", "outcome": "failed"}
+
+
 def render(event: dict, report: dict | None, ui: str | None = UI):
     alert = AlertEvent.from_dict(event)
-    checks = failed_checks(report) if report else []
-    return build_message(alert, report, checks, nessie_ui_url=ui)
+    parsed = AuditReport.from_dict({**REPORT_BASE, **report}) if report else None
+    checks = failed_checks(parsed) if parsed else []
+    return build_message(alert, parsed, checks, nessie_ui_url=ui)
 
 
 def test_escape_replaces_exactly_the_three_control_characters():

@@ -304,6 +304,10 @@ def test_hostile_data_and_a_thousand_failing_checks_are_accepted_by_slack(
 ):
     report = {
         "report_version": 1,
+        "ingest_id": "0123456789abcdef",
+        "table": "sales.orders",
+        "branch": "wap_sales_orders_20261122T101500_01234567",
+        "outcome": "failed",
         "checks": [
             {
                 "name": f"c{i}<&>" + "x" * 500,

@@ -9,6 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from contracts.state import ExecutionState
 from lambdas.common import aws
 from lambdas.common.config import load_settings
 from lambdas.common.exceptions import ConfigError
@@ -74,6 +75,8 @@ def s3(monkeypatch):
 def _report(**fields) -> dict:
     return {
         "report_version": 1,
+        "ingest_id": "0123456789abcdef",
+        "table": "s.t",
         "branch": "wap_s_t_20261122T101500_01234567",
         "branch_hash": "abc",
         "snapshot_id": 1234567890123456789,
@@ -101,11 +104,21 @@ def test_report_outcomes_map_to_statuses(s3):
         result = outcome_from_report(
             f"s3://reports/{name}.json", "wap_s_t_20261122T101500_01234567"
         )
-        assert result["status"] == expected, (name, result)
+        assert result.status == expected, (name, result)
     missing = outcome_from_report("s3://reports/none.json", None)
-    assert missing["status"] == "JOB_ERROR" and "wrote no audit report" in missing["reason"]
+    assert missing.status == "JOB_ERROR" and "wrote no audit report" in missing.reason
     passed = outcome_from_report("s3://reports/passed.json", None)
-    assert passed["snapshot_id"] == "1234567890123456789"  # a string: beyond a double's range
+    assert passed.snapshot_id == "1234567890123456789"  # a string: beyond a double's range
+    assert passed.to_dict()["snapshot_id"] == "1234567890123456789"
+
+
+def test_a_report_that_breaks_the_contract_fails_the_ingest_naming_the_field(s3):
+    for name, report in {"v2": _report(report_version=2), "odd": _report(outcome="maybe"),
+                         "rows": _report(rows_written="5")}.items():
+        s3.put_object(Bucket="reports", Key=f"{name}.json", Body=json.dumps(report))
+        result = outcome_from_report(f"s3://reports/{name}.json", None)
+        field = {"v2": "'report_version'", "odd": "'outcome'", "rows": "'rows_written'"}[name]
+        assert result.status == "JOB_FAILED" and field in result.reason, result
 
 
 def test_failed_report_without_reason_names_the_failed_checks(s3):
@@ -116,7 +129,7 @@ def test_failed_report_without_reason_names_the_failed_checks(s3):
     s3.put_object(
         Bucket="reports", Key="f.json", Body=json.dumps(_report(outcome="failed", checks=checks))
     )
-    assert outcome_from_report("s3://reports/f.json", None)["reason"] == "failed checks: ids_unique"
+    assert outcome_from_report("s3://reports/f.json", None).reason == "failed checks: ids_unique"
 
 
 def test_reason_from_a_lambda_error_is_the_exception_message():
@@ -131,13 +144,20 @@ def test_reason_from_a_lambda_error_is_the_exception_message():
     assert reason_from_error(None) is None
 
 
+def _state(**fields) -> ExecutionState:
+    run = {"attempt": 1, "branch": "wap_b", "job_run_id": "j", "report_uri": "s3://r/x.json",
+           "started_at": "2026-11-22T10:15:00Z"}
+    return ExecutionState.from_dict({"ingest_id": "i", "table": "s.t", "run": run, **fields})
+
+
 def test_final_status_of_caught_and_odd_states():
-    assert final_status({"outcome": {"status": "PUBLISHED", "reason": "x"}}) == ("PUBLISHED", None)
+    assert final_status(_state(outcome={"status": "PUBLISHED", "reason": "x"})) == (
+        "PUBLISHED", None)
     status, reason = final_status(
-        {"outcome": {"status": "JOB_FAILED"}, "error": {"Error": "Boom", "Cause": "bad"}}
+        _state(outcome={"status": "JOB_FAILED"}, error={"Error": "Boom", "Cause": "bad"})
     )
     assert (status, reason) == ("JOB_FAILED", "Boom: bad")
-    status, reason = final_status({"outcome": {"status": "RUNNING"}})
+    status, reason = final_status(_state(outcome={"status": "RUNNING"}))
     assert status == "JOB_FAILED" and "'RUNNING'" in reason
 
 

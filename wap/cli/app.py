@@ -534,8 +534,8 @@ def _print_outcomes(
             detail = r.get("error") or "-"
             if views is not None and views[i].failed_checks:
                 detail = "; ".join(
-                    f"check {ch.get('name')} ({ch.get('kind')}) failed: "
-                    f"{ch.get('violations')} row(s)"
+                    f"check {ch.name} ({ch.kind}) failed: "
+                    f"{ch.violations} row(s)"
                     for ch in views[i].failed_checks
                 )
             if r.get("branch") and status in c.FAILED_STATUSES:

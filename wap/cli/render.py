@@ -122,7 +122,9 @@ def _cell(value: Any) -> str:
 
 def show_view(view: IngestView) -> list[Any]:
     """Renderables for `wap show`: summary, counts, checks, violating samples."""
-    r, report = view.record, view.report or {}
+    r = view.record
+    # The parsed report's JSON (checked by its contract when it was read): rendered as text.
+    report = view.report.to_dict() if view.report else {}
     out: list[Any] = []
     summary = Table.grid(padding=(0, 2))
     summary.add_column(style="bold")
@@ -184,10 +186,10 @@ def show_view(view: IngestView) -> list[Any]:
     elif view.report is None:
         out.append(Text("no audit report (the ingest stopped before the job wrote one)"))
     for ch in view.failed_checks:
-        samples = ch.get("samples") or []
+        samples = ch.samples
         if not samples:
             continue
-        table = Table(title=f"Sample violating rows: {ch.get('name')}", title_justify="left")
+        table = Table(title=f"Sample violating rows: {ch.name}", title_justify="left")
         columns = list(dict.fromkeys(k for row in samples for k in row))
         for name in columns:
             table.add_column(name)
@@ -325,9 +327,9 @@ def inspect_lines(view: IngestView, ui_base: str | None, *, wap: str, local: boo
             lines.append(f"  against main: {ui_base.rstrip('/')}/diff/{quote(branch, safe='')}")
             lines.append(f"  (open them while `{wap} serve` or `{wap} dashboard` runs)")
     queries = [
-        (check.get("name"), violation_query(check, table))
+        (check.name, violation_query(check.to_dict(), table))
         for check in view.failed_checks
-        if table and check.get("status") == "failed"
+        if table and check.status == "failed"
     ]
     queries = [(name, sql) for name, sql in queries if sql]
     if queries:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
+from contracts.report import AuditReport
 from lambdas.common import constants as c
 from wap.ops.backends import Target
 from wap.ops.operations import BranchRow, RunRow
@@ -300,9 +301,16 @@ def threshold_text(threshold: Any) -> str:
     return cell(threshold)
 
 
-def check_rows(report: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def _as_json(report: AuditReport | Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A report as its JSON object (the model's, when it was parsed)."""
+    if isinstance(report, AuditReport):
+        return report.to_dict()
+    return report or {}
+
+
+def check_rows(report: AuditReport | Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The report's checks, failures first (error before warn), then in report order."""
-    checks = list((report or {}).get("checks") or [])
+    checks = list(_as_json(report).get("checks") or [])
     order = {"error": 0, "failed": 0}
 
     def rank(item: tuple[int, Mapping[str, Any]]) -> tuple[int, int, int]:
@@ -329,10 +337,12 @@ def check_rows(report: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return rows
 
 
-def sample_tables(report: Mapping[str, Any] | None) -> list[tuple[str, list[dict[str, str]]]]:
+def sample_tables(
+    report: AuditReport | Mapping[str, Any] | None,
+) -> list[tuple[str, list[dict[str, str]]]]:
     """(check name, sample violating rows as text) for every check that did not pass."""
     out = []
-    for ch in (report or {}).get("checks") or []:
+    for ch in _as_json(report).get("checks") or []:
         samples = ch.get("samples") or []
         if ch.get("status") == "passed" or not samples:
             continue
@@ -346,10 +356,10 @@ def sample_tables(report: Mapping[str, Any] | None) -> list[tuple[str, list[dict
     return out
 
 
-def schema_change_rows(report: Mapping[str, Any] | None) -> list[dict[str, str]]:
+def schema_change_rows(report: AuditReport | Mapping[str, Any] | None) -> list[dict[str, str]]:
     """The report's schema changes as rows (change, column, type, detail)."""
     rows = []
-    for change in (report or {}).get("schema_changes") or []:
+    for change in _as_json(report).get("schema_changes") or []:
         if not isinstance(change, Mapping):
             rows.append({"change": cell(change), "column": "-", "type": "-", "detail": ""})
             continue

@@ -7,6 +7,7 @@ Every function validates its input before it changes anything and raises an
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contracts.report import PASSED, AuditReport, CheckResult, ReportError
 from lambdas.common import constants as c
 from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
 from lambdas.common.naming import (
@@ -39,6 +41,8 @@ from wap.ops.backend import Backend
 
 MAX_REASON_CHARS = 500
 PUBLISHABLE = frozenset({c.AUDIT_FAILED})
+
+_log = logging.getLogger(__name__)
 
 
 # ---- runs and branches ------------------------------------------------------------------------
@@ -170,11 +174,11 @@ class IngestView:
     """What `wap show` prints: the record, its audit report and row counts main vs branch."""
 
     record: dict[str, Any]
-    report: dict[str, Any] | None
+    report: AuditReport | None
     branch_open: bool
     main_rows: int | None
     branch_rows: int | None
-    failed_checks: list[dict[str, Any]] = field(default_factory=list)
+    failed_checks: list[CheckResult] = field(default_factory=list)
 
 
 def show(backend: Backend, target: str) -> IngestView:
@@ -192,7 +196,7 @@ def show(backend: Backend, target: str) -> IngestView:
             branch_meta = backend.nessie.metadata_location(branch, table)
             if branch_meta:
                 branch_rows = iceberg.row_count(branch_meta, backend.iceberg_properties())
-    failed = [ch for ch in (report or {}).get("checks", []) if ch.get("status") != "passed"]
+    failed = [ch for ch in report.checks if ch.status != PASSED] if report else []
     return IngestView(
         record=record,
         report=report,
@@ -203,8 +207,9 @@ def show(backend: Backend, target: str) -> IngestView:
     )
 
 
-def read_report(backend: Backend, record: dict[str, Any]) -> dict[str, Any] | None:
-    """The audit report the ingest's last job run wrote, or None."""
+def read_report(backend: Backend, record: dict[str, Any]) -> AuditReport | None:
+    """The audit report the ingest's last job run wrote, parsed by its contract; None when
+    there is none or it is not a report this version of the tools can read (logged)."""
     uri = record.get("report_uri")
     if not uri:
         return None
@@ -212,10 +217,10 @@ def read_report(backend: Backend, record: dict[str, Any]) -> dict[str, Any] | No
     if body is None:
         return None
     try:
-        report = json.loads(body)
-    except ValueError:
+        return AuditReport.from_dict(json.loads(body), f"audit report {uri}")
+    except (ValueError, ReportError) as exc:  # a tool must still show the ledger record
+        _log.warning("unreadable audit report: %s", exc)
         return None
-    return report if isinstance(report, dict) else None
 
 
 # ---- publish and discard --------------------------------------------------------------------
@@ -255,9 +260,9 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
         raise NotAllowedError(
             f"ingest {iid} is {status}: only AUDIT_FAILED ingests can be published by hand"
         )
-    report = read_report(backend, record) or {}
-    audited = record.get("branch_hash") or report.get("branch_hash")
-    snapshot = record.get("snapshot_id") or report.get("snapshot_id")
+    report = read_report(backend, record)
+    audited = record.get("branch_hash") or (report.branch_hash if report else None)
+    snapshot = record.get("snapshot_id") or (report.snapshot_id if report else None)
     if not branch or not audited or snapshot is None:
         raise NotAllowedError(f"ingest {iid} wrote nothing to publish")
     head = backend.nessie.reference(branch)

@@ -108,9 +108,8 @@ def _ingest_source(backend: Backend, ingest: str, wanted: str | None) -> QuerySo
             raise NotAllowedError(f"ingest {ingest} wrote nothing to {table} on {branch}")
         return QuerySource(branch, table, location, ingest_id=ingest)
     if status == c.PUBLISHED:
-        snapshot = record.get("audited_snapshot_id") or (read_report(backend, record) or {}).get(
-            "snapshot_id"
-        )
+        report = None if record.get("audited_snapshot_id") else read_report(backend, record)
+        snapshot = record.get("audited_snapshot_id") or (report.snapshot_id if report else None)
         location = backend.nessie.metadata_location(c.MAIN_BRANCH, table)
         if snapshot is not None and location is not None:
             return QuerySource(c.MAIN_BRANCH, table, location, int(snapshot), ingest_id=ingest)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# Defined with the event it checks; re-exported so the alert's errors stay in one place.
+from contracts.alert import AlertEventError  # noqa: F401
+
 
 class AlertError(Exception):
     """Base error of the alert package."""
@@ -9,10 +12,6 @@ class AlertError(Exception):
 
 class AlertConfigError(AlertError):
     """The Lambda's environment or the Slack secret is not usable as configured."""
-
-
-class AlertEventError(AlertError, ValueError):
-    """The event given to the alert is missing a field or has a field of the wrong type."""
 
 
 class AlertDeliveryError(AlertError):

@@ -11,14 +11,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lambdas.common.alerting.event import AlertEvent
+from contracts.alert import AlertEvent
+from contracts.report import AuditReport, CheckResult
 from lambdas.common.alerting.links import (
     browsable_url,
     execution_console_url,
     nessie_branch_url,
     nessie_table_url,
 )
-from lambdas.common.alerting.report import CheckFailure
 
 # Block Kit limits (docs.slack.dev/reference/block-kit): 50 blocks per message, 3000 characters
 # per section text, 150 per header. Slack also rejects messages whose blocks add up to roughly
@@ -118,7 +118,7 @@ def _linked(url: str | None, label: str) -> str:
     return _link(url, _value(label)) if url else _code(label)
 
 
-def _summary(event: AlertEvent, report: dict[str, Any] | None) -> str:
+def _summary(event: AlertEvent, report: AuditReport | None) -> str:
     lines = [f"*Table:* {_code(event.table)}"]
     if event.source_uri:
         lines.append(f"*Source:* {_code(event.source_uri)}")
@@ -126,10 +126,10 @@ def _summary(event: AlertEvent, report: dict[str, Any] | None) -> str:
     if event.reason:
         lines.append(f"*Reason:* {_value(event.reason, _MAX_REASON)}")
     lines.append(f"*Ingest:* {_code(event.ingest_id, 80)}")
-    if report and isinstance(report.get("rows_written"), int):
-        lines.append(f"*Rows written on the branch:* {report['rows_written']}")
-    changes = report.get("schema_changes") if report else None
-    if isinstance(changes, list) and changes:
+    if report:
+        lines.append(f"*Rows written on the branch:* {report.rows_written}")
+    changes = report.schema_changes if report else ()
+    if changes:
         shown = ", ".join(_code(_schema_change(c), 120) for c in changes[:_MAX_SCHEMA_CHANGES])
         more = (
             f" and {len(changes) - _MAX_SCHEMA_CHANGES} more"
@@ -175,7 +175,7 @@ def _sample_line(sample: Any) -> str:
     return _value(raw.replace("```", "'''"), _MAX_SAMPLE)
 
 
-def _check_text(index: int, check: CheckFailure) -> str:
+def _check_text(index: int, check: CheckResult) -> str:
     head = f"*{index}. {_value(check.name, 200)}* · {_code(check.kind, 60)}"
     if check.columns:
         head += f" on {_code(', '.join(check.columns), 300)}"
@@ -217,7 +217,7 @@ def _links(event: AlertEvent) -> str | None:
     return "\n".join(lines) or None
 
 
-def _fallback(event: AlertEvent, checks: list[CheckFailure]) -> str:
+def _fallback(event: AlertEvent, checks: list[CheckResult]) -> str:
     text = f"{outcome_title(event.outcome)}: {_value(event.table, 200)}"
     if event.source_uri:
         text += f" from {_value(event.source_uri, 300)}"
@@ -234,8 +234,8 @@ def _fallback(event: AlertEvent, checks: list[CheckFailure]) -> str:
 
 def build_message(
     event: AlertEvent,
-    report: dict[str, Any] | None,
-    checks: list[CheckFailure],
+    report: AuditReport | None,
+    checks: list[CheckResult],
     *,
     nessie_ui_url: str | None = None,
     report_problem: str | None = None,
@@ -264,7 +264,7 @@ def build_message(
 
     body: list[dict[str, Any]] = []
     if checks:
-        total = len(report.get("checks", [])) if report else len(checks)
+        total = len(report.checks) if report else len(checks)
         body.append({"type": "divider"})
         body.append(_section(f"*{len(checks)} of {total} checks did not pass*"))
         reserved = len(head) + len(tail) + len(body) + 1  # +1: the "more" note

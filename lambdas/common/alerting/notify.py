@@ -7,13 +7,13 @@ from typing import Any
 
 from slack_sdk import WebClient
 
+from contracts.alert import AlertEvent
+from contracts.report import AuditReport, CheckResult
 from lambdas.common.alerting.config import ENV_SLACK_CHANNEL, AlertConfig
-from lambdas.common.alerting.event import AlertEvent
 from lambdas.common.alerting.exceptions import AlertConfigError, AlertError, AlertEventError
 from lambdas.common.alerting.log import logger
 from lambdas.common.alerting.message import SlackMessage, build_message
 from lambdas.common.alerting.report import (
-    CheckFailure,
     ReportUnavailableError,
     failed_checks,
     load_report,
@@ -95,7 +95,7 @@ def _client_from_secret(
 
 def _read_report(
     alert: AlertEvent, s3
-) -> tuple[dict[str, Any] | None, list[CheckFailure], str | None]:
+) -> tuple[AuditReport | None, list[CheckResult], str | None]:
     if not alert.report_uri:
         return None, [], None
     try:
@@ -111,7 +111,7 @@ def _read_report(
 def _log_undelivered(
     alert: AlertEvent,
     message: SlackMessage,
-    checks: list[CheckFailure],
+    checks: list[CheckResult],
     reason: str,
     *,
     error_type: str | None = None,

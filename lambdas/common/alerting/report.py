@@ -1,13 +1,14 @@
-"""Read the audit report (docs/contracts.md) and pick out the checks worth alerting on."""
+"""Read the audit report (`contracts.report.AuditReport`) and pick out the checks worth
+alerting on."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from contracts.report import PASSED, AuditReport, CheckResult, ReportError
 from lambdas.common.alerting.exceptions import AlertError
 
 # A report with a few thousand checks and 5 samples each stays well below this.
@@ -19,22 +20,9 @@ class ReportUnavailableError(AlertError):
     """The report could not be read or parsed; the alert goes out without check details."""
 
 
-@dataclass(frozen=True)
-class CheckFailure:
-    """One check that did not pass, as the report states it."""
-
-    name: str
-    kind: str
-    columns: tuple[str, ...]
-    severity: str
-    status: str  # "failed" or "error" (the check itself could not be evaluated)
-    violations: int | None
-    threshold: Any
-    samples: tuple[Any, ...]
-
-
-def load_report(uri: str, *, s3=None) -> dict[str, Any]:
-    """Load the report JSON from an s3:// or file:// URI; raise ReportUnavailableError."""
+def load_report(uri: str, *, s3=None) -> AuditReport:
+    """Load and check the report at an s3:// or file:// URI; raise ReportUnavailableError
+    (also for a report that does not match the contract, naming the field)."""
     parts = urlsplit(uri)
     if parts.scheme == "s3":
         raw = _read_s3(parts.netloc, parts.path.lstrip("/"), s3)
@@ -48,9 +36,10 @@ def load_report(uri: str, *, s3=None) -> dict[str, Any]:
         report = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportUnavailableError(f"report at {uri} is not valid JSON: {exc}") from exc
-    if not isinstance(report, dict):
-        raise ReportUnavailableError(f"report at {uri} is not a JSON object")
-    return report
+    try:
+        return AuditReport.from_dict(report, f"audit report {uri}")
+    except ReportError as exc:
+        raise ReportUnavailableError(str(exc)) from exc
 
 
 def _read_s3(bucket: str, key: str, s3) -> bytes:
@@ -86,30 +75,11 @@ def _read_file(path: Path) -> bytes:
     return raw
 
 
-def failed_checks(report: dict[str, Any]) -> list[CheckFailure]:
-    """Checks whose status is not `passed`, error severity first, then by violations."""
-    checks = report.get("checks")
-    if not isinstance(checks, list):
-        return []
-    failures = []
-    for index, check in enumerate(checks):
-        if not isinstance(check, dict) or check.get("status") == "passed":
-            continue
-        columns = check.get("columns")
-        samples = check.get("samples")
-        violations = check.get("violations")
-        failures.append(
-            CheckFailure(
-                name=str(check.get("name") or f"check #{index + 1}"),
-                kind=str(check.get("kind") or "unknown"),
-                columns=tuple(str(c) for c in columns) if isinstance(columns, list) else (),
-                severity=str(check.get("severity") or "error"),
-                status=str(check.get("status") or "unknown"),
-                violations=violations if isinstance(violations, int) else None,
-                threshold=check.get("threshold"),
-                samples=tuple(samples[:MAX_SAMPLES]) if isinstance(samples, list) else (),
-            )
-        )
+def failed_checks(report: AuditReport) -> list[CheckResult]:
+    """Checks whose status is not `passed` (at most MAX_SAMPLES samples each), error
+    severity first, then by violations."""
+    failures = [replace(check, samples=check.samples[:MAX_SAMPLES])
+                for check in report.checks if check.status != PASSED]
     # Stable sort: report order within each group.
     failures.sort(key=lambda f: (f.severity != "error", -(f.violations or 0)))
     return failures

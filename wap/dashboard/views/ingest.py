@@ -37,7 +37,8 @@ def render() -> None:
         common.back_to_overview()
         return
     view, record = data.view, data.view.record
-    report = view.report or {}
+    # The parsed report's JSON (checked by its contract when it was read) feeds the tables.
+    report = view.report.to_dict() if view.report else {}
     status = record.get("status") or "?"
     outcome = shaping.outcome_of(status)
     st.title(f"Ingest {shaping.md_escape(record['ingest_id'])}")

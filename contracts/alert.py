@@ -1,5 +1,5 @@
-"""The alert event: the one definition, built by the functions that alert (through
-`lambdas/common/alerts.py`) and parsed and checked where the alert Lambda receives it."""
+"""The alert event: built by the functions that alert (finish, the trigger, the sweeper),
+passed on by the state machine (`$.finish.alert`), checked where the alert Lambda takes it."""
 
 from __future__ import annotations
 
@@ -7,12 +7,18 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lambdas.common.alerting.exceptions import AlertEventError
+from contracts.fields import ContractError, Reader
 
+ALERT_VERSION = 1
+KNOWN_ALERT_VERSIONS = (1,)
 KNOWN_OUTCOMES = ("AUDIT_FAILED", "REJECTED", "JOB_FAILED", "PUBLISH_FAILED")
 
 _REQUIRED = ("ingest_id", "table", "outcome")
 _OPTIONAL = ("source_uri", "reason", "branch", "report_uri", "execution_arn", "log_uri")
+
+
+class AlertEventError(ContractError):
+    """The alert event is missing a field or has a field of the wrong type."""
 
 
 @dataclass(frozen=True)
@@ -28,28 +34,30 @@ class AlertEvent:
     report_uri: str | None = None
     execution_arn: str | None = None
     log_uri: str | None = None
+    alert_version: int = ALERT_VERSION
 
     @classmethod
-    def from_dict(cls, event: Mapping[str, Any]) -> AlertEvent:
-        """Build from the Lambda event; raise AlertEventError naming the first bad field."""
+    def from_dict(cls, event: Any) -> AlertEvent:
+        """Build from the event; raise AlertEventError naming the first bad field.
+
+        Surrounding blanks are dropped and a blank optional field is None; an event
+        without `alert_version` (built before it existed) is version 1.
+        """
         if not isinstance(event, Mapping):
             raise AlertEventError(f"alert event must be a JSON object, got {type(event).__name__}")
-        values: dict[str, str | None] = {}
+        read = Reader(event, "alert event", AlertEventError)
+        values: dict[str, Any] = {
+            "alert_version": read.version("alert_version", KNOWN_ALERT_VERSIONS, default=1)}
         for name in _REQUIRED:
             value = event.get(name)
             if not isinstance(value, str) or not value.strip():
-                raise AlertEventError(f"alert event field {name!r} must be a non-empty string")
+                raise read.fail(name, "a non-empty string")
             values[name] = value.strip()
         for name in _OPTIONAL:
-            value = event.get(name)
-            if value is not None and not isinstance(value, str):
-                raise AlertEventError(
-                    f"alert event field {name!r} must be a string or null, "
-                    f"got {type(value).__name__}"
-                )
+            value = read.text(name)
             values[name] = value.strip() if value and value.strip() else None
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**values)
 
-    def to_dict(self) -> dict[str, str | None]:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON object the alert Lambda receives (the state machine passes it on)."""
         return asdict(self)

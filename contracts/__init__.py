@@ -1,0 +1,15 @@
+"""The payloads the parts exchange, each defined once (docs/contracts.md is checked against them).
+
+Standard library only and Python 3.9-compatible: the Spark job imports this package on
+EMR Serverless (from `spark_jobs.zip`), beside every Lambda, the `wap` CLI and the
+dashboard. It imports nothing else of ours (tests/test_import_rules.py).
+
+- `contracts.report`: the audit report the job writes (`AuditReport`, `CheckResult`).
+- `contracts.state`: the state machine's payloads (`ExecutionInput`, `ExecutionState`,
+  `Run`, `Outcome`, `FinishResult`).
+- `contracts.alert`: the alert event (`AlertEvent`).
+"""
+
+from contracts.fields import ContractError
+
+__all__ = ["ContractError"]

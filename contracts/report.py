@@ -1,0 +1,170 @@
+"""The audit report: written by the Spark job for every outcome, read by job_status, the
+alert, `wap show` and the dashboard (docs/contracts.md, "Audit report")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.fields import ContractError, Reader
+
+REPORT_VERSION = 1
+KNOWN_REPORT_VERSIONS = (1,)
+
+# Report outcomes.
+PASSED = "passed"
+FAILED = "failed"
+REJECTED = "rejected"
+ERROR = "error"  # infrastructure, not the input: retried, then JOB_FAILED
+OUTCOMES = (PASSED, FAILED, REJECTED, ERROR)
+
+# Check statuses (`error`: the check itself could not be evaluated), severities, and
+# what settled a check.
+CHECK_STATUSES = (PASSED, FAILED, ERROR)
+SEVERITIES = ("error", "warn")
+SETTLED_BY = ("metrics", "write", "scan")
+
+
+class ReportError(ContractError):
+    """A report does not match the contract (the message names the field)."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One entry of the report's `checks`."""
+
+    name: str
+    kind: str
+    severity: str
+    status: str
+    columns: tuple[str, ...] = ()
+    violations: int | None = None
+    threshold: Any = None
+    observed: Any = None
+    settled_by: str | None = None
+    samples: tuple[Mapping[str, Any], ...] = ()
+    message: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "check") -> CheckResult:
+        """Parse and check one check entry; raise ReportError naming the field."""
+        read = Reader(data, where, ReportError)
+        return cls(
+            name=read.string("name"),
+            kind=read.string("kind"),
+            severity=read.choice("severity", SEVERITIES),
+            status=read.choice("status", CHECK_STATUSES),
+            columns=read.strings("columns"),
+            violations=read.integer("violations", required=False, minimum=0),
+            threshold=data.get("threshold"),
+            observed=data.get("observed"),
+            settled_by=read.choice("settled_by", SETTLED_BY, required=False),
+            samples=read.objects("samples"),
+            message=read.text("message"),
+        )
+
+    @property
+    def blocking(self) -> bool:
+        """True when this check keeps the ingest off main (error severity, not passed)."""
+        return self.severity == "error" and self.status != PASSED
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object in the report."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "columns": list(self.columns),
+            "severity": self.severity,
+            "status": self.status,
+            "violations": self.violations,
+            "threshold": self.threshold,
+            "observed": self.observed,
+            "settled_by": self.settled_by,
+            "samples": [dict(sample) for sample in self.samples],
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """One job run's report (`report_version` 1)."""
+
+    ingest_id: str
+    table: str
+    branch: str
+    outcome: str
+    source_uris: tuple[str, ...] = ()
+    # Nessie hash after the write; None when nothing was written.
+    branch_hash: str | None = None
+    snapshot_id: int | None = None
+    rows_written: int = 0
+    reused_snapshot: bool = False
+    schema_changes: tuple[Mapping[str, Any], ...] = ()
+    checks: tuple[CheckResult, ...] = ()
+    reason: str | None = None
+    reason_code: str | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+    started_at: str | None = None
+    finished_at: str | None = None
+    report_version: int = REPORT_VERSION
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "audit report") -> AuditReport:
+        """Parse and check a report; raise ReportError naming the first bad field.
+
+        A report of a version this code does not know is refused.
+        """
+        read = Reader(data, where, ReportError)
+        version = read.version("report_version", KNOWN_REPORT_VERSIONS)
+        timings = read.mapping("timings") or {}
+        for key, value in timings.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise read.fail("timings", f"seconds as numbers (timings.{key})")
+        return cls(
+            report_version=version,
+            ingest_id=read.string("ingest_id"),
+            table=read.string("table"),
+            branch=read.string("branch"),
+            outcome=read.choice("outcome", OUTCOMES),
+            source_uris=read.strings("source_uris"),
+            branch_hash=read.string("branch_hash", required=False),
+            snapshot_id=read.integer("snapshot_id", required=False),
+            rows_written=read.integer("rows_written", required=False, default=0, minimum=0),
+            reused_snapshot=bool(read.flag("reused_snapshot")),
+            schema_changes=read.objects("schema_changes"),
+            checks=tuple(CheckResult.from_dict(check, f"{where}.checks[{index}]")
+                         for index, check in enumerate(read.objects("checks"))),
+            reason=read.text("reason"),
+            reason_code=read.string("reason_code", required=False),
+            timings=dict(timings),
+            started_at=read.string("started_at", required=False),
+            finished_at=read.string("finished_at", required=False),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON the job writes (key order as in docs/contracts.md)."""
+        return {
+            "report_version": self.report_version,
+            "ingest_id": self.ingest_id,
+            "table": self.table,
+            "source_uris": list(self.source_uris),
+            "branch": self.branch,
+            "branch_hash": self.branch_hash,
+            "snapshot_id": self.snapshot_id,
+            "rows_written": self.rows_written,
+            "reused_snapshot": self.reused_snapshot,
+            "schema_changes": [dict(change) for change in self.schema_changes],
+            "checks": [check.to_dict() for check in self.checks],
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "reason_code": self.reason_code,
+            "timings": dict(self.timings),
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        }
+
+    @property
+    def blocking_checks(self) -> tuple[CheckResult, ...]:
+        """The checks that keep the ingest off main, in report order."""
+        return tuple(check for check in self.checks if check.blocking)
