@@ -18,6 +18,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
+from infra import constants
+
 
 class AlertChannel(Construct):
     """`slack_token` (created empty, set by an operator) and `topic` for CloudWatch alarms."""
@@ -55,15 +57,17 @@ class PipelineAlarms(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, topic: sns.ITopic,
                  state_machine: sfn.IStateMachine, dead_letter_queue: sqs.IQueue,
-                 functions: Mapping[str, lambda_.IFunction]) -> None:
+                 functions: Mapping[str, lambda_.IFunction],
+                 queue_alarm_minutes: int = constants.QUEUE_ALARM_MINUTES) -> None:
         super().__init__(scope, construct_id)
         action = actions.SnsAction(topic)
         five_minutes = Duration.minutes(5)
         self.alarms: list[cloudwatch.Alarm] = []
 
-        def alarm(alarm_id: str, metric: cloudwatch.IMetric, description: str) -> None:
+        def alarm(alarm_id: str, metric: cloudwatch.IMetric, description: str,
+                  threshold: float = 1) -> None:
             created = cloudwatch.Alarm(
-                self, alarm_id, metric=metric, threshold=1, evaluation_periods=1,
+                self, alarm_id, metric=metric, threshold=threshold, evaluation_periods=1,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                 alarm_description=description)
@@ -80,6 +84,14 @@ class PipelineAlarms(Construct):
         alarm("DeadLetters", dead_letter_queue.metric_approximate_number_of_messages_visible(
             period=five_minutes, statistic="Maximum"),
             "S3 events could not be delivered to or processed by the trigger Lambda")
+        alarm("QueueWaitTooLong", cloudwatch.Metric(
+            namespace=constants.METRICS_NAMESPACE, metric_name="OldestQueuedAgeSeconds",
+            # Powertools dimensions each metric with the emitting function's service name.
+            dimensions_map={"service": constants.service_name("sweeper")},
+            statistic="Maximum", period=Duration.minutes(constants.SWEEPER_RATE_MINUTES)),
+            f"A file has waited more than {queue_alarm_minutes} minutes for its table "
+            "(the table's runs cannot keep up, or its active ingest is stuck): see `wap runs`",
+            threshold=queue_alarm_minutes * 60)
         for name, function in functions.items():
             alarm(f"{_camel(name)}Errors", function.metric_errors(period=five_minutes,
                                                                   statistic="Sum"),

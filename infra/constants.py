@@ -102,6 +102,15 @@ JOB_POLL_INTERVAL_SECONDS = 30
 POWERTOOLS_SERVICE_NAME = "wap-ingest"
 
 
+def service_name(function: str) -> str:
+    """A function's Powertools service name: its logs' `service` and its metrics' dimension."""
+    return f"{POWERTOOLS_SERVICE_NAME}-{function}"
+
+
+METRICS_NAMESPACE = "WAP/Ingest"  # the sweeper's queue metrics (embedded metric format)
+QUEUE_ALARM_MINUTES = 60  # a file queued longer than this for its table raises the alarm
+
+
 class Capability(Enum):
     """What a Lambda may do; the stack turns each into a grant."""
 

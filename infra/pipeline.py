@@ -80,8 +80,8 @@ class Pipeline(Construct):
                 memory_size=spec.memory_mib,
                 timeout=Duration.seconds(spec.timeout_seconds),
                 environment={**environment, "WAP_LEDGER_TABLE": self.ledger.table_name,
-                             "POWERTOOLS_SERVICE_NAME":
-                             f"{constants.POWERTOOLS_SERVICE_NAME}-{spec.name}"},
+                             "POWERTOOLS_SERVICE_NAME": constants.service_name(spec.name),
+                             "POWERTOOLS_METRICS_NAMESPACE": constants.METRICS_NAMESPACE},
                 tracing=lambda_.Tracing.ACTIVE,
                 log_group=log_group,
                 vpc=vpc if in_vpc else None,

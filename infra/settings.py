@@ -46,6 +46,7 @@ class DeploySettings:
     emr_pre_initialized: PreInitializedCapacity | None = None  # [emrPreInitializedExecutors]
     destroy_data_on_delete: bool = False            # [destroyDataOnDelete] dev stacks only
     alarm_email: str | None = None                  # [alarmEmail]
+    queue_alarm_minutes: int = constants.QUEUE_ALARM_MINUTES  # [queueAlarmMinutes]
 
     @classmethod
     def from_context(cls, get: Any) -> DeploySettings:
@@ -103,6 +104,9 @@ class DeploySettings:
             emr_pre_initialized=pre_initialized,
             destroy_data_on_delete=_boolean(get, "destroyDataOnDelete", False),
             alarm_email=_optional_text(get, "alarmEmail"),
+            # At least two sweeps: the age is measured once per sweep.
+            queue_alarm_minutes=_integer(get, "queueAlarmMinutes", constants.QUEUE_ALARM_MINUTES,
+                                         low=2 * constants.SWEEPER_RATE_MINUTES, high=7 * 24 * 60),
         )
 
 

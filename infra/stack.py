@@ -93,7 +93,8 @@ class WapStack(Stack):
             source_tree=source_tree)
         PipelineAlarms(self, "Alarms", topic=alert_channel.topic,
                        state_machine=pipeline.state_machine,
-                       dead_letter_queue=pipeline.dead_letter_queue, functions=pipeline.functions)
+                       dead_letter_queue=pipeline.dead_letter_queue, functions=pipeline.functions,
+                       queue_alarm_minutes=settings.queue_alarm_minutes)
 
         self._grant_job_role(storage, compute)
         self._grant_functions(pipeline, storage, compute, alert_channel)

@@ -93,6 +93,15 @@ class TableLock:
                     and parse_iso(self.lease_expires_at) <= now)
 
 
+@dataclass(frozen=True)
+class QueueStat:
+    """A table's waiting ingests: how many, and how long the oldest has waited."""
+
+    table: str
+    depth: int
+    oldest_age_seconds: float
+
+
 def _plain(value: Any) -> Any:
     """DynamoDB numbers come back as Decimal; give callers ints/floats."""
     if isinstance(value, Decimal):
@@ -274,6 +283,19 @@ class Ledger:
         """Every table's lock item (from an index: re-read with `get_lock` before acting)."""
         return [_lock_from_item(i["table"], i) for i in self._query(INDEX_BY_KIND, "kind",
                                                                     KIND_TABLE)]
+
+    def queues(self, now: datetime) -> list[QueueStat]:
+        """Every table with queued ingests, by table name (consistent reads of each lock)."""
+        stats = []
+        for listed in self.list_locks():
+            lock = self.get_lock(listed.table)
+            if not lock.queue:
+                continue
+            # The queue is in arrival order: its head has waited longest.
+            since = (self.get_ingest(lock.queue[0]) or {}).get("created_at")
+            age = max(0.0, (now - parse_iso(since)).total_seconds()) if since else 0.0
+            stats.append(QueueStat(lock.table, len(lock.queue), age))
+        return sorted(stats, key=lambda s: s.table)
 
     def acquire_or_enqueue(self, table: str, ingest_id: str) -> str:
         """Make `ingest_id` the table's active ingest, or queue it behind the active one.

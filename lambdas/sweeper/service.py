@@ -15,7 +15,7 @@ from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
 from lambdas.common.ingest import cancel_job_run, release_and_start_next, start_or_fail
-from lambdas.common.ledger import LOCK_QUEUED, Ledger, TableLock
+from lambdas.common.ledger import LOCK_QUEUED, Ledger, QueueStat, TableLock
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, parse_iso, utcnow
 from lambdas.common.nessie import NessieClient
@@ -35,6 +35,7 @@ class SweepReport:
     discarded_branches: list[str] = field(default_factory=list)
     deleted_branches: list[str] = field(default_factory=list)
     deleted_staged: list[str] = field(default_factory=list)
+    queues: list[QueueStat] = field(default_factory=list)  # after the sweep's own changes
     errors: list[str] = field(default_factory=list)
 
 
@@ -67,6 +68,7 @@ def sweep(
         except Exception as exc:
             logger.exception("could not clean up", extra={"ingest_id": listed["ingest_id"]})
             report.errors.append(f"{listed['ingest_id']}: {type(exc).__name__}: {exc}")
+    report.queues = ledger.queues(now)
     return report
 
 

@@ -46,6 +46,7 @@ def test_context_values_are_parsed():
     ({"region": "europe"}, "region"),
     ({"emrMaxCpu": "lots"}, "emrMaxCpu"),
     ({"emrMaxMemory": "128"}, "emrMaxMemory"),
+    ({"queueAlarmMinutes": "10"}, "queueAlarmMinutes"),  # shorter than two sweeps
 ])
 def test_bad_context_values_are_refused_with_the_key_named(context, message):
     with pytest.raises(SettingsError, match=message):

@@ -10,6 +10,8 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from tests.infra.conftest import synthesize
+
 REPO = Path(__file__).resolve().parents[2]
 ASL_FILE = REPO / "statemachine" / "ingest.asl.json"
 HANDLERS = {"trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper"}
@@ -461,6 +463,26 @@ def test_alarms_watch_executions_dlq_and_every_lambda(synthesized):
     assert {"ExecutionsFailed", "ExecutionsTimedOut"} <= set(metrics)
     assert "ApproximateNumberOfMessagesVisible" in metrics
     assert metrics.count("Errors") == len(HANDLERS)
+
+
+def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, tmp_path):
+    def queue_alarm(template):
+        [alarm] = [a["Properties"] for a in template.of_type("AWS::CloudWatch::Alarm").values()
+                   if a["Properties"].get("MetricName") == "OldestQueuedAgeSeconds"]
+        return alarm
+
+    alarm = queue_alarm(synthesized)
+    assert alarm["Namespace"] == "WAP/Ingest" and alarm["Statistic"] == "Maximum"
+    assert alarm["Threshold"] == 60 * 60
+    assert alarm["Period"] == 15 * 60  # one sweep: the age is measured once per sweep
+    sweeper = [f["Properties"] for f in synthesized.of_type("AWS::Lambda::Function").values()
+               if f["Properties"]["Handler"] == "lambdas.sweeper.handler.handler"]
+    variables = sweeper[0]["Environment"]["Variables"]
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "WAP/Ingest"
+    assert alarm["Dimensions"] == [{"Name": "service",
+                                    "Value": variables["POWERTOOLS_SERVICE_NAME"]}]
+    configured = synthesize(tmp_path, {"queueAlarmMinutes": "45"})
+    assert queue_alarm(configured)["Threshold"] == 45 * 60
 
 
 def test_outputs(synthesized):

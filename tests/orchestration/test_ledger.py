@@ -267,3 +267,21 @@ def test_reads_during_concurrent_updates_see_whole_items(ledger):
         writer.join()
         sys.setswitchinterval(switch_interval)
     assert not errors
+
+
+def test_queues_name_each_waiting_table_with_its_depth_and_oldest_wait(ledger):
+    from datetime import timedelta
+
+    from lambdas.common.naming import parse_iso
+
+    for iid in ("f" * 16, "1" * 16, "2" * 16):
+        ledger.create_ingest(iid, {"table": "s.t", "status": "RECEIVED"})
+        ledger.acquire_or_enqueue("s.t", iid)
+    ledger.create_ingest("3" * 16, {"table": "s.u", "status": "RECEIVED"})
+    ledger.acquire_or_enqueue("s.u", "3" * 16)  # active, nothing waits behind it
+    oldest_waiting = parse_iso(ledger.get_ingest("1" * 16)["created_at"])
+
+    [queue] = ledger.queues(oldest_waiting + timedelta(minutes=5))
+
+    assert (queue.table, queue.depth) == ("s.t", 2)
+    assert queue.oldest_age_seconds == pytest.approx(300)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -111,3 +112,39 @@ def test_failed_branches_past_retention_are_discarded(make_stack, nessie_client)
     assert record["branch_deleted_at"]
     assert stack.ledger().get_ingest(new["ingest_id"])["status"] == "AUDIT_FAILED"
     assert stack.invoke("sweeper", {})["discarded_branches"] == []  # idempotent
+
+
+def test_the_sweep_reports_each_tables_queue_as_cloudwatch_metrics(make_stack, capsys):
+    stack = make_stack()
+    stack.emr.inject_hang(match="/first.parquet")
+    stack.drop_file("backlog/orders/first.parquet", fake_parquet("b1"))
+    _wait_status(stack, "backlog/orders/first.parquet", "RUNNING")
+    for name in ("second", "third"):
+        stack.drop_file(f"backlog/orders/{name}.parquet", fake_parquet(name))
+        _wait_status(stack, f"backlog/orders/{name}.parquet", "QUEUED")
+    capsys.readouterr()
+
+    swept = stack.invoke("sweeper", {"source": "aws.events", "detail-type": "Scheduled Event"})
+
+    [queue] = swept["queues"]
+    assert queue["table"] == "backlog.orders" and queue["depth"] == 2
+    assert 0 <= queue["oldest_age_seconds"] < 60
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines()
+               if line.startswith("{") and '"_aws"' in line]
+    by_name = {}
+    for blob in emitted:
+        [directive] = blob["_aws"]["CloudWatchMetrics"]
+        # The namespace comes from the function's environment in the synthesized template.
+        assert directive["Namespace"] == "WAP/Ingest"
+        by_name[directive["Metrics"][0]["Name"]] = (blob, directive["Dimensions"])
+    depth, dimensions = by_name["QueueDepth"]
+    assert depth["QueueDepth"] in (2, [2]) and depth["Table"] == "backlog.orders"
+    assert dimensions == [["Table", "service"]]  # Powertools adds the function's service
+    oldest, dimensions = by_name["OldestQueuedAgeSeconds"]
+    value = oldest["OldestQueuedAgeSeconds"]
+    assert (value[0] if isinstance(value, list) else value) == pytest.approx(
+        queue["oldest_age_seconds"])
+    # One value over all tables, what the alarm watches (it names the same service).
+    assert dimensions == [["service"]] and oldest["service"] == "wap-ingest-sweeper"
+    first = record_for_key(stack, "backlog/orders/first.parquet")
+    stack.client("stepfunctions").stop_execution(executionArn=first["execution_arn"])

@@ -15,6 +15,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from lambdas.common.ledger import QueueStat
 from wap.lake.check_sql import first_rows_query, violation_query
 from wap.ops.operations import BranchRow, IngestView, Progress, RunRow
 
@@ -337,3 +338,12 @@ def inspect_lines(view: IngestView, ui_base: str | None, *, wap: str, local: boo
         for name, sql in queries:
             lines.append(f"  {name}: {wap} query {branch} {shell_sql(sql)}")
     return lines
+
+
+def queue_lines(queues: Sequence[QueueStat]) -> list[str]:
+    """One line per table with files waiting for their turn."""
+    return [
+        f"queued for {q.table}: {q.depth} file{'s' if q.depth != 1 else ''}, "
+        f"the oldest waiting {age_text(q.oldest_age_seconds)}"
+        for q in queues
+    ]

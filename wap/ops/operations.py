@@ -18,6 +18,7 @@ from typing import Any
 from contracts.report import PASSED, AuditReport, CheckResult, ReportError
 from lambdas.common import constants as c
 from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
+from lambdas.common.ledger import QueueStat
 from lambdas.common.naming import (
     BRANCH_PREFIX,
     INGEST_ID,
@@ -60,6 +61,12 @@ class RunRow:
     when: str | None
     rows_written: int | None
     reason: str | None
+
+
+def list_queues(backend: Backend, *, table: str | None = None) -> list[QueueStat]:
+    """Tables with files waiting for their turn: how many, and the oldest one's wait."""
+    wanted = parse_table(table).qualified if table is not None else None
+    return [q for q in backend.ledger.queues(utcnow()) if wanted in (None, q.table)]
 
 
 def list_runs(
