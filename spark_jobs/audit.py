@@ -99,8 +99,45 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
     when they cover exactly this snapshot's rows. Queries run in the job groups of
     `job_group_ids(label)`; seconds per phase go to `timings`.
     """
-    groups = job_group_ids(label)
-    timings = timings if timings is not None else {}
+    queries = _Queries(job_group_ids(label), timings if timings is not None else {})
+    results, pending = _settle_without_reading(checks, stats, now, observed)
+    failed_before_scan = _failed_predicates(checks, results)
+    rows = new_rows() if pending or failed_before_scan else None
+    early = _sample_alongside_scan(rows, checks, failed_before_scan, pending, queries)
+    if pending:
+        results.update(_scan(checks, pending, rows, now, queries, early))
+        results.update(_look_up_on_main(checks, pending, results, rows, main_rows, queries))
+    _add_samples(checks, results, rows, early, queries)
+    return [results[index] for index in range(len(checks))]
+
+
+@dataclass(frozen=True)
+class _Queries:
+    """Runs each audit query under its Spark job group (`groups[phase]`) and adds its
+    seconds to `timings["audit_<phase>_s"]`. A phase can run more than once (sampling
+    alongside the scan and after it, a lookup per check against main): its times add up."""
+
+    groups: dict[str, str]
+    timings: dict
+
+    @contextmanager
+    def run(self, rows: DataFrame, phase: str, description: str):
+        with job_group(rows.sparkSession, self.groups[phase], description):
+            start = time.perf_counter()
+            try:
+                yield
+            finally:
+                key = f"audit_{phase}_s"
+                self.timings[key] = round(self.timings.get(key, 0.0)
+                                          + time.perf_counter() - start, 3)
+
+
+def _settle_without_reading(checks: list[Check], stats: SnapshotStats | None,
+                            now: dt.datetime, observed: dict | None
+                            ) -> tuple[dict[int, CheckResult], list[int]]:
+    """The checks the snapshot's file metrics or the write's observation decide, and the
+    indexes of the rest. A check against main is always left pending: its batch count
+    is only half of its answer."""
     results: dict[int, CheckResult] = {}
     pending = []
     in_observation = set(observed_checks(checks)) if observed is not None else set()
@@ -113,56 +150,61 @@ def run_audit(checks: list[Check], stats: SnapshotStats | None,
             pending.append(index)
         else:
             results[index] = settled
-    failed_before_scan = _failed_predicates(checks, results)
-    rows = new_rows() if pending or failed_before_scan else None
-    early = _sample_alongside_scan(rows, checks, failed_before_scan, pending, groups, timings)
-    if pending:
-        try:
-            with job_group(rows.sparkSession, groups["scan"], "audit: one aggregation pass"), \
-                    _timer(timings, "audit_scan_s"):
-                results.update(_one_pass(checks, pending, rows, now))
-        except Exception as exc:  # e.g. an expression that fails at runtime under ANSI mode
-            log.exception("audit aggregation failed")
-            _raise_if_infrastructure(exc, "the audit scan failed", early)
-            for index in pending:
-                results[index] = _errored(checks[index], f"evaluation failed: {describe(exc)}")
-    for index in pending:
-        if checks[index].needs_main:
-            if results[index].status == ERROR:
-                continue
-            try:
-                with job_group(rows.sparkSession, groups["main"], "audit: keys already on main"), \
-                        _timer(timings, "audit_main_s"):
-                    results[index] = _against_main(checks[index], results[index], rows,
-                                                   main_rows)
-            except Exception as exc:
-                log.exception("lookup against main failed")
-                _raise_if_infrastructure(exc, "the lookup of keys on main failed")
-                results[index] = _errored(checks[index], f"lookup on main failed: {describe(exc)}")
-    failed = _failed_predicates(checks, results)
-    if failed:
-        try:
-            picked = early.result() if early is not None else None
-            with job_group(rows.sparkSession, groups["samples"], "audit: violating rows"), \
-                    _timer(timings, "audit_samples_s"):
-                found = _samples(rows, checks, failed,
-                                 {i: results[i].violations for i in failed}, picked)
-        except Exception:  # samples help a human; their absence must not hide the counts
-            log.exception("sampling violating rows failed")
-            found = {}
-        for index, samples in found.items():
-            results[index].samples = samples + results[index].samples
-            del results[index].samples[SAMPLES:]
-    return [results[index] for index in range(len(checks))]
+    return results, pending
 
 
-@contextmanager
-def _timer(timings: dict, key: str):
-    start = time.perf_counter()
+def _scan(checks: list[Check], pending: list[int], rows: DataFrame, now: dt.datetime,
+          queries: _Queries, early: Future | None) -> dict[int, CheckResult]:
+    """The pending checks' counts from one aggregation pass over the new rows."""
     try:
-        yield
-    finally:
-        timings[key] = round(timings.get(key, 0.0) + time.perf_counter() - start, 3)
+        with queries.run(rows, "scan", "audit: one aggregation pass"):
+            return _one_pass(checks, pending, rows, now)
+    except Exception as exc:  # e.g. an expression that fails at runtime under ANSI mode
+        log.exception("audit aggregation failed")
+        _raise_if_infrastructure(exc, "the audit scan failed", early)
+        return {index: _errored(checks[index], f"evaluation failed: {describe(exc)}")
+                for index in pending}
+
+
+def _look_up_on_main(checks: list[Check], pending: list[int],
+                     results: dict[int, CheckResult], rows: DataFrame,
+                     main_rows: Callable[[], DataFrame | None] | None,
+                     queries: _Queries) -> dict[int, CheckResult]:
+    """The checks against main, their batch counts completed with the keys on main
+    (a check whose batch count already errored stays as it is)."""
+    looked_up = {}
+    for index in pending:
+        check = checks[index]
+        if not check.needs_main or results[index].status == ERROR:
+            continue
+        try:
+            with queries.run(rows, "main", "audit: keys already on main"):
+                looked_up[index] = _against_main(check, results[index], rows, main_rows)
+        except Exception as exc:
+            log.exception("lookup against main failed")
+            _raise_if_infrastructure(exc, "the lookup of keys on main failed")
+            looked_up[index] = _errored(check, f"lookup on main failed: {describe(exc)}")
+    return looked_up
+
+
+def _add_samples(checks: list[Check], results: dict[int, CheckResult],
+                 rows: DataFrame | None, early: Future | None, queries: _Queries) -> None:
+    """Put up to SAMPLES violating rows on each failed check, ahead of any rows the
+    lookup on main found."""
+    failed = _failed_predicates(checks, results)
+    if not failed:
+        return
+    try:
+        picked = early.result() if early is not None else None
+        with queries.run(rows, "samples", "audit: violating rows"):
+            found = _samples(rows, checks, failed,
+                             {i: results[i].violations for i in failed}, picked)
+    except Exception:  # samples help a human; their absence must not hide the counts
+        log.exception("sampling violating rows failed")
+        found = {}
+    for index, samples in found.items():
+        results[index].samples = samples + results[index].samples
+        del results[index].samples[SAMPLES:]
 
 
 def _raise_if_infrastructure(exc: BaseException, what: str,
@@ -236,7 +278,7 @@ def _failed_predicates(checks: list[Check],
 
 def _sample_alongside_scan(rows: DataFrame | None, checks: list[Check],
                            known: dict[int, Column], pending: list[int],
-                           groups: dict[str, str], timings: dict) -> Future | None:
+                           queries: _Queries) -> Future | None:
     """Start the sampling query in the background when a check has already failed.
 
     Its samples are needed whatever the scan finds, and the sampling query is mostly
@@ -252,8 +294,7 @@ def _sample_alongside_scan(rows: DataFrame | None, checks: list[Check],
 
     def pick() -> _Picked | None:
         try:
-            with job_group(rows.sparkSession, groups["samples"], "audit: violating rows"), \
-                    _timer(timings, "audit_samples_s"):
+            with queries.run(rows, "samples", "audit: violating rows"):
                 return _pick(rows, checks, predicates)
         except Exception:  # the audit then samples after the scan, as without this
             log.exception("sampling violating rows alongside the scan failed")

@@ -50,63 +50,88 @@ def plan_schema(table: T.StructType | None, file: T.StructType, policy: str) -> 
     Raises SchemaPolicyError naming every column that violates the policy.
     """
     if table is None:
-        # New tables take the file's columns as optional: a later file may lack values.
-        target = T.StructType([T.StructField(f.name, f.dataType, True) for f in file.fields])
-        return SchemaPlan(target=target, create=True,
-                          changes=[{"change": "create_table", "column": f.name,
-                                    "type": f.dataType.simpleString()} for f in file.fields])
-    problems: list[str] = []
-    changes: list[dict] = []
-    table_fields = {f.name: f for f in table.fields}
-    file_fields = {f.name: f for f in file.fields}
-    lower_table = {name.lower(): name for name in table_fields}
-    target_fields = []
-    for name, tfield in table_fields.items():
-        ffield = file_fields.get(name)
-        if ffield is None:
-            if name.lower() in {n.lower() for n in file_fields}:
-                problems.append(f"column {name!r} appears in the file with different case")
-            elif policy == "strict":
-                problems.append(f"column {name!r} is missing from the file")
-            elif not tfield.nullable and policy == "additive":
-                problems.append(f"required column {name!r} is missing from the file")
-            elif not tfield.nullable:
-                changes.append({"change": "make_optional", "column": name})
-                tfield = T.StructField(name, tfield.dataType, True)
-            target_fields.append(tfield)
-            continue
-        if _same(ffield.dataType, tfield.dataType):
-            target_fields.append(tfield)
-            continue
-        if policy == "strict":
-            problems.append(f"column {name!r} is {ffield.dataType.simpleString()} in the file "
-                            f"but {tfield.dataType.simpleString()} in the table")
-        elif _widens(ffield.dataType, tfield.dataType):
-            # The file is narrower than the table: cast on write, the table stays.
-            pass
-        elif _widens(tfield.dataType, ffield.dataType):
-            changes.append({"change": "widen_type", "column": name,
-                            "from": tfield.dataType.simpleString(),
-                            "type": ffield.dataType.simpleString()})
-            tfield = T.StructField(name, ffield.dataType, tfield.nullable)
-        else:
-            problems.append(f"column {name!r} is {ffield.dataType.simpleString()} in the file "
-                            f"but {tfield.dataType.simpleString()} in the table; Iceberg "
-                            "cannot change that type")
-        target_fields.append(tfield)
-    for name, ffield in file_fields.items():
-        if name in table_fields or name.lower() in lower_table:
-            continue
-        if policy == "strict":
-            problems.append(f"column {name!r} is new (not in the table)")
-            continue
-        changes.append({"change": "add_column", "column": name,
-                        "type": ffield.dataType.simpleString()})
-        target_fields.append(T.StructField(name, ffield.dataType, True))
+        return _new_table(file)
+    decisions = _decide_columns(table, file, policy)
+    problems = [d.problem for d in decisions if d.problem is not None]
     if problems:
         raise SchemaPolicyError(f"schema policy {policy!r} rejects the file: "
                                 + "; ".join(problems))
-    return SchemaPlan(target=T.StructType(target_fields), changes=changes)
+    return SchemaPlan(target=T.StructType([d.field for d in decisions if d.field is not None]),
+                      changes=[d.change for d in decisions if d.change is not None])
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """One column's fate: the field the target keeps, the change that makes to the table,
+    or why the policy rejects the file (then nothing is written, so no field is needed)."""
+
+    field: T.StructField | None = None
+    change: dict | None = None
+    problem: str | None = None
+
+
+def _new_table(file: T.StructType) -> SchemaPlan:
+    # New tables take the file's columns as optional: a later file may lack values.
+    target = T.StructType([T.StructField(f.name, f.dataType, True) for f in file.fields])
+    return SchemaPlan(target=target, create=True,
+                      changes=[{"change": "create_table", "column": f.name,
+                                "type": f.dataType.simpleString()} for f in file.fields])
+
+
+def _decide_columns(table: T.StructType, file: T.StructType, policy: str) -> list[_Decision]:
+    """A decision per table column (table order), then per column new to the table (file
+    order): the target's column order."""
+    table_fields = {f.name: f for f in table.fields}
+    file_fields = {f.name: f for f in file.fields}
+    file_lower = {name.lower() for name in file_fields}
+    table_lower = {name.lower() for name in table_fields}
+    kept = [_shared_column(tfield, file_fields[name], policy) if name in file_fields
+            else _missing_column(tfield, file_lower, policy)
+            for name, tfield in table_fields.items()]
+    # A name differing from a table column only in case is reported as that column's problem.
+    added = [_new_column(ffield, policy) for name, ffield in file_fields.items()
+             if name.lower() not in table_lower]
+    return kept + added
+
+
+def _missing_column(tfield: T.StructField, file_lower: set[str], policy: str) -> _Decision:
+    name = tfield.name
+    if name.lower() in file_lower:
+        return _Decision(problem=f"column {name!r} appears in the file with different case")
+    if policy == "strict":
+        return _Decision(problem=f"column {name!r} is missing from the file")
+    if tfield.nullable:
+        return _Decision(tfield)
+    if policy == "additive":
+        return _Decision(problem=f"required column {name!r} is missing from the file")
+    return _Decision(T.StructField(name, tfield.dataType, True),
+                     change={"change": "make_optional", "column": name})
+
+
+def _shared_column(tfield: T.StructField, ffield: T.StructField, policy: str) -> _Decision:
+    name, have, got = tfield.name, tfield.dataType, ffield.dataType
+    if _same(got, have):
+        return _Decision(tfield)
+    mismatch = (f"column {name!r} is {got.simpleString()} in the file "
+                f"but {have.simpleString()} in the table")
+    if policy == "strict":
+        return _Decision(problem=mismatch)
+    if _widens(got, have):
+        # The file is narrower than the table: cast on write, the table stays.
+        return _Decision(tfield)
+    if _widens(have, got):
+        return _Decision(T.StructField(name, got, tfield.nullable),
+                         change={"change": "widen_type", "column": name,
+                                 "from": have.simpleString(), "type": got.simpleString()})
+    return _Decision(problem=f"{mismatch}; Iceberg cannot change that type")
+
+
+def _new_column(ffield: T.StructField, policy: str) -> _Decision:
+    if policy == "strict":
+        return _Decision(problem=f"column {ffield.name!r} is new (not in the table)")
+    return _Decision(T.StructField(ffield.name, ffield.dataType, True),
+                     change={"change": "add_column", "column": ffield.name,
+                             "type": ffield.dataType.simpleString()})
 
 
 def _same(a: T.DataType, b: T.DataType) -> bool:

@@ -8,6 +8,7 @@ import re
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -15,6 +16,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from contracts.report import CheckResult
 from lambdas.common.ledger import QueueStat
 from wap.lake.check_sql import first_rows_query, violation_query
 from wap.ops.operations import BranchRow, IngestView, Progress, RunRow
@@ -123,81 +125,148 @@ def _cell(value: Any) -> str:
 
 def show_view(view: IngestView) -> list[Any]:
     """Renderables for `wap show`: summary, counts, checks, violating samples."""
-    r = view.record
-    # The parsed report's JSON (checked by its contract when it was read): rendered as text.
-    report = view.report.to_dict() if view.report else {}
-    out: list[Any] = []
+    shown = _Shown.of(view)
+    return [
+        _summary(shown),
+        _row_counts(shown),
+        *_schema_changes(shown.changes),
+        *_checks(shown),
+        *[_samples_table(check) for check in view.failed_checks if check.samples],
+    ]
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """One ingest as `wap show` prints it. The record and the report may lack any field
+    (an ingest can stop at any step), so their fallbacks are taken here, once: "-" for
+    what the record lacks or leaves empty, nothing for what the report lacks. (A check's
+    own fields fall back in `_checks_table`.)"""
+
+    ingest_id: str
+    table: str
+    source: str
+    status: str | None
+    reason: str
+    branch: str
+    rows_written: str
+    finished: str
+    published_by: str | None
+    discarded: str | None
+    main_rows: str
+    branch_rows: str | None  # None: the branch is gone, there is nothing to count
+    written: Any  # the report's count, shown next to the branch's
+    changes: list[dict[str, Any]]
+    checks: list[dict[str, Any]]
+    has_report: bool
+
+    @classmethod
+    def of(cls, view: IngestView) -> _Shown:
+        # The parsed report's JSON (checked by its contract when it was read): shown as text.
+        r, report = view.record, view.report.to_dict() if view.report else {}
+        branch = r.get("branch")
+        if branch:
+            branch += "  (open)" if view.branch_open else "  (deleted)"
+        counted = view.branch_open and view.branch_rows is not None
+        branch_rows = "-" if view.branch_rows is None else str(view.branch_rows)
+        return cls(
+            ingest_id=r["ingest_id"],
+            table=r.get("table") or "-",
+            source=r.get("source_uri") or "-",
+            status=r.get("status"),
+            reason=r.get("error") or "-",
+            branch=branch or "-",
+            rows_written=_cell(r.get("rows_written", report.get("rows_written"))),
+            finished=r.get("finished_at") or "-",
+            published_by=(
+                f"{r['published_by']}: {r.get('publish_reason')}" if r.get("published_by") else None
+            ),
+            discarded=r.get("discard_reason") or None,
+            main_rows="-" if view.main_rows is None else str(view.main_rows),
+            branch_rows=branch_rows if view.branch_open else None,
+            written=report.get("rows_written") if counted else None,
+            changes=report.get("schema_changes") or [],
+            checks=report.get("checks") or [],
+            has_report=view.report is not None,
+        )
+
+
+def _summary(shown: _Shown) -> Table:
     summary = Table.grid(padding=(0, 2))
     summary.add_column(style="bold")
     summary.add_column()
-    branch = r.get("branch") or "-"
-    if r.get("branch"):
-        branch += "  (open)" if view.branch_open else "  (deleted)"
     for label, value in (
-        ("ingest", r["ingest_id"]),
-        ("table", r.get("table") or "-"),
-        ("source", r.get("source_uri") or "-"),
-        ("outcome", status_text(r.get("status"))),
-        ("reason", r.get("error") or "-"),
-        ("branch", branch),
-        ("rows written", _cell(r.get("rows_written", report.get("rows_written")))),
-        ("finished", r.get("finished_at") or "-"),
+        ("ingest", shown.ingest_id),
+        ("table", shown.table),
+        ("source", shown.source),
+        ("outcome", status_text(shown.status)),
+        ("reason", shown.reason),
+        ("branch", shown.branch),
+        ("rows written", shown.rows_written),
+        ("finished", shown.finished),
     ):
         summary.add_row(label, value)
-    if r.get("published_by"):
-        summary.add_row("published by", f"{r['published_by']}: {r.get('publish_reason')}")
-    if r.get("discard_reason"):
-        summary.add_row("discarded", r["discard_reason"])
-    out.append(summary)
+    if shown.published_by is not None:
+        summary.add_row("published by", shown.published_by)
+    if shown.discarded is not None:
+        summary.add_row("discarded", shown.discarded)
+    return summary
 
+
+def _row_counts(shown: _Shown) -> Text:
     counts = Text("\nrows  main: ")
-    counts.append("-" if view.main_rows is None else str(view.main_rows), style="bold")
-    if view.branch_open:
+    counts.append(shown.main_rows, style="bold")
+    if shown.branch_rows is not None:
         counts.append("   branch: ")
-        counts.append("-" if view.branch_rows is None else str(view.branch_rows), style="bold")
-    out.append(counts)
+        counts.append(shown.branch_rows, style="bold")
+    if shown.written:
+        counts.append(f"   ({shown.written} written by this ingest)")
+    return counts
 
-    if view.branch_open and view.branch_rows is not None and report.get("rows_written"):
-        counts.append(f"   ({report['rows_written']} written by this ingest)")
-    changes = report.get("schema_changes") or []
+
+def _schema_changes(changes: list[dict[str, Any]]) -> list[Text]:
+    # A new table's columns are one line, not a "change" each.
     created = [ch for ch in changes if ch.get("change") == "create_table"]
-    if created:
-        out.append(Text(f"table created by this ingest ({len(created)} columns)"))
-    for change in changes:
-        if change.get("change") != "create_table":
-            out.append(Text(f"schema change: {_cell(change)}"))
-    checks = report.get("checks") or []
-    if checks:
-        table = Table(title="Audit checks", title_justify="left")
-        for name in ("check", "kind", "columns", "severity", "status", "violations", "observed"):
-            table.add_column(name)
-        for ch in checks:
-            table.add_row(
-                ch.get("name", "-"),
-                ch.get("kind", "-"),
-                ", ".join(ch.get("columns") or []) or "-",
-                ch.get("severity", "-"),
-                Text(
-                    ch.get("status", "-"), style="green" if ch.get("status") == "passed" else "red"
-                ),
-                _cell(ch.get("violations")),
-                _cell(ch.get("observed")),
-            )
-        out.append(table)
-    elif view.report is None:
-        out.append(Text("no audit report (the ingest stopped before the job wrote one)"))
-    for ch in view.failed_checks:
-        samples = ch.samples
-        if not samples:
-            continue
-        table = Table(title=f"Sample violating rows: {ch.name}", title_justify="left")
-        columns = list(dict.fromkeys(k for row in samples for k in row))
-        for name in columns:
-            table.add_column(name)
-        for row in samples:
-            table.add_row(*[_cell(row.get(k)) for k in columns])
-        out.append(table)
-    return out
+    lines = [Text(f"table created by this ingest ({len(created)} columns)")] if created else []
+    return lines + [
+        Text(f"schema change: {_cell(ch)}") for ch in changes if ch.get("change") != "create_table"
+    ]
+
+
+def _checks(shown: _Shown) -> list[Any]:
+    if shown.checks:
+        return [_checks_table(shown.checks)]
+    if not shown.has_report:
+        return [Text("no audit report (the ingest stopped before the job wrote one)")]
+    return []
+
+
+def _checks_table(checks: list[dict[str, Any]]) -> Table:
+    table = Table(title="Audit checks", title_justify="left")
+    for name in ("check", "kind", "columns", "severity", "status", "violations", "observed"):
+        table.add_column(name)
+    for ch in checks:
+        status = ch.get("status", "-")
+        table.add_row(
+            ch.get("name", "-"),
+            ch.get("kind", "-"),
+            ", ".join(ch.get("columns") or []) or "-",
+            ch.get("severity", "-"),
+            Text(status, style="green" if status == "passed" else "red"),
+            _cell(ch.get("violations")),
+            _cell(ch.get("observed")),
+        )
+    return table
+
+
+def _samples_table(check: CheckResult) -> Table:
+    samples = check.samples
+    table = Table(title=f"Sample violating rows: {check.name}", title_justify="left")
+    columns = list(dict.fromkeys(k for row in samples for k in row))
+    for name in columns:
+        table.add_column(name)
+    for row in samples:
+        table.add_row(*[_cell(row.get(k)) for k in columns])
+    return table
 
 
 # ---- wap query --------------------------------------------------------------------------------
