@@ -15,6 +15,7 @@ BENCHMARKS = {
     "wap_job": "bench.wap_job_bench",
     "audit_floor": "bench.audit_floor_bench",
     "query": "bench.query_bench",
+    "burst": "bench.burst_bench",
 }
 
 

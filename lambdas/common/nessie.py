@@ -61,16 +61,18 @@ class MergeMeta:
 
 def check_ref_name(name: str) -> str:
     """`name` if it is a valid Nessie reference name; `InvalidNessieNameError` otherwise."""
-    if not isinstance(name, str) or not NESSIE_REF_NAME.fullmatch(name):
-        raise InvalidNessieNameError(f"not a valid Nessie reference name: {name!r}")
-    return name
+    return _matching(name, NESSIE_REF_NAME, "a valid Nessie reference name")
 
 
 def check_hash(value: str) -> str:
     """`value` if it is a Nessie commit hash; `InvalidNessieNameError` otherwise."""
-    if not isinstance(value, str) or not _HASH.fullmatch(value):
-        raise InvalidNessieNameError(f"not a Nessie commit hash: {value!r}")
-    return value
+    return _matching(value, _HASH, "a Nessie commit hash")
+
+
+def _matching(value: str, pattern: re.Pattern[str], what: str) -> str:
+    if isinstance(value, str) and pattern.fullmatch(value):
+        return value
+    raise InvalidNessieNameError(f"not {what}: {value!r}")
 
 
 def api_base(uri: str) -> str:

@@ -63,3 +63,16 @@ def test_query_bench_times_both_commands_on_a_failed_branch(tmp_path):
     assert done.returncode == 0, done.stderr[-4000:]
     assert f"| `wap show {BRANCH}` (baseline) |" in done.stdout
     assert "query / show = **" in done.stdout
+
+
+@pytest.mark.slow
+def test_burst_bench_publishes_every_file_and_counts_the_runs():
+    out = _run_quick("bench.burst_bench")
+
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:]
+            for line in out.splitlines() if line.startswith(("| one file", "| burst"))}
+    files, written, runs = (rows["one file (baseline)"][i] for i in range(3))
+    assert (files, written, runs) == ("1", "1,000", "1")
+    files, written, runs = (rows["burst, dropped at once"][i] for i in range(3))
+    assert (files, written) == ("5", "1,000") and 1 <= int(runs) <= 5
+    assert rows["burst, dropped at once"][-1].strip(" |") == "5 PUBLISHED"

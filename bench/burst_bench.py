@@ -1,0 +1,143 @@
+"""A burst of small files against one file of the same rows, through the real local flow.
+
+Upload -> trigger -> state machine -> EMR double running the real PySpark job ->
+publish, on the embedded stack (`wap`'s local backend). The baseline is one file
+holding all the rows, measured in the same run on the same stack: the ratio of the
+burst's wall time to it, and the number of job runs each needed, are what the
+batches issue (#18) is about. Today every file is its own run.
+
+`python -m bench.burst_bench [--files 100 --rows 1000]`; `--quick` for a smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SINGLE_TABLE, BURST_TABLE, WARM_UP_TABLE = "bench.single_file", "bench.burst", "bench.warm_up"
+
+
+@dataclass(frozen=True)
+class Measured:
+    files: int
+    rows: int
+    seconds: float
+    job_runs: int
+    statuses: dict[str, int]
+
+
+def parquet_bytes(first_id: int, rows: int) -> bytes:
+    """`rows` orders with ids from `first_id`: distinct across files, so main can be checked."""
+    ids = pa.array(range(first_id, first_id + rows), pa.int64())
+    table = pa.table({"order_id": ids, "amount": pa.array([1.0] * rows, pa.float64())})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def _job_runs(backend: Any, table: str) -> int:
+    emr = backend.stack.aws.client("emr-serverless")
+    application = backend.stack.aws.application_id
+    runs = emr.list_job_runs(applicationId=application)["jobRuns"]
+    return sum(1 for run in runs if run["name"].startswith(f"wap-{table}-"))
+
+
+def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: float) -> Measured:
+    """Upload every file without waiting between them; time until all are final."""
+    from lambdas.common import constants as c
+    from lambdas.common.naming import ingest_id
+
+    namespace, name = table.split(".")
+    started = time.perf_counter()
+    ids = []
+    for index, body in enumerate(files):
+        key = f"{namespace}/{name}/part-{index:05d}.parquet"
+        put = backend.upload_source(key, body)
+        ids.append(ingest_id(backend.source_bucket, key, put.get("version_id") or put["etag"]))
+    deadline = started + timeout
+    while True:
+        records = [backend.ledger.get_ingest(i) or {} for i in ids]
+        if all(r.get("status") in c.TERMINAL_STATUSES for r in records):
+            break
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"{table}: not final after {timeout:.0f} s")
+        time.sleep(0.2)
+    seconds = time.perf_counter() - started
+    statuses: dict[str, int] = {}
+    for record in records:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    rows = sum(int(r.get("rows_written") or 0) for r in records)
+    return Measured(len(files), rows, seconds, _job_runs(backend, table), statuses)
+
+
+def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured]:
+    """(one file of files x rows rows, files files of rows rows), on one fresh local stack."""
+    from wap.ops.backends import Target, open_backend
+
+    scratch = Path(tempfile.mkdtemp(prefix="wap-burst-bench-"))
+    try:
+        target = Target(home=str(scratch / "home"))
+        with open_backend(target, run_ingests=True, mutates=True, create=True) as backend:
+            # JIT, class loading and Spark's first plans must not count against the baseline.
+            ingest_at_once(backend, WARM_UP_TABLE, [parquet_bytes(0, 10)], timeout)
+            single = ingest_at_once(backend, SINGLE_TABLE, [parquet_bytes(0, files * rows)],
+                                    timeout)
+            burst = ingest_at_once(
+                backend, BURST_TABLE, [parquet_bytes(i * rows, rows) for i in range(files)],
+                timeout)
+        return single, burst
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def render(single: Measured, burst: Measured) -> str:
+    """The markdown table: runs, wall time, and the burst's ratio to the single file."""
+    def row(label: str, m: Measured, ratio: str) -> str:
+        outcomes = ", ".join(f"{n} {s}" for s, n in sorted(m.statuses.items()))
+        return (f"| {label} | {m.files} | {m.rows:,} | {m.job_runs} | {m.seconds:.1f} | "
+                f"{ratio} | {outcomes} |")
+
+    return "\n".join([
+        "| what | files | rows written | job runs | wall s | ratio | outcomes |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        row("one file (baseline)", single, "1.0"),
+        row("burst, dropped at once", burst, f"{burst.seconds / single.seconds:.1f}x"),
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the table."""
+    from bench.doc import write_section
+
+    parser = argparse.ArgumentParser(prog="python -m bench.burst_bench")
+    parser.add_argument("--files", type=int, default=100)
+    parser.add_argument("--rows", type=int, default=1000, help="rows per file of the burst")
+    parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--quick", action="store_true", help="5 files of 200 rows (smoke test)")
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    files, rows = (5, 200) if args.quick else (args.files, args.rows)
+    started = time.perf_counter()
+    single, burst = run(files, rows, args.timeout)
+    text = render(single, burst)
+    print(text)
+    print(f"(bench took {time.perf_counter() - started:.0f}s)")
+    if not args.no_doc and not args.quick:
+        command = "python -m bench.burst_bench" + (" " + " ".join(argv) if argv else "")
+        write_section("burst_bench", f"A burst of {files} files against one file of the same "
+                      "rows (real local flow)", command, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
