@@ -45,11 +45,17 @@ def parquet_bytes(first_id: int, rows: int) -> bytes:
     return buffer.getvalue()
 
 
-def _job_runs(backend: Any, table: str) -> int:
+def _job_runs(backend: Any, table: str, records: Sequence[dict[str, Any]]) -> int:
+    """Job runs started for `table`: EMR's list, plus any run a record names that the list
+    lacks (one 100-file run listed 98 runs for 100 published files; counted, not hidden)."""
     emr = backend.stack.aws.client("emr-serverless")
     application = backend.stack.aws.application_id
-    runs = emr.list_job_runs(applicationId=application)["jobRuns"]
-    return sum(1 for run in runs if run["name"].startswith(f"wap-{table}-"))
+    listed = {run["id"] for run in emr.list_job_runs(applicationId=application)["jobRuns"]
+              if run["name"].startswith(f"wap-{table}-")}
+    named = {r["job_run_id"] for r in records if r.get("job_run_id")}
+    if named - listed:
+        print(f"note: {len(named - listed)} job run(s) of {table} missing from EMR's list")
+    return len(listed | named)
 
 
 def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: float) -> Measured:
@@ -77,7 +83,7 @@ def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: fl
     for record in records:
         statuses[record["status"]] = statuses.get(record["status"], 0) + 1
     rows = sum(int(r.get("rows_written") or 0) for r in records)
-    return Measured(len(files), rows, seconds, _job_runs(backend, table), statuses)
+    return Measured(len(files), rows, seconds, _job_runs(backend, table, records), statuses)
 
 
 def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured]:
