@@ -114,7 +114,8 @@ class NessieClient:
     def references(self) -> list[Ref]:
         """Every reference, with its head commit time."""
         body = self._v2_call("GET", "trees", "list references", params={"fetch": "ALL"})
-        return [_ref_from_v2(r) for r in body.get("references", [])]
+        return [_ref_from_v2(r) for r in body.get("references", [])
+                if isinstance(r, dict) and isinstance(r.get("name"), str)]
 
     def reference(self, name: str) -> Ref | None:
         """The reference `name`, or None when it does not exist."""
@@ -254,7 +255,10 @@ class NessieClient:
         )
         if not body.get("wasSuccessful", True):
             raise MergeConflictError(f"Nessie refused to merge {branch} into main: conflict")
-        return body["resultantTargetHash"]
+        merged = body.get("resultantTargetHash")
+        if not isinstance(merged, str):
+            raise NessieError(f"Nessie's merge answer names no resulting hash: {_one_line(body)}")
+        return merged
 
     # ---- transports ------------------------------------------------------------------------
 
@@ -292,7 +296,17 @@ class NessieClient:
                 f"{type(exc).__name__}"
             ) from exc
         if response.status_code < 400:
-            return response.json() if response.content else {}
+            try:
+                body = response.json() if response.content else {}
+            except ValueError as exc:
+                # Not Nessie answering (a proxy's or load balancer's page): an outage.
+                raise NessieUnavailableError(
+                    f"Nessie at {self.base} answered {action} with something other than "
+                    f"JSON (HTTP {response.status_code})"
+                ) from exc
+            if not isinstance(body, dict):
+                raise NessieError(f"Nessie at {self.base}: unexpected answer to {action}")
+            return body
         try:
             message = response.json().get("message") or response.text
         except ValueError:

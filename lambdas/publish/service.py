@@ -55,6 +55,12 @@ def publish(
     ledger.update_ingest(ingest_id, {"audited_hash": from_hash,
                                      "audited_snapshot_id": str(snapshot_id)})
     if nessie.main_holds(table, snapshot_id):  # the merge went through; its answer was lost
+        # Only if the audited commit is the one that holds it: a report naming a snapshot
+        # main already had must not mark this ingest published.
+        if nessie.table_snapshot(table, branch, from_hash) != snapshot_id:
+            return replace(base, status=c.PUBLISH_FAILED,
+                           reason=f"refusing to publish: {branch}@{from_hash} does not hold "
+                           f"snapshot {snapshot_id} of {table}, which main already holds")
         return _published(ledger, nessie, ingest_id, branch, base, nessie.main_hash())
     if record.get(f"branch_attempt_{attempt + 1}"):  # retried after a rebase had begun
         return _rebase(

@@ -177,3 +177,32 @@ def test_an_unreachable_server_is_unavailable_not_refused():
         client.reference("main")
     with pytest.raises(NessieUnavailableError):
         client.iceberg_tables("main")
+
+
+def test_a_reply_that_is_not_nessies_is_an_outage_not_a_crash():
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class LoadBalancerPage(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"<html>502 Bad Gateway</html>" if "/api/v1/" in self.path else b"<html/>"
+            self.send_response(502 if "/api/v1/" in self.path else 200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), LoadBalancerPage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = NessieClient(f"http://127.0.0.1:{server.server_port}/api/v2", timeout=5)
+        with pytest.raises(NessieUnavailableError):
+            client.references()  # v2: HTTP 200 with an HTML page
+        with pytest.raises(NessieUnavailableError):
+            client.iceberg_tables("main")
+        with pytest.raises(NessieUnavailableError):
+            client.reference("main")  # v1 through pynessie: a 502 page
+    finally:
+        server.shutdown()

@@ -57,36 +57,33 @@ def age_text(seconds: float | None) -> str:
     return f"{hours}h" if hours < 48 else f"{hours // 24}d"
 
 
-def runs_table(rows: Sequence[RunRow]) -> Table:
-    table = Table(title="Ingests (newest first)", title_justify="left")
-    for name in ("ingest id", "table", "source", "outcome", "branch", "when"):
-        table.add_column(name, no_wrap=name in ("ingest id", "branch", "outcome"))
-    for r in rows:
-        table.add_row(
-            r.ingest_id,
-            r.table or "-",
-            r.source or "-",
-            status_text(r.status),
-            r.branch or "-",
-            r.when or "-",
-        )
+_NO_WRAP = frozenset({"ingest id", "branch", "outcome"})  # ids and statuses stay whole
+
+
+def _listing(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for name in columns:
+        table.add_column(name, no_wrap=name in _NO_WRAP)
+    for row in rows:
+        table.add_row(*[cell if isinstance(cell, Text) else (cell or "-") for cell in row])
     return table
+
+
+def runs_table(rows: Sequence[RunRow]) -> Table:
+    return _listing(
+        "Ingests (newest first)",
+        ("ingest id", "table", "source", "outcome", "branch", "when"),
+        [(r.ingest_id, r.table, r.source, status_text(r.status), r.branch, r.when) for r in rows],
+    )
 
 
 def branches_table(rows: Sequence[BranchRow]) -> Table:
-    table = Table(title="Open WAP branches", title_justify="left")
-    for name in ("branch", "table", "ingest id", "outcome", "age", "reason"):
-        table.add_column(name, no_wrap=name in ("branch", "ingest id", "outcome"))
-    for r in rows:
-        table.add_row(
-            r.name,
-            r.table or "-",
-            r.ingest_id or "-",
-            status_text(r.status or "no ledger record"),
-            age_text(r.age_seconds),
-            r.reason or "-",
-        )
-    return table
+    return _listing(
+        "Open WAP branches",
+        ("branch", "table", "ingest id", "outcome", "age", "reason"),
+        [(r.name, r.table, r.ingest_id, status_text(r.status or "no ledger record"),
+          age_text(r.age_seconds), r.reason) for r in rows],
+    )
 
 
 # What the state machine's states (statemachine/ingest.asl.json) mean to someone waiting.

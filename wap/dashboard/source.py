@@ -109,7 +109,8 @@ def load_ingest(target: Target, ref: str) -> IngestPage:
         try:
             view = ops.show(backend, ref)
             problem = None
-        except TableReadError as exc:  # counts unreadable: still show the record and report
+        # Counts unreadable (Iceberg files, or Nessie down): still show the record and report.
+        except (TableReadError, WapError) as exc:
             record = ops.find_ingest(backend, ref)
             view = ops.IngestView(
                 record=record,
