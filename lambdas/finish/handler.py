@@ -10,7 +10,7 @@ from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
 from lambdas.common.nessie import NessieClient
 from lambdas.common.state import parse_state
-from lambdas.finish.service import finish
+from lambdas.finish.service import finish, state_from_ledger
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -19,11 +19,18 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if not isinstance(event, dict) or not isinstance(event.get("state"), dict):
         raise InvalidEventError("finish input must be {'state': {...}, 'execution_arn': ...}")
     settings = load_settings()
-    state = parse_state(event["state"], "finish")
+    ledger = Ledger(settings.ledger_table, lease=settings.lock_lease)
+    try:
+        state = parse_state(event["state"], "finish")
+    except InvalidEventError as exc:
+        # Finish is where every execution ends: it must record an outcome even then.
+        logger.error("the state breaks its contract; rebuilt from the ledger",
+                     extra={"problem": str(exc)})
+        state = state_from_ledger(event["state"], ledger, exc)
     logger.append_keys(ingest_id=state.ingest_id)
     result = finish(
         settings,
-        Ledger(settings.ledger_table, lease=settings.lock_lease),
+        ledger,
         NessieClient(settings.nessie_uri),
         state,
         event.get("execution_arn"),

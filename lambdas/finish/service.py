@@ -9,6 +9,7 @@ from contracts.state import ExecutionState, FinishResult
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event
 from lambdas.common.config import Settings
+from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ingest import cancel_job_run, release_and_start_next
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
@@ -41,6 +42,27 @@ def final_status(state: ExecutionState) -> tuple[str, str | None]:
         reason = reason or f"the state machine ended the ingest in state {status!r}"
         status = c.JOB_FAILED
     return status, None if status == c.PUBLISHED else reason
+
+
+def state_from_ledger(raw: Any, ledger: Ledger, problem: Exception) -> ExecutionState:
+    """The state of an execution whose own state breaks the contract, rebuilt from its ledger
+    record, ending in the contract error: Finish must still record an outcome and free the
+    table. Raises InvalidEventError when the raw state does not even name a known ingest."""
+    ingest_id = raw.get("ingest_id") if isinstance(raw, dict) else None
+    record = ledger.get_ingest(ingest_id) if isinstance(ingest_id, str) else None
+    if record is None or not record.get("branch") or not record.get("job_run_id"):
+        raise InvalidEventError(f"finish input names no started ingest: {problem}") from problem
+    return ExecutionState.from_dict({
+        "ingest_id": ingest_id,
+        "table": record["table"],
+        "run": {"attempt": int(record.get("attempts") or 1),
+                "job_try": int(record.get("job_tries") or 1),
+                "branch": record["branch"], "job_run_id": record["job_run_id"],
+                "report_uri": record.get("report_uri") or "",
+                "log_uri": record.get("log_uri"),
+                "started_at": record.get("job_started_at") or record.get("created_at") or ""},
+        "error": {"Error": "InvalidEventError", "Cause": str(problem)},
+    }, "finish input rebuilt from the ledger")
 
 
 def finish(

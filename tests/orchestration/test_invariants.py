@@ -405,6 +405,32 @@ def test_an_ingest_given_up_while_polling_cancels_its_job_run(make_stack, slack)
     assert stack.ledger().get_lock("denied.orders").active is None
 
 
+def test_a_state_that_breaks_its_contract_still_ends_with_a_recorded_outcome(make_stack, slack):
+    """Finish is where every execution ends, Catches included: a state that fails its own
+    contract (here a run without a branch) is rebuilt from the ledger, recorded JOB_FAILED
+    with the contract error, and the table goes to the next file."""
+    stack = make_stack()
+    stack.emr.inject_hang(match="/first.parquet")
+    stack.drop_file("contract/orders/first.parquet", fake_parquet("c1"))
+    deadline = time.monotonic() + 30
+    while (record_for_key(stack, "contract/orders/first.parquet") or {}).get("status") != "RUNNING":
+        assert time.monotonic() < deadline, stack.describe()
+        time.sleep(0.1)
+    stack.drop_file("contract/orders/second.parquet", fake_parquet("c2"))
+    first = record_for_key(stack, "contract/orders/first.parquet")
+    broken = {"ingest_id": first["ingest_id"], "table": "contract.orders",
+              "run": {"attempt": 1, "job_run_id": first["job_run_id"]}}
+
+    result = stack.dispatcher.run_handler("finish", {"state": broken, "execution_arn": None})
+
+    assert result["status"] == "JOB_FAILED"
+    first = stack.ledger().get_ingest(first["ingest_id"])
+    assert first["status"] == "JOB_FAILED" and "branch" in first["error"], first
+    assert wait_for_key(stack, "contract/orders/second.parquet")["status"] == "PUBLISHED"
+    assert stack.emr_job_run(first["job_run_id"]).state in ("CANCELLED", "CANCELLING")
+    stack.client("stepfunctions").stop_execution(executionArn=first["execution_arn"])
+
+
 # ---- 8. the job timeout counts from startedAt, not from StartJobRun ------------------------
 
 
