@@ -291,22 +291,27 @@ def test_the_real_job_refuses_conf_its_session_does_not_run_with():
 
 # ---- a change in infra reaches the handlers -------------------------------------------
 
-def test_a_variable_added_to_the_template_reaches_the_handlers(make_stack, local_template):
-    edited = _with_variable(local_template, "WAP_EXAMPLE_BUCKET_URI", {
-        "Fn::Join": ["", ["s3://", {"Ref": local_template.logical_id("Storage/Lake")}, "/x"]]})
-    stack = make_stack(template=edited)
+def _sweeper_sees(stack, variable: str) -> str | None:
+    """The value of `variable` in the sweeper's environment while it runs."""
     seen = {}
 
     def recording(handler):
         def run(event, context):
-            seen["value"] = os.environ.get("WAP_EXAMPLE_BUCKET_URI")
+            seen["value"] = os.environ.get(variable)
             return handler(event, context)
 
         return run
 
     stack.dispatcher.interceptors["sweeper"] = recording
     stack.invoke("sweeper", {})
-    assert seen["value"] == "s3://wap-lake/x"
+    return seen["value"]
+
+
+def test_a_variable_added_to_the_template_reaches_the_handlers(make_stack, local_template):
+    edited = _with_variable(local_template, "WAP_EXAMPLE_BUCKET_URI", {
+        "Fn::Join": ["", ["s3://", {"Ref": local_template.logical_id("Storage/Lake")}, "/x"]]})
+    stack = make_stack(template=edited)
+    assert _sweeper_sees(stack, "WAP_EXAMPLE_BUCKET_URI") == "s3://wap-lake/x"
 
 
 def test_an_unresolvable_reference_is_named_not_defaulted(make_stack, local_template):
@@ -407,15 +412,4 @@ def test_a_variable_added_in_infra_reaches_the_handlers_without_touching_local(
 
     edited = template_module.cached_template(context, root=tmp_path)
     stack = make_stack(template=edited)
-    seen = {}
-
-    def recording(handler):
-        def run(event, context):
-            seen["value"] = os.environ.get("WAP_EXAMPLE_FROM_INFRA")
-            return handler(event, context)
-
-        return run
-
-    stack.dispatcher.interceptors["sweeper"] = recording
-    stack.invoke("sweeper", {})
-    assert seen["value"] == "s3://wap-artifacts/reports/"
+    assert _sweeper_sees(stack, "WAP_EXAMPLE_FROM_INFRA") == "s3://wap-artifacts/reports/"
