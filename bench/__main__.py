@@ -16,6 +16,7 @@ BENCHMARKS = {
     "audit_floor": "bench.audit_floor_bench",
     "query": "bench.query_bench",
     "burst": "bench.burst_bench",
+    "per_source_audit": "bench.per_source_audit_bench",
 }
 
 

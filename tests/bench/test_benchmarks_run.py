@@ -76,3 +76,13 @@ def test_burst_bench_publishes_every_file_and_counts_the_runs():
     files, written, runs = (rows["burst, dropped at once"][i] for i in range(3))
     assert (files, written) == ("5", "1,000") and 1 <= int(runs) <= 5
     assert rows["burst, dropped at once"][-1].strip(" |") == "5 PUBLISHED"
+
+
+@pytest.mark.slow
+def test_per_source_audit_bench_gives_a_verdict_per_file():
+    out = _run_quick("bench.per_source_audit_bench")
+
+    assert f"{LINEITEM_SF001_ROWS} rows in 10 files; the grouped pass gave 10 verdicts." in out
+    steps = [line.split(" | ")[0].lstrip("| ") for line in out.splitlines()
+             if line.startswith("| ") and "median" not in line and "---" not in line]
+    assert steps == ["one pass", "grouped", "per file"]

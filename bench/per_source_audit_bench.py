@@ -1,0 +1,127 @@
+"""What per-file verdicts in a batch cost: the audit's one aggregation pass, grouped by source.
+
+    python -m bench.per_source_audit_bench            # SF 0.1 in 100 files, median of 3
+    python -m bench.per_source_audit_bench --quick    # SF 0.01 in 10 files, 1 repeat
+
+The batches issue (#18) wants a burst of files audited in one job with a verdict per file.
+On the dirty TPC-H lineitem (the wap_job bench's 10 checks, 5 failing), split into N
+parquet files, each repeat times, in rotated order:
+- one pass:  the audit's aggregation over all rows (`count_aggregates`), as today (baseline);
+- grouped:   the same aggregates grouped by `input_file_name()`: a verdict per file;
+- per file:  one aggregation per file, as one job run per file would do (Spark's fixed
+             cost per query included, not EMR's per-run start).
+It prints each as a multiple of the one pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+STEPS = ("one pass", "grouped", "per file")
+
+
+def split(source: Path, into: Path, files: int) -> list[Path]:
+    """`source` cut into `files` parquet files of consecutive rows."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(source)
+    into.mkdir(parents=True, exist_ok=True)
+    size = -(-table.num_rows // files)
+    paths = []
+    for index in range(files):
+        path = into / f"part-{index:05d}.parquet"
+        pq.write_table(table.slice(index * size, size), path)
+        paths.append(path)
+    return paths
+
+
+def run(scale: float, files: int, repeats: int) -> tuple[dict[str, float], int, int]:
+    """Median seconds per step, the rows and the files the grouped pass gave verdicts for."""
+    from pyspark.sql import functions as F
+
+    from bench.wap_job_bench import TABLE_CONFIG, generate
+    from local.spark import build_local_spark
+    from spark_jobs.audit import count_aggregates
+    from spark_jobs.checks import compile_checks
+    from spark_jobs.table_config import parse_table_config
+
+    tmp = Path(tempfile.mkdtemp(prefix="per-source-audit-"))
+    spark = build_local_spark((tmp / "warehouse").as_uri(), "http://127.0.0.1:9/api/v2",
+                              app_name="per-source-audit-bench")
+    try:
+        _, dirty = generate(scale)
+        paths = split(dirty, tmp / "parts", files)
+        rows = spark.read.parquet(*[p.as_uri() for p in paths])
+        checks = compile_checks(spark, parse_table_config(TABLE_CONFIG), rows.schema)
+        aggregates = count_aggregates(checks, list(range(len(checks))))
+
+        def one_pass() -> int:
+            return int(rows.agg(*aggregates).first()[0])
+
+        def grouped() -> int:
+            return len(rows.groupBy(F.input_file_name().alias("_source"))
+                       .agg(*aggregates).collect())
+
+        def per_file() -> int:
+            return sum(int(spark.read.parquet(p.as_uri()).agg(*aggregates).first()[0])
+                       for p in paths)
+
+        parts: dict[str, Callable[[], int]] = {
+            "one pass": one_pass, "grouped": grouped, "per file": per_file}
+        for step in parts.values():  # JIT warm-up, not measured
+            step()
+        total, verdicts = one_pass(), grouped()
+        times: dict[str, list[float]] = {name: [] for name in STEPS}
+        for repeat in range(repeats):
+            for name in STEPS[repeat % len(STEPS):] + STEPS[:repeat % len(STEPS)]:
+                start = time.perf_counter()
+                parts[name]()
+                times[name].append(time.perf_counter() - start)
+    finally:
+        spark.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {name: statistics.median(v) for name, v in times.items()}, total, verdicts
+
+
+def render(medians: dict[str, float], rows: int, files: int, verdicts: int) -> str:
+    """The markdown table: seconds and the multiple of the one pass."""
+    base = medians["one pass"]
+    lines = [f"{rows:,} rows in {files} files; the grouped pass gave {verdicts} verdicts.", "",
+             "| audit aggregation | median s | x one pass |", "| --- | ---: | ---: |"]
+    lines += [f"| {name} | {medians[name]:.2f} | {medians[name] / base:.1f} |" for name in STEPS]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the table."""
+    from bench.doc import write_section
+
+    parser = argparse.ArgumentParser(prog="python -m bench.per_source_audit_bench")
+    parser.add_argument("--scale", type=float, default=0.1)
+    parser.add_argument("--files", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="SF 0.01, 10 files, 1 repeat")
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    scale, files, repeats = (0.01, 10, 1) if args.quick else (args.scale, args.files,
+                                                               args.repeats)
+    started = time.perf_counter()
+    medians, rows, verdicts = run(scale, files, repeats)
+    text = render(medians, rows, files, verdicts)
+    print(text)
+    print(f"(bench took {time.perf_counter() - started:.0f}s)")
+    if not args.no_doc and not args.quick:
+        command = "python -m bench.per_source_audit_bench" + (" " + " ".join(argv) if argv else "")
+        write_section("per_source_audit_bench", "Per-file verdicts: the audit pass grouped by "
+                      "source file", command, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
