@@ -14,7 +14,7 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -267,41 +267,31 @@ class NessieStore:
             current = commit.parent
         return False
 
-    def ancestors(self, hash_: str) -> set[str]:
-        """Every commit reachable through any parent, `hash_` included."""
-        seen = {hash_}
-        stack = [hash_]
+    def _reachable(self, start: str, stop: Callable[[str], bool] = lambda _: False
+                   ) -> Iterator[str]:
+        """Each commit reachable from `start` through any parent, once; the parents of a
+        commit for which `stop` is true are not followed."""
+        seen = {start}
+        stack = [start]
         while stack:
             current = stack.pop()
-            if current == NO_ANCESTOR:
+            yield current
+            if current == NO_ANCESTOR or stop(current):
                 continue
             for parent in self.commit_of(current).parents:
                 if parent not in seen:
                     seen.add(parent)
                     stack.append(parent)
-        return seen
+
+    def ancestors(self, hash_: str) -> set[str]:
+        """Every commit reachable through any parent, `hash_` included."""
+        return set(self._reachable(hash_))
 
     def merge_base(self, a: str, b: str) -> str:
         """The nearest common ancestor of two commits (merge parents included)."""
         in_a = self.ancestors(a)
-        best = NO_ANCESTOR
-        best_seq = -1
-        stack = [b]
-        seen = {b}
-        while stack:
-            current = stack.pop()
-            if current in in_a:
-                seq = self.commit_of(current).seq
-                if seq > best_seq:
-                    best, best_seq = current, seq
-                continue
-            if current == NO_ANCESTOR:
-                continue
-            for parent in self.commit_of(current).parents:
-                if parent not in seen:
-                    seen.add(parent)
-                    stack.append(parent)
-        return best
+        common = [h for h in self._reachable(b, stop=in_a.__contains__) if h in in_a]
+        return max(common, key=lambda h: self.commit_of(h).seq, default=NO_ANCESTOR)
 
     # ------------------------------------------------------------------ references
     def get_ref(self, name: str) -> Reference:

@@ -50,21 +50,18 @@ def test_empty_home_shows_the_same_message(empty_home, monkeypatch):
     assert not app.metric  # no counters of nothing
 
 
-def test_unknown_ingest_is_a_clear_error(empty_home, monkeypatch):
+@pytest.mark.parametrize(("page", "param", "value", "error"), [
+    ("views/ingest.py", "id", "0123456789abcdef", "no ingest 0123456789abcdef in the ledger"),
+    # Refused before any lookup: the name never reaches the ledger or Nessie.
+    ("views/table.py", "name", "sales.orders; drop table x", "invalid table name"),
+])
+def test_a_page_for_a_bad_or_unknown_name_is_a_clear_error(
+    empty_home, monkeypatch, page, param, value, error
+):
     app = _app(empty_home, monkeypatch).run()
-    app.switch_page("views/ingest.py")
-    app.query_params["id"] = "0123456789abcdef"
+    app.switch_page(page)
+    app.query_params[param] = value
     app.run()
 
     assert not app.exception
-    assert "no ingest 0123456789abcdef in the ledger" in app.error[0].value
-
-
-def test_malformed_table_name_is_refused_before_any_lookup(empty_home, monkeypatch):
-    app = _app(empty_home, monkeypatch).run()
-    app.switch_page("views/table.py")
-    app.query_params["name"] = "sales.orders; drop table x"
-    app.run()
-
-    assert not app.exception
-    assert "invalid table name" in app.error[0].value
+    assert error in app.error[0].value

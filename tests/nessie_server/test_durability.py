@@ -32,6 +32,15 @@ def everything(client: httpx.Client) -> dict:
     return state
 
 
+
+def _in_threads(worker, count: int) -> None:
+    """`worker(0..count-1)`, each on its own thread, all at once; returns when all ended."""
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
 def test_restart_on_the_same_file_keeps_refs_contents_and_history(tmp_path):
     db = str(tmp_path / "nessie.db")
     server = start_server(db)
@@ -109,11 +118,7 @@ def test_eight_threads_updating_one_table_land_or_get_409_and_nothing_is_lost(
                     else:
                         other.append(resp.text)
 
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(writer, 8)
 
     assert other == []
     assert len(landed) + len(refused) == 48
@@ -149,11 +154,7 @@ def test_eight_threads_on_distinct_keys_with_one_stale_hash_all_land(nessie, con
             )
             results.append(resp.status_code)
 
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(writer, 8)
     assert results == [200] * 8
     with httpx.Client(base_url=nessie.api_v2) as client:
         log = client.get(f"/trees/{branch}/history", params={"limit-hash": start}).json()

@@ -233,15 +233,21 @@ def test_the_state_machine_is_the_template_s_definition(make_stack, local_templa
 
 # ---- the job ------------------------------------------------------------------------------
 
-def test_the_template_s_spark_parameters_reach_the_job_run(make_stack):
-    stack = make_stack()
-    stack.drop_file("submit/orders/x.parquet", fake_parquet("sp"))
-    record = wait_for_key(stack, "submit/orders/x.parquet")
+def _ingest_one(stack, key: str) -> tuple[dict, dict]:
+    """Drop one file and wait for the stack to settle: (its ledger record, its EMR job run)."""
+    stack.drop_file(key, fake_parquet(key))
+    record = wait_for_key(stack, key)
     stack.wait_idle()
-
-    assert record["status"] == "PUBLISHED", record
     run = stack.client("emr-serverless").get_job_run(
         applicationId=stack.application_id, jobRunId=record["job_run_id"])["jobRun"]
+    return record, run
+
+
+def test_the_template_s_spark_parameters_reach_the_job_run(make_stack):
+    stack = make_stack()
+    record, run = _ingest_one(stack, "submit/orders/x.parquet")
+
+    assert record["status"] == "PUBLISHED", record
     submit = run["jobDriver"]["sparkSubmit"]
     assert submit["entryPoint"] == stack.env["WAP_JOB_ENTRYPOINT"]
     assert submit["sparkSubmitParameters"] == (
@@ -255,13 +261,9 @@ def test_submit_parameters_spark_submit_would_refuse_fail_the_run(make_stack, lo
     edited = _with_variable(local_template, "WAP_JOB_SPARK_PARAMETERS",
                             "--conf spark.sql.session.timeZone=UTC --deploy-mode cluster")
     stack = make_stack(template=edited)
-    stack.drop_file("badsubmit/orders/x.parquet", fake_parquet("bs"))
-    record = wait_for_key(stack, "badsubmit/orders/x.parquet")
-    stack.wait_idle()
+    record, run = _ingest_one(stack, "badsubmit/orders/x.parquet")
 
     assert record["status"] == "JOB_FAILED", record
-    run = stack.client("emr-serverless").get_job_run(
-        applicationId=stack.application_id, jobRunId=record["job_run_id"])["jobRun"]
     assert run["state"] == "FAILED"
     assert "unrecognized option '--deploy-mode'" in run["stateDetails"]
 

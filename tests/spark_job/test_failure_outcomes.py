@@ -191,21 +191,18 @@ def test_table_config_that_cannot_be_read_is_an_error(lake, ingest, tmp_path):
 
 # --- what the input decides stays rejected ------------------------------------------------------
 
-def test_unparsable_table_config_is_rejected(lake, ingest, tmp_path):
-    args = ingest("bad.yaml", [write_parquet(tmp_path / "orders.parquet", ORDERS)],
-                  config="checks: [unclosed\n")
-    report = run_ingest(lake, args)
-    assert (report["outcome"], report["reason_code"]) == ("rejected", "config_error")
-    assert "not valid YAML" in report["reason"]
-
-
-def test_partition_transform_the_column_cannot_take_is_a_config_error(lake, ingest, tmp_path):
+@pytest.mark.parametrize(("table", "config", "reason"), [
+    ("bad.yaml", "checks: [unclosed\n", "not valid YAML"),
     # Iceberg refuses day() on a double with a ValidationException at CREATE TABLE.
-    args = ingest("bad.partitioning", [write_parquet(tmp_path / "orders.parquet", ORDERS)],
-                  config="partition_by: ['day(amount)']\n")
+    ("bad.partitioning", "partition_by: ['day(amount)']\n",
+     "Invalid source type double for transform: day"),
+])
+def test_a_table_config_the_job_cannot_apply_is_rejected(lake, ingest, tmp_path, table, config,
+                                                         reason):
+    args = ingest(table, [write_parquet(tmp_path / "orders.parquet", ORDERS)], config=config)
     report = run_ingest(lake, args)
     assert (report["outcome"], report["reason_code"]) == ("rejected", "config_error")
-    assert "Invalid source type double for transform: day" in report["reason"]
+    assert reason in report["reason"]
 
 
 def test_corrupt_page_behind_a_valid_footer_is_rejected(lake, nessie_api, ingest, tmp_path):

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import pandas as pd
 import streamlit as st
 
 from wap.dashboard import shaping, source
 from wap.dashboard.shaping import md_escape
+from wap.exceptions import DashboardError
 from wap.ops.backends import Target
+
+T = TypeVar("T")
 
 INFO = ":material/info:"
 CACHE_SECONDS = 15  # ingests take minutes; a page may be 15 s old, "Refresh" clears it
@@ -103,3 +106,20 @@ def runs_table(runs: Any, *, hide: tuple[str, ...] = ()) -> None:
             "rows": st.column_config.NumberColumn("rows written", format="%d"),
         },
     )
+
+
+def page_data(title: str, param: str, load: Callable[[Target, str], T],
+              pick: Callable[[], None]) -> T | None:
+    """What a page shows for its query parameter `param`: `load(target, value)`. None when
+    the page is already drawn: the picker (no value) or the error, in one line."""
+    value = (st.query_params.get(param) or "").strip()
+    if not value:
+        pick()
+        return None
+    try:
+        return load(target(), value)
+    except DashboardError as exc:
+        st.title(title)
+        show_error(str(exc))
+        back_to_overview()
+        return None

@@ -12,7 +12,6 @@ import streamlit as st
 from wap.dashboard import shaping
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO
-from wap.exceptions import DashboardError
 from wap.ops.operations import IngestView
 
 STATUS_COLORS = {
@@ -25,16 +24,8 @@ Record = Mapping[str, Any]  # a ledger record or an audit report
 
 
 def render() -> None:
-    ref = (st.query_params.get("id") or "").strip()
-    if not ref:
-        _pick()
-        return
-    try:
-        data = common.ingest_data(common.target(), ref)
-    except DashboardError as exc:
-        st.title("Ingest")
-        common.show_error(str(exc))
-        common.back_to_overview()
+    data = common.page_data("Ingest", "id", common.ingest_data, _pick)
+    if data is None:
         return
     view, record = data.view, data.view.record
     # The parsed report's JSON (checked by its contract when it was read) feeds the tables.

@@ -14,20 +14,11 @@ from wap.dashboard import shaping
 from wap.dashboard.source import TablePage
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO
-from wap.exceptions import DashboardError
 
 
 def render() -> None:
-    name = (st.query_params.get("name") or "").strip()
-    if not name:
-        _pick()
-        return
-    try:
-        data = common.table_data(common.target(), name)
-    except DashboardError as exc:
-        st.title("Table")
-        common.show_error(str(exc))
-        common.back_to_overview()
+    data = common.page_data("Table", "name", common.table_data, _pick)
+    if data is None:
         return
     st.title(f"Table {shaping.md_escape(data.table)}")
     _history(data)
