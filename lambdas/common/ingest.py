@@ -210,11 +210,15 @@ def launch_job_run(
         branch=branch,
         report_uri=report_uri,
     )
-    run_key = "" if (attempt, job_try) == (1, 1) else f"_a{attempt}_t{job_try}"
-    started_at = ledger.set_once(ingest_id, f"job_started_at{run_key}", iso(utcnow()))
+    started_at = ledger.set_once(ingest_id, _started_at_field(attempt, job_try), iso(utcnow()))
     return Run(attempt=attempt, job_try=job_try, branch=branch, job_run_id=job_run_id,
                report_uri=report_uri, log_uri=job_log_uri(settings, ingest_id, job_run_id),
                started_at=started_at)
+
+
+def _started_at_field(attempt: int, job_try: int) -> str:
+    """The ledger field holding when the run of (`attempt`, `job_try`) was started."""
+    return "job_started_at" + ("" if (attempt, job_try) == (1, 1) else f"_a{attempt}_t{job_try}")
 
 
 def run_fields(run: Run) -> dict[str, Any]:
@@ -222,6 +226,20 @@ def run_fields(run: Run) -> dict[str, Any]:
     return {"branch": run.branch, "job_run_id": run.job_run_id,
             "attempts": run.attempt, "job_tries": run.job_try,
             "report_uri": run.report_uri, "log_uri": run.log_uri}
+
+
+def run_from_fields(record: dict[str, Any]) -> Run | None:
+    """The current job run a ledger record names (`run_fields` read back); None when the
+    record names no complete run."""
+    attempt, job_try = int(record.get("attempts") or 0), int(record.get("job_tries") or 0)
+    started_at = record.get(_started_at_field(attempt, job_try))
+    needed = (record.get("branch"), record.get("job_run_id"), record.get("report_uri"),
+              started_at)
+    if attempt < 1 or job_try < 1 or not all(needed):
+        return None
+    return Run(attempt=attempt, job_try=job_try, branch=record["branch"],
+               job_run_id=record["job_run_id"], report_uri=record["report_uri"],
+               log_uri=record.get("log_uri"), started_at=started_at)
 
 
 def start_or_fail(

@@ -162,15 +162,11 @@ class NessieClient:
             raise MergeConflictError(
                 f"branch {branch} is at {current[:12]}, not {expected_hash[:12]}: not deleted"
             )
-        deleted = self._v1_call(
-            f"delete branch {branch}",
-            self._v1.delete_branch,
-            branch,
-            current,
-            missing_ok=True,
-            result=True,
-        )
-        return deleted is not None
+        try:
+            self._v1_call(f"delete branch {branch}", self._v1.delete_branch, branch, current)
+        except NessieNotFoundError:  # deleted meanwhile
+            return False
+        return True
 
     # ---- contents --------------------------------------------------------------------------
 
@@ -263,22 +259,19 @@ class NessieClient:
     # ---- transports ------------------------------------------------------------------------
 
     def _v1_call(
-        self, action: str, fn: Any, *args: Any, missing_ok: bool = False,
-        result: bool = False, **kwargs: Any,
+        self, action: str, fn: Any, *args: Any, missing_ok: bool = False, **kwargs: Any,
     ) -> Any:
-        """pynessie's `fn(*args)`; None for a missing reference or content when `missing_ok`
-        (or True, for calls that return nothing, when `result`)."""
-        from pynessie.error import NessieNotFoundException
-
+        """pynessie's `fn(*args)`, its failures as our errors; None for a missing reference
+        or content when `missing_ok`."""
         try:
-            answer = fn(*args, **kwargs)
-        except NessieNotFoundException as exc:
-            if missing_ok:
-                return None
-            raise NessieNotFoundError(f"Nessie: {_one_line(exc)}") from exc
+            return fn(*args, **kwargs)
         except Exception as exc:
-            raise _translate(exc, f"{action} (Nessie at {self.base})") from exc
-        return True if result else answer
+            translated = _translate(exc, f"{action} (Nessie at {self.base})")
+            if translated is exc:
+                raise
+            if missing_ok and isinstance(translated, NessieNotFoundError):
+                return None
+            raise translated from exc
 
     def _v2_call(
         self, method: str, path: str, action: str, *, params: dict[str, Any] | None = None,

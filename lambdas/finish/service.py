@@ -10,7 +10,7 @@ from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError
-from lambdas.common.ingest import cancel_job_run, release_and_start_next
+from lambdas.common.ingest import cancel_job_run, release_and_start_next, run_from_fields
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, utcnow
@@ -50,19 +50,11 @@ def state_from_ledger(raw: Any, ledger: Ledger, problem: Exception) -> Execution
     table. Raises InvalidEventError when the raw state does not even name a known ingest."""
     ingest_id = raw.get("ingest_id") if isinstance(raw, dict) else None
     record = ledger.get_ingest(ingest_id) if isinstance(ingest_id, str) else None
-    if record is None or not record.get("branch") or not record.get("job_run_id"):
+    run = run_from_fields(record) if record is not None else None
+    if run is None:
         raise InvalidEventError(f"finish input names no started ingest: {problem}") from problem
-    return ExecutionState.from_dict({
-        "ingest_id": ingest_id,
-        "table": record["table"],
-        "run": {"attempt": int(record.get("attempts") or 1),
-                "job_try": int(record.get("job_tries") or 1),
-                "branch": record["branch"], "job_run_id": record["job_run_id"],
-                "report_uri": record.get("report_uri") or "",
-                "log_uri": record.get("log_uri"),
-                "started_at": record.get("job_started_at") or record.get("created_at") or ""},
-        "error": {"Error": "InvalidEventError", "Cause": str(problem)},
-    }, "finish input rebuilt from the ledger")
+    return ExecutionState(ingest_id=ingest_id, table=record["table"], run=run,
+                          error={"Error": "InvalidEventError", "Cause": str(problem)})
 
 
 def finish(

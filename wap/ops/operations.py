@@ -267,9 +267,11 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
         raise NotAllowedError(
             f"ingest {iid} is {status}: only AUDIT_FAILED ingests can be published by hand"
         )
-    report = read_report(backend, record)
-    audited = record.get("branch_hash") or (report.branch_hash if report else None)
-    snapshot = record.get("snapshot_id") or (report.snapshot_id if report else None)
+    audited, snapshot = record.get("branch_hash"), record.get("snapshot_id")
+    if not audited or snapshot is None:  # recorded by finish; older records: the report
+        report = read_report(backend, record)
+        audited = audited or (report.branch_hash if report else None)
+        snapshot = snapshot if snapshot is not None else (report.snapshot_id if report else None)
     if not branch or not audited or snapshot is None:
         raise NotAllowedError(f"ingest {iid} wrote nothing to publish")
     head = backend.nessie.reference(branch)
