@@ -75,3 +75,21 @@ def test_table_page_reads_mains_snapshots_and_the_config_file(target):
 def test_a_table_without_ingests_is_not_on_main(target):
     page = source.load_table(target, "sales.nothing_here")
     assert (page.on_main, page.snapshots, page.runs, page.config_text) == (False, [], [], None)
+
+
+def test_ingest_page_keeps_the_record_and_report_when_nessie_is_down(target, monkeypatch):
+    from lambdas.common.exceptions import NessieUnavailableError
+    from lambdas.common.nessie import NessieClient
+
+    [failed] = [r for r in source.load_overview(target).runs if r.status == "AUDIT_FAILED"]
+
+    def down(self, *args, **kwargs):
+        raise NessieUnavailableError("Nessie at http://x unreachable (injected)")
+
+    monkeypatch.setattr(NessieClient, "reference", down)
+    page = source.load_ingest(target, failed.ingest_id)
+
+    assert page.view.record["ingest_id"] == failed.ingest_id
+    assert page.view.report is not None and page.view.report.outcome == "failed"
+    assert (page.view.main_rows, page.view.branch_rows) == (None, None)
+    assert "unreachable (injected)" in page.counts_error
