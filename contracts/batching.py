@@ -1,0 +1,80 @@
+"""A table config's `batch:` section: how many queued files one run may take.
+
+Read by the Lambdas that hand a table to its next run (they coalesce the queue) and by
+the Spark job's config parser (so a bad section is refused wherever the config is read).
+Standard library only and Python 3.9-compatible, like the rest of `contracts`.
+
+    batch:
+      max_files: 500      # 1 = one file per run (the behaviour before batching)
+      max_bytes: 1GiB     # bytes, or a number with B, KB, MB, GB, KiB, MiB, GiB
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from contracts.fields import ContractError
+
+DEFAULT_MAX_FILES = 500
+DEFAULT_MAX_BYTES = 1024**3
+_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+          "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_SIZE = re.compile(r"(\d+)\s*([a-z]*)")
+
+
+class BatchConfigError(ContractError):
+    """The `batch:` section of a table config is not valid (the message names the field)."""
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """The most files, and bytes, one run of a table takes from its queue.
+
+    A run always takes at least one file, however large.
+    """
+
+    max_files: int = DEFAULT_MAX_FILES
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def from_config(cls, section: Any, where: str = "batch") -> BatchLimits:
+        """Parse a config's `batch:` value (None: the defaults); raise BatchConfigError."""
+        if section is None:
+            return cls()
+        if not isinstance(section, dict):
+            raise BatchConfigError(f"{where}: expected a mapping with max_files and/or "
+                                   f"max_bytes, got {type(section).__name__}")
+        unknown = sorted(set(section) - {"max_files", "max_bytes"})
+        if unknown:
+            raise BatchConfigError(f"{where}: unknown key(s) {unknown}")
+        max_files = section.get("max_files", DEFAULT_MAX_FILES)
+        if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files < 1:
+            raise BatchConfigError(f"{where}.max_files must be a whole number >= 1, "
+                                   f"got {max_files!r}")
+        return cls(max_files=max_files,
+                   max_bytes=parse_size(section.get("max_bytes", DEFAULT_MAX_BYTES),
+                                        f"{where}.max_bytes"))
+
+    def take(self, sizes: list[int]) -> int:
+        """How many of the queued files (their sizes, in arrival order) one run takes."""
+        taken, total = 0, 0
+        for size in sizes:
+            if taken >= self.max_files or (taken and total + size > self.max_bytes):
+                break
+            taken, total = taken + 1, total + size
+        return taken
+
+
+def parse_size(value: Any, where: str = "size") -> int:
+    """`1GiB`, `500 MB`, `1048576` -> bytes; raise BatchConfigError for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= 1:
+            return value
+    elif isinstance(value, str):
+        match = _SIZE.fullmatch(value.strip().lower())
+        if match and match.group(2) in ("", *_UNITS) and int(match.group(1)) >= 1:
+            return int(match.group(1)) * _UNITS.get(match.group(2) or "b", 1)
+    raise BatchConfigError(f"{where} must be a positive number of bytes such as 1048576, "
+                           f"500MB or 1GiB, got {value!r}")
