@@ -26,8 +26,42 @@ SEVERITIES = ("error", "warn")
 SETTLED_BY = ("metrics", "write", "scan")
 
 
+# What the job decided about one source file of its run (`sources`).
+SOURCE_PASSED = "passed"
+SOURCE_FAILED = "failed"  # its own rows fail a blocking check
+SOURCE_REJECTED = "rejected"  # unreadable, or a schema the table refuses: not written
+SOURCE_STATUSES = (SOURCE_PASSED, SOURCE_FAILED, SOURCE_REJECTED)
+
+
 class ReportError(ContractError):
     """A report does not match the contract (the message names the field)."""
+
+
+@dataclass(frozen=True)
+class SourceVerdict:
+    """One entry of the report's `sources`: one source file's own verdict in the run."""
+
+    uri: str
+    status: str
+    rows: int | None = None
+    failed_checks: tuple[str, ...] = ()
+    reason: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "source") -> SourceVerdict:
+        """Parse and check one source verdict; raise ReportError naming the field."""
+        read = Reader(data, where, ReportError)
+        return cls(
+            uri=read.string("uri"),
+            status=read.choice("status", SOURCE_STATUSES),
+            rows=read.integer("rows", required=False, minimum=0),
+            failed_checks=read.strings("failed_checks"),
+            reason=read.text("reason"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"uri": self.uri, "status": self.status, "rows": self.rows,
+                "failed_checks": list(self.failed_checks), "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -95,6 +129,8 @@ class AuditReport:
     branch: str
     outcome: str
     source_uris: tuple[str, ...] = ()
+    # One verdict per source (in `source_uris` order); absent from reports before batches.
+    sources: tuple[SourceVerdict, ...] = ()
     # Nessie hash after the write; None when nothing was written.
     branch_hash: str | None = None
     snapshot_id: int | None = None
@@ -128,6 +164,8 @@ class AuditReport:
             branch=read.string("branch"),
             outcome=read.choice("outcome", OUTCOMES),
             source_uris=read.strings("source_uris"),
+            sources=tuple(SourceVerdict.from_dict(source, f"{where}.sources[{index}]")
+                          for index, source in enumerate(read.objects("sources"))),
             branch_hash=read.string("branch_hash", required=False),
             snapshot_id=read.integer("snapshot_id", required=False),
             rows_written=read.integer("rows_written", required=False, default=0, minimum=0),
@@ -149,6 +187,7 @@ class AuditReport:
             "ingest_id": self.ingest_id,
             "table": self.table,
             "source_uris": list(self.source_uris),
+            "sources": [source.to_dict() for source in self.sources],
             "branch": self.branch,
             "branch_hash": self.branch_hash,
             "snapshot_id": self.snapshot_id,
