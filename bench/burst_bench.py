@@ -4,7 +4,8 @@ Upload -> trigger -> state machine -> EMR double running the real PySpark job ->
 publish, on the embedded stack (`wap`'s local backend). The baseline is one file
 holding all the rows, measured in the same run on the same stack: the ratio of the
 burst's wall time to it, and the number of job runs each needed, are what the
-batches issue (#18) is about. Today every file is its own run.
+batches issue (#18) is about (docs/batches.md). A third burst holds 3 bad files (a corrupt
+body, a refused type change, a failed check): the good ones must still publish together.
 
 `python -m bench.burst_bench [--files 100 --rows 1000]`; `--quick` for a smoke run.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import shutil
 import tempfile
 import time
@@ -25,6 +27,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 SINGLE_TABLE, BURST_TABLE, WARM_UP_TABLE = "bench.single_file", "bench.burst", "bench.warm_up"
+MIXED_TABLE = "bench.mixed"
+# The mixed burst's table: an additive schema (a type change is refused) and one check.
+MIXED_CONFIG = """
+schema_policy: additive
+checks:
+  - {kind: range, name: amount_positive, column: amount, min: 0}
+"""
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,21 @@ def parquet_bytes(first_id: int, rows: int) -> bytes:
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     return buffer.getvalue()
+
+
+def bad_files(rows: int) -> dict[int, bytes]:
+    """The mixed burst's 3 bad files, by position: a corrupt body behind valid parquet magic,
+    `amount` as text (a type change the additive policy refuses), and negative amounts."""
+    good = parquet_bytes(0, rows)
+    corrupt = good[:4] + b"\x00garbage\x00" * 20 + good[-8:]
+    text = pa.table({"order_id": pa.array([10**9], pa.int64()), "amount": pa.array(["1.0"])})
+    buffer = io.BytesIO()
+    pq.write_table(text, buffer)
+    negative = pa.table({"order_id": pa.array(range(2 * 10**9, 2 * 10**9 + rows), pa.int64()),
+                         "amount": pa.array([-1.0] * rows, pa.float64())})
+    failing = io.BytesIO()
+    pq.write_table(negative, failing)
+    return {17: corrupt, 42: buffer.getvalue(), 88: failing.getvalue()}
 
 
 def _job_runs(backend: Any, table: str, records: Sequence[dict[str, Any]]) -> int:
@@ -86,11 +110,18 @@ def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: fl
     return Measured(len(files), rows, seconds, _job_runs(backend, table, records), statuses)
 
 
-def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured]:
-    """(one file of files x rows rows, files files of rows rows), on one fresh local stack."""
+def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured, Measured]:
+    """(one file of files x rows rows, files files of rows rows, the same with 3 bad files),
+    on one fresh local stack."""
+    from local.embedded_stack import ENV_TABLES_DIR
     from wap.ops.backends import Target, open_backend
 
     scratch = Path(tempfile.mkdtemp(prefix="wap-burst-bench-"))
+    tables = scratch / "tables"
+    tables.mkdir()
+    (tables / f"{MIXED_TABLE}.yaml").write_text(MIXED_CONFIG)
+    previous = os.environ.get(ENV_TABLES_DIR)
+    os.environ[ENV_TABLES_DIR] = str(tables)
     try:
         target = Target(home=str(scratch / "home"))
         with open_backend(target, run_ingests=True, mutates=True, create=True) as backend:
@@ -101,12 +132,20 @@ def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured]:
             burst = ingest_at_once(
                 backend, BURST_TABLE, [parquet_bytes(i * rows, rows) for i in range(files)],
                 timeout)
-        return single, burst
+            bad = {position % files: body for position, body in bad_files(rows).items()}
+            mixed = ingest_at_once(
+                backend, MIXED_TABLE,
+                [bad.get(i) or parquet_bytes(i * rows, rows) for i in range(files)], timeout)
+        return single, burst, mixed
     finally:
+        if previous is None:
+            os.environ.pop(ENV_TABLES_DIR, None)
+        else:
+            os.environ[ENV_TABLES_DIR] = previous
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def render(single: Measured, burst: Measured) -> str:
+def render(single: Measured, burst: Measured, mixed: Measured) -> str:
     """The markdown table: runs, wall time, and the burst's ratio to the single file."""
     def row(label: str, m: Measured, ratio: str) -> str:
         outcomes = ", ".join(f"{n} {s}" for s, n in sorted(m.statuses.items()))
@@ -118,6 +157,7 @@ def render(single: Measured, burst: Measured) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
         row("one file (baseline)", single, "1.0"),
         row("burst, dropped at once", burst, f"{burst.seconds / single.seconds:.1f}x"),
+        row("burst with 3 bad files", mixed, f"{mixed.seconds / single.seconds:.1f}x"),
     ])
 
 
@@ -134,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files, rows = (5, 200) if args.quick else (args.files, args.rows)
     started = time.perf_counter()
-    single, burst = run(files, rows, args.timeout)
-    text = render(single, burst)
+    single, burst, mixed = run(files, rows, args.timeout)
+    text = render(single, burst, mixed)
     print(text)
     print(f"(bench took {time.perf_counter() - started:.0f}s)")
     if not args.no_doc and not args.quick:

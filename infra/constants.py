@@ -119,6 +119,7 @@ class Capability(Enum):
     LEDGER_QUERY_INDEXES = "ledger-query-indexes"
     SOURCE_READ = "source-read"
     REPORTS_READ = "reports-read"
+    TABLE_CONFIG_READ = "table-config-read"  # a table's batch limits, when handing it on
     START_JOB = "start-job"
     WATCH_JOB = "watch-job"
     CANCEL_JOB = "cancel-job"
@@ -153,7 +154,8 @@ _C = Capability
 # Read from the handlers' calls: start_ingest (branch, StartJobRun, StartExecution, ledger),
 # alerts sent directly through lambdas.common.alerting (Slack token, report), EMR and SFN
 # polling.
-_START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.START_EXECUTION}
+_START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.START_EXECUTION,
+                 _C.TABLE_CONFIG_READ}
 _ALERTS = {_C.SLACK_TOKEN_READ, _C.REPORTS_READ}
 FUNCTIONS: tuple[FunctionSpec, ...] = (
     # S3 event -> parquet check (first/last bytes), staged copy of that exact version
@@ -172,9 +174,10 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("alert", frozenset(_ALERTS)),
     # Records the outcome (asking Nessie first whether main holds it), cancels the job run
     # of an ingest given up, frees the table and starts the next queued ingest.
-    # (start_or_fail alerts an ingest that cannot start: the Slack token; such an ingest
-    # never ran, so there is no report to read.)
-    FunctionSpec("finish", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.CANCEL_JOB})),
+    # (start_or_fail alerts an ingest that cannot start: the Slack token.) A finished batch's
+    # report gives each of its files its own outcome.
+    FunctionSpec("finish", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.CANCEL_JOB,
+                                      _C.REPORTS_READ})),
     # Recovers locks of ended executions, cancels their job runs, deletes expired branches
     # and staged copies of final ingests, alerts.
     FunctionSpec("sweeper", frozenset({*_START_INGEST, *_ALERTS, _C.WATCH_EXECUTION,

@@ -168,6 +168,8 @@ class WapStack(Stack):
                 storage.artifacts.grant_delete(function, f"{constants.STAGING_PREFIX}*")
             if Capability.REPORTS_READ in capabilities:
                 storage.artifacts.grant_read(function, f"{constants.REPORTS_PREFIX}*")
+            if Capability.TABLE_CONFIG_READ in capabilities:
+                storage.artifacts.grant_read(function, f"{constants.TABLES_CONFIG_PREFIX}*")
             if Capability.SLACK_TOKEN_READ in capabilities:
                 alert_channel.slack_token.grant_read(function)
             if Capability.START_JOB in capabilities:

@@ -18,10 +18,12 @@ REJECTED = _state.REJECTED
 JOB_FAILED = _state.JOB_FAILED
 PUBLISH_FAILED = _state.PUBLISH_FAILED
 DISCARDED = "DISCARDED"
+# A batch whose run failed: its files went back to the queue (lambdas/common/batching.py).
+SPLIT = "SPLIT"
 
 PENDING_STATUSES = frozenset({RECEIVED, QUEUED})
 TERMINAL_STATUSES = frozenset(
-    {PUBLISHED, AUDIT_FAILED, REJECTED, JOB_FAILED, PUBLISH_FAILED, DISCARDED}
+    {PUBLISHED, AUDIT_FAILED, REJECTED, JOB_FAILED, PUBLISH_FAILED, DISCARDED, SPLIT}
 )
 # Outcomes whose branch is left open for inspection (and later swept).
 FAILED_STATUSES = frozenset({AUDIT_FAILED, REJECTED, JOB_FAILED, PUBLISH_FAILED})

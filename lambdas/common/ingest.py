@@ -16,6 +16,7 @@ from contracts.state import ExecutionInput, Run
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
+from lambdas.common.batching import batch_limits, is_batch, open_batch, queue_taker, settle_members
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import NessieError
 from lambdas.common.ledger import Ledger
@@ -33,21 +34,22 @@ def client_token(ingest_id: str, attempt: int, job_try: int = 1) -> str:
     return token if job_try == 1 else f"{token}-t{job_try}"
 
 
-def reader_uri(record: dict[str, Any]) -> str:
-    """What the job reads for an ingest: its staged copy of the exact object version."""
-    staged = record.get("staged_uri")
-    if not staged or not record.get("staged_at"):
+def reader_uris(record: dict[str, Any]) -> list[str]:
+    """What the job reads for an ingest: its staged copy of the exact object version (for
+    a batch: each member's, in arrival order)."""
+    staged = record.get("sources") or [record.get("staged_uri")]
+    if not all(staged) or not record.get("staged_at"):
         raise ValueError(f"ingest {record.get('ingest_id')} has no staged copy of its source")
-    return staged
+    return list(staged)
 
 
 def job_arguments(
-    settings: Settings, *, source_uri: str, table: str, branch: str, ingest_id: str, report_uri: str
+    settings: Settings, *, source_uris: list[str], table: str, branch: str, ingest_id: str,
+    report_uri: str,
 ) -> list[str]:
     """`spark_jobs/wap_job.py` arguments (docs/contracts.md)."""
-    args = [
-        "--source",
-        source_uri,
+    args = [arg for uri in source_uris for arg in ("--source", uri)]
+    args += [
         "--table",
         table,
         "--branch",
@@ -68,14 +70,14 @@ def start_job_run(
     *,
     ingest_id: str,
     attempt: int,
-    source_uri: str,
+    source_uris: list[str],
     table: str,
     branch: str,
     report_uri: str,
     job_try: int = 1,
 ) -> str:
     """Start (or find, by clientToken) the Spark job run of one attempt; return its id."""
-    arguments = job_arguments(settings, source_uri=source_uri, table=table, branch=branch,
+    arguments = job_arguments(settings, source_uris=source_uris, table=table, branch=branch,
                               ingest_id=ingest_id, report_uri=report_uri)
     return _submit(settings, arguments, action=f"start the job run of {ingest_id}",
                    client_token=client_token(ingest_id, attempt, job_try),
@@ -180,8 +182,8 @@ def start_ingest(
     nessie.ensure_branch_from_main(branch)
     run = launch_job_run(settings, ledger, record, attempt=1, job_try=1, branch=branch)
     execution_input = ExecutionInput(ingest_id=ingest_id, table=table, run=run,
-                                     source_uri=record["source_uri"],
-                                     staged_uri=record["staged_uri"])
+                                     source_uri=record.get("source_uri"),
+                                     staged_uri=record.get("staged_uri"))
     arn = start_execution(settings, execution_input)
     ledger.update_ingest(
         ingest_id,
@@ -205,7 +207,7 @@ def launch_job_run(
         ingest_id=ingest_id,
         attempt=attempt,
         job_try=job_try,
-        source_uri=reader_uri(record),
+        source_uris=reader_uris(record),
         table=table,
         branch=branch,
         report_uri=report_uri,
@@ -272,22 +274,28 @@ def start_or_fail(
 def release_and_start_next(
     settings: Settings, ledger: Ledger, nessie: NessieClient, table: str, ingest_id: str
 ) -> str | None:
-    """Free `table` from `ingest_id` and start whichever ingest it was handed to.
+    """Free `table` from `ingest_id` (an ingest or a batch) and start whoever it was handed to:
+    the queue's head, with as many queued files as the table's batch limits allow.
 
-    A retryable failure to start the successor is logged, not raised: the
-    successor holds the lock in a pending state, which the sweeper restarts.
+    A finished batch first gives each member its outcome (a split one puts its files back
+    at the head of the queue). A retryable failure to start the successor is logged, not
+    raised: the successor holds the lock in a pending state, which the sweeper restarts.
     """
-    next_id = ledger.release(table, ingest_id)
-    if next_id is None:
+    holder = ledger.get_ingest(ingest_id)
+    requeue = settle_members(ledger, holder) if is_batch(holder) else []
+    take = queue_taker(ledger, batch_limits(settings, table))
+    successor = ledger.release(table, ingest_id, take=take, requeue=requeue)
+    if successor is None:
         return None
-    successor = ledger.get_ingest(next_id)
-    if successor is None:  # a lock entry without a record: skip it
-        return release_and_start_next(settings, ledger, nessie, table, next_id)
+    record = (open_batch(ledger, table, successor) if successor.is_batch
+              else ledger.get_ingest(successor.id))
+    if record is None:  # a lock entry without a record: skip it
+        return release_and_start_next(settings, ledger, nessie, table, successor.id)
     try:
-        start_or_fail(settings, ledger, nessie, successor)
+        start_or_fail(settings, ledger, nessie, record)
     except Exception:  # the caller's own outcome (and alert) must not depend on it
         logger.exception(
             "could not start the next ingest; the sweeper will retry",
-            extra={"next_ingest_id": next_id, "table": table},
+            extra={"next_ingest_id": successor.id, "table": table},
         )
-    return next_id
+    return successor.id

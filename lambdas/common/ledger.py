@@ -11,9 +11,10 @@ The table's shape (`TABLE_SCHEMA`) is defined here once, for CDK and the local s
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -25,6 +26,9 @@ from lambdas.common.naming import iso, parse_iso, utcnow
 
 KIND_INGEST = "ingest"
 KIND_TABLE = "table"
+# A run over several queued ingests: a record like an ingest's (its own status, branch and
+# job run), keyed `ingest#<batch id>` so the run machinery treats it as one ingest.
+KIND_BATCH = "batch"
 LOCK_ACTIVE = "ACTIVE"
 LOCK_QUEUED = "QUEUED"
 # The ingest is no longer pending (a late duplicate event): it must not take the lock.
@@ -82,6 +86,8 @@ class TableLock:
     active: str | None = None
     active_since: str | None = None
     queue: list[str] = field(default_factory=list)
+    # When `active` is a batch: its member ingests, in arrival order.
+    batch: list[str] = field(default_factory=list)
     handed_over_from: str | None = None
     lease_expires_at: str | None = None
     created_at: str | None = None
@@ -91,6 +97,18 @@ class TableLock:
         """True when an active holder's lease ran out (it neither finished nor renewed)."""
         return bool(self.active and self.lease_expires_at
                     and parse_iso(self.lease_expires_at) <= now)
+
+
+@dataclass(frozen=True)
+class Successor:
+    """Who holds a table after a release: an ingest, or a batch (`id`) of `members`."""
+
+    id: str
+    members: tuple[str, ...]
+
+    @property
+    def is_batch(self) -> bool:
+        return len(self.members) > 1
 
 
 @dataclass(frozen=True)
@@ -149,13 +167,16 @@ class Ledger:
 
     # ---- ingest records -------------------------------------------------------------------
 
-    def create_ingest(self, ingest_id: str, fields: Mapping[str, Any]) -> bool:
-        """Put a new ingest record; False (and no write) when the id is already recorded."""
+    def create_ingest(
+        self, ingest_id: str, fields: Mapping[str, Any], *, kind: str = KIND_INGEST
+    ) -> bool:
+        """Put a new ingest (or batch) record; False (and no write) when the id is already
+        recorded."""
         now = iso(utcnow())
         item = {
             **self._final_fields(fields),
             "pk": f"ingest#{ingest_id}",
-            "kind": KIND_INGEST,
+            "kind": kind,
             "ingest_id": ingest_id,
             "created_at": now,
             "updated_at": now,
@@ -265,6 +286,11 @@ class Ledger:
         items = [i for i in items if i.get("kind") == KIND_INGEST]
         return sorted(items, key=lambda i: (i.get("created_at", ""), i["ingest_id"]))
 
+    def list_batches(self) -> list[dict[str, Any]]:
+        """Every batch record, oldest first (from an index: re-read before acting)."""
+        items = self._query(INDEX_BY_KIND, "kind", KIND_BATCH)
+        return sorted(items, key=lambda i: (i.get("created_at", ""), i["ingest_id"]))
+
     def due_for_sweep(self, now: datetime) -> list[dict[str, Any]]:
         """Final records with a branch or staged copy left to clean, due by `now`."""
         return self._query(INDEX_SWEEP, "sweep", SWEEP_PENDING, until=iso(now))
@@ -310,7 +336,7 @@ class Ledger:
             lock = self.get_lock(table)
             if lock.active == ingest_id:
                 return LOCK_ACTIVE
-            if ingest_id in lock.queue:
+            if ingest_id in lock.queue or ingest_id in lock.batch:
                 return LOCK_QUEUED
             try:
                 if lock.active is None and not lock.queue:
@@ -332,8 +358,9 @@ class Ledger:
                                         "version = version + :one, updated_at = :now, "
                                         "created_at = if_not_exists(created_at, :now)",
                     "ConditionExpression": "attribute_exists(active) AND active <> :id "
-                                           "AND NOT contains(#q, :id)",
-                    "ExpressionAttributeNames": {"#q": "queue"},
+                                           "AND NOT contains(#q, :id) "
+                                           "AND NOT contains(#b, :id)",
+                    "ExpressionAttributeNames": {"#q": "queue", "#b": "batch"},
                     "ExpressionAttributeValues": {":empty": [], ":ids": [ingest_id],
                                                   ":one": 1, ":id": ingest_id,
                                                   ":now": iso(utcnow())},
@@ -360,28 +387,42 @@ class Ledger:
         self._mutate_lock(table, change)
         return held[0]
 
-    def release(self, table: str, ingest_id: str) -> str | None:
-        """Free the table held by `ingest_id` and hand it to the first queued ingest.
+    def release(
+        self,
+        table: str,
+        ingest_id: str,
+        take: Callable[[list[str]], int] | None = None,
+        requeue: Sequence[str] = (),
+    ) -> Successor | None:
+        """Free the table held by `ingest_id` and hand it to the head of its queue.
 
-        Returns the ingest that now holds the table (to be started by the
-        caller), or None. A repeated release by the same ingest returns the same
-        successor again, so a retried caller can finish starting it.
+        `take(queue)` says how many queued ingests, from the head, the next run takes
+        (default 1); more than one become a batch with an id of its own. `requeue` puts
+        ingests back at the head first (a batch split after its run). Returns who now
+        holds the table (to be started by the caller), or None. A repeated release by the
+        same holder returns the same successor again, so a retried caller can finish
+        starting it.
         """
-        successor: list[str | None] = [None]
+        successor: list[Successor | None] = [None]
 
         def change(lock: TableLock) -> bool:
             successor[0] = None
             if lock.active == ingest_id:
-                nxt = lock.queue.pop(0) if lock.queue else None
+                queue = [*dict.fromkeys(requeue)]
+                queue += [queued for queued in lock.queue if queued not in queue]
+                count = min(max(1, take(queue) if take else 1), len(queue))
+                members, lock.queue = queue[:count], queue[count:]
                 now = utcnow()
-                lock.active = nxt
+                nxt = batch_id(table, members, lock.version) if len(members) > 1 else (
+                    members[0] if members else None)
+                lock.active, lock.batch = nxt, members if len(members) > 1 else []
                 lock.active_since = iso(now) if nxt else None
                 lock.lease_expires_at = iso(now + self._lease) if nxt else None
                 lock.handed_over_from = ingest_id
-                successor[0] = nxt
+                successor[0] = _successor(lock)
                 return True
             if lock.handed_over_from == ingest_id:
-                successor[0] = lock.active
+                successor[0] = _successor(lock)
             elif ingest_id in lock.queue:  # dropped while waiting (e.g. sweeper)
                 lock.queue.remove(ingest_id)
                 return True
@@ -427,6 +468,7 @@ class Ledger:
             "active_since": lock.active_since,
             "lease_expires_at": lock.lease_expires_at,
             "queue": lock.queue,
+            "batch": lock.batch or None,
             "handed_over_from": lock.handed_over_from,
             "version": lock.version,
             "created_at": lock.created_at or iso(utcnow()),
@@ -491,6 +533,19 @@ class _LockMoved(Exception):
     response = {"Error": {"Code": "ConditionalCheckFailedException"}}
 
 
+def batch_id(table: str, members: Sequence[str], version: int) -> str:
+    """The id of a batch: 16 hex characters like an ingest id, from its table, members and
+    the lock version that formed it (the same members in a later run are a new batch)."""
+    text = f"batch:{table}:{version}:{','.join(members)}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _successor(lock: TableLock) -> Successor | None:
+    if lock.active is None:
+        return None
+    return Successor(lock.active, tuple(lock.batch) if lock.batch else (lock.active,))
+
+
 def _lock_from_item(table: str, item: Mapping[str, Any] | None) -> TableLock:
     if not item:
         return TableLock(table=table)
@@ -500,6 +555,7 @@ def _lock_from_item(table: str, item: Mapping[str, Any] | None) -> TableLock:
         active=item.get("active"),
         active_since=item.get("active_since"),
         queue=list(item.get("queue") or []),
+        batch=list(item.get("batch") or []),
         handed_over_from=item.get("handed_over_from"),
         lease_expires_at=item.get("lease_expires_at"),
         created_at=item.get("created_at"),

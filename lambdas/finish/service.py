@@ -8,6 +8,7 @@ from typing import Any
 from contracts.state import ExecutionState, FinishResult
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event
+from lambdas.common.batching import is_batch, split_reason
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ingest import cancel_job_run, release_and_start_next, run_from_fields
@@ -79,6 +80,12 @@ def finish(
                        extra={"ingest_id": ingest_id, "would_have_been": status})
         status, reason = c.PUBLISHED, None
         branch_deleted = delete_branch_quietly(nessie, run.branch)
+    batch = is_batch(record)
+    if batch and status in (c.AUDIT_FAILED, c.REJECTED):
+        # Its files are judged one by one when the table is handed on (settle_members).
+        status, reason = c.SPLIT, split_reason(status, reason)
+        # Its branch holds the failing files' rows; each file that failed runs again alone.
+        branch_deleted = delete_branch_quietly(nessie, run.branch)
     if status == c.JOB_FAILED:
         # The ledger names the newest run (a retry or rebase may have started one that the
         # state never saw, if the step that started it then failed).
@@ -96,7 +103,7 @@ def finish(
         "snapshot_id": outcome.snapshot_id if outcome else None,
         "rows_written": outcome.rows_written if outcome else None,
     }
-    if status == c.PUBLISHED and branch_deleted:  # else the sweeper retries the delete
+    if status in (c.PUBLISHED, c.SPLIT) and branch_deleted:  # else the sweeper retries the delete
         fields["branch_deleted_at"] = fields["finished_at"]
     ledger.update_ingest(
         ingest_id,
@@ -106,7 +113,7 @@ def finish(
     record = ledger.get_ingest(ingest_id) or {"ingest_id": ingest_id, "table": table}
     next_id = release_and_start_next(settings, ledger, nessie, table, ingest_id)
     alert = None
-    if record.get("status") != c.PUBLISHED:
+    if record.get("status") not in (c.PUBLISHED, c.SPLIT):
         alert = alert_event(
             record,
             outcome=record.get("status", status),

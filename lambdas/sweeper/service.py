@@ -13,9 +13,10 @@ from typing import Any
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
+from lambdas.common.batching import open_batch
 from lambdas.common.config import Settings
 from lambdas.common.ingest import cancel_job_run, release_and_start_next, start_or_fail
-from lambdas.common.ledger import LOCK_QUEUED, Ledger, QueueStat, TableLock
+from lambdas.common.ledger import LOCK_QUEUED, Ledger, QueueStat, Successor, TableLock
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, parse_iso, utcnow
 from lambdas.common.nessie import NessieClient
@@ -84,7 +85,7 @@ def _adopt_orphan(
     if now - parse_iso(record["created_at"]) < STALE_START:
         return  # its trigger may still be running or retrying
     lock = ledger.get_lock(record["table"])
-    if lock.active == ingest_id or ingest_id in lock.queue:
+    if lock.active == ingest_id or ingest_id in lock.queue or ingest_id in lock.batch:
         return  # the lock recovery above takes care of it
     if not record.get("staged_at"):
         reason = ("the trigger could not stage the uploaded version and gave up; "
@@ -149,6 +150,8 @@ def _recover_lock(
     table, active = lock.table, lock.active
     assert active is not None
     record = ledger.get_ingest(active)
+    if record is None and lock.batch:  # the batch's record was not written yet
+        record = open_batch(ledger, table, Successor(active, tuple(lock.batch)))
     status = record.get("status") if record else None
     if record is None or status in c.TERMINAL_STATUSES:
         # Finish recorded the outcome but died before freeing the table.

@@ -100,6 +100,17 @@ class _Run:
     cancel: threading.Event = field(default_factory=threading.Event)
 
 
+def _as_given(report: bytes, argv: list[str], local_argv: list[str]) -> bytes:
+    """The report as the job on EMR writes it: naming its sources by the `s3://` URIs it
+    was given, not the local copies the double ran it on (each copy's URI, as a JSON
+    string, is unique: it holds the argument's position)."""
+    text = report.decode("utf-8")
+    for given, local in zip(argv, local_argv, strict=True):
+        if given != local and given.startswith("s3://"):
+            text = text.replace(json.dumps(local)[1:-1], json.dumps(given)[1:-1])
+    return text.encode("utf-8")
+
+
 def _arg_values(argv: list[str], name: str) -> list[str]:
     return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == name]
 
@@ -272,10 +283,10 @@ class LocalEmrServerless:
             result = self._job(local_argv)
             if run.cancel.is_set():
                 raise _Cancelled()
-            if local_report.exists():
-                self._put(report_uri, local_report.read_bytes(), look_first=True)
-            elif isinstance(result, dict):
-                self._put(report_uri, json.dumps(result).encode(), look_first=True)
+            body = (local_report.read_bytes() if local_report.exists() else
+                    json.dumps(result).encode() if isinstance(result, dict) else None)
+            if body is not None:
+                self._put(report_uri, _as_given(body, argv, local_argv), look_first=True)
             job_run.state = "SUCCESS"
             log_lines.append("SUCCESS")
         except _Cancelled:

@@ -397,3 +397,16 @@ def test_md_escape_renders_data_literally():
         == r"\*\*bold\*\* \[x\]\(javascript\:y\) \<b\>"
     )
     assert shaping.md_code("a`b") == "`a'b`"
+
+
+def test_a_batch_member_is_shown_running_in_its_batch():
+    from wap.ops.operations import RunRow
+
+    member = RunRow(ingest_id="c" * 16, table="sales.orders", source="s3://b/sales/orders/c.parquet",
+                    status="RUNNING", branch=None, when="2026-11-22T10:00:00Z",
+                    rows_written=None, reason=None, batch_id="d" * 16)
+    locks = [{"table": "sales.orders", "active": "d" * 16, "queue": [],
+              "batch": ["c" * 16, "e" * 16]}]
+    [row] = shaping.active_rows([member], locks, NOW)
+    assert row["place"] == "running in a batch of 2"
+    assert shaping.run_rows([member])[0]["batch"] == "d" * 16

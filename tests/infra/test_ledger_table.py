@@ -37,7 +37,7 @@ def test_table_locks_queue_in_arrival_order(ledger):
         ledger.create_ingest(iid, {"table": "sales.orders", "status": "RECEIVED"})
     assert ledger.acquire_or_enqueue("sales.orders", "a" * 16) == LOCK_ACTIVE
     assert ledger.acquire_or_enqueue("sales.orders", "b" * 16) == LOCK_QUEUED
-    assert ledger.release("sales.orders", "a" * 16) == "b" * 16
+    assert ledger.release("sales.orders", "a" * 16).id == "b" * 16
 
 
 def test_listings_work_on_the_deployed_indexes(ledger):

@@ -72,18 +72,28 @@ def standin_job(api_v1: str, calls: list[dict[str, Any]] | None = None):
     def make_report(args: dict[str, Any]) -> dict[str, Any]:
         if calls is not None:
             calls.append(args)
-        source = args["source"]
+        sources = args["sources"]
+        source = sources[0] if len(sources) == 1 else ", ".join(sources)
         base = {
             "report_version": 1,
             "ingest_id": args["ingest_id"],
             "table": args["table"],
-            "source_uris": [source],
+            "source_uris": sources,
             "branch": args["branch"],
             "schema_changes": [],
             "timings": {},
             "snapshot_id": None,
         }
-        if "reject" in source:
+        # As the job judges each source: `reject` cannot be read, `fail` fails the check.
+        verdicts = [{"uri": uri, "rows": None if "reject" in uri else 10,
+                     "status": "rejected" if "reject" in uri else
+                     "failed" if "fail" in uri else "passed",
+                     "failed_checks": ["amount_positive"] if "fail" in uri else [],
+                     "reason": f"corrupt parquet file: {uri}" if "reject" in uri else None}
+                    for uri in sources]
+        base["sources"] = verdicts
+        written = [v for v in verdicts if v["status"] != "rejected"]
+        if not written:
             return {
                 **base,
                 "branch_hash": None,
@@ -108,12 +118,12 @@ def standin_job(api_v1: str, calls: list[dict[str, Any]] | None = None):
             "settled_by": "metrics",
             "samples": [],
         }
-        if "fail" in source:
+        if any(v["status"] == "failed" for v in verdicts):
             check = {**check, "status": "failed", "violations": 3, "samples": [{"amount": -1.0}]}
             return {
                 **base,
                 "branch_hash": branch_hash,
-                "rows_written": 10,
+                "rows_written": 10 * len(written),
                 "checks": [check],
                 "outcome": "failed",
                 "reason": "check amount_positive failed (3 rows)",
@@ -121,7 +131,7 @@ def standin_job(api_v1: str, calls: list[dict[str, Any]] | None = None):
         return {
             **base,
             "branch_hash": branch_hash,
-            "rows_written": 10,
+            "rows_written": 10 * len(written),
             "checks": [check],
             "outcome": "passed",
             "reason": None,
@@ -134,11 +144,12 @@ def report_writing_job(make_report: Callable[[dict[str, Any]], dict[str, Any]]) 
     """A stand-in job: builds a report from the parsed arguments and writes it to the report URI."""
 
     def job(argv: list[str]) -> dict[str, Any]:
-        args = {
+        args: dict[str, Any] = {
             a[2:].replace("-", "_"): argv[i + 1]
             for i, a in enumerate(argv[:-1])
             if a.startswith("--")
         }
+        args["sources"] = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--source"]
         report = make_report(args)
         path = Path(args["report_uri"].removeprefix("file://"))
         path.write_text(json.dumps(report))

@@ -122,14 +122,16 @@ def test_one_table_runs_one_ingest_at_a_time_and_tables_run_in_parallel(
 
     assert [r["status"] for r in records] == ["PUBLISHED"] * len(keys), stack.describe()
     a_runs = sorted(intervals["qa.orders"])
-    assert len(a_runs) == 5
+    # The first file runs alone at once; the others queue and run in one batch or more.
+    assert 2 <= len(a_runs) <= 5
     assert all(prev[1] <= nxt[0] for prev, nxt in itertools.pairwise(a_runs))
     b_runs = intervals["qb.orders"]
     assert any(a0 < b1 and b0 < a1 for a0, a1 in a_runs for b0, b1 in b_runs), (
         "the two tables never ran at the same time"
     )
     # Main holds the last append of each table; every ingest merged without conflict.
-    assert all(r["attempts"] == 1 for r in records)
+    assert all(r.get("attempts", 0) <= 1 for r in records)
+    assert all(b["attempts"] == 1 for b in stack.ledger().list_batches())
     assert stack.ledger().get_lock("qa.orders").active is None
 
 
@@ -384,7 +386,7 @@ def test_publish_merges_the_audited_hash_not_a_later_branch_head(nessie, make_st
 
 
 def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
-    nessie, make_stack, slack, monkeypatch
+    nessie, make_stack, slack, monkeypatch, tmp_path
 ):
     from lambdas.common.exceptions import NessieError
     from lambdas.common.nessie import NessieClient
@@ -395,7 +397,9 @@ def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
         time.sleep(1.5)  # keeps the table busy while the others queue
         return inner(argv)
 
-    stack = make_stack(job=slow_job)
+    # One file per run: b starts on its own (tests/orchestration/test_batches.py: batches).
+    (tmp_path / "nostart.orders.yaml").write_text("batch: {max_files: 1}\n")
+    stack = make_stack(job=slow_job, tables_dir=tmp_path)
     stack.drop_file("nostart/orders/a.parquet", fake_parquet("na"))
     _wait_for_status(stack, "nostart/orders/a.parquet", "RUNNING")
     stack.drop_file("nostart/orders/b.parquet", fake_parquet("nb"))

@@ -38,13 +38,14 @@ def test_a_queued_ingest_reads_its_own_object_version_not_the_newest(nessie, mak
     """Upload v1, then a corrected v2 of the same key while v1 waits in the table's queue:
     each ingest must read exactly the version its event named."""
     inner = standin_job(nessie.api_v1)
-    read: dict[str, bytes] = {}
+    read: dict[str, list[bytes]] = {}  # each run's sources, in order
     release = threading.Event()
 
     def recording_job(argv: list[str]):
-        source = argv[argv.index("--source") + 1]
-        read[argv[argv.index("--ingest-id") + 1]] = Path(source.removeprefix("file://")).read_bytes()
-        if "blocker" in source:
+        sources = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--source"]
+        read[argv[argv.index("--ingest-id") + 1]] = [
+            Path(source.removeprefix("file://")).read_bytes() for source in sources]
+        if any("blocker" in source for source in sources):
             release.wait(30)  # keeps the table busy while v1 and v2 arrive
         return inner(argv)
 
@@ -69,8 +70,18 @@ def test_a_queued_ingest_reads_its_own_object_version_not_the_newest(nessie, mak
     records = {r["object_version"]: r for r in stack.ledger().list_ingests(table="ver.orders")}
     one, two = records[first["version_id"]], records[second["version_id"]]
     assert one["status"] == two["status"] == "PUBLISHED", stack.describe()
-    assert read[one["ingest_id"]] == v1
-    assert read[two["ingest_id"]] == v2
+    ledger = stack.ledger()
+
+    def read_for(record: dict) -> bytes:
+        """What the run that ingested `record` read as its source (in a batch: its member's)."""
+        if not record.get("batch_id"):
+            [body] = read[record["ingest_id"]]
+            return body
+        batch = ledger.get_ingest(record["batch_id"])
+        return read[batch["ingest_id"]][batch["members"].index(record["ingest_id"])]
+
+    assert read_for(one) == v1
+    assert read_for(two) == v2
     # The user's object is untouched; the ledger names it and its version for display.
     assert one["source_uri"] == two["source_uri"] == f"s3://{stack.settings.source_bucket}/ver/orders/x.parquet"
     source = stack.client("s3").get_object(Bucket=stack.settings.source_bucket,

@@ -10,7 +10,14 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lambdas.common.ledger import LOCK_ACTIVE, LOCK_NOT_PENDING, LOCK_QUEUED, Ledger
+from lambdas.common.ledger import (
+    LOCK_ACTIVE,
+    LOCK_NOT_PENDING,
+    LOCK_QUEUED,
+    Ledger,
+    Successor,
+    batch_id,
+)
 from local.aws.moto_fidelity import make_dynamodb_requests_atomic
 from local.aws.stack import create_ledger_table
 
@@ -86,8 +93,9 @@ def test_lock_queues_in_arrival_order_and_hands_over_on_release(ledger):
     # Another table is independent.
     assert ledger.acquire_or_enqueue("s.u", "4" * 16) == LOCK_ACTIVE
 
-    assert ledger.release("s.t", "1" * 16) == "2" * 16
-    assert ledger.release("s.t", "1" * 16) == "2" * 16  # a retried finish sees the same successor
+    assert ledger.release("s.t", "1" * 16) == Successor("2" * 16, ("2" * 16,))
+    # A retried finish sees the same successor.
+    assert ledger.release("s.t", "1" * 16) == Successor("2" * 16, ("2" * 16,))
     assert ledger.get_lock("s.t").active == "2" * 16
     assert ledger.release("s.t", "3" * 16) is None  # not the holder: dropped from the queue only
     assert ledger.get_lock("s.t").queue == []
@@ -95,6 +103,30 @@ def test_lock_queues_in_arrival_order_and_hands_over_on_release(ledger):
     lock = ledger.get_lock("s.t")
     assert lock.active is None and lock.queue == []
     assert ledger.acquire_or_enqueue("s.t", "5" * 16) == LOCK_ACTIVE
+
+
+def test_a_release_hands_the_table_to_a_batch_of_the_queue_head(ledger):
+    ids = [str(i) * 16 for i in range(1, 6)]
+    _pending(ledger, "s.t", *ids)
+    for ingest in ids:
+        ledger.acquire_or_enqueue("s.t", ingest)
+
+    handed = ledger.release("s.t", ids[0], take=lambda queue: 3)
+    assert handed.members == tuple(ids[1:4]) and handed.is_batch
+    version = ledger.get_lock("s.t").version - 1  # the version the release read
+    assert handed.id == batch_id("s.t", ids[1:4], version) and handed.id not in ids
+    assert ledger.release("s.t", ids[0], take=lambda queue: 1) == handed  # a retry: the same
+    lock = ledger.get_lock("s.t")
+    assert (lock.active, lock.batch, lock.queue) == (handed.id, ids[1:4], ids[4:])
+    # A member's duplicate event neither queues it again nor takes the table.
+    assert ledger.acquire_or_enqueue("s.t", ids[2]) == LOCK_QUEUED
+    assert ledger.get_lock("s.t").queue == ids[4:]
+
+    # A split puts members back at the head, ahead of what queued meanwhile.
+    after = ledger.release("s.t", handed.id, take=lambda queue: 1, requeue=[ids[3], ids[1]])
+    assert after == Successor(ids[3], (ids[3],))
+    lock = ledger.get_lock("s.t")
+    assert (lock.active, lock.batch, lock.queue) == (ids[3], [], [ids[1], ids[4]])
 
 
 def test_concurrent_acquires_give_one_holder_and_queue_everyone_else(ledger):
@@ -121,7 +153,8 @@ def test_concurrent_acquires_give_one_holder_and_queue_everyone_else(ledger):
     order, current = [], holders[0]
     while current:
         order.append(current)
-        current = ledger.release("s.t", current)
+        successor = ledger.release("s.t", current)
+        current = successor.id if successor else None
     assert order == holders + lock.queue
 
 
@@ -167,7 +200,7 @@ def test_the_active_ingest_holds_a_lease_that_expires_unless_renewed(ledger):
     ledger.acquire_or_enqueue("s.t", "2" * 16)
     assert ledger.renew_lease("s.t", "1" * 16)
     assert not ledger.renew_lease("s.t", "2" * 16)  # queued, not the holder
-    assert ledger.release("s.t", "1" * 16) == "2" * 16
+    assert ledger.release("s.t", "1" * 16).id == "2" * 16
     assert not ledger.get_lock("s.t").lease_expired(now)  # the successor got a fresh lease
 
 

@@ -120,12 +120,14 @@ def runs(
     table: Annotated[str | None, typer.Option(help="only this ns.table")] = None,
     limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 50,
 ) -> None:
-    """The ledger: ingest id, table, source, outcome, branch, when; and each table's queue."""
+    """The ledger: ingest id, table, source, outcome, batch, branch, when; the batches (runs
+    over several files); and each table's queue."""
 
     def work() -> None:
         try:
             with open_backend(_target(ctx)) as backend:
                 rows = ops.list_runs(backend, table=table, limit=limit)
+                batches = ops.list_batches(backend, table=table, limit=limit)
                 queues = ops.list_queues(backend, table=table)
         except NoLocalState as exc:
             console.print(f"No ingests yet ({exc}).")
@@ -134,6 +136,8 @@ def runs(
             console.print("No ingests yet.")
             return
         console.print(render.runs_table(rows))
+        if batches:
+            console.print(render.batches_table(batches))
         for line in render.queue_lines(queues):
             console.print(line)
 

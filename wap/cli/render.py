@@ -19,7 +19,7 @@ from rich.text import Text
 from contracts.report import CheckResult
 from lambdas.common.ledger import QueueStat
 from wap.lake.check_sql import first_rows_query, violation_query
-from wap.ops.operations import BranchRow, IngestView, Progress, RunRow
+from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
 
 STATUS_STYLES = {
     "PUBLISHED": "green",
@@ -72,8 +72,20 @@ def _listing(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) 
 def runs_table(rows: Sequence[RunRow]) -> Table:
     return _listing(
         "Ingests (newest first)",
-        ("ingest id", "table", "source", "outcome", "branch", "when"),
-        [(r.ingest_id, r.table, r.source, status_text(r.status), r.branch, r.when) for r in rows],
+        ("ingest id", "table", "source", "outcome", "batch", "branch", "when"),
+        [(r.ingest_id, r.table, r.source, status_text(r.status), r.batch_id, r.branch, r.when)
+         for r in rows],
+    )
+
+
+def batches_table(rows: Sequence[BatchRow]) -> Table:
+    """Runs over several files: SPLIT means their files went back to the queue, the good
+    ones together and each failing one alone."""
+    return _listing(
+        "Batches (newest first)",
+        ("batch", "table", "files", "outcome", "branch", "when", "reason"),
+        [(r.batch_id, r.table, str(r.files), status_text(r.status), r.branch, r.when, r.reason)
+         for r in rows],
     )
 
 

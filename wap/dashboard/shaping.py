@@ -228,6 +228,9 @@ def active_rows(
     for lock in locks:
         if lock.get("active"):
             place[lock["active"]] = "running"
+        members = lock.get("batch") or []
+        for member in members:
+            place[member] = f"running in a batch of {len(members)}"
         for i, queued in enumerate(lock.get("queue") or [], start=1):
             place[queued] = f"#{i} in queue"
     rows = []
@@ -273,6 +276,7 @@ def run_rows(runs: Iterable[RunRow]) -> list[dict[str, Any]]:
             "table": r.table or "-",
             "outcome": r.status,
             "file": file_of(r.source),
+            "batch": r.batch_id or "-",
             "rows": r.rows_written,
             "when": r.when or "-",
             "reason": redact(r.reason) or "",

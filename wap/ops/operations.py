@@ -61,6 +61,36 @@ class RunRow:
     when: str | None
     rows_written: int | None
     reason: str | None
+    batch_id: str | None = None  # the batch it ran in, if it was one of several files
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """One run over several queued files, as `wap runs` lists it."""
+
+    batch_id: str
+    table: str | None
+    files: int
+    status: str
+    branch: str | None
+    when: str | None
+    reason: str | None
+
+
+def list_batches(
+    backend: Backend, *, table: str | None = None, limit: int | None = None
+) -> list[BatchRow]:
+    """Batches from the ledger, newest first (their files are listed as ingests)."""
+    wanted = parse_table(table).qualified if table is not None else None
+    rows = [
+        BatchRow(batch_id=r["ingest_id"], table=r.get("table"),
+                 files=len(r.get("members") or []), status=r.get("status", "?"),
+                 branch=r.get("branch"),
+                 when=r.get("finished_at") or r.get("updated_at") or r.get("created_at"),
+                 reason=r.get("error"))
+        for r in reversed(backend.ledger.list_batches()) if wanted in (None, r.get("table"))
+    ]
+    return rows[:limit] if limit else rows
 
 
 def list_queues(backend: Backend, *, table: str | None = None) -> list[QueueStat]:
@@ -86,6 +116,7 @@ def list_runs(
             when=r.get("finished_at") or r.get("updated_at") or r.get("created_at"),
             rows_written=r.get("rows_written"),
             reason=r.get("error"),
+            batch_id=r.get("batch_id") or r.get("split_from"),
         )
         for r in reversed(records)
     ]

@@ -1,0 +1,205 @@
+"""Batches: several queued files of one table in one run, and each file's outcome after it.
+
+When a table is handed on, the next run takes every queued file up to the table's
+`batch:` limits (`contracts.batching.BatchLimits`, from the table config). More than one
+file become a batch: a record of its own (kind `batch`, keyed like an ingest, so the
+branch, job run, execution, publish and finish treat it as one ingest) whose members are
+the files' own records, RUNNING with `batch_id` while it runs.
+
+When the batch ends, `settle_members` gives every member its own outcome from the
+report's per-source verdicts (docs/batches.md):
+- PUBLISHED: every member is published, except a source the job rejected (REJECTED);
+- AUDIT_FAILED or REJECTED: the batch is SPLIT: rejected sources end REJECTED, the files
+  that passed go back to the head of the queue together, each failing file goes back to
+  run alone (its own branch, report, samples and alert, as a single file always did);
+- any other end (JOB_FAILED, PUBLISH_FAILED): every member ends as the batch did.
+Every step is idempotent: members are changed only while RUNNING in this batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from contracts.batching import BatchConfigError, BatchLimits
+from contracts.report import SOURCE_PASSED, SOURCE_REJECTED, AuditReport, ReportError
+from lambdas.common import aws
+from lambdas.common import constants as c
+from lambdas.common.alerts import alert_event, send_alert_quietly
+from lambdas.common.config import Settings
+from lambdas.common.ledger import KIND_BATCH, Ledger, Successor
+from lambdas.common.naming import iso, utcnow
+
+_log = logging.getLogger(__name__)
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def is_batch(record: Mapping[str, Any] | None) -> bool:
+    """Whether a ledger record is a batch's (not one file's)."""
+    return bool(record) and record.get("kind") == KIND_BATCH
+
+
+def batch_limits(settings: Settings, table: str) -> BatchLimits:
+    """The table config's `batch:` limits; the defaults when there is no config.
+
+    A config that cannot be read or parsed gives one file per run (logged): the job
+    refuses such a config with a recorded reason for each file, which a batch would
+    only delay.
+    """
+    uri = settings.table_config_uri(table)
+    if not uri:
+        return BatchLimits()
+    try:
+        text = aws.read_text_s3(uri, max_bytes=MAX_CONFIG_BYTES)
+        if text is None:
+            return BatchLimits()
+        import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
+
+        raw = yaml.safe_load(text)
+        section = raw.get("batch") if isinstance(raw, dict) else None
+        return BatchLimits.from_config(section, f"{uri}: batch")
+    except (BatchConfigError, ValueError, ImportError) as exc:  # yaml.YAMLError is one
+        _log.error("table config %s: %s; taking one file per run", uri, exc)
+        return BatchLimits(max_files=1)
+
+
+def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], int]:
+    """`Ledger.release`'s `take`: how many queued files, from the head, the next run takes.
+
+    A file marked `solo` (it failed in a batch) runs alone, and ends a batch before it.
+    """
+
+    def take(queue: list[str]) -> int:
+        sizes: list[int] = []
+        for queued in queue[:limits.max_files]:
+            record = ledger.get_ingest(queued)
+            if record is None or record.get("solo"):
+                return len(sizes) or 1
+            sizes.append(int(record.get("size") or 0))
+        return max(1, limits.take(sizes))
+
+    return take
+
+
+def open_batch(ledger: Ledger, table: str, successor: Successor) -> dict[str, Any]:
+    """The batch record of `successor` (created once) with its members marked RUNNING in it."""
+    members = [ledger.get_ingest(member) or {"ingest_id": member} for member in
+               successor.members]
+    first = members[0]
+    more = len(members) - 1
+    ledger.create_ingest(successor.id, {
+        "table": table,
+        "members": list(successor.members),
+        "sources": [member.get("staged_uri") for member in members],
+        "files": len(members),
+        "source_uri": f"{first.get('source_uri')} (+{more} more file{'s' * (more != 1)})",
+        "size": sum(int(member.get("size") or 0) for member in members),
+        "attempts": 0,
+        "status": c.RECEIVED,
+        "staged_at": iso(utcnow()),
+    }, kind=KIND_BATCH)
+    for member in successor.members:
+        ledger.update_ingest(member, {"status": c.RUNNING, "batch_id": successor.id,
+                                      "solo": None},
+                             only_if_status=c.PENDING_STATUSES)
+    record = ledger.get_ingest(successor.id)
+    assert record is not None
+    return record
+
+
+def settle_members(ledger: Ledger, batch: Mapping[str, Any]) -> list[str]:
+    """Give each member of a finished batch its own outcome (see the module docstring);
+    returns the members that go back to the head of the queue, in the order they run."""
+    status = batch.get("status")
+    if status not in c.TERMINAL_STATUSES and status != c.SPLIT:
+        return []
+    members = list(batch.get("members") or [])
+    verdicts = _member_verdicts(batch)
+    if status == c.SPLIT:
+        return _split(ledger, batch, members, verdicts)
+    now = iso(utcnow())
+    for member in members:
+        verdict = verdicts.get(member) or {}
+        if verdict.get("status") == SOURCE_REJECTED:
+            _reject(ledger, batch, member, verdict)
+            continue
+        fields: dict[str, Any] = {"status": status, "finished_at": now,
+                                  "error": batch.get("error"),
+                                  "report_uri": batch.get("report_uri"),
+                                  "log_uri": batch.get("log_uri")}
+        if status == c.PUBLISHED:
+            fields.update(snapshot_id=batch.get("snapshot_id"), rows_written=verdict.get("rows"),
+                          published_hash=batch.get("published_hash"))
+        _update_member(ledger, batch, member, fields)
+    return []
+
+
+def split_reason(status: str, reason: str | None) -> str:
+    """What the batch record says when it splits."""
+    return f"split after {status}: {reason}" if reason else f"split after {status}"
+
+
+def _split(ledger: Ledger, batch: Mapping[str, Any], members: list[str],
+           verdicts: dict[str, dict[str, Any]]) -> list[str]:
+    rejected = [m for m in members if verdicts.get(m, {}).get("status") == SOURCE_REJECTED]
+    passed = [m for m in members if verdicts.get(m, {}).get("status") == SOURCE_PASSED]
+    failed = [m for m in members if m not in rejected and m not in passed]
+    if not failed:  # the batch failed as a whole, no file on its own: each runs alone
+        passed, failed = [], [m for m in members if m not in rejected]
+    for member in rejected:
+        _reject(ledger, batch, member, verdicts[member])
+    for member in passed:
+        _update_member(ledger, batch, member, {"status": c.QUEUED, "batch_id": None,
+                                               "split_from": batch["ingest_id"]})
+    for member in failed:
+        _update_member(ledger, batch, member, {"status": c.QUEUED, "batch_id": None,
+                                               "solo": True, "split_from": batch["ingest_id"]})
+    # The group goes first (it publishes in one more run), then each failing file.
+    return passed + failed
+
+
+def _reject(ledger: Ledger, batch: Mapping[str, Any], member: str,
+            verdict: Mapping[str, Any]) -> None:
+    reason = verdict.get("reason") or "the job could not read this file"
+    if _update_member(ledger, batch, member, {
+            "status": c.REJECTED, "error": reason, "finished_at": iso(utcnow()),
+            "report_uri": batch.get("report_uri"), "log_uri": batch.get("log_uri")}):
+        record = ledger.get_ingest(member) or {"ingest_id": member, "table": batch.get("table")}
+        send_alert_quietly(alert_event(record, outcome=c.REJECTED, reason=reason))
+
+
+def _update_member(ledger: Ledger, batch: Mapping[str, Any], member: str,
+                   fields: Mapping[str, Any]) -> bool:
+    record = ledger.get_ingest(member)
+    if record is None or record.get("batch_id") != batch["ingest_id"]:
+        return False  # settled already (or never joined): nothing to do
+    return ledger.update_ingest(member, {k: v for k, v in fields.items()},
+                                only_if_status={c.RUNNING})
+
+
+def _member_verdicts(batch: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each member's verdict from the batch's report (by its staged source); none when the
+    report is missing or does not match the contract (every member is then unknown)."""
+    report_uri = batch.get("report_uri")
+    if not report_uri:
+        return {}
+    try:
+        data = aws.read_json_s3(report_uri)
+        report = AuditReport.from_dict(data, f"audit report {report_uri}") if data else None
+    except ReportError as exc:
+        _log.error("batch %s: %s", batch.get("ingest_id"), exc)
+        return {}
+    if report is None:
+        return {}
+    by_source = {verdict.uri: verdict for verdict in report.sources}
+    verdicts = {}
+    for member, source in zip(batch.get("members") or [], batch.get("sources") or [],
+                              strict=False):
+        verdict = by_source.get(source)
+        if verdict is not None:
+            verdicts[member] = {"status": verdict.status, "rows": verdict.rows,
+                                "reason": verdict.reason,
+                                "failed_checks": list(verdict.failed_checks)}
+    return verdicts
+
