@@ -7,6 +7,8 @@ Standard library only and Python 3.9-compatible, like the rest of `contracts`.
     batch:
       max_files: 500      # 1 = one file per run (the behaviour before batching)
       max_bytes: 1GiB     # bytes, or a number with B, KB, MB, GB, KiB, MiB, GiB
+      marker_timeout: 24h # arrival: marker: how long part files wait for their marker
+    arrival: marker       # event (default): each file on its own; marker: see docs/batches.md
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ from contracts.fields import ContractError
 
 DEFAULT_MAX_FILES = 500
 DEFAULT_MAX_BYTES = 1024**3
+DEFAULT_MARKER_TIMEOUT_SECONDS = 24 * 3600
+ARRIVAL_EVENT, ARRIVAL_MARKER = "event", "marker"
+ARRIVALS = (ARRIVAL_EVENT, ARRIVAL_MARKER)
+# The objects that complete a dataset of an `arrival: marker` table.
+SUCCESS_MARKER, MANIFEST_MARKER = "_SUCCESS", "_manifest.json"
+_DURATION = re.compile(r"(\d+)\s*([smhd])")
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
           "kib": 1024, "mib": 1024**2, "gib": 1024**3}
 _SIZE = re.compile(r"(\d+)\s*([a-z]*)")
@@ -37,6 +46,7 @@ class BatchLimits:
 
     max_files: int = DEFAULT_MAX_FILES
     max_bytes: int = DEFAULT_MAX_BYTES
+    marker_timeout_seconds: int = DEFAULT_MARKER_TIMEOUT_SECONDS
 
     @classmethod
     def from_config(cls, section: Any, where: str = "batch") -> BatchLimits:
@@ -46,7 +56,7 @@ class BatchLimits:
         if not isinstance(section, dict):
             raise BatchConfigError(f"{where}: expected a mapping with max_files and/or "
                                    f"max_bytes, got {type(section).__name__}")
-        unknown = sorted(set(section) - {"max_files", "max_bytes"})
+        unknown = sorted(set(section) - {"max_files", "max_bytes", "marker_timeout"})
         if unknown:
             raise BatchConfigError(f"{where}: unknown key(s) {unknown}")
         max_files = section.get("max_files", DEFAULT_MAX_FILES)
@@ -55,7 +65,10 @@ class BatchLimits:
                                    f"got {max_files!r}")
         return cls(max_files=max_files,
                    max_bytes=parse_size(section.get("max_bytes", DEFAULT_MAX_BYTES),
-                                        f"{where}.max_bytes"))
+                                        f"{where}.max_bytes"),
+                   marker_timeout_seconds=parse_duration(
+                       section.get("marker_timeout", DEFAULT_MARKER_TIMEOUT_SECONDS),
+                       f"{where}.marker_timeout"))
 
     def take(self, sizes: list[int]) -> int:
         """How many of the queued files (their sizes, in arrival order) one run takes."""
@@ -78,3 +91,25 @@ def parse_size(value: Any, where: str = "size") -> int:
             return int(match.group(1)) * _UNITS.get(match.group(2) or "b", 1)
     raise BatchConfigError(f"{where} must be a positive number of bytes such as 1048576, "
                            f"500MB or 1GiB, got {value!r}")
+
+
+def parse_duration(value: Any, where: str = "duration") -> int:
+    """`90s`, `30m`, `6h`, `2d` or a number of seconds -> seconds; BatchConfigError else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= 1:
+            return value
+    elif isinstance(value, str):
+        match = _DURATION.fullmatch(value.strip().lower())
+        if match and int(match.group(1)) >= 1:
+            return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    raise BatchConfigError(f"{where} must be a duration such as 90s, 30m, 6h or 2d, "
+                           f"got {value!r}")
+
+
+def parse_arrival(value: Any, where: str = "arrival") -> str:
+    """`event` (the default, for None) or `marker`; BatchConfigError else."""
+    if value is None:
+        return ARRIVAL_EVENT
+    if value not in ARRIVALS:
+        raise BatchConfigError(f"{where} must be one of {', '.join(ARRIVALS)}, got {value!r}")
+    return value

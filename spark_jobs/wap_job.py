@@ -80,6 +80,8 @@ class JobArgs:
     report_uri: str
     table_config_uri: str | None = None
     catalog: str = "lake"
+    # A dataset (docs/batches.md): one source the job cannot use rejects the whole run.
+    all_or_nothing: bool = False
 
     @property
     def run_catalog(self) -> str:
@@ -99,10 +101,13 @@ def parse_args(argv: list[str] | None = None) -> JobArgs:
     parser.add_argument("--table-config-uri", default=None,
                         help="YAML table config (a URI ending in / gets <ns>.<table>.yaml)")
     parser.add_argument("--catalog", default="lake", help="catalog conf template name")
+    parser.add_argument("--all-or-nothing", action="store_true",
+                        help="a dataset: a source that cannot be used rejects the whole run")
     parsed = parser.parse_args(argv)
     return JobArgs(sources=parsed.sources, table=parsed.table, branch=parsed.branch,
                    ingest_id=parsed.ingest_id, report_uri=parsed.report_uri,
-                   table_config_uri=parsed.table_config_uri, catalog=parsed.catalog)
+                   table_config_uri=parsed.table_config_uri, catalog=parsed.catalog,
+                   all_or_nothing=parsed.all_or_nothing)
 
 
 def load_table_config(spark, uri: str | None, table: str) -> TableConfig:

@@ -20,9 +20,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.batching import BatchConfigError, BatchLimits
+from contracts.batching import (
+    ARRIVAL_EVENT,
+    ARRIVAL_MARKER,
+    BatchConfigError,
+    BatchLimits,
+    parse_arrival,
+)
 from contracts.report import SOURCE_PASSED, SOURCE_REJECTED, AuditReport, ReportError
 from lambdas.common import aws
 from lambdas.common import constants as c
@@ -40,41 +47,55 @@ def is_batch(record: Mapping[str, Any] | None) -> bool:
     return bool(record) and record.get("kind") == KIND_BATCH
 
 
-def batch_limits(settings: Settings, table: str) -> BatchLimits:
-    """The table config's `batch:` limits; the defaults when there is no config.
+@dataclass(frozen=True)
+class Intake:
+    """How a table takes its files in: its batch limits and its arrival mode."""
 
-    A config that cannot be read or parsed gives one file per run (logged): the job
-    refuses such a config with a recorded reason for each file, which a batch would
-    only delay.
+    limits: BatchLimits = field(default_factory=BatchLimits)
+    arrival: str = ARRIVAL_EVENT
+
+    @property
+    def by_marker(self) -> bool:
+        return self.arrival == ARRIVAL_MARKER
+
+
+def table_intake(settings: Settings, table: str) -> Intake:
+    """The table config's `batch:` and `arrival:`; the defaults when there is no config.
+
+    A config that cannot be read or parsed gives one file per run, each on its own event
+    (logged): the job refuses such a config with a recorded reason for each file, which a
+    batch would only delay.
     """
     uri = settings.table_config_uri(table)
     if not uri:
-        return BatchLimits()
+        return Intake()
     try:
         text = aws.read_text_s3(uri, max_bytes=MAX_CONFIG_BYTES)
         if text is None:
-            return BatchLimits()
+            return Intake()
         import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
 
         raw = yaml.safe_load(text)
-        section = raw.get("batch") if isinstance(raw, dict) else None
-        return BatchLimits.from_config(section, f"{uri}: batch")
+        raw = raw if isinstance(raw, dict) else {}
+        return Intake(BatchLimits.from_config(raw.get("batch"), f"{uri}: batch"),
+                      parse_arrival(raw.get("arrival"), f"{uri}: arrival"))
     except (BatchConfigError, ValueError, ImportError) as exc:  # yaml.YAMLError is one
         _log.error("table config %s: %s; taking one file per run", uri, exc)
-        return BatchLimits(max_files=1)
+        return Intake(BatchLimits(max_files=1))
 
 
 def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], int]:
     """`Ledger.release`'s `take`: how many queued files, from the head, the next run takes.
 
-    A file marked `solo` (it failed in a batch) runs alone, and ends a batch before it.
+    A file marked `solo` (it failed in a batch) and a dataset (already a batch) run alone,
+    and end a batch before them.
     """
 
     def take(queue: list[str]) -> int:
         sizes: list[int] = []
         for queued in queue[:limits.max_files]:
             record = ledger.get_ingest(queued)
-            if record is None or record.get("solo"):
+            if record is None or record.get("solo") or is_batch(record):
                 return len(sizes) or 1
             sizes.append(int(record.get("size") or 0))
         return max(1, limits.take(sizes))
@@ -121,7 +142,8 @@ def settle_members(ledger: Ledger, batch: Mapping[str, Any]) -> list[str]:
     now = iso(utcnow())
     for member in members:
         verdict = verdicts.get(member) or {}
-        if verdict.get("status") == SOURCE_REJECTED:
+        # A dataset's files share its outcome: the job publishes all of them or none.
+        if verdict.get("status") == SOURCE_REJECTED and not batch.get("all_or_nothing"):
             _reject(ledger, batch, member, verdict)
             continue
         fields: dict[str, Any] = {"status": status, "finished_at": now,
@@ -138,6 +160,29 @@ def settle_members(ledger: Ledger, batch: Mapping[str, Any]) -> list[str]:
 def split_reason(status: str, reason: str | None) -> str:
     """What the batch record says when it splits."""
     return f"split after {status}: {reason}" if reason else f"split after {status}"
+
+
+MAX_NAMED_FILES = 10  # an alert names this many failing files, then counts the rest
+
+
+def failing_files(batch: Mapping[str, Any]) -> str | None:
+    """The batch's files that did not pass, by name and with their failed checks, for its
+    alert: at most MAX_NAMED_FILES named (a dataset may have thousands)."""
+    verdicts = _member_verdicts(batch)
+    names = dict(zip(batch.get("members") or [], batch.get("sources") or [], strict=False))
+    failing = []
+    for member, verdict in verdicts.items():
+        if verdict["status"] == SOURCE_PASSED:
+            continue
+        name = str(names.get(member) or member).rsplit("/", 1)[-1]
+        why = ", ".join(verdict["failed_checks"]) or verdict.get("reason") or verdict["status"]
+        failing.append(f"{name} ({why})")
+    if not failing:
+        return None
+    shown = "; ".join(failing[:MAX_NAMED_FILES])
+    more = len(failing) - MAX_NAMED_FILES
+    return (f"{len(failing)} of {len(names)} files failed: {shown}"
+            + (f"; and {more} more (wap show {batch.get('ingest_id')})" if more > 0 else ""))
 
 
 def _split(ledger: Ledger, batch: Mapping[str, Any], members: list[str],

@@ -10,6 +10,8 @@ from contracts import state as _state
 
 # Ledger statuses of one ingest; the final ones are the state machine's outcome statuses.
 RECEIVED = "RECEIVED"
+# A part file of an `arrival: marker` table, staged, waiting for its dataset's marker.
+HELD = "HELD"
 QUEUED = "QUEUED"
 RUNNING = "RUNNING"
 PUBLISHED = _state.PUBLISHED

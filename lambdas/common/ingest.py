@@ -16,7 +16,7 @@ from contracts.state import ExecutionInput, Run
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
-from lambdas.common.batching import batch_limits, is_batch, open_batch, queue_taker, settle_members
+from lambdas.common.batching import is_batch, open_batch, queue_taker, settle_members, table_intake
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import NessieError
 from lambdas.common.ledger import Ledger
@@ -45,7 +45,7 @@ def reader_uris(record: dict[str, Any]) -> list[str]:
 
 def job_arguments(
     settings: Settings, *, source_uris: list[str], table: str, branch: str, ingest_id: str,
-    report_uri: str,
+    report_uri: str, all_or_nothing: bool = False,
 ) -> list[str]:
     """`spark_jobs/wap_job.py` arguments (docs/contracts.md)."""
     args = [arg for uri in source_uris for arg in ("--source", uri)]
@@ -62,6 +62,8 @@ def job_arguments(
     config_uri = settings.table_config_uri(table)
     if config_uri:
         args += ["--table-config-uri", config_uri]
+    if all_or_nothing:  # a dataset: one source the job cannot use rejects the whole run
+        args.append("--all-or-nothing")
     return args
 
 
@@ -75,10 +77,12 @@ def start_job_run(
     branch: str,
     report_uri: str,
     job_try: int = 1,
+    all_or_nothing: bool = False,
 ) -> str:
     """Start (or find, by clientToken) the Spark job run of one attempt; return its id."""
     arguments = job_arguments(settings, source_uris=source_uris, table=table, branch=branch,
-                              ingest_id=ingest_id, report_uri=report_uri)
+                              ingest_id=ingest_id, report_uri=report_uri,
+                              all_or_nothing=all_or_nothing)
     return _submit(settings, arguments, action=f"start the job run of {ingest_id}",
                    client_token=client_token(ingest_id, attempt, job_try),
                    name=f"wap-{table}-{ingest_id}-{attempt}" + (
@@ -211,6 +215,7 @@ def launch_job_run(
         table=table,
         branch=branch,
         report_uri=report_uri,
+        all_or_nothing=bool(record.get("all_or_nothing")),
     )
     started_at = ledger.set_once(ingest_id, _started_at_field(attempt, job_try), iso(utcnow()))
     return Run(attempt=attempt, job_try=job_try, branch=branch, job_run_id=job_run_id,
@@ -283,7 +288,7 @@ def release_and_start_next(
     """
     holder = ledger.get_ingest(ingest_id)
     requeue = settle_members(ledger, holder) if is_batch(holder) else []
-    take = queue_taker(ledger, batch_limits(settings, table))
+    take = queue_taker(ledger, table_intake(settings, table).limits)
     successor = ledger.release(table, ingest_id, take=take, requeue=requeue)
     if successor is None:
         return None

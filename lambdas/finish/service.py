@@ -8,7 +8,7 @@ from typing import Any
 from contracts.state import ExecutionState, FinishResult
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event
-from lambdas.common.batching import is_batch, split_reason
+from lambdas.common.batching import failing_files, is_batch, split_reason
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ingest import cancel_job_run, release_and_start_next, run_from_fields
@@ -81,7 +81,11 @@ def finish(
         status, reason = c.PUBLISHED, None
         branch_deleted = delete_branch_quietly(nessie, run.branch)
     batch = is_batch(record)
-    if batch and status in (c.AUDIT_FAILED, c.REJECTED):
+    if batch and record.get("all_or_nothing") and status != c.PUBLISHED:
+        named = failing_files({**record, "report_uri": (outcome and outcome.report_uri)
+                               or run.report_uri})
+        reason = f"{reason}; {named}" if reason and named else reason or named
+    elif batch and status in (c.AUDIT_FAILED, c.REJECTED):
         # Its files are judged one by one when the table is handed on (settle_members).
         status, reason = c.SPLIT, split_reason(status, reason)
         # Its branch holds the failing files' rows; each file that failed runs again alone.

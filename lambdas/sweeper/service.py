@@ -13,7 +13,7 @@ from typing import Any
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
-from lambdas.common.batching import open_batch
+from lambdas.common.batching import open_batch, table_intake
 from lambdas.common.config import Settings
 from lambdas.common.ingest import cancel_job_run, release_and_start_next, start_or_fail
 from lambdas.common.ledger import LOCK_QUEUED, Ledger, QueueStat, Successor, TableLock
@@ -36,6 +36,7 @@ class SweepReport:
     discarded_branches: list[str] = field(default_factory=list)
     deleted_branches: list[str] = field(default_factory=list)
     deleted_staged: list[str] = field(default_factory=list)
+    expired_held: list[str] = field(default_factory=list)  # part files whose marker never came
     queues: list[QueueStat] = field(default_factory=list)  # after the sweep's own changes
     errors: list[str] = field(default_factory=list)
 
@@ -61,6 +62,11 @@ def sweep(
         except Exception as exc:
             logger.exception("could not adopt", extra={"ingest_id": listed["ingest_id"]})
             report.errors.append(f"{listed['ingest_id']}: {type(exc).__name__}: {exc}")
+    try:
+        _expire_held(settings, ledger, now, report)
+    except Exception as exc:
+        logger.exception("could not expire held files")
+        report.errors.append(f"held files: {type(exc).__name__}: {exc}")
     for listed in ledger.due_for_sweep(now):
         try:
             record = ledger.get_ingest(listed["ingest_id"])
@@ -101,6 +107,29 @@ def _adopt_orphan(
     else:
         start_or_fail(settings, ledger, nessie, ledger.get_ingest(ingest_id) or record)
     report.restarted.append(ingest_id)
+
+
+def _expire_held(settings: Settings, ledger: Ledger, now: datetime, report: SweepReport) -> None:
+    """Part files of `arrival: marker` tables whose dataset's marker never came within the
+    table's `marker_timeout`: REJECTED, each dataset alerted once."""
+    datasets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in ledger.list_ingests(statuses={c.HELD}):
+        datasets.setdefault((record["table"], record.get("dataset") or ""), []).append(record)
+    for (table, prefix), records in sorted(datasets.items()):
+        timeout = timedelta(seconds=table_intake(settings, table).limits.marker_timeout_seconds)
+        oldest = min(parse_iso(record["created_at"]) for record in records)
+        if now - oldest < timeout:
+            continue
+        reason = (f"no _SUCCESS or _manifest.json arrived in {prefix} within {timeout} of its "
+                  f"first file ({len(records)} file{'s' * (len(records) != 1)} held); upload "
+                  "the marker to ingest them, or the files again")
+        expired = [record for record in records if ledger.update_ingest(
+            record["ingest_id"], {"status": c.REJECTED, "error": reason,
+                                  "finished_at": iso(now)}, only_if_status={c.HELD})]
+        if expired:
+            send_alert_quietly(alert_event(ledger.get_ingest(expired[0]["ingest_id"])
+                                           or expired[0], outcome=c.REJECTED, reason=reason))
+            report.expired_held += [record["ingest_id"] for record in expired]
 
 
 def _clean_up(

@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
+from lambdas.common.batching import table_intake
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import SourceVersionGoneError, UnroutableKeyError
 from lambdas.common.ingest import start_or_fail
@@ -26,6 +27,7 @@ from lambdas.common.naming import (
 from lambdas.common.nessie import NessieClient
 from lambdas.common.parquet import magic_bytes_problem
 from lambdas.common.staging import stage_version, staged_uri
+from lambdas.trigger.datasets import complete_dataset, dataset_prefix, is_dataset_marker
 from lambdas.trigger.events import ObjectCreated
 
 IGNORED = "IGNORED"
@@ -79,19 +81,22 @@ def handle_object(
     obj: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any = None
 ) -> TriggerResult:
     """Ingest one created object exactly once; safe to call again with the same object."""
-    if is_marker(obj.key):
-        return TriggerResult(obj.key, IGNORED, reason="marker file")
-    iid = ingest_id(obj.bucket, obj.key, obj.version)
     s3 = s3 if s3 is not None else aws.client("s3")
-    record = ledger.get_ingest(iid)
-    if record is None:
-        record = _record_new(iid, obj, settings, ledger, s3)
-    if record["status"] == c.RECEIVED and not record.get("staged_at"):
-        record = _stage(record, obj, ledger, s3)
+    if is_marker(obj.key):
+        return _marker(obj, settings, ledger, nessie, s3)
+    record = _recorded_and_staged(obj, settings, ledger, s3)
+    iid = record["ingest_id"]
     status = record["status"]
     if status not in c.PENDING_STATUSES:  # rejected, or already started by an earlier event
         return _not_pending(obj, record)
     table = record["table"]
+    if table_intake(settings, table).by_marker:  # waits for its dataset's marker
+        ledger.update_ingest(iid, {"status": c.HELD, "dataset": dataset_prefix(obj.key)},
+                             only_if_status={c.RECEIVED})
+        held = ledger.get_ingest(iid) or record
+        if held["status"] != c.HELD:
+            return _not_pending(obj, held)
+        return TriggerResult(obj.key, c.HELD, iid, table)
     lock = ledger.acquire_or_enqueue(table, iid)
     if lock == LOCK_NOT_PENDING:  # finished while this duplicate was on its way
         return _not_pending(obj, ledger.get_ingest(iid) or record)
@@ -100,6 +105,36 @@ def handle_object(
         return TriggerResult(obj.key, c.QUEUED, iid, table)
     started = start_or_fail(settings, ledger, nessie, ledger.get_ingest(iid) or record)
     return TriggerResult(obj.key, started["status"], iid, table)
+
+
+def _recorded_and_staged(
+    obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any
+) -> dict[str, Any]:
+    """The object's ingest record, created (or a bad object rejected) and its version
+    staged, once."""
+    iid = ingest_id(obj.bucket, obj.key, obj.version)
+    record = ledger.get_ingest(iid)
+    if record is None:
+        record = _record_new(iid, obj, settings, ledger, s3)
+    if record["status"] == c.RECEIVED and not record.get("staged_at"):
+        record = _stage(record, obj, ledger, s3)
+    return record
+
+
+def _marker(
+    obj: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any
+) -> TriggerResult:
+    """A marker completes its dataset on an `arrival: marker` table; elsewhere it is no data."""
+    try:
+        table = route_key(obj.key).qualified
+    except UnroutableKeyError:
+        return TriggerResult(obj.key, IGNORED, reason="marker file")
+    if not is_dataset_marker(obj.key) or not table_intake(settings, table).by_marker:
+        return TriggerResult(obj.key, IGNORED, reason="marker file")
+    action, batch_id, reason = complete_dataset(
+        obj, settings, ledger, nessie, s3,
+        lambda part: _recorded_and_staged(part, settings, ledger, s3))
+    return TriggerResult(obj.key, action, batch_id, table, reason)
 
 
 def _not_pending(obj: ObjectCreated, record: dict[str, Any]) -> TriggerResult:

@@ -93,7 +93,7 @@ def standin_job(api_v1: str, calls: list[dict[str, Any]] | None = None):
                     for uri in sources]
         base["sources"] = verdicts
         written = [v for v in verdicts if v["status"] != "rejected"]
-        if not written:
+        if not written or ("all_or_nothing" in args and len(written) < len(verdicts)):
             return {
                 **base,
                 "branch_hash": None,
@@ -150,6 +150,8 @@ def report_writing_job(make_report: Callable[[dict[str, Any]], dict[str, Any]]) 
             if a.startswith("--")
         }
         args["sources"] = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--source"]
+        if "--all-or-nothing" in argv:
+            args["all_or_nothing"] = True
         report = make_report(args)
         path = Path(args["report_uri"].removeprefix("file://"))
         path.write_text(json.dumps(report))

@@ -1,0 +1,180 @@
+"""Datasets of `arrival: marker` tables: part files held until a marker completes them.
+
+A Spark or Hive export writes `part-00000 ... part-00099` and then `_SUCCESS` (or a
+`_manifest.json` listing the files and their sizes). For a table whose config says
+`arrival: marker`, each part file is recorded and staged as it arrives but HELD; the
+marker makes every file of its prefix one batch that is audited together and published
+all together or not at all (docs/batches.md). The marker names the dataset's files
+itself (S3's listing of the prefix, or the manifest), so events that arrive out of order
+change nothing: a part whose own event comes late is recorded here first and its event
+is then a duplicate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from contracts.batching import MANIFEST_MARKER, SUCCESS_MARKER
+from lambdas.common import constants as c
+from lambdas.common.alerts import alert_event, send_alert_quietly
+from lambdas.common.config import Settings
+from lambdas.common.ingest import start_or_fail
+from lambdas.common.ledger import KIND_BATCH, LOCK_QUEUED, Ledger
+from lambdas.common.naming import file_name, ingest_id, iso, route_key, s3_uri, utcnow
+from lambdas.common.nessie import NessieClient
+from lambdas.trigger.events import ObjectCreated
+
+MAX_MANIFEST_BYTES = 10 * 1024 * 1024
+# What a file of a dataset can be before its marker came: recorded, staged, waiting.
+_JOINABLE = frozenset({c.HELD, c.RECEIVED})
+
+
+class DatasetError(ValueError):
+    """The marker cannot complete its dataset (the message says which file and why)."""
+
+
+def is_dataset_marker(key: str) -> bool:
+    """`_SUCCESS` or `_manifest.json`: the objects that complete a dataset."""
+    return file_name(key) in (SUCCESS_MARKER, MANIFEST_MARKER)
+
+
+def dataset_prefix(key: str) -> str:
+    """The folder a part file or marker is in: the dataset it belongs to."""
+    return key.rsplit("/", 1)[0] + "/"
+
+
+def complete_dataset(
+    marker: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any,
+    ingest_file: Callable[[ObjectCreated], dict[str, Any]],
+) -> tuple[str, str, str | None]:
+    """Turn the marker's dataset into one batch and start or queue it; safe to repeat.
+
+    `ingest_file` records and stages one part file (the trigger's own path). Returns
+    (action, batch id, reason): the batch's status after this call.
+    """
+    table = route_key(marker.key).qualified
+    prefix = dataset_prefix(marker.key)
+    batch_id = ingest_id(marker.bucket, marker.key, marker.version)
+    batch = ledger.get_ingest(batch_id)
+    if batch is None:
+        try:
+            parts, problem = _listed_parts(marker, s3)
+        except DatasetError as exc:
+            parts, problem = [], str(exc)
+        members = [ingest_file(part) for part in parts]
+        problem = problem or _problem(members)
+        batch = _record_batch(ledger, batch_id, table, prefix, marker, members, problem)
+    if batch["status"] not in c.PENDING_STATUSES:
+        return batch["status"], batch_id, batch.get("error")
+    if ledger.acquire_or_enqueue(table, batch_id) == LOCK_QUEUED:
+        ledger.update_ingest(batch_id, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
+        return c.QUEUED, batch_id, None
+    started = start_or_fail(settings, ledger, nessie, ledger.get_ingest(batch_id) or batch)
+    return started["status"], batch_id, started.get("error")
+
+
+def _listed_parts(marker: ObjectCreated, s3: Any) -> tuple[list[ObjectCreated], str | None]:
+    """The dataset's part files that exist, at the versions S3 has now: the manifest's, or
+    every data file S3 lists under the prefix; and why the dataset cannot run (a listed
+    file missing or of another size), or None."""
+    prefix = dataset_prefix(marker.key)
+    if file_name(marker.key) == MANIFEST_MARKER:
+        listed = _manifest(marker, s3)
+    else:
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=marker.bucket,
+                                                             Prefix=prefix)
+        listed = [(obj["Key"], None) for page in pages for obj in page.get("Contents", [])
+                  if not file_name(obj["Key"]).startswith(("_", "."))]
+    if not listed:
+        raise DatasetError(f"{s3_uri(marker.bucket, marker.key)} completes no files: "
+                           f"nothing under {prefix}")
+    parts, problems = [], []
+    for key, size in listed:
+        try:
+            head = s3.head_object(Bucket=marker.bucket, Key=key)
+        except ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code")) not in ("404", "NoSuchKey"):
+                raise
+            problems.append(f"{file_name(marker.key)} lists {key}, which does not exist")
+            continue
+        if size is not None and head["ContentLength"] != size:
+            problems.append(f"{file_name(marker.key)} lists {key} with {size} bytes, but it "
+                            f"has {head['ContentLength']}")
+        parts.append(ObjectCreated(bucket=marker.bucket, key=key,
+                                   version_id=head.get("VersionId"),
+                                   etag=head.get("ETag", "").strip('"'),
+                                   size=head["ContentLength"]))
+    return parts, "; ".join(problems) or None
+
+
+def _manifest(marker: ObjectCreated, s3: Any) -> list[tuple[str, int]]:
+    """`{"files": [{"path": "part-0.parquet", "size": 123}, ...]}`, paths relative to the
+    manifest's folder; DatasetError naming what is wrong."""
+    extra = {"VersionId": marker.version_id} if marker.version_id else {}
+    body = s3.get_object(Bucket=marker.bucket, Key=marker.key,
+                         Range=f"bytes=0-{MAX_MANIFEST_BYTES}", **extra)["Body"].read()
+    where = s3_uri(marker.bucket, marker.key)
+    try:
+        if len(body) > MAX_MANIFEST_BYTES:
+            raise ValueError(f"larger than {MAX_MANIFEST_BYTES} bytes")
+        files = json.loads(body)["files"]
+        listed = [(dataset_prefix(marker.key) + entry["path"], entry["size"]) for entry in files]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DatasetError(f"{where} is not a manifest like "
+                           '{"files": [{"path": "part-0.parquet", "size": 123}]}: '
+                           f"{exc}") from exc
+    for path, size in listed:
+        if ".." in path.split("/") or not isinstance(size, int) or isinstance(size, bool):
+            raise DatasetError(f"{where}: entry {path!r} needs a relative path and a size "
+                               "in bytes")
+    return listed
+
+
+def _problem(members: list[dict[str, Any]]) -> str | None:
+    """Why the dataset cannot run: one of its files was rejected (all or nothing)."""
+    for member in members:
+        if member["status"] not in _JOINABLE:
+            return (f"{member.get('key')} is {member['status']}"
+                    + (f": {member['error']}" if member.get("error") else "")
+                    + "; the dataset is published all together or not at all")
+    return None
+
+
+def _record_batch(ledger: Ledger, batch_id: str, table: str, prefix: str,
+                  marker: ObjectCreated, members: list[dict[str, Any]],
+                  problem: str | None) -> dict[str, Any]:
+    """The dataset's batch record (created once), its members joined to it; a dataset that
+    cannot run is recorded REJECTED with its files, and alerted once."""
+    ids = [member["ingest_id"] for member in members]
+    created = ledger.create_ingest(batch_id, {
+        "table": table,
+        "members": ids,
+        "sources": [member.get("staged_uri") for member in members],
+        "files": len(ids),
+        "dataset": prefix,
+        "all_or_nothing": True,
+        "source_uri": s3_uri(marker.bucket, prefix),
+        "marker_uri": s3_uri(marker.bucket, marker.key),
+        "size": sum(int(member.get("size") or 0) for member in members),
+        "attempts": 0,
+        "status": c.REJECTED if problem else c.RECEIVED,
+        "error": problem,
+        "finished_at": iso(utcnow()) if problem else None,
+        "staged_at": iso(utcnow()),
+    }, kind=KIND_BATCH)
+    joined = c.REJECTED if problem else c.RUNNING
+    for member in ids:
+        ledger.update_ingest(member, {"status": joined, "batch_id": batch_id,
+                                      "error": problem,
+                                      "finished_at": iso(utcnow()) if problem else None},
+                             only_if_status=_JOINABLE)
+    batch = ledger.get_ingest(batch_id)
+    assert batch is not None
+    if created and problem:
+        send_alert_quietly(alert_event(batch, outcome=c.REJECTED, reason=problem))
+    return batch
+
