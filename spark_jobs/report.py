@@ -51,6 +51,8 @@ class Report:
     reason: str | None = None
     reason_code: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    # Each source's own verdict, in source order (filled in by `judge`).
+    sources: list[contract.SourceVerdict] = field(default_factory=list)
     _clock: float = field(default_factory=time.perf_counter)
 
     def timed(self, key: str, since: float) -> float:
@@ -82,6 +84,32 @@ class Report:
             self.outcome, self.reason = REJECTED, str(exc)
         self.reason_code = exc.reason_code
 
+    def judge(self, verdicts: dict[str, contract.SourceVerdict]) -> None:
+        """Record each source's verdict (`verdicts` by source URI; a source without one
+        follows the run's outcome). A run whose checks pass fails when a source fails its
+        checks on its own."""
+        failing = [v for v in verdicts.values() if v.status == contract.SOURCE_FAILED]
+        if failing and self.outcome == PASSED:
+            named = "; ".join(f"{_name(v.uri)} ({', '.join(v.failed_checks) or v.reason})"
+                              for v in failing[:10])
+            self.outcome, self.reason_code = FAILED_OUTCOME, "audit_failed"
+            self.reason = (f"{len(failing)} of {len(self.source_uris)} source files fail "
+                           f"their checks on their own: {named}")
+        self.sources = [verdicts.get(uri) or self._own_verdict(uri) for uri in self.source_uris]
+        self.sources = [v for v in self.sources if v is not None]
+
+    def _own_verdict(self, uri: str) -> contract.SourceVerdict | None:
+        """A single source's verdict: the run's outcome (none for an infrastructure error)."""
+        status = {PASSED: contract.SOURCE_PASSED, FAILED_OUTCOME: contract.SOURCE_FAILED,
+                  REJECTED: contract.SOURCE_REJECTED}.get(self.outcome or "")
+        if status is None or len(self.source_uris) != 1:
+            return None
+        failed = tuple(c.name for c in self.checks
+                       if c.severity == "error" and c.status in (FAILED, ERROR))
+        return contract.SourceVerdict(uri=uri, status=status, rows=self.rows_written,
+                                      failed_checks=failed if status != REJECTED else (),
+                                      reason=self.reason if status == REJECTED else None)
+
     def to_report(self) -> contract.AuditReport:
         """The finished report (its `total_s` timing is taken now).
 
@@ -95,6 +123,7 @@ class Report:
             ingest_id=self.ingest_id,
             table=self.table,
             source_uris=tuple(self.source_uris),
+            sources=tuple(self.sources),
             branch=self.branch,
             branch_hash=self.branch_hash,
             snapshot_id=self.snapshot_id,
@@ -113,6 +142,10 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """The report's JSON (docs/contracts.md)."""
         return self.to_report().to_dict()
+
+
+def _name(uri: str) -> str:
+    return uri.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _contract_check(check: CheckResult) -> contract.CheckResult:

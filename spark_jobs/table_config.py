@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from contracts.batching import ARRIVAL_EVENT, BatchConfigError, BatchLimits, parse_arrival
 from spark_jobs.errors import TableConfigError
 
 SCHEMA_POLICIES = ("strict", "additive", "any")
@@ -78,6 +79,10 @@ class TableConfig:
     columns: tuple[ColumnSpec, ...] = ()
     checks: tuple[CheckSpec, ...] = ()
     from_file: bool = False
+    # How the orchestration batches the table's files (docs/batches.md); validated here too,
+    # so a bad section is refused with the rest of the config.
+    batch: BatchLimits = field(default_factory=BatchLimits)
+    arrival: str = ARRIVAL_EVENT
 
 
 def default_config() -> TableConfig:
@@ -100,7 +105,8 @@ def parse_table_config(text: str, source: str = "table config") -> TableConfig:
         raw = {}
     if not isinstance(raw, dict):
         raise TableConfigError(f"{source}: expected a mapping at the top level")
-    unknown = set(raw) - {"schema_policy", "partition_by", "schema", "checks"}
+    unknown = set(raw) - {"schema_policy", "partition_by", "schema", "checks", "batch",
+                          "arrival"}
     if unknown:
         raise TableConfigError(f"{source}: unknown key(s) {sorted(unknown)}")
     policy = raw.get("schema_policy", "additive")
@@ -113,7 +119,14 @@ def parse_table_config(text: str, source: str = "table config") -> TableConfig:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise TableConfigError(f"{source}: duplicate check name(s) {duplicates}; set `name:`")
+    try:
+        batch = BatchLimits.from_config(raw.get("batch"), f"{source}: batch")
+        arrival = parse_arrival(raw.get("arrival"), f"{source}: arrival")
+    except BatchConfigError as exc:
+        raise TableConfigError(str(exc)) from exc
     return TableConfig(
+        batch=batch,
+        arrival=arrival,
         schema_policy=policy,
         partition_by=tuple(_parse_partition(entry, source)
                            for entry in _as_list(raw.get("partition_by"), "partition_by",

@@ -44,9 +44,14 @@ from spark_jobs.identifiers import (
     validate_ingest_id,
 )
 from spark_jobs.metrics import snapshot_stats
+from spark_jobs.per_source import (
+    judge_sources,
+    rejected_verdicts,
+    rejected_verdicts_of,
+    usable_sources,
+)
 from spark_jobs.report import REJECTED, Report, utc_now, write_report
 from spark_jobs.schema_policy import plan_schema
-from spark_jobs.sources import expand_sources, read_sources
 from spark_jobs.table_config import TableConfig, default_config, parse_table_config
 from spark_jobs.writer import (
     CatalogTable,
@@ -148,6 +153,7 @@ def run_ingest(spark, args: JobArgs) -> dict:
         _run(spark, args, report)
     except Exception as exc:
         report.fail(exc)
+        report.judge(rejected_verdicts_of(exc))
         if report.outcome == REJECTED:
             log.warning("ingest %s rejected: %s", args.ingest_id, exc)
         else:
@@ -164,26 +170,28 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     validate_ingest_id(args.ingest_id)
     validate_identifier(args.catalog, "catalog")
     config = load_table_config(spark, args.table_config_uri, args.table)
-    found = expand_sources(spark, args.sources)
-    files = [info.uri for info in found]
-    observe_checks = observe_on_write(spark, sum(info.size for info in found))
-    step = report.timed("vet_s", clock)
-    frame = read_sources(spark, files)
-    step = report.timed("footer_s", step)
-
     conf = configure_run_catalog(spark, args.catalog, args.run_catalog, args.branch)
     ref = CatalogTable(args.run_catalog, namespace, table)
     current = load_table(spark, ref)
     existing = spark_schema(spark, current) if current is not None else None
     reused = find_ingest_snapshot(current, args.ingest_id) if current is not None else None
+    declared = declared_schema(spark, config.columns) \
+        if existing is None and config.columns else None
+    base = existing if existing is not None else declared
+
+    def plan_for(schema):
+        return plan_schema(base, schema, config.schema_policy)
+
+    step = report.timed("vet_s", clock)
+    usable, frame = usable_sources(spark, args.sources, plan_for, args.all_or_nothing)
+    files = usable.uris
+    observe_checks = observe_on_write(spark, sum(info.size for info in usable.files))
+    step = report.timed("footer_s", step)
     if reused is not None:
         # A re-run of an ingest that already appended here: audit that snapshot again.
         plan_target, changes = existing, []
     else:
-        declared = declared_schema(spark, config.columns) \
-            if existing is None and config.columns else None
-        plan = plan_schema(existing if existing is not None else declared, frame.schema,
-                           config.schema_policy)
+        plan = plan_for(frame.schema)
         if declared is not None:  # a new table takes the config's columns
             plan.create = True
             plan.changes = [{"change": "create_table", "column": f.name,
@@ -213,6 +221,12 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     report.checks = _audit(spark, ref, written, checks, args, report)
     report.timed("audit_s", clock)
     report.settle()
+    verdicts = rejected_verdicts(usable)
+    if len(args.sources) > 1:  # a batch: each written file's own checks, in one pass
+        start = time.perf_counter()
+        verdicts.update(judge_sources(spark, usable, plan_target, checks, utc_now()))
+        report.timed("audit_per_source_s", start)
+    report.judge(verdicts)
 
 
 def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Report):

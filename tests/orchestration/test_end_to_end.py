@@ -167,3 +167,87 @@ def test_corrupt_and_disguised_files_are_rejected(e2e_stack, slack, lake):
         ].read()
         == corrupt
     )
+
+
+def test_a_mixed_burst_ends_with_exact_outcomes_per_file(e2e_stack, lake, nessie_client,
+                                                          slack, tmp_path):
+    import threading
+
+    gate, runs = threading.Event(), []
+    stack = None
+
+    def gated(argv: list[str]):
+        runs.append([a for i, a in enumerate(argv[1:]) if argv[i] == "--source"])
+        assert gate.wait(120)
+        return real(argv)
+
+    real = spark_job(lake)
+    (tmp_path / "e2e_m.orders.yaml").write_text(AUDITED_CONFIG)
+    stack = e2e_stack(job=gated)
+    first = {"e2e_m/orders/first.parquet": [(1, 1.0)]}
+    stack.drop_file("e2e_m/orders/first.parquet", parquet([(1, 1.0)]))
+    while not runs:
+        time.sleep(0.05)
+    good = {f"e2e_m/orders/good-{i}.parquet": [(10 * (i + 1) + j, 1.0) for j in range(3)]
+            for i in range(3)}
+    valid = parquet([(90, 1.0)])
+    text = pa.table({"order_id": pa.array([91], pa.int64()), "amount": pa.array(["1.0"])})
+    buffer = io.BytesIO()
+    pq.write_table(text, buffer)
+    bad = {"e2e_m/orders/corrupt.parquet": valid[:4] + b"\x00garbage\x00" * 20 + valid[-8:],
+           "e2e_m/orders/retyped.parquet": buffer.getvalue(),
+           "e2e_m/orders/negative.parquet": parquet([(92, -1.0), (93, 2.0)])}
+    for key, rows in good.items():
+        stack.drop_file(key, parquet(rows))
+    for key, body in bad.items():
+        stack.drop_file(key, body)
+    while len(stack.ledger().get_lock("e2e_m.orders").queue) < 6:
+        time.sleep(0.05)
+    gate.set()
+    records = {key.rsplit("/", 1)[-1]: wait_for_key(stack, key, timeout=600)
+               for key in [*first, *good, *bad]}
+    stack.wait_idle(timeout=600)
+
+    assert {name: r["status"] for name, r in records.items()} == {
+        "first.parquet": "PUBLISHED", "good-0.parquet": "PUBLISHED",
+        "good-1.parquet": "PUBLISHED", "good-2.parquet": "PUBLISHED",
+        "corrupt.parquet": "REJECTED", "retyped.parquet": "REJECTED",
+        "negative.parquet": "AUDIT_FAILED"}, stack.describe()
+    assert "'amount' is string in the file but double" in records["retyped.parquet"]["error"]
+    # The first; the six; the three good ones together; the failing one alone.
+    assert [len(sources) for sources in runs] == [1, 6, 3, 1]
+    assert main_rows(lake, "e2e_m.orders") == sorted(
+        [(1, 1.0)] + [r for rows in good.values() for r in rows])
+    negative = records["negative.parquet"]
+    on_branch = sorted(tuple(r) for r in lake.sql(
+        f"SELECT order_id, amount FROM lake.e2e_m.`orders@{negative['branch']}`").collect())
+    assert on_branch == sorted([(1, 1.0)] + [r for rows in good.values() for r in rows]
+                               + [(92, -1.0), (93, 2.0)])  # main's rows, plus its own only
+    alerted = json.dumps(slack.messages)
+    assert len(slack.messages) == 3  # each bad file its own alert
+    assert all(name in alerted for name in ("corrupt.parquet", "retyped.parquet",
+                                            "negative.parquet"))
+
+
+def test_a_dataset_publishes_all_its_parts_or_none(e2e_stack, lake, nessie_client, tmp_path):
+    (tmp_path / "e2e_d.orders.yaml").write_text(AUDITED_CONFIG + "arrival: marker\n")
+    stack = e2e_stack()
+    clean = {f"e2e_d/orders/run-1/part-{i:05d}.parquet": [(10 * i + j, 1.0) for j in range(2)]
+             for i in range(5)}
+    dirty = {f"e2e_d/orders/run-2/part-{i:05d}.parquet": [(100 + i, -1.0 if i == 3 else 1.0)]
+             for i in range(5)}
+    for key, rows in {**clean, **dirty}.items():
+        stack.drop_file(key, parquet(rows))
+    stack.drop_file("e2e_d/orders/run-1/_SUCCESS", b"")
+    assert {wait_for_key(stack, key, timeout=600)["status"] for key in clean} == {"PUBLISHED"}
+    published = main_rows(lake, "e2e_d.orders")
+    assert published == sorted(r for rows in clean.values() for r in rows)  # all at once
+
+    stack.drop_file("e2e_d/orders/run-2/_SUCCESS", b"")
+    records = [wait_for_key(stack, key, timeout=600) for key in dirty]
+    stack.wait_idle(timeout=600)
+    assert {r["status"] for r in records} == {"AUDIT_FAILED"}
+    assert main_rows(lake, "e2e_d.orders") == published  # none of run-2
+    branches = {r.get("branch") for r in stack.ledger().list_batches()
+                if r["dataset"] == "e2e_d/orders/run-2/"}
+    assert len(branches) == 1 and branch_exists(nessie_client, branches.pop())

@@ -1,0 +1,184 @@
+"""A verdict per source file when one run writes several (a batch; docs/batches.md).
+
+Two parts:
+- `usable_sources`: a source the job cannot use (not parquet, a footer that does not
+  decode, a schema the table's policy refuses) is left out and rejected on its own, so
+  the other files go on. The cheap path runs first (one merged read, one plan); only
+  when it fails is each source read and planned on its own to find the culprits.
+- `judge_sources`: the checks evaluated per source file in ONE aggregation over the
+  written sources (the staged parquet files, which do not change), grouped by
+  `input_file_name()`. `unique ... against_main` is judged per file within the file
+  only; its lookup on main stays at batch level (a batch that fails it while no file
+  does is re-run file by file by the orchestration).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import unquote
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from contracts.report import SOURCE_FAILED, SOURCE_PASSED, SOURCE_REJECTED, SourceVerdict
+from spark_jobs.audit import ROWS, count_aggregates
+from spark_jobs.checks import ERROR, FAILED, Check
+from spark_jobs.errors import INFRASTRUCTURE, InputRejectedError, as_job_error, classify, describe
+from spark_jobs.hadoop_fs import FileInfo
+from spark_jobs.schema_policy import SchemaPlan
+from spark_jobs.sources import expand_sources, read_sources
+
+log = logging.getLogger(__name__)
+SOURCE_COLUMN = "__wap_source"
+
+
+@dataclass
+class Usable:
+    """The sources a run writes (their files) and those it left out, with the reason."""
+
+    files: list[FileInfo] = field(default_factory=list)
+    owner: dict[str, str] = field(default_factory=dict)  # file URI -> its source URI
+    rejected: dict[str, str] = field(default_factory=dict)  # source URI -> reason
+
+    @property
+    def uris(self) -> list[str]:
+        return [info.uri for info in self.files]
+
+
+def usable_sources(spark: SparkSession, sources: list[str],
+                   plan: Callable[[T.StructType], object],
+                   all_or_nothing: bool = False) -> tuple[Usable, DataFrame]:
+    """The sources to write and their merged rows; the rest rejected one by one.
+
+    `plan(schema)` is the table's schema plan for rows of that schema (raises
+    SchemaPolicyError). With one source, or `all_or_nothing`, the first problem rejects
+    the run (InputRejectedError) as it always did. Infrastructure errors propagate.
+    """
+    usable = Usable()
+    if len(sources) == 1 or all_or_nothing:
+        usable.files = expand_sources(spark, sources)
+        usable.owner = {info.uri: _owner(info.uri, sources) for info in usable.files}
+        return usable, read_sources(spark, usable.uris)
+    for source in sources:
+        try:
+            found = expand_sources(spark, [source])
+        except InputRejectedError as exc:
+            usable.rejected[source] = str(exc)
+            continue
+        usable.files += found
+        usable.owner.update({info.uri: source for info in found})
+    if not usable.files:
+        raise _none_usable(usable)
+    try:
+        frame = read_sources(spark, usable.uris)
+        plan(frame.schema)
+        return usable, frame
+    except InputRejectedError:
+        log.warning("the merged sources cannot be used; checking each on its own")
+    for info in list(usable.files):
+        try:
+            plan(read_sources(spark, [info.uri]).schema)
+        except InputRejectedError as exc:
+            usable.rejected[usable.owner.pop(info.uri)] = str(exc)
+            usable.files.remove(info)
+    if not usable.files:
+        raise _none_usable(usable)
+    # What is left still conflicts (e.g. two new files that disagree on a type): the run
+    # is rejected, and the orchestration runs each file alone.
+    return usable, read_sources(spark, usable.uris)
+
+
+def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
+                  checks: list[Check], now: dt.datetime) -> dict[str, SourceVerdict]:
+    """Each written source's verdict from one aggregation grouped by source file."""
+    frame = read_sources(spark, usable.uris)
+    shaped = frame.select(*SchemaPlan(target=target).projection(frame.schema),
+                          F.input_file_name().alias(SOURCE_COLUMN))
+    indexes = list(range(len(checks)))
+    try:
+        grouped = shaped.groupBy(SOURCE_COLUMN).agg(*count_aggregates(checks, indexes)).collect()
+    except Exception as exc:
+        verdict = classify(exc)
+        if verdict.kind == INFRASTRUCTURE and verdict.known:
+            raise as_job_error(exc, f"the per-source audit failed: {describe(exc)}") from exc
+        log.exception("per-source audit failed")
+        reason = f"its checks could not be evaluated on their own: {describe(exc)}"
+        return {source: SourceVerdict(uri=source, status=SOURCE_FAILED, reason=reason)
+                for source in set(usable.owner.values())}
+    by_path = {_path(uri): source for uri, source in usable.owner.items()}
+    groups = {}
+    for group in grouped:
+        values = group.asDict()
+        source = by_path.get(_path(values[SOURCE_COLUMN]))
+        if source is None:
+            raise RuntimeError(f"the per-source audit read {values[SOURCE_COLUMN]}, which is "
+                               "not one of the run's sources")
+        groups.setdefault(source, []).append(values)
+    if len(groups) < len(set(usable.owner.values())):
+        # A file without rows has no group: judge it on the aggregates of no rows.
+        empty = shaped.limit(0).agg(*count_aggregates(checks, indexes)).first().asDict()
+    rows: dict[str, int] = {}
+    failed: dict[str, list[str]] = {}
+    for source in dict.fromkeys(usable.owner.values()):
+        for values in groups.get(source) or [empty]:
+            count = int(values[ROWS] or 0)
+            rows[source] = rows.get(source, 0) + count
+            for index, check in enumerate(checks):
+                result = check.finish(values, f"c{index}_", count, now)
+                if check.spec.severity == "error" and result.status in (FAILED, ERROR):
+                    failed.setdefault(source, []).append(check.spec.name)
+    verdicts = {}
+    for source in dict.fromkeys(usable.owner.values()):
+        names = tuple(dict.fromkeys(failed.get(source, [])))
+        verdicts[source] = SourceVerdict(uri=source, status=SOURCE_FAILED if names
+                                         else SOURCE_PASSED, rows=rows.get(source, 0),
+                                         failed_checks=names)
+    return verdicts
+
+
+def rejected_verdicts(usable: Usable) -> dict[str, SourceVerdict]:
+    """The verdicts of the sources the run left out."""
+    return _rejected(usable.rejected)
+
+
+def rejected_verdicts_of(exc: BaseException) -> dict[str, SourceVerdict]:
+    """The verdicts an error that stopped the run knows (every source rejected), or none."""
+    return _rejected(exc.rejected) if isinstance(exc, NoUsableSourceError) else {}
+
+
+def _rejected(reasons: dict[str, str]) -> dict[str, SourceVerdict]:
+    return {source: SourceVerdict(uri=source, status=SOURCE_REJECTED, rows=0, reason=reason)
+            for source, reason in reasons.items()}
+
+
+class NoUsableSourceError(InputRejectedError):
+    """Every source of the run was rejected (`rejected`: source URI -> reason)."""
+
+    def __init__(self, message: str, rejected: dict[str, str]):
+        super().__init__(message)
+        self.rejected = rejected
+
+
+def _none_usable(usable: Usable) -> NoUsableSourceError:
+    return NoUsableSourceError("no source can be used: " + "; ".join(usable.rejected.values()),
+                               dict(usable.rejected))
+
+
+def _owner(file_uri: str, sources: list[str]) -> str:
+    """The source a file came from (a source may be a directory of files)."""
+    path = _path(file_uri)
+    for source in sources:
+        if path == _path(source) or path.startswith(_path(source).rstrip("/") + "/"):
+            return source
+    return sources[0]
+
+
+def _path(uri: str) -> str:
+    """A URI's path without scheme and with one leading slash, so `file:/x`, `file:///x`
+    and `/x` compare equal, as do `s3://b/k` and `s3a://b/k`."""
+    return "/" + re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*:/*", "", unquote(uri)).lstrip("/")
