@@ -82,6 +82,29 @@ def _job_runs(backend: Any, table: str, records: Sequence[dict[str, Any]]) -> in
     return len(listed | named)
 
 
+def _run_seconds(backend: Any, record: dict[str, Any]) -> float:
+    """The job's own total seconds for a run (its report's `total_s`)."""
+    import json
+
+    bucket, key = record["report_uri"][5:].split("/", 1)
+    body = backend.stack.aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    return float(json.loads(body)["timings"]["total_s"])
+
+
+def per_file_seconds(backend: Any, table: str) -> float:
+    """What one more file adds to a run: the table's largest batch against its one-file
+    run (the burst's first file runs alone), from the job's own timings."""
+    batches = [b for b in backend.ledger.list_batches() if b.get("table") == table
+               and b.get("report_uri")]
+    alone = [r for r in backend.ledger.list_ingests(table=table)
+             if not r.get("batch_id") and r.get("report_uri")]
+    if not batches or not alone:
+        return 0.0
+    batch = max(batches, key=lambda b: len(b.get("members") or []))
+    extra = len(batch["members"]) - 1
+    return max(0.0, (_run_seconds(backend, batch) - _run_seconds(backend, alone[0])) / extra)
+
+
 def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: float) -> Measured:
     """Upload every file without waiting between them; time until all are final."""
     from lambdas.common import constants as c
@@ -110,7 +133,7 @@ def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: fl
     return Measured(len(files), rows, seconds, _job_runs(backend, table, records), statuses)
 
 
-def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured, Measured]:
+def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured, Measured, float]:
     """(one file of files x rows rows, files files of rows rows, the same with 3 bad files),
     on one fresh local stack."""
     from local.embedded_stack import ENV_TABLES_DIR
@@ -136,7 +159,8 @@ def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured, Meas
             mixed = ingest_at_once(
                 backend, MIXED_TABLE,
                 [bad.get(i) or parquet_bytes(i * rows, rows) for i in range(files)], timeout)
-        return single, burst, mixed
+            per_file = per_file_seconds(backend, BURST_TABLE)
+        return single, burst, mixed, per_file
     finally:
         if previous is None:
             os.environ.pop(ENV_TABLES_DIR, None)
@@ -163,6 +187,7 @@ def render(single: Measured, burst: Measured, mixed: Measured) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
+    from bench import cost_model
     from bench.doc import write_section
 
     parser = argparse.ArgumentParser(prog="python -m bench.burst_bench")
@@ -171,11 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--quick", action="store_true", help="5 files of 200 rows (smoke test)")
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    parser.add_argument("--fixed", type=float, default=60.0,
+                        help="the cost model's fixed seconds per run on AWS (assumed)")
     args = parser.parse_args(argv)
     files, rows = (5, 200) if args.quick else (args.files, args.rows)
     started = time.perf_counter()
-    single, burst, mixed = run(files, rows, args.timeout)
-    text = render(single, burst, mixed)
+    single, burst, mixed, per_file = run(files, rows, args.timeout)
+    text = render(single, burst, mixed) + "\n\n" + cost_model.render(fixed=args.fixed,
+                                                                     per_file=per_file)
     print(text)
     print(f"(bench took {time.perf_counter() - started:.0f}s)")
     if not args.no_doc and not args.quick:

@@ -82,28 +82,26 @@ class BatchLimits:
 
 def parse_size(value: Any, where: str = "size") -> int:
     """`1GiB`, `500 MB`, `1048576` -> bytes; raise BatchConfigError for anything else."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value >= 1:
-            return value
-    elif isinstance(value, str):
-        match = _SIZE.fullmatch(value.strip().lower())
-        if match and match.group(2) in ("", *_UNITS) and int(match.group(1)) >= 1:
-            return int(match.group(1)) * _UNITS.get(match.group(2) or "b", 1)
-    raise BatchConfigError(f"{where} must be a positive number of bytes such as 1048576, "
-                           f"500MB or 1GiB, got {value!r}")
+    return _quantity(value, _SIZE, {"": 1, **_UNITS}, where,
+                     "a positive number of bytes such as 1048576, 500MB or 1GiB")
 
 
 def parse_duration(value: Any, where: str = "duration") -> int:
     """`90s`, `30m`, `6h`, `2d` or a number of seconds -> seconds; BatchConfigError else."""
+    return _quantity(value, _DURATION, _DURATION_UNITS, where,
+                     "a duration such as 90s, 30m, 6h or 2d")
+
+
+def _quantity(value: Any, pattern: re.Pattern, units: dict, where: str, expected: str) -> int:
+    """A positive whole number, or one with a unit of `units` (matched by `pattern`)."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value >= 1:
             return value
     elif isinstance(value, str):
-        match = _DURATION.fullmatch(value.strip().lower())
-        if match and int(match.group(1)) >= 1:
-            return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
-    raise BatchConfigError(f"{where} must be a duration such as 90s, 30m, 6h or 2d, "
-                           f"got {value!r}")
+        match = pattern.fullmatch(value.strip().lower())
+        if match and match.group(2) in units and int(match.group(1)) >= 1:
+            return int(match.group(1)) * units[match.group(2)]
+    raise BatchConfigError(f"{where} must be {expected}, got {value!r}")
 
 
 def parse_arrival(value: Any, where: str = "arrival") -> str:

@@ -169,12 +169,10 @@ def test_corrupt_and_disguised_files_are_rejected(e2e_stack, slack, lake):
     )
 
 
-def test_a_mixed_burst_ends_with_exact_outcomes_per_file(e2e_stack, lake, nessie_client,
-                                                          slack, tmp_path):
+def test_a_mixed_burst_ends_with_exact_outcomes_per_file(make_stack, lake, slack, tmp_path):
     import threading
 
     gate, runs = threading.Event(), []
-    stack = None
 
     def gated(argv: list[str]):
         runs.append([a for i, a in enumerate(argv[1:]) if argv[i] == "--source"])
@@ -183,7 +181,7 @@ def test_a_mixed_burst_ends_with_exact_outcomes_per_file(e2e_stack, lake, nessie
 
     real = spark_job(lake)
     (tmp_path / "e2e_m.orders.yaml").write_text(AUDITED_CONFIG)
-    stack = e2e_stack(job=gated)
+    stack = make_stack(job=gated, tables_dir=tmp_path, poll_interval_seconds=1)
     first = {"e2e_m/orders/first.parquet": [(1, 1.0)]}
     stack.drop_file("e2e_m/orders/first.parquet", parquet([(1, 1.0)]))
     while not runs:
