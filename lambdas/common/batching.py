@@ -93,8 +93,9 @@ def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], in
 
     def take(queue: list[str]) -> int:
         sizes: list[int] = []
+        records = ledger.get_ingests(queue[:limits.max_files])
         for queued in queue[:limits.max_files]:
-            record = ledger.get_ingest(queued)
+            record = records.get(queued)
             if record is None or record.get("solo") or is_batch(record):
                 return len(sizes) or 1
             sizes.append(int(record.get("size") or 0))
@@ -105,8 +106,8 @@ def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], in
 
 def open_batch(ledger: Ledger, table: str, successor: Successor) -> dict[str, Any]:
     """The batch record of `successor` (created once) with its members marked RUNNING in it."""
-    members = [ledger.get_ingest(member) or {"ingest_id": member} for member in
-               successor.members]
+    found = ledger.get_ingests(successor.members)
+    members = [found.get(member) or {"ingest_id": member} for member in successor.members]
     first = members[0]
     more = len(members) - 1
     ledger.create_ingest(successor.id, {
@@ -120,10 +121,8 @@ def open_batch(ledger: Ledger, table: str, successor: Successor) -> dict[str, An
         "status": c.RECEIVED,
         "staged_at": iso(utcnow()),
     }, kind=KIND_BATCH)
-    for member in successor.members:
-        ledger.update_ingest(member, {"status": c.RUNNING, "batch_id": successor.id,
-                                      "solo": None},
-                             only_if_status=c.PENDING_STATUSES)
+    ledger.update_ingests({member: {"status": c.RUNNING, "batch_id": successor.id, "solo": None}
+                           for member in successor.members}, only_if_status=c.PENDING_STATUSES)
     record = ledger.get_ingest(successor.id)
     assert record is not None
     return record
@@ -140,6 +139,7 @@ def settle_members(ledger: Ledger, batch: Mapping[str, Any]) -> list[str]:
     if status == c.SPLIT:
         return _split(ledger, batch, members, verdicts)
     now = iso(utcnow())
+    updates = {}
     for member in members:
         verdict = verdicts.get(member) or {}
         # A dataset's files share its outcome: the job publishes all of them or none.
@@ -153,7 +153,8 @@ def settle_members(ledger: Ledger, batch: Mapping[str, Any]) -> list[str]:
         if status == c.PUBLISHED:
             fields.update(snapshot_id=batch.get("snapshot_id"), rows_written=verdict.get("rows"),
                           published_hash=batch.get("published_hash"))
-        _update_member(ledger, batch, member, fields)
+        updates[member] = fields
+    _update_members(ledger, batch, updates)
     return []
 
 
@@ -194,12 +195,11 @@ def _split(ledger: Ledger, batch: Mapping[str, Any], members: list[str],
         passed, failed = [], [m for m in members if m not in rejected]
     for member in rejected:
         _reject(ledger, batch, member, verdicts[member])
-    for member in passed:
-        _update_member(ledger, batch, member, {"status": c.QUEUED, "batch_id": None,
-                                               "split_from": batch["ingest_id"]})
-    for member in failed:
-        _update_member(ledger, batch, member, {"status": c.QUEUED, "batch_id": None,
-                                               "solo": True, "split_from": batch["ingest_id"]})
+    split_from = batch["ingest_id"]
+    _update_members(ledger, batch, {
+        **{m: {"status": c.QUEUED, "batch_id": None, "split_from": split_from} for m in passed},
+        **{m: {"status": c.QUEUED, "batch_id": None, "solo": True, "split_from": split_from}
+           for m in failed}})
     # The group goes first (it publishes in one more run), then each failing file.
     return passed + failed
 
@@ -216,11 +216,14 @@ def _reject(ledger: Ledger, batch: Mapping[str, Any], member: str,
 
 def _update_member(ledger: Ledger, batch: Mapping[str, Any], member: str,
                    fields: Mapping[str, Any]) -> bool:
-    record = ledger.get_ingest(member)
-    if record is None or record.get("batch_id") != batch["ingest_id"]:
-        return False  # settled already (or never joined): nothing to do
-    return ledger.update_ingest(member, {k: v for k, v in fields.items()},
-                                only_if_status={c.RUNNING})
+    return member in _update_members(ledger, batch, {member: fields})
+
+
+def _update_members(ledger: Ledger, batch: Mapping[str, Any],
+                    updates: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """Change members still RUNNING in this batch (a settled one is left as it is)."""
+    return ledger.update_ingests(updates, only_if_status={c.RUNNING},
+                                 only_if=("batch_id", batch["ingest_id"]))
 
 
 def _member_verdicts(batch: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

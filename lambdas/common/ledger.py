@@ -54,6 +54,8 @@ DEFAULT_RECORD_TTL = timedelta(days=90)
 # A lock holder that neither finished nor renewed its lease this long is presumed dead.
 DEFAULT_LEASE = timedelta(hours=4)
 _LOCK_ATTEMPTS = 12
+_TRANSACTION_ITEMS = 100  # DynamoDB's limit of writes in one TransactWriteItems
+_BATCH_GET_ITEMS = 100  # and of keys in one BatchGetItem
 _BACKOFF_BASE_S = 0.02
 _BACKOFF_CAP_S = 1.0
 
@@ -217,6 +219,50 @@ class Ledger:
         A final status also sets the record's expiry (TTL) and marks it for the sweeper
         (branch and staged copy clean-up), unless `fields` say otherwise.
         """
+        try:
+            self._table.update_item(**self._update(ingest_id, fields, only_if_status))
+        except Exception as exc:
+            if _is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
+    def update_ingests(
+        self, updates: Mapping[str, Mapping[str, Any]], *, only_if_status: Iterable[str],
+        only_if: tuple[str, Any] | None = None,
+    ) -> set[str]:
+        """`update_ingest` of many records (`updates`: id -> fields), in transactions of up
+        to 100 writes instead of one request each; `only_if` = (field, value) adds a condition
+        per record. Returns the ids that were changed. A transaction some record's condition
+        refuses is done record by record (the others still change)."""
+        statuses = tuple(only_if_status)
+        changed: set[str] = set()
+        ids = list(updates)
+        for start in range(0, len(ids), _TRANSACTION_ITEMS):
+            chunk = ids[start:start + _TRANSACTION_ITEMS]
+            writes = [self._update(i, updates[i], statuses, only_if) for i in chunk]
+            try:
+                self._client.transact_write_items(TransactItems=[
+                    {"Update": {"TableName": self._table_name, **write}} for write in writes])
+                changed.update(chunk)
+                continue
+            except Exception as exc:
+                if not (getattr(exc, "response", None) or {}).get("CancellationReasons") and \
+                        not _is_conditional_failure(exc):
+                    raise
+            for ingest_id, write in zip(chunk, writes, strict=True):
+                try:
+                    self._table.update_item(**write)
+                    changed.add(ingest_id)
+                except Exception as exc:
+                    if not _is_conditional_failure(exc):
+                        raise
+        return changed
+
+    def _update(self, ingest_id: str, fields: Mapping[str, Any],
+                only_if_status: Iterable[str] | None,
+                only_if: tuple[str, Any] | None = None) -> dict[str, Any]:
+        """The UpdateItem arguments that set `fields` (None removes) under the conditions."""
         fields = {**self._final_fields(fields), "updated_at": iso(utcnow())}
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
@@ -239,19 +285,30 @@ class Ledger:
             keys = [f":s{i}" for i in range(len(statuses))]
             values.update(dict(zip(keys, statuses, strict=True)))
             condition += f" AND #status IN ({', '.join(keys)})"
-        try:
-            self._table.update_item(
-                Key={"pk": f"ingest#{ingest_id}"},
-                UpdateExpression=expression,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=_clean(values),
-            )
-        except Exception as exc:
-            if _is_conditional_failure(exc):
-                return False
-            raise
-        return True
+        if only_if is not None:
+            names["#only"], values[":only"] = only_if
+            condition += " AND #only = :only"
+        return {"Key": {"pk": f"ingest#{ingest_id}"}, "UpdateExpression": expression,
+                "ConditionExpression": condition, "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": _clean(values)}
+
+    def get_ingests(self, ingest_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Many records by id (consistent reads, up to 100 per request); absent ids are
+        missing from the answer."""
+        ids = list(dict.fromkeys(ingest_ids))
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(ids), _BATCH_GET_ITEMS):
+            keys = [{"pk": f"ingest#{i}"} for i in ids[start:start + _BATCH_GET_ITEMS]]
+            request = {self._table_name: {"Keys": keys, "ConsistentRead": True}}
+            for attempt in range(_LOCK_ATTEMPTS):
+                page = self._table.meta.client.batch_get_item(RequestItems=request)
+                for item in page.get("Responses", {}).get(self._table_name, []):
+                    found[item["ingest_id"]] = _plain(item)
+                request = page.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                self._backoff(attempt)  # throttled: DynamoDB hands back what it did not read
+        return found
 
     def set_once(self, ingest_id: str, name: str, value: Any) -> Any:
         """Set `name` unless already set; return the stored value (ours or the earlier one)."""

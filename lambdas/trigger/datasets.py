@@ -166,12 +166,9 @@ def _record_batch(ledger: Ledger, batch_id: str, table: str, prefix: str,
         "finished_at": iso(utcnow()) if problem else None,
         "staged_at": iso(utcnow()),
     }, kind=KIND_BATCH)
-    joined = c.REJECTED if problem else c.RUNNING
-    for member in ids:
-        ledger.update_ingest(member, {"status": joined, "batch_id": batch_id,
-                                      "error": problem,
-                                      "finished_at": iso(utcnow()) if problem else None},
-                             only_if_status=_JOINABLE)
+    joined = {"status": c.REJECTED if problem else c.RUNNING, "batch_id": batch_id,
+              "error": problem, "finished_at": iso(utcnow()) if problem else None}
+    ledger.update_ingests({member: joined for member in ids}, only_if_status=_JOINABLE)
     batch = ledger.get_ingest(batch_id)
     assert batch is not None
     if created and problem:

@@ -318,3 +318,21 @@ def test_queues_name_each_waiting_table_with_its_depth_and_oldest_wait(ledger):
 
     assert (queue.table, queue.depth) == ("s.t", 2)
     assert queue.oldest_age_seconds == pytest.approx(300)
+
+
+def test_many_records_are_read_and_changed_in_batches_each_under_its_condition(ledger):
+    ids = [f"{i:016x}" for i in range(1, 151)]  # more than one request's worth
+    for ingest in ids:
+        ledger.create_ingest(ingest, {"table": "s.t", "status": "QUEUED", "batch_id": "b" * 16})
+    ledger.update_ingest(ids[7], {"status": "PUBLISHED"})  # settled already
+    ledger.update_ingest(ids[120], {"batch_id": "c" * 16})  # in another batch
+
+    found = ledger.get_ingests([*ids, "f" * 16])
+    assert set(found) == set(ids) and found[ids[0]]["status"] == "QUEUED"
+
+    changed = ledger.update_ingests({i: {"status": "RUNNING", "n": n} for n, i in enumerate(ids)},
+                                    only_if_status={"QUEUED"}, only_if=("batch_id", "b" * 16))
+    assert changed == set(ids) - {ids[7], ids[120]}
+    after = ledger.get_ingests(ids)
+    assert after[ids[7]]["status"] == "PUBLISHED" and after[ids[120]]["status"] == "QUEUED"
+    assert after[ids[149]]["status"] == "RUNNING" and after[ids[149]]["n"] == 149
