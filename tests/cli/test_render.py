@@ -15,3 +15,21 @@ def test_queue_lines_say_how_many_files_wait_and_for_how_long():
         "queued for sales.refunds: 1 file, the oldest waiting 12s",
     ]
     assert render.queue_lines([]) == []
+
+
+def test_runs_show_a_batch_column_only_when_an_ingest_ran_in_a_batch():
+    from rich.console import Console
+
+    from wap.cli import render
+    from wap.ops.operations import RunRow
+
+    def shown(*rows: RunRow) -> str:
+        console = Console(width=200, record=True)
+        console.print(render.runs_table(rows))
+        return console.export_text()
+
+    alone = RunRow("a" * 16, "s.t", "s3://b/s/t/a.parquet", "PUBLISHED", None, "now", 1, None)
+    batched = RunRow("b" * 16, "s.t", "s3://b/s/t/b.parquet", "PUBLISHED", None, "now", 1, None,
+                     batch_id="c" * 16)
+    assert "batch" not in shown(alone)
+    assert "batch" in shown(alone, batched) and "c" * 16 in shown(alone, batched)

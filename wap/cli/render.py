@@ -70,12 +70,13 @@ def _listing(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) 
 
 
 def runs_table(rows: Sequence[RunRow]) -> Table:
-    return _listing(
-        "Ingests (newest first)",
-        ("ingest id", "table", "source", "outcome", "batch", "branch", "when"),
-        [(r.ingest_id, r.table, r.source, status_text(r.status), r.batch_id, r.branch, r.when)
-         for r in rows],
-    )
+    """The ingests; a batch column only when some ingest ran in a batch (it costs width)."""
+    batched = any(r.batch_id for r in rows)
+    columns = ("ingest id", "table", "source", "outcome", *(("batch",) if batched else ()),
+               "branch", "when")
+    return _listing("Ingests (newest first)", columns, [
+        (r.ingest_id, r.table, r.source, status_text(r.status),
+         *((r.batch_id,) if batched else ()), r.branch, r.when) for r in rows])
 
 
 def batches_table(rows: Sequence[BatchRow]) -> Table:
