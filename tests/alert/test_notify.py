@@ -19,6 +19,7 @@ from lambdas.common.alerting.exceptions import (
 )
 from lambdas.common.alerting.log import logger
 from lambdas.common.alerting.notify import send_alert
+from lambdas.common.batching import failing_files
 
 from .blockkit import all_text, assert_valid_blocks
 from .conftest import EVENTS, TOKEN, load_event
@@ -338,6 +339,44 @@ def test_hostile_data_and_a_thousand_failing_checks_are_accepted_by_slack(
     text = all_text(message["blocks"])
     assert "<!here>" not in text and "&lt;!here&gt; &amp;" in text
     assert "1000 of 1000 checks did not pass" in text
+
+
+def test_a_failed_dataset_of_500_files_says_which_failed_within_slacks_limits(
+    alert_env, stored_report, s3, secretsmanager, slack, fast_retry
+):
+    """A dataset published all or nothing may hold 500 files, most of them failing with
+    long, hostile names: the alert counts them all, names what fits, and Slack takes it."""
+    sources = [f"s3://wap-source/sales/orders/dt=1/part-{i:05d}<&>{'x' * 150}.parquet"
+               for i in range(500)]
+    verdicts = [
+        {"uri": uri, "status": "passed", "rows": 10, "failed_checks": [], "reason": None}
+        if i % 100 == 0 else
+        {"uri": uri, "status": "rejected", "rows": None, "failed_checks": [],
+         "reason": "<!here> not parquet " * 40}
+        if i % 7 == 0 else
+        {"uri": uri, "status": "failed", "rows": 10, "reason": None,
+         "failed_checks": [f"amount_range_{j}<&>" for j in range(30)]}
+        for i, uri in enumerate(sources)
+    ]
+    report = stored_report | {"sources": verdicts}
+    s3.put_object(Bucket="wap-artifacts", Key="reports/0123456789abcdef.json",
+                  Body=json.dumps(report).encode())
+    event = load_event("audit_failed.json")
+    batch = {"ingest_id": event["ingest_id"], "report_uri": event["report_uri"],
+             "members": [f"m{i}" for i in range(500)], "sources": sources}
+    event |= {"reason": failing_files(batch), "source_uri": "s3://wap-source/sales/orders/dt=1"}
+
+    assert send_alert(event, s3=s3, secretsmanager=secretsmanager, retry=fast_retry)["delivered"]
+
+    [message] = slack.messages
+    assert_valid_blocks(message["blocks"])
+    text = all_text(message["blocks"])
+    assert "*Files:* 500 in this run, 495 did not pass" in text
+    assert "part-00001&lt;&amp;&gt;" in text and "<!here>" not in text
+    shown = text.count("• `part-")
+    assert 0 < shown < 495 and f"…and {495 - shown} more" in text
+    assert "495 of 500 files failed" in text  # the reason, as the ledger records it
+    assert "(495 of 500 files did not pass)" in message["text"]
 
 
 def test_bad_event_is_refused_and_logged(caplog, slack):

@@ -34,6 +34,10 @@ _MAX_VALUE = 500
 _MAX_REASON = 1500
 _MAX_SAMPLE = 300
 _MAX_SCHEMA_CHANGES = 10
+# A batch may hold 500 files: its section names this many failing files, in this many
+# characters at most, and counts the rest.
+_MAX_FILES_SHOWN = 20
+_MAX_FILES_TEXT = 1800
 
 _TITLES = {
     "AUDIT_FAILED": "Audit failed",
@@ -147,6 +151,25 @@ def _schema_change(change: Any) -> str:
     return " ".join(str(p) for p in parts if p)
 
 
+def _files(report: AuditReport | None) -> str | None:
+    """For a run over several files: how many it held, and which did not pass and why."""
+    if report is None or len(report.sources) < 2:
+        return None
+    failing = [verdict for verdict in report.sources if verdict.status != "passed"]
+    lines = [f"*Files:* {len(report.sources)} in this run, {len(failing)} did not pass"]
+    used = len(lines[0])
+    for shown, verdict in enumerate(failing):
+        why = ", ".join(verdict.failed_checks) or verdict.reason or verdict.status
+        line = (f"• {_code(verdict.uri.rsplit('/', 1)[-1], 120)} {_value(verdict.status, 20)}: "
+                f"{_value(why, 160)}")
+        if shown == _MAX_FILES_SHOWN or used + len(line) > _MAX_FILES_TEXT:
+            lines.append(f"…and {len(failing) - shown} more: see the report's `sources`")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)
+
+
 def _branch(event: AlertEvent, nessie_ui_url: str | None) -> str | None:
     if not event.branch:
         return None
@@ -217,10 +240,13 @@ def _links(event: AlertEvent) -> str | None:
     return "\n".join(lines) or None
 
 
-def _fallback(event: AlertEvent, checks: list[CheckResult]) -> str:
+def _fallback(event: AlertEvent, report: AuditReport | None, checks: list[CheckResult]) -> str:
     text = f"{outcome_title(event.outcome)}: {_value(event.table, 200)}"
     if event.source_uri:
         text += f" from {_value(event.source_uri, 300)}"
+    if report and len(report.sources) > 1:
+        failing = sum(verdict.status != "passed" for verdict in report.sources)
+        text += f" ({failing} of {len(report.sources)} files did not pass)"
     if event.reason:
         text += f". {_value(event.reason, 500)}"
     if checks:
@@ -251,6 +277,9 @@ def build_message(
         },
         _section(_summary(event, report)),
     ]
+    files = _files(report)
+    if files:
+        head.append(_section(files))
     branch = _branch(event, nessie_ui_url)
     if branch:
         head.append(_section(branch))
@@ -282,4 +311,4 @@ def build_message(
             hidden = len(checks) - shown
             body.append(_context(f"…and {hidden} more not shown here: see the report."))
     blocks = head + body + tail
-    return SlackMessage(text=_fallback(event, checks), blocks=blocks)
+    return SlackMessage(text=_fallback(event, report, checks), blocks=blocks)
