@@ -33,3 +33,33 @@ def test_runs_show_a_batch_column_only_when_an_ingest_ran_in_a_batch():
                      batch_id="c" * 16)
     assert "batch" not in shown(alone)
     assert "batch" in shown(alone, batched) and "c" * 16 in shown(alone, batched)
+
+
+def test_show_lists_the_files_of_a_batch_that_did_not_pass():
+    from rich.console import Console
+
+    from contracts.report import AuditReport, SourceVerdict
+    from wap.ops.operations import IngestView
+
+    def shown(*sources: SourceVerdict) -> str:
+        report = AuditReport(ingest_id="d" * 16, table="s.t", branch="wap_s_t_x",
+                             outcome="failed", sources=sources)
+        view = IngestView(record={"ingest_id": "d" * 16, "members": ["x"] * len(sources)},
+                          report=report, branch_open=False, main_rows=None, branch_rows=None,
+                          failed_checks=[])
+        console = Console(width=200, record=True)
+        for renderable in render.show_view(view):
+            console.print(renderable)
+        return console.export_text()
+
+    good = SourceVerdict("s3://b/s/t/run/part-0.parquet", "passed", rows=5)
+    bad = SourceVerdict("s3://b/s/t/run/part-1.parquet", "failed", rows=3,
+                        failed_checks=("amount_positive",))
+    broken = SourceVerdict("s3://b/s/t/run/part-2.parquet", "rejected",
+                           reason="not a parquet file")
+    text = shown(good, bad, broken)
+    assert "Files: 3 in this run, 2 did not pass" in text
+    assert "part-1.parquet" in text and "amount_positive" in text
+    assert "part-2.parquet" in text and "not a parquet file" in text
+    assert "part-0.parquet" not in text
+    assert "Files:" not in shown(good)  # one file: nothing to list

@@ -94,3 +94,29 @@ def test_ingest_page_without_id_offers_a_choice(hostile_home, monkeypatch):
 
     assert not app.exception
     assert app.selectbox[0].options[0].startswith(REJECTED_ID)  # newest first
+
+
+def test_a_failed_dataset_shows_its_batch_and_its_parts_point_at_it(tmp_path, monkeypatch):
+    home = WapHome(tmp_path / "wap-home").create()
+    batch, part = "0c0c0c0c0c0c0c0c", "0d0d0d0d0d0d0d0d"
+    stamps = {"created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}
+    home.ledger_file.write_text(json.dumps([
+        {"pk": f"ingest#{batch}", "kind": "batch", "ingest_id": batch, "table": "ds.orders",
+         "status": "AUDIT_FAILED", "members": [part], "dataset": "ds/orders/run-1/",
+         "all_or_nothing": True, "branch": "wap_ds_orders_x", "error": "1 of 1 files failed",
+         **stamps},
+        {"pk": f"ingest#{part}", "kind": "ingest", "ingest_id": part, "table": "ds.orders",
+         "status": "AUDIT_FAILED", "batch_id": batch, "dataset": "ds/orders/run-1/",
+         "source_uri": "s3://wap-source/ds/orders/run-1/part-0.parquet", **stamps},
+    ]))
+    app = _app(home.root, monkeypatch).run()
+
+    assert not app.exception
+    assert "Batches" in [s.value for s in app.subheader]
+    assert any(batch in frame.value.to_csv() for frame in app.dataframe)
+
+    app.switch_page("views/ingest.py")
+    app.query_params["id"] = part
+    app.run()
+    assert not app.exception
+    assert [c.value for c in app.code] == [f"wap --home {home.root} show {batch}"]

@@ -410,3 +410,36 @@ def test_a_batch_member_is_shown_running_in_its_batch():
     [row] = shaping.active_rows([member], locks, NOW)
     assert row["place"] == "running in a batch of 2"
     assert shaping.run_rows([member])[0]["batch"] == "d" * 16
+
+
+def test_a_batch_shows_its_files_verdicts_failing_first_and_its_own_row():
+    from wap.ops.operations import BatchRow
+
+    report = {"sources": [
+        {"uri": "s3://b/s/t/run/part-0.parquet", "status": "passed", "rows": 5,
+         "failed_checks": []},
+        {"uri": "s3://b/s/t/run/part-1.parquet", "status": "failed", "rows": 3,
+         "failed_checks": ["amount_positive"]},
+        {"uri": "s3://b/s/t/run/part-2.parquet", "status": "rejected", "rows": None,
+         "failed_checks": [], "reason": "not a parquet file"},
+    ]}
+    rows = shaping.source_rows(report)
+    assert [(r["file"].rsplit("/", 1)[-1], r["verdict"], r["why"]) for r in rows] == [
+        ("part-1.parquet", "failed", "amount_positive"),
+        ("part-2.parquet", "rejected", "not a parquet file"),
+        ("part-0.parquet", "passed", ""),
+    ]
+    assert shaping.source_rows({"sources": report["sources"][:1]}) == []  # one file alone
+    [row] = shaping.batch_rows([BatchRow("d" * 16, "s.t", 3, "AUDIT_FAILED", "wap_s_t_x",
+                                         "2026-11-22T10:00:00Z", "1 of 3 files failed")])
+    assert (row["batch"], row["files"], row["outcome"]) == ("d" * 16, 3, "AUDIT_FAILED")
+
+
+def test_a_failed_dataset_part_points_at_its_batch_not_at_a_publish_of_its_own():
+    part = {"ingest_id": "c" * 16, "status": "AUDIT_FAILED", "batch_id": "d" * 16,
+            "dataset": "s/t/run-1/", "branch": None}
+    assert [cmd for _, cmd in shaping.next_commands(part, False, Target(aws=True))] == [
+        f"wap --aws show {'d' * 16}"]
+    alone = {**part, "dataset": None}  # a coalesced file decides for itself
+    commands = shaping.next_commands(alone, False, Target(aws=True))
+    assert any(" discard " in cmd for _, cmd in commands)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from lambdas.common.nessie import NessieClient
 from tests.orchestration.conftest import (
     branch_exists,
     fake_parquet,
@@ -18,6 +19,9 @@ from tests.orchestration.conftest import (
     wait_for_key,
 )
 from tests.orchestration.standin_job import standin_job
+from wap.exceptions import NotAllowedError
+from wap.ops import operations as ops
+from wap.ops.backend import Backend
 
 TABLE = "ds.orders"
 MARKER_CONFIG = "arrival: marker\n"
@@ -95,6 +99,77 @@ def test_a_dataset_with_one_failing_part_publishes_nothing_and_leaves_one_branch
     [alert] = slack.messages
     assert "part-1-fail.parquet (amount_positive)" in json.dumps(alert)
     assert "1 of 3 files failed" in json.dumps(alert)
+
+
+class StackBackend(Backend):
+    """What `wap` commands work on, over this test's stack."""
+
+    def __init__(self, stack, nessie) -> None:
+        super().__init__(stack.ledger(), NessieClient(nessie.api_v2))
+        self.stack = stack
+
+    @property
+    def source_bucket(self) -> str:
+        return self.stack.settings.source_bucket
+
+    def s3(self):
+        return self.stack.client("s3")
+
+    def iceberg_properties(self) -> dict[str, str]:
+        return {}
+
+
+def failed_dataset(stack, prefix: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    keys = drop_parts(stack, prefix, ["part-0.parquet", "part-1-fail.parquet"])
+    stack.drop_file(f"ds/orders/{prefix}/_SUCCESS", b"")
+    records = [wait_for_key(stack, key) for key in keys]
+    stack.wait_idle()
+    [batch] = [b for b in stack.ledger().list_batches() if b["dataset"].endswith(f"/{prefix}/")]
+    assert batch["status"] == "AUDIT_FAILED" and {r["status"] for r in records} == {"AUDIT_FAILED"}
+    return batch, records
+
+
+def test_a_failed_dataset_is_reviewed_and_published_whole_by_its_branch(
+        dataset_stack, nessie, nessie_client):
+    stack, _calls = dataset_stack
+    backend = StackBackend(stack, nessie)
+    batch, records = failed_dataset(stack, "run-9")
+
+    [branch] = [b for b in ops.list_branches(backend) if b.name == batch["branch"]]
+    assert (branch.ingest_id, branch.status) == (batch["ingest_id"], "AUDIT_FAILED")
+    found = ops.find_ingest(backend, batch["branch"])  # `wap show BRANCH` (no row counts here:
+    assert found["ingest_id"] == batch["ingest_id"]   # the stand-in job writes no table)
+    report = ops.read_report(backend, found)
+    assert [(v.uri.rsplit("/", 1)[-1], v.status) for v in report.sources] == [
+        ("part-0.parquet", "passed"), ("part-1-fail.parquet", "failed")]
+    # One file of a dataset is never published alone.
+    with pytest.raises(NotAllowedError, match=f"wap publish {batch['ingest_id']}"):
+        ops.publish(backend, records[0]["ingest_id"], reason="looks fine", actor="dana")
+
+    ops.publish(backend, batch["branch"], reason="the amounts are refunds", actor="dana")
+
+    ledger = stack.ledger()
+    assert ledger.get_ingest(batch["ingest_id"])["status"] == "PUBLISHED"
+    for record in records:
+        member = ledger.get_ingest(record["ingest_id"])
+        assert (member["status"], member["published_by"]) == ("PUBLISHED", "dana"), member
+    assert table_on(nessie_client, "main", TABLE) is not None
+    assert not branch_exists(nessie_client, batch["branch"])
+
+
+def test_a_failed_dataset_is_discarded_whole(dataset_stack, nessie, nessie_client):
+    stack, _calls = dataset_stack
+    backend = StackBackend(stack, nessie)
+    batch, records = failed_dataset(stack, "run-10")
+    with pytest.raises(NotAllowedError, match=f"wap discard {batch['ingest_id']}"):
+        ops.discard(backend, records[1]["ingest_id"], actor="dana")
+
+    ops.discard(backend, batch["ingest_id"], actor="dana", reason="re-exporting")
+
+    ledger = stack.ledger()
+    statuses = [ledger.get_ingest(r["ingest_id"])["status"] for r in records]
+    assert [ledger.get_ingest(batch["ingest_id"])["status"], *statuses] == ["DISCARDED"] * 3
+    assert not branch_exists(nessie_client, batch["branch"])
 
 
 def test_a_dataset_with_an_unreadable_part_is_rejected_whole(dataset_stack, nessie_client):

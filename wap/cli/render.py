@@ -140,6 +140,7 @@ def show_view(view: IngestView) -> list[Any]:
         _summary(shown),
         _row_counts(shown),
         *_schema_changes(shown.changes),
+        *_files(view),
         *_checks(shown),
         *[_samples_table(check) for check in view.failed_checks if check.samples],
     ]
@@ -240,6 +241,20 @@ def _schema_changes(changes: list[dict[str, Any]]) -> list[Text]:
     return lines + [
         Text(f"schema change: {_cell(ch)}") for ch in changes if ch.get("change") != "create_table"
     ]
+
+
+def _files(view: IngestView) -> list[Any]:
+    """A run over several files: each file that did not pass, and why (the rest passed)."""
+    sources = view.report.sources if view.report else ()
+    if len(sources) < 2:
+        return []
+    failing = [verdict for verdict in sources if verdict.status != "passed"]
+    title = f"Files: {len(sources)} in this run, {len(failing)} did not pass"
+    if not failing:
+        return [Text(title)]
+    return [_listing(title, ("file", "verdict", "rows", "why"), [
+        (verdict.uri, verdict.status, _cell(verdict.rows),
+         ", ".join(verdict.failed_checks) or verdict.reason) for verdict in failing])]
 
 
 def _checks(shown: _Shown) -> list[Any]:

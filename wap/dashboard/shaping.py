@@ -19,7 +19,7 @@ from urllib.parse import quote
 from contracts.report import AuditReport
 from lambdas.common import constants as c
 from wap.ops.backends import Target
-from wap.ops.operations import BranchRow, RunRow
+from wap.ops.operations import BatchRow, BranchRow, RunRow
 
 # Outcome groups shown on the overview, in display order, with their chart colours.
 PUBLISHED, FAILED, REJECTED, RUNNING, QUEUED, DISCARDED = (
@@ -268,6 +268,22 @@ def branch_rows(branches: Iterable[BranchRow]) -> list[dict[str, Any]]:
     ]
 
 
+def batch_rows(batches: Iterable[BatchRow]) -> list[dict[str, Any]]:
+    """Runs over several files, newest first: one row each, its files listed as ingests."""
+    return [
+        {
+            "batch": b.batch_id,
+            "table": b.table or "-",
+            "files": b.files,
+            "outcome": b.status,
+            "branch": b.branch or "-",
+            "when": b.when or "-",
+            "reason": redact(b.reason) or "",
+        }
+        for b in batches
+    ]
+
+
 def run_rows(runs: Iterable[RunRow]) -> list[dict[str, Any]]:
     """Every ingest for the 'all ingests' table, newest first."""
     return [
@@ -310,6 +326,23 @@ def _as_json(report: AuditReport | Mapping[str, Any] | None) -> Mapping[str, Any
     if isinstance(report, AuditReport):
         return report.to_dict()
     return report or {}
+
+
+def source_rows(report: AuditReport | Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """A run over several files: each file's own verdict, those that did not pass first."""
+    sources = list(_as_json(report).get("sources") or [])
+    if len(sources) < 2:
+        return []
+    ordered = sorted(sources, key=lambda v: v.get("status") == "passed")
+    return [
+        {
+            "file": redact(v.get("uri")),
+            "verdict": redact(v.get("status")),
+            "rows": v.get("rows") if isinstance(v.get("rows"), int) else None,
+            "why": redact(", ".join(v.get("failed_checks") or []) or v.get("reason")) or "",
+        }
+        for v in ordered
+    ]
 
 
 def check_rows(report: AuditReport | Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -401,6 +434,11 @@ def next_commands(
     iid = str(record.get("ingest_id", ""))
     ref = branch if branch and branch_open else iid
     wap = shlex.join(["wap", *cli_flags(target)])
+    batch = record.get("batch_id")
+    if record.get("dataset") and batch and not branch and status in c.FAILED_STATUSES:
+        # Its rows are on the dataset's branch, with the other parts': one decision for all.
+        return [("one part of a dataset, published or discarded whole: open its batch",
+                 f"{wap} show {shlex.quote(str(batch))}")]
     commands: list[tuple[str, str]] = []
     if status == c.AUDIT_FAILED and branch_open:
         commands.append(

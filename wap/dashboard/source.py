@@ -61,6 +61,7 @@ class Overview:
     """Everything the overview shows; `no_state` set when the local home has nothing yet."""
 
     runs: list[ops.RunRow] = field(default_factory=list)
+    batches: list[ops.BatchRow] = field(default_factory=list)
     branches: list[ops.BranchRow] = field(default_factory=list)
     locks: list[dict[str, Any]] = field(default_factory=list)
     loaded_at: datetime | None = None
@@ -79,6 +80,7 @@ def load_overview(target: Target) -> Overview:
         ]
         return Overview(
             runs=ops.list_runs(backend),
+            batches=ops.list_batches(backend),
             branches=ops.list_branches(backend, now=now),
             locks=locks,
             loaded_at=now,

@@ -140,7 +140,7 @@ class BranchRow:
 def list_branches(backend: Backend, *, now: datetime | None = None) -> list[BranchRow]:
     """Open `wap_*` branches in Nessie, oldest first, with their ingest's outcome and age."""
     now = now or utcnow()
-    by_branch = {r["branch"]: r for r in backend.ledger.list_ingests() if r.get("branch")}
+    by_branch = {r["branch"]: r for r in _ingests_and_batches(backend) if r.get("branch")}
     rows = []
     for ref in backend.nessie.references():
         if ref.type != "BRANCH" or not ref.name.startswith(BRANCH_PREFIX):
@@ -199,12 +199,44 @@ def find_ingest(backend: Backend, target: str) -> dict[str, Any]:
         raise InvalidInputError(
             f"{target!r} is neither an ingest id (16 hex characters) nor a branch name"
         )
-    found = [r for r in backend.ledger.list_ingests() if r.get("branch") == target]
+    found = [r for r in _ingests_and_batches(backend) if r.get("branch") == target]
     if not found:
         raise UnknownTargetError(
             f"unknown branch {target!r}: no ingest made it (see `wap branches`)"
         )
     return found[-1]
+
+
+def _ingests_and_batches(backend: Backend) -> list[dict[str, Any]]:
+    """Every ingest and batch record, oldest first: a batch's run made its branch."""
+    records = backend.ledger.list_ingests() + backend.ledger.list_batches()
+    return sorted(records, key=lambda r: (r.get("created_at", ""), r["ingest_id"]))
+
+
+def _refuse_dataset_member(backend: Backend, record: dict[str, Any], verb: str) -> None:
+    """A file of a dataset (published all or nothing) is published or discarded with its
+    dataset, never alone: point at the batch that holds its branch."""
+    batch_id = record.get("batch_id")
+    if record.get("branch") or not batch_id:
+        return
+    batch = backend.ledger.get_ingest(batch_id)
+    if batch and batch.get("all_or_nothing"):
+        raise NotAllowedError(
+            f"ingest {record['ingest_id']} is one of the {len(batch.get('members') or [])} "
+            f"files of dataset {batch.get('dataset') or batch_id}, published all or nothing: "
+            f"{verb} the dataset's batch instead (wap {verb} {batch_id})"
+        )
+
+
+def _settle_dataset(backend: Backend, record: dict[str, Any], status: str,
+                    fields: dict[str, Any]) -> None:
+    """A dataset's files share its outcome: give them the one a person just gave it."""
+    members = record.get("members") or []
+    if not members:
+        return
+    backend.ledger.update_ingests(
+        {member: {"status": status, **fields} for member in members},
+        only_if_status={record.get("status")}, only_if=("batch_id", record["ingest_id"]))
 
 
 @dataclass
@@ -293,6 +325,7 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     reason = _clean_text(reason, "--reason", required=True)
     actor = _clean_text(actor, "reviewer name", required=True)
     record = find_ingest(backend, target)
+    _refuse_dataset_member(backend, record, "publish")
     iid, status, branch = record["ingest_id"], record.get("status"), record.get("branch")
     if status not in PUBLISHABLE:
         raise NotAllowedError(
@@ -341,19 +374,19 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
             f"conflicts; re-ingest the file ({exc})"
         ) from exc
     now = iso(utcnow())
+    published = {
+        "previous_status": status,
+        "error": None,
+        "published_by": actor,
+        "publish_reason": reason,
+        "published_at": now,
+        "published_hash": main_hash,
+    }
+    _settle_dataset(backend, record, c.PUBLISHED, {**published, "finished_at": now})
     backend.ledger.update_ingest(
         iid,
-        {
-            "status": c.PUBLISHED,
-            "previous_status": status,
-            "audit_error": record.get("error"),
-            "error": None,
-            "published_by": actor,
-            "publish_reason": reason,
-            "published_at": now,
-            "published_branch": branch,
-            "published_hash": main_hash,
-        },
+        {"status": c.PUBLISHED, "audit_error": record.get("error"), "published_branch": branch,
+         **published},
         only_if_status={status},
     )
     backend.nessie.delete_branch(branch, audited)
@@ -369,6 +402,7 @@ def discard(
     reason = _clean_text(reason, "--reason", required=False)
     actor = _clean_text(actor, "user name", required=True)
     record = find_ingest(backend, target)
+    _refuse_dataset_member(backend, record, "discard")
     iid, status, branch = record["ingest_id"], record.get("status"), record.get("branch")
     if status not in c.FAILED_STATUSES:
         raise NotAllowedError(
@@ -379,15 +413,15 @@ def discard(
         head = backend.nessie.reference(branch)
         if head is not None:
             backend.nessie.delete_branch(branch, head.hash)
+    discarded = {
+        "previous_status": status,
+        "discarded_by": actor,
+        "discard_reason": f"discarded by {actor}" + (f": {reason}" if reason else ""),
+    }
+    _settle_dataset(backend, record, c.DISCARDED, discarded)
     backend.ledger.update_ingest(
         iid,
-        {
-            "status": c.DISCARDED,
-            "previous_status": status,
-            "discarded_by": actor,
-            "discard_reason": f"discarded by {actor}" + (f": {reason}" if reason else ""),
-            "branch_deleted_at": iso(utcnow()),
-        },
+        {"status": c.DISCARDED, "branch_deleted_at": iso(utcnow()), **discarded},
         only_if_status={status},
     )
     backend.changed()

@@ -46,6 +46,7 @@ def render() -> None:
 
     _summary(record, view.branch_open)
     _counts(view, record, data.counts_error)
+    _files(report)
     _checks(report, view.report is not None)
     _samples(report)
     _schema_changes(report)
@@ -85,6 +86,10 @@ def _summary(record: Record, branch_open: bool) -> None:
         ("finished", record.get("finished_at") or "-"),
         ("attempts", record.get("attempts", "-")),
     ]
+    if record.get("members"):
+        rows.append(("files", f"{len(record['members'])} in this batch"))
+    if record.get("batch_id"):
+        rows.append(("batch", record["batch_id"]))
     if record.get("published_by"):
         rows.append(
             ("published by", f"{record['published_by']}: {record.get('publish_reason') or ''}")
@@ -134,6 +139,15 @@ def _checks(report: Record, has_report: bool) -> None:
     common.text_table(
         frame, styler=lambda style: style.map(lambda s: STATUS_COLORS.get(s, ""), subset=["status"])
     )
+
+
+def _files(report: Record) -> None:
+    rows = shaping.source_rows(report)
+    if not rows:  # one file: its verdict is the run's
+        return
+    failing = sum(row["verdict"] != "passed" for row in rows)
+    st.subheader(f"Files: {len(rows)} in this run, {failing} did not pass")
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
 def _samples(report: Record) -> None:

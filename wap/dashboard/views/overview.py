@@ -64,7 +64,19 @@ def render() -> None:
         )
     else:
         st.caption("No open WAP branches: every ingest was published or discarded.")
+    _batches(data)
     _all_ingests(data)
+
+
+def _batches(data: Overview) -> None:
+    rows = shaping.batch_rows(data.batches)
+    if not rows:  # every file ran alone: nothing to add to the ingests below
+        return
+    st.subheader("Batches")
+    st.caption("Runs over several files (`batch:` and `arrival:` in the table config). "
+               "SPLIT: the files went back to the queue, the good ones together and each "
+               "failing one alone. Open a batch by its id on the Ingest page.")
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
 def _attention(data: Overview) -> None:
