@@ -233,20 +233,23 @@ def _one_pass(checks: list[Check], pending: list[int], rows: DataFrame,
             for index in pending}
 
 
+def keys_on_main(check: Check, rows: DataFrame, main: DataFrame) -> DataFrame:
+    """The rows of `rows` whose key (the unique check's columns) is already on main."""
+    condition = None
+    for key in check.spec.columns:
+        equal = F.col("b." + quote(key)) == F.col("m." + quote(key))
+        condition = equal if condition is None else condition & equal
+    main_keys = main.select(*[col(key) for key in check.spec.columns]).distinct().alias("m")
+    return rows.where(check._keys_present()).alias("b").join(main_keys, condition, "left_semi")
+
+
 def _against_main(check: Check, batch: CheckResult, rows: DataFrame,
                   main_rows: Callable[[], DataFrame | None] | None) -> CheckResult:
     """Add the batch rows whose key is already on main to the batch's duplicates."""
     main = main_rows() if main_rows is not None else None
     if main is None:
         return batch
-    keys = list(check.spec.columns)
-    batch_keys = rows.where(check._keys_present())
-    condition = None
-    for key in keys:
-        equal = F.col("b." + quote(key)) == F.col("m." + quote(key))
-        condition = equal if condition is None else condition & equal
-    main_keys = main.select(*[col(key) for key in keys]).distinct().alias("m")
-    hits = batch_keys.alias("b").join(main_keys, condition, "left_semi")
+    hits = keys_on_main(check, rows, main)
     found = hits.count()
     if not found:
         return batch

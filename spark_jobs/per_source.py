@@ -7,9 +7,9 @@ Two parts:
   when it fails is each source read and planned on its own to find the culprits.
 - `judge_sources`: the checks evaluated per source file in ONE aggregation over the
   written sources (the staged parquet files, which do not change), grouped by
-  `input_file_name()`. `unique ... against_main` is judged per file within the file
-  only; its lookup on main stays at batch level (a batch that fails it while no file
-  does is re-run file by file by the orchestration).
+  `input_file_name()`. `unique ... against_main` that failed for the batch looks each
+  file's keys up on main too (one grouped join), so a re-uploaded file fails alone
+  instead of sending the whole batch to run file by file.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from contracts.report import SOURCE_FAILED, SOURCE_PASSED, SOURCE_REJECTED, SourceVerdict
-from spark_jobs.audit import ROWS, count_aggregates
+from spark_jobs.audit import ROWS, count_aggregates, keys_on_main
 from spark_jobs.checks import ERROR, FAILED, Check
 from spark_jobs.errors import INFRASTRUCTURE, InputRejectedError, as_job_error, classify, describe
 from spark_jobs.hadoop_fs import FileInfo
@@ -94,8 +94,12 @@ def usable_sources(spark: SparkSession, sources: list[str],
 
 
 def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
-                  checks: list[Check], now: dt.datetime) -> dict[str, SourceVerdict]:
-    """Each written source's verdict from one aggregation grouped by source file."""
+                  checks: list[Check], now: dt.datetime, *,
+                  failed_on_main: Callable[[], DataFrame | None] | None = None,
+                  batch_failed: frozenset[str] = frozenset()) -> dict[str, SourceVerdict]:
+    """Each written source's verdict from one aggregation grouped by source file; the
+    checks against main that failed for the batch (`batch_failed`, by name) also look
+    each file's keys up on main (`failed_on_main` gives main's rows)."""
     frame = read_sources(spark, usable.uris)
     shaped = frame.select(*SchemaPlan(target=target).projection(frame.schema),
                           F.input_file_name().alias(SOURCE_COLUMN))
@@ -132,6 +136,11 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
                 result = check.finish(values, f"c{index}_", count, now)
                 if check.spec.severity == "error" and result.status in (FAILED, ERROR):
                     failed.setdefault(source, []).append(check.spec.name)
+    for check in checks:
+        if check.needs_main and check.spec.severity == "error" and (
+                check.spec.name in batch_failed):
+            for source in _sources_with_keys_on_main(shaped, check, failed_on_main, by_path):
+                failed.setdefault(source, []).append(check.spec.name)
     verdicts = {}
     for source in dict.fromkeys(usable.owner.values()):
         names = tuple(dict.fromkeys(failed.get(source, [])))
@@ -139,6 +148,27 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
                                          else SOURCE_PASSED, rows=rows.get(source, 0),
                                          failed_checks=names)
     return verdicts
+
+
+def _sources_with_keys_on_main(shaped: DataFrame, check: Check,
+                               main_rows: Callable[[], DataFrame | None] | None,
+                               by_path: dict[str, str]) -> list[str]:
+    """The sources with a key already on main: one join, grouped by source file. A lookup
+    that fails leaves the files as they were (the batch's own result still stands)."""
+    main = main_rows() if main_rows is not None else None
+    if main is None:
+        return []
+    try:
+        hits = keys_on_main(check, shaped, main).groupBy(SOURCE_COLUMN).count().collect()
+    except Exception as exc:
+        verdict = classify(exc)
+        if verdict.kind == INFRASTRUCTURE and verdict.known:
+            raise as_job_error(
+                exc, f"the per-source lookup on main failed: {describe(exc)}") from exc
+        log.exception("per-source lookup on main failed")
+        return []
+    return [by_path[_path(row[SOURCE_COLUMN])] for row in hits
+            if _path(row[SOURCE_COLUMN]) in by_path]
 
 
 def rejected_verdicts(usable: Usable) -> dict[str, SourceVerdict]:

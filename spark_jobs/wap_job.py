@@ -18,18 +18,20 @@ import argparse
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):  # `spark-submit spark_jobs/wap_job.py` without the zip
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pyspark.sql import DataFrame
 from pyspark.sql.types import StringType
 
 from spark_jobs import hadoop_fs
 from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
-from spark_jobs.checks import compile_checks
+from spark_jobs.checks import FAILED, compile_checks
 from spark_jobs.errors import (
     ReportWriteError,
     TableConfigError,
@@ -224,7 +226,10 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     verdicts = rejected_verdicts(usable)
     if len(args.sources) > 1:  # a batch: each written file's own checks, in one pass
         start = time.perf_counter()
-        verdicts.update(judge_sources(spark, usable, plan_target, checks, utc_now()))
+        failed = frozenset(check.name for check in report.checks if check.status == FAILED)
+        verdicts.update(judge_sources(spark, usable, plan_target, checks, utc_now(),
+                                      failed_on_main=_main_rows(spark, args, ref),
+                                      batch_failed=failed))
         report.timed("audit_per_source_s", start)
     report.judge(verdicts)
 
@@ -246,18 +251,24 @@ def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Rep
                       .option("end-snapshot-id", written.snapshot_id))
         return reader.load(ref.sql)
 
-    def main_rows():
-        main_ref = CatalogTable(args.catalog, ref.namespace, ref.table)
-        return spark.table(main_ref.sql) if spark.catalog.tableExists(main_ref.sql) else None
-
     observed = written.observed
     if observed is not None and int(observed[ROWS]) != stats.record_count:
         # A re-executed task (shuffle retry, speculation) counted its rows twice.
         log.warning("write observed %s rows, the snapshot added %s: auditing by scan",
                     observed[ROWS], stats.record_count)
         observed = None
-    return run_audit(checks, stats, new_rows, utc_now(), main_rows, label=args.ingest_id,
+    return run_audit(checks, stats, new_rows, utc_now(), _main_rows(spark, args, ref),
+                     label=args.ingest_id,
                      timings=report.timings, observed=observed)
+
+
+def _main_rows(spark, args: JobArgs, ref: CatalogTable) -> Callable[[], DataFrame | None]:
+    """main's rows of the table, read when called (None while main has no such table)."""
+    def main_rows() -> DataFrame | None:
+        main_ref = CatalogTable(args.catalog, ref.namespace, ref.table)
+        return spark.table(main_ref.sql) if spark.catalog.tableExists(main_ref.sql) else None
+
+    return main_rows
 
 
 def observe_on_write(spark, source_bytes: int) -> bool:

@@ -115,6 +115,25 @@ def test_a_key_repeated_across_files_fails_the_run_but_no_file_alone(lake, inges
     assert [v[1] for v in verdicts(report)] == ["passed", "passed"]
 
 
+def test_a_file_whose_keys_are_already_on_main_fails_alone(lake, nessie_api, ingest, tmp_path):
+    # A re-upload of published data is the usual case: only that file may be held back.
+    config = "checks:\n  - {kind: unique, column: order_id, against_main: true}\n"
+    seed = ingest("batch.onmain", [write_parquet(tmp_path / "seed.parquet", orders(0))],
+                  config=config)
+    assert run_ingest(lake, seed)["outcome"] == "passed"
+    nessie_api.merge(seed.branch)
+    sources = [write_parquet(tmp_path / "new-a.parquet", orders(100)),
+               write_parquet(tmp_path / "again.parquet", orders(2)),  # 2 and 3 are on main
+               write_parquet(tmp_path / "new-b.parquet", orders(200))]
+
+    report = run_ingest(lake, ingest("batch.onmain", sources, config=config))
+
+    assert report["outcome"] == "failed"
+    assert verdicts(report) == [("new-a.parquet", "passed", 4, []),
+                                ("again.parquet", "failed", 4, ["order_id_unique"]),
+                                ("new-b.parquet", "passed", 4, [])]
+
+
 def test_a_single_source_has_one_verdict_following_the_outcome(lake, ingest, tmp_path):
     source = write_parquet(tmp_path / "one.parquet", orders(0, amount=-1.0))
     report = run_ingest(lake, ingest("batch.single", [source], config=CHECKS))
