@@ -12,6 +12,7 @@ report's per-source verdicts (docs/batches.md):
 - AUDIT_FAILED or REJECTED: the batch is SPLIT: rejected sources end REJECTED, the files
   that passed go back to the head of the queue together, each failing file goes back to
   run alone (its own branch, report, samples and alert, as a single file always did);
+  when no file failed on its own, the two halves of the batch run apart;
 - any other end (JOB_FAILED, PUBLISH_FAILED): every member ends as the batch did.
 Every step is idempotent: members are changed only while RUNNING in this batch.
 """
@@ -40,6 +41,7 @@ from lambdas.common.naming import iso, utcnow
 
 _log = logging.getLogger(__name__)
 MAX_CONFIG_BYTES = 1024 * 1024
+RERUN_GROUP = "rerun_group"  # a member record's field: the half of a split batch it is in
 
 
 def is_batch(record: Mapping[str, Any] | None) -> bool:
@@ -88,15 +90,18 @@ def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], in
     """`Ledger.release`'s `take`: how many queued files, from the head, the next run takes.
 
     A file marked `solo` (it failed in a batch) and a dataset (already a batch) run alone,
-    and end a batch before them.
+    and end a batch before them. Files of one `rerun_group` (half of a split batch) run
+    together, never with files outside it.
     """
 
     def take(queue: list[str]) -> int:
         sizes: list[int] = []
         records = ledger.get_ingests(queue[:limits.max_files])
+        group = (records.get(queue[0]) or {}).get(RERUN_GROUP) if queue else None
         for queued in queue[:limits.max_files]:
             record = records.get(queued)
-            if record is None or record.get("solo") or is_batch(record):
+            if (record is None or record.get("solo") or is_batch(record)
+                    or record.get(RERUN_GROUP) != group):
                 return len(sizes) or 1
             sizes.append(int(record.get("size") or 0))
         return max(1, limits.take(sizes))
@@ -121,7 +126,8 @@ def open_batch(ledger: Ledger, table: str, successor: Successor) -> dict[str, An
         "status": c.RECEIVED,
         "staged_at": iso(utcnow()),
     }, kind=KIND_BATCH)
-    ledger.update_ingests({member: {"status": c.RUNNING, "batch_id": successor.id, "solo": None}
+    ledger.update_ingests({member: {"status": c.RUNNING, "batch_id": successor.id, "solo": None,
+                                    RERUN_GROUP: None}
                            for member in successor.members}, only_if_status=c.PENDING_STATUSES)
     record = ledger.get_ingest(successor.id)
     assert record is not None
@@ -191,17 +197,27 @@ def _split(ledger: Ledger, batch: Mapping[str, Any], members: list[str],
     rejected = [m for m in members if verdicts.get(m, {}).get("status") == SOURCE_REJECTED]
     passed = [m for m in members if verdicts.get(m, {}).get("status") == SOURCE_PASSED]
     failed = [m for m in members if m not in rejected and m not in passed]
-    if not failed:  # the batch failed as a whole, no file on its own: each runs alone
-        passed, failed = [], [m for m in members if m not in rejected]
     for member in rejected:
         _reject(ledger, batch, member, verdicts[member])
     split_from = batch["ingest_id"]
+    queued = {"status": c.QUEUED, "batch_id": None, "split_from": split_from}
+    if failed:
+        _update_members(ledger, batch, {
+            **{m: queued for m in passed},
+            **{m: {**queued, "solo": True} for m in failed}})
+        # The group goes first (it publishes in one more run), then each failing file.
+        return passed + failed
+    # The batch failed as a whole and no file on its own (a key repeated across two
+    # files): its halves run apart, so the culprits are found in about 2 log2(n) runs,
+    # not n. A half of one file runs alone, so a split always ends.
+    remaining = [m for m in members if m not in rejected]
+    middle = (len(remaining) + 1) // 2
+    halves = [half for half in (remaining[:middle], remaining[middle:]) if half]
     _update_members(ledger, batch, {
-        **{m: {"status": c.QUEUED, "batch_id": None, "split_from": split_from} for m in passed},
-        **{m: {"status": c.QUEUED, "batch_id": None, "solo": True, "split_from": split_from}
-           for m in failed}})
-    # The group goes first (it publishes in one more run), then each failing file.
-    return passed + failed
+        member: {**queued, **({RERUN_GROUP: f"{split_from}/{number}"} if len(half) > 1
+                              else {"solo": True})}
+        for number, half in enumerate(halves, start=1) for member in half})
+    return [member for half in halves for member in half]
 
 
 def _reject(ledger: Ledger, batch: Mapping[str, Any], member: str,

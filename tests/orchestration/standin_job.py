@@ -3,7 +3,8 @@
 It puts an Iceberg table entry on the ingest's branch through the Nessie API
 (a new metadata location per run, as an append would) and writes a report
 that follows docs/contracts.md. What the "data" does is scripted by the
-source file name: `...fail...` fails an error check, `...reject...` is rejected.
+source file name: `...fail...` fails an error check, `...reject...` is rejected, and two
+`...twin...` files in one run fail it while each passes on its own (a key in both).
 """
 
 from __future__ import annotations
@@ -118,7 +119,9 @@ def standin_job(api_v1: str, calls: list[dict[str, Any]] | None = None):
             "settled_by": "metrics",
             "samples": [],
         }
-        if any(v["status"] == "failed" for v in verdicts):
+        # `twin` files share a key: two in one run fail it, though each passes on its own.
+        if any(v["status"] == "failed" for v in verdicts) or sum(
+                "twin" in v["uri"] for v in written) > 1:
             check = {**check, "status": "failed", "violations": 3, "samples": [{"amount": -1.0}]}
             return {
                 **base,

@@ -147,6 +147,25 @@ def test_a_mixed_burst_publishes_the_good_files_and_fails_each_bad_one_alone(
     assert len(alerted) == 3
 
 
+def test_a_batch_that_fails_with_no_file_to_blame_runs_its_halves_apart(batch_stack, slack):
+    # Two files share a key: the batch fails, yet each file passes on its own. Running
+    # every file alone would cost a run per file; the halves find the pair in two.
+    stack, calls, gate = batch_stack()
+    names = ["first", "a", "twin-1", "b", "c", "d", "twin-2", "e"]
+    keys = [f"bt/orders/{name}.parquet" for name in names]
+    burst(stack, keys, gate)
+    records = [wait_for_key(stack, key) for key in keys]
+    stack.wait_idle()
+
+    assert [r["status"] for r in records] == ["PUBLISHED"] * 8, stack.describe()
+    assert run_sources(calls) == [  # each run's files, sorted by name
+        ["first.parquet"],
+        sorted(f"{name}.parquet" for name in names[1:]),
+        ["a.parquet", "b.parquet", "c.parquet", "twin-1.parquet"],  # the first half
+        ["d.parquet", "e.parquet", "twin-2.parquet"]]
+    assert slack.messages == []
+
+
 def test_a_batch_whose_job_crashes_is_retried_as_one_batch(batch_stack):
     stack, calls, gate = batch_stack(crash_batches=1, state_retry_scale=0)
     keys = [f"bt/orders/crash-{i}.parquet" for i in range(4)]
