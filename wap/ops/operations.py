@@ -228,9 +228,10 @@ def _refuse_dataset_member(backend: Backend, record: dict[str, Any], verb: str) 
         )
 
 
-def _settle_dataset(backend: Backend, record: dict[str, Any], status: str,
+def _members_follow(backend: Backend, record: dict[str, Any], status: str,
                     fields: dict[str, Any]) -> None:
-    """A dataset's files share its outcome: give them the one a person just gave it."""
+    """A batch's files share its outcome (a dataset's always): give them the one a person
+    just gave the batch (those still holding the batch's outcome)."""
     members = record.get("members") or []
     if not members:
         return
@@ -382,7 +383,7 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
         "published_at": now,
         "published_hash": main_hash,
     }
-    _settle_dataset(backend, record, c.PUBLISHED, {**published, "finished_at": now})
+    _members_follow(backend, record, c.PUBLISHED, {**published, "finished_at": now})
     backend.ledger.update_ingest(
         iid,
         {"status": c.PUBLISHED, "audit_error": record.get("error"), "published_branch": branch,
@@ -418,7 +419,7 @@ def discard(
         "discarded_by": actor,
         "discard_reason": f"discarded by {actor}" + (f": {reason}" if reason else ""),
     }
-    _settle_dataset(backend, record, c.DISCARDED, discarded)
+    _members_follow(backend, record, c.DISCARDED, discarded)
     backend.ledger.update_ingest(
         iid,
         {"status": c.DISCARDED, "branch_deleted_at": iso(utcnow()), **discarded},
