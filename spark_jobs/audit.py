@@ -161,7 +161,7 @@ def _scan(checks: list[Check], pending: list[int], rows: DataFrame, now: dt.date
             return _one_pass(checks, pending, rows, now)
     except Exception as exc:  # e.g. an expression that fails at runtime under ANSI mode
         log.exception("audit aggregation failed")
-        _raise_if_infrastructure(exc, "the audit scan failed", early)
+        raise_if_infrastructure(exc, "the audit scan failed", early)
         return {index: _errored(checks[index], f"evaluation failed: {describe(exc)}")
                 for index in pending}
 
@@ -182,7 +182,7 @@ def _look_up_on_main(checks: list[Check], pending: list[int],
                 looked_up[index] = _against_main(check, results[index], rows, main_rows)
         except Exception as exc:
             log.exception("lookup against main failed")
-            _raise_if_infrastructure(exc, "the lookup of keys on main failed")
+            raise_if_infrastructure(exc, "the lookup of keys on main failed")
             looked_up[index] = _errored(check, f"lookup on main failed: {describe(exc)}")
     return looked_up
 
@@ -207,8 +207,8 @@ def _add_samples(checks: list[Check], results: dict[int, CheckResult],
         del results[index].samples[SAMPLES:]
 
 
-def _raise_if_infrastructure(exc: BaseException, what: str,
-                             early: Future | None = None) -> None:
+def raise_if_infrastructure(exc: BaseException, what: str,
+                            early: Future | None = None) -> None:
     """An audit query that storage or the catalog broke decided nothing about the data:
     the run is an error, not a failed check. Only causes known to be infrastructure
     count here; others (a check's SQL failing on a value under ANSI mode) stay errors

@@ -26,9 +26,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from contracts.report import SOURCE_FAILED, SOURCE_PASSED, SOURCE_REJECTED, SourceVerdict
-from spark_jobs.audit import ROWS, count_aggregates, keys_on_main
+from spark_jobs.audit import ROWS, count_aggregates, keys_on_main, raise_if_infrastructure
 from spark_jobs.checks import ERROR, FAILED, Check
-from spark_jobs.errors import INFRASTRUCTURE, InputRejectedError, as_job_error, classify, describe
+from spark_jobs.errors import InputRejectedError, describe
 from spark_jobs.hadoop_fs import FileInfo
 from spark_jobs.schema_policy import SchemaPlan
 from spark_jobs.sources import expand_sources, read_sources
@@ -107,9 +107,7 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
     try:
         grouped = shaped.groupBy(SOURCE_COLUMN).agg(*count_aggregates(checks, indexes)).collect()
     except Exception as exc:
-        verdict = classify(exc)
-        if verdict.kind == INFRASTRUCTURE and verdict.known:
-            raise as_job_error(exc, f"the per-source audit failed: {describe(exc)}") from exc
+        raise_if_infrastructure(exc, "the per-source audit failed")
         log.exception("per-source audit failed")
         reason = f"its checks could not be evaluated on their own: {describe(exc)}"
         return {source: SourceVerdict(uri=source, status=SOURCE_FAILED, reason=reason)
@@ -161,10 +159,7 @@ def _sources_with_keys_on_main(shaped: DataFrame, check: Check,
     try:
         hits = keys_on_main(check, shaped, main).groupBy(SOURCE_COLUMN).count().collect()
     except Exception as exc:
-        verdict = classify(exc)
-        if verdict.kind == INFRASTRUCTURE and verdict.known:
-            raise as_job_error(
-                exc, f"the per-source lookup on main failed: {describe(exc)}") from exc
+        raise_if_infrastructure(exc, "the per-source lookup on main failed")
         log.exception("per-source lookup on main failed")
         return []
     return [by_path[_path(row[SOURCE_COLUMN])] for row in hits
