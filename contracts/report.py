@@ -59,6 +59,11 @@ class SourceVerdict:
             reason=read.text("reason"),
         )
 
+    @property
+    def why(self) -> str:
+        """What held the file back: its failed checks, else the reason, else its status."""
+        return ", ".join(self.failed_checks) or self.reason or self.status
+
     def to_dict(self) -> dict[str, Any]:
         return {"uri": self.uri, "status": self.status, "rows": self.rows,
                 "failed_checks": list(self.failed_checks), "reason": self.reason}

@@ -90,8 +90,7 @@ class Report:
         checks on its own."""
         failing = [v for v in verdicts.values() if v.status == contract.SOURCE_FAILED]
         if failing and self.outcome == PASSED:
-            named = "; ".join(f"{_name(v.uri)} ({', '.join(v.failed_checks) or v.reason})"
-                              for v in failing[:10])
+            named = "; ".join(f"{_name(v.uri)} ({v.why})" for v in failing[:10])
             self.outcome, self.reason_code = FAILED_OUTCOME, "audit_failed"
             self.reason = (f"{len(failing)} of {len(self.source_uris)} source files fail "
                            f"their checks on their own: {named}")

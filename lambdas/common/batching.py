@@ -37,7 +37,7 @@ from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
 from lambdas.common.ledger import KIND_BATCH, Ledger, Successor
-from lambdas.common.naming import iso, utcnow
+from lambdas.common.naming import file_name, iso, utcnow
 
 _log = logging.getLogger(__name__)
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -181,7 +181,7 @@ def failing_files(batch: Mapping[str, Any]) -> str | None:
     for member, verdict in verdicts.items():
         if verdict["status"] == SOURCE_PASSED:
             continue
-        name = str(names.get(member) or member).rsplit("/", 1)[-1]
+        name = file_name(str(names.get(member) or member))
         why = ", ".join(verdict["failed_checks"]) or verdict.get("reason") or verdict["status"]
         failing.append(f"{name} ({why})")
     if not failing:

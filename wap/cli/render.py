@@ -253,8 +253,8 @@ def _files(view: IngestView) -> list[Any]:
     if not failing:
         return [Text(title)]
     return [_listing(title, ("file", "verdict", "rows", "why"), [
-        (verdict.uri, verdict.status, _cell(verdict.rows),
-         ", ".join(verdict.failed_checks) or verdict.reason) for verdict in failing])]
+        (verdict.uri, verdict.status, _cell(verdict.rows), verdict.why)
+        for verdict in failing])]
 
 
 def _checks(shown: _Shown) -> list[Any]:

@@ -159,9 +159,8 @@ def _files(report: AuditReport | None) -> str | None:
     lines = [f"*Files:* {len(report.sources)} in this run, {len(failing)} did not pass"]
     used = len(lines[0])
     for shown, verdict in enumerate(failing):
-        why = ", ".join(verdict.failed_checks) or verdict.reason or verdict.status
         line = (f"• {_code(verdict.uri.rsplit('/', 1)[-1], 120)} {_value(verdict.status, 20)}: "
-                f"{_value(why, 160)}")
+                f"{_value(verdict.why, 160)}")
         if shown == _MAX_FILES_SHOWN or used + len(line) > _MAX_FILES_TEXT:
             lines.append(f"…and {len(failing) - shown} more: see the report's `sources`")
             break
