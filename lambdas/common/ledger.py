@@ -100,6 +100,10 @@ class TableLock:
         return bool(self.active and self.lease_expires_at
                     and parse_iso(self.lease_expires_at) <= now)
 
+    def waiting(self, ingest_id: str) -> bool:
+        """Whether `ingest_id` waits here: queued, or a member of the batch holding it."""
+        return ingest_id in self.queue or ingest_id in self.batch
+
 
 @dataclass(frozen=True)
 class Successor:
@@ -393,7 +397,7 @@ class Ledger:
             lock = self.get_lock(table)
             if lock.active == ingest_id:
                 return LOCK_ACTIVE
-            if ingest_id in lock.queue or ingest_id in lock.batch:
+            if lock.waiting(ingest_id):
                 return LOCK_QUEUED
             try:
                 if lock.active is None and not lock.queue:

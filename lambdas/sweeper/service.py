@@ -91,7 +91,7 @@ def _adopt_orphan(
     if now - parse_iso(record["created_at"]) < STALE_START:
         return  # its trigger may still be running or retrying
     lock = ledger.get_lock(record["table"])
-    if lock.active == ingest_id or ingest_id in lock.queue or ingest_id in lock.batch:
+    if lock.active == ingest_id or lock.waiting(ingest_id):
         return  # the lock recovery above takes care of it
     if not record.get("staged_at"):
         reason = ("the trigger could not stage the uploaded version and gave up; "
@@ -115,8 +115,12 @@ def _expire_held(settings: Settings, ledger: Ledger, now: datetime, report: Swee
     datasets: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for record in ledger.list_ingests(statuses={c.HELD}):
         datasets.setdefault((record["table"], record.get("dataset") or ""), []).append(record)
+    timeouts: dict[str, timedelta] = {}  # per table: one config read for all its datasets
     for (table, prefix), records in sorted(datasets.items()):
-        timeout = timedelta(seconds=table_intake(settings, table).limits.marker_timeout_seconds)
+        if table not in timeouts:
+            timeouts[table] = timedelta(
+                seconds=table_intake(settings, table).limits.marker_timeout_seconds)
+        timeout = timeouts[table]
         oldest = min(parse_iso(record["created_at"]) for record in records)
         if now - oldest < timeout:
             continue
