@@ -12,7 +12,7 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
-from infra import constants
+from infra import constants, names
 
 
 class NessieCatalog(Construct):
@@ -28,7 +28,7 @@ class NessieCatalog(Construct):
                  image_tag: str = constants.NESSIE_IMAGE_TAG) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.table_prefix = f"{stack.stack_name}-nessie"
+        self.table_prefix = names.NESSIE_TABLE_PREFIX.of(stack.stack_name)
         self.tables = [
             dynamodb.Table(
                 self, f"{suffix.title()}Table",

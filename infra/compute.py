@@ -11,7 +11,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from infra import bundling, constants
+from infra import bundling, constants, names
 from infra.settings import PreInitializedCapacity
 from spark_jobs.conf import job_spark_conf, spark_submit_parameters
 
@@ -49,7 +49,7 @@ class SparkCompute(Construct):
             ]
         self.application = emr.CfnApplication(
             self, "Spark",
-            name=f"{stack.stack_name}-spark",
+            name=names.EMR_APPLICATION.of(stack.stack_name),
             release_label=release_label,
             type="SPARK",
             architecture="X86_64",

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from infra import constants
+from infra import constants, names
 
 _CHANNEL = re.compile(r"^(#[a-z0-9][a-z0-9._-]{0,79}|[CG][A-Z0-9]{8,})$")
-_STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,100}$")
+_STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 _REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
 
 
@@ -53,7 +53,13 @@ class DeploySettings:
         """Build from `node.try_get_context`-like `get(key)`; raise SettingsError on bad values."""
         stack_name = _text(get, "stackName", constants.STACK_NAME)
         if not _STACK_NAME.match(stack_name):
-            raise SettingsError(f"stackName {stack_name!r}: letters, digits and '-' only")
+            raise SettingsError(
+                f"stackName {stack_name!r}: a letter first, then letters, digits and '-' only")
+        limit, named_by = names.longest_stack_name()
+        if len(stack_name) > limit:
+            raise SettingsError(
+                f"stackName {stack_name!r} has {len(stack_name)} characters; at most {limit}, "
+                f"because {named_by} is named after it")
         region = _text(get, "region", constants.DEFAULT_REGION)
         if not _REGION.match(region):
             raise SettingsError(f"region {region!r} is not an AWS region name")

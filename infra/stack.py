@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from infra import constants
+from infra import constants, names
 from infra.alerts import AlertChannel, PipelineAlarms
 from infra.catalog import NessieCatalog
 from infra.compute import SparkCompute
@@ -34,7 +34,11 @@ class WapStack(Stack):
                  functions: tuple[FunctionSpec, ...] = constants.FUNCTIONS, **kwargs) -> None:
         super().__init__(scope, construct_id, **kwargs)
         source_tree = source_tree or SourceTree()
-        removal = RemovalPolicy.DESTROY if settings.destroy_data_on_delete else RemovalPolicy.RETAIN
+        # RETAIN_ON_UPDATE_OR_DELETE (CloudFormation's RetainExceptOnCreate): a first deploy that
+        # rolls back deletes what it created, so running it again does not fail on names that
+        # "already exist"; once created, data outlives an update or a stack deletion.
+        removal = (RemovalPolicy.DESTROY if settings.destroy_data_on_delete
+                   else RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
 
         network = Network(self, "Network", nat_gateways=settings.nat_gateways,
                           removal_policy=removal)
@@ -62,7 +66,7 @@ class WapStack(Stack):
         alert_channel = AlertChannel(self, "Alerts", removal_policy=removal,
                                      alarm_email=settings.alarm_email)
 
-        state_machine_name = f"{self.stack_name}-ingest"
+        state_machine_name = names.STATE_MACHINE.of(self.stack_name)
         environment = {
             "WAP_NESSIE_URI": nessie_v1,
             "WAP_NESSIE_UI_URL": nessie_ui,

@@ -51,3 +51,15 @@ def test_context_values_are_parsed():
 def test_bad_context_values_are_refused_with_the_key_named(context, message):
     with pytest.raises(SettingsError, match=message):
         settings(**context)
+
+
+def test_a_stack_name_is_refused_when_a_name_derived_from_it_would_be_too_long():
+    from infra import names
+
+    longest = "W" + "a" * 57  # 58: "-spark" makes the EMR application's 64
+    assert settings(stackName=longest).stack_name == longest
+    assert len(names.EMR_APPLICATION.of(longest)) == 64
+    with pytest.raises(SettingsError, match=r"at most 58.*EMR Serverless application"):
+        settings(stackName=longest + "b")
+    for derived in names.DERIVED:
+        assert len(derived.of(longest)) <= derived.limit, derived.what

@@ -136,6 +136,23 @@ def test_object_created_in_source_bucket_reaches_trigger_with_retry_and_dlq(synt
     })
 
 
+# What holds data or identity: kept when the stack is updated or deleted, but removed when a
+# first create rolls back, so `cdk deploy` can simply be run again (no "already exists").
+STATEFUL_TYPES = ("AWS::S3::Bucket", "AWS::DynamoDB::Table", "AWS::SecretsManager::Secret",
+                  "AWS::Logs::LogGroup", "AWS::KMS::Key")
+
+
+def test_stateful_resources_are_retained_except_when_a_first_create_rolls_back(synthesized):
+    stateful = {logical_id: resource for logical_id, resource in synthesized.resources.items()
+                if resource["Type"] in STATEFUL_TYPES}
+    assert {r["Type"] for r in stateful.values()} >= {"AWS::S3::Bucket", "AWS::DynamoDB::Table"}
+    wrong = {logical_id: (r.get("DeletionPolicy"), r.get("UpdateReplacePolicy"))
+             for logical_id, r in stateful.items()
+             if (r.get("DeletionPolicy"), r.get("UpdateReplacePolicy"))
+             != ("RetainExceptOnCreate", "Retain")}
+    assert not wrong
+
+
 def test_sweeper_runs_on_a_schedule(synthesized):
     sweeper_id, _ = _functions_by_handler(synthesized)["sweeper"]
     synthesized.template.has_resource_properties("AWS::Events::Rule", {
