@@ -8,6 +8,7 @@ dashboard. It imports nothing else of ours (tests/test_import_rules.py).
 - `contracts.state`: the state machine's payloads (`ExecutionInput`, `ExecutionState`,
   `Run`, `Outcome`, `FinishResult`).
 - `contracts.alert`: the alert event (`AlertEvent`).
+- `contracts.naming`: identifiers, ingest ids, Nessie reference names, WAP branch names.
 """
 
 from contracts.fields import ContractError

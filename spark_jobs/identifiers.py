@@ -6,19 +6,17 @@ files and may be anything (`select`, `my col`), so they are always backtick-quot
 
 from __future__ import annotations
 
-import re
-
+from contracts import naming
 from spark_jobs.errors import InvalidArgumentError
 
-IDENTIFIER_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
-# Nessie's reference-name rule (org.projectnessie.model.Validation.REF_NAME_REGEX).
-NESSIE_REF_RE = re.compile(r"^[A-Za-z](((?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9._-])?$")
-INGEST_ID_RE = re.compile(r"^[0-9a-f]{8,64}$")
+# Nessie's limit on a reference name's length (Validation.MAX_REF_NAME_LENGTH is longer; a
+# branch name is ours and short, so anything longer is a caller's mistake).
+MAX_BRANCH_NAME = 250
 
 
 def validate_identifier(name: str, what: str = "identifier") -> str:
     """Return `name` if it matches `[a-z_][a-z0-9_]*`, else raise InvalidArgumentError."""
-    if not isinstance(name, str) or not IDENTIFIER_RE.fullmatch(name):
+    if not naming.is_identifier(name):
         raise InvalidArgumentError(f"invalid {what} {name!r}: must match [a-z_][a-z0-9_]*")
     return name
 
@@ -33,15 +31,17 @@ def split_table_name(table: str) -> tuple[str, str]:
 
 def validate_branch(branch: str) -> str:
     """Return `branch` if it is a valid Nessie reference name."""
-    if not isinstance(branch, str) or len(branch) > 250 or not NESSIE_REF_RE.fullmatch(branch):
+    if not naming.is_ref_name(branch) or len(branch) > MAX_BRANCH_NAME:
         raise InvalidArgumentError(f"invalid branch name {branch!r}")
     return branch
 
 
 def validate_ingest_id(ingest_id: str) -> str:
-    """Return `ingest_id` if it is lower-case hex (the trigger makes 16 chars)."""
-    if not isinstance(ingest_id, str) or not INGEST_ID_RE.fullmatch(ingest_id):
-        raise InvalidArgumentError(f"invalid ingest id {ingest_id!r}: expected 8-64 hex chars")
+    """Return `ingest_id` if it is an id as the trigger makes them (16 lower-case hex)."""
+    if not naming.is_ingest_id(ingest_id):
+        raise InvalidArgumentError(
+            f"invalid ingest id {ingest_id!r}: expected {naming.INGEST_ID_LENGTH} lower-case "
+            "hex characters")
     return ingest_id
 
 

@@ -11,7 +11,6 @@ The table's shape (`TABLE_SCHEMA`) is defined here once, for CDK and the local s
 
 from __future__ import annotations
 
-import hashlib
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,6 +19,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from contracts.naming import hex_id
 from lambdas.common.constants import PENDING_STATUSES, TERMINAL_STATUSES
 from lambdas.common.exceptions import LedgerContentionError
 from lambdas.common.naming import iso, parse_iso, utcnow
@@ -595,10 +595,9 @@ class _LockMoved(Exception):
 
 
 def batch_id(table: str, members: Sequence[str], version: int) -> str:
-    """The id of a batch: 16 hex characters like an ingest id, from its table, members and
-    the lock version that formed it (the same members in a later run are a new batch)."""
-    text = f"batch:{table}:{version}:{','.join(members)}"
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """The id of a batch, shaped like an ingest id, from its table, members and the lock
+    version that formed it (the same members in a later run are a new batch)."""
+    return hex_id(f"batch:{table}:{version}:{','.join(members)}")
 
 
 def _successor(lock: TableLock) -> Successor | None:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from contracts import naming as rules
+from contracts.naming import BRANCH_PREFIX, IDENTIFIER, INGEST_ID, NESSIE_REF_NAME, ingest_id
 from lambdas.common.exceptions import UnroutableKeyError
 
-IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
-# Nessie's reference-name rule (org.projectnessie.model.Validation.REF_NAME_REGEX).
-NESSIE_REF_NAME = re.compile(r"^[A-Za-z](((?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9._-])?$")
-INGEST_ID = re.compile(r"[0-9a-f]{16}")
-BRANCH_PREFIX = "wap_"
+__all__ = ["BRANCH_PREFIX", "IDENTIFIER", "INGEST_ID", "NESSIE_REF_NAME", "ingest_id"]
 SUPPORTED_EXTENSIONS = (".parquet",)
 
 
@@ -32,7 +28,7 @@ class TableRef:
     def parse(cls, qualified: str) -> TableRef:
         """Parse `ns.table`; raise ValueError when it is not two valid identifiers."""
         parts = qualified.split(".")
-        if len(parts) != 2 or not all(IDENTIFIER.fullmatch(p) for p in parts):
+        if len(parts) != 2 or not all(rules.is_identifier(p) for p in parts):
             raise ValueError(f"not a table identifier ns.table: {qualified!r}")
         return cls(parts[0], parts[1])
 
@@ -58,10 +54,10 @@ def route_key(key: str) -> TableRef:
         )
     namespace, table = parts[0], parts[1]
     for label, value in (("namespace", namespace), ("table", table)):
-        if not IDENTIFIER.fullmatch(value):
+        if not rules.is_identifier(value):
             raise UnroutableKeyError(
                 f"key {key!r}: {label} {value!r} is not a valid identifier "
-                "(lower-case letters, digits and _, not starting with a digit)"
+                f"({rules.IDENTIFIER_RULE})"
             )
     return TableRef(namespace, table)
 
@@ -76,22 +72,9 @@ def unsupported_extension(key: str) -> str | None:
     )
 
 
-def ingest_id(bucket: str, key: str, version: str) -> str:
-    """`sha256("<bucket>/<key>#<versionId or etag>")`, first 16 hex characters."""
-    if not version:
-        raise ValueError("an object version id or ETag is required for the ingest id")
-    return hashlib.sha256(f"{bucket}/{key}#{version}".encode()).hexdigest()[:16]
-
-
 def branch_name(table: TableRef, at: datetime, ingest: str) -> str:
     """`wap_<namespace>_<table>_<yyyymmddThhmmss>_<id8>` (UTC)."""
-    if not INGEST_ID.fullmatch(ingest):
-        raise ValueError(f"not an ingest id: {ingest!r}")
-    stamp = at.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
-    name = f"{BRANCH_PREFIX}{table.namespace}_{table.name}_{stamp}_{ingest[:8]}"
-    if not NESSIE_REF_NAME.fullmatch(name):  # cannot happen for valid identifiers; guard anyway
-        raise ValueError(f"branch name {name!r} is not a valid Nessie reference name")
-    return name
+    return rules.branch_name(table.namespace, table.name, at, ingest)
 
 
 def s3_uri(bucket: str, key: str) -> str:

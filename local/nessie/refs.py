@@ -7,21 +7,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from contracts.naming import NESSIE_REF_NAME_PATTERN, NESSIE_REF_NAME_RULE, is_ref_name
+
 from .exceptions import BadRequestError
 
 # Nessie's Validation.REF_NAME_REGEX and its message.
-REF_NAME_RE = re.compile(r"^[A-Za-z](((?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9._-])?$")
-REF_NAME_MESSAGE = (
-    "Reference name must start with a letter, followed by letters, digits, one of the ./_- "
-    "characters, not end with a slash or dot, not contain '..'"
-)
+REF_NAME_MESSAGE = NESSIE_REF_NAME_RULE
 HASH_RE = re.compile(r"^[0-9a-fA-F]{8,64}$")
 _REL = (
     r"(?P<rel>(?:[~*^](?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.][0-9]{1,9})?Z"
     r"|[0-9]+))*)"
 )
 _REF_SPEC_RE = re.compile(
-    r"^(?P<name>[A-Za-z](?:(?:(?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9._-])?|-)?"
+    r"^(?P<name>" + NESSIE_REF_NAME_PATTERN + "|-)?"
     r"(?P<at>@(?P<hash>[0-9a-fA-F]{8,64})?)?" + _REL + "$"
 )
 _HASH_SPEC_RE = re.compile(r"^(?P<hash>[0-9a-fA-F]{8,64})?" + _REL + "$")
@@ -52,7 +50,7 @@ class RefSpec:
 
 def validate_ref_name(name: str) -> str:
     """Return `name` if it is a valid Nessie reference name, else raise BAD_REQUEST."""
-    if not isinstance(name, str) or not REF_NAME_RE.match(name):
+    if not is_ref_name(name):
         raise BadRequestError(f"{REF_NAME_MESSAGE} - but was: {name}")
     return name
 

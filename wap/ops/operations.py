@@ -15,19 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contracts.naming import BRANCH_PREFIX, INGEST_ID, NESSIE_REF_NAME, ingest_id
 from contracts.report import PASSED, AuditReport, CheckResult, ReportError
 from lambdas.common import constants as c
 from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
 from lambdas.common.ledger import QueueStat
-from lambdas.common.naming import (
-    BRANCH_PREFIX,
-    INGEST_ID,
-    NESSIE_REF_NAME,
-    TableRef,
-    ingest_id,
-    iso,
-    utcnow,
-)
+from lambdas.common.naming import TableRef, iso, utcnow
 from lambdas.common.nessie import MergeMeta
 from lambdas.common.parquet import magic_bytes_problem
 from lambdas.common.published import merge_audited_commit

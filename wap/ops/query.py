@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.naming import INGEST_ID, NESSIE_REF_NAME
 from lambdas.common import constants as c
-from lambdas.common.naming import INGEST_ID, NESSIE_REF_NAME
 from wap.exceptions import InvalidInputError, NotAllowedError, UnknownTargetError
 from wap.lake import iceberg
 from wap.ops import sql_sandbox
