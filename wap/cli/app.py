@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 import typer
 
-from infra.constants import STACK_NAME
 from lambdas.common import constants as c
 from lambdas.common.exceptions import WapError
 from lambdas.common.naming import BRANCH_PREFIX
@@ -28,7 +27,7 @@ from wap.cli import render
 from wap.exceptions import OpsError
 from wap.ops import operations as ops
 from wap.ops import query as query_ops
-from wap.ops.backends import NoLocalState, Target, open_backend
+from wap.ops.backends import DEFAULT_STACK, NoLocalState, Target, open_backend
 
 app = typer.Typer(
     add_completion=False,
@@ -39,7 +38,6 @@ app = typer.Typer(
 )
 console = render.make_console()
 INGEST_TIMEOUT_SECONDS = 900
-DEFAULT_STACK = STACK_NAME  # the name `cdk deploy` gives the stack by default
 
 
 def _fail(message: str) -> typer.Exit:
@@ -62,14 +60,8 @@ def _user(given: str | None) -> str:
 
 def _home_flag(target: Target) -> str:
     """The global options to repeat in next-step hints (`--home X`, `--profile P`, ...)."""
-    if target.is_aws:
-        flags = ["--aws"] if target.profile is None else ["--profile", target.profile]
-        if target.region:
-            flags += ["--region", target.region]
-        if target.stack != DEFAULT_STACK:
-            flags += ["--stack", target.stack]
-        return " " + " ".join(shlex.quote(f) for f in flags)
-    return f" --home {shlex.quote(target.home)}" if target.home else ""
+    flags = target.cli_flags()
+    return f" {shlex.join(flags)}" if flags else ""
 
 
 @app.callback()

@@ -20,6 +20,7 @@ from contracts.report import CheckResult
 from lambdas.common.ledger import QueueStat
 from wap.lake.check_sql import first_rows_query, violation_query
 from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
+from wap.text import age_text
 
 STATUS_STYLES = {
     "PUBLISHED": "green",
@@ -43,18 +44,6 @@ def make_console() -> Console:
 
 def status_text(status: str | None) -> Text:
     return Text(status or "-", style=STATUS_STYLES.get(status or "", ""))
-
-
-def age_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    minutes = int(seconds // 60)
-    if minutes < 1:
-        return f"{int(seconds)}s"
-    if minutes < 120:
-        return f"{minutes}m"
-    hours = minutes // 60
-    return f"{hours}h" if hours < 48 else f"{hours // 24}d"
 
 
 _NO_WRAP = frozenset({"ingest id", "branch", "outcome"})  # ids and statuses stay whole

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from wap.dashboard.options import DEFAULT_STACK, to_args
-from wap.ops.backends import Target
+from wap.dashboard.options import to_args
+from wap.ops.backends import DEFAULT_STACK, Target
 
 APP_PATH = Path(__file__).with_name("app.py")
 DEFAULT_PORT = 8501

@@ -11,11 +11,10 @@ import os
 from collections.abc import Sequence
 
 from local.home import ENV_HOME
-from wap.ops.backends import Target
+from wap.ops.backends import DEFAULT_STACK, Target
 
 ENV_STACK = "WAP_STACK"
 ENV_NESSIE_URL = "WAP_NESSIE_URL"
-DEFAULT_STACK = "WapIngest"
 
 
 def _parser() -> argparse.ArgumentParser:

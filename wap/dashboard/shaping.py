@@ -20,6 +20,7 @@ from contracts.report import AuditReport
 from lambdas.common import constants as c
 from wap.ops.backends import Target
 from wap.ops.operations import BatchRow, BranchRow, RunRow
+from wap.text import age_text
 
 # Outcome groups shown on the overview, in display order, with their chart colours.
 PUBLISHED, FAILED, REJECTED, RUNNING, QUEUED, DISCARDED = (
@@ -59,7 +60,6 @@ STATUS_ICONS = {
     QUEUED: ":material/schedule:",
     DISCARDED: ":material/delete:",
 }
-DEFAULT_STACK = "WapIngest"
 MAX_TEXT_CHARS = 300
 
 # Credentials that could end up in an error message or a sample row: never shown.
@@ -116,19 +116,6 @@ def parse_time(stamp: str | None) -> datetime | None:
     except ValueError:
         return None
     return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-
-
-def age_text(seconds: float | None) -> str:
-    """`42s`, `17m`, `5h`, `3d`."""
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{int(seconds)}s"
-    minutes = int(seconds // 60)
-    if minutes < 120:
-        return f"{minutes}m"
-    hours = minutes // 60
-    return f"{hours}h" if hours < 48 else f"{hours // 24}d"
 
 
 def file_of(source: str | None) -> str:
@@ -412,20 +399,6 @@ def schema_change_rows(report: AuditReport | Mapping[str, Any] | None) -> list[d
     return rows
 
 
-def cli_flags(target: Target) -> list[str]:
-    """The global `wap` options that reach the same backend the dashboard reads."""
-    flags: list[str] = []
-    if target.is_aws:
-        flags += ["--profile", target.profile] if target.profile else ["--aws"]
-        if target.region:
-            flags += ["--region", target.region]
-        if target.stack != DEFAULT_STACK:
-            flags += ["--stack", target.stack]
-    elif target.home:
-        flags += ["--home", target.home]
-    return flags
-
-
 def next_commands(
     record: Mapping[str, Any], branch_open: bool, target: Target
 ) -> list[tuple[str, str]]:
@@ -433,7 +406,7 @@ def next_commands(
     status, branch = record.get("status"), record.get("branch")
     iid = str(record.get("ingest_id", ""))
     ref = branch if branch and branch_open else iid
-    wap = shlex.join(["wap", *cli_flags(target)])
+    wap = shlex.join(["wap", *target.cli_flags()])
     batch = record.get("batch_id")
     if record.get("dataset") and batch and not branch and status in c.FAILED_STATUSES:
         # Its rows are on the dataset's branch, with the other parts': one decision for all.

@@ -12,6 +12,8 @@ from local.home import WapHome
 from wap.exceptions import OpsError
 from wap.ops.backend import Backend
 
+DEFAULT_STACK = STACK_NAME  # the name `cdk deploy` gives the stack by default
+
 
 @dataclass(frozen=True)
 class Target:
@@ -21,12 +23,23 @@ class Target:
     aws: bool = False
     profile: str | None = None
     region: str | None = None
-    stack: str = STACK_NAME
+    stack: str = DEFAULT_STACK
     nessie_url: str | None = None
 
     @property
     def is_aws(self) -> bool:
         return self.aws or self.profile is not None
+
+    def cli_flags(self) -> list[str]:
+        """The global `wap` options that reach this backend again (for next-step hints)."""
+        if not self.is_aws:
+            return ["--home", self.home] if self.home else []
+        flags = ["--aws"] if self.profile is None else ["--profile", self.profile]
+        if self.region:
+            flags += ["--region", self.region]
+        if self.stack != DEFAULT_STACK:
+            flags += ["--stack", self.stack]
+        return flags
 
 
 class NoLocalState(OpsError):

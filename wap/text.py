@@ -1,0 +1,16 @@
+"""Short human-readable text shared by the CLI and the dashboard."""
+
+from __future__ import annotations
+
+
+def age_text(seconds: float | None) -> str:
+    """`42s`, `17m`, `5h`, `3d`; `-` when unknown."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    minutes = int(seconds // 60)
+    if minutes < 120:
+        return f"{minutes}m"
+    hours = minutes // 60
+    return f"{hours}h" if hours < 48 else f"{hours // 24}d"
