@@ -9,6 +9,7 @@ dashboard. It imports nothing else of ours (tests/test_import_rules.py).
   `Run`, `Outcome`, `FinishResult`).
 - `contracts.alert`: the alert event (`AlertEvent`).
 - `contracts.naming`: identifiers, ingest ids, Nessie reference names, WAP branch names.
+- `contracts.timestamps`: dates and timestamps in table configs, parsed alike on 3.9 and 3.11.
 """
 
 from contracts.fields import ContractError

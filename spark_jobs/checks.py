@@ -18,6 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from contracts import timestamps
 from spark_jobs.errors import TableConfigError, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.literals import literal
@@ -478,13 +479,13 @@ def _coerce(value: Any, type_: T.DataType) -> Any:
     if isinstance(type_, T.DateType):
         if isinstance(value, dt.datetime):
             return value.date()
-        return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
+        return value if isinstance(value, dt.date) else timestamps.parse_date(str(value))
     if isinstance(type_, (T.TimestampType, T.TimestampNTZType)):
         if isinstance(value, dt.datetime):
             return value
         if isinstance(value, dt.date):
             return dt.datetime.combine(value, dt.time())
-        return dt.datetime.fromisoformat(str(value))
+        return timestamps.parse_datetime(str(value))
     if isinstance(type_, T.StringType):
         return str(value)
     if isinstance(type_, T.BooleanType):
