@@ -32,6 +32,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from local.aws import job_waits
+
 _log = logging.getLogger(__name__)
 
 # A job: contract arguments (docs/contracts.md) with local file:// URIs -> report dict or None.
@@ -249,6 +251,7 @@ class LocalEmrServerless:
             finally:
                 with self._lock:
                     self._busy -= 1
+                job_waits.job_runs_changed()
 
     def _execute(self, run: _Run) -> None:
         job_run = run.job_run

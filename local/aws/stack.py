@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from infra.constants import DEFAULT_REGION
+from local.aws import job_waits
 from local.aws.emr_serverless import JobFunction, LocalEmrServerless
 from local.aws.iam import (
     STATE_MACHINE_INTERPRETER_KEY,
@@ -237,6 +238,7 @@ class LocalAwsStack:
             self._retry_clock.install()
             self.dispatcher.install()
             self.emr.install()
+            job_waits.install(self.emr.idle)
             self.s3_events.install()
         except Exception:
             self.stop()
@@ -249,6 +251,7 @@ class LocalAwsStack:
         if self._mock is not None:
             self._abort_running_executions()
         self.s3_events.uninstall()
+        job_waits.uninstall(self.emr.idle)
         self.emr.uninstall()
         self.dispatcher.uninstall()
         self.iam.uninstall()

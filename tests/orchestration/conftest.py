@@ -55,6 +55,9 @@ def make_stack(nessie, slack) -> Iterator[Callable[..., LocalAwsStack]]:
             "slack_token": SLACK_TOKEN,
             "slack_channel": SLACK_CHANNEL,
             "async_retry_delay": 0.2,
+            # The definition's Retry sequence without its waits (tests/orchestration check
+            # the attempts, not the seconds between them).
+            "state_retry_scale": 0,
             **overrides,
         }
         stack = LocalAwsStack(StackSettings(**settings)).start()
