@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from contracts.batching import ARRIVAL_EVENT, BatchConfigError, BatchLimits, parse_arrival
+from contracts.config_text import yaml_error_text
 from spark_jobs.errors import TableConfigError
 
 SCHEMA_POLICIES = ("strict", "additive", "any")
@@ -100,7 +101,7 @@ def parse_table_config(text: str, source: str = "table config") -> TableConfig:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise TableConfigError(f"{source}: not valid YAML: {exc}") from exc
+        raise TableConfigError(yaml_error_text(source, exc)) from exc
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

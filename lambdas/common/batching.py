@@ -31,6 +31,7 @@ from contracts.batching import (
     BatchLimits,
     parse_arrival,
 )
+from contracts.config_text import CONFIG_ERROR, yaml_error_text
 from contracts.report import SOURCE_PASSED, SOURCE_REJECTED, AuditReport, ReportError
 from lambdas.common import aws
 from lambdas.common import constants as c
@@ -51,10 +52,12 @@ def is_batch(record: Mapping[str, Any] | None) -> bool:
 
 @dataclass(frozen=True)
 class Intake:
-    """How a table takes its files in: its batch limits and its arrival mode."""
+    """How a table takes its files in: its batch limits and its arrival mode, or why its
+    config cannot be used (`config_error`: every file is then refused with that reason)."""
 
     limits: BatchLimits = field(default_factory=BatchLimits)
     arrival: str = ARRIVAL_EVENT
+    config_error: str | None = None
 
     @property
     def by_marker(self) -> bool:
@@ -64,26 +67,50 @@ class Intake:
 def table_intake(settings: Settings, table: str) -> Intake:
     """The table config's `batch:` and `arrival:`; the defaults when there is no config.
 
-    A config that cannot be read or parsed gives one file per run, each on its own event
-    (logged): the job refuses such a config with a recorded reason for each file, which a
-    batch would only delay.
+    A config that is not YAML, or whose `batch:` or `arrival:` is invalid, gives an Intake
+    with `config_error` (one file per run meanwhile): the callers refuse the files at once
+    rather than run a job that would refuse the same config.
     """
     uri = settings.table_config_uri(table)
     if not uri:
         return Intake()
-    try:
-        text = aws.read_text_s3(uri, max_bytes=MAX_CONFIG_BYTES)
-        if text is None:
-            return Intake()
-        import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
+    text = aws.read_text_s3(uri, max_bytes=MAX_CONFIG_BYTES)
+    if text is None:
+        return Intake()
+    import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
 
+    try:
         raw = yaml.safe_load(text)
-        raw = raw if isinstance(raw, dict) else {}
+    except yaml.YAMLError as exc:  # not a ValueError: caught by name
+        return _config_error(uri, yaml_error_text(uri, exc))
+    if raw is not None and not isinstance(raw, dict):
+        return _config_error(uri, f"{uri}: expected a mapping at the top level, "
+                                  f"got {type(raw).__name__}")
+    raw = raw or {}
+    try:
         return Intake(BatchLimits.from_config(raw.get("batch"), f"{uri}: batch"),
                       parse_arrival(raw.get("arrival"), f"{uri}: arrival"))
-    except (BatchConfigError, ValueError, ImportError) as exc:  # yaml.YAMLError is one
-        _log.error("table config %s: %s; taking one file per run", uri, exc)
-        return Intake(BatchLimits(max_files=1))
+    except BatchConfigError as exc:
+        return _config_error(uri, str(exc))
+
+
+def _config_error(uri: str, reason: str) -> Intake:
+    _log.error("table config %s refused: %s", uri, reason)
+    return Intake(BatchLimits(max_files=1), config_error=f"invalid table config: {reason}")
+
+
+def reject_for_config(ledger: Ledger, record: Mapping[str, Any], reason: str) -> bool:
+    """Record a pending file REJECTED (`config_error`) and alert once; False when another
+    invocation already settled it."""
+    iid = record["ingest_id"]
+    rejected = ledger.update_ingest(
+        iid, {"status": c.REJECTED, "error": reason, "reason_code": CONFIG_ERROR,
+              "finished_at": iso(utcnow())},
+        only_if_status=c.PENDING_STATUSES)
+    if rejected:
+        send_alert_quietly(alert_event(ledger.get_ingest(iid) or record, outcome=c.REJECTED,
+                                       reason=reason))
+    return rejected
 
 
 def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], int]:

@@ -16,7 +16,14 @@ from contracts.state import ExecutionInput, Run
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
-from lambdas.common.batching import is_batch, open_batch, queue_taker, settle_members, table_intake
+from lambdas.common.batching import (
+    is_batch,
+    open_batch,
+    queue_taker,
+    reject_for_config,
+    settle_members,
+    table_intake,
+)
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import NessieError
 from lambdas.common.ledger import Ledger
@@ -288,14 +295,21 @@ def release_and_start_next(
     """
     holder = ledger.get_ingest(ingest_id)
     requeue = settle_members(ledger, holder) if is_batch(holder) else []
-    take = queue_taker(ledger, table_intake(settings, table).limits)
-    successor = ledger.release(table, ingest_id, take=take, requeue=requeue)
-    if successor is None:
-        return None
-    record = (open_batch(ledger, table, successor) if successor.is_batch
-              else ledger.get_ingest(successor.id))
-    if record is None:  # a lock entry without a record: skip it
-        return release_and_start_next(settings, ledger, nessie, table, successor.id)
+    intake = table_intake(settings, table)
+    take = queue_taker(ledger, intake.limits)
+    while True:  # a loop, not recursion: a long queue under a broken config is refused here
+        successor = ledger.release(table, ingest_id, take=take, requeue=requeue)
+        if successor is None:
+            return None
+        requeue, ingest_id = [], successor.id
+        record = (open_batch(ledger, table, successor) if successor.is_batch
+                  else ledger.get_ingest(successor.id))
+        if record is None:  # a lock entry without a record: skip it
+            continue
+        if intake.config_error and not is_batch(record):  # (a dataset's job refuses it)
+            reject_for_config(ledger, record, intake.config_error)
+            continue
+        break
     try:
         start_or_fail(settings, ledger, nessie, record)
     except Exception:  # the caller's own outcome (and alert) must not depend on it

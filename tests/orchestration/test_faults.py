@@ -1,0 +1,85 @@
+"""Faults found outside the suite (issue 30): each gets its outcome at once, never a stall."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from tests.orchestration.conftest import fake_parquet, record_for_key, wait_for_key
+from tests.orchestration.standin_job import standin_job
+
+BROKEN_YAML = "checks:\n  - name: amount_positive\n    kind: range\n   columns: [amount]\n"
+
+
+def _wait_for_status(stack, key: str, status: str, timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while (record := record_for_key(stack, key) or {}).get("status") != status:
+        assert time.monotonic() < deadline, stack.describe()
+        time.sleep(0.05)
+    return record
+
+
+def _put_config(stack, table: str, text: str) -> None:
+    stack.client("s3").put_object(Bucket=stack.settings.artifacts_bucket,
+                                  Key=f"tables/{table}.yaml", Body=text.encode())
+
+
+def test_a_table_config_that_is_not_yaml_rejects_the_upload_at_once_and_frees_the_table(
+        make_stack, slack, tmp_path):
+    (tmp_path / "cfg.orders.yaml").write_text(BROKEN_YAML)
+    stack = make_stack(tables_dir=tmp_path)
+    stack.drop_file("cfg/orders/a.parquet", fake_parquet("ca"))
+    record = wait_for_key(stack, "cfg/orders/a.parquet", timeout=20)
+
+    assert record["status"] == "REJECTED", stack.describe()
+    assert record["reason_code"] == "config_error"
+    assert "not valid YAML" in record["error"] and "line 4, column 4" in record["error"]
+    assert stack.emr.started_runs == []
+    assert len(slack.messages) == 1 and "line 4, column 4" in json.dumps(slack.messages[0])
+    assert stack.ledger().get_lock("cfg.orders").active is None
+
+    _put_config(stack, "cfg.orders", "batch: {max_files: 2}\n")  # fixed: the next file runs
+    stack.drop_file("cfg/orders/b.parquet", fake_parquet("cb"))
+    assert wait_for_key(stack, "cfg/orders/b.parquet")["status"] == "PUBLISHED"
+
+
+def test_a_bad_batch_setting_is_a_config_error_not_one_file_per_run(make_stack, slack, tmp_path):
+    (tmp_path / "cfgb.orders.yaml").write_text("batch: {max_files: many}\n")
+    stack = make_stack(tables_dir=tmp_path)
+    stack.drop_file("cfgb/orders/a.parquet", fake_parquet("cba"))
+    record = wait_for_key(stack, "cfgb/orders/a.parquet", timeout=20)
+
+    assert record["status"] == "REJECTED" and record["reason_code"] == "config_error"
+    assert "batch" in record["error"] and "max_files" in record["error"]
+    assert stack.emr.started_runs == []
+
+
+def test_a_config_broken_while_files_queue_rejects_them_at_the_hand_off(
+        make_stack, nessie, slack, tmp_path):
+    inner = standin_job(nessie.api_v1)
+    gate = threading.Event()
+
+    def gated(argv: list[str]):
+        gate.wait(30)
+        return inner(argv)
+
+    (tmp_path / "cfgq.orders.yaml").write_text("batch: {max_files: 5}\n")
+    stack = make_stack(job=gated, tables_dir=tmp_path)
+    stack.drop_file("cfgq/orders/a.parquet", fake_parquet("qa"))
+    _wait_for_status(stack, "cfgq/orders/a.parquet", "RUNNING")
+    for name in ("b", "c"):
+        stack.drop_file(f"cfgq/orders/{name}.parquet", fake_parquet(f"q{name}"))
+        _wait_for_status(stack, f"cfgq/orders/{name}.parquet", "QUEUED")
+    _put_config(stack, "cfgq.orders", BROKEN_YAML)
+    gate.set()
+    a = wait_for_key(stack, "cfgq/orders/a.parquet")
+    queued = [wait_for_key(stack, f"cfgq/orders/{name}.parquet", timeout=20) for name in "bc"]
+    stack.wait_idle()
+
+    assert a["status"] == "PUBLISHED"
+    assert [(r["status"], r.get("reason_code")) for r in queued] == [
+        ("REJECTED", "config_error")] * 2
+    assert len(stack.emr.started_runs) == 1  # no run for a file its config refuses
+    assert len(slack.messages) == 2
+    assert stack.ledger().get_lock("cfgq.orders").active is None
