@@ -254,7 +254,10 @@ def _reject(ledger: Ledger, batch: Mapping[str, Any], member: str,
             "status": c.REJECTED, "error": reason, "finished_at": iso(utcnow()),
             "report_uri": batch.get("report_uri"), "log_uri": batch.get("log_uri")}):
         record = ledger.get_ingest(member) or {"ingest_id": member, "table": batch.get("table")}
-        send_alert_quietly(alert_event(record, outcome=c.REJECTED, reason=reason))
+        # The record keeps the batch's report (its verdict is there), but the alert must
+        # speak of this file only: not the batch's rows, files, checks and samples.
+        send_alert_quietly(alert_event({**record, "report_uri": None, "branch": None},
+                                       outcome=c.REJECTED, reason=reason))
 
 
 def _update_member(ledger: Ledger, batch: Mapping[str, Any], member: str,

@@ -214,3 +214,20 @@ def redeliver(stack, dropped: dict[str, Any]) -> None:
     event = s3_notification(stack, dropped["key"], dropped["version_id"], size)
     event["Records"][0]["s3"]["object"]["eTag"] = dropped["etag"]
     stack.invoke("trigger", event)
+
+
+def test_the_alert_of_a_file_rejected_in_a_batch_speaks_of_that_file_only(batch_stack, slack):
+    stack, _calls, gate = batch_stack()
+    names = ["first", "a-ok", "c-reject", "d-ok"]
+    keys = [f"bt/orders/{name}.parquet" for name in names]
+    burst(stack, keys, gate)
+    records = {name: wait_for_key(stack, key) for name, key in zip(names, keys, strict=True)}
+    stack.wait_idle()
+
+    assert records["c-reject"]["status"] == "REJECTED"
+    assert records["a-ok"]["status"] == records["d-ok"]["status"] == "PUBLISHED"
+    [alert] = [str(message) for message in slack.messages]
+    assert "c-reject.parquet" in alert and "corrupt parquet file" in alert
+    # Not the batch's summary: its other files, its rows, its file counts.
+    for batch_words in ("a-ok", "d-ok", "Rows written", "in this run", "files did not pass"):
+        assert batch_words not in alert, (batch_words, alert)
