@@ -11,7 +11,8 @@ from contracts.fields import ContractError, Reader
 
 ALERT_VERSION = 1
 KNOWN_ALERT_VERSIONS = (1,)
-KNOWN_OUTCOMES = ("AUDIT_FAILED", "REJECTED", "JOB_FAILED", "PUBLISH_FAILED")
+KNOWN_OUTCOMES = ("AUDIT_FAILED", "REJECTED", "JOB_FAILED", "PUBLISH_FAILED",
+                  "BLOCKED")  # BLOCKED: a table its next file cannot start on (the sweeper)
 
 _REQUIRED = ("ingest_id", "table", "outcome")
 _OPTIONAL = ("source_uri", "reason", "branch", "report_uri", "execution_arn", "log_uri")

@@ -47,6 +47,7 @@ class DeploySettings:
     destroy_data_on_delete: bool = False            # [destroyDataOnDelete] dev stacks only
     alarm_email: str | None = None                  # [alarmEmail]
     queue_alarm_minutes: int = constants.QUEUE_ALARM_MINUTES  # [queueAlarmMinutes]
+    blocked_start_minutes: int = constants.BLOCKED_START_MINUTES  # [blockedStartMinutes]
 
     @classmethod
     def from_context(cls, get: Any) -> DeploySettings:
@@ -113,6 +114,8 @@ class DeploySettings:
             # At least two sweeps: the age is measured once per sweep.
             queue_alarm_minutes=_integer(get, "queueAlarmMinutes", constants.QUEUE_ALARM_MINUTES,
                                          low=2 * constants.SWEEPER_RATE_MINUTES, high=7 * 24 * 60),
+            blocked_start_minutes=_integer(get, "blockedStartMinutes",
+                                           constants.BLOCKED_START_MINUTES, low=1, high=24 * 60),
         )
 
 

@@ -88,6 +88,7 @@ class WapStack(Stack):
             "WAP_JOB_QUEUE_TIMEOUT_MINUTES": str(constants.JOB_QUEUE_TIMEOUT_MINUTES),
             "WAP_MAX_JOB_TRIES": str(constants.MAX_JOB_TRIES),
             "WAP_JOB_RETRY_BASE_SECONDS": str(constants.JOB_RETRY_BASE_SECONDS),
+            "WAP_BLOCKED_START_SECONDS": str(settings.blocked_start_minutes * 60),
         }
         pipeline = Pipeline(
             self, "Pipeline", functions=functions, environment=environment,

@@ -50,6 +50,13 @@ class Settings:
     # Job runs that end in an infrastructure error are retried on the same branch.
     max_job_tries: int = 3
     job_retry_base_seconds: int = 60
+    # A file holding its table this long without a running job (its start failed, e.g.
+    # Nessie was down) is started again by the sweeper, which alerts once if it still fails.
+    blocked_start_seconds: int = 600
+
+    @property
+    def blocked_start(self) -> timedelta:
+        return timedelta(seconds=self.blocked_start_seconds)
 
     @property
     def lock_lease(self) -> timedelta:
@@ -131,4 +138,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         job_queue_timeout_minutes=_positive_int(env, c.ENV_JOB_QUEUE_TIMEOUT_MINUTES, 60),
         max_job_tries=_positive_int(env, c.ENV_MAX_JOB_TRIES, 3),
         job_retry_base_seconds=_positive_int(env, c.ENV_JOB_RETRY_BASE_SECONDS, 60, minimum=0),
+        blocked_start_seconds=_positive_int(env, c.ENV_BLOCKED_START_SECONDS, 600),
     )

@@ -23,8 +23,7 @@ from lambdas.common.nessie import NessieClient
 from lambdas.common.published import delete_branch_quietly, main_holds_ingest
 from lambdas.common.staging import delete_staged
 
-# A pending ingest holding a lock this long had its start interrupted.
-STALE_START = timedelta(minutes=15)
+BLOCKED = "BLOCKED"  # the alert's outcome for a table its next file cannot start on
 
 
 @dataclass
@@ -88,7 +87,7 @@ def _adopt_orphan(
     record = ledger.get_ingest(ingest_id)
     if record is None or record["status"] != c.RECEIVED:
         return
-    if now - parse_iso(record["created_at"]) < STALE_START:
+    if now - parse_iso(record["created_at"]) < settings.blocked_start:
         return  # its trigger may still be running or retrying
     lock = ledger.get_lock(record["table"])
     if lock.active == ingest_id or lock.waiting(ingest_id):
@@ -192,9 +191,13 @@ def _recover_lock(
         report.recovered_locks.append(table)
         return
     if status in c.PENDING_STATUSES:
-        if lock.active_since and now - parse_iso(lock.active_since) < STALE_START:
+        if lock.active_since and now - parse_iso(lock.active_since) < settings.blocked_start:
             return
-        start_or_fail(settings, ledger, nessie, record)
+        try:
+            start_or_fail(settings, ledger, nessie, record)
+        except Exception as exc:  # retryable (Nessie, EMR down): say so once, retry each sweep
+            _alert_blocked_once(ledger, record, lock, now, exc)
+            raise
         report.restarted.append(active)
         return
     execution_state = _execution_status(record.get("execution_arn"))
@@ -226,6 +229,23 @@ def _recover_lock(
         "stuck table lock recovered",
         extra={"table": table, "ingest_id": active, "execution_state": execution_state},
     )
+
+
+def _alert_blocked_once(ledger: Ledger, record: dict[str, Any], lock: TableLock,
+                        now: datetime, exc: Exception) -> None:
+    """One alert per blocked file: which table waits, since when, and why."""
+    iid, table = record["ingest_id"], lock.table
+    if record.get("blocked_alerted_at") or not ledger.update_ingest(
+            iid, {"blocked_alerted_at": iso(now)}, only_if_status=c.PENDING_STATUSES):
+        return
+    since = lock.active_since or record.get("created_at")
+    waiting = len(lock.queue)
+    reason = (f"the next file of {table} could not start since {since} "
+              f"({type(exc).__name__}: {exc}); {waiting} more file{'s' * (waiting != 1)} "
+              "wait behind it. Every sweep tries again: the table runs as soon as a start "
+              "succeeds, with no action needed once the cause is fixed")
+    send_alert_quietly(alert_event(ledger.get_ingest(iid) or record, outcome=BLOCKED,
+                                   reason=reason))
 
 
 def _execution_status(execution_arn: str | None) -> str:

@@ -47,6 +47,8 @@ OVERRIDES: tuple[Override, ...] = (
              "no real backoff sleeps between local job tries"),
     Override("WAP_MAX_PUBLISH_ATTEMPTS", Kind.ENVIRONMENT,
              "tests exhaust the rebase bound in fewer runs"),
+    Override("WAP_BLOCKED_START_SECONDS", Kind.ENVIRONMENT,
+             "tests see a blocked table retried and alerted in seconds, not minutes"),
 )
 
 class LocalParityError(RuntimeError):

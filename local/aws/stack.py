@@ -51,6 +51,7 @@ from local.aws.lambda_sandbox import Sandbox, reserved_environment
 from local.aws.moto_fidelity import ScaledRetryClock, make_dynamodb_requests_atomic
 from local.aws.overrides import Kind, LocalParityError, apply_overrides, common_environment
 from local.aws.s3_events import S3EventBridge
+from local.aws.schedule import LocalSchedule, ScheduledTarget, rate_seconds
 from local.aws.template import StackTemplate, stack_template
 
 _log = logging.getLogger(__name__)
@@ -153,6 +154,9 @@ class StackSettings:
     async_retry_delay: float = 0.5
     # Scales the state machine's Retry waits (1: as defined; tests exhausting a Retry use 0).
     state_retry_scale: float = 1.0
+    # How often the schedule rules (the sweeper) run; None: the template's rate.
+    sweeper_every_seconds: float | None = None
+    blocked_start_seconds: int | None = None  # None: the template's WAP_BLOCKED_START_SECONDS
     # A template to run instead of the synthesized one (tests of the template contract).
     template: StackTemplate | None = None
 
@@ -176,6 +180,8 @@ class StackSettings:
             values["WAP_JOB_RETRY_BASE_SECONDS"] = str(self.job_retry_base_seconds)
         if self.max_publish_attempts is not None:
             values["WAP_MAX_PUBLISH_ATTEMPTS"] = str(self.max_publish_attempts)
+        if self.blocked_start_seconds is not None:
+            values["WAP_BLOCKED_START_SECONDS"] = str(self.blocked_start_seconds)
         return values
 
 
@@ -198,6 +204,7 @@ class LocalAwsStack:
         self.s3_events = S3EventBridge(self.dispatcher)
         self.iam = IamEnforcer(region=settings.region, account=ACCOUNT_ID)
         self._retry_clock = ScaledRetryClock(settings.state_retry_scale)
+        self.schedule = LocalSchedule(self.dispatcher.invoke_async)
         self._mock: Any = None
         self._environment = SavedEnvironment()
         self.template: StackTemplate | None = None
@@ -240,6 +247,7 @@ class LocalAwsStack:
             self.emr.install()
             job_waits.install(self.emr.idle)
             self.s3_events.install()
+            self.schedule.start()
         except Exception:
             self.stop()
             raise
@@ -248,6 +256,7 @@ class LocalAwsStack:
     def stop(self) -> None:
         from lambdas.common import aws as lambda_aws
 
+        self.schedule.stop()
         if self._mock is not None:
             self._abort_running_executions()
         self.s3_events.uninstall()
@@ -354,6 +363,7 @@ class LocalAwsStack:
         self._environment.set(self.env)
 
         self._create_ingest_rule(resolver)
+        self._create_schedule_rules(resolver)
         self._create_state_machine(resolver, overrides)
 
     def _role_name(self, logical_id: str) -> str:
@@ -448,6 +458,23 @@ class LocalAwsStack:
         events.put_targets(Rule=INGEST_RULE, Targets=[
             {"Id": target["Id"], "Arn": resolver.resolve_text(target["Arn"], where)}
             for target in props["Targets"]])
+
+    def _create_schedule_rules(self, resolver: Resolver) -> None:
+        """The template's schedule rules (the sweeper's), run by `self.schedule`."""
+        assert self.template is not None
+        by_arn = {function.arn: name for name, function in self.functions.items()}
+        for logical_id, rule in sorted(self.template.of_type("AWS::Events::Rule").items()):
+            props = rule["Properties"]
+            if "ScheduleExpression" not in props or props.get("State") == "DISABLED":
+                continue
+            where = f"rule {self.template.path(logical_id)}"
+            every = self.settings.sweeper_every_seconds or rate_seconds(
+                props["ScheduleExpression"])
+            for target in props["Targets"]:
+                arn = resolver.resolve_text(target["Arn"], where)
+                if arn not in by_arn:
+                    raise LocalParityError(f"{where}: target {arn} is not a local function")
+                self.schedule.add(ScheduledTarget(logical_id, by_arn[arn], every))
 
     def _create_state_machine(self, resolver: Resolver, overrides: dict[str, str]) -> None:
         assert self.template is not None

@@ -46,7 +46,8 @@ def test_context_values_are_parsed():
     ({"region": "europe"}, "region"),
     ({"emrMaxCpu": "lots"}, "emrMaxCpu"),
     ({"emrMaxMemory": "128"}, "emrMaxMemory"),
-    ({"queueAlarmMinutes": "10"}, "queueAlarmMinutes"),  # shorter than two sweeps
+    ({"queueAlarmMinutes": "9"}, "queueAlarmMinutes"),  # shorter than two sweeps
+    ({"blockedStartMinutes": "0"}, "blockedStartMinutes"),
 ])
 def test_bad_context_values_are_refused_with_the_key_named(context, message):
     with pytest.raises(SettingsError, match=message):

@@ -491,7 +491,7 @@ def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, tmp_path):
     alarm = queue_alarm(synthesized)
     assert alarm["Namespace"] == "WAP/Ingest" and alarm["Statistic"] == "Maximum"
     assert alarm["Threshold"] == 60 * 60
-    assert alarm["Period"] == 15 * 60  # one sweep: the age is measured once per sweep
+    assert alarm["Period"] == 5 * 60  # one sweep: the age is measured once per sweep
     sweeper = [f["Properties"] for f in synthesized.of_type("AWS::Lambda::Function").values()
                if f["Properties"]["Handler"] == "lambdas.sweeper.handler.handler"]
     variables = sweeper[0]["Environment"]["Variables"]

@@ -83,3 +83,37 @@ def test_a_config_broken_while_files_queue_rejects_them_at_the_hand_off(
     assert len(stack.emr.started_runs) == 1  # no run for a file its config refuses
     assert len(slack.messages) == 2
     assert stack.ledger().get_lock("cfgq.orders").active is None
+
+
+def test_a_table_blocked_by_a_nessie_outage_is_alerted_once_and_runs_when_nessie_is_back(
+        make_stack, slack, monkeypatch):
+    from lambdas.common.exceptions import NessieUnavailableError
+    from lambdas.common.nessie import NessieClient
+
+    down = threading.Event()
+    down.set()
+    original = NessieClient.ensure_branch_from_main
+
+    def outage(self, branch: str) -> str:
+        if down.is_set():
+            raise NessieUnavailableError("Nessie unreachable (injected outage)")
+        return original(self, branch)
+
+    monkeypatch.setattr(NessieClient, "ensure_branch_from_main", outage)
+    # The schedule and the bound in seconds, not minutes: the same sweeper, scaled.
+    stack = make_stack(blocked_start_seconds=1, sweeper_every_seconds=0.5)
+    stack.drop_file("out/orders/a.parquet", fake_parquet("oa"))
+    deadline = time.monotonic() + 30
+    while not any("out.orders" in json.dumps(m) for m in slack.messages):
+        assert time.monotonic() < deadline, ("no alert for the blocked table", stack.describe())
+        time.sleep(0.1)
+    [alert] = slack.messages
+    text = json.dumps(alert)
+    assert "Table blocked: out.orders" in text and "Nessie unreachable" in text
+    assert stack.ledger().get_lock("out.orders").active is not None  # (still its file's)
+
+    time.sleep(1.5)  # more sweeps while Nessie is down: no second alert
+    assert len(slack.messages) == 1
+    down.clear()
+    assert wait_for_key(stack, "out/orders/a.parquet", timeout=30)["status"] == "PUBLISHED"
+    assert len(slack.messages) == 1

@@ -38,6 +38,7 @@ OUR_FUNCTIONS = {"trigger", "job_status", "retry_job", "publish", "alert", "fini
 EXPECTED_OVERRIDES = {
     "WAP_NESSIE_UI_URL", "WAP_SLACK_API_URL", "WAP_JOB_TIMEOUT_MINUTES", "JobTimeoutSeconds",
     "PollIntervalSeconds", "WAP_JOB_RETRY_BASE_SECONDS", "WAP_MAX_PUBLISH_ATTEMPTS",
+    "WAP_BLOCKED_START_SECONDS",
 }
 NO_OVERRIDES = {"poll_interval_seconds": None, "job_retry_base_seconds": None,
                 "slack_api_url": None}

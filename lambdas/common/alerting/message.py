@@ -44,6 +44,7 @@ _TITLES = {
     "REJECTED": "Ingest rejected",
     "JOB_FAILED": "Ingest job failed",
     "PUBLISH_FAILED": "Publish failed",
+    "BLOCKED": "Table blocked",
 }
 _SAFE_TABLE = re.compile(r"^[A-Za-z0-9_.]{1,120}$")
 _PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
