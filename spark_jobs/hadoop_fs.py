@@ -64,6 +64,15 @@ def write_bytes(spark, uri: str, data: bytes) -> None:
         stream.close()
 
 
+_GLOB_CHARACTERS = "\\*?[]{}"
+
+
+def literal_path(uri: str) -> str:
+    """`uri` with Hadoop's glob characters escaped: Spark's readers glob every path they
+    get, so `f*.parquet` would read `fa.parquet` too and `export[1].parquet` nothing."""
+    return "".join(f"\\{char}" if char in _GLOB_CHARACTERS else char for char in uri)
+
+
 def list_files(spark, uri: str) -> list[FileInfo]:
     """`uri` itself when it is a file, else the visible files below it (recursive)."""
     path, fs = _path_and_fs(spark, uri)

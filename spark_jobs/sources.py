@@ -46,7 +46,7 @@ def read_sources(spark: SparkSession, files: list[str]) -> DataFrame:
     """The rows of `files` as one DataFrame, schemas merged across files."""
     try:
         reader = spark.read.option("mergeSchema", "true") if len(files) > 1 else spark.read
-        frame = reader.parquet(*files)
+        frame = reader.parquet(*(hadoop_fs.literal_path(uri) for uri in files))
         frame.schema  # noqa: B018 - forces the footer read here, where errors get a reason
     except Exception as exc:
         raise as_job_error(exc, f"cannot read the parquet footer/schema of {', '.join(files)}: "

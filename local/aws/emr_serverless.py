@@ -19,7 +19,6 @@ import importlib
 import json
 import logging
 import queue
-import re
 import shutil
 import sys
 import tempfile
@@ -313,14 +312,15 @@ class LocalEmrServerless:
         for i, arg in enumerate(argv[:-1]):
             value = argv[i + 1]
             if arg in STAGED_ARGS and value.startswith("s3://"):
-                # A plain local name: Hadoop does not decode %-escapes of file: URIs.
-                name = re.sub(r"[^A-Za-z0-9._-]", "_", value.rsplit("/", 1)[-1])
-                target = workdir / "in" / f"{i}-{name}"
+                # The object's own name, as EMR's job reads it from S3 (glob characters,
+                # spaces and all), in a folder per argument; a raw file: URI, as an s3://
+                # one is not %-encoded either.
+                target = workdir / "in" / str(i) / value.rsplit("/", 1)[-1]
                 target.parent.mkdir(parents=True, exist_ok=True)
                 body = self._get(value, missing_ok=arg == "--table-config-uri")
                 if body is not None:  # a missing table config stays missing (job defaults)
                     target.write_bytes(body)
-                local[i + 1] = target.as_uri()
+                local[i + 1] = f"file://{target}"
         report_uri = _arg_values(argv, "--report-uri")[0]
         local_report = workdir / "out" / "report.json"
         local_report.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,6 @@ tested in tests/spark_job and end to end in test_end_to_end.py."""
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -66,8 +65,7 @@ def burst(stack, keys: list[str], gate: threading.Event, *,
 
 def run_sources(calls: list[dict[str, Any]]) -> list[list[str]]:
     """The sources of each job run, by file name (sorted), in run order."""
-    return [sorted(re.sub(r"^\d+-", "", uri.rsplit("/", 1)[-1]) for uri in call["sources"])
-            for call in calls]
+    return [sorted(uri.rsplit("/", 1)[-1] for uri in call["sources"]) for call in calls]
 
 
 @pytest.fixture

@@ -117,3 +117,17 @@ def test_a_table_blocked_by_a_nessie_outage_is_alerted_once_and_runs_when_nessie
     down.clear()
     assert wait_for_key(stack, "out/orders/a.parquet", timeout=30)["status"] == "PUBLISHED"
     assert len(slack.messages) == 1
+
+
+def test_the_emr_double_hands_the_job_each_object_under_its_own_name(
+        make_stack, nessie, tmp_path):
+    calls: list[dict] = []
+    stack = make_stack(job=standin_job(nessie.api_v1, calls))
+    key = "gl/orders/export[1] {a,b}*.parquet"
+    stack.drop_file(key, fake_parquet("gl"))
+    assert wait_for_key(stack, key)["status"] == "PUBLISHED"
+
+    [call] = calls
+    [source] = call["sources"]
+    # As EMR reads the staged s3:// object: the name as uploaded, in a raw URI.
+    assert source.startswith("file://") and source.endswith("/export[1] {a,b}*.parquet")
