@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 from contracts.report import SOURCE_FAILED, SOURCE_PASSED, SOURCE_REJECTED, SourceVerdict
 from spark_jobs.audit import ROWS, count_aggregates, keys_on_main, raise_if_infrastructure
 from spark_jobs.checks import ERROR, FAILED, Check
-from spark_jobs.errors import InputRejectedError, describe
+from spark_jobs.errors import InputRejectedError, as_job_error, describe
 from spark_jobs.hadoop_fs import FileInfo
 from spark_jobs.schema_policy import SchemaPlan
 from spark_jobs.sources import expand_sources, read_sources
@@ -91,6 +91,49 @@ def usable_sources(spark: SparkSession, sources: list[str],
     # What is left still conflicts (e.g. two new files that disagree on a type): the run
     # is rejected, and the orchestration runs each file alone.
     return usable, read_sources(spark, usable.uris)
+
+
+def leave_out_undecodable(spark: SparkSession, usable: Usable) -> bool:
+    """After a write the rows refused (a page that does not decode behind a valid footer):
+    find the files whose rows do not decode, by halves, and leave their sources out.
+
+    A group decodes in one read (Spark's `noop` sink decodes every column without writing);
+    a group that does not is split in two, so k bad files of n cost about 2·k·log2(n)
+    reads of ever smaller groups, inside this run. Returns whether any source was left
+    out (False: the write failed for another reason, which the caller raises).
+    """
+    bad: dict[str, str] = {}
+
+    def search(files: list[str]) -> None:
+        try:
+            read_sources(spark, files).write.format("noop").mode("overwrite").save()
+            return
+        except InputRejectedError as exc:
+            reason = str(exc)
+        except Exception as exc:
+            error = as_job_error(exc, f"the rows of {files[0]} do not decode: {describe(exc)}")
+            if not isinstance(error, InputRejectedError):
+                raise error from exc
+            reason = str(error)
+        if len(files) == 1:
+            bad[files[0]] = reason
+            return
+        middle = len(files) // 2
+        search(files[:middle])
+        search(files[middle:])
+
+    search(usable.uris)
+    for uri in bad:  # a source with several files goes as a whole
+        source = usable.owner.get(uri)
+        if source is not None and source not in usable.rejected:
+            usable.rejected[source] = bad[uri]
+    left_out = {uri for uri, source in usable.owner.items() if source in usable.rejected}
+    usable.files = [info for info in usable.files if info.uri not in left_out]
+    for uri in left_out:
+        usable.owner.pop(uri, None)
+    if bad and not usable.files:
+        raise _none_usable(usable)
+    return bool(bad)
 
 
 def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,

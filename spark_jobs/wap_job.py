@@ -33,6 +33,7 @@ from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
 from spark_jobs.checks import FAILED, compile_checks
 from spark_jobs.errors import (
+    InputRejectedError,
     ReportWriteError,
     TableConfigError,
     TooLargeError,
@@ -48,12 +49,14 @@ from spark_jobs.identifiers import (
 from spark_jobs.metrics import snapshot_stats
 from spark_jobs.per_source import (
     judge_sources,
+    leave_out_undecodable,
     rejected_verdicts,
     rejected_verdicts_of,
     usable_sources,
 )
 from spark_jobs.report import REJECTED, Report, utc_now, write_report
 from spark_jobs.schema_policy import plan_schema
+from spark_jobs.sources import read_sources
 from spark_jobs.table_config import TableConfig, default_config, parse_table_config
 from spark_jobs.writer import (
     CatalogTable,
@@ -209,7 +212,15 @@ def _run(spark, args: JobArgs, report: Report) -> None:
         prepare_table(spark, ref, plan, config.partition_by)
         step = report.timed("prepare_s", step)
         observe = observation_aggregates(checks) if observe_checks else None
-        written = append(spark, ref, frame, plan, args.ingest_id, files, observe)
+        try:
+            written = append(spark, ref, frame, plan, args.ingest_id, files, observe)
+        except InputRejectedError:
+            # In a batch, a file whose pages do not decode is left out, not the batch.
+            if len(args.sources) == 1 or args.all_or_nothing or not leave_out_undecodable(
+                    spark, usable):
+                raise
+            frame, files = read_sources(spark, usable.uris), usable.uris
+            written = append(spark, ref, frame, plan, args.ingest_id, files, observe)
         step = report.timed("append_s", step)
         report.timings["observe_wait_s"] = written.observe_wait_s
     else:

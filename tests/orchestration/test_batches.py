@@ -5,9 +5,11 @@ tested in tests/spark_job and end to end in test_end_to_end.py."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -229,3 +231,33 @@ def test_the_alert_of_a_file_rejected_in_a_batch_speaks_of_that_file_only(batch_
     # Not the batch's summary: its other files, its rows, its file counts.
     for batch_words in ("a-ok", "d-ok", "Rows written", "in this run", "files did not pass"):
         assert batch_words not in alert, (batch_words, alert)
+
+
+def test_a_batch_rejected_with_no_verdict_runs_its_halves_not_each_file(make_stack, nessie):
+    # A run stopped as a whole (no per-file verdict: e.g. rows that do not decode, found
+    # only by the write) must not cost a run per file.
+    calls: list[dict[str, Any]] = []
+    gate = threading.Event()
+    inner = gated_job(nessie.api_v1, calls, gate)
+
+    def job(argv: list[str]) -> dict[str, Any]:
+        report = inner(argv)
+        if argv.count("--source") > 1 and "undecodable" in " ".join(argv):
+            report = {**report, "sources": [], "outcome": "rejected", "checks": [],
+                      "branch_hash": None, "rows_written": 0,
+                      "reason": "the rows could not be written: page does not decode"}
+            written = argv[argv.index("--report-uri") + 1].removeprefix("file://")
+            Path(written).write_text(json.dumps(report))
+        return report
+
+    stack = make_stack(job=job)
+    names = ["first", *[f"p{i}" for i in range(7)], "p-reject-undecodable"]
+    keys = [f"bt/orders/{name}.parquet" for name in names]
+    burst(stack, keys, gate, in_order=True)
+    records = {name: wait_for_key(stack, key) for name, key in zip(names, keys, strict=True)}
+    stack.wait_idle()
+
+    assert records.pop("p-reject-undecodable")["status"] == "REJECTED"
+    assert {r["status"] for r in records.values()} == {"PUBLISHED"}
+    # first, the batch of 8, then halves: 4+4, 2+2, 1+1 at most: not 1 + 1 + 8 runs.
+    assert len(calls) <= 2 + 2 * 3, run_sources(calls)
