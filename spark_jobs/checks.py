@@ -506,3 +506,25 @@ def _coerce(value: Any, type_: T.DataType) -> Any:
 
 def _jsonable(value: Any) -> Any:
     return value.isoformat() if isinstance(value, dt.date) else value
+
+
+def expression_failing_on(rows: DataFrame, checks: list[Check]) -> TableConfigError | None:
+    """After a run failed evaluating an expression on the data: the `expression` check
+    whose `sql` fails on `rows` (the rows shaped for the table), as the config error to
+    report, or None (the failure was not a check's). One read of `rows` per such check."""
+    from spark_jobs.errors import classify
+
+    for check in checks:
+        if check.spec.kind != "expression":
+            continue
+        sql = check.spec.params["sql"]
+        try:
+            rows.select(F.expr(sql)).write.format("noop").mode("overwrite").save()
+        except Exception as exc:
+            if not classify(exc).is_input:
+                raise
+            return TableConfigError(
+                f"checks: {check.spec.name}: expression {sql!r} fails on the data: "
+                f"{describe(exc)}. Make it hold for every row (e.g. try_cast, try_divide, "
+                "a CASE guard), or remove it")
+    return None

@@ -11,6 +11,7 @@ the Java cause chain (class hierarchy names and Spark's error classes), root fir
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +87,41 @@ INPUT_ERROR_CLASSES = frozenset({
     # Spark 4's null in a NOT NULL column; Spark 3.5 throws a bare NullPointerException
     # instead (see _is_not_null_assertion).
     "NOT_NULL_ASSERT_VIOLATION",
+    # What a file holds that Spark cannot take (hints in INPUT_HINTS):
+    "INCONSISTENT_BEHAVIOR_CROSS_VERSION",  # dates before 1582 from an unknown writer
+    "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION",  # decimal(40, x): Spark stops at 38
+    "COLUMN_ALREADY_EXISTS",  # two columns of one name
+    "_LEGACY_ERROR_TEMP_1173",  # Spark 3.5's "Illegal Parquet type" (nanos, time64)
+    "PARQUET_TYPE_ILLEGAL", "PARQUET_TYPE_NOT_SUPPORTED", "PARQUET_TYPE_NOT_RECOGNIZED",
+    # An expression of a check that fails on the data (the config's, see checks.py).
+    "CAST_INVALID_INPUT", "CAST_OVERFLOW", "DIVIDE_BY_ZERO", "ARITHMETIC_OVERFLOW",
+    "USER_RAISED_EXCEPTION", "INVALID_ARRAY_INDEX", "INVALID_ARRAY_INDEX_IN_ELEMENT_AT",
 })
+# What to do about each input cause, added to the reason (by error class or class).
+INPUT_HINTS = {
+    "INCONSISTENT_BEHAVIOR_CROSS_VERSION":
+        "the file holds dates before 1582-10-15 or timestamps before 1900 and does not say "
+        "which calendar wrote them; rewrite it with a writer that records it (Spark 3+, "
+        "parquet-mr with the proleptic Gregorian calendar), or drop those values",
+    "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION":
+        "Spark and Iceberg hold decimals of at most 38 digits: write that column as "
+        "decimal(38, s) or less, or as a string",
+    "COLUMN_ALREADY_EXISTS": "rename one of the two columns of that name",
+    "_LEGACY_ERROR_TEMP_1173":
+        "Spark cannot read nanosecond timestamps nor time-of-day (time32/time64) columns: "
+        "write timestamps in microseconds (pyarrow: coerce_timestamps='us') and times as a "
+        "string or a number",
+    "UNSUPPORTED_CODEC":
+        "the file is compressed with a codec the job cannot decode (e.g. brotli, lz4_raw): "
+        "write it with snappy, zstd, gzip or no compression",
+}
+INPUT_HINTS["PARQUET_TYPE_ILLEGAL"] = INPUT_HINTS["_LEGACY_ERROR_TEMP_1173"]
+UNSUPPORTED_CODEC = "UNSUPPORTED_CODEC"
+# Causes of an expression failing on a row: a check's `sql` that is not total (checks.py).
+EVALUATION_ERROR_CLASSES = frozenset({
+    "CAST_INVALID_INPUT", "CAST_OVERFLOW", "DIVIDE_BY_ZERO", "ARITHMETIC_OVERFLOW",
+    "USER_RAISED_EXCEPTION", "INVALID_ARRAY_INDEX", "INVALID_ARRAY_INDEX_IN_ELEMENT_AT"})
+_CODEC_CLASS = re.compile(r"^[\w.$]+\.\w+Codec$")  # a compression codec's class
 INFRASTRUCTURE_ERROR_CLASSES = frozenset({
     "PATH_NOT_FOUND",  # a source is a staged copy the trigger just made: missing = not ours
 })
@@ -179,10 +214,16 @@ def as_job_error(exc: BaseException, message: str,
         return exc
     verdict = classify(exc)
     if verdict.is_input:
-        return input_error(message)
+        return input_error(message + input_hint(verdict))
     if verdict.known:
         message = f"{message} [{verdict.cause.rsplit('.', 1)[-1]}]"
     return InfrastructureError(message)
+
+
+def input_hint(verdict: Verdict) -> str:
+    """`. <what to do>` for an input cause that has advice (INPUT_HINTS), else ''."""
+    hint = INPUT_HINTS.get(verdict.cause) if verdict.is_input else None
+    return f". {hint}" if hint else ""
 
 
 def java_throwable(exc: BaseException) -> Any:
@@ -223,6 +264,9 @@ def _classify_throwable(throwable: Any) -> Verdict | None:
         return Verdict(INFRASTRUCTURE, error_class, throwable)
     hierarchy = _hierarchy(throwable)
     name = hierarchy[0]
+    if name == "java.lang.ClassNotFoundException" and _CODEC_CLASS.match(
+            str(throwable.getMessage() or "").strip()):
+        return Verdict(INPUT, UNSUPPORTED_CODEC, throwable)  # the file's codec, not a jar
     if any(cls in INPUT_CLASSES for cls in hierarchy):
         return Verdict(INPUT, name, throwable)
     if any(cls in INFRASTRUCTURE_CLASSES or cls.startswith(INFRASTRUCTURE_PACKAGES)
@@ -230,7 +274,20 @@ def _classify_throwable(throwable: Any) -> Verdict | None:
         return Verdict(INFRASTRUCTURE, name, throwable)
     if name == "java.lang.NullPointerException" and _is_not_null_assertion(throwable):
         return Verdict(INPUT, NOT_NULL_NPE, throwable)
+    origin = _throwing_class(throwable)
+    if name == "java.lang.IllegalArgumentException" and origin.startswith("org.apache.iceberg."):
+        return Verdict(INPUT, name, throwable)  # Iceberg refusing a transform, a width
+    if name == "java.lang.RuntimeException" and (
+            origin.endswith(".RaiseError") or ".expressions.GeneratedClass" in origin):
+        # Spark 3.5's assert_true/raise_error: a bare RuntimeException from the expression
+        # or the generated code it is inlined in (Spark 4: USER_RAISED_EXCEPTION).
+        return Verdict(INPUT, "USER_RAISED_EXCEPTION", throwable)
     return None
+
+
+def _throwing_class(throwable: Any) -> str:
+    frames = throwable.getStackTrace()
+    return str(frames[0].getClassName()) if len(frames) else ""
 
 
 def _classify_python(exc: BaseException) -> Verdict | None:

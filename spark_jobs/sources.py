@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs import hadoop_fs
 from spark_jobs.errors import InfrastructureError, InputRejectedError, as_job_error, describe
+from spark_jobs.parquet_footer import named_columns
 
 MAGIC = hadoop_fs.PARQUET_MAGIC
 # Smallest possible parquet file: magic + footer length (4) + magic.
@@ -47,10 +48,13 @@ def read_sources(spark: SparkSession, files: list[str]) -> DataFrame:
     try:
         reader = spark.read.option("mergeSchema", "true") if len(files) > 1 else spark.read
         frame = reader.parquet(*(hadoop_fs.literal_path(uri) for uri in files))
-        frame.schema  # noqa: B018 - forces the footer read here, where errors get a reason
+        schema = frame.schema  # forces the footer read here, where errors get a reason
     except Exception as exc:
         raise as_job_error(exc, f"cannot read the parquet footer/schema of {', '.join(files)}: "
-                                f"{describe(exc)}") from exc
+                                f"{describe(exc)}{named_columns(spark, exc, files)}") from exc
+    if not schema.fields:  # Spark reads it, then fails deep in the write or CREATE TABLE
+        raise InputRejectedError(f"{', '.join(files)} has no columns: there is nothing to "
+                                 "write (a parquet file with a schema but no fields)")
     return frame
 
 

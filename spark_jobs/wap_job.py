@@ -31,13 +31,15 @@ from pyspark.sql.types import StringType
 from spark_jobs import hadoop_fs
 from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
-from spark_jobs.checks import FAILED, compile_checks
+from spark_jobs.checks import FAILED, compile_checks, expression_failing_on
 from spark_jobs.errors import (
+    EVALUATION_ERROR_CLASSES,
     InputRejectedError,
     ReportWriteError,
     TableConfigError,
     TooLargeError,
     as_job_error,
+    classify,
     describe,
 )
 from spark_jobs.identifiers import (
@@ -214,7 +216,12 @@ def _run(spark, args: JobArgs, report: Report) -> None:
         observe = observation_aggregates(checks) if observe_checks else None
         try:
             written = append(spark, ref, frame, plan, args.ingest_id, files, observe)
-        except InputRejectedError:
+        except InputRejectedError as exc:
+            if classify(exc.__cause__ or exc).cause in EVALUATION_ERROR_CLASSES:  # a check's sql?
+                config_error = expression_failing_on(
+                    frame.select(*plan.projection(frame.schema)), checks)
+                if config_error is not None:
+                    raise config_error from exc
             # In a batch, a file whose pages do not decode is left out, not the batch.
             if len(args.sources) == 1 or args.all_or_nothing or not leave_out_undecodable(
                     spark, usable):

@@ -21,11 +21,13 @@ from spark_jobs.errors import (
     as_job_error,
     classify,
     describe,
+    input_hint,
     not_null_column,
 )
 from spark_jobs.identifiers import quote, quote_parts
 from spark_jobs.jvm import java_map
 from spark_jobs.metrics import load_iceberg_table
+from spark_jobs.parquet_footer import named_columns
 from spark_jobs.schema_policy import SchemaPlan
 from spark_jobs.table_config import ColumnSpec, PartitionField
 
@@ -201,8 +203,9 @@ def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
     except Exception as exc:
         verdict = classify(exc)
         if verdict.is_input:
-            raise InputRejectedError(f"the rows could not be written: "
-                                     f"{_write_reason(exc, not_null_column(verdict))}") from exc
+            raise InputRejectedError(
+                f"the rows could not be written: {_write_reason(exc, not_null_column(verdict))}"
+                f"{named_columns(spark, exc, sources)}{input_hint(verdict)}") from exc
         raise as_job_error(exc, f"the rows could not be written: {describe(exc)}") from exc
     found = find_ingest_snapshot(load_iceberg_table(spark, ref.sql), ingest_id)
     if found is None:
