@@ -17,6 +17,7 @@ BENCHMARKS = {
     "query": "bench.query_bench",
     "burst": "bench.burst_bench",
     "per_source_audit": "bench.per_source_audit_bench",
+    "history": "bench.history_bench",
 }
 
 

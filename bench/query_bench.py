@@ -17,7 +17,6 @@ most 1.5 x show.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -55,7 +54,10 @@ def _wap(home: Path, *args: str) -> float:
 
 def failed_branch(home: Path) -> str:
     """The open branch of the home's AUDIT_FAILED ingest (the demo makes exactly one)."""
-    items = json.loads((home / "state" / "ledger.json").read_text())
+    from local.home import WapHome
+    from local.state_store import read_ledger_items
+
+    items = read_ledger_items(WapHome(home))
     branches = [i["branch"] for i in items if i.get("status") == "AUDIT_FAILED"]
     if not branches:
         raise RuntimeError(f"{home} has no AUDIT_FAILED ingest: run `wap demo` there first")

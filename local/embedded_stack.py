@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local.aws.moto_fidelity import make_dynamodb_requests_atomic
+from lambdas.common.nessie import NessieClient
+from local.aws.moto_fidelity import make_dynamodb_requests_atomic, make_transactions_item_scoped
 from local.aws.stack import (
     FAKE_CREDENTIALS,
     REPO_ROOT,
@@ -107,6 +108,7 @@ class StorageOnly:
 
         self._environment.set({**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region})
         make_dynamodb_requests_atomic()
+        make_transactions_item_scoped()
         self._mock = mock_aws()
         self._mock.start()
         s = self.settings
@@ -207,6 +209,7 @@ class EmbeddedStack:
                     self.dynamodb(),
                     self.aws.client("s3"),
                     recover_interrupted=self.options.recover_interrupted,
+                    nessie=NessieClient(self.nessie.api_v1),
                 )
         except Exception:
             self.stop()
@@ -247,6 +250,9 @@ class EmbeddedStack:
 
     def stop(self) -> None:
         """Stop everything this stack started (a reused SparkSession stays up)."""
+        if self.store is not None:
+            self.store.close()
+            self.store = None
         if self.aws is not None:
             self.aws.stop()
             self.aws = None

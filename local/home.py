@@ -5,7 +5,7 @@ Layout::
     .wap/WAP_HOME          marker: this directory belongs to wap (`--fresh` only wipes marked ones)
     .wap/nessie.db         the Nessie server's SQLite repository
     .wap/warehouse/        the Iceberg warehouse (file://)
-    .wap/state/ledger.json the ledger's DynamoDB items (moto keeps them in memory only)
+    .wap/state/ledger.sqlite  the ledger's items, written through at every change
     .wap/state/s3/<bucket>/<key>   source objects, audit reports, job logs
     .wap/samples/          the demo's parquet files
     .wap/lock              held while a command changes state
@@ -69,7 +69,12 @@ class WapHome:
 
     @property
     def ledger_file(self) -> Path:
+        """Where homes kept the ledger before `ledger_db` (imported from once)."""
         return self.state / "ledger.json"
+
+    @property
+    def ledger_db(self) -> Path:
+        return self.state / "ledger.sqlite"
 
     @property
     def objects(self) -> Path:

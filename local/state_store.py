@@ -1,9 +1,10 @@
 """Persist what moto keeps in memory (ledger items, S3 objects) in the home, and restore it.
 
 moto's backends die with the process; the Nessie SQLite file and the `file://`
-warehouse are already on disk. Saving copies the ledger's DynamoDB items and the
-source objects, audit reports and job logs into `<home>/state/`; restoring puts
-them back into a freshly started moto before any command reads them.
+warehouse are already on disk. The ledger is written through at every change
+(`local/ledger_db.py`); saving copies the source objects, audit reports and job logs
+into `<home>/state/s3/`; restoring puts both back into a freshly started moto before any
+command reads them.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lambdas.common import constants as c
-from lambdas.common.ledger import KIND_INGEST, KIND_TABLE
+from lambdas.common.ledger import KIND_BATCH, KIND_INGEST, KIND_TABLE
 from lambdas.common.naming import iso, utcnow
 from local.home import WapHome
+from local.ledger_db import LedgerDatabase, LedgerJournal, from_dynamo, to_dynamo
 
 # Artifacts worth keeping; `tables/` is uploaded from the tables directory on every start.
 # staging/: the staged copies a queued or failed ingest still reads (a re-run, a rebase).
@@ -65,7 +67,8 @@ def _object_path(root: Path, bucket: str, key: str) -> Path | None:
 
 
 class StateStore:
-    """Copies ledger items and kept S3 objects between a running moto and a `WapHome`."""
+    """Keeps the ledger (written through, `local/ledger_db.py`) and the kept S3 objects of
+    a running moto in a `WapHome`, and puts them back into a fresh one."""
 
     def __init__(
         self, home: WapHome, *, ledger_table: str, buckets: tuple[StoredBucket, ...]
@@ -73,16 +76,15 @@ class StateStore:
         self.home = home
         self.ledger_table = ledger_table
         self.buckets = buckets
+        self.database = LedgerDatabase(home.ledger_db)
+        self.journal = LedgerJournal(self.database, ledger_table)
+        _import_legacy_file(home, self.database)
 
     # ---- save ------------------------------------------------------------------------------
 
     def save(self, dynamodb: Any, s3: Any) -> None:
-        """Write the ledger and every kept object (new or changed since the last save)."""
-        items = _scan(dynamodb.Table(self.ledger_table))
-        items.sort(key=lambda i: i["pk"])
-        _write_atomically(
-            self.home.ledger_file, json.dumps(items, default=_encode, indent=1).encode()
-        )
+        """Write every kept object that is new or changed since the last save (the ledger
+        is on disk already: every change was written through)."""
         manifest_path = self.home.objects / _MANIFEST
         manifest = _read_json(manifest_path, {})
         for bucket in self.buckets:
@@ -102,41 +104,41 @@ class StateStore:
 
     # ---- restore ---------------------------------------------------------------------------
 
-    def restore(self, dynamodb: Any, s3: Any, *, recover_interrupted: bool) -> list[str]:
-        """Put saved items and objects back; return the ingests found interrupted.
+    def restore(self, dynamodb: Any, s3: Any, *, recover_interrupted: bool,
+                nessie: Any = None) -> list[str]:
+        """Put the stored items and objects back, then write every later ledger change
+        through; return the ingests found interrupted.
 
-        Table lock items are not restored: no ingest runs when a command starts, so
-        every table is free. With `recover_interrupted`, ingests a killed process
-        left unfinished are recorded as JOB_FAILED with the reason.
+        Table lock items are dropped: no ingest runs when a command starts, so every table
+        is free. With `recover_interrupted`, an ingest (or batch) a killed process left
+        unfinished is recorded from what Nessie holds (`nessie`, a lambdas NessieClient):
+        PUBLISHED when main holds its audited snapshot, else JOB_FAILED with the reason.
         """
-        table = dynamodb.Table(self.ledger_table)
-        items = (
-            json.loads(self.home.ledger_file.read_text(), parse_float=Decimal)
-            if self.home.ledger_file.is_file()
-            else []
-        )
-        interrupted: list[str] = []
-        with table.batch_writer() as batch:
-            for item in items:
-                if item.get("kind") == KIND_TABLE:
-                    continue
-                if (
-                    recover_interrupted
-                    and item.get("kind") == KIND_INGEST
-                    and item.get("status") not in c.TERMINAL_STATUSES
-                ):
-                    interrupted.append(item["ingest_id"])
-                    item = {
-                        **item,
-                        "status": c.JOB_FAILED,
-                        "error": INTERRUPTED_REASON,
-                        "finished_at": iso(utcnow()),
-                        "updated_at": iso(utcnow()),
-                    }
-                batch.put_item(Item=item)
+        backend = _moto_backend(dynamodb)
+        stored = self.journal.load_into(backend)  # DynamoDB JSON: read as such, once
+        locks = [from_dynamo(item) for item in stored if _text(item, "kind") == KIND_TABLE]
+        unfinished = [from_dynamo(item) for item in stored if recover_interrupted
+                      and _text(item, "kind") in (KIND_INGEST, KIND_BATCH)
+                      and _text(item, "status") not in c.TERMINAL_STATUSES]
+        if locks:
+            self.database.write({}, [json.dumps({"S": item["pk"]}) for item in locks])
+            for item in locks:
+                backend.delete_item(self.ledger_table, {"pk": {"S": item["pk"]}})
+        recovered = _recovered(unfinished, nessie)
+        if recovered:
+            changed = {json.dumps({"S": item["pk"]}): to_dynamo(item) for item in recovered}
+            for item in changed.values():
+                backend.put_item(self.ledger_table, item)
+            self.database.write(changed)
+        self.journal.install()
         for bucket in self.buckets:
             self._restore_bucket(s3, bucket.name)
-        return interrupted
+        return [item["ingest_id"] for item in recovered if item.get("kind") == KIND_INGEST]
+
+    def close(self) -> None:
+        """Stop writing through (the items are on disk already)."""
+        self.journal.uninstall()
+        self.database.close()
 
     def _restore_bucket(self, s3: Any, bucket: str) -> None:
         """Put the saved objects back (the caller keeps S3 notifications quiet meanwhile)."""
@@ -149,6 +151,74 @@ class StateStore:
             s3.put_object(
                 Bucket=bucket, Key=path.relative_to(root).as_posix(), Body=path.read_bytes()
             )
+
+
+def _text(item: dict[str, Any], name: str) -> str | None:
+    return (item.get(name) or {}).get("S")
+
+
+def _recovered(unfinished: list[dict[str, Any]], nessie: Any) -> list[dict[str, Any]]:
+    """The unfinished records as they end: published when main holds their audited
+    snapshot (a batch's members with it), else failed as interrupted."""
+    now = iso(utcnow())
+    published: set[str] = set()
+    for item in unfinished:
+        if nessie is not None and _main_holds(nessie, item):
+            published.add(item["ingest_id"])
+    ended = []
+    for item in unfinished:
+        if item["ingest_id"] in published or item.get("batch_id") in published:
+            fields = {"status": c.PUBLISHED, "error": None}
+        else:
+            fields = {"status": c.JOB_FAILED, "error": INTERRUPTED_REASON}
+        ended.append({**item, **fields, "finished_at": now, "updated_at": now})
+    return ended
+
+
+def _main_holds(nessie: Any, item: dict[str, Any]) -> bool:
+    from lambdas.common.published import main_holds_ingest
+
+    try:
+        return main_holds_ingest(nessie, item.get("table"), item)
+    except Exception:  # Nessie cannot say: recorded as interrupted, as before
+        return False
+
+
+def _moto_backend(dynamodb: Any) -> Any:
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    return dynamodb_backends[DEFAULT_ACCOUNT_ID][dynamodb.meta.client.meta.region_name]
+
+
+def read_ledger_items(home: WapHome) -> list[dict[str, Any]]:
+    """The home's ledger items as plain Python (tools, tests), in key order."""
+    database = LedgerDatabase(home.ledger_db)
+    try:
+        _import_legacy_file(home, database)
+        return [from_dynamo(item) for item in database.items()]
+    finally:
+        database.close()
+
+
+def write_ledger_items(home: WapHome, items: list[dict[str, Any]]) -> None:
+    """Put plain ledger items into the home (tools, tests that build a home by hand)."""
+    database = LedgerDatabase(home.ledger_db)
+    try:
+        database.write({json.dumps({"S": item["pk"]}): to_dynamo(item) for item in items})
+    finally:
+        database.close()
+
+
+def _import_legacy_file(home: WapHome, database: LedgerDatabase) -> None:
+    """A home written before the ledger database (`state/ledger.json`): its items move in
+    once, and the file is renamed so they are not imported again."""
+    legacy = home.ledger_file
+    if not legacy.is_file():
+        return
+    items = json.loads(legacy.read_text(), parse_float=Decimal)
+    database.write({json.dumps({"S": item["pk"]}): to_dynamo(item) for item in items})
+    os.replace(legacy, legacy.with_name(legacy.name + ".imported"))
 
 
 def _scan(table: Any) -> list[dict[str, Any]]:

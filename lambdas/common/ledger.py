@@ -347,6 +347,17 @@ class Ledger:
         items = [i for i in items if i.get("kind") == KIND_INGEST]
         return sorted(items, key=lambda i: (i.get("created_at", ""), i["ingest_id"]))
 
+    def newest_ingests(self, limit: int, *, table: str | None = None) -> list[dict[str, Any]]:
+        """The `limit` newest ingest records (of one table), newest first: one index page,
+        whatever the history holds (`list_ingests` reads it all)."""
+        if table is not None:
+            items = self._query(INDEX_BY_TABLE, "table", table, newest_first=True,
+                                limit=limit, kind=KIND_INGEST)
+        else:
+            items = self._query(INDEX_BY_KIND, "kind", KIND_INGEST, newest_first=True,
+                                limit=limit)
+        return [i for i in items if i.get("kind") == KIND_INGEST][:limit]
+
     def list_batches(self) -> list[dict[str, Any]]:
         """Every batch record, oldest first (from an index: re-read before acting)."""
         items = self._query(INDEX_BY_KIND, "kind", KIND_BATCH)
@@ -566,20 +577,27 @@ class Ledger:
             raise
 
     def _query(
-        self, index: str, key: str, value: str, *, until: str | None = None
+        self, index: str, key: str, value: str, *, until: str | None = None,
+        newest_first: bool = False, limit: int | None = None, kind: str | None = None,
     ) -> list[dict[str, Any]]:
-        from boto3.dynamodb.conditions import Key
+        """Items of one index key; with `limit`, stop once that many (of `kind`) are read."""
+        from boto3.dynamodb.conditions import Attr, Key
 
         range_key = _INDEXES[index][1]
         condition = Key(key).eq(value)
         if until is not None:
             condition = condition & Key(range_key).lte(until)
         items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"IndexName": index, "KeyConditionExpression": condition}
+        kwargs: dict[str, Any] = {"IndexName": index, "KeyConditionExpression": condition,
+                                  "ScanIndexForward": not newest_first}
+        if kind is not None:
+            kwargs["FilterExpression"] = Attr("kind").eq(kind)
+        if limit is not None:
+            kwargs["Limit"] = limit
         while True:
             page = self._table.query(**kwargs)
             items.extend(_plain(i) for i in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
+            if "LastEvaluatedKey" not in page or (limit is not None and len(items) >= limit):
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 

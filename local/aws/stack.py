@@ -48,7 +48,11 @@ from local.aws.iam import (
 from local.aws.intrinsics import Resolver, UnresolvedIntrinsic, substitute_definition
 from local.aws.lambda_dispatch import LambdaDispatcher
 from local.aws.lambda_sandbox import Sandbox, reserved_environment
-from local.aws.moto_fidelity import ScaledRetryClock, make_dynamodb_requests_atomic
+from local.aws.moto_fidelity import (
+    ScaledRetryClock,
+    make_dynamodb_requests_atomic,
+    make_transactions_item_scoped,
+)
 from local.aws.overrides import Kind, LocalParityError, apply_overrides, common_environment
 from local.aws.s3_events import S3EventBridge
 from local.aws.schedule import LocalSchedule, ScheduledTarget, rate_seconds
@@ -236,6 +240,7 @@ class LocalAwsStack:
                 f"{self.settings.region}")
         self._environment.set({**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region})
         make_dynamodb_requests_atomic()
+        make_transactions_item_scoped()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         lambda_aws.reset()

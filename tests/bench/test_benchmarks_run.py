@@ -89,3 +89,11 @@ def test_per_source_audit_bench_gives_a_verdict_per_file():
     steps = [line.split(" | ")[0].lstrip("| ") for line in out.splitlines()
              if line.startswith("| ") and "median" not in line and "---" not in line]
     assert steps == ["one pass", "grouped", "per file"]
+
+
+def test_history_bench_compares_an_empty_home_with_a_long_history():
+    out = _run_quick("bench.history_bench")
+    assert "| what | empty home (baseline) | home with 500 ingests | ratio |" in out
+    for row in ("stack start (in process)", "cold `wap runs` (a new process)",
+                "one ingest's ledger writes"):
+        assert f"| {row} |" in out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,10 +38,11 @@ def assert_one_line_error(result: Result, *fragments: str) -> None:
 
 def ledger_items(home: Path) -> dict[str, dict[str, Any]]:
     """The persisted ingest records of a home, by ingest id."""
-    path = home / "state" / "ledger.json"
-    if not path.exists():
-        return {}
-    return {i["ingest_id"]: i for i in json.loads(path.read_text()) if i.get("kind") == "ingest"}
+    from local.home import WapHome
+    from local.state_store import read_ledger_items
+
+    return {i["ingest_id"]: i for i in read_ledger_items(WapHome(home))
+            if i.get("kind") == "ingest"}
 
 
 @contextmanager

@@ -188,7 +188,11 @@ def test_read_only_commands_never_load_spark(demo):
 
 
 def _state(demo: Demo) -> tuple[bytes, dict[str, str]]:
-    return (demo.home / "state" / "ledger.json").read_bytes(), refs(demo.home)
+    from local.home import WapHome
+    from local.state_store import read_ledger_items
+
+    ledger = json.dumps(read_ledger_items(WapHome(demo.home)), sort_keys=True).encode()
+    return ledger, refs(demo.home)
 
 
 @pytest.mark.parametrize(

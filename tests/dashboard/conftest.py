@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -14,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from local.home import WapHome
+from local.state_store import read_ledger_items
 from tests.cli.conftest import run_wap
 from wap.dashboard import build_command
 
@@ -46,14 +47,14 @@ class DemoHome:
         return {"WAP_CATALOG_PORT": str(self.catalog_port)}
 
     def failed_ingest(self) -> dict:
-        items = json.loads((self.root / "state" / "ledger.json").read_text())
+        items = read_ledger_items(WapHome(self.root))
         [failed] = [i for i in items if i.get("status") == "AUDIT_FAILED"]
         return failed
 
     def rows_on_failed_branch(self) -> int:
         """The demo queues its two files; the failed one's branch forks from main when its
         job starts, so it holds the clean batch too only if that was published first."""
-        items = json.loads((self.root / "state" / "ledger.json").read_text())
+        items = read_ledger_items(WapHome(self.root))
         ingests = {i["status"]: i for i in items if i.get("kind") == "ingest"}
         failed, published = ingests["AUDIT_FAILED"], ingests["PUBLISHED"]
         after = failed["job_started_at"] >= published["finished_at"]

@@ -1,6 +1,6 @@
 """Hostile ledger text renders as literal text, secrets never show (AppTest, no browser, no Spark).
 
-The home is written by hand the way `wap` persists it (`state/ledger.json`), so the whole
+The home is written by hand (`write_ledger_items`, as `wap` persists it), so the whole
 path runs: restore into moto, `list_runs`, shaping, the page.
 """
 
@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from local.home import ENV_HOME, WapHome
+from local.state_store import write_ledger_items
 from wap.dashboard import APP_PATH
 
 SECRET = "xoxb-1111-2222-topsecret"
@@ -44,7 +45,7 @@ def hostile_home(tmp_path):
             "finished_at": "2026-11-22T09:01:00Z",
         },
     ]
-    home.ledger_file.write_text(json.dumps(items))
+    write_ledger_items(home, items)
     return home.root
 
 

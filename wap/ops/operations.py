@@ -98,7 +98,9 @@ def list_runs(
     """Ingests from the ledger, newest first."""
     if table is not None:
         table = parse_table(table).qualified
-    records = backend.ledger.list_ingests(table=table)
+    # Newest first from the index: one page for the default limit, however long the history.
+    records = (list(reversed(backend.ledger.newest_ingests(limit, table=table))) if limit
+               else backend.ledger.list_ingests(table=table))
     rows = [
         RunRow(
             ingest_id=r["ingest_id"],
