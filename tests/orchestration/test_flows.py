@@ -211,7 +211,15 @@ def test_nessie_down_fails_the_trigger_retryably_and_a_retry_ingests_once(
     )
 
 
-def test_slack_errors_are_retried_and_never_change_the_outcome(make_stack, slack):
+def test_slack_errors_are_retried_and_never_change_the_outcome(make_stack, slack, monkeypatch):
+    import functools
+
+    from lambdas.common.alerting import slack as slack_client
+
+    # The alert Lambda's backoff through the policy's injectable sleep: recorded, not slept.
+    waits: list[float] = []
+    monkeypatch.setattr(slack_client, "RetryPolicy",
+                        functools.partial(slack_client.RetryPolicy, sleep=waits.append))
     stack = make_stack()
     slack.fail_next(2, "server_error", status=503)
     stack.drop_file("slack/orders/fail-1.parquet", fake_parquet("h"))
@@ -220,6 +228,8 @@ def test_slack_errors_are_retried_and_never_change_the_outcome(make_stack, slack
     assert first["status"] == "AUDIT_FAILED"
     assert len(slack.messages) == 1
     assert slack.request_count("chat.postMessage") == 3
+    # The policy's backoff: 0.5 * 2**attempt, plus slack-sdk's jitter of up to 1 s.
+    assert len(waits) == 2 and 0.5 <= waits[0] < 1.5 and 1.0 <= waits[1] < 2.0, waits
 
     slack.fail_next(None, "server_error", status=500)  # Slack stays down
     stack.drop_file("slack/orders/fail-2.parquet", fake_parquet("i"))
