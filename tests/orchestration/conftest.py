@@ -86,6 +86,16 @@ def wait_for_key(stack: LocalAwsStack, key: str, timeout: float = 90) -> dict[st
     raise AssertionError(f"{key} did not finish in {timeout} s: {stack.describe()}")
 
 
+def wait_for_status(stack: LocalAwsStack, key: str, status: str,
+                    timeout: float = 30) -> dict[str, Any]:
+    """The record of `key` once it has `status` (a step on the way, not a final one)."""
+    deadline = time.monotonic() + timeout
+    while (record := record_for_key(stack, key) or {}).get("status") != status:
+        assert time.monotonic() < deadline, stack.describe()
+        time.sleep(0.05)
+    return record
+
+
 def branch_exists(client, name: str) -> bool:
     from pynessie.error import NessieNotFoundException
 

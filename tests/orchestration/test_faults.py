@@ -6,18 +6,12 @@ import json
 import threading
 import time
 
-from tests.orchestration.conftest import fake_parquet, record_for_key, wait_for_key
+from tests.orchestration.conftest import fake_parquet, wait_for_key, wait_for_status
 from tests.orchestration.standin_job import standin_job
 
 BROKEN_YAML = "checks:\n  - name: amount_positive\n    kind: range\n   columns: [amount]\n"
 
 
-def _wait_for_status(stack, key: str, status: str, timeout: float = 30) -> dict:
-    deadline = time.monotonic() + timeout
-    while (record := record_for_key(stack, key) or {}).get("status") != status:
-        assert time.monotonic() < deadline, stack.describe()
-        time.sleep(0.05)
-    return record
 
 
 def _put_config(stack, table: str, text: str) -> None:
@@ -67,10 +61,10 @@ def test_a_config_broken_while_files_queue_rejects_them_at_the_hand_off(
     (tmp_path / "cfgq.orders.yaml").write_text("batch: {max_files: 5}\n")
     stack = make_stack(job=gated, tables_dir=tmp_path)
     stack.drop_file("cfgq/orders/a.parquet", fake_parquet("qa"))
-    _wait_for_status(stack, "cfgq/orders/a.parquet", "RUNNING")
+    wait_for_status(stack, "cfgq/orders/a.parquet", "RUNNING")
     for name in ("b", "c"):
         stack.drop_file(f"cfgq/orders/{name}.parquet", fake_parquet(f"q{name}"))
-        _wait_for_status(stack, f"cfgq/orders/{name}.parquet", "QUEUED")
+        wait_for_status(stack, f"cfgq/orders/{name}.parquet", "QUEUED")
     _put_config(stack, "cfgq.orders", BROKEN_YAML)
     gate.set()
     a = wait_for_key(stack, "cfgq/orders/a.parquet")

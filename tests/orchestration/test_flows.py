@@ -19,6 +19,7 @@ from tests.orchestration.conftest import (
     s3_notification,
     table_on,
     wait_for_key,
+    wait_for_status,
 )
 from tests.orchestration.standin_job import commit_table_on_branch, standin_job
 
@@ -411,11 +412,11 @@ def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
     (tmp_path / "nostart.orders.yaml").write_text("batch: {max_files: 1}\n")
     stack = make_stack(job=slow_job, tables_dir=tmp_path)
     stack.drop_file("nostart/orders/a.parquet", fake_parquet("na"))
-    _wait_for_status(stack, "nostart/orders/a.parquet", "RUNNING")
+    wait_for_status(stack, "nostart/orders/a.parquet", "RUNNING")
     stack.drop_file("nostart/orders/b.parquet", fake_parquet("nb"))
-    _wait_for_status(stack, "nostart/orders/b.parquet", "QUEUED")
+    wait_for_status(stack, "nostart/orders/b.parquet", "QUEUED")
     stack.drop_file("nostart/orders/c.parquet", fake_parquet("nc"))
-    _wait_for_status(stack, "nostart/orders/c.parquet", "QUEUED")
+    wait_for_status(stack, "nostart/orders/c.parquet", "QUEUED")
     doomed = record_for_key(stack, "nostart/orders/b.parquet")["ingest_id"]
     original = NessieClient.ensure_branch_from_main
 
@@ -436,8 +437,3 @@ def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
     assert stack.ledger().get_lock("nostart.orders").active is None
 
 
-def _wait_for_status(stack, key: str, status: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while (record_for_key(stack, key) or {}).get("status") != status:
-        assert time.monotonic() < deadline, stack.describe()
-        time.sleep(0.05)

@@ -22,16 +22,9 @@ from tests.orchestration.conftest import (
     s3_notification,
     table_on,
     wait_for_key,
+    wait_for_status,
 )
 from tests.orchestration.standin_job import standin_job
-
-
-def _wait_for_status(stack, key: str, status: str, timeout: float = 30) -> dict:
-    deadline = time.monotonic() + timeout
-    while (record := record_for_key(stack, key) or {}).get("status") != status:
-        assert time.monotonic() < deadline, stack.describe()
-        time.sleep(0.05)
-    return record
 
 
 def test_a_queued_ingest_reads_its_own_object_version_not_the_newest(nessie, make_stack):
@@ -51,7 +44,7 @@ def test_a_queued_ingest_reads_its_own_object_version_not_the_newest(nessie, mak
 
     stack = make_stack(job=recording_job)
     stack.drop_file("ver/orders/blocker.parquet", fake_parquet("blocker"))
-    _wait_for_status(stack, "ver/orders/blocker.parquet", "RUNNING")
+    wait_for_status(stack, "ver/orders/blocker.parquet", "RUNNING")
     v1, v2 = fake_parquet("version-one"), fake_parquet("version-two")
     first = stack.drop_file("ver/orders/x.parquet", v1)
     deadline = time.monotonic() + 30
