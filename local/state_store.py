@@ -20,7 +20,7 @@ from lambdas.common import constants as c
 from lambdas.common.ledger import KIND_BATCH, KIND_INGEST, KIND_TABLE
 from lambdas.common.naming import iso, utcnow
 from local.home import WapHome
-from local.ledger_db import LedgerDatabase, LedgerJournal, from_dynamo, to_dynamo
+from local.ledger_db import LedgerDatabase, LedgerJournal, from_dynamo, pk_key, to_dynamo
 
 # Artifacts worth keeping; `tables/` is uploaded from the tables directory on every start.
 # staging/: the staged copies a queued or failed ingest still reads (a re-run, a rebase).
@@ -115,21 +115,19 @@ class StateStore:
         PUBLISHED when main holds its audited snapshot, else JOB_FAILED with the reason.
         """
         backend = _moto_backend(dynamodb)
-        stored = self.journal.load_into(backend)  # DynamoDB JSON: read as such, once
-        locks = [from_dynamo(item) for item in stored if _text(item, "kind") == KIND_TABLE]
-        unfinished = [from_dynamo(item) for item in stored if recover_interrupted
-                      and _text(item, "kind") in (KIND_INGEST, KIND_BATCH)
-                      and _text(item, "status") not in c.TERMINAL_STATUSES]
+        self.journal.attach(backend)  # history stays on disk until something asks for it
+        locks = self.database.of_kinds([KIND_TABLE])
         if locks:
-            self.database.write({}, [json.dumps({"S": item["pk"]}) for item in locks])
-            for item in locks:
-                backend.delete_item(self.ledger_table, {"pk": {"S": item["pk"]}})
+            self.database.write({}, [pk_key(item["pk"]["S"]) for item in locks])
+        unfinished = [from_dynamo(item) for item in self.database.of_kinds(
+            [KIND_INGEST, KIND_BATCH], except_statuses=c.TERMINAL_STATUSES)
+        ] if recover_interrupted else []
         recovered = _recovered(unfinished, nessie)
         if recovered:
-            changed = {json.dumps({"S": item["pk"]}): to_dynamo(item) for item in recovered}
+            changed = {pk_key(item["pk"]): to_dynamo(item) for item in recovered}
+            self.database.write(changed)
             for item in changed.values():
                 backend.put_item(self.ledger_table, item)
-            self.database.write(changed)
         self.journal.install()
         for bucket in self.buckets:
             self._restore_bucket(s3, bucket.name)
@@ -151,10 +149,6 @@ class StateStore:
             s3.put_object(
                 Bucket=bucket, Key=path.relative_to(root).as_posix(), Body=path.read_bytes()
             )
-
-
-def _text(item: dict[str, Any], name: str) -> str | None:
-    return (item.get(name) or {}).get("S")
 
 
 def _recovered(unfinished: list[dict[str, Any]], nessie: Any) -> list[dict[str, Any]]:
@@ -205,7 +199,7 @@ def write_ledger_items(home: WapHome, items: list[dict[str, Any]]) -> None:
     """Put plain ledger items into the home (tools, tests that build a home by hand)."""
     database = LedgerDatabase(home.ledger_db)
     try:
-        database.write({json.dumps({"S": item["pk"]}): to_dynamo(item) for item in items})
+        database.write({pk_key(item["pk"]): to_dynamo(item) for item in items})
     finally:
         database.close()
 
@@ -217,7 +211,7 @@ def _import_legacy_file(home: WapHome, database: LedgerDatabase) -> None:
     if not legacy.is_file():
         return
     items = json.loads(legacy.read_text(), parse_float=Decimal)
-    database.write({json.dumps({"S": item["pk"]}): to_dynamo(item) for item in items})
+    database.write({pk_key(item["pk"]): to_dynamo(item) for item in items})
     os.replace(legacy, legacy.with_name(legacy.name + ".imported"))
 
 

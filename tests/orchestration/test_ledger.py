@@ -22,15 +22,42 @@ from local.aws.moto_fidelity import make_dynamodb_requests_atomic
 from local.aws.stack import create_ledger_table
 
 
-@pytest.fixture
-def ledger(monkeypatch):
+@pytest.fixture(params=["moto", "home"])
+def ledger(request, monkeypatch, tmp_path):
+    """The ledger on moto's table, and on the table `wap` runs in a home: backed by the
+    home's database (items read on first use, index queries from SQLite, every write
+    written through), which must answer every test the same."""
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "testing")
     make_dynamodb_requests_atomic()  # as DynamoDB itself: condition and write in one step
     with mock_aws():
         create_ledger_table(boto3.client("dynamodb"), "ledger")
-        yield Ledger("ledger")
+        if request.param == "moto":
+            yield Ledger("ledger")
+            return
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.dynamodb.models import dynamodb_backends
+
+        from local.ledger_db import LedgerDatabase, LedgerJournal, pk_key
+
+        database = LedgerDatabase(tmp_path / "ledger.sqlite")
+        journal = LedgerJournal(database, "ledger")
+        backend = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+        journal.attach(backend)
+        journal.install()
+        try:
+            yield Ledger("ledger")
+            # Written through: every item moto holds is the database's, and back.
+            table = backend.get_table("ledger")
+            for key, item in dict.items(table.items):
+                assert database.get(pk_key(key.value)) == item.to_json()["Attributes"]
+            for stored in database.items():
+                loaded = backend.get_item("ledger", {"pk": stored["pk"]})
+                assert loaded is not None and loaded.to_json()["Attributes"] == stored
+        finally:
+            journal.uninstall()
+            database.close()
 
 
 def test_create_ingest_is_a_conditional_put(ledger):
