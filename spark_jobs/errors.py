@@ -214,16 +214,16 @@ def as_job_error(exc: BaseException, message: str,
         return exc
     verdict = classify(exc)
     if verdict.is_input:
-        return input_error(message + input_hint(verdict))
+        return input_error(with_hint(message, verdict))
     if verdict.known:
         message = f"{message} [{verdict.cause.rsplit('.', 1)[-1]}]"
     return InfrastructureError(message)
 
 
-def input_hint(verdict: Verdict) -> str:
-    """`. <what to do>` for an input cause that has advice (INPUT_HINTS), else ''."""
+def with_hint(message: str, verdict: Verdict) -> str:
+    """`message. <what to do>` for an input cause that has advice (INPUT_HINTS)."""
     hint = INPUT_HINTS.get(verdict.cause) if verdict.is_input else None
-    return f". {hint}" if hint else ""
+    return f"{message.rstrip('. ')}. {hint}" if hint else message
 
 
 def java_throwable(exc: BaseException) -> Any:

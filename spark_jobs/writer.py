@@ -21,8 +21,8 @@ from spark_jobs.errors import (
     as_job_error,
     classify,
     describe,
-    input_hint,
     not_null_column,
+    with_hint,
 )
 from spark_jobs.identifiers import quote, quote_parts
 from spark_jobs.jvm import java_map
@@ -203,9 +203,9 @@ def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
     except Exception as exc:
         verdict = classify(exc)
         if verdict.is_input:
-            raise InputRejectedError(
+            raise InputRejectedError(with_hint(
                 f"the rows could not be written: {_write_reason(exc, not_null_column(verdict))}"
-                f"{named_columns(spark, exc, sources)}{input_hint(verdict)}") from exc
+                f"{named_columns(spark, exc, sources)}", verdict)) from exc
         raise as_job_error(exc, f"the rows could not be written: {describe(exc)}") from exc
     found = find_ingest_snapshot(load_iceberg_table(spark, ref.sql), ingest_id)
     if found is None:
