@@ -36,6 +36,15 @@ def assert_one_line_error(result: Result, *fragments: str) -> None:
         assert fragment in lines[0], lines[0]
 
 
+def default_sigint() -> None:
+    """`preexec_fn` for a command a test stops with Ctrl-C (SIGINT): a suite started in the
+    background (`cmd &` in a script) passes SIGINT on ignored, and Python then never raises
+    KeyboardInterrupt, so the command would not stop."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def ledger_items(home: Path) -> dict[str, dict[str, Any]]:
     """The persisted ingest records of a home, by ingest id."""
     from local.home import WapHome

@@ -11,6 +11,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from tests.cli.conftest import default_sigint
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -32,10 +34,6 @@ def wait_for(url: str, timeout: float) -> str:
             time.sleep(0.3)
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_dashboard_command_serves_the_app_until_interrupted(tmp_path):
     port = free_port()
     process = subprocess.Popen(
@@ -43,9 +41,7 @@ def test_dashboard_command_serves_the_app_until_interrupted(tmp_path):
          "--home", str(tmp_path / "home"), "dashboard", "--port", str(port)],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        # Ctrl-C as a terminal sends it: a suite started in the background (`cmd &` in a
-        # script) passes SIGINT on ignored, and the command would never see it.
-        preexec_fn=_default_sigint)
+        preexec_fn=default_sigint)  # the test's Ctrl-C must reach it (see the helper)
     try:
         assert wait_for(f"http://127.0.0.1:{port}/_stcore/health", timeout=60) == "ok"
         assert "<title>" in wait_for(f"http://127.0.0.1:{port}/", timeout=10)

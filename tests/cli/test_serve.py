@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from lambdas.common.alerting.links import nessie_table_url
-from tests.cli.conftest import assert_one_line_error, run_wap
+from tests.cli.conftest import assert_one_line_error, default_sigint, run_wap
 from tests.cli.test_dashboard_command import REPO, free_port, wait_for
 from tests.lake_seed import BRANCH, FAILED_ID, seed_home
 from wap.dashboard import serve_catalog
@@ -31,6 +31,7 @@ def start_serve(home, port: int) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=default_sigint,  # the test's Ctrl-C must reach it (see the helper)
     )
 
 

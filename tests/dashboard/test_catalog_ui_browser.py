@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import requests
 
+from tests.cli.conftest import default_sigint
 from tests.cli.test_dashboard_command import REPO, wait_for
 
 pytestmark = pytest.mark.slow
@@ -51,6 +52,7 @@ def serving(demo_home):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=default_sigint,  # the test's Ctrl-C must reach it (see the helper)
     )
     try:
         wait_for(f"http://127.0.0.1:{demo_home.catalog_port}/api/v2/config", timeout=60)
