@@ -15,12 +15,11 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from lambdas.common.ledger import _INDEXES as INDEXES
-from lambdas.common.ledger import PARTITION_KEY
+from lambdas.common.ledger import PARTITION_KEY, plain_value, storable_item
 
 # Every attribute a ledger index keys on gets a column (and an SQLite index per GSI).
 INDEXED = tuple(dict.fromkeys(name for pair in INDEXES.values() for name in pair))
@@ -139,49 +138,25 @@ class LedgerDatabase:
             rows = self._db.execute(sql, [*kinds, *skipped]).fetchall()
         return [json.loads(text) for (text,) in rows]
 
-    def count(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT count(*) FROM items").fetchone()[0])
-
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
 
 def to_dynamo(item: dict[str, Any]) -> dict[str, Any]:
-    """A plain item (as the ledger writes it) in DynamoDB JSON."""
+    """A plain item in DynamoDB JSON, stored as the ledger stores it (`storable_item`)."""
     from boto3.dynamodb.types import TypeSerializer
 
     serializer = TypeSerializer()
-    return {key: serializer.serialize(_decimals(value)) for key, value in item.items()}
+    return {key: serializer.serialize(value) for key, value in storable_item(item).items()}
 
 
 def from_dynamo(item: dict[str, Any]) -> dict[str, Any]:
-    """A DynamoDB JSON item as plain Python (numbers as int or float)."""
+    """A DynamoDB JSON item as the ledger reads it (`plain_value`: ints and floats)."""
     from boto3.dynamodb.types import TypeDeserializer
 
     deserializer = TypeDeserializer()
-    return {key: _plain(deserializer.deserialize(value)) for key, value in item.items()}
-
-
-def _decimals(value: Any) -> Any:
-    if isinstance(value, float):
-        return Decimal(str(value))
-    if isinstance(value, dict):
-        return {k: _decimals(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decimals(v) for v in value]
-    return value
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, set)):
-        return [_plain(v) for v in (sorted(value) if isinstance(value, set) else value)]
-    return value
+    return {key: plain_value(deserializer.deserialize(value)) for key, value in item.items()}
 
 
 class LedgerJournal:

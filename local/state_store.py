@@ -43,14 +43,6 @@ class StoredBucket:
         return not self.prefixes or key.startswith(self.prefixes)
 
 
-def _encode(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, set):
-        return sorted(value)
-    raise TypeError(f"cannot store {type(value).__name__} in the ledger file")
-
-
 def _write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -213,17 +205,6 @@ def _import_legacy_file(home: WapHome, database: LedgerDatabase) -> None:
     items = json.loads(legacy.read_text(), parse_float=Decimal)
     database.write({pk_key(item["pk"]): to_dynamo(item) for item in items})
     os.replace(legacy, legacy.with_name(legacy.name + ".imported"))
-
-
-def _scan(table: Any) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"ConsistentRead": True}
-    while True:
-        page = table.scan(**kwargs)
-        items.extend(page.get("Items", []))
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def _read_json(path: Path, default: Any) -> Any:

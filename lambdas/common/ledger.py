@@ -126,14 +126,14 @@ class QueueStat:
     oldest_age_seconds: float
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
     """DynamoDB numbers come back as Decimal; give callers ints/floats."""
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [plain_value(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain_value(v) for k, v in value.items()}
     return value
 
 
@@ -188,7 +188,8 @@ class Ledger:
             "updated_at": now,
         }
         try:
-            self._table.put_item(Item=_clean(item), ConditionExpression="attribute_not_exists(pk)")
+            self._table.put_item(Item=storable_item(item),
+                                 ConditionExpression="attribute_not_exists(pk)")
         except Exception as exc:
             if _is_conditional_failure(exc):
                 return False
@@ -209,7 +210,7 @@ class Ledger:
         item = self._table.get_item(Key={"pk": f"ingest#{ingest_id}"}, ConsistentRead=True).get(
             "Item"
         )
-        return _plain(item) if item else None
+        return plain_value(item) if item else None
 
     def update_ingest(
         self,
@@ -294,7 +295,7 @@ class Ledger:
             condition += " AND #only = :only"
         return {"Key": {"pk": f"ingest#{ingest_id}"}, "UpdateExpression": expression,
                 "ConditionExpression": condition, "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": _clean(values)}
+                "ExpressionAttributeValues": storable_item(values)}
 
     def get_ingests(self, ingest_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Many records by id (consistent reads, up to 100 per request); absent ids are
@@ -307,7 +308,7 @@ class Ledger:
             for attempt in range(_LOCK_ATTEMPTS):
                 page = self._table.meta.client.batch_get_item(RequestItems=request)
                 for item in page.get("Responses", {}).get(self._table_name, []):
-                    found[item["ingest_id"]] = _plain(item)
+                    found[item["ingest_id"]] = plain_value(item)
                 request = page.get("UnprocessedKeys") or {}
                 if not request:
                     break
@@ -324,7 +325,7 @@ class Ledger:
             ExpressionAttributeValues={":v": value},
             ReturnValues="ALL_NEW",
         )
-        return _plain(response["Attributes"][name])
+        return plain_value(response["Attributes"][name])
 
     def list_ingests(
         self, *, table: str | None = None, statuses: Iterable[str] | None = None
@@ -532,7 +533,7 @@ class Ledger:
 
     @staticmethod
     def _lock_item(lock: TableLock) -> dict[str, Any]:
-        return _clean({
+        return storable_item({
             "pk": f"table#{lock.table}",
             "kind": KIND_TABLE,
             "table": lock.table,
@@ -596,7 +597,7 @@ class Ledger:
             kwargs["Limit"] = limit
         while True:
             page = self._table.query(**kwargs)
-            items.extend(_plain(i) for i in page.get("Items", []))
+            items.extend(plain_value(i) for i in page.get("Items", []))
             if "LastEvaluatedKey" not in page or (limit is not None and len(items) >= limit):
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -627,7 +628,7 @@ def _successor(lock: TableLock) -> Successor | None:
 def _lock_from_item(table: str, item: Mapping[str, Any] | None) -> TableLock:
     if not item:
         return TableLock(table=table)
-    item = _plain(dict(item))
+    item = plain_value(dict(item))
     return TableLock(
         table=table,
         active=item.get("active"),
@@ -641,7 +642,7 @@ def _lock_from_item(table: str, item: Mapping[str, Any] | None) -> TableLock:
     )
 
 
-def _clean(item: Mapping[str, Any]) -> dict[str, Any]:
+def storable_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """Drop None values (DynamoDB stores absent rather than null) and floats -> Decimal."""
 
     def convert(value: Any) -> Any:
