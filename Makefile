@@ -22,12 +22,17 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-lambda.txt pyprojec
 
 setup: $(STAMP)  ## virtualenv, pip packages (incl. the Iceberg jar), CDK CLI
 
+# Two workers, a test file each at a time (module fixtures are built once): half the
+# wall time on 2 cores, as much of a test's time is spent waiting on other processes.
+WORKERS ?= 2
+PYTEST_PARALLEL := -n $(WORKERS) --dist loadfile
+
 test: setup  ## lint + the whole suite, slow end-to-end tests included
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL)
 
 test-fast: setup  ## the suite without the slow end-to-end tests
-	$(VENV)/bin/pytest -m "not slow"
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL) -m "not slow"
 
 lint: setup
 	$(VENV)/bin/ruff check .

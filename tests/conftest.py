@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytest_plugins = ["tests.plugins.xdist_support"]
+
 
 def pytest_collection_modifyitems(config, items):
     """Tests marked `suite_end` judge what the whole run did: run them last."""

@@ -1,0 +1,1 @@
+"""pytest plugins of the suite (registered in tests/conftest.py)."""
