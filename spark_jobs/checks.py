@@ -19,11 +19,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from contracts import timestamps
+from contracts.table_config import CheckSpec, TableConfig, parse_max_age
 from spark_jobs.errors import TableConfigError, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.literals import literal
 from spark_jobs.metrics import ColumnStats, SnapshotStats
-from spark_jobs.table_config import CheckSpec, TableConfig, parse_max_age
 
 PASSED, FAILED, ERROR = "passed", "failed", "error"
 METRICS, WRITE, SCAN = "metrics", "write", "scan"

@@ -7,13 +7,13 @@ import threading
 from decimal import Decimal
 
 import pytest
+import yaml
 from pyspark.sql import types as T
 
+from contracts.table_config import TableConfigError, default_config, parse_table_config_text
 from spark_jobs.audit import run_audit
 from spark_jobs.checks import compile_checks
-from spark_jobs.errors import TableConfigError
 from spark_jobs.metrics import ColumnStats, SnapshotStats
-from spark_jobs.table_config import parse_table_config
 
 SCHEMA = T.StructType([
     T.StructField("id", T.LongType(), False),
@@ -28,7 +28,8 @@ NOW = dt.datetime(2026, 11, 22, 12, 0, 0)
 
 
 def _compile(spark, checks_yaml: str, schema: T.StructType = SCHEMA):
-    return compile_checks(spark, parse_table_config(f"checks:\n{checks_yaml}"), schema)
+    config = parse_table_config_text(f"checks:\n{checks_yaml}", yaml=yaml)
+    return compile_checks(spark, config, schema)
 
 
 @pytest.mark.parametrize(("check", "message"), [
@@ -62,9 +63,8 @@ def test_java_regex_syntax_python_lacks_is_accepted(spark):
 
 
 def test_defaults_add_not_null_for_required_columns(spark):
-    checks = compile_checks(spark, parse_table_config(""), SCHEMA)
+    checks = compile_checks(spark, parse_table_config_text("", yaml=yaml), SCHEMA)
     assert checks == []  # a config file replaces the defaults
-    from spark_jobs.table_config import default_config
 
     checks = compile_checks(spark, default_config(), SCHEMA)
     assert [(c.spec.kind, c.spec.columns) for c in checks] == [("row_count", ()),
