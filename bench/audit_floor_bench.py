@@ -58,9 +58,10 @@ def _audit_parts(spark, snapshot_id: int,
     import yaml
     from pyspark.sql.types import StringType
 
+    from contracts.report import SCAN
     from contracts.table_config import parse_table_config_text
     from spark_jobs.audit import observation_aggregates, run_audit
-    from spark_jobs.checks import SCAN, compile_checks
+    from spark_jobs.checks import compile_checks
     from spark_jobs.metrics import load_iceberg_table, snapshot_stats
     from spark_jobs.wap_job import observe_on_write
 

@@ -29,6 +29,7 @@ import yaml
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StringType
 
+from contracts.report import FAILED
 from contracts.table_config import (
     MAX_CONFIG_BYTES,
     TableConfig,
@@ -40,7 +41,7 @@ from contracts.table_config import (
 from spark_jobs import hadoop_fs
 from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
-from spark_jobs.checks import FAILED, compile_checks, expression_failing_on
+from spark_jobs.checks import compile_checks, expression_failing_on
 from spark_jobs.errors import (
     EVALUATION_ERROR_CLASSES,
     InputRejectedError,

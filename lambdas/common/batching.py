@@ -112,16 +112,20 @@ def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], in
     """
 
     def take(queue: list[str]) -> int:
+        # The files that may run together, from the head; the limits (and "a run takes
+        # at least one file") are the contract's `BatchLimits.take`.
         sizes: list[int] = []
         records = ledger.get_ingests(queue[:limits.max_files])
         group = (records.get(queue[0]) or {}).get(RERUN_GROUP) if queue else None
         for queued in queue[:limits.max_files]:
             record = records.get(queued)
-            if (record is None or record.get("solo") or is_batch(record)
-                    or record.get(RERUN_GROUP) != group):
-                return len(sizes) or 1
-            sizes.append(int(record.get("size") or 0))
-        return max(1, limits.take(sizes))
+            alone = record is None or bool(record.get("solo")) or is_batch(record)
+            if sizes and (alone or record.get(RERUN_GROUP) != group):
+                break
+            sizes.append(int((record or {}).get("size") or 0))
+            if alone:
+                break
+        return limits.take(sizes)
 
     return take
 
