@@ -55,18 +55,20 @@ def _audit_parts(spark, snapshot_id: int,
                  source_bytes: int) -> tuple[Steps, list[str], Callable[[], list]]:
     """The timed steps, built from the job's own config parsing, checks and audit; the
     checks the scan settles; and the data-read count (`_data_read`) on the same setup."""
+    import yaml
     from pyspark.sql.types import StringType
 
+    from contracts.report import SCAN
+    from contracts.table_config import parse_table_config_text
     from spark_jobs.audit import observation_aggregates, run_audit
-    from spark_jobs.checks import SCAN, compile_checks
+    from spark_jobs.checks import compile_checks
     from spark_jobs.metrics import load_iceberg_table, snapshot_stats
-    from spark_jobs.table_config import parse_table_config
     from spark_jobs.wap_job import observe_on_write
 
     def rows():
         return spark.read.format("iceberg").option("snapshot-id", snapshot_id).load(TABLE)
 
-    checks = compile_checks(spark, parse_table_config(TABLE_CONFIG), rows().schema)
+    checks = compile_checks(spark, parse_table_config_text(TABLE_CONFIG, yaml=yaml), rows().schema)
     checked = {name for check in checks for name in check.spec.columns}
     dictionary = {c.column for c in checks if c.spec.kind == "accepted_values"
                   and isinstance(c.types[c.column], StringType)}

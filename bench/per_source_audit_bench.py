@@ -43,13 +43,14 @@ def split(source: Path, into: Path, files: int) -> list[Path]:
 
 def run(scale: float, files: int, repeats: int) -> tuple[dict[str, float], int, int]:
     """Median seconds per step, the rows and the files the grouped pass gave verdicts for."""
+    import yaml
     from pyspark.sql import functions as F
 
     from bench.wap_job_bench import TABLE_CONFIG, generate
+    from contracts.table_config import parse_table_config_text
     from local.spark import build_local_spark
     from spark_jobs.audit import count_aggregates
     from spark_jobs.checks import compile_checks
-    from spark_jobs.table_config import parse_table_config
 
     tmp = Path(tempfile.mkdtemp(prefix="per-source-audit-"))
     spark = build_local_spark((tmp / "warehouse").as_uri(), "http://127.0.0.1:9/api/v2",
@@ -58,7 +59,8 @@ def run(scale: float, files: int, repeats: int) -> tuple[dict[str, float], int, 
         _, dirty = generate(scale)
         paths = split(dirty, tmp / "parts", files)
         rows = spark.read.parquet(*[p.as_uri() for p in paths])
-        checks = compile_checks(spark, parse_table_config(TABLE_CONFIG), rows.schema)
+        config = parse_table_config_text(TABLE_CONFIG, yaml=yaml)
+        checks = compile_checks(spark, config, rows.schema)
         aggregates = count_aggregates(checks, list(range(len(checks))))
 
         def one_pass() -> int:

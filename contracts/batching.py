@@ -41,7 +41,8 @@ class BatchConfigError(ContractError):
 class BatchLimits:
     """The most files, and bytes, one run of a table takes from its queue.
 
-    A run always takes at least one file, however large.
+    A run always takes at least one file, however large: `take` is the one definition of
+    that rule (the Lambdas' queue_taker leaves it to `take`).
     """
 
     max_files: int = DEFAULT_MAX_FILES
@@ -71,7 +72,8 @@ class BatchLimits:
                        f"{where}.marker_timeout"))
 
     def take(self, sizes: list[int]) -> int:
-        """How many of the queued files (their sizes, in arrival order) one run takes."""
+        """How many of the queued files (their sizes, in arrival order) one run takes:
+        at least one of a non-empty queue, however large, then up to both limits."""
         taken, total = 0, 0
         for size in sizes:
             if taken >= self.max_files or (taken and total + size > self.max_bytes):

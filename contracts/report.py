@@ -23,7 +23,9 @@ OUTCOMES = (PASSED, FAILED, REJECTED, ERROR)
 # what settled a check.
 CHECK_STATUSES = (PASSED, FAILED, ERROR)
 SEVERITIES = ("error", "warn")
-SETTLED_BY = ("metrics", "write", "scan")
+# By the snapshot's file metrics, the write's own observation of the rows, or a scan.
+METRICS, WRITE, SCAN = "metrics", "write", "scan"
+SETTLED_BY = (METRICS, WRITE, SCAN)
 
 
 # What the job decided about one source file of its run (`sources`).

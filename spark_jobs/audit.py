@@ -24,14 +24,15 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_jobs.checks import ERROR, FAILED, SCAN, WRITE, Check, CheckResult, col
+from contracts.report import ERROR, FAILED, SCAN, WRITE, CheckResult
+from spark_jobs.checks import Check, col
 from spark_jobs.errors import INFRASTRUCTURE, as_job_error, classify, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.metrics import SnapshotStats
@@ -144,8 +145,8 @@ def _settle_without_reading(checks: list[Check], stats: SnapshotStats | None,
     for index, check in enumerate(checks):
         settled = check.settle(stats, now) if stats is not None else None
         if settled is None and index in in_observation:
-            settled = check.finish(observed, f"c{index}_", int(observed[ROWS]), now)
-            settled.settled_by = WRITE
+            settled = replace(check.finish(observed, f"c{index}_", int(observed[ROWS]), now),
+                              settled_by=WRITE)
         if settled is None or check.needs_main:
             pending.append(index)
         else:
@@ -203,8 +204,8 @@ def _add_samples(checks: list[Check], results: dict[int, CheckResult],
         log.exception("sampling violating rows failed")
         found = {}
     for index, samples in found.items():
-        results[index].samples = samples + results[index].samples
-        del results[index].samples[SAMPLES:]
+        result = results[index]
+        results[index] = replace(result, samples=(*samples, *result.samples)[:SAMPLES])
 
 
 def raise_if_infrastructure(exc: BaseException, what: str,
@@ -221,9 +222,7 @@ def raise_if_infrastructure(exc: BaseException, what: str,
 
 
 def _errored(check: Check, message: str) -> CheckResult:
-    result = check.result(None, SCAN)
-    result.status, result.message = ERROR, message
-    return result
+    return replace(check.result(None, SCAN), status=ERROR, message=message)
 
 
 def _one_pass(checks: list[Check], pending: list[int], rows: DataFrame,
@@ -253,13 +252,11 @@ def _against_main(check: Check, batch: CheckResult, rows: DataFrame,
     found = hits.count()
     if not found:
         return batch
-    batch.violations = (batch.violations or 0) + found
-    batch.observed = batch.violations
-    batch.status = FAILED
-    batch.settled_by = SCAN
-    batch.samples = [_jsonable_row(row.asDict(recursive=True))
-                     for row in hits.limit(SAMPLES).collect()]
-    return batch
+    violations = (batch.violations or 0) + found
+    return replace(batch, violations=violations, observed=violations, status=FAILED,
+                   settled_by=SCAN,
+                   samples=tuple(_jsonable_row(row.asDict(recursive=True))
+                                 for row in hits.limit(SAMPLES).collect()))
 
 
 @dataclass

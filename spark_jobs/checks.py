@@ -10,7 +10,6 @@ against the schema, so a config error surfaces before anything is written.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -19,14 +18,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from contracts import timestamps
+from contracts.report import FAILED, METRICS, PASSED, SCAN, CheckResult
+from contracts.table_config import CheckSpec, TableConfig, parse_max_age
 from spark_jobs.errors import TableConfigError, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.literals import literal
 from spark_jobs.metrics import ColumnStats, SnapshotStats
-from spark_jobs.table_config import CheckSpec, TableConfig, parse_max_age
 
-PASSED, FAILED, ERROR = "passed", "failed", "error"
-METRICS, WRITE, SCAN = "metrics", "write", "scan"
 NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
            T.DecimalType)
 ORDERED = (*NUMERIC, T.DateType, T.TimestampType, T.TimestampNTZType, T.StringType)
@@ -34,26 +32,6 @@ ATOMIC = (*ORDERED, T.BooleanType)
 TIME_TYPES = (T.DateType, T.TimestampType, T.TimestampNTZType)
 # Types whose Iceberg bounds are exact (see metrics.EXACT_BOUND_TYPES).
 EXACT_BOUNDS = (T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType, T.DateType)
-
-
-@dataclass
-class CheckResult:
-    """One entry of the report's `checks` list (docs/contracts.md)."""
-
-    name: str
-    kind: str
-    columns: list[str]
-    severity: str
-    status: str
-    violations: int | None
-    threshold: Any = None
-    observed: Any = None
-    settled_by: str = SCAN
-    samples: list[dict] = field(default_factory=list)
-    message: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def col(name: str) -> Column:
@@ -118,10 +96,11 @@ class Check:
 
     def result(self, violations: int | None, settled_by: str, observed: Any = None,
                failed: bool | None = None) -> CheckResult:
+        """The report's entry for this check (`contracts.report.CheckResult`)."""
         if failed is None:
             failed = bool(violations)
         return CheckResult(
-            name=self.spec.name, kind=self.spec.kind, columns=list(self.spec.columns),
+            name=self.spec.name, kind=self.spec.kind, columns=self.spec.columns,
             severity=self.spec.severity, status=FAILED if failed else PASSED,
             violations=violations, threshold=self.threshold(),
             observed=violations if observed is None else observed, settled_by=settled_by)

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from contracts import table_config as _config
+
 INPUT, INFRASTRUCTURE = "input", "infrastructure"
 UNKNOWN = "unknown"
 MAX_CAUSES = 20
@@ -41,10 +43,12 @@ class InvalidArgumentError(WapJobError):
     reason_code = "invalid_argument"
 
 
-class TableConfigError(WapJobError):
-    """The table config is invalid (unknown check, missing column, bad regex, ...)."""
+class TableConfigError(WapJobError, _config.TableConfigError):
+    """The table config does not fit the table (a missing column, a bad regex, a
+    partitioning Iceberg refuses, ...): the job's kind of `contracts.table_config`'s
+    TableConfigError, which the config parser raises (`as_job_error` makes one of it)."""
 
-    reason_code = "config_error"
+    reason_code = _config.CONFIG_ERROR
 
 
 class InputRejectedError(WapJobError):
@@ -193,6 +197,8 @@ def classify(exc: BaseException) -> Verdict:
         if isinstance(current, WapJobError):
             kind = INFRASTRUCTURE if current.infrastructure else INPUT
             return Verdict(kind, type(current).__name__)
+        if isinstance(current, _config.TableConfigError):  # the config parser's
+            return Verdict(INPUT, type(current).__name__)
         throwable = java_throwable(current)
         if throwable is not None:
             verdict = _classify_java(throwable)
@@ -212,6 +218,8 @@ def as_job_error(exc: BaseException, message: str,
     whose message ends with the deciding cause (`[NessieUnavailableException]`)."""
     if isinstance(exc, WapJobError):
         return exc
+    if isinstance(exc, _config.TableConfigError):  # the parser's words, as the Lambdas say
+        return TableConfigError(str(exc))
     verdict = classify(exc)
     if verdict.is_input:
         return input_error(with_hint(message, verdict))

@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 
 from contracts.report import SOURCE_FAILED, SOURCE_PASSED, SOURCE_REJECTED, SourceVerdict
 from spark_jobs.audit import ROWS, count_aggregates, keys_on_main, raise_if_infrastructure
-from spark_jobs.checks import ERROR, FAILED, Check
+from spark_jobs.checks import Check
 from spark_jobs.errors import InputRejectedError, as_job_error, describe
 from spark_jobs.hadoop_fs import FileInfo
 from spark_jobs.schema_policy import SchemaPlan
@@ -175,7 +175,7 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
             rows[source] = rows.get(source, 0) + count
             for index, check in enumerate(checks):
                 result = check.finish(values, f"c{index}_", count, now)
-                if check.spec.severity == "error" and result.status in (FAILED, ERROR):
+                if result.blocking:
                     failed.setdefault(source, []).append(check.spec.name)
     for check in checks:
         if check.needs_main and check.spec.severity == "error" and (

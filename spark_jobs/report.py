@@ -12,7 +12,6 @@ from typing import Any
 
 from contracts import report as contract
 from spark_jobs import hadoop_fs
-from spark_jobs.checks import ERROR, FAILED, CheckResult
 from spark_jobs.errors import ReportWriteError, WapJobError, as_job_error, describe
 
 REPORT_VERSION = contract.REPORT_VERSION
@@ -46,7 +45,7 @@ class Report:
     rows_written: int = 0
     reused_snapshot: bool = False
     schema_changes: list[dict] = field(default_factory=list)
-    checks: list[CheckResult] = field(default_factory=list)
+    checks: list[contract.CheckResult] = field(default_factory=list)
     outcome: str | None = None
     reason: str | None = None
     reason_code: str | None = None
@@ -63,7 +62,7 @@ class Report:
 
     def settle(self) -> None:
         """Outcome from the checks: failed iff an error-severity check failed or errored."""
-        bad = [c for c in self.checks if c.severity == "error" and c.status in (FAILED, ERROR)]
+        bad = [c for c in self.checks if c.blocking]
         if not bad:
             self.outcome, self.reason, self.reason_code = PASSED, None, None
             return
@@ -103,8 +102,7 @@ class Report:
                   REJECTED: contract.SOURCE_REJECTED}.get(self.outcome or "")
         if status is None or len(self.source_uris) != 1:
             return None
-        failed = tuple(c.name for c in self.checks
-                       if c.severity == "error" and c.status in (FAILED, ERROR))
+        failed = tuple(c.name for c in self.checks if c.blocking)
         return contract.SourceVerdict(uri=uri, status=status, rows=self.rows_written,
                                       failed_checks=failed if status != REJECTED else (),
                                       reason=self.reason if status == REJECTED else None)
@@ -129,7 +127,7 @@ class Report:
             rows_written=self.rows_written,
             reused_snapshot=self.reused_snapshot,
             schema_changes=tuple(self.schema_changes),
-            checks=tuple(_contract_check(check) for check in self.checks),
+            checks=tuple(self.checks),
             outcome=self.outcome,
             reason=self.reason,
             reason_code=self.reason_code,
@@ -145,14 +143,6 @@ class Report:
 
 def _name(uri: str) -> str:
     return uri.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _contract_check(check: CheckResult) -> contract.CheckResult:
-    return contract.CheckResult(
-        name=check.name, kind=check.kind, columns=tuple(check.columns), severity=check.severity,
-        status=check.status, violations=check.violations, threshold=check.threshold,
-        observed=check.observed, settled_by=check.settled_by, samples=tuple(check.samples),
-        message=check.message)
 
 
 def write_report(spark, uri: str, report: dict) -> None:

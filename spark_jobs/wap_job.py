@@ -25,13 +25,23 @@ from pathlib import Path
 if __package__ in (None, ""):  # `spark-submit spark_jobs/wap_job.py` without the zip
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import yaml
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StringType
 
+from contracts.report import FAILED
+from contracts.table_config import (
+    MAX_CONFIG_BYTES,
+    TableConfig,
+    config_text,
+    default_config,
+    parse_table_config_text,
+    too_large_text,
+)
 from spark_jobs import hadoop_fs
 from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
-from spark_jobs.checks import FAILED, compile_checks, expression_failing_on
+from spark_jobs.checks import compile_checks, expression_failing_on
 from spark_jobs.errors import (
     EVALUATION_ERROR_CLASSES,
     InputRejectedError,
@@ -59,7 +69,6 @@ from spark_jobs.per_source import (
 from spark_jobs.report import REJECTED, Report, utc_now, write_report
 from spark_jobs.schema_policy import plan_schema
 from spark_jobs.sources import read_sources
-from spark_jobs.table_config import TableConfig, default_config, parse_table_config
 from spark_jobs.writer import (
     CatalogTable,
     append,
@@ -78,7 +87,6 @@ OBSERVE_MAX_BYTES_CONF = "spark.wap.audit.observe-max-bytes"
 # Where observing during the write and a separate scan cost the same on clean data
 # (TPC-H lineitem, local Spark; docs/benchmarks.md, "Analysis").
 DEFAULT_OBSERVE_MAX_BYTES = 64 * 1024 * 1024
-MAX_CONFIG_BYTES = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -138,15 +146,13 @@ def load_table_config(spark, uri: str | None, table: str) -> TableConfig:
             return default_config()
         data = hadoop_fs.read_bytes(spark, uri, max_bytes=MAX_CONFIG_BYTES)
     except TooLargeError as exc:
-        raise TableConfigError(f"table config {uri}: {exc}") from exc
+        raise TableConfigError(too_large_text(uri)) from exc
     except Exception as exc:
         raise as_job_error(exc, f"cannot read the table config {uri}: {describe(exc)}",
                            TableConfigError) from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise TableConfigError(f"table config {uri} is not UTF-8 text: {exc}") from exc
-    return parse_table_config(text, source=uri)
+    # The Lambdas read and parse it with the same functions (lambdas/common/batching.py),
+    # so they refuse a config this run would refuse, in the same words.
+    return parse_table_config_text(config_text(data, uri), uri, yaml=yaml)
 
 
 def run_ingest(spark, args: JobArgs) -> dict:

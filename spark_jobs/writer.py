@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import types as T
 
+from contracts.table_config import ColumnSpec, PartitionField
 from spark_jobs.errors import (
     InputRejectedError,
     SchemaPolicyError,
@@ -29,7 +30,6 @@ from spark_jobs.jvm import java_map
 from spark_jobs.metrics import load_iceberg_table
 from spark_jobs.parquet_footer import named_columns
 from spark_jobs.schema_policy import SchemaPlan
-from spark_jobs.table_config import ColumnSpec, PartitionField
 
 INGEST_ID_PROPERTY = "wap.ingest-id"
 SOURCE_PROPERTY = "wap.source"

@@ -27,3 +27,22 @@ def test_limits_parse_units_and_refuse_what_they_cannot_read():
                     {"max_file": 2}, [1]):
         with pytest.raises(BatchConfigError):
             BatchLimits.from_config(section)
+
+
+def test_the_lambdas_take_the_queue_by_the_contracts_rule():
+    """queue_taker only decides which files may run together; how many of them run is
+    `BatchLimits.take` (a solo head runs alone, and the byte limit holds before a solo)."""
+    from lambdas.common.batching import queue_taker
+
+    records = {"a": {"size": 100}, "b": {"size": 100}, "c": {"size": 1, "solo": True},
+               "d": {"size": 1}}
+
+    class Ledger:
+        def get_ingests(self, ids):
+            return {i: records[i] for i in ids if i in records}
+
+    take = queue_taker(Ledger(), BatchLimits(max_files=10, max_bytes=150))
+    assert take(["a", "b", "c"]) == 1  # the byte limit, though a solo file ends the group
+    assert take(["c", "d"]) == 1  # a solo head runs alone
+    assert take(["missing", "d"]) == 1  # an unknown head too
+    assert take(["d", "a", "c"]) == 2

@@ -120,7 +120,9 @@ def test_the_contracts_import_and_parse_on_python_3_9(tmp_path):
         pytest.skip("no Python 3.9 on this machine")
     code = ("import contracts.report, contracts.state, contracts.alert, contracts.doc; "
             "contracts.report.AuditReport.from_dict({'report_version': 1, 'ingest_id': 'i', "
-            "'table': 'a.b', 'branch': 'b', 'outcome': 'passed'})")
+            "'table': 'a.b', 'branch': 'b', 'outcome': 'passed'}); import contracts.table_config; "
+            "contracts.table_config.parse_table_config({'checks': [{'kind': 'not_null', "
+            "'column': 'a'}], 'batch': {'max_files': 2}, 'partition_by': ['day(ts)']})")
     # -I: nothing from the environment; only the repository's contracts on the path.
     result = subprocess.run([python, "-I", "-c", f"import sys; sys.path.insert(0, "
                              f"{str(REPO)!r}); {code}"], capture_output=True, text=True,

@@ -106,20 +106,28 @@ def read_json_s3(uri: str) -> Any | None:
     return None if text is None else json.loads(text)
 
 
-def read_text_s3(uri: str, max_bytes: int | None = None) -> str | None:
-    """The UTF-8 text at `s3://bucket/key`, or None when the object does not exist.
-
-    ValueError when it is longer than `max_bytes` or not UTF-8.
-    """
+def read_bytes_s3(uri: str, max_bytes: int | None = None) -> bytes | None:
+    """The bytes at `s3://bucket/key` (with `max_bytes`, at most its first max_bytes + 1:
+    enough to tell that it is longer), or None when the object does not exist."""
     from lambdas.common.naming import split_s3_uri
 
     bucket, key = split_s3_uri(uri)
     s3 = client("s3")
     extra = {"Range": f"bytes=0-{max_bytes}"} if max_bytes else {}
     try:
-        body = call(f"read {uri}",
+        return call(f"read {uri}",
                     lambda: s3.get_object(Bucket=bucket, Key=key, **extra)["Body"].read())
     except s3.exceptions.NoSuchKey:
+        return None
+
+
+def read_text_s3(uri: str, max_bytes: int | None = None) -> str | None:
+    """The UTF-8 text at `s3://bucket/key`, or None when the object does not exist.
+
+    ValueError when it is longer than `max_bytes` or not UTF-8.
+    """
+    body = read_bytes_s3(uri, max_bytes)
+    if body is None:
         return None
     if max_bytes and len(body) > max_bytes:
         raise ValueError(f"{uri} is larger than {max_bytes} bytes")

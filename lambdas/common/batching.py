@@ -24,15 +24,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.batching import (
-    ARRIVAL_EVENT,
-    ARRIVAL_MARKER,
-    BatchConfigError,
-    BatchLimits,
-    parse_arrival,
-)
-from contracts.config_text import CONFIG_ERROR, yaml_error_text
+from contracts.batching import ARRIVAL_EVENT, ARRIVAL_MARKER, BatchLimits
+from contracts.config_text import CONFIG_ERROR
 from contracts.report import SOURCE_PASSED, SOURCE_REJECTED, AuditReport, ReportError
+from contracts.table_config import (
+    MAX_CONFIG_BYTES,
+    TableConfigError,
+    config_text,
+    parse_table_config_text,
+)
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
@@ -41,7 +41,6 @@ from lambdas.common.ledger import KIND_BATCH, Ledger, Successor
 from lambdas.common.naming import file_name, iso, utcnow
 
 _log = logging.getLogger(__name__)
-MAX_CONFIG_BYTES = 1024 * 1024
 RERUN_GROUP = "rerun_group"  # a member record's field: the half of a split batch it is in
 
 
@@ -67,36 +66,27 @@ class Intake:
 def table_intake(settings: Settings, table: str) -> Intake:
     """The table config's `batch:` and `arrival:`; the defaults when there is no config.
 
-    A config that is not YAML, or whose `batch:` or `arrival:` is invalid, gives an Intake
-    with `config_error` (one file per run meanwhile): the callers refuse the files at once
-    rather than run a job that would refuse the same config.
+    The whole config is read and parsed as the job does (`contracts.table_config`): one
+    the job would refuse (too large, not UTF-8, not YAML, an unknown key, a bad check,
+    `batch:` or `arrival:`) gives an Intake with `config_error`, in the job's words (one
+    file per run meanwhile): the callers refuse the files at once rather than run a job
+    that would refuse the same config. What only the table schema reveals (a check on a
+    column the table lacks) is still the job's to find.
     """
     uri = settings.table_config_uri(table)
     if not uri:
         return Intake()
-    text = aws.read_text_s3(uri, max_bytes=MAX_CONFIG_BYTES)
-    if text is None:
+    data = aws.read_bytes_s3(uri, max_bytes=MAX_CONFIG_BYTES)
+    if data is None:
         return Intake()
     import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
 
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:  # not a ValueError: caught by name
-        return _config_error(uri, yaml_error_text(uri, exc))
-    if raw is not None and not isinstance(raw, dict):
-        return _config_error(uri, f"{uri}: expected a mapping at the top level, "
-                                  f"got {type(raw).__name__}")
-    raw = raw or {}
-    try:
-        return Intake(BatchLimits.from_config(raw.get("batch"), f"{uri}: batch"),
-                      parse_arrival(raw.get("arrival"), f"{uri}: arrival"))
-    except BatchConfigError as exc:
-        return _config_error(uri, str(exc))
-
-
-def _config_error(uri: str, reason: str) -> Intake:
-    _log.error("table config %s refused: %s", uri, reason)
-    return Intake(BatchLimits(max_files=1), config_error=f"invalid table config: {reason}")
+        config = parse_table_config_text(config_text(data, uri), uri, yaml=yaml)
+    except TableConfigError as exc:
+        _log.error("table config %s refused: %s", uri, exc)
+        return Intake(BatchLimits(max_files=1), config_error=str(exc))
+    return Intake(config.batch, config.arrival)
 
 
 def reject_for_config(ledger: Ledger, record: Mapping[str, Any], reason: str) -> bool:
@@ -122,16 +112,20 @@ def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], in
     """
 
     def take(queue: list[str]) -> int:
+        # The files that may run together, from the head; the limits (and "a run takes
+        # at least one file") are the contract's `BatchLimits.take`.
         sizes: list[int] = []
         records = ledger.get_ingests(queue[:limits.max_files])
         group = (records.get(queue[0]) or {}).get(RERUN_GROUP) if queue else None
         for queued in queue[:limits.max_files]:
             record = records.get(queued)
-            if (record is None or record.get("solo") or is_batch(record)
-                    or record.get(RERUN_GROUP) != group):
-                return len(sizes) or 1
-            sizes.append(int(record.get("size") or 0))
-        return max(1, limits.take(sizes))
+            alone = record is None or bool(record.get("solo")) or is_batch(record)
+            if sizes and (alone or record.get(RERUN_GROUP) != group):
+                break
+            sizes.append(int((record or {}).get("size") or 0))
+            if alone:
+                break
+        return limits.take(sizes)
 
     return take
 

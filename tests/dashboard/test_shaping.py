@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+import yaml
 
-from spark_jobs.table_config import parse_table_config
+from contracts.table_config import parse_table_config_text
 from wap.dashboard import shaping
 from wap.ops.backends import Target
 from wap.ops.operations import BranchRow, RunRow
@@ -348,10 +349,11 @@ def test_rows_over_time_reaches_now():
 
 
 def test_config_check_rows_show_configured_settings():
-    config = parse_table_config(
+    config = parse_table_config_text(
         "checks:\n"
         "  - {kind: range, column: amount, min: 0}\n"
-        "  - {kind: expression, name: positive, sql: 'a > 0', severity: warn}\n"
+        "  - {kind: expression, name: positive, sql: 'a > 0', severity: warn}\n",
+        yaml=yaml,
     )
     assert shaping.config_check_rows(config.checks) == [
         {

@@ -129,7 +129,8 @@ def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, py
     result = subprocess.run(
         [python, "-I", "-S", "-B", "-c",
          "import sys; sys.path.insert(0, sys.argv[1]); "
-         "import yaml, spark_jobs.table_config; print(yaml.__file__)", str(package / py_files)],
+         "import yaml, contracts.table_config, spark_jobs.errors; print(yaml.__file__)",
+         str(package / py_files)],
         capture_output=True, text=True, cwd=tmp_path, check=False, timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
     assert py_files in result.stdout

@@ -49,6 +49,19 @@ def test_a_bad_batch_setting_is_a_config_error_not_one_file_per_run(make_stack, 
     assert stack.emr.started_runs == []
 
 
+def test_a_config_the_job_would_refuse_for_a_check_is_refused_before_any_run(
+        make_stack, slack, tmp_path):
+    (tmp_path / "cfgc.orders.yaml").write_text("checks:\n  - {kind: no_such_check, column: a}\n")
+    stack = make_stack(tables_dir=tmp_path)
+    stack.drop_file("cfgc/orders/a.parquet", fake_parquet("cca"))
+    record = wait_for_key(stack, "cfgc/orders/a.parquet", timeout=20)
+
+    assert record["status"] == "REJECTED" and record["reason_code"] == "config_error"
+    assert "checks[0]: unknown check kind 'no_such_check'" in record["error"]
+    assert stack.emr.started_runs == []
+    assert stack.ledger().get_lock("cfgc.orders").active is None
+
+
 def test_a_config_broken_while_files_queue_rejects_them_at_the_hand_off(
         make_stack, nessie, slack, tmp_path):
     inner = standin_job(nessie.api_v1)

@@ -7,13 +7,13 @@ import threading
 from decimal import Decimal
 
 import pytest
+import yaml
 from pyspark.sql import types as T
 
+from contracts.table_config import TableConfigError, default_config, parse_table_config_text
 from spark_jobs.audit import run_audit
 from spark_jobs.checks import compile_checks
-from spark_jobs.errors import TableConfigError
 from spark_jobs.metrics import ColumnStats, SnapshotStats
-from spark_jobs.table_config import parse_table_config
 
 SCHEMA = T.StructType([
     T.StructField("id", T.LongType(), False),
@@ -28,7 +28,8 @@ NOW = dt.datetime(2026, 11, 22, 12, 0, 0)
 
 
 def _compile(spark, checks_yaml: str, schema: T.StructType = SCHEMA):
-    return compile_checks(spark, parse_table_config(f"checks:\n{checks_yaml}"), schema)
+    config = parse_table_config_text(f"checks:\n{checks_yaml}", yaml=yaml)
+    return compile_checks(spark, config, schema)
 
 
 @pytest.mark.parametrize(("check", "message"), [
@@ -62,9 +63,8 @@ def test_java_regex_syntax_python_lacks_is_accepted(spark):
 
 
 def test_defaults_add_not_null_for_required_columns(spark):
-    checks = compile_checks(spark, parse_table_config(""), SCHEMA)
+    checks = compile_checks(spark, parse_table_config_text("", yaml=yaml), SCHEMA)
     assert checks == []  # a config file replaces the defaults
-    from spark_jobs.table_config import default_config
 
     checks = compile_checks(spark, default_config(), SCHEMA)
     assert [(c.spec.kind, c.spec.columns) for c in checks] == [("row_count", ()),
@@ -201,9 +201,9 @@ def test_scan_path_counts_exactly_on_odd_names(spark):
     assert got["ts_freshness"] == ("passed", 0)
     assert got["row_count"] == ("failed", 1)
     samples = {r.name: r.samples for r in results}
-    assert samples["e"] == [{"select": 2, "my col": "zz", "ts": NOW.isoformat()}]
+    assert samples["e"] == ({"select": 2, "my col": "zz", "ts": NOW.isoformat()},)
     assert sorted(s["select"] for s in samples["select_unique"]) == [2, 2]
-    assert samples["row_count"] == []
+    assert samples["row_count"] == ()
 
 
 def test_rare_violations_still_get_samples_when_frequent_ones_fill_the_limit(spark,
@@ -220,7 +220,7 @@ def test_rare_violations_still_get_samples_when_frequent_ones_fill_the_limit(spa
 """, schema)
     values, ranges = run_audit(checks, None, lambda: frame, NOW)
     assert (values.violations, len(values.samples)) == (30, 5)
-    assert (ranges.violations, ranges.samples) == (1, [{"n": -1, "s": "ok"}])
+    assert (ranges.violations, ranges.samples) == (1, ({"n": -1, "s": "ok"},))
 
 
 def test_observed_metrics_that_never_arrive_mean_a_scan_not_a_hang(spark):
@@ -276,11 +276,11 @@ def test_sampling_overlaps_the_scan_once_a_check_has_failed(spark, monkeypatch):
 
     assert [t.startswith("wap-audit-samples") for t in threads] == [True]
     assert (not_null.settled_by, not_null.violations) == ("metrics", 1)
-    assert not_null.samples == [{"id": None, "s": "ok", "a": 1}]
+    assert not_null.samples == ({"id": None, "s": "ok", "a": 1},)
     assert (values.settled_by, values.violations) == ("scan", 1)
-    assert values.samples == [{"id": 3, "s": "bad", "a": 2}]
+    assert values.samples == ({"id": 3, "s": "bad", "a": 2},)
     # `n` rode along in the sampling query but passed: its column is not shown.
-    assert (positive.status, positive.samples) == ("passed", [])
+    assert (positive.status, positive.samples) == ("passed", ())
 
 
 def test_sampling_waits_for_the_scan_when_nothing_failed_before_it(spark, monkeypatch):
@@ -291,4 +291,4 @@ def test_sampling_waits_for_the_scan_when_nothing_failed_before_it(spark, monkey
     (result,) = run_audit([values], None, lambda: frame, NOW)
 
     assert threads == [threading.main_thread().name]
-    assert (result.violations, result.samples) == (1, [{"s": "bad"}])
+    assert (result.violations, result.samples) == (1, ({"s": "bad"},))

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from contracts.table_config import TableConfigError as ContractTableConfigError
 from local.nessie.exceptions import ReferenceConflictError
 from spark_jobs import wap_job
 from spark_jobs.catalog import nessie_branch_hash
@@ -255,6 +256,7 @@ def test_data_files_gone_before_the_audit_scan_is_an_error(lake, ingest, tmp_pat
 
 @pytest.mark.parametrize(("exc", "kind"), [
     (TableConfigError("bad"), INPUT),
+    (ContractTableConfigError("bad"), INPUT),  # the config parser's (contracts/)
     (yaml.YAMLError("bad"), INPUT),
     (InfrastructureError("down"), INFRASTRUCTURE),
     (CatalogError("down"), INFRASTRUCTURE),

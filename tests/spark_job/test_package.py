@@ -26,8 +26,9 @@ def test_bundle_alone_parses_a_table_config(tmp_path):
     _, archive = build(tmp_path / "job")
     # -S -I: no site-packages, so yaml and spark_jobs can only come from the zip.
     code = (f"import sys; sys.path.insert(0, {str(archive)!r}); import yaml; "
-            "from spark_jobs.table_config import parse_table_config; "
-            f"c = parse_table_config(open({str(ROOT / 'tables' / 'sales.orders.yaml')!r}).read()); "
+            "from contracts.table_config import parse_table_config_text; "
+            f"c = parse_table_config_text(open({str(ROOT / 'tables' / 'sales.orders.yaml')!r})"
+            ".read(), yaml=yaml); "
             "print(yaml.__file__, len(c.checks))")
     out = subprocess.run([sys.executable, "-S", "-I", "-c", code], capture_output=True,
                          text=True, check=True, cwd=tmp_path).stdout.split()

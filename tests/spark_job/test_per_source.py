@@ -155,8 +155,12 @@ def test_source_verdicts_round_trip_and_old_reports_have_none():
 
 
 def test_the_table_config_takes_batch_limits_and_arrival_and_refuses_bad_ones():
-    from spark_jobs.errors import TableConfigError
-    from spark_jobs.table_config import parse_table_config
+    import yaml
+
+    from contracts.table_config import TableConfigError, parse_table_config_text
+
+    def parse_table_config(text):
+        return parse_table_config_text(text, yaml=yaml)
 
     config = parse_table_config("batch: {max_files: 1, max_bytes: 500MB, marker_timeout: 6h}\n"
                                 "arrival: marker\n")

@@ -5,21 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
-from spark_jobs.errors import InvalidArgumentError, TableConfigError
+from contracts.table_config import (
+    CheckSpec,
+    PartitionField,
+    TableConfigError,
+    default_config,
+    parse_max_age,
+    parse_table_config_text,
+)
+from spark_jobs.errors import InvalidArgumentError
 from spark_jobs.identifiers import (
     quote,
     quote_parts,
     split_table_name,
     validate_branch,
     validate_ingest_id,
-)
-from spark_jobs.table_config import (
-    CheckSpec,
-    PartitionField,
-    default_config,
-    parse_max_age,
-    parse_table_config,
 )
 
 FULL = """
@@ -41,7 +43,7 @@ checks:
 
 
 def test_full_config_parses_into_typed_specs():
-    config = parse_table_config(FULL)
+    config = parse_table_config_text(FULL, yaml=yaml)
     assert config.schema_policy == "strict"
     assert config.partition_by == (
         PartitionField("day", "order_ts"), PartitionField("bucket", "order_id", 16),
@@ -86,7 +88,7 @@ def test_defaults_without_a_file():
 ])
 def test_config_errors_name_the_problem(text, message):
     with pytest.raises(TableConfigError) as error:
-        parse_table_config(text, source="tables/x.y.yaml")
+        parse_table_config_text(text, "tables/x.y.yaml", yaml=yaml)
     assert message in str(error.value)
     assert str(error.value).startswith("tables/x.y.yaml")
 
@@ -146,6 +148,6 @@ def test_shipped_table_configs_are_valid(spark, path):
 
     namespace, table, _ = path.name.split(".")
     split_table_name(f"{namespace}.{table}")
-    config = parse_table_config(path.read_text(), source=str(path))
+    config = parse_table_config_text(path.read_text(), str(path), yaml=yaml)
     if config.columns:  # checks must fit the declared columns
         assert compile_checks(spark, config, declared_schema(spark, config.columns))

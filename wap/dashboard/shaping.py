@@ -528,7 +528,7 @@ def _int(value: Any) -> int | None:
 
 
 def config_check_rows(checks: Iterable[Any]) -> list[dict[str, str]]:
-    """Configured checks (`spark_jobs.table_config.CheckSpec`) as rows."""
+    """Configured checks (`contracts.table_config.CheckSpec`) as rows."""
     return [
         {
             "check": redact(ch.name),

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import altair as alt
 import pandas as pd
 import streamlit as st
+import yaml
 
-from spark_jobs.errors import TableConfigError
-from spark_jobs.table_config import default_config, parse_table_config
+from contracts.table_config import TableConfigError, default_config, parse_table_config_text
 from wap.dashboard import shaping
 from wap.dashboard.source import TablePage
 from wap.dashboard.views import common
@@ -96,7 +96,7 @@ def _config(data: TablePage) -> None:
         config = default_config()
     else:
         try:
-            config = parse_table_config(data.config_text, where)
+            config = parse_table_config_text(data.config_text, where, yaml=yaml)
         except TableConfigError as exc:
             common.show_error(f"{where} is invalid, ingests of this table are rejected: {exc}")
             return

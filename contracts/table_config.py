@@ -1,7 +1,13 @@
-"""Typed table config (`tables/<namespace>.<table>.yaml`), validated when it is loaded.
+"""The table config (`tables/<namespace>.<table>.yaml`): one typed model, validated when
+it is loaded, by the Lambdas (batching, arrival, refusing a broken config at once) and by
+the Spark job (everything), with the same words wherever it is read.
 
 Only the shape is checked here (pure Python); whether columns exist and types fit is
-checked against the table schema in `checks.compile_checks`, still before any write.
+checked against the table schema in `spark_jobs.checks.compile_checks`, still before any
+write. Standard library only and Python 3.9-compatible, like the rest of `contracts`:
+the YAML text is loaded by the PyYAML module the caller hands in
+(`parse_table_config_text(text, source, yaml=yaml)`), or by the caller itself
+(`parse_table_config(value, source)`).
 """
 
 from __future__ import annotations
@@ -10,12 +16,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from contracts.batching import ARRIVAL_EVENT, BatchConfigError, BatchLimits, parse_arrival
-from contracts.config_text import yaml_error_text
-from spark_jobs.errors import TableConfigError
+from contracts.config_text import CONFIG_ERROR, yaml_error_text
+from contracts.fields import ContractError
 
+# The largest config either reader takes (a bigger one is refused as a config error).
+MAX_CONFIG_BYTES = 1024 * 1024
+TOP_LEVEL_KEYS = ("schema_policy", "partition_by", "schema", "checks", "batch", "arrival")
 SCHEMA_POLICIES = ("strict", "additive", "any")
 SEVERITIES = ("error", "warn")
 
@@ -40,6 +47,15 @@ TRANSFORMS = {"identity", "year", "years", "month", "months", "day", "days", "ho
               "bucket", "truncate"}
 AGE_RE = re.compile(r"^(\d+)\s*([smhd])$")
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class TableConfigError(ContractError):
+    """The table config is invalid (not YAML, an unknown key or check, a bad option, ...);
+    the message names the file and the entry. An ingest refused for it is REJECTED with
+    reason code `config_error` (the job's own `spark_jobs.errors.TableConfigError`, for
+    what only the table schema reveals, is a subclass)."""
+
+    reason_code = CONFIG_ERROR
 
 
 @dataclass(frozen=True)
@@ -96,24 +112,51 @@ def default_config() -> TableConfig:
                                          params={"min": 1}),))
 
 
-def parse_table_config(text: str, source: str = "table config") -> TableConfig:
-    """Parse YAML text into a TableConfig; raise TableConfigError naming the bad entry."""
+def config_text(data: bytes, source: str) -> str:
+    """The text of a config file from its bytes (at least its first MAX_CONFIG_BYTES + 1);
+    TableConfigError when it is larger than MAX_CONFIG_BYTES or not UTF-8."""
+    if len(data) > MAX_CONFIG_BYTES:
+        raise TableConfigError(too_large_text(source))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TableConfigError(f"{source}: not UTF-8 text: {exc}") from exc
+
+
+def too_large_text(source: str) -> str:
+    """What a config larger than MAX_CONFIG_BYTES is told."""
+    return f"{source}: larger than {MAX_CONFIG_BYTES} bytes"
+
+
+def parse_table_config_text(text: str, source: str = "table config", *, yaml: Any
+                            ) -> TableConfig:
+    """Parse the YAML text of a config; raise TableConfigError naming the bad entry.
+
+    `yaml` is the PyYAML module (its `safe_load` and `YAMLError`): the contracts import
+    nothing outside the standard library, and both readers ship PyYAML.
+    """
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise TableConfigError(yaml_error_text(source, exc)) from exc
+    return parse_table_config(raw, source)
+
+
+def parse_table_config(raw: Any, source: str = "table config") -> TableConfig:
+    """Parse a loaded config (None: an empty file); raise TableConfigError naming the bad
+    entry."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise TableConfigError(f"{source}: expected a mapping at the top level")
-    unknown = set(raw) - {"schema_policy", "partition_by", "schema", "checks", "batch",
-                          "arrival"}
+        raise TableConfigError(f"{source}: expected a mapping at the top level, "
+                               f"got {type(raw).__name__}")
+    unknown = set(raw) - set(TOP_LEVEL_KEYS)
     if unknown:
         raise TableConfigError(f"{source}: unknown key(s) {sorted(unknown)}")
     policy = raw.get("schema_policy", "additive")
     if policy not in SCHEMA_POLICIES:
         raise TableConfigError(f"{source}: schema_policy must be one of {SCHEMA_POLICIES}, "
-                          f"got {policy!r}")
+                               f"got {policy!r}")
     checks = tuple(_parse_check(entry, i, source)
                    for i, entry in enumerate(_as_list(raw.get("checks"), "checks", source)))
     names = [check.name for check in checks]
@@ -164,7 +207,7 @@ def _parse_check(entry: Any, index: int, source: str) -> CheckSpec:
     kind = entry.get("kind")
     if kind not in CHECK_PARAMS:
         raise TableConfigError(f"{where}: unknown check kind {kind!r}; "
-                          f"known: {', '.join(sorted(CHECK_PARAMS))}")
+                               f"known: {', '.join(sorted(CHECK_PARAMS))}")
     required, optional = CHECK_PARAMS[kind]
     params = {key: value for key, value in entry.items() if key not in COMMON_KEYS}
     unknown = set(params) - required - optional
@@ -258,5 +301,5 @@ def _parse_column(entry: Any, source: str) -> ColumnSpec:
     unknown = set(entry) - {"name", "type", "required"}
     if unknown:
         raise TableConfigError(f"{source}: schema entry {entry['name']!r}: unknown key(s) "
-                          f"{sorted(unknown)}")
+                               f"{sorted(unknown)}")
     return ColumnSpec(entry["name"], entry["type"], bool(entry.get("required", False)))

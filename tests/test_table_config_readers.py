@@ -1,0 +1,93 @@
+"""The Lambdas and the job read one table config with one parser (contracts/table_config.py):
+a config the job would refuse is refused at once by the Lambdas, in the same words."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+import pytest
+
+URI = "s3://artifacts/tables/sales.orders.yaml"
+
+BAD = {
+    "unknown check kind": "checks:\n  - {kind: no_such_check, column: a}\n",
+    "check option": "checks:\n  - {kind: regex, column: a}\n",
+    "unknown key": "colums: []\n",
+    "partitioning": "partition_by: ['fortnight(ts)']\n",
+    "not YAML": "checks:\n  - name: x\n    kind: range\n   columns: [amount]\n",
+    "not a mapping": "- just a list\n",
+    "batch": "batch: {max_files: many}\n",
+    "arrival": "arrival: sometimes\n",
+    "not UTF-8": b"checks: []\n# \xff\xfe\n",
+    "too large": "# " + "x" * (1024 * 1024) + "\n",
+}
+
+
+@pytest.fixture
+def lambda_reads(monkeypatch):
+    """`table_intake` reading `data` as the table's config from S3."""
+    from lambdas.common import aws
+    from lambdas.common.batching import table_intake
+
+    def intake(data: bytes):
+        class S3:
+            def get_object(self, Bucket, Key, Range=None):
+                assert f"s3://{Bucket}/{Key}" == URI
+                end = int(Range.rsplit("-", 1)[1]) + 1 if Range else None
+                return {"Body": io.BytesIO(data[:end])}
+
+        monkeypatch.setattr(aws, "client", lambda service: S3())
+        return table_intake(SimpleNamespace(table_config_uri=lambda table: URI), "sales.orders")
+
+    return intake
+
+
+@pytest.fixture
+def job_reads(monkeypatch):
+    """The job's verdict on `data` as the table's config: (outcome, reason_code, reason),
+    or the config when it loads."""
+    from spark_jobs import hadoop_fs, wap_job
+    from spark_jobs.errors import TooLargeError
+    from spark_jobs.report import Report
+
+    def verdict(data: bytes):
+        def read_bytes(spark, uri, max_bytes):
+            if len(data) > max_bytes:
+                raise TooLargeError(f"{uri} is {len(data)} bytes, more than {max_bytes}")
+            return data
+
+        monkeypatch.setattr(hadoop_fs, "exists", lambda spark, uri: True)
+        monkeypatch.setattr(hadoop_fs, "read_bytes", read_bytes)
+        try:
+            return wap_job.load_table_config(None, URI, "sales.orders")
+        except Exception as exc:
+            report = Report(ingest_id="0123456789abcdef", table="sales.orders",
+                            source_uris=["s3://x/a.parquet"], branch="b")
+            report.fail(exc)
+            return report.outcome, report.reason_code, report.reason
+
+    return verdict
+
+
+@pytest.mark.parametrize("bad", BAD.values(), ids=list(BAD))
+def test_a_config_the_job_refuses_is_refused_by_the_lambdas_in_the_same_words(
+        bad, lambda_reads, job_reads):
+    data = bad if isinstance(bad, bytes) else bad.encode()
+    outcome, reason_code, reason = job_reads(data)
+    assert (outcome, reason_code) == ("rejected", "config_error")
+    assert reason.startswith(URI)
+
+    intake = lambda_reads(data)
+    assert intake.config_error == reason
+    assert intake.limits.max_files == 1  # meanwhile, one file per run
+
+
+def test_both_take_a_good_config_and_its_batch_settings(lambda_reads, job_reads):
+    data = (b"batch: {max_files: 3, max_bytes: 1MB}\narrival: marker\n"
+            b"checks:\n  - {kind: not_null, column: id}\n")
+    config = job_reads(data)
+    intake = lambda_reads(data)
+    assert intake.config_error is None
+    assert (intake.limits, intake.arrival) == (config.batch, config.arrival)
+    assert (config.batch.max_files, config.arrival) == (3, "marker")
