@@ -6,7 +6,7 @@
   itself, and only the standard library: the job runs it on EMR with nothing but pyspark.
 - Nothing but `tests/` imports `tests/`.
 - No import cycles between packages (`wap.cli`, `local.aws`, `lambdas.common`, ...; a
-  top-level module such as `local/home.py` counts as a package of its own).
+  top-level module such as `local/spark.py` counts as a package of its own).
 """
 
 from __future__ import annotations

@@ -20,14 +20,14 @@ import typer
 from lambdas.common import constants as c
 from lambdas.common.exceptions import WapError
 from lambdas.common.naming import BRANCH_PREFIX
-from local.catalog_server import ENV_CATALOG_PORT, catalog_port, start_catalog
-from local.embedded_stack import StackStartError, tables_dir_from_env
-from local.home import HomeError, WapHome
 from wap.cli import render
 from wap.exceptions import OpsError
 from wap.ops import operations as ops
 from wap.ops import query as query_ops
 from wap.ops.backends import DEFAULT_STACK, NoLocalState, Target, open_backend
+from wap.runtime.catalog_server import ENV_CATALOG_PORT, catalog_port, start_catalog
+from wap.runtime.embedded_stack import StackStartError, tables_dir_from_env
+from wap.runtime.home import HomeError, WapHome
 
 app = typer.Typer(
     add_completion=False,
@@ -424,7 +424,7 @@ def demo(
     fresh: Annotated[bool, typer.Option(help="delete the local state first")] = False,
 ) -> None:
     """Zero configuration: the whole Write-Audit-Publish loop on this machine."""
-    from local.sample_data import DEMO_TABLE, NEGATIVE_AMOUNT_ROWS, write_demo_files
+    from wap.runtime.sample_data import DEMO_TABLE, NEGATIVE_AMOUNT_ROWS, write_demo_files
 
     target = _target(ctx)
     if target.is_aws:

@@ -18,12 +18,12 @@ from typing import Any
 from lambdas.common import constants as c
 from lambdas.common.exceptions import WapError
 from lambdas.common.naming import utcnow
-from local.embedded_stack import tables_dir_from_env
-from local.home import HomeError, WapHome
 from wap.exceptions import DashboardError, OpsError, TableReadError
 from wap.ops import operations as ops
 from wap.ops.backend import Backend
 from wap.ops.backends import NoLocalState, Target, open_backend
+from wap.runtime.embedded_stack import tables_dir_from_env
+from wap.runtime.home import HomeError, WapHome
 
 TABLES_PREFIX = "tables/"
 _CONFIG_SUFFIX = ".yaml"
