@@ -66,7 +66,7 @@ def failed_branch(home: Path) -> str:
 
 def run(home: Path, repeats: int) -> dict[str, list[float]]:
     """Interleaved cold runs of `show BRANCH` and `query BRANCH SQL`; seconds per run."""
-    from wap.lake.check_sql import violation_query
+    from lakeview.check_sql import violation_query
 
     branch = failed_branch(home)
     sql = violation_query(

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from lakeview.exceptions import TableReadError
 from lambdas.common import constants as c
 from lambdas.common.exceptions import WapError
 from lambdas.common.naming import BRANCH_PREFIX
@@ -97,7 +98,8 @@ def _run(fn: Any) -> Any:
 
     try:
         return fn()
-    except (OpsError, WapError, HomeError, StackStartError) as exc:  # WapError: Nessie's
+    # WapError: Nessie's; TableReadError: an Iceberg table that cannot be read
+    except (OpsError, TableReadError, WapError, HomeError, StackStartError) as exc:
         raise _fail(str(exc)) from None
     except (BotoCoreError, ClientError) as exc:  # e.g. AccessDenied on the deployed stack
         raise _fail(f"AWS: {exc}") from None
