@@ -136,8 +136,8 @@ def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: fl
 def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured, Measured, float]:
     """(one file of files x rows rows, files files of rows rows, the same with 3 bad files),
     on one fresh local stack."""
-    from local.embedded_stack import ENV_TABLES_DIR
     from wap.ops.backends import Target, open_backend
+    from wap.runtime.embedded_stack import ENV_TABLES_DIR
 
     scratch = Path(tempfile.mkdtemp(prefix="wap-burst-bench-"))
     tables = scratch / "tables"

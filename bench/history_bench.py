@@ -33,8 +33,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 def build_home(root: Path, ingests: int) -> Path:
     """A home whose ledger holds `ingests` finished ingests of 20 tables."""
-    from local.home import WapHome
-    from local.state_store import write_ledger_items
+    from wap.runtime.home import WapHome
+    from wap.runtime.state_store import write_ledger_items
 
     home = WapHome(root).create()
     items = []
@@ -55,8 +55,8 @@ def build_home(root: Path, ingests: int) -> Path:
 
 def time_start(root: Path) -> float:
     """Seconds to start (and stop) the embedded stack of a read-only command."""
-    from local.embedded_stack import EmbeddedStack
-    from local.home import WapHome
+    from wap.runtime.embedded_stack import EmbeddedStack
+    from wap.runtime.home import WapHome
 
     started = time.perf_counter()
     stack = EmbeddedStack(WapHome(root)).start()
@@ -80,8 +80,8 @@ def time_cold_runs(root: Path) -> float:
 def time_ingest_writes(root: Path, rounds: int = 20) -> float:
     """Seconds per ingest for the ledger writes of `rounds` ingests, in a started stack."""
     from lambdas.common.ledger import Ledger
-    from local.embedded_stack import EmbeddedStack
-    from local.home import WapHome
+    from wap.runtime.embedded_stack import EmbeddedStack
+    from wap.runtime.home import WapHome
 
     stack = EmbeddedStack(WapHome(root)).start()
     try:

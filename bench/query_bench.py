@@ -54,8 +54,8 @@ def _wap(home: Path, *args: str) -> float:
 
 def failed_branch(home: Path) -> str:
     """The open branch of the home's AUDIT_FAILED ingest (the demo makes exactly one)."""
-    from local.home import WapHome
-    from local.state_store import read_ledger_items
+    from wap.runtime.home import WapHome
+    from wap.runtime.state_store import read_ledger_items
 
     items = read_ledger_items(WapHome(home))
     branches = [i["branch"] for i in items if i.get("status") == "AUDIT_FAILED"]
@@ -66,7 +66,7 @@ def failed_branch(home: Path) -> str:
 
 def run(home: Path, repeats: int) -> dict[str, list[float]]:
     """Interleaved cold runs of `show BRANCH` and `query BRANCH SQL`; seconds per run."""
-    from wap.lake.check_sql import violation_query
+    from lakeview.check_sql import violation_query
 
     branch = failed_branch(home)
     sql = violation_query(

@@ -188,9 +188,9 @@ def seed_home(root: Path) -> SeededHome:
     """A home whose main holds sales.orders (2 rows) and sales.customers, and whose open
     branch BRANCH (ingest FAILED_ID, AUDIT_FAILED) adds 3 rows to sales.orders."""
     from lambdas.common.ledger import Ledger
-    from local.embedded_stack import EmbeddedStack
-    from local.home import WapHome
     from local.nessie.runner import start_server
+    from wap.runtime.embedded_stack import EmbeddedStack
+    from wap.runtime.home import WapHome
 
     home = WapHome(root).create()
     on_main, on_branch, customers = _write_tables(home.warehouse)

@@ -1,12 +1,15 @@
 """The house plan, enforced: which packages may import which, and no cycles.
 
-- What is deployed (`lambdas/`, `spark_jobs/`, `infra/`) never imports the local runtime
-  (`local/`), the tools (`wap/`), `tests/` or `bench/`.
+- What is deployed (`lambdas/`, `spark_jobs/`, `infra/`) never imports the local stand-ins
+  (`local/`), the tools (`wap/`), the lake reader (`lakeview/`), `tests/` or `bench/`.
+- The local stand-ins (`local/`) never import the tools (`wap/`) that drive them; what both
+  need to read the lake's Iceberg tables lives below both, in `lakeview/`, which imports
+  neither.
 - `contracts/` (bundled into every Lambda and the job's zip) imports nothing of ours but
   itself, and only the standard library: the job runs it on EMR with nothing but pyspark.
 - Nothing but `tests/` imports `tests/`.
 - No import cycles between packages (`wap.cli`, `local.aws`, `lambdas.common`, ...; a
-  top-level module such as `local/home.py` counts as a package of its own).
+  top-level module such as `local/spark.py` counts as a package of its own).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FIRST_PARTY = ("contracts", "infra", "lambdas", "spark_jobs", "local", "wap", "tests", "bench")
+FIRST_PARTY = ("contracts", "infra", "lambdas", "spark_jobs", "lakeview", "local", "wap", "tests",
+               "bench")
 DEPLOYED = ("contracts", "lambdas", "spark_jobs", "infra")
 
 
@@ -52,7 +56,25 @@ def test_what_is_deployed_imports_no_local_tool_or_test_code(deployed):
     bad = sorted((f, name) for package, imports in _imports().items()
                  if package.split(".")[0] == deployed
                  for name, f in imports
-                 if name.split(".")[0] in ("local", "wap", "tests", "bench"))
+                 if name.split(".")[0] in ("lakeview", "local", "wap", "tests", "bench"))
+    assert bad == []
+
+
+def test_the_stand_ins_import_nothing_of_the_tools():
+    """`local/` holds only the stand-ins (AWS, EMR, Nessie and its UI, Slack, Spark); the tools
+    in `wap/` drive them, never the reverse."""
+    bad = sorted((f, name) for package, imports in _imports().items()
+                 if package.split(".")[0] == "local"
+                 for name, f in imports if name.split(".")[0] == "wap")
+    assert bad == []
+
+
+def test_the_lake_reader_imports_neither_the_stand_ins_nor_the_tools():
+    """`lakeview/` sits below both the catalog UI (`local/nessie/ui/`) and the tools (`wap/`),
+    which read Iceberg tables through it."""
+    bad = sorted((f, name) for package, imports in _imports().items()
+                 if package.split(".")[0] == "lakeview"
+                 for name, f in imports if name.split(".")[0] in ("local", "wap"))
     assert bad == []
 
 

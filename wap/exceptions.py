@@ -1,8 +1,9 @@
 """Errors of the operations: each names the condition and carries a one-line message for humans.
 
 Nessie's errors are the client's own (`lambdas.common.exceptions`, raised by
-`lambdas.common.nessie.NessieClient`); the user-facing edges (`wap.cli.app._run`, the
-dashboard's `_with_backend`) show them as they show these.
+`lambdas.common.nessie.NessieClient`), and an unreadable Iceberg table raises the lake
+reader's `lakeview.exceptions.TableReadError`; the user-facing edges (`wap.cli.app._run`,
+the dashboard's `_with_backend`) show them as they show these.
 """
 
 from __future__ import annotations
@@ -22,10 +23,6 @@ class UnknownTargetError(OpsError):
 
 class NotAllowedError(OpsError):
     """The ingest is not in a state that allows the operation (e.g. publishing a PUBLISHED one)."""
-
-
-class TableReadError(OpsError):
-    """An Iceberg table's metadata or data files could not be read (pyiceberg)."""
 
 
 class DashboardError(Exception):

@@ -47,8 +47,8 @@ def default_sigint() -> None:
 
 def ledger_items(home: Path) -> dict[str, dict[str, Any]]:
     """The persisted ingest records of a home, by ingest id."""
-    from local.home import WapHome
-    from local.state_store import read_ledger_items
+    from wap.runtime.home import WapHome
+    from wap.runtime.state_store import read_ledger_items
 
     return {i["ingest_id"]: i for i in read_ledger_items(WapHome(home))
             if i.get("kind") == "ingest"}

@@ -7,7 +7,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from wap.lake.check_sql import KEYWORDS, ident, literal, violation_query
+from lakeview.check_sql import KEYWORDS, ident, literal, violation_query
 from wap.ops import sql_sandbox
 
 ROWS = pa.table(

@@ -188,8 +188,8 @@ def test_read_only_commands_never_load_spark(demo):
 
 
 def _state(demo: Demo) -> tuple[bytes, dict[str, str]]:
-    from local.home import WapHome
-    from local.state_store import read_ledger_items
+    from wap.runtime.home import WapHome
+    from wap.runtime.state_store import read_ledger_items
 
     ledger = json.dumps(read_ledger_items(WapHome(demo.home)), sort_keys=True).encode()
     return ledger, refs(demo.home)

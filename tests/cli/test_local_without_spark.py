@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from local.embedded_stack import EmbeddedOptions, EmbeddedStack
-from local.home import WapHome
 from tests.cli.conftest import assert_one_line_error, ledger_items, run_wap
+from wap.runtime.embedded_stack import EmbeddedOptions, EmbeddedStack
+from wap.runtime.home import WapHome
 
 
 @pytest.fixture
@@ -167,7 +167,7 @@ def test_without_java_the_ingest_ends_with_a_clear_error(tmp_path, parquet_file)
 def test_a_stack_that_cannot_be_synthesized_is_a_clear_start_error(tmp_path, monkeypatch):
     from local.aws import stack as stack_module
     from local.aws.template import TemplateError
-    from local.embedded_stack import StackStartError
+    from wap.runtime.embedded_stack import StackStartError
 
     def no_cli(context):
         raise TemplateError("node_modules/.bin/cdk is missing: `make setup` runs npm ci")

@@ -7,8 +7,8 @@ from moto import mock_aws
 
 from lambdas.common.ledger import Ledger
 from local.aws.stack import create_ledger_table
-from local.home import WapHome
-from local.state_store import INTERRUPTED_REASON, StateStore, StoredBucket
+from wap.runtime.home import WapHome
+from wap.runtime.state_store import INTERRUPTED_REASON, StateStore, StoredBucket
 
 BUCKETS = (StoredBucket("src"), StoredBucket("art", ("reports/",)))
 
@@ -75,8 +75,8 @@ import boto3
 from moto import mock_aws
 sys.path.insert(0, {repo!r})
 from lambdas.common.ledger import Ledger
-from local.home import WapHome
-from local.state_store import StateStore
+from wap.runtime.home import WapHome
+from wap.runtime.state_store import StateStore
 from tests.cli.test_state_store import BUCKETS, _resources
 
 home = WapHome(Path({home!r}))
@@ -131,7 +131,7 @@ def test_a_killed_command_loses_no_ledger_write_and_a_merged_ingest_is_published
 
 
 def ledger_rows(home: WapHome) -> int:
-    from local.state_store import read_ledger_items
+    from wap.runtime.state_store import read_ledger_items
 
     return len(read_ledger_items(home))
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from local.home import WapHome
-from local.state_store import read_ledger_items
 from tests.cli.conftest import run_wap
 from wap.dashboard import build_command
+from wap.runtime.home import WapHome
+from wap.runtime.state_store import read_ledger_items
 
 STARTUP_SECONDS = 90
 CHROMIUM = "/usr/bin/chromium"
@@ -37,7 +37,7 @@ class DemoHome:
     """A home after one `wap demo`: one PUBLISHED and one AUDIT_FAILED ingest of sales.orders."""
 
     root: Path
-    batch_rows: int = 40  # local.sample_data.BATCH_ROWS: both demo files
+    batch_rows: int = 40  # wap.runtime.sample_data.BATCH_ROWS: both demo files
     catalog_port: int = 19120  # WAP_CATALOG_PORT the demo ran with: its links name it
     output: str = ""  # what `wap demo` printed
 

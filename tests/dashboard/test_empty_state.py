@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from local.home import ENV_HOME, WapHome
 from wap.dashboard import APP_PATH
+from wap.runtime.home import ENV_HOME, WapHome
 
 LOAD_TIMEOUT = 60  # the first load imports moto and starts the local catalog server
 

@@ -11,9 +11,9 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from local.home import ENV_HOME, WapHome
-from local.state_store import write_ledger_items
 from wap.dashboard import APP_PATH
+from wap.runtime.home import ENV_HOME, WapHome
+from wap.runtime.state_store import write_ledger_items
 
 SECRET = "xoxb-1111-2222-topsecret"
 HOSTILE = f"<img src=x onerror=alert(1)> **boom** [click](javascript:alert(2)) token={SECRET}"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from local.catalog_server import catalog_url
 from wap.dashboard import shaping, source
 from wap.exceptions import DashboardError
 from wap.ops.backends import Target
+from wap.runtime.catalog_server import catalog_url
 
 pytestmark = pytest.mark.slow
 

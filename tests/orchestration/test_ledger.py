@@ -39,7 +39,7 @@ def ledger(request, monkeypatch, tmp_path):
         from moto.core import DEFAULT_ACCOUNT_ID
         from moto.dynamodb.models import dynamodb_backends
 
-        from local.ledger_db import LedgerDatabase, LedgerJournal, pk_key
+        from wap.runtime.ledger_db import LedgerDatabase, LedgerJournal, pk_key
 
         database = LedgerDatabase(tmp_path / "ledger.sqlite")
         journal = LedgerJournal(database, "ledger")

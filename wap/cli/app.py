@@ -17,17 +17,18 @@ from typing import Annotated, Any
 
 import typer
 
+from lakeview.exceptions import TableReadError
 from lambdas.common import constants as c
 from lambdas.common.exceptions import WapError
 from lambdas.common.naming import BRANCH_PREFIX
-from local.catalog_server import ENV_CATALOG_PORT, catalog_port, start_catalog
-from local.embedded_stack import StackStartError, tables_dir_from_env
-from local.home import HomeError, WapHome
 from wap.cli import render
 from wap.exceptions import OpsError
 from wap.ops import operations as ops
 from wap.ops import query as query_ops
 from wap.ops.backends import DEFAULT_STACK, NoLocalState, Target, open_backend
+from wap.runtime.catalog_server import ENV_CATALOG_PORT, catalog_port, start_catalog
+from wap.runtime.embedded_stack import StackStartError, tables_dir_from_env
+from wap.runtime.home import HomeError, WapHome
 
 app = typer.Typer(
     add_completion=False,
@@ -97,7 +98,8 @@ def _run(fn: Any) -> Any:
 
     try:
         return fn()
-    except (OpsError, WapError, HomeError, StackStartError) as exc:  # WapError: Nessie's
+    # WapError: Nessie's; TableReadError: an Iceberg table that cannot be read
+    except (OpsError, TableReadError, WapError, HomeError, StackStartError) as exc:
         raise _fail(str(exc)) from None
     except (BotoCoreError, ClientError) as exc:  # e.g. AccessDenied on the deployed stack
         raise _fail(f"AWS: {exc}") from None
@@ -424,7 +426,7 @@ def demo(
     fresh: Annotated[bool, typer.Option(help="delete the local state first")] = False,
 ) -> None:
     """Zero configuration: the whole Write-Audit-Publish loop on this machine."""
-    from local.sample_data import DEMO_TABLE, NEGATIVE_AMOUNT_ROWS, write_demo_files
+    from wap.runtime.sample_data import DEMO_TABLE, NEGATIVE_AMOUNT_ROWS, write_demo_files
 
     target = _target(ctx)
     if target.is_aws:

@@ -17,8 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from contracts.report import CheckResult
+from lakeview.check_sql import first_rows_query, violation_query
 from lambdas.common.ledger import QueueStat
-from wap.lake.check_sql import first_rows_query, violation_query
 from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
 from wap.text import age_text
 

@@ -106,8 +106,8 @@ def launch(
 def serve_catalog(home: str | None) -> Any:
     """The home's catalog UI on its fixed address while the dashboard runs (the ingest pages
     link there); None, with a note on stderr, when it cannot be served (taken port, no state)."""
-    from local.catalog_server import catalog_port, start_catalog
-    from local.home import HomeError, WapHome
+    from wap.runtime.catalog_server import catalog_port, start_catalog
+    from wap.runtime.home import HomeError, WapHome
 
     try:
         server = start_catalog(WapHome.resolve(home), catalog_port())

@@ -10,8 +10,8 @@ import argparse
 import os
 from collections.abc import Sequence
 
-from local.home import ENV_HOME
 from wap.ops.backends import DEFAULT_STACK, Target
+from wap.runtime.home import ENV_HOME
 
 ENV_STACK = "WAP_STACK"
 ENV_NESSIE_URL = "WAP_NESSIE_URL"

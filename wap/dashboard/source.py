@@ -15,15 +15,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from lakeview.exceptions import TableReadError
 from lambdas.common import constants as c
 from lambdas.common.exceptions import WapError
 from lambdas.common.naming import utcnow
-from local.embedded_stack import tables_dir_from_env
-from local.home import HomeError, WapHome
-from wap.exceptions import DashboardError, OpsError, TableReadError
+from wap.exceptions import DashboardError, OpsError
 from wap.ops import operations as ops
 from wap.ops.backend import Backend
 from wap.ops.backends import NoLocalState, Target, open_backend
+from wap.runtime.embedded_stack import tables_dir_from_env
+from wap.runtime.home import HomeError, WapHome
 
 TABLES_PREFIX = "tables/"
 _CONFIG_SUFFIX = ".yaml"
@@ -49,7 +50,7 @@ def _with_backend(target: Target, work: Any) -> Any:
             return work(backend)
     except NoLocalState:
         raise
-    except (OpsError, WapError, HomeError) as exc:  # WapError: the Nessie client's
+    except (OpsError, TableReadError, WapError, HomeError) as exc:  # WapError: the Nessie client's
         raise DashboardError(" ".join(str(exc).split())) from exc
 
 

@@ -101,7 +101,7 @@ class Backend(ABC):
 
 
 class LocalBackend(Backend):
-    """The embedded stack over a home directory (`local.embedded_stack`)."""
+    """The embedded stack over a home directory (`wap.runtime.embedded_stack`)."""
 
     kind = "local"
 
@@ -118,7 +118,7 @@ class LocalBackend(Backend):
 
     @property
     def nessie_ui_url(self) -> str | None:
-        from local.catalog_server import catalog_url
+        from wap.runtime.catalog_server import catalog_url
 
         # This command's own server stops with it; links name the address `wap serve` uses.
         return catalog_url()

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.constants import STACK_NAME
-from local.home import WapHome
 from wap.exceptions import OpsError
 from wap.ops.backend import Backend
+from wap.runtime.home import WapHome
 
 DEFAULT_STACK = STACK_NAME  # the name `cdk deploy` gives the stack by default
 
@@ -67,8 +67,8 @@ def open_backend(
         ) as backend:
             yield backend
         return
-    from local.embedded_stack import EmbeddedOptions, EmbeddedStack
     from wap.ops.backend import LocalBackend
+    from wap.runtime.embedded_stack import EmbeddedOptions, EmbeddedStack
 
     home = WapHome.resolve(target.home)
     if not create and not home.exists():

@@ -17,6 +17,7 @@ from typing import Any
 
 from contracts.naming import BRANCH_PREFIX, INGEST_ID, NESSIE_REF_NAME, ingest_id
 from contracts.report import PASSED, AuditReport, CheckResult, ReportError
+from lakeview import iceberg
 from lambdas.common import constants as c
 from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
 from lambdas.common.ledger import QueueStat
@@ -30,7 +31,6 @@ from wap.exceptions import (
     OpsError,
     UnknownTargetError,
 )
-from wap.lake import iceberg
 from wap.ops.backend import Backend
 
 MAX_REASON_CHARS = 500

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.naming import INGEST_ID, NESSIE_REF_NAME
+from lakeview import iceberg
 from lambdas.common import constants as c
 from wap.exceptions import InvalidInputError, NotAllowedError, UnknownTargetError
-from wap.lake import iceberg
 from wap.ops import sql_sandbox
 from wap.ops.backend import Backend
 from wap.ops.operations import find_ingest, parse_table, read_report

@@ -14,7 +14,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from wap.lake.check_sql import first_rows_query
+from lakeview.check_sql import first_rows_query
 
 from .pages import (
     CommitPage,

@@ -11,8 +11,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from wap.exceptions import TableReadError
-from wap.lake import iceberg
+from lakeview import iceberg
+from lakeview.exceptions import TableReadError
 
 from ..exceptions import ContentNotFoundError, NotFoundError
 from ..models import Commit, Key

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from wap.exceptions import TableReadError
+from lakeview.exceptions import TableReadError
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -27,9 +27,9 @@ from local.aws.stack import (
     create_ledger_table,
 )
 from local.aws.template import TemplateError
-from local.catalog_server import catalog_url
-from local.home import WapHome
-from local.state_store import ARTIFACT_PREFIXES, StateStore, StoredBucket
+from wap.runtime.catalog_server import catalog_url
+from wap.runtime.home import WapHome
+from wap.runtime.state_store import ARTIFACT_PREFIXES, StateStore, StoredBucket
 
 DEFAULT_TABLES_DIR = REPO_ROOT / "tables"
 ENV_TABLES_DIR = "WAP_TABLES_DIR"

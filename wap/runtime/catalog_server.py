@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from local.home import HomeError, WapHome
+from wap.runtime.home import HomeError, WapHome
 
 if TYPE_CHECKING:
     from local.nessie.runner import RunningServer

@@ -2,7 +2,7 @@
 
 moto's backends die with the process; the Nessie SQLite file and the `file://`
 warehouse are already on disk. The ledger is written through at every change
-(`local/ledger_db.py`); saving copies the source objects, audit reports and job logs
+(`wap/runtime/ledger_db.py`); saving copies the source objects, audit reports and job logs
 into `<home>/state/s3/`; restoring puts both back into a freshly started moto before any
 command reads them.
 """
@@ -19,8 +19,8 @@ from typing import Any
 from lambdas.common import constants as c
 from lambdas.common.ledger import KIND_BATCH, KIND_INGEST, KIND_TABLE
 from lambdas.common.naming import iso, utcnow
-from local.home import WapHome
-from local.ledger_db import LedgerDatabase, LedgerJournal, from_dynamo, pk_key, to_dynamo
+from wap.runtime.home import WapHome
+from wap.runtime.ledger_db import LedgerDatabase, LedgerJournal, from_dynamo, pk_key, to_dynamo
 
 # Artifacts worth keeping; `tables/` is uploaded from the tables directory on every start.
 # staging/: the staged copies a queued or failed ingest still reads (a re-run, a rebase).
@@ -59,7 +59,7 @@ def _object_path(root: Path, bucket: str, key: str) -> Path | None:
 
 
 class StateStore:
-    """Keeps the ledger (written through, `local/ledger_db.py`) and the kept S3 objects of
+    """Keeps the ledger (written through, `wap/runtime/ledger_db.py`) and the kept S3 objects of
     a running moto in a `WapHome`, and puts them back into a fresh one."""
 
     def __init__(
