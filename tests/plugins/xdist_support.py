@@ -72,7 +72,7 @@ def _judge_on_controller(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if problem is None:
         if reporter:
-            reporter.write_line(f"least privilege: every grant was used "
+            reporter.write_line(f"\nleast privilege: every grant was used "
                                 f"({len(used)} grants over all workers)")
         return
     if reporter:
