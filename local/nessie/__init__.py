@@ -5,8 +5,8 @@ Serves the subset of Nessie REST API v2 that Iceberg's Java `NessieCatalog` (Nes
 Layout: `store.py` (the commit DAG, references, contents, conflict rules), `routes_v2.py` /
 `routes_v1.py` (parse and serialise), `http.py` (body limits, gzip, routing, error bodies),
 `exceptions.py` (Nessie's error codes and messages), `refs.py` (ref names, ref specs, content
-keys), `cel.py` (the CEL filter subset clients send), `ui/` (the read-only web UI), `runner.py` /
-`__main__.py`.
+keys), `cel.py` (CEL `filter` parameters, evaluated by cel-rust), `ui/` (the read-only web
+UI), `runner.py` / `__main__.py`.
 
 Known differences from real Nessie (clients treat all of these as opaque or unused):
 - Commit hashes are sha256 over our own canonical JSON of (parents, metadata, operations), so
@@ -18,8 +18,10 @@ Known differences from real Nessie (clients treat all of these as opaque or unus
   since the merge base to different values (FORCE / DROP per-key modes honoured).
 - Not implemented: transplant, reflog, repository config, `/recent-changes`, v1 namespace
   endpoints, authentication. Nessie's React UI is replaced by a small read-only
-  server-rendered one on the same paths (`ui/`). CEL filters support the subset clients send
-  (comparisons, `in`, `&&`/`||`/`!`, `size()`, `startsWith`/`endsWith`/`contains`/`matches`).
+  server-rendered one on the same paths (`ui/`). CEL filters are full CEL (cel-rust) without
+  Nessie's static type-checker: unknown variables, attributes and functions are refused up
+  front, other type errors (`entry.name + 1`) only when an item is evaluated, and
+  `entry.name == 1` is false (CEL's heterogeneous equality) where Nessie refuses it.
 - Every commit stores the full key -> content map (fine for catalogs of thousands of tables,
   not for millions of keys); commit headers are cached in memory.
 """

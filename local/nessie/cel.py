@@ -1,223 +1,162 @@
-"""A small, safe evaluator for the subset of CEL that Nessie clients send as `filter`.
+"""Nessie `filter` expressions, evaluated by a maintained CEL implementation.
 
-Supported: string/int/bool literals, lists, member access (`entry.contentType`), `size(x)`,
-`x.startsWith(s)` / `endsWith` / `contains` / `matches`, `==`, `!=`, `<`, `<=`, `>`, `>=`,
-`in`, `!`, `&&`, `||`, parentheses. Anything else is a BAD_REQUEST, never evaluated as code.
+Parsing and evaluation are done by `common-expression-language` (Python bindings of cel-rust):
+the whole CEL language (macros such as `exists`/`all`/`has`, ternaries, string and list `+`,
+arithmetic, conversions, ...), never Python code. This module adds what Nessie adds around
+CEL: the variables each endpoint declares, a maximum length, and the refusals a type-checking
+server makes before evaluating anything (unknown variable, unknown attribute of a declared
+variable, unknown function). Every refusal, and any error while evaluating an item, is a
+BadRequestError (HTTP 400 BAD_REQUEST).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
+
+import cel as _cel
 
 from .exceptions import BadRequestError
 from .refs import key_to_path_string, key_to_string
 
-_TOKEN_RE = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
-  | (?P<num>\d+)
-  | (?P<op>&&|\|\||==|!=|<=|>=|[<>!().,\[\]])
-  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-""",
-    re.VERBOSE,
-)
 MAX_FILTER_LENGTH = 4096
 
+# The fields of the variables Nessie declares (see org.projectnessie.services.cel.CELUtil and
+# https://projectnessie.org/develop/cel-filters/). A variable mapped to None is declared, but
+# its attributes are only checked when an item is evaluated.
+ENTRY_FIELDS = frozenset(
+    {"key", "encodedKey", "keyElements", "name", "namespace", "namespaceElements", "contentType"}
+)
+COMMIT_FIELDS = frozenset(
+    {
+        "hash",
+        "committer",
+        "author",
+        "authors",
+        "signedOffBy",
+        "allSignedOffBy",
+        "message",
+        "commitTime",
+        "authorTime",
+        "properties",
+        "allProperties",
+        "parentCommitHashes",
+    }
+)
 
-def _tokenize(text: str) -> list[tuple[str, str]]:
-    pos = 0
-    out: list[tuple[str, str]] = []
-    while pos < len(text):
-        m = _TOKEN_RE.match(text, pos)
-        if m is None:
-            raise BadRequestError(f"Invalid filter expression at position {pos}: {text!r}")
-        pos = m.end()
-        kind = m.lastgroup or ""
-        if kind != "ws":
-            out.append((kind, m.group()))
-    out.append(("end", ""))
-    return out
+Declarations = Mapping[str, frozenset[str] | None]
+ENTRIES_DECLARATIONS: Declarations = {"entry": ENTRY_FIELDS}
+REFERENCES_DECLARATIONS: Declarations = {
+    "ref": None,
+    "refType": None,
+    "refMeta": None,
+    "metadata": None,
+    "commit": COMMIT_FIELDS,
+}
+COMMIT_LOG_DECLARATIONS: Declarations = {"commit": COMMIT_FIELDS, "operations": None}
 
+# CEL's standard functions (operators are checked separately); anything else is refused.
+_FUNCTIONS = frozenset(
+    {
+        "size",
+        "contains",
+        "startsWith",
+        "endsWith",
+        "matches",
+        "int",
+        "uint",
+        "double",
+        "string",
+        "bytes",
+        "bool",
+        "dyn",
+        "type",
+        "timestamp",
+        "duration",
+        "getFullYear",
+        "getMonth",
+        "getDayOfYear",
+        "getDayOfMonth",
+        "getDate",
+        "getDayOfWeek",
+        "getHours",
+        "getMinutes",
+        "getSeconds",
+        "getMilliseconds",
+    }
+)
+# How cel-rust names operators in Program.functions().
+_OPERATORS = frozenset(
+    {
+        *(
+            f"_{op}_"
+            for op in ["+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||"]
+        ),
+        "_?_:_",
+        "_[_]",
+        "_[?_]",
+        "_?._",
+        "!_",
+        "-_",
+        "@in",
+        "@not_strictly_false",
+    }
+)
+_STRING_RE = re.compile(
+    r"""[rRbB]{0,2}(?:'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
+)
+_MACRO_VAR_RE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
+_SELECT_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*([A-Za-z_]\w*)(?!\s*\()")
 
-def _unquote(token: str) -> str:
-    body = token[1:-1]
-    return re.sub(r"\\(.)", lambda m: m.group(1), body)
-
-
-Node = Callable[[dict[str, Any]], Any]
-
-
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.tokens = _tokenize(text)
-        self.i = 0
-
-    def peek(self) -> tuple[str, str]:
-        return self.tokens[self.i]
-
-    def take(self, value: str | None = None) -> tuple[str, str]:
-        tok = self.tokens[self.i]
-        if value is not None and tok[1] != value:
-            raise BadRequestError(
-                f"Invalid filter expression: expected '{value}', got '{tok[1] or 'end'}'"
-            )
-        self.i += 1
-        return tok
-
-    def parse(self) -> Node:
-        node = self.or_()
-        if self.peek()[0] != "end":
-            raise BadRequestError(f"Invalid filter expression near '{self.peek()[1]}'")
-        return node
-
-    def or_(self) -> Node:
-        left = self.and_()
-        while self.peek()[1] == "||":
-            self.take()
-            right = self.and_()
-            left = (lambda a, b: lambda env: bool(a(env)) or bool(b(env)))(left, right)
-        return left
-
-    def and_(self) -> Node:
-        left = self.cmp()
-        while self.peek()[1] == "&&":
-            self.take()
-            right = self.cmp()
-            left = (lambda a, b: lambda env: bool(a(env)) and bool(b(env)))(left, right)
-        return left
-
-    def cmp(self) -> Node:
-        left = self.unary()
-        ops: dict[str, Callable[[Any, Any], bool]] = {
-            "==": lambda a, b: a == b,
-            "!=": lambda a, b: a != b,
-            "<": lambda a, b: a < b,
-            "<=": lambda a, b: a <= b,
-            ">": lambda a, b: a > b,
-            ">=": lambda a, b: a >= b,
-            "in": lambda a, b: a in b,
-        }
-        tok = self.peek()[1]
-        if tok in ops:
-            self.take()
-            right = self.unary()
-            fn = ops[tok]
-
-            def compare(env: dict[str, Any], a: Node = left, b: Node = right) -> bool:
-                try:
-                    return fn(a(env), b(env))
-                except TypeError as exc:
-                    raise BadRequestError(f"Invalid filter expression: {exc}") from exc
-
-            return compare
-        return left
-
-    def unary(self) -> Node:
-        if self.peek()[1] == "!":
-            self.take()
-            inner = self.unary()
-            return lambda env: not inner(env)
-        return self.postfix()
-
-    def postfix(self) -> Node:
-        node = self.primary()
-        while self.peek()[1] == ".":
-            self.take()
-            name = self.take()[1]
-            if self.peek()[1] == "(":
-                self.take("(")
-                arg = self.or_()
-                self.take(")")
-                node = self._method(node, name, arg)
-            else:
-                node = (lambda base, attr: lambda env: _member(base(env), attr))(node, name)
-        return node
-
-    @staticmethod
-    def _method(target: Node, name: str, arg: Node) -> Node:
-        methods: dict[str, Callable[[str, str], bool]] = {
-            "startsWith": str.startswith,
-            "endsWith": str.endswith,
-            "contains": lambda s, x: x in s,
-            "matches": lambda s, x: re.search(x, s) is not None,
-        }
-        if name not in methods:
-            raise BadRequestError(f"Unsupported filter function '{name}'")
-        fn = methods[name]
-
-        def call(env: dict[str, Any]) -> bool:
-            value, other = target(env), arg(env)
-            if not isinstance(value, str) or not isinstance(other, str):
-                raise BadRequestError(f"Filter function '{name}' needs strings")
-            return fn(value, other)
-
-        return call
-
-    def primary(self) -> Node:
-        kind, value = self.take()
-        if kind == "str":
-            text = _unquote(value)
-            return lambda env: text
-        if kind == "num":
-            number = int(value)
-            return lambda env: number
-        if value == "(":
-            node = self.or_()
-            self.take(")")
-            return node
-        if value == "[":
-            items: list[Node] = []
-            while self.peek()[1] != "]":
-                items.append(self.or_())
-                if self.peek()[1] == ",":
-                    self.take()
-            self.take("]")
-            return lambda env: [item(env) for item in items]
-        if kind == "ident":
-            if value in ("true", "false"):
-                flag = value == "true"
-                return lambda env: flag
-            if value == "size" and self.peek()[1] == "(":
-                self.take("(")
-                arg = self.or_()
-                self.take(")")
-                return lambda env: len(arg(env))
-            name = value
-
-            def variable(env: dict[str, Any]) -> Any:
-                if name not in env:
-                    raise BadRequestError(f"Unknown filter variable '{name}'")
-                return env[name]
-
-            return variable
-        raise BadRequestError(f"Invalid filter expression near '{value or 'end'}'")
+Predicate = Callable[[dict[str, Any]], bool]
 
 
-def _member(value: Any, attr: str) -> Any:
-    if isinstance(value, dict):
-        if attr not in value:
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split())[:300]
+
+
+def _check(program: Any, text: str, declared: Declarations) -> None:
+    """What a CEL type-checker with Nessie's declarations refuses before evaluating."""
+    code = _STRING_RE.sub("''", text)
+    bound = set(_MACRO_VAR_RE.findall(code))
+    for name in program.variables():
+        if name not in declared and name not in bound:
+            raise BadRequestError(f"Unknown filter variable '{name}'")
+    for fn in program.functions():
+        if fn not in _OPERATORS and fn not in _FUNCTIONS:
+            raise BadRequestError(f"Invalid filter expression: unknown function '{fn}'")
+    for name, attr in _SELECT_RE.findall(code):
+        fields = declared.get(name)
+        if fields is not None and name not in bound and attr not in fields:
             raise BadRequestError(f"Unknown filter attribute '{attr}'")
-        return value[attr]
-    raise BadRequestError(f"Cannot read '{attr}' in filter expression")
 
 
-def compile_filter(text: str) -> Node:
-    """Compile a filter expression once; call the result with the variables per item."""
+def compile_filter(text: str, declared: Declarations = ENTRIES_DECLARATIONS) -> Predicate:
+    """Compile and check a filter once; call the result with the variables of each item."""
     if len(text) > MAX_FILTER_LENGTH:
         raise BadRequestError("Filter expression too long")
     try:
-        node = _Parser(text).parse()
-    except RecursionError:
-        raise BadRequestError("Invalid filter expression: nested too deeply") from None
+        program = _cel.compile(text)
+    except Exception as exc:
+        raise BadRequestError(f"Invalid filter expression: {_message(exc)}") from None
+    _check(program, text, declared)
 
-    def evaluate(env: dict[str, Any]) -> Any:
+    def evaluate(env: dict[str, Any]) -> bool:
         try:
-            return node(env)
-        except (TypeError, ValueError, re.error, RecursionError) as exc:
-            raise BadRequestError(f"Invalid filter expression: {exc}") from None
+            result = program.execute(env)
+        except KeyError as exc:
+            attr = exc.args[0] if exc.args else ""
+            raise BadRequestError(f"Unknown filter attribute '{attr}'") from None
+        except Exception as exc:
+            raise BadRequestError(f"Invalid filter expression: {_message(exc)}") from None
+        if not isinstance(result, bool):
+            raise BadRequestError(
+                f"Invalid filter expression: must evaluate to a bool, not {type(result).__name__}"
+            )
+        return result
 
     return evaluate
 
@@ -235,4 +174,34 @@ def entry_variables(key: tuple[str, ...], content: dict[str, Any]) -> dict[str, 
             "namespaceElements": ns,
             "contentType": content.get("type"),
         }
+    }
+
+
+def _timestamp(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    return value
+
+
+def commit_variables(meta: dict[str, Any]) -> dict[str, Any]:
+    """A `commit` variable with every CommitMeta field, as Nessie's Jackson registry exposes."""
+    authors = list(meta.get("authors") or [])
+    signed = list(meta.get("allSignedOffBy") or [])
+    props = dict(meta.get("allProperties") or {})
+    return {
+        "hash": meta.get("hash") or "",
+        "committer": meta.get("committer") or "",
+        "author": authors[0] if authors else "",
+        "authors": authors,
+        "signedOffBy": signed[0] if signed else "",
+        "allSignedOffBy": signed,
+        "message": meta.get("message") or "",
+        "commitTime": _timestamp(meta.get("commitTime")),
+        "authorTime": _timestamp(meta.get("authorTime")),
+        "properties": {k: v[0] for k, v in props.items() if v},
+        "allProperties": props,
+        "parentCommitHashes": list(meta.get("parentCommitHashes") or []),
     }

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cel import compile_filter, entry_variables
+from .cel import (
+    COMMIT_LOG_DECLARATIONS,
+    REFERENCES_DECLARATIONS,
+    commit_variables,
+    compile_filter,
+    entry_variables,
+)
 from .exceptions import BadRequestError, ContentNotFoundError
 from .http import Call, Route
 from .models import (
@@ -146,7 +152,7 @@ def list_references(store: NessieStore, call: Call) -> tuple[int, Any]:
     refs = [reference_with_meta(store, r, fetch_all) for r in store.list_refs()]
     flt = call.arg("filter")
     if flt:
-        predicate = compile_filter(flt)
+        predicate = compile_filter(flt, REFERENCES_DECLARATIONS)
         refs = [
             r
             for r in refs
@@ -154,8 +160,9 @@ def list_references(store: NessieStore, call: Call) -> tuple[int, Any]:
                 {
                     "ref": r,
                     "refType": r["type"],
+                    "refMeta": r.get("metadata", {}),
                     "metadata": r.get("metadata", {}),
-                    "commit": r.get("metadata", {}).get("commitMetaOfHEAD", {}),
+                    "commit": commit_variables(r.get("metadata", {}).get("commitMetaOfHEAD", {})),
                 }
             )
         ]
@@ -362,14 +369,14 @@ def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
     fetch_all = _fetch_all(call)
     entries = []
     flt = call.arg("filter")
-    predicate = compile_filter(flt) if flt else None
+    predicate = compile_filter(flt, COMMIT_LOG_DECLARATIONS) if flt else None
     for c in page.commits:
         entry: dict[str, Any] = {"commitMeta": commit_meta_json(c), "parentCommitHash": c.parent}
         if fetch_all:
             entry["operations"] = [operation_json(op) for op in c.operations]
         if predicate is not None and not predicate(
             {
-                "commit": entry["commitMeta"],
+                "commit": commit_variables(entry["commitMeta"]),
                 "operations": [
                     {
                         "type": op["type"],

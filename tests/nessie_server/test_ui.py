@@ -171,3 +171,53 @@ def test_a_reference_name_with_a_slash_is_one_encoded_segment(server):
 
 def test_the_api_is_still_served_beside_the_ui(server):
     assert requests.get(f"{server.api_v2}/config", timeout=10).json()["defaultBranch"] == "main"
+
+
+def test_hostile_names_and_commit_metadata_are_escaped_on_every_page(server):
+    """Key, commit message, author and property values are shown, never run as markup."""
+    from urllib.parse import quote
+
+    api = server.api_v2
+    script = "<script>alert(1)</script>"
+    head = requests.get(f"{api}/trees/main", timeout=10).json()["reference"]
+    requests.post(
+        f"{api}/trees",
+        params={"name": "hostile", "type": "BRANCH"},
+        json=head,
+        timeout=10,
+    ).raise_for_status()
+    resp = requests.post(
+        f"{api}/trees/hostile@{head['hash']}/history/commit",
+        json={
+            "commitMeta": {
+                "message": f"{script} \"quoted\" 'single'",
+                "authors": [f"{script}@example.com"],
+                "allProperties": {"wap.source": [script]},
+            },
+            "operations": [
+                {
+                    "type": "PUT",
+                    "key": {"elements": [script]},
+                    "content": {"type": "NAMESPACE", "elements": [script]},
+                }
+            ],
+        },
+        timeout=10,
+    )
+    resp.raise_for_status()
+    hash_ = resp.json()["targetBranch"]["hash"]
+    escaped = html.escape(script, quote=True)
+    for path in (
+        "/tree/hostile",
+        "/commits/hostile",
+        f"/commits/hostile/{hash_}",
+        f"/content/hostile/{quote(script, safe='')}",
+        "/diff/hostile",
+    ):
+        response = get(server, path)
+        assert response.status_code == 200, path
+        assert "<script" not in response.text, path
+        assert escaped in response.text, path
+    commit = get(server, f"/commits/hostile/{hash_}").text
+    assert "&quot;quoted&quot; &#x27;single&#x27;" in commit
+    assert f'href="/content/hostile/{quote(script, safe="")}"' in commit

@@ -4,7 +4,8 @@ Nessie's UI (projectnessie/nessie `ui/src/App.tsx`) routes `/tree/<ref>[/<namesp
 `/content/<ref>/<key...>` and `/commits/<ref>[/<hash>]`; links built for a deployed Nessie
 (alerts, `wap show`, the dashboard) therefore open here unchanged. `/diff/<ref>` (what a
 branch changed against main, with the rows it adds) is ours. Layout: `pages.py` gathers
-the data (store + pyiceberg), `html.py` renders it escaped, `routes.py` is the HTTP edge.
+the data (store + pyiceberg), `html.py` renders it escaped through the Jinja2 templates in
+`templates/`, `routes.py` is the HTTP edge.
 """
 
 from .routes import ui_routes
