@@ -33,9 +33,12 @@ def test_the_lambdas_take_the_queue_by_the_contracts_rule():
     """queue_taker only decides which files may run together; how many of them run is
     `BatchLimits.take` (a solo head runs alone, and the byte limit holds before a solo)."""
     from lambdas.common.batching import queue_taker
+    from lambdas.common.ledger import IngestRecord
 
-    records = {"a": {"size": 100}, "b": {"size": 100}, "c": {"size": 1, "solo": True},
-               "d": {"size": 1}}
+    records = {"a": IngestRecord(ingest_id="a", size=100),
+               "b": IngestRecord(ingest_id="b", size=100),
+               "c": IngestRecord(ingest_id="c", size=1, solo=True),
+               "d": IngestRecord(ingest_id="d", size=1)}
 
     class Ledger:
         def get_ingests(self, ids):

@@ -3,29 +3,28 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from contracts.alert import AlertEvent
+from lambdas.common.ledger.records import LedgerRecord
 
 _log = logging.getLogger(__name__)
 
 
 def alert_event(
-    record: Mapping[str, Any], *, outcome: str, reason: str | None, execution_arn: str | None = None
+    record: LedgerRecord, *, outcome: str, reason: str | None, execution_arn: str | None = None
 ) -> AlertEvent:
     """The alert for an ingest that did not publish, from its ledger record, built and
     checked by the one definition of the event; raises AlertEventError naming a bad field."""
     return AlertEvent.from_dict({
-        "ingest_id": record["ingest_id"],
-        "table": record.get("table") or "unknown",
-        "source_uri": record.get("source_uri"),
+        "ingest_id": record.ingest_id,
+        "table": record.table or "unknown",
+        "source_uri": record.source_uri,
         "outcome": outcome,
         "reason": reason,
-        "branch": record.get("branch"),
-        "report_uri": record.get("report_uri"),
-        "execution_arn": execution_arn or record.get("execution_arn"),
-        "log_uri": record.get("log_uri"),
+        "branch": record.branch,
+        "report_uri": record.report_uri,
+        "execution_arn": execution_arn or record.execution_arn,
+        "log_uri": record.log_uri,
     })
 
 

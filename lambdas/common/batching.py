@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeGuard
 
 from contracts.batching import ARRIVAL_EVENT, ARRIVAL_MARKER, BatchLimits
 from contracts.config_text import CONFIG_ERROR
@@ -37,16 +37,24 @@ from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
-from lambdas.common.ledger import KIND_BATCH, Ledger, Successor
+from lambdas.common.ledger import (
+    KIND_BATCH,
+    BatchRecord,
+    IngestRecord,
+    Ledger,
+    LedgerRecord,
+    Record,
+    Successor,
+)
 from lambdas.common.naming import file_name, iso, utcnow
 
 _log = logging.getLogger(__name__)
 RERUN_GROUP = "rerun_group"  # a member record's field: the half of a split batch it is in
 
 
-def is_batch(record: Mapping[str, Any] | None) -> bool:
+def is_batch(record: LedgerRecord | None) -> TypeGuard[BatchRecord]:
     """Whether a ledger record is a batch's (not one file's)."""
-    return bool(record) and record.get("kind") == KIND_BATCH
+    return isinstance(record, BatchRecord)
 
 
 @dataclass(frozen=True)
@@ -89,10 +97,10 @@ def table_intake(settings: Settings, table: str) -> Intake:
     return Intake(config.batch, config.arrival)
 
 
-def reject_for_config(ledger: Ledger, record: Mapping[str, Any], reason: str) -> bool:
+def reject_for_config(ledger: Ledger, record: LedgerRecord, reason: str) -> bool:
     """Record a pending file REJECTED (`config_error`) and alert once; False when another
     invocation already settled it."""
-    iid = record["ingest_id"]
+    iid = record.ingest_id
     rejected = ledger.update_ingest(
         iid, {"status": c.REJECTED, "error": reason, "reason_code": CONFIG_ERROR,
               "finished_at": iso(utcnow())},
@@ -116,13 +124,13 @@ def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], in
         # at least one file") are the contract's `BatchLimits.take`.
         sizes: list[int] = []
         records = ledger.get_ingests(queue[:limits.max_files])
-        group = (records.get(queue[0]) or {}).get(RERUN_GROUP) if queue else None
+        group = _rerun_group(records.get(queue[0])) if queue else None
         for queued in queue[:limits.max_files]:
             record = records.get(queued)
-            alone = record is None or bool(record.get("solo")) or is_batch(record)
-            if sizes and (alone or record.get(RERUN_GROUP) != group):
+            alone = not isinstance(record, IngestRecord) or bool(record.solo)
+            if sizes and (alone or _rerun_group(record) != group):
                 break
-            sizes.append(int((record or {}).get("size") or 0))
+            sizes.append(int((record.size if record else 0) or 0))
             if alone:
                 break
         return limits.take(sizes)
@@ -130,19 +138,30 @@ def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], in
     return take
 
 
-def open_batch(ledger: Ledger, table: str, successor: Successor) -> dict[str, Any]:
+def _rerun_group(record: Record | None) -> str | None:
+    """The half of a split batch a queued file belongs to (`RERUN_GROUP`), if any."""
+    return record.rerun_group if isinstance(record, IngestRecord) else None
+
+
+def staged_uri_of(record: LedgerRecord) -> str | None:
+    """A file's staged copy (None for a batch, which has one per member)."""
+    return record.staged_uri if isinstance(record, IngestRecord) else None
+
+
+def open_batch(ledger: Ledger, table: str, successor: Successor) -> BatchRecord:
     """The batch record of `successor` (created once) with its members marked RUNNING in it."""
     found = ledger.get_ingests(successor.members)
-    members = [found.get(member) or {"ingest_id": member} for member in successor.members]
+    members = [found.get(member) or IngestRecord(ingest_id=member)
+               for member in successor.members]
     first = members[0]
     more = len(members) - 1
     ledger.create_ingest(successor.id, {
         "table": table,
         "members": list(successor.members),
-        "sources": [member.get("staged_uri") for member in members],
+        "sources": [staged_uri_of(member) for member in members],
         "files": len(members),
-        "source_uri": f"{first.get('source_uri')} (+{more} more file{'s' * (more != 1)})",
-        "size": sum(int(member.get("size") or 0) for member in members),
+        "source_uri": f"{first.source_uri} (+{more} more file{'s' * (more != 1)})",
+        "size": sum(int(member.size or 0) for member in members),
         "attempts": 0,
         "status": c.RECEIVED,
         "staged_at": iso(utcnow()),
@@ -151,17 +170,17 @@ def open_batch(ledger: Ledger, table: str, successor: Successor) -> dict[str, An
                                     RERUN_GROUP: None}
                            for member in successor.members}, only_if_status=c.PENDING_STATUSES)
     record = ledger.get_ingest(successor.id)
-    assert record is not None
+    assert isinstance(record, BatchRecord)
     return record
 
 
-def settle_members(ledger: Ledger, batch: Mapping[str, Any]) -> list[str]:
+def settle_members(ledger: Ledger, batch: BatchRecord) -> list[str]:
     """Give each member of a finished batch its own outcome (see the module docstring);
     returns the members that go back to the head of the queue, in the order they run."""
-    status = batch.get("status")
+    status = batch.status
     if status not in c.TERMINAL_STATUSES and status != c.SPLIT:
         return []
-    members = list(batch.get("members") or [])
+    members = list(batch.members)
     verdicts = _member_verdicts(batch)
     if status == c.SPLIT:
         return _split(ledger, batch, members, verdicts)
@@ -170,16 +189,16 @@ def settle_members(ledger: Ledger, batch: Mapping[str, Any]) -> list[str]:
     for member in members:
         verdict = verdicts.get(member) or {}
         # A dataset's files share its outcome: the job publishes all of them or none.
-        if verdict.get("status") == SOURCE_REJECTED and not batch.get("all_or_nothing"):
+        if verdict.get("status") == SOURCE_REJECTED and not batch.all_or_nothing:
             _reject(ledger, batch, member, verdict)
             continue
         fields: dict[str, Any] = {"status": status, "finished_at": now,
-                                  "error": batch.get("error"),
-                                  "report_uri": batch.get("report_uri"),
-                                  "log_uri": batch.get("log_uri")}
+                                  "error": batch.error,
+                                  "report_uri": batch.report_uri,
+                                  "log_uri": batch.log_uri}
         if status == c.PUBLISHED:
-            fields.update(snapshot_id=batch.get("snapshot_id"), rows_written=verdict.get("rows"),
-                          published_hash=batch.get("published_hash"))
+            fields.update(snapshot_id=batch.snapshot_id, rows_written=verdict.get("rows"),
+                          published_hash=batch.published_hash)
         updates[member] = fields
     _update_members(ledger, batch, updates)
     return []
@@ -193,11 +212,11 @@ def split_reason(status: str, reason: str | None) -> str:
 MAX_NAMED_FILES = 10  # an alert names this many failing files, then counts the rest
 
 
-def failing_files(batch: Mapping[str, Any]) -> str | None:
+def failing_files(batch: BatchRecord) -> str | None:
     """The batch's files that did not pass, by name and with their failed checks, for its
     alert: at most MAX_NAMED_FILES named (a dataset may have thousands)."""
     verdicts = _member_verdicts(batch)
-    names = dict(zip(batch.get("members") or [], batch.get("sources") or [], strict=False))
+    names = batch.member_sources
     failing = []
     for member, verdict in verdicts.items():
         if verdict["status"] == SOURCE_PASSED:
@@ -210,10 +229,10 @@ def failing_files(batch: Mapping[str, Any]) -> str | None:
     shown = "; ".join(failing[:MAX_NAMED_FILES])
     more = len(failing) - MAX_NAMED_FILES
     return (f"{len(failing)} of {len(names)} files failed: {shown}"
-            + (f"; and {more} more (wap show {batch.get('ingest_id')})" if more > 0 else ""))
+            + (f"; and {more} more (wap show {batch.ingest_id})" if more > 0 else ""))
 
 
-def _split(ledger: Ledger, batch: Mapping[str, Any], members: list[str],
+def _split(ledger: Ledger, batch: BatchRecord, members: list[str],
            verdicts: dict[str, dict[str, Any]]) -> list[str]:
     rejected = [m for m in members if verdicts.get(m, {}).get("status") == SOURCE_REJECTED]
     passed = [m for m in members if verdicts.get(m, {}).get("status") == SOURCE_PASSED]
@@ -222,7 +241,7 @@ def _split(ledger: Ledger, batch: Mapping[str, Any], members: list[str],
     failed = [m for m in members if m in verdicts and m not in rejected and m not in passed]
     for member in rejected:
         _reject(ledger, batch, member, verdicts[member])
-    split_from = batch["ingest_id"]
+    split_from = batch.ingest_id
     queued = {"status": c.QUEUED, "batch_id": None, "split_from": split_from}
     if failed:
         alone = failed + [m for m in members if m not in verdicts]
@@ -244,49 +263,48 @@ def _split(ledger: Ledger, batch: Mapping[str, Any], members: list[str],
     return [member for half in halves for member in half]
 
 
-def _reject(ledger: Ledger, batch: Mapping[str, Any], member: str,
+def _reject(ledger: Ledger, batch: BatchRecord, member: str,
             verdict: Mapping[str, Any]) -> None:
     reason = verdict.get("reason") or "the job could not read this file"
     if _update_member(ledger, batch, member, {
             "status": c.REJECTED, "error": reason, "finished_at": iso(utcnow()),
-            "report_uri": batch.get("report_uri"), "log_uri": batch.get("log_uri")}):
-        record = ledger.get_ingest(member) or {"ingest_id": member, "table": batch.get("table")}
+            "report_uri": batch.report_uri, "log_uri": batch.log_uri}):
+        record = ledger.get_ingest(member) or IngestRecord(ingest_id=member, table=batch.table)
         # The record keeps the batch's report (its verdict is there), but the alert must
         # speak of this file only: not the batch's rows, files, checks and samples.
-        send_alert_quietly(alert_event({**record, "report_uri": None, "branch": None},
+        send_alert_quietly(alert_event(replace(record, report_uri=None, branch=None),
                                        outcome=c.REJECTED, reason=reason))
 
 
-def _update_member(ledger: Ledger, batch: Mapping[str, Any], member: str,
+def _update_member(ledger: Ledger, batch: BatchRecord, member: str,
                    fields: Mapping[str, Any]) -> bool:
     return member in _update_members(ledger, batch, {member: fields})
 
 
-def _update_members(ledger: Ledger, batch: Mapping[str, Any],
+def _update_members(ledger: Ledger, batch: BatchRecord,
                     updates: Mapping[str, Mapping[str, Any]]) -> set[str]:
     """Change members still RUNNING in this batch (a settled one is left as it is)."""
     return ledger.update_ingests(updates, only_if_status={c.RUNNING},
-                                 only_if=("batch_id", batch["ingest_id"]))
+                                 only_if=("batch_id", batch.ingest_id))
 
 
-def _member_verdicts(batch: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _member_verdicts(batch: BatchRecord) -> dict[str, dict[str, Any]]:
     """Each member's verdict from the batch's report (by its staged source); none when the
     report is missing or does not match the contract (every member is then unknown)."""
-    report_uri = batch.get("report_uri")
+    report_uri = batch.report_uri
     if not report_uri:
         return {}
     try:
         data = aws.read_json_s3(report_uri)
         report = AuditReport.from_dict(data, f"audit report {report_uri}") if data else None
     except ReportError as exc:
-        _log.error("batch %s: %s", batch.get("ingest_id"), exc)
+        _log.error("batch %s: %s", batch.ingest_id, exc)
         return {}
     if report is None:
         return {}
     by_source = {verdict.uri: verdict for verdict in report.sources}
     verdicts = {}
-    for member, source in zip(batch.get("members") or [], batch.get("sources") or [],
-                              strict=False):
+    for member, source in batch.member_sources.items():
         verdict = by_source.get(source)
         if verdict is not None:
             verdicts[member] = {"status": verdict.status, "rows": verdict.rows,

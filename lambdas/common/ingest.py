@@ -17,7 +17,6 @@ from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.batching import (
-    is_batch,
     open_batch,
     queue_taker,
     reject_for_config,
@@ -26,7 +25,14 @@ from lambdas.common.batching import (
 )
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import NessieError
-from lambdas.common.ledger import Ledger
+from lambdas.common.ledger import (
+    BatchRecord,
+    IngestRecord,
+    Ledger,
+    LedgerRecord,
+    Record,
+    started_at_field,
+)
 from lambdas.common.log import logger
 from lambdas.common.naming import TableRef, branch_name, iso, utcnow
 from lambdas.common.nessie import NessieClient
@@ -41,13 +47,13 @@ def client_token(ingest_id: str, attempt: int, job_try: int = 1) -> str:
     return token if job_try == 1 else f"{token}-t{job_try}"
 
 
-def reader_uris(record: dict[str, Any]) -> list[str]:
+def reader_uris(record: LedgerRecord) -> list[str]:
     """What the job reads for an ingest: its staged copy of the exact object version (for
     a batch: each member's, in arrival order)."""
-    staged = record.get("sources") or [record.get("staged_uri")]
-    if not all(staged) or not record.get("staged_at"):
-        raise ValueError(f"ingest {record.get('ingest_id')} has no staged copy of its source")
-    return list(staged)
+    staged = list(record.reader_uris) or [None]
+    if not all(staged) or not record.staged_at:
+        raise ValueError(f"ingest {record.ingest_id} has no staged copy of its source")
+    return [uri for uri in staged if uri]
 
 
 def job_arguments(
@@ -179,22 +185,22 @@ def execution_arn(state_machine_arn: str, name: str) -> str:
 
 
 def start_ingest(
-    settings: Settings, ledger: Ledger, nessie: NessieClient, record: dict[str, Any]
-) -> dict[str, Any]:
+    settings: Settings, ledger: Ledger, nessie: NessieClient, record: Record
+) -> Record:
     """Start an ingest that holds its table's lock; returns the updated ledger record.
 
     Safe to call again for the same ingest after a failure at any step.
     """
-    ingest_id, table = record["ingest_id"], record["table"]
-    if record.get("status") not in c.PENDING_STATUSES:
+    ingest_id, table = record.ingest_id, _table_of(record)
+    if not record.is_pending:
         return record  # already started (or finished): nothing to do
     ref = TableRef.parse(table)
     branch = ledger.set_once(ingest_id, "branch", branch_name(ref, utcnow(), ingest_id))
     nessie.ensure_branch_from_main(branch)
     run = launch_job_run(settings, ledger, record, attempt=1, job_try=1, branch=branch)
+    staged_uri = record.staged_uri if isinstance(record, IngestRecord) else None
     execution_input = ExecutionInput(ingest_id=ingest_id, table=table, run=run,
-                                     source_uri=record.get("source_uri"),
-                                     staged_uri=record.get("staged_uri"))
+                                     source_uri=record.source_uri, staged_uri=staged_uri)
     arn = start_execution(settings, execution_input)
     ledger.update_ingest(
         ingest_id,
@@ -205,12 +211,12 @@ def start_ingest(
 
 
 def launch_job_run(
-    settings: Settings, ledger: Ledger, record: dict[str, Any], *, attempt: int, job_try: int,
+    settings: Settings, ledger: Ledger, record: LedgerRecord, *, attempt: int, job_try: int,
     branch: str,
 ) -> Run:
     """Start (or find) the job run of `attempt` (a branch) and `job_try` (a retry on it) for
     an ingest that holds its table; renews the table lease. Returns the run descriptor."""
-    ingest_id, table = record["ingest_id"], record["table"]
+    ingest_id, table = record.ingest_id, _table_of(record)
     report_uri = settings.report_uri(table, ingest_id, attempt, job_try)
     ledger.renew_lease(table, ingest_id)
     job_run_id = start_job_run(
@@ -222,17 +228,18 @@ def launch_job_run(
         table=table,
         branch=branch,
         report_uri=report_uri,
-        all_or_nothing=bool(record.get("all_or_nothing")),
+        all_or_nothing=isinstance(record, BatchRecord) and bool(record.all_or_nothing),
     )
-    started_at = ledger.set_once(ingest_id, _started_at_field(attempt, job_try), iso(utcnow()))
+    started_at = ledger.set_once(ingest_id, started_at_field(attempt, job_try), iso(utcnow()))
     return Run(attempt=attempt, job_try=job_try, branch=branch, job_run_id=job_run_id,
                report_uri=report_uri, log_uri=job_log_uri(settings, ingest_id, job_run_id),
                started_at=started_at)
 
 
-def _started_at_field(attempt: int, job_try: int) -> str:
-    """The ledger field holding when the run of (`attempt`, `job_try`) was started."""
-    return "job_started_at" + ("" if (attempt, job_try) == (1, 1) else f"_a{attempt}_t{job_try}")
+def _table_of(record: LedgerRecord) -> str:
+    if not record.table:
+        raise ValueError(f"ingest {record.ingest_id} names no table")
+    return record.table
 
 
 def run_fields(run: Run) -> dict[str, Any]:
@@ -242,23 +249,22 @@ def run_fields(run: Run) -> dict[str, Any]:
             "report_uri": run.report_uri, "log_uri": run.log_uri}
 
 
-def run_from_fields(record: dict[str, Any]) -> Run | None:
+def run_from_fields(record: LedgerRecord) -> Run | None:
     """The current job run a ledger record names (`run_fields` read back); None when the
     record names no complete run."""
-    attempt, job_try = int(record.get("attempts") or 0), int(record.get("job_tries") or 0)
-    started_at = record.get(_started_at_field(attempt, job_try))
-    needed = (record.get("branch"), record.get("job_run_id"), record.get("report_uri"),
-              started_at)
-    if attempt < 1 or job_try < 1 or not all(needed):
+    attempt, job_try = int(record.attempts or 0), int(record.job_tries or 0)
+    started_at = record.started_at(attempt, job_try)
+    if attempt < 1 or job_try < 1 or not (record.branch and record.job_run_id
+                                          and record.report_uri and started_at):
         return None
-    return Run(attempt=attempt, job_try=job_try, branch=record["branch"],
-               job_run_id=record["job_run_id"], report_uri=record["report_uri"],
-               log_uri=record.get("log_uri"), started_at=started_at)
+    return Run(attempt=attempt, job_try=job_try, branch=record.branch,
+               job_run_id=record.job_run_id, report_uri=record.report_uri,
+               log_uri=record.log_uri, started_at=started_at)
 
 
 def start_or_fail(
-    settings: Settings, ledger: Ledger, nessie: NessieClient, record: dict[str, Any]
-) -> dict[str, Any]:
+    settings: Settings, ledger: Ledger, nessie: NessieClient, record: Record
+) -> Record:
     """`start_ingest`, but an ingest that can never start must not block its table.
 
     On a permanent error (Nessie refusing the branch, an invalid name) the ingest
@@ -268,7 +274,7 @@ def start_or_fail(
     try:
         return start_ingest(settings, ledger, nessie, record)
     except (NessieError, ValueError) as exc:
-        ingest_id, table = record["ingest_id"], record["table"]
+        ingest_id, table = record.ingest_id, _table_of(record)
         reason = f"the ingest could not be started: {exc}"
         logger.error(reason, extra={"ingest_id": ingest_id, "table": table})
         recorded = ledger.update_ingest(
@@ -294,7 +300,7 @@ def release_and_start_next(
     raised: the successor holds the lock in a pending state, which the sweeper restarts.
     """
     holder = ledger.get_ingest(ingest_id)
-    requeue = settle_members(ledger, holder) if is_batch(holder) else []
+    requeue = settle_members(ledger, holder) if isinstance(holder, BatchRecord) else []
     intake = table_intake(settings, table)
     take = queue_taker(ledger, intake.limits)
     while True:  # a loop, not recursion: a long queue under a broken config is refused here
@@ -306,7 +312,7 @@ def release_and_start_next(
                   else ledger.get_ingest(successor.id))
         if record is None:  # a lock entry without a record: skip it
             continue
-        if intake.config_error and not is_batch(record):  # (a dataset's job refuses it)
+        if intake.config_error and not record.is_batch:  # (a dataset's job refuses it)
             reject_for_config(ledger, record, intake.config_error)
             continue
         break

@@ -9,10 +9,10 @@ rows twice, so failures are recorded only after `main_holds_ingest` says no.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
+from lambdas.common.ledger.records import LedgerRecord
 from lambdas.common.log import logger
 from lambdas.common.nessie import MergeMeta, NessieClient
 
@@ -45,14 +45,14 @@ def merge_audited_commit(
     raise conflict
 
 
-def audited_snapshot(record: Mapping[str, Any], reported: str | None = None) -> Any:
+def audited_snapshot(record: LedgerRecord | None, reported: str | None = None) -> Any:
     """The snapshot id publish was about to merge (ledger), else the one the report named
     (`reported`: the state's `outcome.snapshot_id`)."""
-    return record.get("audited_snapshot_id") or reported
+    return (record.audited_snapshot_id if record else None) or reported
 
 
 def main_holds_ingest(
-    nessie: NessieClient, table: str | None, record: Mapping[str, Any],
+    nessie: NessieClient, table: str | None, record: LedgerRecord | None,
     reported: str | None = None,
 ) -> bool:
     """True when main's table is at the ingest's audited snapshot (the merge went through).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from contracts.state import ExecutionState, FinishResult
@@ -12,7 +13,7 @@ from lambdas.common.batching import failing_files, is_batch, split_reason
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ingest import cancel_job_run, release_and_start_next, run_from_fields
-from lambdas.common.ledger import Ledger
+from lambdas.common.ledger import IngestRecord, Ledger
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, utcnow
 from lambdas.common.nessie import NessieClient
@@ -52,9 +53,9 @@ def state_from_ledger(raw: Any, ledger: Ledger, problem: Exception) -> Execution
     ingest_id = raw.get("ingest_id") if isinstance(raw, dict) else None
     record = ledger.get_ingest(ingest_id) if isinstance(ingest_id, str) else None
     run = run_from_fields(record) if record is not None else None
-    if run is None:
+    if record is None or run is None or not record.table:
         raise InvalidEventError(f"finish input names no started ingest: {problem}") from problem
-    return ExecutionState(ingest_id=ingest_id, table=record["table"], run=run,
+    return ExecutionState(ingest_id=record.ingest_id, table=record.table, run=run,
                           error={"Error": "InvalidEventError", "Cause": str(problem)})
 
 
@@ -72,7 +73,7 @@ def finish(
     """
     ingest_id, table, run, outcome = state.ingest_id, state.table, state.run, state.outcome
     status, reason = final_status(state)
-    record = ledger.get_ingest(ingest_id) or {}
+    record = ledger.get_ingest(ingest_id)
     branch_deleted = bool(outcome and outcome.branch_deleted)
     if status in (c.JOB_FAILED, c.PUBLISH_FAILED) and main_holds_ingest(
             nessie, table, record, outcome.snapshot_id if outcome else None):
@@ -80,12 +81,11 @@ def finish(
                        extra={"ingest_id": ingest_id, "would_have_been": status})
         status, reason = c.PUBLISHED, None
         branch_deleted = delete_branch_quietly(nessie, run.branch)
-    batch = is_batch(record)
-    if batch and record.get("all_or_nothing") and status != c.PUBLISHED:
-        named = failing_files({**record, "report_uri": (outcome and outcome.report_uri)
-                               or run.report_uri})
+    if is_batch(record) and record.all_or_nothing and status != c.PUBLISHED:
+        named = failing_files(replace(record, report_uri=(outcome and outcome.report_uri)
+                                      or run.report_uri))
         reason = f"{reason}; {named}" if reason and named else reason or named
-    elif batch and status in (c.AUDIT_FAILED, c.REJECTED):
+    elif is_batch(record) and status in (c.AUDIT_FAILED, c.REJECTED):
         # Its files are judged one by one when the table is handed on (settle_members).
         status, reason = c.SPLIT, split_reason(status, reason)
         # Its branch holds the failing files' rows; each file that failed runs again alone.
@@ -93,7 +93,7 @@ def finish(
     if status == c.JOB_FAILED:
         # The ledger names the newest run (a retry or rebase may have started one that the
         # state never saw, if the step that started it then failed).
-        for job_run_id in {run.job_run_id, record.get("job_run_id")} - {None}:
+        for job_run_id in {run.job_run_id, record.job_run_id if record else None} - {None}:
             cancel_job_run_quietly(settings, job_run_id)
     fields = {
         "status": status,
@@ -114,17 +114,17 @@ def finish(
         {k: v for k, v in fields.items() if v is not None},
         only_if_status={c.RUNNING, c.RECEIVED, c.QUEUED},
     )
-    record = ledger.get_ingest(ingest_id) or {"ingest_id": ingest_id, "table": table}
+    record = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
     next_id = release_and_start_next(settings, ledger, nessie, table, ingest_id)
     alert = None
-    if record.get("status") not in (c.PUBLISHED, c.SPLIT):
+    if record.status not in (c.PUBLISHED, c.SPLIT):
         alert = alert_event(
             record,
-            outcome=record.get("status", status),
-            reason=record.get("error") or reason,
+            outcome=record.status or status,
+            reason=record.error or reason,
             execution_arn=execution_arn,
         )
-    return FinishResult(status=record.get("status", status), alert=alert, next_ingest_id=next_id)
+    return FinishResult(status=record.status or status, alert=alert, next_ingest_id=next_id)
 
 
 def cancel_job_run_quietly(settings: Settings, job_run_id: str | None) -> None:

@@ -19,7 +19,7 @@ from lambdas.common.exceptions import (
     MergeConflictError,
 )
 from lambdas.common.ingest import launch_job_run, run_fields
-from lambdas.common.ledger import Ledger
+from lambdas.common.ledger import IngestRecord, Ledger
 from lambdas.common.naming import TableRef, branch_name, utcnow
 from lambdas.common.nessie import MergeMeta, NessieClient
 from lambdas.common.published import delete_branch_quietly, merge_audited_commit
@@ -47,10 +47,10 @@ def publish(
     base = Outcome(status=c.PUBLISH_FAILED, report_uri=run.report_uri, log_uri=run.log_uri,
                    branch_hash=from_hash, snapshot_id=str(snapshot_id),
                    rows_written=audited.rows_written)
-    record = ledger.get_ingest(ingest_id) or {}
-    if record.get("published_branch") == branch:  # retried after the merge was recorded
+    record = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
+    if record.published_branch == branch:  # retried after the merge was recorded
         return _published(ledger, nessie, ingest_id, branch, base,
-                          record.get("published_hash"), record=False)
+                          record.published_hash, record=False)
     # Recorded before merging, so whoever checks a failure later can ask Nessie about it.
     ledger.update_ingest(ingest_id, {"audited_hash": from_hash,
                                      "audited_snapshot_id": str(snapshot_id)})
@@ -62,7 +62,7 @@ def publish(
                            reason=f"refusing to publish: {branch}@{from_hash} does not hold "
                            f"snapshot {snapshot_id} of {table}, which main already holds")
         return _published(ledger, nessie, ingest_id, branch, base, nessie.main_hash())
-    if record.get(f"branch_attempt_{attempt + 1}"):  # retried after a rebase had begun
+    if record.branch_attempt(attempt + 1):  # retried after a rebase had begun
         return _rebase(
             settings,
             ledger,
@@ -71,7 +71,7 @@ def publish(
             table,
             run,
             base,
-            reason=record.get("rebase_reason") or "merge conflict",
+            reason=record.rebase_reason or "merge conflict",
         )
 
     holder = ledger.get_lock(table).active
@@ -133,7 +133,7 @@ def _rebase(
     nessie.ensure_branch_from_main(branch)
     # The conflicting branch holds a stale copy of the same rows: drop it.
     nessie.delete_branch(run.branch)
-    record = ledger.get_ingest(ingest_id) or {"ingest_id": ingest_id, "table": table}
+    record = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
     new_run = launch_job_run(settings, ledger, record, attempt=attempt, job_try=1, branch=branch)
     ledger.update_ingest(ingest_id, run_fields(new_run))
     return replace(base, status=c.PUBLISH_REBASED, reason=reason, run=new_run)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from lambdas.common import aws
 from lambdas.common import constants as c
@@ -16,7 +15,15 @@ from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.batching import open_batch, table_intake
 from lambdas.common.config import Settings
 from lambdas.common.ingest import cancel_job_run, release_and_start_next, start_or_fail
-from lambdas.common.ledger import LOCK_QUEUED, Ledger, QueueStat, Successor, TableLock
+from lambdas.common.ledger import (
+    LOCK_QUEUED,
+    IngestRecord,
+    Ledger,
+    QueueStat,
+    Record,
+    Successor,
+    TableLock,
+)
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, parse_iso, utcnow
 from lambdas.common.nessie import NessieClient
@@ -57,10 +64,10 @@ def sweep(
             report.errors.append(f"{listed.table}: {type(exc).__name__}: {exc}")
     for listed in ledger.list_ingests(statuses={c.RECEIVED}):
         try:
-            _adopt_orphan(settings, ledger, nessie, listed["ingest_id"], now, report)
+            _adopt_orphan(settings, ledger, nessie, listed.ingest_id, now, report)
         except Exception as exc:
-            logger.exception("could not adopt", extra={"ingest_id": listed["ingest_id"]})
-            report.errors.append(f"{listed['ingest_id']}: {type(exc).__name__}: {exc}")
+            logger.exception("could not adopt", extra={"ingest_id": listed.ingest_id})
+            report.errors.append(f"{listed.ingest_id}: {type(exc).__name__}: {exc}")
     try:
         _expire_held(settings, ledger, now, report)
     except Exception as exc:
@@ -68,12 +75,12 @@ def sweep(
         report.errors.append(f"held files: {type(exc).__name__}: {exc}")
     for listed in ledger.due_for_sweep(now):
         try:
-            record = ledger.get_ingest(listed["ingest_id"])
+            record = ledger.get_ingest(listed.ingest_id)
             if record is not None:
                 _clean_up(settings, ledger, nessie, record, now, report)
         except Exception as exc:
-            logger.exception("could not clean up", extra={"ingest_id": listed["ingest_id"]})
-            report.errors.append(f"{listed['ingest_id']}: {type(exc).__name__}: {exc}")
+            logger.exception("could not clean up", extra={"ingest_id": listed.ingest_id})
+            report.errors.append(f"{listed.ingest_id}: {type(exc).__name__}: {exc}")
     report.queues = ledger.queues(now)
     return report
 
@@ -85,14 +92,15 @@ def _adopt_orphan(
     """A RECEIVED ingest whose trigger gave up before it reached its table's lock (every
     retry failed): queue it now, or, never staged, fail it with a reason and an alert."""
     record = ledger.get_ingest(ingest_id)
-    if record is None or record["status"] != c.RECEIVED:
+    if record is None or record.status != c.RECEIVED or not record.table:
         return
-    if now - parse_iso(record["created_at"]) < settings.blocked_start:
+    created = record.created()
+    if created is None or now - created < settings.blocked_start:
         return  # its trigger may still be running or retrying
-    lock = ledger.get_lock(record["table"])
+    lock = ledger.get_lock(record.table)
     if lock.active == ingest_id or lock.waiting(ingest_id):
         return  # the lock recovery above takes care of it
-    if not record.get("staged_at"):
+    if not record.staged_at:
         reason = ("the trigger could not stage the uploaded version and gave up; "
                   "upload the file again")
         if ledger.update_ingest(ingest_id, {"status": c.JOB_FAILED, "error": reason,
@@ -101,7 +109,7 @@ def _adopt_orphan(
             send_alert_quietly(alert_event(ledger.get_ingest(ingest_id) or record,
                                            outcome=c.JOB_FAILED, reason=reason))
         return
-    if ledger.acquire_or_enqueue(record["table"], ingest_id) == LOCK_QUEUED:
+    if ledger.acquire_or_enqueue(record.table, ingest_id) == LOCK_QUEUED:
         ledger.update_ingest(ingest_id, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
     else:
         start_or_fail(settings, ledger, nessie, ledger.get_ingest(ingest_id) or record)
@@ -111,40 +119,39 @@ def _adopt_orphan(
 def _expire_held(settings: Settings, ledger: Ledger, now: datetime, report: SweepReport) -> None:
     """Part files of `arrival: marker` tables whose dataset's marker never came within the
     table's `marker_timeout`: REJECTED, each dataset alerted once."""
-    datasets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    datasets: dict[tuple[str, str], list[Record]] = {}
     for record in ledger.list_ingests(statuses={c.HELD}):
-        datasets.setdefault((record["table"], record.get("dataset") or ""), []).append(record)
+        datasets.setdefault((record.table or "", record.dataset or ""), []).append(record)
     timeouts: dict[str, timedelta] = {}  # per table: one config read for all its datasets
     for (table, prefix), records in sorted(datasets.items()):
         if table not in timeouts:
             timeouts[table] = timedelta(
                 seconds=table_intake(settings, table).limits.marker_timeout_seconds)
         timeout = timeouts[table]
-        oldest = min(parse_iso(record["created_at"]) for record in records)
+        oldest = min(parse_iso(record.created_at or "") for record in records)
         if now - oldest < timeout:
             continue
         reason = (f"no _SUCCESS or _manifest.json arrived in {prefix} within {timeout} of its "
                   f"first file ({len(records)} file{'s' * (len(records) != 1)} held); upload "
                   "the marker to ingest them, or the files again")
         expired = [record for record in records if ledger.update_ingest(
-            record["ingest_id"], {"status": c.REJECTED, "error": reason,
-                                  "finished_at": iso(now)}, only_if_status={c.HELD})]
+            record.ingest_id, {"status": c.REJECTED, "error": reason,
+                               "finished_at": iso(now)}, only_if_status={c.HELD})]
         if expired:
-            send_alert_quietly(alert_event(ledger.get_ingest(expired[0]["ingest_id"])
+            send_alert_quietly(alert_event(ledger.get_ingest(expired[0].ingest_id)
                                            or expired[0], outcome=c.REJECTED, reason=reason))
-            report.expired_held += [record["ingest_id"] for record in expired]
+            report.expired_held += [record.ingest_id for record in expired]
 
 
 def _clean_up(
-    settings: Settings, ledger: Ledger, nessie: NessieClient, record: dict[str, Any],
+    settings: Settings, ledger: Ledger, nessie: NessieClient, record: Record,
     now: datetime, report: SweepReport,
 ) -> None:
     """One final record: its branch (kept for inspection until the retention ends), then
     its staged copy once the branch is gone; then it leaves the sweep index."""
-    iid, status, branch = record["ingest_id"], record["status"], record.get("branch")
-    branch_open = bool(branch) and not record.get("branch_deleted_at")
-    if branch_open and status in c.FAILED_STATUSES:
-        finished = parse_iso(record.get("finished_at") or record["updated_at"])
+    iid, status, branch = record.ingest_id, record.status, record.branch
+    if branch and not record.branch_deleted_at and status in c.FAILED_STATUSES:
+        finished = parse_iso(record.finished_at or record.updated_at or "")
         expires = finished + timedelta(days=settings.branch_retention_days)
         if expires > now:  # still open for inspection: come back when it expires
             ledger.update_ingest(iid, {"sweep_after": iso(expires)})
@@ -158,16 +165,16 @@ def _clean_up(
         }, only_if_status={status})
         report.discarded_branches.append(branch)
         return  # DISCARDED is final too: the staged copy goes on the next pass
-    if branch_open:  # published, but the branch delete after the merge failed
+    if branch and not record.branch_deleted_at:  # published, but its delete after the merge failed
         if not delete_branch_quietly(nessie, branch):
             return
         ledger.update_ingest(iid, {"branch_deleted_at": iso(now)})
         report.deleted_branches.append(branch)
-    if record.get("staged_uri") and record.get("staged_at") and not record.get(
-            "staged_deleted_at"):
-        delete_staged(aws.client("s3"), record["staged_uri"])
+    staged = record.staged_uri if isinstance(record, IngestRecord) else None
+    if staged and record.staged_at and not record.staged_deleted_at:
+        delete_staged(aws.client("s3"), staged)
         ledger.update_ingest(iid, {"staged_deleted_at": iso(now)})
-        report.deleted_staged.append(record["staged_uri"])
+        report.deleted_staged.append(staged)
     ledger.swept(iid)
 
 
@@ -184,7 +191,7 @@ def _recover_lock(
     record = ledger.get_ingest(active)
     if record is None and lock.batch:  # the batch's record was not written yet
         record = open_batch(ledger, table, Successor(active, tuple(lock.batch)))
-    status = record.get("status") if record else None
+    status = record.status if record else None
     if record is None or status in c.TERMINAL_STATUSES:
         # Finish recorded the outcome but died before freeing the table.
         release_and_start_next(settings, ledger, nessie, table, active)
@@ -200,20 +207,20 @@ def _recover_lock(
             raise
         report.restarted.append(active)
         return
-    execution_state = _execution_status(record.get("execution_arn"))
+    execution_state = _execution_status(record.execution_arn)
     if execution_state == "RUNNING" and not lock.lease_expired(now):
         return
     reason = (
-        f"execution {record.get('execution_arn')} ended {execution_state} without "
+        f"execution {record.execution_arn} ended {execution_state} without "
         "recording an outcome; the sweeper freed the table"
         if execution_state != "RUNNING" else
         f"the ingest held table {table} past its lease ({lock.lease_expires_at}) without "
         "finishing; the sweeper freed the table"
     )
-    _cancel_job_run(settings, record.get("job_run_id"))
+    _cancel_job_run(settings, record.job_run_id)
     if main_holds_ingest(nessie, table, record):  # died after the merge: it is published
         fields = {"status": c.PUBLISHED, "error": None, "finished_at": iso(now)}
-        if delete_branch_quietly(nessie, record.get("branch")):
+        if delete_branch_quietly(nessie, record.branch):
             fields["branch_deleted_at"] = iso(now)
         ledger.update_ingest(active, fields, only_if_status={c.RUNNING})
     elif ledger.update_ingest(
@@ -221,7 +228,7 @@ def _recover_lock(
         {"status": c.JOB_FAILED, "error": reason, "finished_at": iso(now)},
         only_if_status={c.RUNNING},
     ):
-        fresh: dict[str, Any] = ledger.get_ingest(active) or record
+        fresh = ledger.get_ingest(active) or record
         send_alert_quietly(alert_event(fresh, outcome=c.JOB_FAILED, reason=reason))
     release_and_start_next(settings, ledger, nessie, table, active)
     report.recovered_locks.append(table)
@@ -231,14 +238,14 @@ def _recover_lock(
     )
 
 
-def _alert_blocked_once(ledger: Ledger, record: dict[str, Any], lock: TableLock,
+def _alert_blocked_once(ledger: Ledger, record: Record, lock: TableLock,
                         now: datetime, exc: Exception) -> None:
     """One alert per blocked file: which table waits, since when, and why."""
-    iid, table = record["ingest_id"], lock.table
-    if record.get("blocked_alerted_at") or not ledger.update_ingest(
+    iid, table = record.ingest_id, lock.table
+    if record.blocked_alerted_at or not ledger.update_ingest(
             iid, {"blocked_alerted_at": iso(now)}, only_if_status=c.PENDING_STATUSES):
         return
-    since = lock.active_since or record.get("created_at")
+    since = lock.active_since or record.created_at
     waiting = len(lock.queue)
     reason = (f"the next file of {table} could not start since {since} "
               f"({type(exc).__name__}: {exc}); {waiting} more file{'s' * (waiting != 1)} "

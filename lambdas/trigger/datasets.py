@@ -23,7 +23,7 @@ from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
 from lambdas.common.ingest import start_or_fail
-from lambdas.common.ledger import KIND_BATCH, LOCK_QUEUED, Ledger
+from lambdas.common.ledger import KIND_BATCH, LOCK_QUEUED, IngestRecord, Ledger, Record
 from lambdas.common.naming import file_name, ingest_id, iso, route_key, s3_uri, utcnow
 from lambdas.common.nessie import NessieClient
 from lambdas.trigger.events import ObjectCreated
@@ -49,7 +49,7 @@ def dataset_prefix(key: str) -> str:
 
 def complete_dataset(
     marker: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any,
-    ingest_file: Callable[[ObjectCreated], dict[str, Any]],
+    ingest_file: Callable[[ObjectCreated], IngestRecord],
 ) -> tuple[str, str, str | None]:
     """Turn the marker's dataset into one batch and start or queue it; safe to repeat.
 
@@ -68,13 +68,13 @@ def complete_dataset(
         members = [ingest_file(part) for part in parts]
         problem = problem or _problem(members)
         batch = _record_batch(ledger, batch_id, table, prefix, marker, members, problem)
-    if batch["status"] not in c.PENDING_STATUSES:
-        return batch["status"], batch_id, batch.get("error")
+    if not batch.is_pending:
+        return batch.status or "?", batch_id, batch.error
     if ledger.acquire_or_enqueue(table, batch_id) == LOCK_QUEUED:
         ledger.update_ingest(batch_id, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
         return c.QUEUED, batch_id, None
     started = start_or_fail(settings, ledger, nessie, ledger.get_ingest(batch_id) or batch)
-    return started["status"], batch_id, started.get("error")
+    return started.status or "?", batch_id, started.error
 
 
 def _listed_parts(marker: ObjectCreated, s3: Any) -> tuple[list[ObjectCreated], str | None]:
@@ -134,32 +134,32 @@ def _manifest(marker: ObjectCreated, s3: Any) -> list[tuple[str, int]]:
     return listed
 
 
-def _problem(members: list[dict[str, Any]]) -> str | None:
+def _problem(members: list[IngestRecord]) -> str | None:
     """Why the dataset cannot run: one of its files was rejected (all or nothing)."""
     for member in members:
-        if member["status"] not in _JOINABLE:
-            return (f"{member.get('key')} is {member['status']}"
-                    + (f": {member['error']}" if member.get("error") else "")
+        if member.status not in _JOINABLE:
+            return (f"{member.key} is {member.status}"
+                    + (f": {member.error}" if member.error else "")
                     + "; the dataset is published all together or not at all")
     return None
 
 
 def _record_batch(ledger: Ledger, batch_id: str, table: str, prefix: str,
-                  marker: ObjectCreated, members: list[dict[str, Any]],
-                  problem: str | None) -> dict[str, Any]:
+                  marker: ObjectCreated, members: list[IngestRecord],
+                  problem: str | None) -> Record:
     """The dataset's batch record (created once), its members joined to it; a dataset that
     cannot run is recorded REJECTED with its files, and alerted once."""
-    ids = [member["ingest_id"] for member in members]
+    ids = [member.ingest_id for member in members]
     created = ledger.create_ingest(batch_id, {
         "table": table,
         "members": ids,
-        "sources": [member.get("staged_uri") for member in members],
+        "sources": [member.staged_uri for member in members],
         "files": len(ids),
         "dataset": prefix,
         "all_or_nothing": True,
         "source_uri": s3_uri(marker.bucket, prefix),
         "marker_uri": s3_uri(marker.bucket, marker.key),
-        "size": sum(int(member.get("size") or 0) for member in members),
+        "size": sum(int(member.size or 0) for member in members),
         "attempts": 0,
         "status": c.REJECTED if problem else c.RECEIVED,
         "error": problem,

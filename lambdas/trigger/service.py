@@ -14,7 +14,7 @@ from lambdas.common.batching import reject_for_config, table_intake
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import SourceVersionGoneError, UnroutableKeyError
 from lambdas.common.ingest import start_or_fail
-from lambdas.common.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, Ledger
+from lambdas.common.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, IngestRecord, Ledger, Record
 from lambdas.common.naming import (
     ingest_id,
     is_marker,
@@ -85,11 +85,11 @@ def handle_object(
     if is_marker(obj.key):
         return _marker(obj, settings, ledger, nessie, s3)
     record = _recorded_and_staged(obj, settings, ledger, s3)
-    iid = record["ingest_id"]
-    status = record["status"]
-    if status not in c.PENDING_STATUSES:  # rejected, or already started by an earlier event
+    iid = record.ingest_id
+    if not record.is_pending:  # rejected, or already started by an earlier event
         return _not_pending(obj, record)
-    table = record["table"]
+    table = record.table
+    assert table is not None  # a record without a table was rejected when recorded
     intake = table_intake(settings, table)
     if intake.config_error:  # before the lock: the table stays free for a fixed config
         if reject_for_config(ledger, record, intake.config_error):
@@ -99,7 +99,7 @@ def handle_object(
         ledger.update_ingest(iid, {"status": c.HELD, "dataset": dataset_prefix(obj.key)},
                              only_if_status={c.RECEIVED})
         held = ledger.get_ingest(iid) or record
-        if held["status"] != c.HELD:
+        if held.status != c.HELD:
             return _not_pending(obj, held)
         return TriggerResult(obj.key, c.HELD, iid, table)
     lock = ledger.acquire_or_enqueue(table, iid)
@@ -109,20 +109,25 @@ def handle_object(
         ledger.update_ingest(iid, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
         return TriggerResult(obj.key, c.QUEUED, iid, table)
     started = start_or_fail(settings, ledger, nessie, ledger.get_ingest(iid) or record)
-    return TriggerResult(obj.key, started["status"], iid, table)
+    return TriggerResult(obj.key, started.status or "?", iid, table)
 
 
 def _recorded_and_staged(
     obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any
-) -> dict[str, Any]:
+) -> IngestRecord:
     """The object's ingest record, created (or a bad object rejected) and its version
     staged, once."""
     iid = ingest_id(obj.bucket, obj.key, obj.version)
-    record = ledger.get_ingest(iid)
-    if record is None:
-        record = _record_new(iid, obj, settings, ledger, s3)
-    if record["status"] == c.RECEIVED and not record.get("staged_at"):
+    record = _ingest(ledger.get_ingest(iid)) or _record_new(iid, obj, settings, ledger, s3)
+    if record.status == c.RECEIVED and not record.staged_at:
         record = _stage(record, obj, ledger, s3)
+    return record
+
+
+def _ingest(record: Record | None) -> IngestRecord | None:
+    """An object's record (kind `ingest`: its id is made from the object version)."""
+    if record is not None and not isinstance(record, IngestRecord):
+        raise TypeError(f"ledger record {record.ingest_id} is a {record.kind}, not an ingest")
     return record
 
 
@@ -142,35 +147,35 @@ def _marker(
     return TriggerResult(obj.key, action, batch_id, table, reason)
 
 
-def _not_pending(obj: ObjectCreated, record: dict[str, Any]) -> TriggerResult:
-    action = c.REJECTED if record["status"] == c.REJECTED else DUPLICATE
-    return TriggerResult(obj.key, action, record["ingest_id"], record.get("table"),
-                         record.get("error"))
+def _not_pending(obj: ObjectCreated, record: Record) -> TriggerResult:
+    action = c.REJECTED if record.status == c.REJECTED else DUPLICATE
+    return TriggerResult(obj.key, action, record.ingest_id, record.table, record.error)
 
 
 def _stage(
-    record: dict[str, Any], obj: ObjectCreated, ledger: Ledger, s3: Any
-) -> dict[str, Any]:
+    record: IngestRecord, obj: ObjectCreated, ledger: Ledger, s3: Any
+) -> IngestRecord:
     """Copy the event's object version to the ingest's staging key (once; retries rewrite
     the same bytes). A version that is gone is a recorded rejection, never a silent drop."""
-    iid = record["ingest_id"]
+    iid = record.ingest_id
+    assert record.staged_uri is not None  # recorded with it when RECEIVED
     try:
         stage_version(s3, bucket=obj.bucket, key=obj.key, version_id=obj.version_id,
-                      etag=obj.etag, target=record["staged_uri"])
+                      etag=obj.etag, target=record.staged_uri)
     except SourceVersionGoneError as exc:
         reason = str(exc)
         if ledger.update_ingest(iid, {"status": c.REJECTED, "error": reason},
                                 only_if_status={c.RECEIVED}):
             rejected = ledger.get_ingest(iid) or record
             send_alert_quietly(alert_event(rejected, outcome=c.REJECTED, reason=reason))
-        return ledger.get_ingest(iid) or record
+        return _ingest(ledger.get_ingest(iid)) or record
     ledger.update_ingest(iid, {"staged_at": iso(utcnow())})
-    return ledger.get_ingest(iid) or record
+    return _ingest(ledger.get_ingest(iid)) or record
 
 
 def _record_new(
     iid: str, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any
-) -> dict[str, Any]:
+) -> IngestRecord:
     """Record the ingest (conditional put: the first invocation wins); reject bad input."""
     reason = rejection_reason(obj, s3)
     try:
@@ -191,7 +196,7 @@ def _record_new(
         "error": reason,
     }
     created = ledger.create_ingest(iid, fields)
-    record = ledger.get_ingest(iid)
+    record = _ingest(ledger.get_ingest(iid))
     assert record is not None
     if created and reason:
         send_alert_quietly(alert_event(record, outcome=c.REJECTED, reason=reason))

@@ -588,7 +588,7 @@ class LocalAwsStack:
         ledger = self.ledger()
         return {
             "ingests": [
-                {k: i.get(k) for k in ("ingest_id", "table", "key", "status", "error")}
+                {k: i.field_value(k) for k in ("ingest_id", "table", "key", "status", "error")}
                 for i in ledger.list_ingests()
             ],
             "locks": [vars(lock) for lock in ledger.list_locks()],

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from contracts.alert import AlertEvent
 from lambdas.common.alerting.exceptions import AlertEventError
 from lambdas.common.alerts import alert_event
+from lambdas.common.ledger import IngestRecord
 
-RECORD = {"ingest_id": "abc123", "table": "sales.orders", "source_uri": "s3://src/k.parquet",
-          "branch": "wap_sales_orders_x", "report_uri": "s3://art/reports/r.json",
-          "execution_arn": "arn:aws:states:eu-west-1:1:execution:m:abc123", "log_uri": None}
+RECORD = IngestRecord(ingest_id="abc123", table="sales.orders", source_uri="s3://src/k.parquet",
+                      branch="wap_sales_orders_x", report_uri="s3://art/reports/r.json",
+                      execution_arn="arn:aws:states:eu-west-1:1:execution:m:abc123",
+                      log_uri=None)
 
 
 def test_what_the_functions_build_the_alert_lambda_parses_unchanged():
@@ -30,6 +34,6 @@ def test_an_event_without_a_version_is_version_1_and_an_unknown_version_is_refus
 
 def test_a_bad_field_is_refused_when_the_event_is_built_not_when_it_is_sent():
     with pytest.raises(AlertEventError, match="branch"):
-        alert_event({**RECORD, "branch": 42}, outcome="AUDIT_FAILED", reason=None)
+        alert_event(replace(RECORD, branch=42), outcome="AUDIT_FAILED", reason=None)
     with pytest.raises(AlertEventError, match="outcome"):
         alert_event(RECORD, outcome="", reason=None)

@@ -20,6 +20,7 @@ from lambdas.common.alerting.exceptions import (
 from lambdas.common.alerting.log import logger
 from lambdas.common.alerting.notify import send_alert
 from lambdas.common.batching import failing_files
+from lambdas.common.ledger import BatchRecord
 
 from .blockkit import all_text, assert_valid_blocks
 from .conftest import EVENTS, TOKEN, load_event
@@ -362,8 +363,8 @@ def test_a_failed_dataset_of_500_files_says_which_failed_within_slacks_limits(
     s3.put_object(Bucket="wap-artifacts", Key="reports/0123456789abcdef.json",
                   Body=json.dumps(report).encode())
     event = load_event("audit_failed.json")
-    batch = {"ingest_id": event["ingest_id"], "report_uri": event["report_uri"],
-             "members": [f"m{i}" for i in range(500)], "sources": sources}
+    batch = BatchRecord(ingest_id=event["ingest_id"], report_uri=event["report_uri"],
+                        members=tuple(f"m{i}" for i in range(500)), sources=tuple(sources))
     event |= {"reason": failing_files(batch), "source_uri": "s3://wap-source/sales/orders/dt=1"}
 
     assert send_alert(event, s3=s3, secretsmanager=secretsmanager, retry=fast_retry)["delivered"]

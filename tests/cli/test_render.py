@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lambdas.common.ledger import QueueStat
+from lambdas.common.ledger import BatchRecord, QueueStat
 from wap.cli import render
 
 
@@ -44,7 +44,7 @@ def test_show_lists_the_files_of_a_batch_that_did_not_pass():
     def shown(*sources: SourceVerdict) -> str:
         report = AuditReport(ingest_id="d" * 16, table="s.t", branch="wap_s_t_x",
                              outcome="failed", sources=sources)
-        view = IngestView(record={"ingest_id": "d" * 16, "members": ["x"] * len(sources)},
+        view = IngestView(record=BatchRecord(ingest_id="d" * 16, members=("x",) * len(sources)),
                           report=report, branch_open=False, main_rows=None, branch_rows=None,
                           failed_checks=[])
         console = Console(width=200, record=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 import yaml
 
 from contracts.table_config import parse_table_config_text
+from lambdas.common.ledger import IngestRecord
 from wap.dashboard import shaping
 from wap.ops.backends import Target
 from wap.ops.operations import BranchRow, RunRow
@@ -265,7 +267,7 @@ def test_schema_change_rows_keep_extra_detail():
 
 
 def test_commands_for_a_failed_ingest_with_open_branch_reach_the_same_home():
-    record = {"ingest_id": "c" * 16, "status": "AUDIT_FAILED", "branch": "wap_sales_orders_c"}
+    record = IngestRecord(ingest_id="c" * 16, status="AUDIT_FAILED", branch="wap_sales_orders_c")
     commands = [cmd for _, cmd in shaping.next_commands(record, True, Target(home="/data/my home"))]
     assert commands == [
         "wap --home '/data/my home' publish wap_sales_orders_c --reason \"reviewed: ...\"",
@@ -275,7 +277,7 @@ def test_commands_for_a_failed_ingest_with_open_branch_reach_the_same_home():
 
 
 def test_commands_on_aws_and_for_ingests_without_a_branch():
-    rejected = {"ingest_id": "d" * 16, "status": "REJECTED", "branch": None}
+    rejected = IngestRecord(ingest_id="d" * 16, status="REJECTED", branch=None)
     commands = [
         cmd
         for _, cmd in shaping.next_commands(
@@ -286,7 +288,7 @@ def test_commands_on_aws_and_for_ingests_without_a_branch():
         f'wap --profile ops --region eu-west-1 --stack Wap2 discard {"d" * 16} --reason "..."',
         f"wap --profile ops --region eu-west-1 --stack Wap2 show {'d' * 16}",
     ]
-    published = {"ingest_id": "e" * 16, "status": "PUBLISHED"}
+    published = IngestRecord(ingest_id="e" * 16, status="PUBLISHED")
     assert [cmd for _, cmd in shaping.next_commands(published, False, Target(aws=True))] == [
         f"wap --aws show {'e' * 16}"
     ]
@@ -438,10 +440,10 @@ def test_a_batch_shows_its_files_verdicts_failing_first_and_its_own_row():
 
 
 def test_a_failed_dataset_part_points_at_its_batch_not_at_a_publish_of_its_own():
-    part = {"ingest_id": "c" * 16, "status": "AUDIT_FAILED", "batch_id": "d" * 16,
-            "dataset": "s/t/run-1/", "branch": None}
+    part = IngestRecord(ingest_id="c" * 16, status="AUDIT_FAILED", batch_id="d" * 16,
+                        dataset="s/t/run-1/", branch=None)
     assert [cmd for _, cmd in shaping.next_commands(part, False, Target(aws=True))] == [
         f"wap --aws show {'d' * 16}"]
-    alone = {**part, "dataset": None}  # a coalesced file decides for itself
+    alone = replace(part, dataset=None)  # a coalesced file decides for itself
     commands = shaping.next_commands(alone, False, Target(aws=True))
     assert any(" discard " in cmd for _, cmd in commands)

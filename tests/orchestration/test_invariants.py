@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -303,13 +304,13 @@ def test_a_stalled_duplicate_event_does_not_retake_the_table(make_stack, monkeyp
     assert stack.ledger().get_lock("late.orders").active is None
 
     # The duplicate read the record while the first copy was still running.
-    stale = {**record, "status": "RECEIVED"}
+    stale = replace(record, status="RECEIVED")
     original = Ledger.get_ingest
     reads = {"n": 0}
 
     def stale_first_read(self, ingest_id):
         reads["n"] += 1
-        return dict(stale) if reads["n"] == 1 else original(self, ingest_id)
+        return stale if reads["n"] == 1 else original(self, ingest_id)
 
     monkeypatch.setattr(Ledger, "get_ingest", stale_first_read)
     event = s3_notification(stack, key, record["object_version"], len(fake_parquet("late")))

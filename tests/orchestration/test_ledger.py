@@ -288,7 +288,7 @@ def test_a_transaction_conflict_is_contention_and_is_retried(ledger, monkeypatch
         return original(**kwargs)
 
     monkeypatch.setattr(ledger._client, "transact_write_items", conflicting)
-    monkeypatch.setattr(ledger, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(ledger.store, "sleep", lambda seconds: None)
     assert ledger.acquire_or_enqueue("s.t", "1" * 16) == LOCK_ACTIVE
     assert conflicts["left"] == 0
 

@@ -20,6 +20,7 @@ import typer
 from lakeview.exceptions import TableReadError
 from lambdas.common import constants as c
 from lambdas.common.exceptions import WapError
+from lambdas.common.ledger import IngestRecord, Record
 from lambdas.common.naming import BRANCH_PREFIX
 from wap.cli import render
 from wap.exceptions import OpsError
@@ -175,8 +176,8 @@ def show(
         lines = render.inspect_lines(view, ui_base, wap=wap, local=local)
         if lines:
             console.print("\n" + "\n".join(lines), soft_wrap=True, markup=False)
-        if view.record.get("status") == c.AUDIT_FAILED and view.branch_open:
-            branch = view.record["branch"]
+        if view.record.status == c.AUDIT_FAILED and view.branch_open:
+            branch = view.record.branch
             console.print(
                 f'\nNext: {wap} publish {branch} --reason "..."   or   {wap} discard {branch}',
                 markup=False,
@@ -325,8 +326,8 @@ def discard(
         with open_backend(_target(ctx), mutates=True) as backend:
             record = ops.discard(backend, target, actor=_user(by), reason=reason)
         console.print(
-            f"[dim]DISCARDED[/] ingest {record['ingest_id']}"
-            + (f": branch {record['branch']} deleted." if record.get("branch") else ".")
+            f"[dim]DISCARDED[/] ingest {record.ingest_id}"
+            + (f": branch {record.branch} deleted." if record.branch else ".")
         )
 
     _run(work)
@@ -412,7 +413,7 @@ def ingest(
             ui_base = backend.nessie_ui_url
         _print_outcomes(records, target, ui_base=ui_base)
         _print_alerts(alerts)
-        if any(r.get("status") != c.PUBLISHED for r in records):
+        if any(r.status != c.PUBLISHED for r in records):
             raise typer.Exit(3)
 
     if not target.is_aws and not wait:
@@ -463,7 +464,7 @@ def demo(
                 soft_wrap=True,
             )
             records = _wait(backend, dropped, INGEST_TIMEOUT_SECONDS)
-            views = [ops.show(backend, r["ingest_id"]) for r in records]
+            views = [ops.show(backend, r.ingest_id) for r in records]
             alerts = list(getattr(backend, "slack_messages", []))
             ui_base = backend.nessie_ui_url
         _print_outcomes(records, target, views=views, ui_base=ui_base)
@@ -490,7 +491,7 @@ def _status(text: str) -> Iterator[None]:
         yield
 
 
-def _wait(backend: Any, dropped: list[ops.Dropped], timeout: int) -> list[dict[str, Any]]:
+def _wait(backend: Any, dropped: list[ops.Dropped], timeout: int) -> list[Record]:
     begin = time.monotonic()
     last: list[tuple[str, str, str | None]] = []
 
@@ -516,7 +517,7 @@ def _wait(backend: Any, dropped: list[ops.Dropped], timeout: int) -> list[dict[s
 
 
 def _print_outcomes(
-    records: list[dict[str, Any]],
+    records: list[Record],
     target: Target,
     views: list[ops.IngestView] | None = None,
     ui_base: str | None = None,
@@ -528,31 +529,32 @@ def _print_outcomes(
         table.add_column(name, no_wrap=name in ("ingest id", "outcome"))
     open_branches = []
     for i, r in enumerate(records):
-        status = r.get("status")
+        status = r.status
         if status == c.PUBLISHED:
             detail = "passed every check; merged into main, branch deleted"
         else:
-            detail = r.get("error") or "-"
+            detail = r.error or "-"
             if views is not None and views[i].failed_checks:
                 detail = "; ".join(
                     f"check {ch.name} ({ch.kind}) failed: "
                     f"{ch.violations} row(s)"
                     for ch in views[i].failed_checks
                 )
-            if r.get("branch") and status in c.FAILED_STATUSES:
-                open_branches.append((r["branch"], r.get("table")))
+            if r.branch and status in c.FAILED_STATUSES:
+                open_branches.append((r.branch, r.table))
+        key = r.key if isinstance(r, IngestRecord) else None
         table.add_row(
-            (r.get("key") or "?").rsplit("/", 1)[-1],
-            r.get("ingest_id", "?"),
+            (key or "?").rsplit("/", 1)[-1],
+            r.ingest_id,
             render.status_text(status),
-            str(r.get("rows_written", "-")),
+            str("-" if r.rows_written is None else r.rows_written),
             detail,
         )
     console.print(table)
     if views is not None:
         for v in views:
             if v.main_rows is not None:
-                console.print(f"main now holds {v.main_rows} rows of {v.record.get('table')}.")
+                console.print(f"main now holds {v.main_rows} rows of {v.record.table}.")
                 break
     hint = _home_flag(target)
     for branch, table_name in open_branches:

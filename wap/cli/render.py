@@ -163,24 +163,25 @@ class _Shown:
     def of(cls, view: IngestView) -> _Shown:
         # The parsed report's JSON (checked by its contract when it was read): shown as text.
         r, report = view.record, view.report.to_dict() if view.report else {}
-        branch = r.get("branch")
+        branch = r.branch
         if branch:
             branch += "  (open)" if view.branch_open else "  (deleted)"
         counted = view.branch_open and view.branch_rows is not None
         branch_rows = "-" if view.branch_rows is None else str(view.branch_rows)
         return cls(
-            ingest_id=r["ingest_id"],
-            table=r.get("table") or "-",
-            source=r.get("source_uri") or "-",
-            status=r.get("status"),
-            reason=r.get("error") or "-",
+            ingest_id=r.ingest_id,
+            table=r.table or "-",
+            source=r.source_uri or "-",
+            status=r.status,
+            reason=r.error or "-",
             branch=branch or "-",
-            rows_written=_cell(r.get("rows_written", report.get("rows_written"))),
-            finished=r.get("finished_at") or "-",
+            rows_written=_cell(report.get("rows_written") if r.rows_written is None
+                               else r.rows_written),
+            finished=r.finished_at or "-",
             published_by=(
-                f"{r['published_by']}: {r.get('publish_reason')}" if r.get("published_by") else None
+                f"{r.published_by}: {r.publish_reason}" if r.published_by else None
             ),
-            discarded=r.get("discard_reason") or None,
+            discarded=r.discard_reason or None,
             main_rows="-" if view.main_rows is None else str(view.main_rows),
             branch_rows=branch_rows if view.branch_open else None,
             written=report.get("rows_written") if counted else None,
@@ -396,8 +397,7 @@ def inspect_lines(view: IngestView, ui_base: str | None, *, wap: str, local: boo
     """How to look at an open branch: its catalog UI pages, and a `wap query` per failed check."""
     from lambdas.common.alerting.links import nessie_branch_url, nessie_table_url
 
-    record = view.record
-    branch, table = record.get("branch"), record.get("table")
+    branch, table = view.record.branch, view.record.table
     if not branch or not view.branch_open:
         return []
     lines = []

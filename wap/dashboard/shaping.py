@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from contracts.report import AuditReport
 from lambdas.common import constants as c
+from lambdas.common.ledger import IngestRecord, LedgerRecord
 from wap.ops.backends import Target
 from wap.ops.operations import BatchRow, BranchRow, RunRow
 from wap.text import age_text
@@ -400,15 +401,15 @@ def schema_change_rows(report: AuditReport | Mapping[str, Any] | None) -> list[d
 
 
 def next_commands(
-    record: Mapping[str, Any], branch_open: bool, target: Target
+    record: LedgerRecord, branch_open: bool, target: Target
 ) -> list[tuple[str, str]]:
     """(what it does, shell command) for the decisions an operator can take on this ingest."""
-    status, branch = record.get("status"), record.get("branch")
-    iid = str(record.get("ingest_id", ""))
+    status, branch = record.status, record.branch
+    iid = record.ingest_id
     ref = branch if branch and branch_open else iid
     wap = shlex.join(["wap", *target.cli_flags()])
-    batch = record.get("batch_id")
-    if record.get("dataset") and batch and not branch and status in c.FAILED_STATUSES:
+    batch = record.batch_id if isinstance(record, IngestRecord) else None
+    if record.dataset and batch and not branch and status in c.FAILED_STATUSES:
         # Its rows are on the dataset's branch, with the other parts': one decision for all.
         return [("one part of a dataset, published or discarded whole: open its batch",
                  f"{wap} show {shlex.quote(str(batch))}")]

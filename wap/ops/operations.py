@@ -20,7 +20,7 @@ from contracts.report import PASSED, AuditReport, CheckResult, ReportError
 from lakeview import iceberg
 from lambdas.common import constants as c
 from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
-from lambdas.common.ledger import QueueStat
+from lambdas.common.ledger import BatchRecord, IngestRecord, QueueStat, Record
 from lambdas.common.naming import TableRef, iso, utcnow
 from lambdas.common.nessie import MergeMeta
 from lambdas.common.parquet import magic_bytes_problem
@@ -76,12 +76,9 @@ def list_batches(
     """Batches from the ledger, newest first (their files are listed as ingests)."""
     wanted = parse_table(table).qualified if table is not None else None
     rows = [
-        BatchRow(batch_id=r["ingest_id"], table=r.get("table"),
-                 files=len(r.get("members") or []), status=r.get("status", "?"),
-                 branch=r.get("branch"),
-                 when=r.get("finished_at") or r.get("updated_at") or r.get("created_at"),
-                 reason=r.get("error"))
-        for r in reversed(backend.ledger.list_batches()) if wanted in (None, r.get("table"))
+        BatchRow(batch_id=r.ingest_id, table=r.table, files=len(r.members),
+                 status=r.status or "?", branch=r.branch, when=r.last_change, reason=r.error)
+        for r in reversed(backend.ledger.list_batches()) if wanted in (None, r.table)
     ]
     return rows[:limit] if limit else rows
 
@@ -103,15 +100,15 @@ def list_runs(
                else backend.ledger.list_ingests(table=table))
     rows = [
         RunRow(
-            ingest_id=r["ingest_id"],
-            table=r.get("table"),
-            source=r.get("source_uri"),
-            status=r.get("status", "?"),
-            branch=r.get("branch"),
-            when=r.get("finished_at") or r.get("updated_at") or r.get("created_at"),
-            rows_written=r.get("rows_written"),
-            reason=r.get("error"),
-            batch_id=r.get("batch_id") or r.get("split_from"),
+            ingest_id=r.ingest_id,
+            table=r.table,
+            source=r.source_uri,
+            status=r.status or "?",
+            branch=r.branch,
+            when=r.last_change,
+            rows_written=r.rows_written,
+            reason=r.error,
+            batch_id=(r.batch_id or r.split_from) if isinstance(r, IngestRecord) else None,
         )
         for r in reversed(records)
     ]
@@ -135,21 +132,22 @@ class BranchRow:
 def list_branches(backend: Backend, *, now: datetime | None = None) -> list[BranchRow]:
     """Open `wap_*` branches in Nessie, oldest first, with their ingest's outcome and age."""
     now = now or utcnow()
-    by_branch = {r["branch"]: r for r in _ingests_and_batches(backend) if r.get("branch")}
+    by_branch = {r.branch: r for r in _ingests_and_batches(backend) if r.branch}
     rows = []
     for ref in backend.nessie.references():
         if ref.type != "BRANCH" or not ref.name.startswith(BRANCH_PREFIX):
             continue
-        record = by_branch.get(ref.name, {})
-        since = record.get("finished_at") or record.get("created_at") or ref.head_commit_time
+        record = by_branch.get(ref.name)
+        since = ((record.finished_at or record.created_at) if record else None) or \
+            ref.head_commit_time
         rows.append(
             BranchRow(
                 name=ref.name,
                 hash=ref.hash,
-                table=record.get("table"),
-                ingest_id=record.get("ingest_id"),
-                status=record.get("status"),
-                reason=record.get("error"),
+                table=record.table if record else None,
+                ingest_id=record.ingest_id if record else None,
+                status=record.status if record else None,
+                reason=record.error if record else None,
                 since=since,
                 age_seconds=_age(since, now),
             )
@@ -182,7 +180,7 @@ def parse_table(text: str) -> TableRef:
         ) from None
 
 
-def find_ingest(backend: Backend, target: str) -> dict[str, Any]:
+def find_ingest(backend: Backend, target: str) -> Record:
     """The ledger record of an ingest id (16 hex) or of the ingest that made a branch."""
     target = target.strip()
     if INGEST_ID.fullmatch(target):
@@ -194,7 +192,7 @@ def find_ingest(backend: Backend, target: str) -> dict[str, Any]:
         raise InvalidInputError(
             f"{target!r} is neither an ingest id (16 hex characters) nor a branch name"
         )
-    found = [r for r in _ingests_and_batches(backend) if r.get("branch") == target]
+    found = [r for r in _ingests_and_batches(backend) if r.branch == target]
     if not found:
         raise UnknownTargetError(
             f"unknown branch {target!r}: no ingest made it (see `wap branches`)"
@@ -202,44 +200,43 @@ def find_ingest(backend: Backend, target: str) -> dict[str, Any]:
     return found[-1]
 
 
-def _ingests_and_batches(backend: Backend) -> list[dict[str, Any]]:
+def _ingests_and_batches(backend: Backend) -> list[Record]:
     """Every ingest and batch record, oldest first: a batch's run made its branch."""
-    records = backend.ledger.list_ingests() + backend.ledger.list_batches()
-    return sorted(records, key=lambda r: (r.get("created_at", ""), r["ingest_id"]))
+    records: list[Record] = [*backend.ledger.list_ingests(), *backend.ledger.list_batches()]
+    return sorted(records, key=lambda r: (r.created_at or "", r.ingest_id))
 
 
-def _refuse_dataset_member(backend: Backend, record: dict[str, Any], verb: str) -> None:
+def _refuse_dataset_member(backend: Backend, record: Record, verb: str) -> None:
     """A file of a dataset (published all or nothing) is published or discarded with its
     dataset, never alone: point at the batch that holds its branch."""
-    batch_id = record.get("batch_id")
-    if record.get("branch") or not batch_id:
+    batch_id = record.batch_id if isinstance(record, IngestRecord) else None
+    if record.branch or not batch_id:
         return
     batch = backend.ledger.get_ingest(batch_id)
-    if batch and batch.get("all_or_nothing"):
+    if isinstance(batch, BatchRecord) and batch.all_or_nothing:
         raise NotAllowedError(
-            f"ingest {record['ingest_id']} is one of the {len(batch.get('members') or [])} "
-            f"files of dataset {batch.get('dataset') or batch_id}, published all or nothing: "
+            f"ingest {record.ingest_id} is one of the {len(batch.members)} "
+            f"files of dataset {batch.dataset or batch_id}, published all or nothing: "
             f"{verb} the dataset's batch instead (wap {verb} {batch_id})"
         )
 
 
-def _members_follow(backend: Backend, record: dict[str, Any], status: str,
+def _members_follow(backend: Backend, record: Record, status: str,
                     fields: dict[str, Any]) -> None:
     """A batch's files share its outcome (a dataset's always): give them the one a person
     just gave the batch (those still holding the batch's outcome)."""
-    members = record.get("members") or []
-    if not members:
+    if not isinstance(record, BatchRecord) or not record.members:
         return
     backend.ledger.update_ingests(
-        {member: {"status": status, **fields} for member in members},
-        only_if_status={record.get("status")}, only_if=("batch_id", record["ingest_id"]))
+        {member: {"status": status, **fields} for member in record.members},
+        only_if_status={record.status}, only_if=("batch_id", record.ingest_id))
 
 
 @dataclass
 class IngestView:
     """What `wap show` prints: the record, its audit report and row counts main vs branch."""
 
-    record: dict[str, Any]
+    record: Record
     report: AuditReport | None
     branch_open: bool
     main_rows: int | None
@@ -251,7 +248,7 @@ def show(backend: Backend, target: str) -> IngestView:
     """The ingest behind `target` with its report; counts read through pyiceberg (no JVM)."""
     record = find_ingest(backend, target)
     report = read_report(backend, record)
-    table, branch = record.get("table"), record.get("branch")
+    table, branch = record.table, record.branch
     branch_ref = backend.nessie.reference(branch) if branch else None
     main_rows = branch_rows = None
     if table:
@@ -273,10 +270,10 @@ def show(backend: Backend, target: str) -> IngestView:
     )
 
 
-def read_report(backend: Backend, record: dict[str, Any]) -> AuditReport | None:
+def read_report(backend: Backend, record: Record) -> AuditReport | None:
     """The audit report the ingest's last job run wrote, parsed by its contract; None when
     there is none or it is not a report this version of the tools can read (logged)."""
-    uri = record.get("report_uri")
+    uri = record.report_uri
     if not uri:
         return None
     body = backend.read_object(uri)
@@ -322,17 +319,17 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     actor = _clean_text(actor, "reviewer name", required=True)
     record = find_ingest(backend, target)
     _refuse_dataset_member(backend, record, "publish")
-    iid, status, branch = record["ingest_id"], record.get("status"), record.get("branch")
+    iid, status, branch, table = record.ingest_id, record.status, record.branch, record.table
     if status not in PUBLISHABLE:
         raise NotAllowedError(
             f"ingest {iid} is {status}: only AUDIT_FAILED ingests can be published by hand"
         )
-    audited, snapshot = record.get("branch_hash"), record.get("snapshot_id")
+    audited, snapshot = record.branch_hash, record.snapshot_id
     if not audited or snapshot is None:  # recorded by finish; older records: the report
         report = read_report(backend, record)
         audited = audited or (report.branch_hash if report else None)
         snapshot = snapshot if snapshot is not None else (report.snapshot_id if report else None)
-    if not branch or not audited or snapshot is None:
+    if not branch or not table or not audited or snapshot is None:
         raise NotAllowedError(f"ingest {iid} wrote nothing to publish")
     head = backend.nessie.reference(branch)
     if head is None:
@@ -356,7 +353,7 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     try:
         main_hash = merge_audited_commit(
             backend.nessie,
-            table=record["table"],
+            table=table,
             branch=branch,
             audited_hash=audited,
             snapshot_id=int(snapshot),
@@ -366,7 +363,7 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
         raise NotAllowedError(f"ingest {iid}: {exc}") from exc
     except MergeConflictError as exc:
         raise NotAllowedError(
-            f"main changed {record.get('table')} since the audit, the merge "
+            f"main changed {table} since the audit, the merge "
             f"conflicts; re-ingest the file ({exc})"
         ) from exc
     now = iso(utcnow())
@@ -381,7 +378,7 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     _members_follow(backend, record, c.PUBLISHED, {**published, "finished_at": now})
     backend.ledger.update_ingest(
         iid,
-        {"status": c.PUBLISHED, "audit_error": record.get("error"), "published_branch": branch,
+        {"status": c.PUBLISHED, "audit_error": record.error, "published_branch": branch,
          **published},
         only_if_status={status},
     )
@@ -393,13 +390,13 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
 
 def discard(
     backend: Backend, target: str, *, actor: str, reason: str | None = None
-) -> dict[str, Any]:
+) -> Record:
     """Delete a failed ingest's branch and mark it DISCARDED; returns the updated record."""
     reason = _clean_text(reason, "--reason", required=False)
     actor = _clean_text(actor, "user name", required=True)
     record = find_ingest(backend, target)
     _refuse_dataset_member(backend, record, "discard")
-    iid, status, branch = record["ingest_id"], record.get("status"), record.get("branch")
+    iid, status, branch = record.ingest_id, record.status, record.branch
     if status not in c.FAILED_STATUSES:
         raise NotAllowedError(
             f"ingest {iid} is {status}: only failed ingests "
@@ -521,7 +518,7 @@ def wait_for_ingests(
     timeout: float = 600,
     poll_seconds: float = 0.5,
     on_progress: Callable[[list[Progress]], None] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Record]:
     """Poll the ledger until every ingest reached a final status; return their records."""
     deadline = time.monotonic() + timeout
     while True:
@@ -529,16 +526,17 @@ def wait_for_ingests(
         progress = []
         for d in dropped:
             record = records[d.ingest_id]
-            status = record.get("status", "?") if record else "UPLOADED"
+            status = (record.status or "?") if record else "UPLOADED"
             step = backend.current_step(d.ingest_id) if status == c.RUNNING else None
             progress.append(Progress(d.key, d.ingest_id, status, step))
         if on_progress is not None:
             on_progress(progress)
-        if all(r is not None and r.get("status") in c.TERMINAL_STATUSES for r in records.values()):
+        if all(r is not None and r.is_terminal for r in records.values()):
             break
         if time.monotonic() > deadline:
             pending = [p.key for p in progress if p.status not in c.TERMINAL_STATUSES]
             raise OpsError(f"timed out after {timeout:.0f} s waiting for {', '.join(pending)}")
         time.sleep(poll_seconds)
     backend.settle(max(deadline - time.monotonic(), 30))
-    return [backend.ledger.get_ingest(d.ingest_id) or {} for d in dropped]
+    return [backend.ledger.get_ingest(d.ingest_id) or IngestRecord(ingest_id=d.ingest_id)
+            for d in dropped]

@@ -97,7 +97,7 @@ def _listing(tables: dict[str, str]) -> str:
 
 def _ingest_source(backend: Backend, ingest: str, wanted: str | None) -> QuerySource:
     record = find_ingest(backend, ingest)
-    table, branch, status = record.get("table"), record.get("branch"), record.get("status")
+    table, branch, status = record.table, record.branch, record.status
     if not table:
         raise NotAllowedError(f"ingest {ingest} has no table")
     if wanted is not None and wanted != table:
@@ -108,8 +108,8 @@ def _ingest_source(backend: Backend, ingest: str, wanted: str | None) -> QuerySo
             raise NotAllowedError(f"ingest {ingest} wrote nothing to {table} on {branch}")
         return QuerySource(branch, table, location, ingest_id=ingest)
     if status == c.PUBLISHED:
-        report = None if record.get("audited_snapshot_id") else read_report(backend, record)
-        snapshot = record.get("audited_snapshot_id") or (report.snapshot_id if report else None)
+        report = None if record.audited_snapshot_id else read_report(backend, record)
+        snapshot = record.audited_snapshot_id or (report.snapshot_id if report else None)
         location = backend.nessie.metadata_location(c.MAIN_BRANCH, table)
         if snapshot is not None and location is not None:
             return QuerySource(c.MAIN_BRANCH, table, location, int(snapshot), ingest_id=ingest)

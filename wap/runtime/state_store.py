@@ -162,10 +162,12 @@ def _recovered(unfinished: list[dict[str, Any]], nessie: Any) -> list[dict[str, 
 
 
 def _main_holds(nessie: Any, item: dict[str, Any]) -> bool:
+    from lambdas.common.ledger import record_from_item
     from lambdas.common.published import main_holds_ingest
 
     try:
-        return main_holds_ingest(nessie, item.get("table"), item)
+        record = record_from_item(item)
+        return main_holds_ingest(nessie, record.table, record)
     except Exception:  # Nessie cannot say: recorded as interrupted, as before
         return False
 

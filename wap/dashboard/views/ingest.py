@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from lambdas.common.ledger import BatchRecord, IngestRecord, LedgerRecord
 from wap.dashboard import shaping
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO
@@ -20,7 +21,7 @@ STATUS_COLORS = {
     "error": "color: #e8913a; font-weight: bold",
 }
 
-Record = Mapping[str, Any]  # a ledger record or an audit report
+Record = Mapping[str, Any]  # an audit report
 
 
 def render() -> None:
@@ -30,11 +31,11 @@ def render() -> None:
     view, record = data.view, data.view.record
     # The parsed report's JSON (checked by its contract when it was read) feeds the tables.
     report = view.report.to_dict() if view.report else {}
-    status = record.get("status") or "?"
+    status = record.status or "?"
     outcome = shaping.outcome_of(status)
-    st.title(f"Ingest {shaping.md_escape(record['ingest_id'])}")
+    st.title(f"Ingest {shaping.md_escape(record.ingest_id)}")
     if outcome in (shaping.FAILED, shaping.REJECTED):
-        reason = record.get("error") or report.get("reason") or "no reason recorded"
+        reason = record.error or report.get("reason") or "no reason recorded"
         st.error(
             f"**{shaping.md_escape(status)}**: {shaping.md_escape(reason)}", icon=":material/error:"
         )
@@ -76,34 +77,32 @@ def _pick() -> None:
         st.rerun()
 
 
-def _summary(record: Record, branch_open: bool) -> None:
-    branch = record.get("branch")
+def _summary(record: LedgerRecord, branch_open: bool) -> None:
+    branch = record.branch
     rows = [
-        ("table", record.get("table") or "-"),
-        ("source", record.get("source_uri") or "-"),
+        ("table", record.table or "-"),
+        ("source", record.source_uri or "-"),
         ("branch", f"{branch} ({'open' if branch_open else 'deleted'})" if branch else "-"),
-        ("started", record.get("created_at") or "-"),
-        ("finished", record.get("finished_at") or "-"),
-        ("attempts", record.get("attempts", "-")),
+        ("started", record.created_at or "-"),
+        ("finished", record.finished_at or "-"),
+        ("attempts", "-" if record.attempts is None else record.attempts),
     ]
-    if record.get("members"):
-        rows.append(("files", f"{len(record['members'])} in this batch"))
-    if record.get("batch_id"):
-        rows.append(("batch", record["batch_id"]))
-    if record.get("published_by"):
-        rows.append(
-            ("published by", f"{record['published_by']}: {record.get('publish_reason') or ''}")
-        )
-    if record.get("discard_reason"):
-        rows.append(("discarded", record["discard_reason"]))
+    if isinstance(record, BatchRecord) and record.members:
+        rows.append(("files", f"{len(record.members)} in this batch"))
+    if isinstance(record, IngestRecord) and record.batch_id:
+        rows.append(("batch", record.batch_id))
+    if record.published_by:
+        rows.append(("published by", f"{record.published_by}: {record.publish_reason or ''}"))
+    if record.discard_reason:
+        rows.append(("discarded", record.discard_reason))
     st.markdown(
         "  \n".join(f"**{label}** &nbsp; {shaping.md_escape(value)}" for label, value in rows)
     )
-    if record.get("table"):
-        common.link_to_table(record["table"], f"Table {shaping.md_escape(record['table'])}")
+    if record.table:
+        common.link_to_table(record.table, f"Table {shaping.md_escape(record.table)}")
 
 
-def _counts(view: IngestView, record: Record, problem: str | None) -> None:
+def _counts(view: IngestView, record: LedgerRecord, problem: str | None) -> None:
     st.subheader("Rows: main vs branch")
     first, second, third = st.columns(3)
     first.metric("on main now", _number(view.main_rows), border=True)
@@ -112,8 +111,8 @@ def _counts(view: IngestView, record: Record, problem: str | None) -> None:
         # so "written" comes from the job, not from the difference of the two counts.
         second.metric("on the branch", _number(view.branch_rows), border=True)
     else:
-        second.metric("branch", "deleted" if record.get("branch") else "none", border=True)
-    third.metric("written by this ingest", _number(record.get("rows_written")), border=True)
+        second.metric("branch", "deleted" if record.branch else "none", border=True)
+    third.metric("written by this ingest", _number(record.rows_written), border=True)
     if problem:
         st.caption(f"Row counts unavailable: {shaping.md_escape(problem)}")
 
@@ -165,12 +164,12 @@ def _schema_changes(report: Record) -> None:
         st.caption("None: the batch matched the table's schema.")
 
 
-def _actions(record: Record, branch_open: bool, ui_url: str | None, local: bool) -> None:
+def _actions(record: LedgerRecord, branch_open: bool, ui_url: str | None, local: bool) -> None:
     st.subheader("What to do")
     links = shaping.nessie_links(
-        ui_url, record.get("branch"), record.get("table"), branch_open, with_diff=local
+        ui_url, record.branch, record.table, branch_open, with_diff=local
     )
-    if not links and record.get("branch") and branch_open:
+    if not links and record.branch and branch_open:
         st.caption("No Nessie UI link: the stack has no NessieUiUrl output.")
     if links:
         columns = st.columns(len(links))
