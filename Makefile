@@ -4,8 +4,6 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# The dashboard's browser test needs Debian's chromium; as root we install it, else sudo.
-APT_INSTALL := $(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$$@" >/dev/null' apt-install
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
@@ -17,7 +15,6 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-lambda.txt pyprojec
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
-	command -v chromium >/dev/null || $(APT_INSTALL) chromium
 	touch $(STAMP)
 
 setup: $(STAMP)  ## virtualenv, pip packages (incl. the Iceberg jar), CDK CLI

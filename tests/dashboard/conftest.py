@@ -19,7 +19,6 @@ from wap.runtime.home import WapHome
 from wap.runtime.state_store import read_ledger_items
 
 STARTUP_SECONDS = 90
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -118,12 +117,16 @@ def served(demo_home, tmp_path_factory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
     from playwright.sync_api import sync_playwright
 
+    from tests.dashboard.browser import NoBrowser, browser_path
+
+    try:
+        executable = browser_path()
+    except NoBrowser as exc:
+        pytest.skip(str(exc))
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
         yield chromium
         chromium.close()
 
