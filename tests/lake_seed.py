@@ -232,22 +232,30 @@ def _write_tables(warehouse: Path, source: str) -> _Tables:
         glue.create_table("sales.orders", schema=SCHEMA)
         orders_main = append("sales.orders", MAIN_ROWS, SCHEMA, **{"wap.ingest-id": PUBLISHED_ID})
         orders_failed = append(
-            "sales.orders", BRANCH_ROWS, SCHEMA,
+            "sales.orders",
+            BRANCH_ROWS,
+            SCHEMA,
             **{"wap.ingest-id": FAILED_ID, "wap.source": source},
         )
         orders_moved = append("sales.orders", MOVED_ROWS, SCHEMA)
         glue.create_table("sales.customers", schema=CUSTOMER_SCHEMA)
         customers_main = append("sales.customers", CUSTOMERS, CUSTOMER_SCHEMA)
         customers_conflict = append(
-            "sales.customers", CONFLICT_CUSTOMERS, CUSTOMER_SCHEMA,
+            "sales.customers",
+            CONFLICT_CUSTOMERS,
+            CUSTOMER_SCHEMA,
             **{"wap.ingest-id": CONFLICT_ID},
         )
         glue.load_table("sales.customers").overwrite(
             pa.Table.from_pylist(CUSTOMERS + OUTSIDE_CUSTOMERS, schema=CUSTOMER_SCHEMA)
         )
         return _Tables(
-            orders_main, orders_failed, orders_moved,
-            customers_main, customers_conflict, glue.load_table("sales.customers"),
+            orders_main,
+            orders_failed,
+            orders_moved,
+            customers_main,
+            customers_conflict,
+            glue.load_table("sales.customers"),
         )
 
 
@@ -272,16 +280,24 @@ def seed_catalog(api_v2: str, warehouse: Path, *, source: str = SOURCE) -> Lake:
     )
     nessie.commit(
         "main",
-        [_table_op(["sales", "customers"], tables.customers_outside,
-                   nessie.content_id("main", "sales.customers"))],
+        [
+            _table_op(
+                ["sales", "customers"],
+                tables.customers_outside,
+                nessie.content_id("main", "sales.customers"),
+            )
+        ],
         "nightly CRM sync",  # not wap's: main's head then names no table (the UI shows it)
     )
     # The failed ingest's branch: only sales.orders differs from main.
     nessie.branch(BRANCH)
     branch_hash = nessie.commit(
         BRANCH,
-        [_table_op(["sales", "orders"], tables.orders_failed,
-                   nessie.content_id(BRANCH, "sales.orders"))],
+        [
+            _table_op(
+                ["sales", "orders"], tables.orders_failed, nessie.content_id(BRANCH, "sales.orders")
+            )
+        ],
         f"Iceberg append against sales.orders (ingest {FAILED_ID})",
     )
     nessie.branch(JOB_FAILED_BRANCH)  # the job died before writing
@@ -309,8 +325,9 @@ def ledger_records(
 ) -> dict[str, dict[str, Any]]:
     """The ledger records of the lake's ingests, by ingest id (as `finish` records them)."""
 
-    def record(status: str, branch: str, key: str, table: str = "sales.orders",
-               **extra: Any) -> dict[str, Any]:
+    def record(
+        status: str, branch: str, key: str, table: str = "sales.orders", **extra: Any
+    ) -> dict[str, Any]:
         return {
             "table": table,
             "key": key,
@@ -323,7 +340,9 @@ def ledger_records(
 
     return {
         FAILED_ID: record(
-            "AUDIT_FAILED", BRANCH, FAILED_KEY,
+            "AUDIT_FAILED",
+            BRANCH,
+            FAILED_KEY,
             branch_hash=lake.branch_hash,
             snapshot_id=str(lake.branch_snapshot),  # as finish records it
             report_uri=f"s3://{artifacts_bucket}/{report_key()}",
@@ -334,18 +353,24 @@ def ledger_records(
             "JOB_FAILED", JOB_FAILED_BRANCH, "sales/orders/batch-3.parquet", error=JOB_ERROR
         ),
         PUBLISHED_ID: record(
-            "PUBLISHED", PUBLISHED_BRANCH, "sales/orders/batch-1.parquet",
+            "PUBLISHED",
+            PUBLISHED_BRANCH,
+            "sales/orders/batch-1.parquet",
             audited_snapshot_id=lake.main_snapshot,
         ),
         DISCARDED_ID: record("DISCARDED", DISCARDED_BRANCH, "sales/orders/batch-0.parquet"),
         MOVED_ID: record(
-            "AUDIT_FAILED", MOVED_BRANCH, "sales/orders/batch-4.parquet",
+            "AUDIT_FAILED",
+            MOVED_BRANCH,
+            "sales/orders/batch-4.parquet",
             branch_hash=lake.moved_hash,
             snapshot_id=str(lake.branch_snapshot),
             error=FAILED_ERROR,
         ),
         CONFLICT_ID: record(
-            "AUDIT_FAILED", CONFLICT_BRANCH, "sales/customers/batch-1.parquet",
+            "AUDIT_FAILED",
+            CONFLICT_BRANCH,
+            "sales/customers/batch-1.parquet",
             table="sales.customers",
             branch_hash=lake.conflict_hash,
             snapshot_id=str(lake.conflict_snapshot),

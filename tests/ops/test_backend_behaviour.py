@@ -57,8 +57,11 @@ def as_json(result) -> list[dict]:
 
 def table_rows(text: str) -> list[list[str]]:
     """The cells of every row of the tables `wap` printed."""
-    return [[cell.strip() for cell in ln.split("│")[1:-1]]
-            for ln in text.splitlines() if ln.startswith("│")]
+    return [
+        [cell.strip() for cell in ln.split("│")[1:-1]]
+        for ln in text.splitlines()
+        if ln.startswith("│")
+    ]
 
 
 def line_with(text: str, fragment: str) -> str:
@@ -152,24 +155,29 @@ def test_a_failed_branch_holds_mains_rows_and_its_own(world: World):
 
 def test_main_does_not_see_the_branch(world: World):
     rows = as_json(
-        world.wap("query", "main", "SELECT count(*) AS n FROM orders", "-t", "sales.orders",
-                  "--json")
+        world.wap(
+            "query", "main", "SELECT count(*) AS n FROM orders", "-t", "sales.orders", "--json"
+        )
     )
     assert rows == [{"n": len(MAIN_ROWS)}]
 
 
 def test_an_ingest_id_reads_its_open_branch(world: World):
-    result = world.wap(
-        "query", FAILED_ID, "SELECT order_id, amount FROM orders WHERE amount < 0"
-    )
+    result = world.wap("query", FAILED_ID, "SELECT order_id, amount FROM orders WHERE amount < 0")
     assert result.exit_code == 0, result.output
     assert f"sales.orders on {BRANCH} (ingest {FAILED_ID})" in result.stdout
     for order_id, amount in NEGATIVE:
         line = next(ln for ln in result.stdout.splitlines() if f" {order_id} " in ln)
         assert str(amount) in line
     assert f"{len(NEGATIVE)} row(s)" in result.stdout
-    rows = as_json(world.wap("query", FAILED_ID, "SELECT order_id FROM sales.orders "
-                             "WHERE amount < 0 ORDER BY 1", "--json"))
+    rows = as_json(
+        world.wap(
+            "query",
+            FAILED_ID,
+            "SELECT order_id FROM sales.orders WHERE amount < 0 ORDER BY 1",
+            "--json",
+        )
+    )
     assert [r["order_id"] for r in rows] == [order_id for order_id, _ in NEGATIVE]
 
 
@@ -179,9 +187,7 @@ def test_a_published_ingest_reads_main_as_of_its_snapshot(world: World):
 
 
 def test_a_discarded_ingest_has_nothing_to_query(world: World):
-    assert_one_line_error(
-        world.wap("query", DISCARDED_ID, "SELECT 1"), "DISCARDED", "query main"
-    )
+    assert_one_line_error(world.wap("query", DISCARDED_ID, "SELECT 1"), "DISCARDED", "query main")
 
 
 def test_an_ingest_whose_branch_is_gone_and_snapshot_unknown_is_one_line(world: World):
@@ -299,9 +305,7 @@ def test_unknown_targets_change_nothing(world: World, args, message):
 def test_refused_publish_and_discard_change_nothing(world: World):
     before = world.state()
     assert_one_line_error(world.wap("publish", BRANCH, "--reason", "  "), "--reason")
-    assert_one_line_error(
-        world.wap("publish", PUBLISHED_ID, "--reason", "again"), "is PUBLISHED"
-    )
+    assert_one_line_error(world.wap("publish", PUBLISHED_ID, "--reason", "again"), "is PUBLISHED")
     assert_one_line_error(world.wap("discard", PUBLISHED_ID), "is PUBLISHED")
     assert world.state() == before
 
@@ -342,8 +346,12 @@ def test_discard_deletes_the_branch_and_records_it(world: World):
 def test_publish_merges_the_audited_hash_with_the_review_in_the_message(world: World):
     main_before = world.refs()["main"]
     result = world.wap(
-        "publish", BRANCH, "--reason", "refunds are negative, confirmed with finance",
-        "--by", "carol",
+        "publish",
+        BRANCH,
+        "--reason",
+        "refunds are negative, confirmed with finance",
+        "--by",
+        "carol",
     )
     assert result.exit_code == 0, result.output
 
@@ -360,6 +368,9 @@ def test_publish_merges_the_audited_hash_with_the_review_in_the_message(world: W
     # The audited commit, nothing else: main's orders are the branch's as audited.
     assert world.metadata_location("main", "sales.orders") == world.lake.branch_metadata
     assert BRANCH not in world.refs()
-    rows = as_json(world.wap("query", "main", "SELECT count(*) AS n FROM orders",
-                             "-t", "sales.orders", "--json"))
+    rows = as_json(
+        world.wap(
+            "query", "main", "SELECT count(*) AS n FROM orders", "-t", "sales.orders", "--json"
+        )
+    )
     assert rows == [{"n": len(MAIN_ROWS) + len(BRANCH_ROWS)}]
