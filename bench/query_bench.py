@@ -53,12 +53,19 @@ def _wap(home: Path, *args: str) -> float:
 
 
 def failed_branch(home: Path) -> str:
-    """The open branch of the home's AUDIT_FAILED ingest (the demo makes exactly one)."""
+    """The open branch of the home's AUDIT_FAILED ingest into sales.orders with an audit
+    report (the demo makes exactly one; a seeded home may hold other failed ingests)."""
     from wap.runtime.home import WapHome
     from wap.runtime.state_store import read_ledger_items
 
     items = read_ledger_items(WapHome(home))
-    branches = [i["branch"] for i in items if i.get("status") == "AUDIT_FAILED"]
+    branches = [
+        i["branch"]
+        for i in items
+        if i.get("status") == "AUDIT_FAILED"
+        and i.get("table") == "sales.orders"
+        and i.get("report_uri")
+    ]
     if not branches:
         raise RuntimeError(f"{home} has no AUDIT_FAILED ingest: run `wap demo` there first")
     return branches[-1]

@@ -9,31 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pynessie
-from typer.testing import CliRunner, Result
 
-from wap.cli import app
-from wap.ops import backends as cli_backends
+# Re-exported: the CLI tests import them from here.
+from tests.fixtures.wap_cli import assert_one_line_error, run_wap  # noqa: F401
 
 _catalogs = itertools.count()
-
-
-def run_wap(*args: str, spark: Any = None, env: dict[str, str] | None = None) -> Result:
-    """`wap ARGS` through Typer's CliRunner; `spark` is lent to commands that run ingests."""
-    previous = cli_backends.SPARK_SESSION
-    cli_backends.SPARK_SESSION = spark
-    try:
-        return CliRunner(env=env).invoke(app, list(args))
-    finally:
-        cli_backends.SPARK_SESSION = previous
-
-
-def assert_one_line_error(result: Result, *fragments: str) -> None:
-    """Exit code != 0 and exactly one line on stderr, naming the problem."""
-    assert result.exit_code != 0, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def default_sigint() -> None:

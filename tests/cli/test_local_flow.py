@@ -1,8 +1,11 @@
-"""`wap` in local mode end to end: one demo into a tmp home, then every command on that home.
+"""`wap` in local mode end to end: one demo into a tmp home, then the commands only local
+mode has on that home.
 
 The demo runs the real flow (handlers, state machine definition, Spark job) once
-for the module; the read-only commands, publish, ingest and discard work on the
+for the module; the read-only commands (without a JVM), ingest and discard work on the
 state it left behind, each as a separate `wap` invocation (state restored from disk).
+What every backend does (runs, branches, show, publish, discard, query) is tested once
+for both in tests/ops/test_backend_behaviour.py, on a seeded lake.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from tests.cli.conftest import (
     assert_one_line_error,
     count_rows,
     ledger_items,
-    nessie_on,
     refs,
     run_wap,
 )
@@ -128,41 +130,6 @@ def test_demo_publishes_the_clean_file_and_keeps_the_broken_one_on_its_branch(de
     assert report["outcome"] == "failed" and report["branch"] == failed["branch"]
 
 
-def test_runs_lists_the_ledger(demo):
-    result = run_wap(*demo.args("runs"))
-    assert result.exit_code == 0, result.output
-    for record in (demo.failed(), demo.published()):
-        line = next(ln for ln in result.stdout.splitlines() if record["ingest_id"] in ln)
-        for field in ("status", "table", "branch", "source_uri", "finished_at"):
-            assert record[field] in line, (field, line)
-
-
-def test_branches_lists_only_the_open_failed_branch(demo):
-    result = run_wap(*demo.args("branches"))
-    assert result.exit_code == 0, result.output
-    failed = demo.failed()
-    line = next(ln for ln in result.stdout.splitlines() if failed["branch"] in ln)
-    assert "AUDIT_FAILED" in line and failed["ingest_id"] in line and "amount_range" in line
-    assert demo.published()["branch"] not in result.stdout
-
-
-@pytest.mark.parametrize("by", ["branch", "ingest_id"])
-def test_show_prints_checks_counts_and_violating_rows(demo, spark, by):
-    failed = demo.failed()
-    result = run_wap(*demo.args("show", failed[by]))
-    assert result.exit_code == 0, result.output
-    out = result.stdout
-    main_rows = count_rows(spark, demo.home, "sales.orders")
-    branch_rows = count_rows(spark, demo.home, "sales.orders", ref=failed["branch"])
-    assert f"main: {main_rows}   branch: {branch_rows}" in out
-    check_line = next(ln for ln in out.splitlines() if "amount_range" in ln and "range" in ln)
-    assert "failed" in check_line and " 3 " in check_line
-    amounts = pq.read_table(demo.broken).column("amount").to_pylist()
-    for negative in (a for a in amounts if a < 0):
-        assert str(negative) in out
-    assert "order_id_not_null" in out and "passed" in out
-
-
 def test_read_only_commands_never_load_spark(demo):
     branch = demo.failed()["branch"]
     script = (
@@ -195,38 +162,6 @@ def _state(demo: Demo) -> tuple[bytes, dict[str, str]]:
     return ledger, refs(demo.home)
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (("show", "wap_sales_orders_20200101T000000_00000000"), "unknown branch"),
-        (("show", "0123456789abcdef"), "no ingest 0123456789abcdef"),
-        (("show", "../etc/passwd"), "neither an ingest id"),
-        (
-            ("publish", "wap_sales_orders_20200101T000000_00000000", "--reason", "ok"),
-            "unknown branch",
-        ),
-        (("discard", "wap_nope"), "unknown branch"),
-    ],
-)
-def test_unknown_targets_change_nothing(demo, args, message):
-    before = _state(demo)
-    assert_one_line_error(run_wap(*demo.args(*args)), message)
-    assert _state(demo) == before
-
-
-def test_refused_publish_and_discard_change_nothing(demo):
-    before = _state(demo)
-    failed, published = demo.failed(), demo.published()
-    assert_one_line_error(
-        run_wap(*demo.args("publish", failed["branch"], "--reason", "  ")), "--reason"
-    )
-    assert_one_line_error(
-        run_wap(*demo.args("publish", published["ingest_id"], "--reason", "again")), "is PUBLISHED"
-    )
-    assert_one_line_error(run_wap(*demo.args("discard", published["ingest_id"])), "is PUBLISHED")
-    assert _state(demo) == before
-
-
 def test_bad_ingest_input_changes_nothing(demo, tmp_path):
     before = _state(demo)
     fake = tmp_path / "fake.parquet"
@@ -242,37 +177,6 @@ def test_bad_ingest_input_changes_nothing(demo, tmp_path):
         run_wap(*demo.args("ingest", str(demo.clean), "-t", "Sales.Orders")), "invalid table name"
     )
     assert _state(demo) == before
-
-
-def test_publish_after_review_merges_the_audited_commit_with_the_reason(demo, spark):
-    failed = demo.failed()
-    main_before = count_rows(spark, demo.home, "sales.orders")
-    result = run_wap(
-        *demo.args(
-            "publish",
-            failed["branch"],
-            "--reason",
-            "refunds are negative, confirmed with finance",
-            "--by",
-            "alice",
-        )
-    )
-    assert result.exit_code == 0, result.output
-    record = ledger_items(demo.home)[failed["ingest_id"]]
-    assert record["status"] == "PUBLISHED" and record["previous_status"] == "AUDIT_FAILED"
-    assert record["published_by"] == "alice"
-    assert record["publish_reason"] == "refunds are negative, confirmed with finance"
-    with nessie_on(demo.home) as (_, client):
-        names = {r.name for r in client.list_references().references}
-        head = next(client.get_log("main", max_records=1)).commit_meta
-    assert failed["branch"] not in names
-    assert "refunds are negative, confirmed with finance" in head.message
-    assert "alice" in head.message and failed["branch"] in head.message
-    assert record["published_hash"] == head.hash_
-    assert (
-        count_rows(spark, demo.home, "sales.orders")
-        == main_before + pq.read_table(demo.broken).num_rows
-    )
 
 
 def _orders(first_id: int, statuses: list[str]) -> bytes:
