@@ -7,7 +7,8 @@
   neither.
 - `contracts/` (bundled into every Lambda and the job's zip) imports nothing of ours but
   itself, and only the standard library: the job runs it on EMR with nothing but pyspark.
-- Nothing but `tests/` imports `tests/`.
+- Nothing but `tests/` imports `tests/`; the tests are laid out like the code, and share
+  helpers through `tests/fixtures/`, never through a conftest.
 - No import cycles between packages (`wap.cli`, `local.aws`, `lambdas.common`, ...; a
   top-level module such as `local/spark.py` counts as a package of its own).
 """
@@ -210,3 +211,24 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) != []
     assert _cycles({"a": {"b"}, "b": {"c"}}) == []
+
+
+def test_the_tests_are_laid_out_like_the_code():
+    """tests/<path>/ tests the package at <path>/ (tests/fixtures and tests/plugins hold
+    what the tests share)."""
+    tests = REPO / "tests"
+    folders = {path.parent.relative_to(tests) for path in tests.rglob("test_*.py")}
+    stray = sorted(str(folder) for folder in folders
+                   if str(folder) != "." and not (REPO / folder).is_dir())
+    assert stray == []
+
+
+def test_no_module_imports_a_conftest():
+    """Shared helpers live in tests/fixtures/ modules; a conftest only declares fixtures."""
+    bad = []
+    for path in (REPO / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == \
+                    "conftest":
+                bad.append(str(path.relative_to(REPO)))
+    assert bad == []

@@ -2,7 +2,7 @@
 
 Everything else a Lambda, the state machine or the job gets locally is the template's
 value with its intrinsics resolved (local/aws/intrinsics.py). A value may differ only
-when it is named here, with the reason; tests/orchestration/test_template_parity.py
+when it is named here, with the reason; tests/statemachine/test_template_parity.py
 keeps this list short and checks that nothing else differs.
 """
 

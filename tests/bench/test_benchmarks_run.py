@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.fixtures.paths import REPO
+
 LINEITEM_SF001_ROWS = "60,175"
 
 
 def _run_quick(module: str) -> str:
-    done = subprocess.run([sys.executable, "-m", module, "--quick", "--no-doc"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", module, "--quick", "--no-doc"], cwd=REPO,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout
@@ -54,11 +54,11 @@ def test_wap_job_bench_runs_all_variants():
 
 @pytest.mark.slow
 def test_query_bench_times_both_commands_on_a_failed_branch(tmp_path):
-    from tests.lake_seed import BRANCH, seed_home
+    from tests.fixtures.lake_seed import BRANCH, seed_home
 
     home = seed_home(tmp_path / "home").root
     done = subprocess.run([sys.executable, "-m", "bench.query_bench", "--quick", "--no-doc",
-                           "--home", str(home)], cwd=ROOT, capture_output=True, text=True,
+                           "--home", str(home)], cwd=REPO, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     assert f"| `wap show {BRANCH}` (baseline) |" in done.stdout

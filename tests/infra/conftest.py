@@ -2,49 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-from unittest import mock
-
-import aws_cdk as cdk
 import pytest
-from aws_cdk.assertions import Template
 
-from infra.app import build_app
-
-
-@dataclass
-class Synthesized:
-    """One synthesized app: its stack, the template and the cloud assembly directory."""
-
-    stack: cdk.Stack
-    template: Template
-    outdir: Path
-
-    @property
-    def resources(self) -> dict[str, Any]:
-        return self.template.to_json()["Resources"]
-
-    def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
-        return self.template.find_resources(resource_type)
-
-
-# What the CDK CLI exports when no region is configured anywhere (no profile, no AWS_REGION).
-CLI_FALLBACK_REGION = "us-east-1"
-
-
-def synthesize(outdir: Path, context: dict[str, Any],
-               environ: dict[str, str] | None = None) -> Synthesized:
-    with mock.patch.dict(os.environ, environ or {}):
-        app = build_app(cdk.App(outdir=str(outdir), context=context))
-        app.synth()
-    (stack,) = [child for child in app.node.children if isinstance(child, cdk.Stack)]
-    template = Template.from_json(
-        json.loads((outdir / f"{stack.artifact_id}.template.json").read_text()))
-    return Synthesized(stack=stack, template=template, outdir=outdir)
+from tests.fixtures.synth import CLI_FALLBACK_REGION, Synthesized, synthesize
 
 
 @pytest.fixture(scope="session")

@@ -6,11 +6,10 @@ import json
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.fixtures.paths import REPO
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
@@ -12,8 +11,7 @@ from infra import definition
 from infra.constants import SourceTree
 from infra.settings import DeploySettings
 from infra.stack import WapStack
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.fixtures.paths import REPO
 
 
 def test_render_replaces_every_placeholder(tmp_path):

@@ -10,9 +10,9 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from tests.infra.conftest import synthesize
+from tests.fixtures.paths import REPO
+from tests.fixtures.synth import synthesize
 
-REPO = Path(__file__).resolve().parents[2]
 ASL_FILE = REPO / "statemachine" / "ingest.asl.json"
 HANDLERS = {"trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper"}
 
@@ -279,7 +279,7 @@ def test_job_role_may_read_the_runtime_jar_object_only(synthesized):
 
 
 def test_region_is_the_readmes_default_whatever_the_cdk_cli_exports(synthesized):
-    from tests.infra.conftest import CLI_FALLBACK_REGION
+    from tests.fixtures.synth import CLI_FALLBACK_REGION
 
     row = re.search(r"^\| `region` \| ([^|]+) \|", (REPO / "README.md").read_text(), re.M)
     (promised,) = re.findall(r"`([a-z]{2}-[a-z]+-\d)`", row.group(1))

@@ -63,7 +63,7 @@ def pytest_testnodedown(node, error) -> None:
 
 def _judge_on_controller(session: pytest.Session) -> None:
     from local.aws.iam import SESSION_USAGE
-    from tests.parity.least_privilege import unused_grants
+    from tests.local.aws.least_privilege import unused_grants
 
     used = SESSION_USAGE.used()
     problem = ("no local stack recorded a call: did the suite run?" if not used else

@@ -1,0 +1,150 @@
+"""The sweeper: stuck table locks are recovered, old failed branches are discarded."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from lambdas.common.exceptions import NessieUnavailableError
+from tests.fixtures.local_stack import (
+    branch_exists,
+    fake_parquet,
+    record_for_key,
+    s3_notification,
+    wait_for_key,
+)
+
+
+def _iso(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _wait_status(stack, key: str, status: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while (record_for_key(stack, key) or {}).get("status") != status:
+        assert time.monotonic() < deadline, stack.describe()
+        time.sleep(0.1)
+
+
+def test_lock_of_a_dead_execution_is_recovered_and_the_queue_moves_on(make_stack, slack):
+    stack = make_stack()
+    stack.emr.inject_hang(match="/first.parquet")
+    stack.drop_file("stuck/orders/first.parquet", fake_parquet("s1"))
+    _wait_status(stack, "stuck/orders/first.parquet", "RUNNING")
+    stack.drop_file("stuck/orders/second.parquet", fake_parquet("s2"))
+    _wait_status(stack, "stuck/orders/second.parquet", "QUEUED")
+    first = record_for_key(stack, "stuck/orders/first.parquet")
+    # Someone stops the execution by hand: Finish never runs, the table stays locked.
+    stack.client("stepfunctions").stop_execution(executionArn=first["execution_arn"])
+    time.sleep(1.5)
+    assert stack.ledger().get_lock("stuck.orders").active == first["ingest_id"]
+
+    swept = stack.invoke("sweeper", {"source": "aws.events", "detail-type": "Scheduled Event"})
+
+    assert swept["recovered_locks"] == ["stuck.orders"]
+    first = stack.ledger().get_ingest(first["ingest_id"])
+    assert first["status"] == "JOB_FAILED" and "ABORTED" in first["error"]
+    second = wait_for_key(stack, "stuck/orders/second.parquet")
+    assert second["status"] == "PUBLISHED"
+    stack.wait_idle()
+    orphan = stack.client("emr-serverless").get_job_run(
+        applicationId=stack.application_id, jobRunId=first["job_run_id"]
+    )["jobRun"]
+    assert orphan["state"] == "CANCELLED"
+    assert any("ABORTED" in str(m) for m in slack.messages)
+
+
+def test_an_interrupted_start_is_restarted_once_it_is_stale(make_stack, monkeypatch):
+    stack = make_stack()
+    stack.client("events").disable_rule(Name="wap-source-object-created")
+    key = "restart/orders/x.parquet"
+    put = stack.client("s3").put_object(
+        Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("r")
+    )
+    event = s3_notification(stack, key, put["VersionId"], len(fake_parquet("r")))
+    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
+                        "http://127.0.0.1:9/api/v1")
+    with pytest.raises(NessieUnavailableError):
+        stack.dispatcher.run_handler("trigger", event)
+    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
+                        stack.env["WAP_NESSIE_URI"])
+
+    assert stack.invoke("sweeper", {})["restarted"] == []  # too recent: maybe still retried
+    ledger = stack.ledger()
+    lock = ledger.get_lock("restart.orders")
+    # Age the lock past the grace period (as if 20 minutes had passed).
+    ledger._mutate_lock(
+        "restart.orders",
+        lambda lk: (
+            setattr(lk, "active_since", _iso(datetime.now(UTC) - timedelta(minutes=20))) or True
+        ),
+    )
+    assert stack.invoke("sweeper", {})["restarted"] == [lock.active]
+    assert wait_for_key(stack, key)["status"] == "PUBLISHED"
+    stack.wait_idle()
+
+
+def test_failed_branches_past_retention_are_discarded(make_stack, nessie_client):
+    stack = make_stack()
+    assert stack.env["WAP_BRANCH_RETENTION_DAYS"] == "14"  # the template's
+    stack.drop_file("retain/orders/fail-old.parquet", fake_parquet("o"))
+    stack.drop_file("retain/orders/fail-new.parquet", fake_parquet("n"))
+    old = wait_for_key(stack, "retain/orders/fail-old.parquet")
+    new = wait_for_key(stack, "retain/orders/fail-new.parquet")
+    stack.wait_idle()
+    assert branch_exists(nessie_client, old["branch"]) and branch_exists(
+        nessie_client, new["branch"]
+    )
+    stack.ledger().update_ingest(
+        old["ingest_id"], {"finished_at": _iso(datetime.now(UTC) - timedelta(days=15))}
+    )
+
+    swept = stack.invoke("sweeper", {})
+
+    assert swept["discarded_branches"] == [old["branch"]]
+    assert not branch_exists(nessie_client, old["branch"])
+    assert branch_exists(nessie_client, new["branch"])
+    record = stack.ledger().get_ingest(old["ingest_id"])
+    assert record["status"] == "DISCARDED" and record["previous_status"] == "AUDIT_FAILED"
+    assert record["branch_deleted_at"]
+    assert stack.ledger().get_ingest(new["ingest_id"])["status"] == "AUDIT_FAILED"
+    assert stack.invoke("sweeper", {})["discarded_branches"] == []  # idempotent
+
+
+def test_the_sweep_reports_each_tables_queue_as_cloudwatch_metrics(make_stack, capsys):
+    stack = make_stack()
+    stack.emr.inject_hang(match="/first.parquet")
+    stack.drop_file("backlog/orders/first.parquet", fake_parquet("b1"))
+    _wait_status(stack, "backlog/orders/first.parquet", "RUNNING")
+    for name in ("second", "third"):
+        stack.drop_file(f"backlog/orders/{name}.parquet", fake_parquet(name))
+        _wait_status(stack, f"backlog/orders/{name}.parquet", "QUEUED")
+    capsys.readouterr()
+
+    swept = stack.invoke("sweeper", {"source": "aws.events", "detail-type": "Scheduled Event"})
+
+    [queue] = swept["queues"]
+    assert queue["table"] == "backlog.orders" and queue["depth"] == 2
+    assert 0 <= queue["oldest_age_seconds"] < 60
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines()
+               if line.startswith("{") and '"_aws"' in line]
+    by_name = {}
+    for blob in emitted:
+        [directive] = blob["_aws"]["CloudWatchMetrics"]
+        # The namespace comes from the function's environment in the synthesized template.
+        assert directive["Namespace"] == "WAP/Ingest"
+        by_name[directive["Metrics"][0]["Name"]] = (blob, directive["Dimensions"])
+    depth, dimensions = by_name["QueueDepth"]
+    assert depth["QueueDepth"] in (2, [2]) and depth["Table"] == "backlog.orders"
+    assert dimensions == [["Table", "service"]]  # Powertools adds the function's service
+    oldest, dimensions = by_name["OldestQueuedAgeSeconds"]
+    value = oldest["OldestQueuedAgeSeconds"]
+    assert (value[0] if isinstance(value, list) else value) == pytest.approx(
+        queue["oldest_age_seconds"])
+    # One value over all tables, what the alarm watches (it names the same service).
+    assert dimensions == [["service"]] and oldest["service"] == "wap-ingest-sweeper"
+    first = record_for_key(stack, "backlog/orders/first.parquet")
+    stack.client("stepfunctions").stop_execution(executionArn=first["execution_arn"])

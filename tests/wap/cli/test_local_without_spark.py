@@ -1,0 +1,178 @@
+"""Local mode without Spark: bad input answered before anything starts, quiet state restore."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.fixtures.wap_cli import assert_one_line_error, ledger_items, run_wap
+from wap.runtime.embedded_stack import EmbeddedOptions, EmbeddedStack
+from wap.runtime.home import WapHome
+
+
+@pytest.fixture
+def parquet_file(tmp_path):
+    path = tmp_path / "batch.parquet"
+    pq.write_table(pa.table({"order_id": [1, 2]}), path)
+    return path
+
+
+def test_read_only_commands_on_a_missing_home_create_nothing(tmp_path):
+    home = tmp_path / "nowhere"
+    for command in ("runs", "branches"):
+        result = run_wap("--home", str(home), command)
+        assert result.exit_code == 0, result.output
+        assert "No " in result.stdout and "wap demo" in result.stdout
+    result = run_wap("--home", str(home), "show", "wap_sales_orders_20261122T101500_01234567")
+    assert_one_line_error(result, "no local state")
+    assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    ("make_file", "table", "message"),
+    [
+        (lambda d: d / "missing.parquet", "sales.orders", "no such file"),
+        (lambda d: d, "sales.orders", "not a file"),
+        (
+            lambda d: _write(d / "orders.csv", b"order_id\n1\n"),
+            "sales.orders",
+            "not a parquet file",
+        ),
+        (
+            lambda d: _write(d / "renamed.parquet", b"order_id,amount\n1,2.0\n"),
+            "sales.orders",
+            "PAR1",
+        ),
+        (lambda d: _write(d / "_SUCCESS.parquet", b"PAR1....PAR1"), "sales.orders", "marker"),
+    ],
+)
+def test_bad_files_are_refused_before_anything_starts(tmp_path, make_file, table, message):
+    home = tmp_path / "home"
+    result = run_wap("--home", str(home), "ingest", str(make_file(tmp_path)), "--table", table)
+    assert_one_line_error(result, message)
+    assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "Sales.Orders",
+        "sales",
+        "sales.orders.x",
+        "1sales.orders",
+        "sales.orders;drop",
+        "sales/orders",
+    ],
+)
+def test_invalid_table_names_are_refused(tmp_path, parquet_file, table):
+    home = tmp_path / "home"
+    result = run_wap("--home", str(home), "ingest", str(parquet_file), "--table", table)
+    assert_one_line_error(result, "invalid table name")
+    assert not home.exists()
+
+
+def test_no_wait_is_only_for_a_deployed_stack(tmp_path, parquet_file):
+    result = run_wap(
+        "--home", str(tmp_path / "h"), "ingest", str(parquet_file), "-t", "a.b", "--no-wait"
+    )
+    assert_one_line_error(result, "--aws")
+
+
+def test_fresh_refuses_to_wipe_a_directory_that_is_not_a_wap_home(tmp_path):
+    home = tmp_path / "projects"
+    home.mkdir()
+    (home / "precious.txt").write_text("keep me")
+    result = run_wap("--home", str(home), "demo", "--fresh")
+    assert_one_line_error(result, "not a wap home")
+    assert (home / "precious.txt").read_text() == "keep me"
+
+
+def test_restored_objects_do_not_reach_the_trigger_but_new_uploads_do(tmp_path):
+    home = WapHome(tmp_path / "home").create()
+    saved = home.objects / "wap-source" / "sales" / "orders" / "old.parquet"
+    saved.parent.mkdir(parents=True)
+    saved.write_bytes(b"PAR1 old upload PAR1")
+
+    stack = EmbeddedStack(home, EmbeddedOptions(run_ingests=True, job=_never_runs)).start()
+    try:
+        s3 = stack.aws.client("s3")
+        restored = s3.get_object(Bucket="wap-source", Key="sales/orders/old.parquet")
+        assert restored["Body"].read() == b"PAR1 old upload PAR1"
+        assert stack.aws.s3_events.delivered == []
+        stack.aws.drop_file("sales/orders/_SUCCESS", b"")  # a marker: the trigger ignores it
+        delivered = [e["detail"]["object"]["key"] for e in stack.aws.s3_events.delivered]
+        stack.aws.wait_idle(timeout=30)
+        ingests = stack.aws.ledger().list_ingests()
+    finally:
+        stack.stop()
+    assert delivered == ["sales/orders/_SUCCESS"]
+    assert ingests == []
+
+
+def _never_runs(argv):
+    raise AssertionError(f"no job may start here: {argv}")
+
+
+def _write(path, body: bytes):
+    path.write_bytes(body)
+    return path
+
+
+def test_a_home_where_only_the_nessie_server_ran_is_taken_over(tmp_path):
+    home = tmp_path / ".wap"
+    home.mkdir()
+    (home / "nessie.db").write_bytes(b"")  # what `make nessie` leaves behind
+    assert WapHome(home).create().exists()
+    WapHome(home).wipe()
+    assert not home.exists()
+
+
+def test_the_demo_needs_the_table_config(tmp_path):
+    result = run_wap("--home", str(tmp_path / "h"), "demo", env={"WAP_TABLES_DIR": str(tmp_path)})
+    assert_one_line_error(result, "sales.orders.yaml", "WAP_TABLES_DIR")
+    assert not (tmp_path / "h").exists()
+
+
+def test_without_java_the_ingest_ends_with_a_clear_error(tmp_path, parquet_file):
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java"), "PATH": "/usr/bin:/bin"}
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("wap")),
+            "--home",
+            str(tmp_path / "h"),
+            "ingest",
+            str(parquet_file),
+            "-t",
+            "sales.orders",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: could not start Spark (needs Java 17"), done.stderr
+    assert ledger_items(tmp_path / "h") == {}
+
+
+def test_a_stack_that_cannot_be_synthesized_is_a_clear_start_error(tmp_path, monkeypatch):
+    from local.aws import stack as stack_module
+    from local.aws.template import TemplateError
+    from wap.runtime.embedded_stack import StackStartError
+
+    def no_cli(context):
+        raise TemplateError("node_modules/.bin/cdk is missing: `make setup` runs npm ci")
+
+    monkeypatch.setattr(stack_module, "stack_template", no_cli)
+    home = WapHome(tmp_path / "home").create()
+    with pytest.raises(StackStartError, match=r"synthesize.*make setup"):
+        EmbeddedStack(home, EmbeddedOptions(run_ingests=True, job=_never_runs)).start()
