@@ -23,6 +23,7 @@ from tests.lake_seed import (
     PUBLISHED_ID,
     seed_home,
 )
+from wap.ops import sql_sandbox
 
 TABLES_THERE = "sales.customers, sales.orders"
 # Every order with the id of the customer of that name, if there is one.
@@ -202,3 +203,25 @@ def test_table_names_the_short_name_and_the_sql_may_join_others(home):
         )
     )
     assert rows == joined(MAIN_ROWS + BRANCH_ROWS)
+
+
+@pytest.mark.parametrize(
+    ("sql", "names"),
+    [
+        (
+            "SELECT * FROM sales.orders o JOIN sales.customers c USING (id)",
+            ["sales.customers", "sales.orders"],
+        ),
+        ('SELECT * FROM "Sales"."Orders"', ["sales.orders"]),
+        ("WITH orders AS (SELECT 1) SELECT * FROM orders, sales.x", ["sales.x"]),
+        (
+            "SELECT * FROM a WHERE id IN (SELECT id FROM s.b) UNION SELECT * FROM (FROM s.c)",
+            ["a", "s.b", "s.c"],
+        ),
+        ("DESCRIBE sales.orders", ["sales.orders"]),
+        ("SELECT 1", []),
+        ("SELECT * FROM read_csv('/etc/passwd')", []),  # a function: the sandbox refuses files
+    ],
+)
+def test_duckdbs_parser_names_the_tables(sql, names):
+    assert sorted(str(t) for t in sql_sandbox.referenced_tables(sql)) == names

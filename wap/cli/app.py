@@ -204,7 +204,7 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="a JSON array on stdout")] = False,
     max_scan_mb: Annotated[
         int,
-        typer.Option(min=1, help="refuse tables with more data files than this (read in memory)"),
+        typer.Option(min=1, help="refuse more MiB of data files than this in all (read in memory)"),
     ] = query_ops.DEFAULT_MAX_SCAN_MB,
 ) -> None:
     """SQL over the tables of a branch, an ingest or main (DuckDB over pyiceberg, no JVM).
