@@ -192,7 +192,10 @@ def query(
     target: Annotated[str, typer.Argument(help="branch name, ingest id or main")],
     sql: Annotated[str, typer.Argument(help="one SELECT statement (DuckDB SQL)")],
     table: Annotated[
-        str | None, typer.Option("--table", "-t", help="ns.table, when the ref holds several")
+        str | None,
+        typer.Option(
+            "--table", "-t", help="ns.table the SQL may name by its short name (optional)"
+        ),
     ] = None,
     limit: Annotated[
         int, typer.Option(min=0, help="at most this many rows (0: all)")
@@ -201,13 +204,15 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="a JSON array on stdout")] = False,
     max_scan_mb: Annotated[
         int,
-        typer.Option(min=1, help="refuse tables with more data files than this (read in memory)"),
+        typer.Option(min=1, help="refuse more MiB of data files than this in all (read in memory)"),
     ] = query_ops.DEFAULT_MAX_SCAN_MB,
 ) -> None:
-    """SQL over a table as of a branch, an ingest or main (DuckDB over pyiceberg, no JVM).
+    """SQL over the tables of a branch, an ingest or main (DuckDB over pyiceberg, no JVM).
 
-    The table is named as usual (`sales.orders`) or by its name alone (`orders`);
-    only queries run: no writes, no files, no extensions.
+    The SQL names the tables it reads, joins included: `sales.orders`, or by its name
+    alone (`orders`) a table no other namespace of the ref shares a name with (or the
+    --table or the ingest's table); only those are read. Only queries run: no writes,
+    no files, no extensions.
     """
     if as_csv and as_json:
         raise _fail("choose one of --csv and --json")
