@@ -241,21 +241,32 @@ def _links(event: AlertEvent) -> str | None:
 
 
 def _fallback(event: AlertEvent, report: AuditReport | None, checks: list[CheckResult]) -> str:
+    """One line: what happened to which file, and why. The reason (the job's, as the
+    ledger records it) names the failed checks and files itself; only without one does
+    this line name them from the report."""
     text = f"{outcome_title(event.outcome)}: {_value(event.table, 200)}"
     if event.source_uri:
         text += f" from {_value(event.source_uri, 300)}"
+    if event.reason:
+        text += f". {_value(event.reason, 500)}"
+    else:
+        text += _derived_reason(report, checks)
+    if event.branch:
+        text += f". Branch: {_value(event.branch, 250)}"
+    return fit(text, MAX_FALLBACK_TEXT)
+
+
+def _derived_reason(report: AuditReport | None, checks: list[CheckResult]) -> str:
+    """The fallback's "why" from the report, for an event without a reason."""
+    text = ""
     if report and len(report.sources) > 1:
         failing = sum(verdict.status != "passed" for verdict in report.sources)
         text += f" ({failing} of {len(report.sources)} files did not pass)"
-    if event.reason:
-        text += f". {_value(event.reason, 500)}"
     if checks:
         names = ", ".join(_value(c.name, 80) for c in checks[:5])
         more = f" and {len(checks) - 5} more" if len(checks) > 5 else ""
         text += f". {len(checks)} check(s) did not pass: {names}{more}"
-    if event.branch:
-        text += f". Branch: {_value(event.branch, 250)}"
-    return fit(text, MAX_FALLBACK_TEXT)
+    return text
 
 
 def build_message(
