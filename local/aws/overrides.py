@@ -37,6 +37,10 @@ OVERRIDES: tuple[Override, ...] = (
     Override("WAP_SLACK_API_URL", Kind.ENVIRONMENT,
              "the local Slack stand-in; on AWS the alert Lambda calls Slack itself",
              in_template=False),
+    Override("WAP_AWS_CONSOLE_LINKS", Kind.ENVIRONMENT,
+             "there is no AWS console to open locally: alerts name the report, logs and "
+             "execution instead of linking them there",
+             in_template=False),
     Override("WAP_JOB_TIMEOUT_MINUTES", Kind.ENVIRONMENT,
              "tests time a job out in seconds (set with JobTimeoutSeconds)"),
     Override("JobTimeoutSeconds", Kind.SUBSTITUTION,

@@ -6,8 +6,12 @@ subprocess so the CLI itself never imports Streamlit.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +78,9 @@ def launch(
     nessie_url: str | None = None,
     address: str = DEFAULT_ADDRESS,
 ) -> int:
-    """Run the dashboard until interrupted; return Streamlit's exit code (0 after Ctrl-C)."""
+    """Run the dashboard until a stop signal; return Streamlit's exit code (0 after Ctrl-C,
+    128 + the signal's number after SIGTERM or SIGHUP). Streamlit and whatever it started
+    stop with it, and so does the catalog UI it serves."""
     command = build_command(
         home,
         aws=aws,
@@ -87,20 +93,71 @@ def launch(
         address=address,
     )
     catalog = None if (aws or profile) else serve_catalog(home)
-    process = subprocess.Popen(command)  # noqa: S603 (our own interpreter and script)
+    process: subprocess.Popen[Any] | None = None
     try:
-        return process.wait()
-    except KeyboardInterrupt:
-        process.terminate()  # Streamlit got the same SIGINT; make sure it is gone
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        return 0
+        with _stop_on_signals() as stopped:
+            try:
+                # Its own process group: Ctrl-C in a terminal reaches `wap` alone, which
+                # then stops the group (Streamlit and whatever it started), as for SIGTERM.
+                process = subprocess.Popen(command, start_new_session=True)  # noqa: S603
+                return process.wait()
+            except _Stopped:
+                if process is not None:
+                    _stop_group(process)
+        return 0 if stopped[0] == signal.SIGINT else 128 + stopped[0]
     finally:
         if catalog is not None:
             catalog.stop()
+
+
+# SIGINT (Ctrl-C), SIGTERM (kill, a service manager), SIGHUP (the terminal went away).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_SECONDS = 10  # then SIGKILL
+
+
+class _Stopped(Exception):
+    """A stop signal arrived while waiting for Streamlit."""
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[list[int]]:
+    """Turn each stop signal into `_Stopped` once (the list holds the signal that came).
+
+    A signal the process was started with ignored stays ignored (`nohup`, or SIGINT of a
+    command run in the background with `&`): SIGTERM still stops it."""
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if received:  # already stopping: a second Ctrl-C does not cut the clean-up short
+            return
+        received.append(signum)
+        raise _Stopped
+
+    previous = {}
+    for sig in STOP_SIGNALS:
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            continue
+        previous[sig] = signal.signal(sig, on_signal)
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stop_group(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM to Streamlit's process group, SIGKILL after STOP_SECONDS; wait for it."""
+    for sig, wait in ((signal.SIGTERM, STOP_SECONDS), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:  # the group is gone already
+            break
+        try:
+            process.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    process.wait()
 
 
 def serve_catalog(home: str | None) -> Any:

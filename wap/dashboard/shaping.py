@@ -301,10 +301,31 @@ def cell(value: Any) -> str:
     return redact(value)
 
 
+# A duration the job reports in seconds, shown in the form the table config takes
+# (`max_age: 7d`, contracts.table_config.parse_max_age): report key -> shown key.
+_SECONDS_KEYS = {"max_age_s": "max_age"}
+_DURATION_UNITS = (("d", 86400), ("h", 3600), ("m", 60))
+
+
+def duration_text(seconds: int) -> str:
+    """`7d`, `36h`, `30m`, `90s`: the largest unit that states `seconds` exactly."""
+    for unit, size in _DURATION_UNITS:
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _threshold_part(key: str, value: Any) -> str:
+    shown = _SECONDS_KEYS.get(key)
+    if shown and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return f"{shown} {duration_text(value)}"
+    return f"{key} {cell(value)}"
+
+
 def threshold_text(threshold: Any) -> str:
     """`min 0, max 1000000` for a report threshold mapping; JSON for anything else."""
     if isinstance(threshold, Mapping):
-        parts = [f"{k} {cell(v)}" for k, v in threshold.items() if v is not None]
+        parts = [_threshold_part(k, v) for k, v in threshold.items() if v is not None]
         return redact(", ".join(parts)) or "-"
     return cell(threshold)
 
@@ -398,6 +419,49 @@ def schema_change_rows(report: AuditReport | Mapping[str, Any] | None) -> list[d
             }
         )
     return rows
+
+
+# The job's reason code for a file whose schema the table's schema policy refuses
+# (spark_jobs.errors.SchemaPolicyError).
+SCHEMA_POLICY_CODE = "schema_policy"
+_WRITTEN_OUTCOMES = ("passed", "failed")  # the run wrote its rows, then audited them
+
+
+def schema_note(report: AuditReport | Mapping[str, Any] | None) -> str | None:
+    """A line under the schema changes: what the schema policy refused; or, when the report
+    lists no change, that the schema matched (only when the run wrote every file). None
+    when there is nothing to add (no report, the run stopped before comparing schemas,
+    or the changes' table says it all)."""
+    data = _as_json(report)
+    if not data:
+        return None
+    if data.get("reason_code") == SCHEMA_POLICY_CODE:
+        return "Refused by the table's schema policy: " + (
+            redact(data.get("reason")) or "no reason recorded")
+    if data.get("outcome") not in _WRITTEN_OUTCOMES or data.get("schema_changes"):
+        return None  # nothing compared, or the changes' table says it
+    refused = [v for v in data.get("sources") or [] if v.get("status") == "rejected"]
+    if refused:
+        return (f"None in the files written; {len(refused)} file(s) not written: "
+                "see Files for why.")
+    return "None: the batch matched the table's schema."
+
+
+def discarded_lines(
+    record: LedgerRecord, report: AuditReport | Mapping[str, Any] | None
+) -> list[tuple[str, str]]:
+    """(label, text) for a discarded ingest: how it had failed, and who discarded it why.
+
+    `error` stays on the record through a discard (wap.ops.operations.discard); a record
+    without one falls back on the report's reason."""
+    why = record.error or _as_json(report).get("reason") or "no reason recorded"
+    was = record.previous_status
+    lines = [("failed as", redact(f"{was}: {why}" if was else why))]
+    if record.discard_reason:
+        lines.append(("discarded", redact(record.discard_reason)))
+    elif record.discarded_by:
+        lines.append(("discarded", redact(f"discarded by {record.discarded_by}")))
+    return lines
 
 
 def next_commands(

@@ -16,6 +16,10 @@ ENV_SLACK_SECRET_ARN = "WAP_SLACK_SECRET_ARN"  # noqa: S105 (a variable name)
 ENV_SLACK_CHANNEL = "WAP_SLACK_CHANNEL"
 ENV_SLACK_API_URL = "WAP_SLACK_API_URL"
 ENV_NESSIE_UI_URL = "WAP_NESSIE_UI_URL"
+# "false" where there is no AWS console to open (the local stack sets it, see
+# local/aws/overrides.py): the report, logs and execution are named, not linked.
+ENV_AWS_CONSOLE_LINKS = "WAP_AWS_CONSOLE_LINKS"
+_FLAGS = {"true": True, "false": False}
 
 
 def _optional(env: Mapping[str, str], name: str) -> str | None:
@@ -35,6 +39,15 @@ def _http_url(env: Mapping[str, str], name: str) -> str | None:
     return value
 
 
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    value = _optional(env, name)
+    if value is None:
+        return default
+    if value.lower() not in _FLAGS:
+        raise AlertConfigError(f"{name} must be true or false, got {value!r}")
+    return _FLAGS[value.lower()]
+
+
 @dataclass(frozen=True)
 class AlertConfig:
     """Where alerts go and how links in them are built."""
@@ -43,6 +56,7 @@ class AlertConfig:
     slack_channel: str | None = None
     slack_api_url: str | None = None  # base URL ending in /api/; None = Slack itself
     nessie_ui_url: str | None = None
+    aws_console_links: bool = True  # link the report, logs and execution in the AWS console
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AlertConfig:
@@ -57,4 +71,5 @@ class AlertConfig:
             slack_channel=_optional(env, ENV_SLACK_CHANNEL),
             slack_api_url=api_url,
             nessie_ui_url=ui_url.rstrip("/") if ui_url else None,
+            aws_console_links=_flag(env, ENV_AWS_CONSOLE_LINKS, default=True),
         )

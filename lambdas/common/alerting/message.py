@@ -10,6 +10,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from contracts.alert import AlertEvent
 from contracts.report import AuditReport, CheckResult
@@ -226,36 +227,55 @@ def _check_text(index: int, check: CheckResult) -> str:
     return text + "\nSample violating rows:\n```" + "\n".join(samples) + "```"
 
 
-def _links(event: AlertEvent) -> str | None:
+def _links(event: AlertEvent, aws_console_links: bool) -> str | None:
+    """The report, the execution and the logs: linked in the AWS console when there is one,
+    else named (an http(s) URI is linked either way: it opens as it is)."""
+
+    def url_of(uri: str, *, prefix: bool = False) -> str | None:
+        if aws_console_links or urlsplit(uri).scheme in ("http", "https"):
+            return browsable_url(uri, prefix=prefix)
+        return None
+
     lines = []
     if event.report_uri:
-        lines.append(f"*Report:* {_linked(browsable_url(event.report_uri), event.report_uri)}")
+        lines.append(f"*Report:* {_linked(url_of(event.report_uri), event.report_uri)}")
     if event.execution_arn:
-        url = execution_console_url(event.execution_arn)
+        url = execution_console_url(event.execution_arn) if aws_console_links else None
         label = event.execution_arn.rsplit(":", 1)[-1] if url else event.execution_arn
         lines.append(f"*Execution:* {_linked(url, label)}")
     if event.log_uri:
-        url = browsable_url(event.log_uri, prefix=True)
+        url = url_of(event.log_uri, prefix=True)
         lines.append(f"*Logs:* {_linked(url, event.log_uri)}")
     return "\n".join(lines) or None
 
 
 def _fallback(event: AlertEvent, report: AuditReport | None, checks: list[CheckResult]) -> str:
+    """One line: what happened to which file, and why. The reason (the job's, as the
+    ledger records it) names the failed checks and files itself; only without one does
+    this line name them from the report."""
     text = f"{outcome_title(event.outcome)}: {_value(event.table, 200)}"
     if event.source_uri:
         text += f" from {_value(event.source_uri, 300)}"
+    if event.reason:
+        text += f". {_value(event.reason, 500)}"
+    else:
+        text += _derived_reason(report, checks)
+    if event.branch:
+        text += f". Branch: {_value(event.branch, 250)}"
+    return fit(text, MAX_FALLBACK_TEXT)
+
+
+def _derived_reason(report: AuditReport | None, checks: list[CheckResult]) -> str:
+    """The fallback's "why" from the report, for an event without a reason."""
+    text = ""
     if report and len(report.sources) > 1:
         failing = sum(verdict.status != "passed" for verdict in report.sources)
         text += f" ({failing} of {len(report.sources)} files did not pass)"
-    if event.reason:
-        text += f". {_value(event.reason, 500)}"
     if checks:
         names = ", ".join(_value(c.name, 80) for c in checks[:5])
         more = f" and {len(checks) - 5} more" if len(checks) > 5 else ""
         text += f". {len(checks)} check(s) did not pass: {names}{more}"
-    if event.branch:
-        text += f". Branch: {_value(event.branch, 250)}"
-    return fit(text, MAX_FALLBACK_TEXT)
+    return text
 
 
 def build_message(
@@ -265,8 +285,10 @@ def build_message(
     *,
     nessie_ui_url: str | None = None,
     report_problem: str | None = None,
+    aws_console_links: bool = True,
 ) -> SlackMessage:
-    """Render the alert; the result always satisfies the limits above."""
+    """Render the alert; the result always satisfies the limits above. Without
+    `aws_console_links` (no AWS console: the local stack) nothing links to it."""
     title = outcome_title(event.outcome)
     if _SAFE_TABLE.match(event.table):
         title = f"{title}: {event.table}"
@@ -287,7 +309,7 @@ def build_message(
         head.append(_context(f":warning: Audit report unavailable: {_value(report_problem)}"))
 
     tail: list[dict[str, Any]] = []
-    links = _links(event)
+    links = _links(event, aws_console_links)
     if links:
         tail = [{"type": "divider"}, _section(links)]
 

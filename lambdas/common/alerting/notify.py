@@ -55,7 +55,8 @@ def send_alert(
         raise
     report, checks, problem = _read_report(alert, s3)
     message = build_message(
-        alert, report, checks, nessie_ui_url=config.nessie_ui_url, report_problem=problem
+        alert, report, checks, nessie_ui_url=config.nessie_ui_url, report_problem=problem,
+        aws_console_links=config.aws_console_links,
     )
     result = {"ingest_id": alert.ingest_id, "table": alert.table, "outcome": alert.outcome}
 

@@ -227,3 +227,45 @@ def test_rejected_ingest_shows_the_schema_changes():
     assert "*Schema changes:* `add_column discount double`" in text
     assert "schema policy strict forbids new column discount" in text
     assert "checks did not pass" not in text
+
+
+# What the job writes as the ingest's reason (spark_jobs/report.py `settle`), the ledger's
+# `error` and the alert event's `reason`.
+JOB_REASON = "1 error-severity check(s) did not pass: amount_range (failed, 3 violation(s))"
+ONE_FAILED_CHECK = {"checks": [{
+    "name": "amount_range", "kind": "range", "columns": ["amount"], "status": "failed",
+    "severity": "error", "violations": 3, "threshold": {"min": 0}, "samples": []}]}
+
+
+def test_the_notification_text_says_each_fact_once():
+    event = load_event("audit_failed.json") | {"reason": JOB_REASON}
+
+    text = render(event, ONE_FAILED_CHECK).text
+
+    assert JOB_REASON in text  # the reason says which checks did not pass...
+    assert text.count("did not pass") == 1  # ...and nothing says it again
+    assert text.count("amount_range") == 1
+
+
+def test_without_a_reason_the_notification_text_names_the_failed_checks():
+    event = {k: v for k, v in load_event("audit_failed.json").items() if k != "reason"}
+
+    text = render(event, ONE_FAILED_CHECK).text
+
+    assert "1 check(s) did not pass: amount_range" in text
+
+
+def test_a_batchs_reason_counts_its_files_once_in_the_notification_text():
+    uri = "s3://wap-source/sales/orders/dt=1/part-{}.parquet"
+    report = ONE_FAILED_CHECK | {"sources": [
+        {"uri": uri.format(0), "status": "passed", "rows": 1, "failed_checks": []},
+        {"uri": uri.format(1), "status": "failed", "rows": 1, "failed_checks": ["amount_range"]},
+    ]}
+    event = load_event("audit_failed.json") | {
+        "reason": f"{JOB_REASON}; 1 of 2 files failed: part-1.parquet (amount_range)"}
+
+    text = render(event, report).text
+
+    assert "1 of 2 files failed" in text
+    assert "did not pass)" not in text  # no "(1 of 2 files did not pass)" besides
+    assert text.count("did not pass") == 1

@@ -22,6 +22,7 @@ from lambdas.common.alerting.notify import send_alert
 from lambdas.common.batching import failing_files
 from lambdas.common.ledger import BatchRecord
 from tests.fixtures.alerts import ALERT_EVENTS, TOKEN, load_event
+from wap.cli.render import alert_links
 
 from .blockkit import all_text, assert_valid_blocks
 
@@ -377,7 +378,8 @@ def test_a_failed_dataset_of_500_files_says_which_failed_within_slacks_limits(
     shown = text.count("• `part-")
     assert 0 < shown < 495 and f"…and {495 - shown} more" in text
     assert "495 of 500 files failed" in text  # the reason, as the ledger records it
-    assert "(495 of 500 files did not pass)" in message["text"]
+    assert "495 of 500 files failed" in message["text"]  # said once: by the reason
+    assert "did not pass" not in message["text"]
 
 
 def test_bad_event_is_refused_and_logged(caplog, slack):
@@ -443,3 +445,42 @@ def test_bad_environment_still_logs_the_alert(monkeypatch, caplog, slack):
     [record] = [r for r in caplog.records if r.getMessage() == "slack alert not delivered"]
     assert record.alert["event"]["ingest_id"] == "0123456789abcdef"
     assert record.error_type == "AlertConfigError"
+
+
+def test_aws_console_links_are_a_setting_on_by_default():
+    assert AlertConfig.from_env({}).aws_console_links is True
+    assert AlertConfig.from_env({"WAP_AWS_CONSOLE_LINKS": "true"}).aws_console_links is True
+    assert AlertConfig.from_env({"WAP_AWS_CONSOLE_LINKS": "false"}).aws_console_links is False
+    with pytest.raises(AlertConfigError, match="WAP_AWS_CONSOLE_LINKS"):
+        AlertConfig.from_env({"WAP_AWS_CONSOLE_LINKS": "local"})
+
+
+def test_the_local_stack_turns_aws_console_links_off_for_every_function():
+    from local.aws.overrides import Kind, apply_overrides
+    from local.aws.stack import StackSettings
+
+    settings = StackSettings(nessie_api_v1="http://127.0.0.1:1/api/v1", job=None,
+                             poll_interval_seconds=None, job_retry_base_seconds=None)
+    # A function the template gives no WAP_* variable still gets it (a local-only variable).
+    environment = apply_overrides(Kind.ENVIRONMENT, {}, settings.overrides(), "Lambda alert")
+    assert AlertConfig.from_env(environment).aws_console_links is False
+
+
+def test_a_local_alert_links_only_to_what_exists_locally(
+    monkeypatch, alert_env, stored_report, s3, secretsmanager, slack, fast_retry
+):
+    monkeypatch.setenv("WAP_NESSIE_UI_URL", "http://127.0.0.1:19120")
+    monkeypatch.setenv("WAP_AWS_CONSOLE_LINKS", "false")
+    event = load_event("audit_failed.json")
+
+    assert send_alert(event, s3=s3, secretsmanager=secretsmanager, retry=fast_retry)["delivered"]
+
+    [message] = slack.messages
+    text = all_text(message["blocks"])
+    assert "console.aws" not in text and "amazonaws" not in text
+    assert all(url.startswith("http://127.0.0.1:19120/") for url in alert_links(message))
+    assert f"<http://127.0.0.1:19120/tree/{BRANCH}|{BRANCH}>" in text
+    # Where the report, the run and its logs are: named, not linked.
+    assert f"*Report:* `{event['report_uri']}`" in text
+    assert f"*Logs:* `{event['log_uri']}`" in text
+    assert f"*Execution:* `{event['execution_arn']}`" in text

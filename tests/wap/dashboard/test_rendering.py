@@ -55,7 +55,7 @@ def _app(home, monkeypatch) -> AppTest:
 
 
 def _all_text(app: AppTest) -> str:
-    kinds = ("markdown", "caption", "error", "info", "title", "subheader", "code")
+    kinds = ("markdown", "caption", "error", "warning", "info", "title", "subheader", "code")
     return "\n".join(str(e.value) for kind in kinds for e in getattr(app, kind))
 
 
@@ -121,3 +121,65 @@ def test_a_failed_dataset_shows_its_batch_and_its_parts_point_at_it(tmp_path, mo
     app.run()
     assert not app.exception
     assert [c.value for c in app.code] == [f"wap --home {home.root} show {batch}"]
+
+
+def _ingest_page(home, monkeypatch, ingest_id: str) -> AppTest:
+    app = _app(home, monkeypatch).run()
+    app.switch_page("views/ingest.py")
+    app.query_params["id"] = ingest_id
+    return app.run()
+
+
+def test_a_schema_rejected_ingest_shows_what_was_refused_not_a_match(tmp_path, monkeypatch):
+    home = WapHome(tmp_path / "wap-home").create()
+    iid = "0e0e0e0e0e0e0e0e"
+    refused = "schema policy 'strict' rejects the file: new column discount (double)"
+    key = f"reports/{iid}.json"
+    report = {"report_version": 1, "ingest_id": iid, "table": "sales.orders",
+              "branch": "wap_sales_orders_x", "outcome": "rejected", "rows_written": 0,
+              "schema_changes": [], "checks": [], "reason": refused,
+              "reason_code": "schema_policy"}
+    path = home.objects / "wap-artifacts" / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report))
+    write_ledger_items(home, [{
+        "pk": f"ingest#{iid}", "kind": "ingest", "ingest_id": iid, "table": "sales.orders",
+        "status": "REJECTED", "error": refused, "reason_code": "schema_policy",
+        "report_uri": f"s3://wap-artifacts/{key}",
+        "created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}])
+
+    app = _ingest_page(home.root, monkeypatch, iid)
+
+    assert not app.exception
+    text = _all_text(app)
+    assert "matched the table's schema" not in text
+    assert any("Refused by the table's schema policy" in c.value and "discount" in c.value
+               for c in app.caption)
+
+
+def test_a_rejected_ingest_without_a_report_claims_no_schema_match(hostile_home, monkeypatch):
+    app = _ingest_page(hostile_home, monkeypatch, REJECTED_ID)
+
+    assert not app.exception
+    assert "matched the table's schema" not in _all_text(app)
+
+
+def test_a_discarded_ingest_still_says_why_it_failed_and_who_discarded_it(tmp_path, monkeypatch):
+    home = WapHome(tmp_path / "wap-home").create()
+    iid = "0f0f0f0f0f0f0f0f"
+    failure = "1 error-severity check(s) did not pass: amount_range (failed, 3 violation(s))"
+    write_ledger_items(home, [{
+        "pk": f"ingest#{iid}", "kind": "ingest", "ingest_id": iid, "table": "sales.orders",
+        "status": "DISCARDED", "previous_status": "AUDIT_FAILED", "error": failure,
+        "discarded_by": "alice", "discard_reason": "discarded by alice: wrong export",
+        "branch": "wap_sales_orders_f", "branch_deleted_at": "2026-11-22T11:00:00Z",
+        "created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}])
+
+    app = _ingest_page(home.root, monkeypatch, iid)
+
+    assert not app.exception
+    text = _all_text(app)
+    assert "DISCARDED" in text
+    assert r"amount\_range \(failed, 3 violation\(s\)\)" in text  # escaped Markdown
+    assert "AUDIT\\_FAILED" in text
+    assert "discarded by alice\\: wrong export" in text

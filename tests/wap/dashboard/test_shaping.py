@@ -447,3 +447,77 @@ def test_a_failed_dataset_part_points_at_its_batch_not_at_a_publish_of_its_own()
     alone = replace(part, dataset=None)  # a coalesced file decides for itself
     commands = shaping.next_commands(alone, False, Target(aws=True))
     assert any(" discard " in cmd for _, cmd in commands)
+
+
+# ---- a schema-rejected ingest, a freshness threshold, a discarded ingest -----------------------
+
+SCHEMA_REJECTED = {
+    "outcome": "rejected",
+    "reason": "schema policy 'strict' rejects the file: new column discount (double)",
+    "reason_code": "schema_policy",
+    "rows_written": 0,
+    "schema_changes": [],
+    "checks": [],
+}
+
+
+def test_a_schema_rejected_ingest_says_what_was_refused_never_that_it_matched():
+    note = shaping.schema_note(SCHEMA_REJECTED)
+    assert note == (
+        "Refused by the table's schema policy: schema policy 'strict' rejects the file: "
+        "new column discount (double)"
+    )
+    assert "matched" not in note
+
+
+def test_the_schema_matched_only_when_the_run_wrote_its_files():
+    written = {"outcome": "failed", "schema_changes": [], "checks": [], "rows_written": 40}
+    assert shaping.schema_note(written) == "None: the batch matched the table's schema."
+    assert shaping.schema_note({**written, "outcome": "passed"}) is not None
+    # Stopped before comparing schemas (unreadable file, job error), or no report: nothing.
+    assert shaping.schema_note({"outcome": "rejected", "reason_code": "unreadable_input",
+                                "reason": "not a parquet file"}) is None
+    assert shaping.schema_note({"outcome": "error", "reason": "job error: boom"}) is None
+    assert shaping.schema_note(None) is None
+    # A run over several files that refused one of them: not "matched" either.
+    some_refused = {**written, "sources": [
+        {"uri": "s3://b/a.parquet", "status": "passed", "rows": 1, "failed_checks": []},
+        {"uri": "s3://b/b.parquet", "status": "rejected", "rows": None, "failed_checks": [],
+         "reason": "schema policy 'strict' rejects the file: new column x (int)"},
+    ]}
+    assert "matched" not in (shaping.schema_note(some_refused) or "")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(604800, "max_age 7d"), (129600, "max_age 36h"), (1800, "max_age 30m"),
+     (90, "max_age 90s"), (86400, "max_age 1d")],
+)
+def test_a_freshness_threshold_shows_in_its_configured_form(seconds, shown):
+    assert shaping.threshold_text({"max_age_s": seconds}) == shown
+    [row] = shaping.check_rows({"checks": [{
+        "name": "fresh", "kind": "freshness", "columns": ["ts"], "severity": "error",
+        "status": "failed", "violations": 1, "threshold": {"max_age_s": seconds},
+        "observed": {"age_s": 1800.0}}]})
+    assert row["threshold"] == shown
+    assert "max_age_s" not in row["threshold"]
+
+
+def test_a_discarded_ingest_keeps_why_it_failed_and_says_who_discarded_it():
+    record = IngestRecord(
+        ingest_id="c" * 16, status="DISCARDED", previous_status="AUDIT_FAILED",
+        error="1 error-severity check(s) did not pass: amount_range (failed, 3 violation(s))",
+        discarded_by="alice", discard_reason="discarded by alice: wrong export",
+    )
+    assert shaping.discarded_lines(record, None) == [
+        ("failed as", "AUDIT_FAILED: 1 error-severity check(s) did not pass: amount_range "
+                      "(failed, 3 violation(s))"),
+        ("discarded", "discarded by alice: wrong export"),
+    ]
+    # The sweeper discards old branches (no person); an old record without the error: the report's.
+    swept = replace(record, error=None, discarded_by=None,
+                    discard_reason="branch older than 7 days")
+    assert shaping.discarded_lines(swept, {"reason": "2 error-severity check(s) did not pass"}) == [
+        ("failed as", "AUDIT_FAILED: 2 error-severity check(s) did not pass"),
+        ("discarded", "branch older than 7 days"),
+    ]

@@ -335,6 +335,7 @@ def test_discard_deletes_the_branch_and_records_it(world: World):
     assert record["status"] == "DISCARDED" and record["previous_status"] == "JOB_FAILED"
     assert record["discarded_by"] == "bob"
     assert record["discard_reason"] == "discarded by bob: wrong export"
+    assert record["error"] == JOB_ERROR  # why it failed outlives the discard
     assert JOB_FAILED_BRANCH not in world.refs()
     assert {i: r for i, r in after.items() if i != JOB_FAILED_ID} == {
         i: r for i, r in before.items() if i != JOB_FAILED_ID

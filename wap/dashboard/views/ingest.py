@@ -39,6 +39,14 @@ def render() -> None:
         st.error(
             f"**{shaping.md_escape(status)}**: {shaping.md_escape(reason)}", icon=":material/error:"
         )
+    elif outcome == shaping.DISCARDED:
+        # Discarded after it failed: why it failed still matters (what to fix in the file).
+        lines = shaping.discarded_lines(record, report)
+        st.warning(
+            "**DISCARDED**  \n"
+            + "  \n".join(f"**{label}**: {shaping.md_escape(text)}" for label, text in lines),
+            icon=":material/delete:",
+        )
     elif outcome == shaping.PUBLISHED:
         st.success(
             "**PUBLISHED**: passed its audits and was merged into main.",
@@ -93,8 +101,6 @@ def _summary(record: LedgerRecord, branch_open: bool) -> None:
         rows.append(("batch", record.batch_id))
     if record.published_by:
         rows.append(("published by", f"{record.published_by}: {record.publish_reason or ''}"))
-    if record.discard_reason:
-        rows.append(("discarded", record.discard_reason))
     st.markdown(
         "  \n".join(f"**{label}** &nbsp; {shaping.md_escape(value)}" for label, value in rows)
     )
@@ -156,12 +162,15 @@ def _samples(report: Record) -> None:
 
 
 def _schema_changes(report: Record) -> None:
-    st.subheader("Schema changes")
     rows = shaping.schema_change_rows(report)
+    note = shaping.schema_note(report)
+    if not rows and note is None:  # nothing known: no claim either way
+        return
+    st.subheader("Schema changes")
     if rows:
         common.text_table(rows)
-    else:
-        st.caption("None: the batch matched the table's schema.")
+    if note:
+        st.caption(shaping.md_escape(note))
 
 
 def _actions(record: LedgerRecord, branch_open: bool, ui_url: str | None, local: bool) -> None:
