@@ -17,6 +17,8 @@ PASSED = "passed"
 FAILED = "failed"
 REJECTED = "rejected"
 ERROR = "error"  # infrastructure, not the input: retried, then JOB_FAILED
+# The reason code of a `failed` run: error-severity checks did not pass (the reason lists them).
+AUDIT_FAILED_CODE = "audit_failed"
 OUTCOMES = (PASSED, FAILED, REJECTED, ERROR)
 
 # Check statuses (`error`: the check itself could not be evaluated), severities, and

@@ -66,7 +66,7 @@ class Report:
         if not bad:
             self.outcome, self.reason, self.reason_code = PASSED, None, None
             return
-        self.outcome, self.reason_code = FAILED_OUTCOME, "audit_failed"
+        self.outcome, self.reason_code = FAILED_OUTCOME, contract.AUDIT_FAILED_CODE
         parts = [f"{c.name} ({c.status}" + (f", {c.violations} violation(s)"
                                            if c.violations is not None else "") + ")"
                  for c in bad]
@@ -90,7 +90,7 @@ class Report:
         failing = [v for v in verdicts.values() if v.status == contract.SOURCE_FAILED]
         if failing and self.outcome == PASSED:
             named = "; ".join(f"{_name(v.uri)} ({v.why})" for v in failing[:10])
-            self.outcome, self.reason_code = FAILED_OUTCOME, "audit_failed"
+            self.outcome, self.reason_code = FAILED_OUTCOME, contract.AUDIT_FAILED_CODE
             self.reason = (f"{len(failing)} of {len(self.source_uris)} source files fail "
                            f"their checks on their own: {named}")
         self.sources = [verdicts.get(uri) or self._own_verdict(uri) for uri in self.source_uris]

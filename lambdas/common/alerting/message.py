@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from contracts.alert import AlertEvent
-from contracts.report import AuditReport, CheckResult
+from contracts.report import AUDIT_FAILED_CODE, AuditReport, CheckResult
 from lambdas.common.alerting.links import (
     browsable_url,
     execution_console_url,
@@ -124,12 +124,12 @@ def _linked(url: str | None, label: str) -> str:
     return _link(url, _value(label)) if url else _code(label)
 
 
-def _summary(event: AlertEvent, report: AuditReport | None) -> str:
+def _summary(event: AlertEvent, report: AuditReport | None, *, with_reason: bool) -> str:
     lines = [f"*Table:* {_code(event.table)}"]
     if event.source_uri:
         lines.append(f"*Source:* {_code(event.source_uri)}")
     lines.append(f"*Outcome:* {_code(event.outcome, 80)}")
-    if event.reason:
+    if event.reason and with_reason:
         lines.append(f"*Reason:* {_value(event.reason, _MAX_REASON)}")
     lines.append(f"*Ingest:* {_code(event.ingest_id, 80)}")
     if report:
@@ -297,7 +297,10 @@ def build_message(
             "type": "header",
             "text": {"type": "plain_text", "text": _clip(title, MAX_HEADER_TEXT), "emoji": True},
         },
-        _section(_summary(event, report)),
+        # A failed audit's reason lists the failed checks, which the checks section below
+        # lists with their details: say it there only.
+        _section(_summary(event, report, with_reason=not (
+            checks and report is not None and report.reason_code == AUDIT_FAILED_CODE))),
     ]
     files = _files(report)
     if files:

@@ -269,3 +269,23 @@ def test_a_batchs_reason_counts_its_files_once_in_the_notification_text():
     assert "1 of 2 files failed" in text
     assert "did not pass)" not in text  # no "(1 of 2 files did not pass)" besides
     assert text.count("did not pass") == 1
+
+
+def test_the_message_says_which_checks_did_not_pass_once():
+    """The job's reason for a failed audit lists the failed checks; the message's check
+    section lists them too, with details: the summary leaves the reason out."""
+    event = load_event("audit_failed.json") | {"reason": JOB_REASON}
+    report = ONE_FAILED_CHECK | {"reason": JOB_REASON, "reason_code": "audit_failed"}
+
+    text = all_text(render(event, report).blocks)
+
+    assert "*Reason:*" not in text
+    assert text.count("did not pass") == 1  # "1 of 1 checks did not pass", then details
+
+
+def test_a_reason_the_checks_do_not_say_stays_in_the_message():
+    event = load_event("audit_failed.json") | {"reason": "job error: out of memory"}
+
+    text = all_text(render(event, {"outcome": "error", "reason_code": "job_error"}).blocks)
+
+    assert "*Reason:* job error: out of memory" in text
