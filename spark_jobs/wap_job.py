@@ -102,6 +102,9 @@ class JobArgs:
     catalog: str = "lake"
     # A dataset (docs/batches.md): one source the job cannot use rejects the whole run.
     all_or_nothing: bool = False
+    # Each source's uploaded object version (`s3://bucket/key?versionId=V`), in the order of
+    # `sources`: the pipeline reads staged copies, the snapshot names what was uploaded.
+    source_origins: tuple[str, ...] = ()
 
     @property
     def run_catalog(self) -> str:
@@ -123,11 +126,29 @@ def parse_args(argv: list[str] | None = None) -> JobArgs:
     parser.add_argument("--catalog", default="lake", help="catalog conf template name")
     parser.add_argument("--all-or-nothing", action="store_true",
                         help="a dataset: a source that cannot be used rejects the whole run")
+    parser.add_argument("--source-origin", action="append", default=[],
+                        dest="source_origins",
+                        help="the uploaded object a --source is a copy of (s3://bucket/key"
+                             "?versionId=V): one per --source, in the same order; the "
+                             "snapshot's wap.source names these")
     parsed = parser.parse_args(argv)
+    if parsed.source_origins and len(parsed.source_origins) != len(parsed.sources):
+        parser.error(f"--source-origin: give one per --source, in the same order "
+                     f"({len(parsed.source_origins)} for {len(parsed.sources)} sources)")
     return JobArgs(sources=parsed.sources, table=parsed.table, branch=parsed.branch,
                    ingest_id=parsed.ingest_id, report_uri=parsed.report_uri,
                    table_config_uri=parsed.table_config_uri, catalog=parsed.catalog,
-                   all_or_nothing=parsed.all_or_nothing)
+                   all_or_nothing=parsed.all_or_nothing,
+                   source_origins=tuple(parsed.source_origins))
+
+
+def recorded_sources(args: JobArgs, usable) -> list[str]:
+    """What the snapshot's `wap.source` names: the uploaded object version of each written
+    source (its `--source-origin`), in order; without origins, the files written."""
+    if not args.source_origins:
+        return usable.uris
+    origin = dict(zip(args.sources, args.source_origins, strict=True))
+    return list(dict.fromkeys(origin[usable.owner[uri]] for uri in usable.uris))
 
 
 def load_table_config(spark, uri: str | None, table: str) -> TableConfig:
@@ -221,7 +242,8 @@ def _run(spark, args: JobArgs, report: Report) -> None:
         step = report.timed("prepare_s", step)
         observe = observation_aggregates(checks) if observe_checks else None
         try:
-            written = append(spark, ref, frame, plan, args.ingest_id, files, observe)
+            written = append(spark, ref, frame, plan, args.ingest_id, files, observe,
+                             recorded=recorded_sources(args, usable))
         except InputRejectedError as exc:
             if classify(exc.__cause__ or exc).cause in EVALUATION_ERROR_CLASSES:  # a check's sql?
                 config_error = expression_failing_on(
@@ -233,7 +255,8 @@ def _run(spark, args: JobArgs, report: Report) -> None:
                     spark, usable):
                 raise
             frame, files = read_sources(spark, usable.uris), usable.uris
-            written = append(spark, ref, frame, plan, args.ingest_id, files, observe)
+            written = append(spark, ref, frame, plan, args.ingest_id, files, observe,
+                             recorded=recorded_sources(args, usable))
         step = report.timed("append_s", step)
         report.timings["observe_wait_s"] = written.observe_wait_s
     else:

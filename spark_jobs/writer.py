@@ -183,8 +183,10 @@ def find_ingest_snapshot(table, ingest_id: str) -> AppendResult | None:
 
 def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: SchemaPlan,
            ingest_id: str, sources: list[str],
-           observe: list[Column] | None = None) -> AppendResult:
-    """Append the file rows shaped for the table; the snapshot is stamped with the ingest.
+           observe: list[Column] | None = None,
+           recorded: list[str] | None = None) -> AppendResult:
+    """Append the file rows shaped for the table; the snapshot is stamped with the ingest
+    and `recorded` (default: `sources`), the objects it came from, as `wap.source`.
 
     `observe`: aggregates Spark computes over the rows as they are written (no extra
     read); their values land in `AppendResult.observed`.
@@ -198,7 +200,7 @@ def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
         (shaped.writeTo(ref.sql)
          .option(f"snapshot-property.{INGEST_ID_PROPERTY}", ingest_id)
          .option(f"snapshot-property.{SOURCE_PROPERTY}",
-                 ",".join(sources)[:MAX_SOURCE_PROPERTY])
+                 ",".join(recorded or sources)[:MAX_SOURCE_PROPERTY])
          .append())
     except Exception as exc:
         verdict = classify(exc)

@@ -34,7 +34,7 @@ from lambdas.common.ledger import (
     started_at_field,
 )
 from lambdas.common.log import logger
-from lambdas.common.naming import TableRef, branch_name, iso, utcnow
+from lambdas.common.naming import TableRef, branch_name, iso, object_version_uri, utcnow
 from lambdas.common.nessie import NessieClient
 
 
@@ -56,12 +56,32 @@ def reader_uris(record: LedgerRecord) -> list[str]:
     return [uri for uri in staged if uri]
 
 
+def origin_uris(ledger: Ledger, record: LedgerRecord) -> list[str] | None:
+    """The uploaded object version each of `reader_uris(record)` is a copy of, in the same
+    order (`s3://bucket/key?versionId=V`); None when a file's upload is not on record."""
+    if isinstance(record, IngestRecord):
+        files: list[Record | None] = [record]
+    elif isinstance(record, BatchRecord):
+        found = ledger.get_ingests(record.members)
+        files = [found.get(member) for member in record.members]
+    else:
+        return None
+    origins = []
+    for file in files:
+        if not isinstance(file, IngestRecord) or not file.bucket or not file.key:
+            return None
+        origins.append(object_version_uri(file.bucket, file.key, file.object_version))
+    return origins
+
+
 def job_arguments(
     settings: Settings, *, source_uris: list[str], table: str, branch: str, ingest_id: str,
-    report_uri: str, all_or_nothing: bool = False,
+    report_uri: str, all_or_nothing: bool = False, source_origins: list[str] | None = None,
 ) -> list[str]:
     """`spark_jobs/wap_job.py` arguments (docs/contracts.md)."""
     args = [arg for uri in source_uris for arg in ("--source", uri)]
+    if source_origins:  # one per source, same order: what the snapshot names
+        args += [arg for uri in source_origins for arg in ("--source-origin", uri)]
     args += [
         "--table",
         table,
@@ -91,11 +111,12 @@ def start_job_run(
     report_uri: str,
     job_try: int = 1,
     all_or_nothing: bool = False,
+    source_origins: list[str] | None = None,
 ) -> str:
     """Start (or find, by clientToken) the Spark job run of one attempt; return its id."""
     arguments = job_arguments(settings, source_uris=source_uris, table=table, branch=branch,
                               ingest_id=ingest_id, report_uri=report_uri,
-                              all_or_nothing=all_or_nothing)
+                              all_or_nothing=all_or_nothing, source_origins=source_origins)
     return _submit(settings, arguments, action=f"start the job run of {ingest_id}",
                    client_token=client_token(ingest_id, attempt, job_try),
                    name=f"wap-{table}-{ingest_id}-{attempt}" + (
@@ -219,12 +240,14 @@ def launch_job_run(
     ingest_id, table = record.ingest_id, _table_of(record)
     report_uri = settings.report_uri(table, ingest_id, attempt, job_try)
     ledger.renew_lease(table, ingest_id)
+    sources, origins = reader_uris(record), origin_uris(ledger, record)
     job_run_id = start_job_run(
         settings,
         ingest_id=ingest_id,
         attempt=attempt,
         job_try=job_try,
-        source_uris=reader_uris(record),
+        source_uris=sources,
+        source_origins=origins if origins and len(origins) == len(sources) else None,
         table=table,
         branch=branch,
         report_uri=report_uri,

@@ -81,6 +81,13 @@ def s3_uri(bucket: str, key: str) -> str:
     return f"s3://{bucket}/{key}"
 
 
+def object_version_uri(bucket: str, key: str, version_id: str | None) -> str:
+    """One uploaded object version, as a snapshot's `wap.source` names it:
+    `s3://bucket/key?versionId=V` (just `s3://bucket/key` for an unversioned object)."""
+    uri = s3_uri(bucket, key)
+    return f"{uri}?versionId={version_id}" if version_id else uri
+
+
 def split_s3_uri(uri: str) -> tuple[str, str]:
     """`s3://bucket/key` -> (bucket, key)."""
     if not uri.startswith("s3://") or "/" not in uri[5:]:

@@ -283,6 +283,19 @@ class NessieStore:
                     seen.add(parent)
                     stack.append(parent)
 
+    def reaches(self, head: str, target: str) -> bool:
+        """Whether `target` is `head` or one of its ancestors through any parent (merge
+        parents included); commits older than `target` are not walked past."""
+        if target == NO_ANCESTOR:
+            return True
+        seq = self.commit_of(target).seq
+        return any(
+            h == target
+            for h in self._reachable(
+                head, stop=lambda h: h == target or self.commit_of(h).seq <= seq
+            )
+        )
+
     def ancestors(self, hash_: str) -> set[str]:
         """Every commit reachable through any parent, `hash_` included."""
         return set(self._reachable(hash_))

@@ -17,6 +17,7 @@ from spark_jobs.wap_job import (
     OBSERVE_MAX_BYTES_CONF,
     main,
     observe_on_write,
+    parse_args,
     run_ingest,
 )
 from tests.fixtures.spark_files import read_on_ref, write_parquet
@@ -75,6 +76,63 @@ def test_snapshot_summary_carries_the_ingest(lake, nessie, ingest, tmp_path):
     assert [(s.snapshot_id, s.summary["wap.ingest-id"]) for s in snapshots] == \
         [(report["snapshot_id"], args.ingest_id)]
     assert snapshots[0].summary["wap.source"] == source
+
+
+def _summaries(lake, nessie, args) -> list[dict]:
+    return [
+        s.summary
+        for s in read_on_ref(lake, nessie, args.branch, args.table).sparkSession.sql(
+            f"SELECT summary FROM `wap_{args.ingest_id[:8]}`.{args.table}.snapshots"
+        ).collect()
+    ]
+
+
+def _with_origins(args, origins: list[str]):
+    """`args` as the pipeline submits them: each `--source` (the copy the job reads) with
+    the uploaded object version it is a copy of."""
+    argv = [a for uri in args.sources for a in ("--source", uri)]
+    argv += [a for uri in origins for a in ("--source-origin", uri)]
+    argv += ["--table", args.table, "--branch", args.branch, "--ingest-id", args.ingest_id,
+             "--report-uri", args.report_uri]
+    return parse_args(argv)
+
+
+def test_the_snapshot_names_the_uploaded_object_version_not_the_copy_it_read(
+        lake, nessie, ingest, tmp_path):
+    copy = write_parquet(tmp_path / "0-orders.parquet", ORDERS)  # as the EMR double hands it
+    origin = "s3://wap-source/sales/orders/2026-11-22 orders.parquet?versionId=3sL4kqtJlcpX"
+    args = _with_origins(ingest("sales.origin", [copy]), [origin])
+
+    report = run_ingest(lake, args)
+
+    assert report["outcome"] == "passed", report["reason"]
+    assert [s["wap.source"] for s in _summaries(lake, nessie, args)] == [origin]
+
+
+def test_a_batch_snapshot_names_each_written_upload_in_order(lake, nessie, ingest, tmp_path):
+    first = write_parquet(tmp_path / "0-a.parquet", ORDERS)
+    renamed = tmp_path / "1-b.parquet"  # not parquet: left out of the batch, so not named
+    renamed.write_bytes(b"order_id,amount\n1,2.0\n" * 5)
+    last = write_parquet(tmp_path / "2-c.parquet",
+                         {k: v[:5] for k, v in ORDERS.items()})
+    origins = [f"s3://wap-source/sales/orders/{name}.parquet?versionId=v{i}"
+               for i, name in enumerate(("a", "b", "c"))]
+    args = _with_origins(ingest("sales.origins", [first, renamed.as_uri(), last]), origins)
+
+    report = run_ingest(lake, args)
+
+    assert report["outcome"] == "passed", report["reason"]
+    assert report["rows_written"] == 25
+    assert [s["wap.source"] for s in _summaries(lake, nessie, args)] == \
+        [f"{origins[0]},{origins[2]}"]
+
+
+def test_a_source_origin_per_source_or_none(ingest, tmp_path, capsys):
+    args = ingest("sales.unpaired", ["file:///a.parquet", "file:///b.parquet"])
+    with pytest.raises(SystemExit) as exited:
+        _with_origins(args, ["s3://wap-source/a.parquet"])
+    assert exited.value.code == 2
+    assert "--source-origin" in capsys.readouterr().err
 
 
 def test_nulls_in_not_null_column_fail_with_exact_count_and_samples(lake, ingest, tmp_path):

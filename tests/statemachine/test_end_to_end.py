@@ -249,3 +249,48 @@ def test_a_dataset_publishes_all_its_parts_or_none(e2e_stack, lake, nessie_clien
     branches = {r.get("branch") for r in stack.ledger().list_batches()
                 if r["dataset"] == "e2e_d/orders/run-2/"}
     assert len(branches) == 1 and branch_exists(nessie_client, branches.pop())
+
+
+def test_snapshots_name_the_uploaded_object_versions_alone_and_in_a_batch(make_stack, lake):
+    """`wap.source` names what was uploaded (bucket, key, version), not the staged copy the
+    job was given nor the local file the EMR double handed it."""
+    import threading
+
+    gate, runs = threading.Event(), []
+
+    def gated(argv: list[str]):
+        runs.append(argv)
+        assert gate.wait(120)
+        return real(argv)
+
+    real = spark_job(lake)
+    stack = make_stack(job=gated, poll_interval_seconds=1)
+    bucket = stack.settings.source_bucket
+    key = "e2e_v/orders/2026-11-22 orders.parquet"
+    first = stack.drop_file(key, parquet([(1, 1.0)]))
+    while not runs:
+        time.sleep(0.05)
+    # While the first runs: the same key uploaded again (a new version), and another file.
+    again = stack.drop_file(key, parquet([(2, 2.0)]))
+    other = stack.drop_file("e2e_v/orders/other.parquet", parquet([(3, 3.0)]))
+    while len(stack.ledger().get_lock("e2e_v.orders").queue) < 2:
+        time.sleep(0.05)
+    gate.set()
+    stack.wait_idle(timeout=600)
+    assert len(runs) == 2, stack.describe()  # the first alone, then the other two together
+    assert main_rows(lake, "e2e_v.orders") == [(1, 1.0), (2, 2.0), (3, 3.0)]
+
+    sources = [
+        r.summary["wap.source"]
+        for r in lake.sql(
+            "SELECT summary FROM lake.e2e_v.orders.snapshots ORDER BY committed_at"
+        ).collect()
+    ]
+
+    def uploaded(dropped: dict) -> str:
+        assert dropped["version_id"]
+        return f"s3://{bucket}/{dropped['key']}?versionId={dropped['version_id']}"
+
+    assert sources[0] == uploaded(first)
+    assert sorted(sources[1].split(",")) == sorted([uploaded(again), uploaded(other)])
+    assert len(sources) == 2

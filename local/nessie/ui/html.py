@@ -3,7 +3,8 @@ escaped, every URL segment quoted.
 
 No JavaScript, no forms: the pages only link to each other. Paths follow Nessie's web UI
 (`/tree/<ref>/<namespace...>`, `/content/<ref>/<key...>`, `/commits/<ref>[/<hash>]`),
-plus `/diff/<ref>`, which Nessie's UI does not use.
+plus `/diff/<ref>`, which Nessie's UI does not use. `<ref>` may be `name@hash`: the
+reference at one commit of its history (what a commit page links its operations to).
 """
 
 from __future__ import annotations
@@ -54,20 +55,25 @@ def _seg(value: str) -> str:
     return quote(value, safe="")
 
 
+def _ref(value: str) -> str:
+    """A reference segment: `name` or `name@hash` (names never hold '@', so it stays)."""
+    return quote(value, safe="@")
+
+
 def tree_url(ref: str, path: Sequence[str] = ()) -> str:
-    return "/".join(["/tree", _seg(ref), *(_seg(p) for p in path)])
+    return "/".join(["/tree", _ref(ref), *(_seg(p) for p in path)])
 
 
 def content_url(ref: str, key: Sequence[str]) -> str:
-    return "/".join(["/content", _seg(ref), *(_seg(p) for p in key)])
+    return "/".join(["/content", _ref(ref), *(_seg(p) for p in key)])
 
 
 def commits_url(ref: str, hash_: str | None = None) -> str:
-    return f"/commits/{_seg(ref)}" + (f"/{_seg(hash_)}" if hash_ else "")
+    return f"/commits/{_ref(ref)}" + (f"/{_seg(hash_)}" if hash_ else "")
 
 
 def diff_url(ref: str) -> str:
-    return f"/diff/{_seg(ref)}"
+    return f"/diff/{_ref(ref)}"
 
 
 def _cell(value: Any) -> Any:

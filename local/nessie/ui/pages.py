@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from lakeview import iceberg
 from lakeview.exceptions import TableReadError
 
-from ..exceptions import ContentNotFoundError, NotFoundError
+from ..exceptions import ContentNotFoundError, NotFoundError, ReferenceNotFoundError
 from ..models import Commit, Key
 from ..refs import RefSpec, validate_hash, validate_key, validate_ref_name
 from ..store import NessieStore
@@ -31,13 +31,19 @@ TABLE_TYPES = ("ICEBERG_TABLE", "DELTA_LAKE_TABLE", "ICEBERG_VIEW")
 
 @dataclass(frozen=True)
 class RefView:
-    """A reference and its head commit."""
+    """A reference and its head commit, or (pinned) one commit of its history."""
 
     name: str
     type: str
     hash: str
     commit_time: str | None = None
     message: str = ""
+    pinned: bool = False
+
+    @property
+    def spec(self) -> str:
+        """How pages name it in links: `name`, or `name@hash` when pinned to a commit."""
+        return f"{self.name}@{self.hash}" if self.pinned else self.name
 
 
 @dataclass(frozen=True)
@@ -134,7 +140,9 @@ class DiffPage:
     other: list[tuple[Key, str, str]] = field(default_factory=list)  # key, change, type
 
 
-def _ref_view(store: NessieStore, name: str, hash_: str, type_: str) -> RefView:
+def _ref_view(
+    store: NessieStore, name: str, hash_: str, type_: str, *, pinned: bool = False
+) -> RefView:
     commit = store.commit_of(hash_)
     return RefView(
         name=name,
@@ -142,13 +150,29 @@ def _ref_view(store: NessieStore, name: str, hash_: str, type_: str) -> RefView:
         hash=hash_,
         commit_time=commit.meta.get("commitTime"),
         message=str(commit.meta.get("message", "")),
+        pinned=pinned,
     )
 
 
-def reference(store: NessieStore, name: str) -> RefView:
-    """A branch or tag by name (validated first)."""
+def reference(store: NessieStore, spec: str) -> RefView:
+    """A branch or tag by name, or `name@hash`: the reference pinned to a commit of its
+    history (merge parents included), as commit pages link the content a commit put."""
+    name, at, hash_ = spec.partition("@")
     ref = store.get_ref(validate_ref_name(name))
-    return _ref_view(store, ref.name, ref.hash, ref.type)
+    if not at:
+        return _ref_view(store, ref.name, ref.hash, ref.type)
+    return _ref_view(
+        store, ref.name, _commit_on(store, ref.name, ref.hash, hash_), ref.type, pinned=True
+    )
+
+
+def _commit_on(store: NessieStore, name: str, head: str, hash_: str) -> str:
+    """The full hash of a commit reachable from the reference's head (abbreviations
+    accepted); REFERENCE_NOT_FOUND for any other commit."""
+    full = store.expand_hash(validate_hash(hash_))
+    if not store.reaches(head, full):
+        raise ReferenceNotFoundError.hash_not_on_ref(full, name)
+    return full
 
 
 def tree_page(store: NessieStore, ref_name: str, path: list[str]) -> TreePage:
@@ -249,10 +273,12 @@ def log_page(store: NessieStore, ref_name: str, page_token: str | None = None) -
 
 
 def commit_page(store: NessieStore, ref_name: str, hash_: str) -> CommitPage:
-    """One commit of the reference's history (abbreviated hashes accepted)."""
+    """One commit of the reference's history, merged commits included (a merge commit's
+    second parent is on the merged branch); abbreviated hashes accepted."""
     ref = reference(store, ref_name)
-    resolved = store.resolve(RefSpec(ref.name, validate_hash(hash_)))
-    return CommitPage(ref, _commit_view(store.commit_of(resolved.hash)))
+    return CommitPage(
+        ref, _commit_view(store.commit_of(_commit_on(store, ref.name, ref.hash, hash_)))
+    )
 
 
 def diff_page(
@@ -262,9 +288,13 @@ def diff_page(
     *,
     base_name: str | None = None,
 ) -> DiffPage:
-    """What the reference changed against the base (default: the default branch)."""
+    """What the reference changed since it forked from the base (default: the default
+    branch): the diff from their merge base, as lakeFS compares, so what the base gained
+    since is not shown as removed from the reference."""
     ref = reference(store, ref_name)
-    base = reference(store, base_name or store.default_branch)
+    head = reference(store, base_name or store.default_branch)
+    fork = store.merge_base(head.hash, ref.hash)
+    base = head if fork == head.hash else _ref_view(store, head.name, fork, head.type, pinned=True)
     base_tree, ref_tree = store.tree(base.hash), store.tree(ref.hash)
     tables: list[TableDiff] = []
     other: list[tuple[Key, str, str]] = []

@@ -220,4 +220,5 @@ def test_hostile_names_and_commit_metadata_are_escaped_on_every_page(server):
         assert escaped in response.text, path
     commit = get(server, f"/commits/hostile/{hash_}").text
     assert "&quot;quoted&quot; &#x27;single&#x27;" in commit
-    assert f'href="/content/hostile/{quote(script, safe="")}"' in commit
+    # an operation links the content as that commit put it
+    assert f'href="/content/hostile@{hash_}/{quote(script, safe="")}"' in commit
