@@ -111,7 +111,7 @@ def finish(
         "snapshot_id": outcome.snapshot_id if outcome else None,
         "rows_written": outcome.rows_written if outcome else None,
     }
-    # Else the sweeper retries the delete (a REJECTED one's branch then stays listed).
+    # Else the sweeper retries the delete (a failed one's when its retention ends).
     if status in (c.PUBLISHED, c.SPLIT, c.REJECTED) and branch_deleted:
         fields["branch_deleted_at"] = fields["finished_at"]
     ledger.update_ingest(
