@@ -17,8 +17,12 @@ __all__ = ["build_local_spark", "iceberg_runtime_jar", "lake_catalog_conf"]
 
 def build_local_spark(warehouse_uri: str, nessie_uri_v2: str, *, app_name: str = "wap-local",
                       cores: int = 2, driver_memory: str = "4g",
-                      extra_conf: dict[str, str] | None = None):
-    """Create (or return) the process-wide local SparkSession with the `lake` catalog."""
+                      extra_conf: dict[str, str] | None = None, jvm_output: int | None = None):
+    """Create (or return) the process-wide local SparkSession with the `lake` catalog.
+
+    `jvm_output`: a file descriptor for the JVM's stdout and stderr (log4j's console
+    appender, Hadoop's warnings, Spark's start-up lines), instead of this process's own.
+    """
     from pyspark.sql import SparkSession
 
     # Keep the driver on loopback: the machines here (and laptops on VPNs) resolve the
@@ -39,6 +43,25 @@ def build_local_spark(warehouse_uri: str, nessie_uri_v2: str, *, app_name: str =
                               nessie_uri_v2=nessie_uri_v2, warehouse_uri=warehouse_uri)
     for key, value in {**job_conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
+    if jvm_output is not None:
+        _launch_jvm(builder, jvm_output)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def _launch_jvm(builder, output: int) -> None:
+    """Start the py4j gateway (the JVM) with its output on `output`, as `getOrCreate` would
+    start it (spark-submit with the builder's conf), unless one runs already."""
+    from subprocess import STDOUT
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False)
+    for key, value in builder._options.items():
+        conf.set(key, value)
+    gateway = launch_gateway(conf, popen_kwargs={"stdout": output, "stderr": STDOUT})
+    SparkContext._ensure_initialized(gateway=gateway)

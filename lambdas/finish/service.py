@@ -90,6 +90,10 @@ def finish(
         status, reason = c.SPLIT, split_reason(status, reason)
         # Its branch holds the failing files' rows; each file that failed runs again alone.
         branch_deleted = delete_branch_quietly(nessie, run.branch)
+    elif status == c.REJECTED and wrote_nothing(outcome):
+        # Nothing to inspect, nothing that could be published: no branch left behind (the
+        # ledger keeps the record, branch name included). One the job wrote to stays open.
+        branch_deleted = delete_branch_quietly(nessie, run.branch)
     if status == c.JOB_FAILED:
         # The ledger names the newest run (a retry or rebase may have started one that the
         # state never saw, if the step that started it then failed).
@@ -107,7 +111,8 @@ def finish(
         "snapshot_id": outcome.snapshot_id if outcome else None,
         "rows_written": outcome.rows_written if outcome else None,
     }
-    if status in (c.PUBLISHED, c.SPLIT) and branch_deleted:  # else the sweeper retries the delete
+    # Else the sweeper retries the delete (a failed one's when its retention ends).
+    if status in (c.PUBLISHED, c.SPLIT, c.REJECTED) and branch_deleted:
         fields["branch_deleted_at"] = fields["finished_at"]
     ledger.update_ingest(
         ingest_id,
@@ -115,6 +120,8 @@ def finish(
         only_if_status={c.RUNNING, c.RECEIVED, c.QUEUED},
     )
     record = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
+    if record.branch_deleted_at:  # the alert names no branch that is gone
+        record = replace(record, branch=None)
     next_id = release_and_start_next(settings, ledger, nessie, table, ingest_id)
     alert = None
     if record.status not in (c.PUBLISHED, c.SPLIT):
@@ -125,6 +132,11 @@ def finish(
             execution_arn=execution_arn,
         )
     return FinishResult(status=record.status or status, alert=alert, next_ingest_id=next_id)
+
+
+def wrote_nothing(outcome: Any) -> bool:
+    """Whether the job committed nothing to its branch (no snapshot, no rows)."""
+    return outcome is None or (outcome.snapshot_id is None and not outcome.rows_written)
 
 
 def cancel_job_run_quietly(settings: Settings, job_run_id: str | None) -> None:

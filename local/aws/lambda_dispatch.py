@@ -108,8 +108,12 @@ class LambdaDispatcher:
         async_retries: int = 2,
         async_retry_delay: float = 0.5,
         async_workers: int = 4,
+        log_stream: Any = None,
     ) -> None:
         self._handlers: dict[str, Handler] = {}
+        # The functions' stdout: None leaves their log handlers on the process's stdout.
+        self.log_stream = log_stream
+        self._log_streams: dict[logging.StreamHandler, Any] = {}  # handler -> its own stream
         self._contexts: dict[str, dict[str, Any]] = {}
         self.sandboxes: dict[str, Sandbox] = {}
         self.import_errors: dict[str, str] = {}  # function -> why its handler did not import
@@ -154,8 +158,34 @@ class LambdaDispatcher:
 
     def _call(self, name: str, handler: Handler, event: Any) -> Any:
         """`handler` as function `name`'s runtime calls it: in its sandbox, with its context."""
+        self._route_logs()
         with self.sandboxes[name].running():
             return handler(event, LambdaContext(name, **self._contexts[name]))
+
+    def _route_logs(self) -> None:
+        """Point the functions' Powertools loggers at `log_stream`.
+
+        On Lambda a function's stdout is its CloudWatch log stream, and Powertools' Logger
+        writes there through a handler of its own (on `sys.stdout` as it was at import).
+        Here the functions are threads of the `wap` process, whose stdout is the command's
+        output: their handlers are re-pointed, the process's stdout is left alone. Loggers
+        are created when handler modules import, so this runs before every call (cheap).
+        """
+        stream = self.log_stream
+        if stream is None:
+            return
+        for logger in list(logging.Logger.manager.loggerDict.values()):
+            handler = getattr(logger, "powertools_handler", None)
+            if isinstance(handler, logging.StreamHandler) and handler.stream is not stream:
+                with self._lock:
+                    self._log_streams.setdefault(handler, handler.stream)
+                handler.setStream(stream)
+
+    def _restore_logs(self) -> None:
+        with self._lock:
+            routed, self._log_streams = self._log_streams, {}
+        for handler, stream in routed.items():
+            handler.setStream(stream)
 
     def invoke(self, name: str, event: Any) -> tuple[Any, dict[str, Any] | None]:
         """Run the handler of function `name`: (result, None) or (None, error payload)."""
@@ -229,5 +259,6 @@ class LambdaDispatcher:
             LambdaFunction._invoke_lambda = self._original
             self._original = None
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._restore_logs()
         for sandbox in self.sandboxes.values():
             sandbox.remove()

@@ -162,6 +162,9 @@ class StackSettings:
     # How often the schedule rules (the sweeper) run; None: the template's rate.
     sweeper_every_seconds: float | None = None
     blocked_start_seconds: int | None = None  # None: the template's WAP_BLOCKED_START_SECONDS
+    # The functions' stdout (their Powertools logs); None: the process's stdout, as on AWS
+    # a function's stdout is its log. `wap` passes its command log (wap/runtime/command_log.py).
+    lambda_log_stream: Any = None
     # A template to run instead of the synthesized one (tests of the template contract).
     template: StackTemplate | None = None
 
@@ -206,7 +209,9 @@ class LocalAwsStack:
 
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
-        self.dispatcher = LambdaDispatcher(async_retry_delay=settings.async_retry_delay)
+        self.dispatcher = LambdaDispatcher(
+            async_retry_delay=settings.async_retry_delay, log_stream=settings.lambda_log_stream
+        )
         self.emr = LocalEmrServerless(settings.job, workers=settings.emr_workers)
         self.s3_events = S3EventBridge(self.dispatcher)
         self.iam = IamEnforcer(region=settings.region, account=ACCOUNT_ID)

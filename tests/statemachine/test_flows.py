@@ -282,6 +282,12 @@ def test_job_rejection_goes_through_the_state_machine(make_stack, slack, nessie_
     assert "corrupt parquet" in record["error"]
     assert table_on(nessie_client, "main", "jobreject.orders") is None
     assert len(slack.messages) == 1
+    # The job wrote nothing on its branch: none is left behind; the ledger keeps the name.
+    names = {r.name for r in nessie_client.list_references().references}
+    assert record["branch"] and record["branch"] not in names
+    assert record["branch_deleted_at"]
+    alerted = json.dumps(slack.messages)
+    assert record["branch"] not in alerted and "wap publish" not in alerted
 
 
 def test_outside_writer_on_main_forces_a_rebase(nessie, make_stack, nessie_client):

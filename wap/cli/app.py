@@ -7,7 +7,6 @@ Bad input ends with one line on stderr and exit code 1, before anything changed.
 from __future__ import annotations
 
 import getpass
-import os
 import shlex
 import time
 from collections.abc import Iterator
@@ -27,7 +26,9 @@ from wap.exceptions import OpsError
 from wap.ops import operations as ops
 from wap.ops import query as query_ops
 from wap.ops.backends import DEFAULT_STACK, NoLocalState, Target, open_backend
+from wap.runtime import command_log
 from wap.runtime.catalog_server import ENV_CATALOG_PORT, catalog_port, start_catalog
+from wap.runtime.command_log import LOGS_DIR, CommandLog
 from wap.runtime.embedded_stack import StackStartError, tables_dir_from_env
 from wap.runtime.home import HomeError, WapHome
 
@@ -40,10 +41,17 @@ app = typer.Typer(
 )
 console = render.make_console()
 INGEST_TIMEOUT_SECONDS = 900
+# What a reviewer fills in: the hints never suggest a reason of their own.
+REASON_PLACEHOLDER = "<why this data may go to main>"
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    """One line on stderr, naming the command's log when something was written to it."""
+    log = command_log.active()
+    where = f" (log: {log.path})" if log is not None and log.opened else ""
+    if where:
+        log.announced = True
+    typer.echo(f"error: {' '.join(message.split())}{where}", err=True)
     return typer.Exit(1)
 
 
@@ -87,10 +95,41 @@ def _options(
             help="Nessie API URL to use instead of the stack's NessieApiUrl (e.g. a tunnel)",
         ),
     ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="stream Lambda logs, Spark/JVM output and warnings to stderr too "
+            "(they always go to <home>/logs/<time>-<command>.log)",
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = Target(
         home=home, aws=aws, profile=profile, region=region, stack=stack, nessie_url=nessie_url
     )
+    _log_to_file(ctx, home, verbose)
+
+
+def _log_to_file(ctx: typer.Context, home: str | None, verbose: bool) -> None:
+    """stdout carries progress and results only: the command's diagnostics (Lambda logs,
+    the JVM's output, Python logging and warnings) go to a log file under the home, whose
+    path is the last line on stderr when the command wrote to it."""
+    command = ctx.invoked_subcommand or "wap"
+    if command in ("dashboard",):  # Streamlit runs in a process of its own, logging there
+        return
+    try:
+        logs = WapHome.resolve(home).root / LOGS_DIR
+    except OSError:
+        return
+    log = CommandLog(logs, command, verbose=verbose).install()
+
+    def close() -> None:
+        path = log.close()
+        if path is not None and not log.announced:
+            typer.echo(f"log: {path}", err=True)
+
+    ctx.call_on_close(close)
 
 
 def _run(fn: Any) -> Any:
@@ -114,6 +153,9 @@ def runs(
     ctx: typer.Context,
     table: Annotated[str | None, typer.Option(help="only this ns.table")] = None,
     limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 50,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
+    ] = False,
 ) -> None:
     """The ledger: ingest id, table, source, outcome, batch, branch, when; the batches (runs
     over several files); and each table's queue."""
@@ -125,7 +167,13 @@ def runs(
                 batches = ops.list_batches(backend, table=table, limit=limit)
                 queues = ops.list_queues(backend, table=table)
         except NoLocalState as exc:
+            if as_json:
+                typer.echo(render.to_json(render.runs_json([], [], [])))
+                return
             console.print(f"No ingests yet ({exc}).")
+            return
+        if as_json:
+            typer.echo(render.to_json(render.runs_json(rows, batches, queues)))
             return
         if not rows:
             console.print("No ingests yet.")
@@ -140,7 +188,12 @@ def runs(
 
 
 @app.command()
-def branches(ctx: typer.Context) -> None:
+def branches(
+    ctx: typer.Context,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
+    ] = False,
+) -> None:
     """Open WAP branches with their outcome and age."""
 
     def work() -> None:
@@ -148,7 +201,13 @@ def branches(ctx: typer.Context) -> None:
             with open_backend(_target(ctx)) as backend:
                 rows = ops.list_branches(backend)
         except NoLocalState as exc:
+            if as_json:
+                typer.echo(render.to_json(render.branches_json([])))
+                return
             console.print(f"No branches yet ({exc}).")
+            return
+        if as_json:
+            typer.echo(render.to_json(render.branches_json(rows)))
             return
         if not rows:
             console.print("No open WAP branches: every ingest was published or discarded.")
@@ -162,7 +221,11 @@ def branches(ctx: typer.Context) -> None:
 
 @app.command()
 def show(
-    ctx: typer.Context, target: Annotated[str, typer.Argument(help="branch name or ingest id")]
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="branch name or ingest id")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
+    ] = False,
 ) -> None:
     """The audit report, row counts main vs branch, and sample violating rows."""
 
@@ -170,18 +233,17 @@ def show(
         with open_backend(_target(ctx)) as backend:
             view = ops.show(backend, target)
             ui_base, local = backend.nessie_ui_url, backend.kind == "local"
+        if as_json:
+            typer.echo(render.to_json(render.show_json(view)))
+            return
         for part in render.show_view(view):
             console.print(part)
         wap = f"wap{_home_flag(_target(ctx))}"
         lines = render.inspect_lines(view, ui_base, wap=wap, local=local)
         if lines:
             console.print("\n" + "\n".join(lines), soft_wrap=True, markup=False)
-        if view.record.status == c.AUDIT_FAILED and view.branch_open:
-            branch = view.record.branch
-            console.print(
-                f'\nNext: {wap} publish {branch} --reason "..."   or   {wap} discard {branch}',
-                markup=False,
-            )
+        if view.branch_open and view.record.status in c.FAILED_STATUSES:
+            console.print("\n" + _next_step(view.record, wap), markup=False, soft_wrap=True)
 
     _run(work)
 
@@ -342,10 +404,15 @@ def discard(
 def doctor(
     ctx: typer.Context,
     timeout: Annotated[int, typer.Option(help="seconds to wait for the smoke job")] = 900,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
+    ] = False,
 ) -> None:
     """Check that the stack can ingest: outputs, Lambdas, Slack secret, Nessie from the
     VPC, and a smoke job on EMR Serverless. Run it right after `cdk deploy`."""
     from wap.ops.doctor import AwsDoctorTarget, LocalDoctorTarget, render, run_doctor
+
+    cli_render = globals()["render"]  # this module's `render` (the doctor's is shadowing it)
 
     def work() -> bool:
         with open_backend(_target(ctx), run_ingests=True, mutates=True, create=True) as backend:
@@ -355,7 +422,10 @@ def doctor(
             else:
                 target = LocalDoctorTarget(backend.stack.aws)
                 checks = run_doctor(target, timeout=timeout, poll_seconds=0.5)
-        typer.echo(render(checks, target.label))
+        if as_json:
+            typer.echo(cli_render.to_json(cli_render.doctor_json(checks, target.label)))
+        else:
+            typer.echo(render(checks, target.label))
         return all(check.ok for check in checks)
 
     if not _run(work):
@@ -385,6 +455,9 @@ def ingest(
     table: Annotated[str, typer.Option("--table", "-t", help="target ns.table")],
     wait: Annotated[bool, typer.Option(help="wait for the outcome")] = True,
     timeout: Annotated[int, typer.Option(help="seconds to wait")] = INGEST_TIMEOUT_SECONDS,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
+    ] = False,
 ) -> None:
     """Drop local parquet files through the flow (local stack, or the deployed source bucket)."""
     target = _target(ctx)
@@ -399,6 +472,8 @@ def ingest(
             else "Starting the local stack (Nessie, moto, Spark)…"
         )
         with ExitStack() as resources:
+            if as_json:  # stdout is the JSON document's alone: progress goes to stderr
+                resources.enter_context(_console_on_stderr())
             with _status(starting):
                 backend = resources.enter_context(
                     open_backend(target, run_ingests=wait, mutates=True, create=True)
@@ -412,10 +487,19 @@ def ingest(
                 )
             if not wait:
                 backend.changed()
+                if as_json:
+                    typer.echo(render.to_json(render.ingest_json(
+                        [_outcome_json(d, None) for d in dropped])))
                 return
             records = _wait(backend, dropped, timeout)
             alerts = list(getattr(backend, "slack_messages", []))
             ui_base = backend.nessie_ui_url
+        if as_json:
+            typer.echo(render.to_json(render.ingest_json(
+                [_outcome_json(d, r) for d, r in zip(dropped, records, strict=True)])))
+            if any(r.status != c.PUBLISHED for r in records):
+                raise typer.Exit(3)
+            return
         _print_outcomes(records, target, ui_base=ui_base)
         _print_alerts(alerts)
         if any(r.status != c.PUBLISHED for r in records):
@@ -486,6 +570,52 @@ def demo(
 
 
 @contextmanager
+def _console_on_stderr() -> Iterator[None]:
+    """Progress and status lines on stderr while stdout carries a JSON document."""
+    import sys
+
+    console.file = sys.stderr
+    try:
+        yield
+    finally:
+        console.file = None  # type: ignore[assignment]  # back to the current sys.stdout
+
+
+def _branch_open(record: Record) -> bool:
+    """Whether the ingest left its branch in Nessie (a failed one whose branch was kept)."""
+    return bool(
+        record.branch and record.status in c.FAILED_STATUSES and not record.branch_deleted_at
+    )
+
+
+def _decisions(record: Record, wap: str) -> list[str]:
+    """The commands that decide a failed ingest's open branch: publish only where it would
+    be accepted (an audited branch, AUDIT_FAILED), with a reason for the reviewer to fill."""
+    branch = record.branch
+    lines = [f'{wap} publish {branch} --reason "{REASON_PLACEHOLDER}"'] if (
+        record.status in ops.PUBLISHABLE) else []
+    return [*lines, f"{wap} discard {branch}"]
+
+
+def _next_step(record: Record, wap: str) -> str:
+    return "Next: " + "   or   ".join(_decisions(record, wap))
+
+
+def _outcome_json(dropped: ops.Dropped, record: Record | None) -> dict[str, Any]:
+    """One file of `wap ingest --json`: what it became (docs/cli-schemas/ingest.json)."""
+    return {
+        "file": str(dropped.path),
+        "key": dropped.key,
+        "ingest_id": dropped.ingest_id,
+        "status": record.status if record else None,
+        "rows_written": record.rows_written if record else None,
+        "reason": (record.error or None) if record else None,
+        "branch": record.branch if record else None,
+        "branch_open": _branch_open(record) if record else False,
+    }
+
+
+@contextmanager
 def _status(text: str) -> Iterator[None]:
     """A rich spinner while something slow starts (a plain line when not on a terminal)."""
     if not console.is_terminal:
@@ -545,8 +675,10 @@ def _print_outcomes(
                     f"{ch.violations} row(s)"
                     for ch in views[i].failed_checks
                 )
-            if r.branch and status in c.FAILED_STATUSES:
-                open_branches.append((r.branch, r.table))
+            if _branch_open(r):
+                open_branches.append(r)
+            elif r.branch and status in c.FAILED_STATUSES:
+                detail += "; branch deleted (nothing was written to it)"
         key = r.key if isinstance(r, IngestRecord) else None
         table.add_row(
             (key or "?").rsplit("/", 1)[-1],
@@ -562,18 +694,24 @@ def _print_outcomes(
                 console.print(f"main now holds {v.main_rows} rows of {v.record.table}.")
                 break
     hint = _home_flag(target)
-    for branch, table_name in open_branches:
+    for r in open_branches:
+        branch = r.branch
         console.print(f"\nOpen branch (main untouched): [bold]{branch}[/]", soft_wrap=True)
+        if r.status != c.AUDIT_FAILED:
+            console.print(
+                f"Kept because the job wrote to it before the ingest ended {r.status}; "
+                "it cannot be published: inspect it, then discard it.",
+                soft_wrap=True, markup=False,
+            )
         look = render.look_lines(
-            branch, table_name, ui_base, wap=f"wap{hint}", local=not target.is_aws
+            branch, r.table, ui_base, wap=f"wap{hint}", local=not target.is_aws
         )
         console.print(
             "Next:\n"
             f"  wap{hint} show {branch}\n"
             + "".join(f"  {line}\n" for line in look)
-            + f'  wap{hint} publish {branch} --reason "reviewed: refunds are negative"\n'
-            f"  wap{hint} discard {branch}\n"
-            f"  wap{hint} runs    wap{hint} branches",
+            + "".join(f"  {line}\n" for line in _decisions(r, f"wap{hint}"))
+            + f"  wap{hint} runs    wap{hint} branches",
             soft_wrap=True,
             markup=False,
         )
@@ -594,7 +732,4 @@ def _print_alerts(alerts: list[dict[str, Any]]) -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    # The in-process handlers' JSON logs would drown the CLI's output; errors still show.
-    # Set here, not in the stack: loggers read it once, at import, for the whole process.
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
     app()

@@ -430,3 +430,48 @@ def queue_lines(queues: Sequence[QueueStat]) -> list[str]:
         f"the oldest waiting {age_text(q.oldest_age_seconds)}"
         for q in queues
     ]
+
+
+# ---- --json: one document on stdout, from the same records as the tables ----------------------
+# Shapes: docs/cli.md, as JSON Schemas in docs/cli-schemas/<command>.json.
+
+
+def to_json(document: Any) -> str:
+    return json.dumps(_plain(document), ensure_ascii=False, indent=1, default=str)
+
+
+def runs_json(rows: Sequence[RunRow], batches: Sequence[BatchRow],
+              queues: Sequence[QueueStat]) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {"ingests": [asdict(r) for r in rows], "batches": [asdict(b) for b in batches],
+            "queues": [asdict(q) for q in queues]}
+
+
+def branches_json(rows: Sequence[BranchRow]) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {"branches": [asdict(r) for r in rows]}
+
+
+def show_json(view: IngestView) -> dict[str, Any]:
+    return {
+        "record": dict(view.record),
+        "report": view.report.to_dict() if view.report else None,
+        "branch_open": view.branch_open,
+        "main_rows": view.main_rows,
+        "branch_rows": view.branch_rows,
+        "failed_checks": [check.to_dict() for check in view.failed_checks],
+    }
+
+
+def ingest_json(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {"ingests": list(outcomes),
+            "all_published": all(o["status"] == "PUBLISHED" for o in outcomes)}
+
+
+def doctor_json(checks: Sequence[Any], label: str) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {"target": label, "ok": all(c.ok for c in checks),
+            "checks": [asdict(c) for c in checks]}

@@ -27,6 +27,7 @@ from local.aws.stack import (
     create_ledger_table,
 )
 from local.aws.template import TemplateError
+from wap.runtime import command_log
 from wap.runtime.catalog_server import catalog_url
 from wap.runtime.home import WapHome
 from wap.runtime.state_store import ARTIFACT_PREFIXES, StateStore, StoredBucket
@@ -87,6 +88,10 @@ def _forget_catalog_instances(spark: Any) -> None:
     server (the job reads main through `lake` for `unique ... against_main`).
     """
     spark._jsparkSession.sessionState().catalogManager().reset()
+
+
+def _opened(log: command_log.CommandLog | None) -> command_log.CommandLog | None:
+    return None if log is None else log.open()
 
 
 class StorageOnly:
@@ -187,6 +192,7 @@ class EmbeddedStack:
                     tables_dir=self.options.tables_dir or tables_dir_from_env(),
                     poll_interval_seconds=self.options.poll_interval_seconds,
                     async_retry_delay=0.5,
+                    lambda_log_stream=_opened(command_log.active()),
                 )
                 try:
                     self.aws = LocalAwsStack(settings).start()
@@ -227,7 +233,11 @@ class EmbeddedStack:
 
             # A session already running in this process (tests) is reused, not stopped.
             self._owns_spark = SparkContext._active_spark_context is None
-            spark = build_local_spark(warehouse, self.nessie.api_v2, app_name="wap-cli")
+            log = command_log.active()
+            spark = build_local_spark(
+                warehouse, self.nessie.api_v2, app_name="wap-cli",
+                jvm_output=log.jvm_output() if log is not None else None,
+            )
         # Runs copy `lake.*` when they start: point the template at this home's catalog,
         # and put a borrowed session's template back afterwards.
         for key, value in lake_catalog_conf(self.nessie.api_v2, warehouse).items():

@@ -24,6 +24,7 @@ from pathlib import Path
 DEFAULT_HOME = ".wap"
 ENV_HOME = "WAP_HOME"
 MARKER = "WAP_HOME"
+LOGS = "logs"  # one log file per command (wap/runtime/command_log.py)
 _OUR_NAMES = frozenset(
     {
         MARKER,
@@ -35,6 +36,7 @@ _OUR_NAMES = frozenset(
         "state",
         "samples",
         "lock",
+        LOGS,
     }
 )
 
@@ -103,14 +105,24 @@ class WapHome:
         return self
 
     def wipe(self) -> None:
-        """Delete everything in the home (only when it carries our marker)."""
+        """Delete everything in the home but its command logs (only when it carries our
+        marker): the running command may be writing its own log there."""
         if not self.root.exists():
             return
         if not self.exists() and not self._only_our_files():
             raise HomeError(
                 f"refusing to delete {self.root}: it is not a wap home (no {MARKER} file)"
             )
-        shutil.rmtree(self.root)
+        if not (self.root / LOGS).is_dir():
+            shutil.rmtree(self.root)
+            return
+        for path in self.root.iterdir():
+            if path.name == LOGS:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
 
     def _only_our_files(self) -> bool:
         # `make nessie` serves .wap/nessie.db before any wap command ran: still ours.

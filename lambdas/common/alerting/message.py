@@ -182,7 +182,12 @@ def _branch(event: AlertEvent, nessie_ui_url: str | None) -> str | None:
         text += " (open in the Nessie UI)"
     if table_url:
         text += f" · {_link(table_url, 'table on this branch')}"
-    text += "\nThe branch stays open: inspect it, then fix the data or publish/discard it."
+    if event.outcome == "AUDIT_FAILED":
+        text += ("\nThe branch stays open: inspect it, then publish it after review "
+                 "(`wap publish`) or discard it (`wap discard`).")
+    else:  # only an audited branch can be published by hand
+        text += ("\nThe branch stays open because the job wrote to it: inspect it, then "
+                 "discard it (`wap discard`) and upload fixed data.")
     return text
 
 

@@ -208,6 +208,16 @@ def test_link_builders():
     )
 
 
+@pytest.mark.parametrize("outcome", ["REJECTED", "JOB_FAILED", "PUBLISH_FAILED"])
+def test_only_an_audited_branch_is_offered_for_publishing(outcome):
+    """`wap publish` refuses anything but AUDIT_FAILED: the alert suggests no such command."""
+    text = all_text(render(load_event("audit_failed.json") | {"outcome": outcome}, None).blocks)
+    assert "wap publish" not in text and "publish it" not in text and "wap discard" in text
+    assert "because the job wrote to it" in text
+    audited = all_text(render(load_event("audit_failed.json"), None).blocks)
+    assert "wap publish" in audited and "wap discard" in audited
+
+
 def test_rejected_ingest_shows_the_schema_changes():
     event = load_event("audit_failed.json") | {
         "outcome": "REJECTED",

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,7 +25,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import Result
 
 from local.aws.stack import REPO_ROOT
 from tests.fixtures.wap_cli import (
@@ -38,9 +39,37 @@ pytestmark = pytest.mark.slow
 
 
 @dataclass
+class Ran:
+    """A `wap` run in its own process: stdout and stderr apart, as a shell sees them."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return f"--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+
+def run_wap_process(*args: str, cwd: Path) -> Ran:
+    """`wap ARGS` as a user runs it: its own process, its own JVM."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from wap.cli import main; sys.argv[0] = 'wap'; main()",
+         *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    return Ran(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass
 class Demo:
     home: Path
-    result: Result
+    result: Ran
     clean: Path
     broken: Path
 
@@ -61,7 +90,7 @@ class Demo:
 
 
 @pytest.fixture(scope="module")
-def demo(spark, tmp_path_factory) -> Demo:
+def demo(tmp_path_factory) -> Demo:
     home = tmp_path_factory.mktemp("cli") / "wap-home"
     # Left-overs of an earlier demo, which --fresh must drop.
     (home / "state").mkdir(parents=True)
@@ -79,7 +108,8 @@ def demo(spark, tmp_path_factory) -> Demo:
             ]
         )
     )
-    result = run_wap("--home", str(home), "demo", "--fresh", spark=spark)
+    # In a process of its own, with its own JVM: what reaches its stdout is what a user sees.
+    result = run_wap_process("--home", str(home), "demo", "--fresh", cwd=home.parent)
     samples = sorted((home / "samples").glob("*.parquet"))
     [broken] = [
         p
@@ -108,6 +138,9 @@ def test_demo_publishes_the_clean_file_and_keeps_the_broken_one_on_its_branch(de
     assert failed["branch"] in out
     for command in ("show", "publish", "discard"):
         assert f"wap --home {demo.home} {command} {failed['branch']}" in out
+    # The reason is the reviewer's to give: a placeholder, never one made up for them.
+    assert f'publish {failed["branch"]} --reason "<why this data may go to main>"' in out
+    assert "refunds are negative" not in out
     assert "Slack alert posted to #wap-alerts" in out and "amount_range" in out
 
     names = refs(demo.home)
@@ -128,6 +161,75 @@ def test_demo_publishes_the_clean_file_and_keeps_the_broken_one_on_its_branch(de
         (kept / "wap-artifacts" / failed["report_uri"].split("/", 3)[3]).read_text()
     )
     assert report["outcome"] == "failed" and report["branch"] == failed["branch"]
+
+
+LOG_NOISE = re.compile(r'^\s*\{"level"|NativeCodeLoader|\bWARN\b|log4j|^\s*\{.*"message"', re.M)
+
+
+def test_demo_stdout_carries_progress_and_results_only(demo):
+    """Lambda logs, the JVM's warnings and library noise go to the command's log file."""
+    assert demo.result.exit_code == 0, demo.result.output
+    out = demo.result.stdout
+    assert "Outcome" in out and "Running 2 ingest(s)" in out
+    assert not LOG_NOISE.search(out), LOG_NOISE.search(out).group(0)
+    [log] = sorted((demo.home / "logs").glob("*-demo.log"))
+    assert re.fullmatch(r"\d{8}T\d{6}(-\d+)?-demo\.log", log.name), log.name
+    assert f"log: {log}" in demo.result.stderr.splitlines()[-1]
+    text = log.read_text()
+    lambda_lines = [json.loads(ln) for ln in text.splitlines() if ln.startswith('{"level"')]
+    functions = {line.get("function_name") for line in lambda_lines}
+    assert {"trigger", "job_status", "finish", "alert"} <= functions, functions
+    assert "NativeCodeLoader" in text  # the JVM's own output, written to the log file
+    # Nothing but the log's path on stderr: no JSON lines, no JVM warnings.
+    assert not LOG_NOISE.search(demo.result.stderr), demo.result.stderr
+
+
+def json_document(result, command: str) -> dict:
+    """The whole of stdout as one JSON document, valid against docs/cli-schemas/COMMAND.json."""
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((REPO_ROOT / "docs" / "cli-schemas" / f"{command}.json").read_text())
+    Draft202012Validator.check_schema(schema)
+    document = json.loads(result.stdout)
+    Draft202012Validator(schema).validate(document)
+    return document
+
+
+def test_read_only_commands_print_one_json_document(demo):
+    failed, published = demo.failed(), demo.published()
+    result = run_wap(*demo.args("runs", "--json"))
+    assert result.exit_code == 0, result.output
+    runs = json_document(result, "runs")
+    by_id = {r["ingest_id"]: r for r in runs["ingests"]}
+    assert by_id[failed["ingest_id"]]["status"] == "AUDIT_FAILED"
+    assert by_id[failed["ingest_id"]]["branch"] == failed["branch"]
+    assert by_id[published["ingest_id"]]["status"] == "PUBLISHED"
+
+    result = run_wap(*demo.args("branches", "--json"))
+    assert result.exit_code == 0, result.output
+    [branch] = json_document(result, "branches")["branches"]
+    assert branch["name"] == failed["branch"] and branch["status"] == "AUDIT_FAILED"
+    assert branch["ingest_id"] == failed["ingest_id"] and branch["age_seconds"] >= 0
+
+    for target in (failed["branch"], failed["ingest_id"]):
+        result = run_wap(*demo.args("show", target, "--json"))
+        assert result.exit_code == 0, result.output
+        shown = json_document(result, "show")
+        assert shown["record"]["ingest_id"] == failed["ingest_id"]
+        assert shown["record"]["status"] == "AUDIT_FAILED" and shown["branch_open"] is True
+        assert [c["name"] for c in shown["failed_checks"]] == ["amount_range"]
+        assert shown["failed_checks"][0]["violations"] == 3
+        assert shown["report"]["outcome"] == "failed"
+        assert shown["branch_rows"] > shown["main_rows"] > 0
+
+
+def test_read_only_commands_json_on_a_missing_home(tmp_path):
+    for command in ("runs", "branches"):
+        result = run_wap("--home", str(tmp_path / "nowhere"), command, "--json")
+        assert result.exit_code == 0, result.output
+        document = json_document(result, command)
+        assert all(v == [] for v in document.values())
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_read_only_commands_never_load_spark(demo):
@@ -206,9 +308,21 @@ def test_ingest_files_then_discard_the_failed_branch(demo, spark, tmp_path):
     known = set(ledger_items(demo.home))
 
     result = run_wap(
-        *demo.args("ingest", str(good), str(bad), "--table", "sales.orders"), spark=spark
+        "--verbose",
+        *demo.args("ingest", str(good), str(bad), "--table", "sales.orders", "--json"),
+        spark=spark,
     )
     assert result.exit_code == 3, result.output  # not everything was published
+    outcome = json_document(result, "ingest")  # progress went to stderr
+    assert outcome["all_published"] is False
+    assert [(Path(o["file"]).name, o["status"], o["branch_open"]) for o in outcome["ingests"]] == [
+        ("more-orders.parquet", "PUBLISHED", False), ("odd-status.parquet", "AUDIT_FAILED", True)]
+    assert "Running 2 ingest(s)" in result.stderr
+    # --verbose: the Lambdas' logs stream to stderr (and still go to the log file), never stdout.
+    assert '"function_name":"trigger"' in result.stderr.replace(" ", ""), result.stderr
+    assert not LOG_NOISE.search(result.stdout), result.stdout
+    log = Path(result.stderr.strip().splitlines()[-1].removeprefix("log: "))
+    assert log.name.endswith("-ingest.log") and '"function_name":"finish"' in log.read_text()
     new = {i: r for i, r in ledger_items(demo.home).items() if i not in known}
     assert sorted((r["key"], r["status"]) for r in new.values()) == [
         ("sales/orders/more-orders.parquet", "PUBLISHED"),

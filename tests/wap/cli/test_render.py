@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from lambdas.common.ledger import BatchRecord, QueueStat
+import pytest
+
+from lambdas.common.ledger import BatchRecord, IngestRecord, QueueStat
 from wap.cli import render
 
 
@@ -63,3 +65,20 @@ def test_show_lists_the_files_of_a_batch_that_did_not_pass():
     assert "part-2.parquet" in text and "not a parquet file" in text
     assert "part-0.parquet" not in text
     assert "Files:" not in shown(good)  # one file: nothing to list
+
+
+@pytest.mark.parametrize("status", ["AUDIT_FAILED", "REJECTED", "JOB_FAILED", "PUBLISH_FAILED"])
+def test_next_steps_suggest_publish_only_where_it_is_accepted(status):
+
+    from wap.cli.app import REASON_PLACEHOLDER, _decisions
+    from wap.ops.operations import PUBLISHABLE
+
+    record = IngestRecord(ingest_id="0123456789abcdef", status=status, table="sales.orders",
+                          branch="wap_sales_orders_20261122T101500_01234567")
+    lines = _decisions(record, "wap")
+    assert lines[-1] == f"wap discard {record.branch}"
+    published = [line for line in lines if " publish " in line]
+    if status in PUBLISHABLE:
+        assert published == [f'wap publish {record.branch} --reason "{REASON_PLACEHOLDER}"']
+    else:
+        assert published == []

@@ -75,10 +75,20 @@ def test_an_empty_slack_secret_fails_without_printing_anything_secret(make_stack
 
 @pytest.mark.slow
 def test_wap_doctor_on_a_fresh_home(spark, tmp_path):
-    result = run_wap("--home", str(tmp_path / "home"), "doctor", "--timeout", "300",
+    import json
+
+    from jsonschema import Draft202012Validator
+
+    from local.aws.stack import REPO_ROOT
+
+    result = run_wap("--home", str(tmp_path / "home"), "doctor", "--timeout", "300", "--json",
                      spark=spark)
     assert result.exit_code == 0, result.output
-    assert "all " in result.output and "checks passed" in result.output
+    document = json.loads(result.stdout)  # stdout is the JSON document alone
+    schema = json.loads((REPO_ROOT / "docs" / "cli-schemas" / "doctor.json").read_text())
+    Draft202012Validator(schema).validate(document)
+    assert document["ok"] is True and all(check["ok"] for check in document["checks"])
+    assert "smoke job ran" in [check["name"] for check in document["checks"]]
 
 
 def test_the_deployed_import_check_reads_each_functions_own_log_group():
