@@ -30,6 +30,7 @@ from local.aws.stack import REPO_ROOT
 from tests.fixtures.wap_cli import (
     assert_one_line_error,
     count_rows,
+    json_document,
     ledger_items,
     refs,
     run_wap,
@@ -182,17 +183,6 @@ def test_demo_stdout_carries_progress_and_results_only(demo):
     assert "NativeCodeLoader" in text  # the JVM's own output, written to the log file
     # Nothing but the log's path on stderr: no JSON lines, no JVM warnings.
     assert not LOG_NOISE.search(demo.result.stderr), demo.result.stderr
-
-
-def json_document(result, command: str) -> dict:
-    """The whole of stdout as one JSON document, valid against docs/cli-schemas/COMMAND.json."""
-    from jsonschema import Draft202012Validator
-
-    schema = json.loads((REPO_ROOT / "docs" / "cli-schemas" / f"{command}.json").read_text())
-    Draft202012Validator.check_schema(schema)
-    document = json.loads(result.stdout)
-    Draft202012Validator(schema).validate(document)
-    return document
 
 
 def test_read_only_commands_print_one_json_document(demo):

@@ -39,7 +39,7 @@ from tests.fixtures.lake_seed import (
     PUBLISHED_BRANCH,
     PUBLISHED_ID,
 )
-from tests.fixtures.wap_cli import assert_one_line_error
+from tests.fixtures.wap_cli import assert_one_line_error, json_document
 
 NEGATIVE = sorted((r["order_id"], r["amount"]) for r in BRANCH_ROWS if r["amount"] < 0)
 OPEN_FAILED = {
@@ -115,6 +115,28 @@ def test_show_prints_counts_the_failed_check_and_violating_rows(world: World, by
     assert f'Next: {wap} publish {BRANCH} --reason "..." or {wap} discard {BRANCH}' in " ".join(
         out.split()
     )
+
+
+def test_runs_branches_and_show_print_one_json_document(world: World):
+    """--json: the same records as the tables, valid against docs/cli-schemas/."""
+    runs = json_document(world.wap("runs", "--json"), "runs")
+    by_id = {r["ingest_id"]: r for r in runs["ingests"]}
+    assert set(by_id) == set(world.records)
+    for iid, record in world.records.items():
+        assert (by_id[iid]["status"], by_id[iid]["branch"]) == (record["status"],
+                                                                record["branch"])
+
+    branches = json_document(world.wap("branches", "--json"), "branches")["branches"]
+    assert {b["name"]: (b["ingest_id"], b["status"]) for b in branches} == OPEN_FAILED
+
+    for target in (BRANCH, FAILED_ID):
+        shown = json_document(world.wap("show", target, "--json"), "show")
+        assert shown["record"]["ingest_id"] == FAILED_ID
+        assert shown["record"]["status"] == "AUDIT_FAILED" and shown["branch_open"] is True
+        assert [(c["name"], c["violations"]) for c in shown["failed_checks"]] == [
+            ("amount_range", len(NEGATIVE))]
+        assert (shown["main_rows"], shown["branch_rows"]) == (
+            len(MAIN_ROWS), len(MAIN_ROWS) + len(BRANCH_ROWS))
 
 
 def test_show_without_a_report_says_so(world: World):
