@@ -385,8 +385,14 @@ def ingest(
     table: Annotated[str, typer.Option("--table", "-t", help="target ns.table")],
     wait: Annotated[bool, typer.Option(help="wait for the outcome")] = True,
     timeout: Annotated[int, typer.Option(help="seconds to wait")] = INGEST_TIMEOUT_SECONDS,
+    create: Annotated[bool, typer.Option(
+        "--create", help="create the table if it has no config and is not on main "
+                         "(local stack only; otherwise such an upload is refused)")] = False,
 ) -> None:
-    """Drop local parquet files through the flow (local stack, or the deployed source bucket)."""
+    """Drop local parquet files through the flow (local stack, or the deployed source bucket).
+
+    A table with neither a config (tables/) nor a table on main is refused, naming the
+    closest known tables, unless --create (on AWS: the deploy's createTablesFromUploads)."""
     target = _target(ctx)
 
     def work() -> None:
@@ -401,7 +407,8 @@ def ingest(
         with ExitStack() as resources:
             with _status(starting):
                 backend = resources.enter_context(
-                    open_backend(target, run_ingests=wait, mutates=True, create=True)
+                    open_backend(target, run_ingests=wait, mutates=True, create=True,
+                                 create_tables=create)
                 )
             dropped = ops.drop_files(backend, files, table)
             for d in dropped:
@@ -423,6 +430,9 @@ def ingest(
 
     if not target.is_aws and not wait:
         raise _fail("--no-wait is only for --aws: local ingests run inside this command")
+    if target.is_aws and create:
+        raise _fail("--create is for the local stack: on AWS, uploads create tables only "
+                    "when the stack is deployed with -c createTablesFromUploads=true")
     _run(work)
 
 
