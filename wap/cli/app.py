@@ -572,6 +572,14 @@ def _print_outcomes(
                 console.print(f"main now holds {v.main_rows} rows of {v.record.table}.")
                 break
     hint = _home_flag(target)
+    unknown = sorted({r.table for r in records if r.reason_code == c.UNKNOWN_TABLE and r.table})
+    for table_name in unknown:
+        console.print(
+            f"\n{table_name} is not a known table (no config, not on main): nothing was "
+            "created. Check the name; to create the table, add its config to tables/ or "
+            + ("deploy with -c createTablesFromUploads=true." if target.is_aws
+               else "run the same `wap ingest` again with --create."),
+            soft_wrap=True, markup=False)
     for branch, table_name in open_branches:
         console.print(f"\nOpen branch (main untouched): [bold]{branch}[/]", soft_wrap=True)
         look = render.look_lines(
