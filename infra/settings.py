@@ -48,6 +48,9 @@ class DeploySettings:
     alarm_email: str | None = None                  # [alarmEmail]
     queue_alarm_minutes: int = constants.QUEUE_ALARM_MINUTES  # [queueAlarmMinutes]
     blocked_start_minutes: int = constants.BLOCKED_START_MINUTES  # [blockedStartMinutes]
+    # An upload for a table with no config and no table on main creates it; off, such an
+    # upload is refused (`unknown_table`) naming the closest known tables.
+    create_tables_from_uploads: bool = False        # [createTablesFromUploads]
 
     @classmethod
     def from_context(cls, get: Any) -> DeploySettings:
@@ -116,6 +119,7 @@ class DeploySettings:
                                          low=2 * constants.SWEEPER_RATE_MINUTES, high=7 * 24 * 60),
             blocked_start_minutes=_integer(get, "blockedStartMinutes",
                                            constants.BLOCKED_START_MINUTES, low=1, high=24 * 60),
+            create_tables_from_uploads=_boolean(get, "createTablesFromUploads", False),
         )
 
 

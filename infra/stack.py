@@ -89,6 +89,7 @@ class WapStack(Stack):
             "WAP_MAX_JOB_TRIES": str(constants.MAX_JOB_TRIES),
             "WAP_JOB_RETRY_BASE_SECONDS": str(constants.JOB_RETRY_BASE_SECONDS),
             "WAP_BLOCKED_START_SECONDS": str(settings.blocked_start_minutes * 60),
+            "WAP_CREATE_TABLES_FROM_UPLOADS": str(settings.create_tables_from_uploads).lower(),
         }
         pipeline = Pipeline(
             self, "Pipeline", functions=functions, environment=environment,

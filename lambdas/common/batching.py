@@ -19,6 +19,7 @@ Every step is idempotent: members are changed only while RUNNING in this batch.
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -46,7 +47,8 @@ from lambdas.common.ledger import (
     Record,
     Successor,
 )
-from lambdas.common.naming import file_name, iso, utcnow
+from lambdas.common.naming import TableRef, file_name, iso, split_s3_uri, utcnow
+from lambdas.common.nessie import NessieClient
 
 _log = logging.getLogger(__name__)
 RERUN_GROUP = "rerun_group"  # a member record's field: the half of a split batch it is in
@@ -65,6 +67,7 @@ class Intake:
     limits: BatchLimits = field(default_factory=BatchLimits)
     arrival: str = ARRIVAL_EVENT
     config_error: str | None = None
+    configured: bool = False  # the table has a config file (usable or not)
 
     @property
     def by_marker(self) -> bool:
@@ -93,16 +96,78 @@ def table_intake(settings: Settings, table: str) -> Intake:
         config = parse_table_config_text(config_text(data, uri), uri, yaml=yaml)
     except TableConfigError as exc:
         _log.error("table config %s refused: %s", uri, exc)
-        return Intake(BatchLimits(max_files=1), config_error=str(exc))
-    return Intake(config.batch, config.arrival)
+        return Intake(BatchLimits(max_files=1), config_error=str(exc), configured=True)
+    return Intake(config.batch, config.arrival, configured=True)
 
 
-def reject_for_config(ledger: Ledger, record: LedgerRecord, reason: str) -> bool:
-    """Record a pending file REJECTED (`config_error`) and alert once; False when another
-    invocation already settled it."""
+MAX_SUGGESTIONS = 3  # close table names an `unknown_table` rejection offers
+MAX_LISTED = 10  # known tables it lists when none is close
+
+
+def unknown_table_reason(settings: Settings, nessie: NessieClient, table: str,
+                         intake: Intake) -> str | None:
+    """Why an upload for `table` is refused as `unknown_table`, or None when it may run.
+
+    A table is known when it has a config (`intake.configured`) or is on main. Otherwise
+    the upload would create it, which only a deploy with `createTablesFromUploads` allows:
+    a mistyped prefix must not become a new table. The reason names the closest known
+    tables (configured or on main). Nessie being unreachable raises (retryable): the file
+    stays RECEIVED for the trigger's retries and then the sweeper, which check again.
+    """
+    if intake.configured or settings.create_tables_from_uploads:
+        return None
+    if nessie.metadata_location(c.MAIN_BRANCH, table) is not None:
+        return None
+    known = sorted(set(configured_tables(settings)) | set(nessie.iceberg_tables(c.MAIN_BRANCH)))
+    close = difflib.get_close_matches(table, known, n=MAX_SUGGESTIONS, cutoff=0.6)
+    config = settings.table_config_uri(table)
+    reason = (f"unknown table {table} (no config{' ' + config if config else ''}, "
+              "not on main)")
+    if close:
+        reason += f"; did you mean {' or '.join(close)}?"
+    elif known:
+        more = len(known) - MAX_LISTED
+        reason += (f"; known tables: {', '.join(known[:MAX_LISTED])}"
+                   + (f" and {more} more" if more > 0 else "") + ".")
+    else:
+        reason += "; no table is configured or on main yet."
+    return (f"{reason} Nothing was created: to create {table}, add its config, or let "
+            "uploads create tables (deploy with -c createTablesFromUploads=true; locally "
+            "`wap ingest --create`)")
+
+
+def configured_tables(settings: Settings) -> list[str]:
+    """The tables that have a config file under the deployed config prefix."""
+    if not settings.tables_config_prefix:
+        return []
+    bucket, prefix = split_s3_uri(settings.tables_config_prefix.rstrip("/") + "/")
+    s3 = aws.client("s3")
+
+    def listed() -> list[str]:
+        keys = []
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            keys += [item["Key"] for item in page.get("Contents", [])]
+        return keys
+
+    tables = []
+    for found in aws.call(f"list the table configs under s3://{bucket}/{prefix}", listed):
+        name = found[len(prefix):].removesuffix(".yaml")
+        if not found.endswith(".yaml") or "/" in name:
+            continue
+        try:
+            tables.append(TableRef.parse(name).qualified)
+        except ValueError:
+            continue
+    return tables
+
+
+def reject_for_config(ledger: Ledger, record: LedgerRecord, reason: str,
+                      reason_code: str = CONFIG_ERROR) -> bool:
+    """Record a pending file REJECTED (`config_error`, or the `reason_code` given, e.g.
+    `unknown_table`) and alert once; False when another invocation already settled it."""
     iid = record.ingest_id
     rejected = ledger.update_ingest(
-        iid, {"status": c.REJECTED, "error": reason, "reason_code": CONFIG_ERROR,
+        iid, {"status": c.REJECTED, "error": reason, "reason_code": reason_code,
               "finished_at": iso(utcnow())},
         only_if_status=c.PENDING_STATUSES)
     if rejected:

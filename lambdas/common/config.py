@@ -53,6 +53,9 @@ class Settings:
     # A file holding its table this long without a running job (its start failed, e.g.
     # Nessie was down) is started again by the sweeper, which alerts once if it still fails.
     blocked_start_seconds: int = 600
+    # An upload for a table with neither a config nor a table on main creates it (opt-in,
+    # `-c createTablesFromUploads`); otherwise it is refused as `unknown_table`.
+    create_tables_from_uploads: bool = False
 
     @property
     def blocked_start(self) -> timedelta:
@@ -104,6 +107,16 @@ def _positive_int(
     return value
 
 
+def _boolean(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    value = raw.strip().lower()
+    if value in ("true", "false"):
+        return value == "true"
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Build `Settings` from `env` (default: the process environment).
 
@@ -139,4 +152,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_job_tries=_positive_int(env, c.ENV_MAX_JOB_TRIES, 3),
         job_retry_base_seconds=_positive_int(env, c.ENV_JOB_RETRY_BASE_SECONDS, 60, minimum=0),
         blocked_start_seconds=_positive_int(env, c.ENV_BLOCKED_START_SECONDS, 600),
+        create_tables_from_uploads=_boolean(env, c.ENV_CREATE_TABLES_FROM_UPLOADS, False),
     )

@@ -54,6 +54,10 @@ REPORT_ERROR = _report.ERROR  # infrastructure, not the input: retried, then JOB
 
 MAIN_BRANCH = "main"
 
+# The reason code of an upload refused because its table is unknown: no table config and
+# no table on main, and the deploy does not create tables from uploads.
+UNKNOWN_TABLE = "unknown_table"
+
 # Environment variables (docs/contracts.md).
 ENV_LEDGER_TABLE = "WAP_LEDGER_TABLE"
 ENV_NESSIE_URI = "WAP_NESSIE_URI"
@@ -77,3 +81,4 @@ ENV_JOB_QUEUE_TIMEOUT_MINUTES = "WAP_JOB_QUEUE_TIMEOUT_MINUTES"
 ENV_MAX_JOB_TRIES = "WAP_MAX_JOB_TRIES"
 ENV_JOB_RETRY_BASE_SECONDS = "WAP_JOB_RETRY_BASE_SECONDS"
 ENV_BLOCKED_START_SECONDS = "WAP_BLOCKED_START_SECONDS"
+ENV_CREATE_TABLES_FROM_UPLOADS = "WAP_CREATE_TABLES_FROM_UPLOADS"

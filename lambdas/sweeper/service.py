@@ -12,7 +12,12 @@ from datetime import datetime, timedelta
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
-from lambdas.common.batching import open_batch, table_intake
+from lambdas.common.batching import (
+    open_batch,
+    reject_for_config,
+    table_intake,
+    unknown_table_reason,
+)
 from lambdas.common.config import Settings
 from lambdas.common.ingest import cancel_job_run, release_and_start_next, start_or_fail
 from lambdas.common.ledger import (
@@ -108,6 +113,12 @@ def _adopt_orphan(
                                 only_if_status={c.RECEIVED}):
             send_alert_quietly(alert_event(ledger.get_ingest(ingest_id) or record,
                                            outcome=c.JOB_FAILED, reason=reason))
+        return
+    # Its trigger may have given up before it could tell whether the table is known.
+    unknown = unknown_table_reason(settings, nessie, record.table,
+                                   table_intake(settings, record.table))
+    if unknown:
+        reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE)
         return
     if ledger.acquire_or_enqueue(record.table, ingest_id) == LOCK_QUEUED:
         ledger.update_ingest(ingest_id, {"status": c.QUEUED}, only_if_status={c.RECEIVED})

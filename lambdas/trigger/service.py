@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
-from lambdas.common.batching import reject_for_config, table_intake
+from lambdas.common.batching import reject_for_config, table_intake, unknown_table_reason
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import SourceVersionGoneError, UnroutableKeyError
 from lambdas.common.ingest import start_or_fail
@@ -94,6 +94,12 @@ def handle_object(
     if intake.config_error:  # before the lock: the table stays free for a fixed config
         if reject_for_config(ledger, record, intake.config_error):
             return TriggerResult(obj.key, c.REJECTED, iid, table, intake.config_error)
+        return _not_pending(obj, ledger.get_ingest(iid) or record)
+    # Before any branch or job: an upload must not create a table nobody asked for.
+    unknown = unknown_table_reason(settings, nessie, table, intake)
+    if unknown:
+        if reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE):
+            return TriggerResult(obj.key, c.REJECTED, iid, table, unknown)
         return _not_pending(obj, ledger.get_ingest(iid) or record)
     if intake.by_marker:  # waits for its dataset's marker
         ledger.update_ingest(iid, {"status": c.HELD, "dataset": dataset_prefix(obj.key)},

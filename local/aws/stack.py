@@ -139,6 +139,9 @@ class StackSettings:
     # The deploy context the template is synthesized with (`cdk synth -c ...`).
     region: str = DEFAULT_REGION
     slack_channel: str = "#wap-alerts"
+    # `-c createTablesFromUploads=true`: an upload for a table with neither a config nor a
+    # table on main creates it (by default it is refused as `unknown_table`).
+    create_tables: bool = False
     # Names CloudFormation would generate on AWS (the template leaves them open).
     source_bucket: str = "wap-source"
     artifacts_bucket: str = "wap-artifacts"
@@ -170,7 +173,10 @@ class StackSettings:
 
     def deploy_context(self) -> dict[str, str]:
         """The `-c` values this local deployment is synthesized with."""
-        return {"region": self.region, "slackChannel": self.slack_channel}
+        context = {"region": self.region, "slackChannel": self.slack_channel}
+        if self.create_tables:
+            context["createTablesFromUploads"] = "true"
+        return context
 
     def overrides(self) -> dict[str, str]:
         """Template values replaced locally, by name (each one listed in OVERRIDES)."""

@@ -502,6 +502,15 @@ def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, tmp_path):
     assert queue_alarm(configured)["Threshold"] == 45 * 60
 
 
+def test_uploads_create_tables_only_when_the_deploy_says_so(synthesized, tmp_path):
+    def flags(synth) -> set[str]:
+        return {props["Environment"]["Variables"]["WAP_CREATE_TABLES_FROM_UPLOADS"]
+                for _, props in _functions_by_handler(synth).values()}
+
+    assert flags(synthesized) == {"false"}  # an unknown table is refused by default
+    assert flags(synthesize(tmp_path, {"createTablesFromUploads": "true"})) == {"true"}
+
+
 def test_outputs(synthesized):
     outputs = synthesized.template.to_json()["Outputs"]
     assert {"SourceBucketName", "LakeBucketName", "ArtifactsBucketName", "NessieApiUrl",

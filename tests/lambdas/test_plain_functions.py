@@ -43,6 +43,9 @@ def test_settings_defaults_and_derived_uris():
         "s3://a/reports/s.t/0000000000000000/attempt-2/report.json"
     )
     assert settings.table_config_uri("s.t") is None
+    assert settings.create_tables_from_uploads is False
+    assert load_settings({**BASE_ENV, "WAP_CREATE_TABLES_FROM_UPLOADS": "true"}
+                         ).create_tables_from_uploads is True
 
 
 @pytest.mark.parametrize(
@@ -52,6 +55,7 @@ def test_settings_defaults_and_derived_uris():
         ({"WAP_MAX_PUBLISH_ATTEMPTS": "three"}, "must be an integer"),
         ({"WAP_BRANCH_RETENTION_DAYS": "0"}, "must be >= 1"),
         ({"WAP_REPORTS_PREFIX": "/tmp/reports"}, "s3:// URI"),
+        ({"WAP_CREATE_TABLES_FROM_UPLOADS": "yes please"}, "true or false"),
     ],
 )
 def test_settings_are_validated(change, message):

@@ -29,7 +29,7 @@ from local.aws.lambda_sandbox import reserved_environment
 from local.aws.overrides import OVERRIDES, LocalParityError
 from local.aws.stack import ACCOUNT_ID, StackSettings
 from local.aws.template import StackTemplate, input_digest, stack_template
-from tests.fixtures.local_stack import fake_parquet, wait_for_key
+from tests.fixtures.local_stack import CREATE_TABLES, fake_parquet, wait_for_key
 from tests.fixtures.paths import REPO
 
 OUR_FUNCTIONS = {"trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper"}
@@ -46,8 +46,8 @@ NO_OVERRIDES = {"poll_interval_seconds": None, "job_retry_base_seconds": None,
 @pytest.fixture(scope="module")
 def local_template() -> StackTemplate:
     """The template the local stacks of this session run (synthesized once, then cached)."""
-    return stack_template(StackSettings(nessie_api_v1="http://unused/api/v1",
-                                        job=None).deploy_context())
+    return stack_template(StackSettings(nessie_api_v1="http://unused/api/v1", job=None,
+                                        create_tables=CREATE_TABLES).deploy_context())
 
 
 def _with_variable(template: StackTemplate, name: str, value: object) -> StackTemplate:
@@ -410,7 +410,8 @@ def test_a_variable_added_in_infra_reaches_the_handlers_without_touching_local(
     assert marker in stack_py.read_text()
     stack_py.write_text(stack_py.read_text().replace(
         marker, marker + ' "WAP_EXAMPLE_FROM_INFRA": storage.reports_prefix,'))
-    context = StackSettings(nessie_api_v1="http://x/api/v1", job=None).deploy_context()
+    context = StackSettings(nessie_api_v1="http://x/api/v1", job=None,
+                            create_tables=CREATE_TABLES).deploy_context()
 
     edited = template_module.cached_template(context, root=tmp_path)
     stack = make_stack(template=edited)

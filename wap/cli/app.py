@@ -458,8 +458,14 @@ def ingest(
     as_json: Annotated[
         bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
     ] = False,
+    create: Annotated[bool, typer.Option(
+        "--create", help="create the table if it has no config and is not on main "
+                         "(local stack only; otherwise such an upload is refused)")] = False,
 ) -> None:
-    """Drop local parquet files through the flow (local stack, or the deployed source bucket)."""
+    """Drop local parquet files through the flow (local stack, or the deployed source bucket).
+
+    A table with neither a config (tables/) nor a table on main is refused, naming the
+    closest known tables, unless --create (on AWS: the deploy's createTablesFromUploads)."""
     target = _target(ctx)
 
     def work() -> None:
@@ -476,7 +482,8 @@ def ingest(
                 resources.enter_context(_console_on_stderr())
             with _status(starting):
                 backend = resources.enter_context(
-                    open_backend(target, run_ingests=wait, mutates=True, create=True)
+                    open_backend(target, run_ingests=wait, mutates=True, create=True,
+                                 create_tables=create)
                 )
             dropped = ops.drop_files(backend, files, table)
             for d in dropped:
@@ -507,6 +514,9 @@ def ingest(
 
     if not target.is_aws and not wait:
         raise _fail("--no-wait is only for --aws: local ingests run inside this command")
+    if target.is_aws and create:
+        raise _fail("--create is for the local stack: on AWS, uploads create tables only "
+                    "when the stack is deployed with -c createTablesFromUploads=true")
     _run(work)
 
 
@@ -694,6 +704,14 @@ def _print_outcomes(
                 console.print(f"main now holds {v.main_rows} rows of {v.record.table}.")
                 break
     hint = _home_flag(target)
+    unknown = sorted({r.table for r in records if r.reason_code == c.UNKNOWN_TABLE and r.table})
+    for table_name in unknown:
+        console.print(
+            f"\n{table_name} is not a known table (no config, not on main): nothing was "
+            "created. Check the name; to create the table, add its config to tables/ or "
+            + ("deploy with -c createTablesFromUploads=true." if target.is_aws
+               else "run the same `wap ingest` again with --create."),
+            soft_wrap=True, markup=False)
     for r in open_branches:
         branch = r.branch
         console.print(f"\nOpen branch (main untouched): [bold]{branch}[/]", soft_wrap=True)

@@ -52,13 +52,21 @@ SPARK_SESSION: Any = None
 
 @contextmanager
 def open_backend(
-    target: Target, *, run_ingests: bool = False, mutates: bool = False, create: bool = False
+    target: Target, *, run_ingests: bool = False, mutates: bool = False, create: bool = False,
+    create_tables: bool = False,
 ) -> Iterator[Backend]:
     """A started backend, closed on exit.
 
     Local mode: commands that change state hold the home's lock; only commands
-    that run ingests (`run_ingests`) start Spark; `create` makes a missing home.
+    that run ingests (`run_ingests`) start Spark; `create` makes a missing home;
+    `create_tables` lets uploads create tables that have no config and are not on main
+    (the deploy setting `createTablesFromUploads` of this command's local stack). On AWS
+    that is the deployed stack's setting: `create_tables` is refused there.
     """
+    if target.is_aws and create_tables:
+        raise OpsError(
+            "--create is for the local stack: on AWS, uploads create tables only when the "
+            "stack is deployed with -c createTablesFromUploads=true")
     if target.is_aws:
         from wap.ops.aws_backend import AwsBackend
 
@@ -80,7 +88,8 @@ def open_backend(
         stack = EmbeddedStack(
             home,
             EmbeddedOptions(
-                run_ingests=run_ingests, recover_interrupted=mutates, spark=SPARK_SESSION
+                run_ingests=run_ingests, recover_interrupted=mutates, spark=SPARK_SESSION,
+                create_tables=create_tables,
             ),
         )
         stack.start()

@@ -48,6 +48,9 @@ class EmbeddedOptions:
     spark: Any = None  # an existing SparkSession to reuse (tests)
     job: Any = None  # a job function instead of Spark (tests)
     poll_interval_seconds: int = 1
+    # Uploads for tables with neither a config nor a table on main create them (`wap
+    # ingest --create`: the deploy setting createTablesFromUploads of this command's stack).
+    create_tables: bool = False
 
 
 def tables_dir_from_env() -> Path:
@@ -193,6 +196,7 @@ class EmbeddedStack:
                     poll_interval_seconds=self.options.poll_interval_seconds,
                     async_retry_delay=0.5,
                     lambda_log_stream=_opened(command_log.active()),
+                    create_tables=self.options.create_tables,
                 )
                 try:
                     self.aws = LocalAwsStack(settings).start()

@@ -1,0 +1,96 @@
+"""Unknown tables are refused at the trigger: an upload for a table with neither a config
+nor a table on main (a mistyped prefix) creates nothing unless the deploy opts in
+(`-c createTablesFromUploads=true`). These stacks run with the deploy's default (refusal)
+unless a test opts in.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.fixtures.local_stack import branch_exists, fake_parquet, table_on, wait_for_key
+from tests.fixtures.standin_job import commit_table_on_branch
+
+ORDERS_CONFIG = "schema_policy: additive\nchecks:\n  - {kind: row_count, min: 1}\n"
+
+
+def _refs(nessie_client) -> set[str]:
+    return {ref.name for ref in nessie_client.list_references().references}
+
+
+def test_a_mistyped_table_is_rejected_naming_the_configured_one_and_nothing_is_created(
+        make_stack, slack, nessie_client, tmp_path):
+    (tmp_path / "sales.orders.yaml").write_text(ORDERS_CONFIG)
+    stack = make_stack(tables_dir=tmp_path, create_tables=False)
+    refs_before = _refs(nessie_client)
+    main_before = nessie_client.get_reference("main").hash_
+
+    stack.drop_file("sales/ordres/2026-11-22.parquet", fake_parquet("typo"))
+    record = wait_for_key(stack, "sales/ordres/2026-11-22.parquet", timeout=20)
+    stack.wait_idle(timeout=30)
+
+    assert record["status"] == "REJECTED", stack.describe()
+    assert record["reason_code"] == "unknown_table"
+    assert "unknown table sales.ordres" in record["error"]
+    assert "did you mean sales.orders?" in record["error"]
+    assert "createTablesFromUploads" in record["error"]
+    assert not record.get("branch")
+    assert _refs(nessie_client) == refs_before  # no branch
+    assert nessie_client.get_reference("main").hash_ == main_before  # no table
+    assert table_on(nessie_client, "main", "sales.ordres") is None
+    assert stack.emr.started_runs == [] and stack.executions() == []
+    assert stack.ledger().get_lock("sales.ordres").active is None
+    [alert] = slack.messages
+    assert "sales.ordres" in json.dumps(alert) and "sales.orders" in json.dumps(alert)
+
+
+def test_the_suggestions_include_tables_on_main(make_stack, slack, nessie_client, nessie):
+    commit_table_on_branch(nessie.api_v1, "inventory.stock", "main", "seed-stock")
+    stack = make_stack(create_tables=False)
+
+    stack.drop_file("inventory/stok/f.parquet", fake_parquet("stok"))
+    record = wait_for_key(stack, "inventory/stok/f.parquet", timeout=20)
+
+    assert record["status"] == "REJECTED" and record["reason_code"] == "unknown_table"
+    assert "did you mean inventory.stock?" in record["error"]
+    assert stack.emr.started_runs == []
+    assert len(slack.messages) == 1
+
+
+def test_with_the_opt_in_an_upload_creates_its_table_as_before(
+        make_stack, slack, nessie_client):
+    stack = make_stack(create_tables=True)
+    assert stack.env["WAP_CREATE_TABLES_FROM_UPLOADS"] == "true"
+
+    stack.drop_file("fresh/events/a.parquet", fake_parquet("fresh"))
+    record = wait_for_key(stack, "fresh/events/a.parquet")
+
+    assert record["status"] == "PUBLISHED", record
+    assert table_on(nessie_client, "main", "fresh.events") is not None
+    assert not branch_exists(nessie_client, record["branch"])
+    assert slack.messages == []
+
+
+def test_a_table_on_main_without_a_config_is_accepted(make_stack, slack, nessie_client, nessie):
+    commit_table_on_branch(nessie.api_v1, "legacy.events", "main", "seed-legacy")
+    stack = make_stack(create_tables=False)
+    assert stack.env["WAP_CREATE_TABLES_FROM_UPLOADS"] == "false"
+
+    stack.drop_file("legacy/events/a.parquet", fake_parquet("legacy"))
+    record = wait_for_key(stack, "legacy/events/a.parquet")
+
+    assert record["status"] == "PUBLISHED", record
+    assert len(stack.emr.started_runs) == 1
+    assert slack.messages == []
+
+
+def test_a_configured_table_not_yet_on_main_is_created(make_stack, slack, nessie_client,
+                                                      tmp_path):
+    (tmp_path / "newcfg.orders.yaml").write_text(ORDERS_CONFIG)
+    stack = make_stack(tables_dir=tmp_path, create_tables=False)
+
+    stack.drop_file("newcfg/orders/a.parquet", fake_parquet("newcfg"))
+    record = wait_for_key(stack, "newcfg/orders/a.parquet")
+
+    assert record["status"] == "PUBLISHED", record
+    assert table_on(nessie_client, "main", "newcfg.orders") is not None
