@@ -40,7 +40,7 @@ EXPECTED_OVERRIDES = {
     "WAP_BLOCKED_START_SECONDS", "WAP_AWS_CONSOLE_LINKS",
 }
 NO_OVERRIDES = {"poll_interval_seconds": None, "job_retry_base_seconds": None,
-                "slack_api_url": None}
+                "slack_api_url": None, "aws_console_links": True}
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +203,8 @@ def test_only_listed_overrides_differ_from_the_template(make_stack, local_templa
     changed = {key for key in plain_env.keys() | tuned_env.keys()
                if plain_env.get(key) != tuned_env.get(key)}
     assert changed == {"WAP_JOB_TIMEOUT_MINUTES", "WAP_JOB_RETRY_BASE_SECONDS",
-                       "WAP_MAX_PUBLISH_ATTEMPTS", "WAP_NESSIE_UI_URL", "WAP_SLACK_API_URL"}
+                       "WAP_MAX_PUBLISH_ATTEMPTS", "WAP_NESSIE_UI_URL", "WAP_SLACK_API_URL",
+                       "WAP_AWS_CONSOLE_LINKS"}
     assert changed <= EXPECTED_OVERRIDES
     assert json.loads(tuned.state_machine_definition) == _template_definition(
         tuned, local_template, PollIntervalSeconds="1", JobTimeoutSeconds="3")
