@@ -16,8 +16,9 @@ from tests.fixtures.local_stack import (
     branch_exists,
     fake_parquet,
     record_for_key,
-    s3_notification,
     table_on,
+    trigger_while_nessie_is_down,
+    upload_with_notification,
     wait_for_key,
     wait_for_status,
 )
@@ -61,11 +62,7 @@ def test_failed_audit_leaves_main_alone_and_alerts_once(make_stack, nessie_clien
 def test_duplicate_events_make_one_ingest(make_stack, nessie_client):
     stack = make_stack()
     key = "dupes/orders/batch 1.parquet"
-    put = stack.client("s3").put_object(
-        Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("c")
-    )
-    body_size = len(fake_parquet("c"))
-    event = s3_notification(stack, key, put["VersionId"], body_size)
+    event = upload_with_notification(stack, key, fake_parquet("c"))
     # Twice concurrently, then 20 more deliveries (the EventBridge one came on upload).
     errors: list[BaseException] = []
 
@@ -181,23 +178,15 @@ def test_nessie_down_fails_the_trigger_retryably_and_a_retry_ingests_once(
     # Deliver the event by hand (not from the upload) to control when the trigger runs.
     stack.client("events").disable_rule(Name="wap-source-object-created")
     key = "outage/orders/x.parquet"
-    put = stack.client("s3").put_object(
-        Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("f")
-    )
-    event = s3_notification(stack, key, put["VersionId"], len(fake_parquet("f")))
+    event = upload_with_notification(stack, key, fake_parquet("f"))
     main_before = nessie_client.get_reference("main").hash_
 
-    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
-                        "http://127.0.0.1:9/api/v1")
-    with pytest.raises(NessieUnavailableError):
-        stack.dispatcher.run_handler("trigger", event)
+    trigger_while_nessie_is_down(stack, event, monkeypatch)
     pending = record_for_key(stack, key)
     assert pending["status"] == "RECEIVED"
     assert stack.emr.started_runs == [] and stack.executions() == []
     assert nessie_client.get_reference("main").hash_ == main_before
 
-    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
-                        stack.env["WAP_NESSIE_URI"])
     stack.dispatcher.run_handler("trigger", event)  # Lambda's retry
     stack.dispatcher.run_handler("trigger", event)  # and a late duplicate
     record = wait_for_key(stack, key)
