@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import threading
 import time
 
@@ -23,6 +24,23 @@ from tests.fixtures.local_stack import (
     wait_for_status,
 )
 from tests.fixtures.standin_job import commit_table_on_branch, standin_job
+
+
+def _publish_raises(stack, error: Exception, times: float = math.inf) -> None:
+    """The publish handler raises `error` on its first `times` calls (on every call by
+    default), then runs as usual."""
+    left = [times]
+
+    def intercept(handler):
+        def wrapped(event, context):
+            if left[0] > 0:
+                left[0] -= 1
+                raise error
+            return handler(event, context)
+
+        return wrapped
+
+    stack.dispatcher.interceptors["publish"] = intercept
 
 
 def test_clean_file_is_published(make_stack, nessie_client, slack):
@@ -327,18 +345,7 @@ def test_rebase_gives_up_after_max_attempts(nessie, make_stack, nessie_client, s
 
 def test_transient_publish_failure_is_retried_by_the_state_machine(make_stack, nessie_client):
     stack = make_stack()
-    failures = {"left": 1}
-
-    def flaky(handler):
-        def wrapped(event, context):
-            if failures["left"]:
-                failures["left"] -= 1
-                raise NessieUnavailableError("Nessie unreachable (injected)")
-            return handler(event, context)
-
-        return wrapped
-
-    stack.dispatcher.interceptors["publish"] = flaky
+    _publish_raises(stack, NessieUnavailableError("Nessie unreachable (injected)"), times=1)
     stack.drop_file("flaky/orders/x.parquet", fake_parquet("m"))
     record = wait_for_key(stack, "flaky/orders/x.parquet")
     stack.wait_idle()
@@ -353,14 +360,7 @@ def test_transient_publish_failure_is_retried_by_the_state_machine(make_stack, n
 
 def test_a_publish_bug_ends_publish_failed_and_frees_the_table(make_stack, slack):
     stack = make_stack()
-
-    def broken(handler):
-        def wrapped(event, context):
-            raise KeyError("branch_hash")
-
-        return wrapped
-
-    stack.dispatcher.interceptors["publish"] = broken
+    _publish_raises(stack, KeyError("branch_hash"))
     stack.drop_file("broken/orders/x.parquet", fake_parquet("p"))
     record = wait_for_key(stack, "broken/orders/x.parquet")
     stack.wait_idle()
