@@ -8,7 +8,7 @@ literal `+` into a space), so keys are read from the raw event here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
@@ -53,33 +53,55 @@ def _from_notification(record: Mapping[str, Any]) -> ObjectCreated | None:
         raise InvalidEventError(f"unexpected record source {record.get('eventSource')!r}")
     if not str(record.get("eventName", "")).startswith("ObjectCreated:"):
         return None
-    try:
-        s3 = record["s3"]
-        obj = s3["object"]
-        return ObjectCreated(
-            bucket=s3["bucket"]["name"],
-            # S3 notifications URL-encode keys, with `+` for a space.
-            key=unquote_plus(obj["key"]),
-            version_id=obj.get("versionId") or None,
-            etag=obj.get("eTag") or None,
-            size=int(obj["size"]) if obj.get("size") is not None else None,
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidEventError(f"malformed S3 notification record: {exc!r}") from exc
+    # S3 notifications URL-encode keys, with `+` for a space.
+    return _object_created(
+        record,
+        "s3",
+        what="S3 notification record",
+        decode_key=unquote_plus,
+        version_field="versionId",
+        etag_fields=("eTag",),
+    )
 
 
 def _from_eventbridge(event: Mapping[str, Any]) -> ObjectCreated | None:
     if event.get("detail-type") != "Object Created":
         return None
+    # EventBridge delivers the key decoded.
+    return _object_created(
+        event,
+        "detail",
+        what="EventBridge S3 event",
+        decode_key=_as_is,
+        version_field="version-id",
+        etag_fields=("etag", "eTag"),
+    )
+
+
+def _as_is(key: Any) -> Any:
+    return key
+
+
+def _object_created(
+    event: Mapping[str, Any],
+    section: str,
+    *,
+    what: str,
+    decode_key: Callable[[Any], Any],
+    version_field: str,
+    etag_fields: tuple[str, ...],
+) -> ObjectCreated:
+    """The object in `event[section]` (its `bucket.name` and `object`), read the same way for
+    both shapes; the ETag is the first of `etag_fields` that is set."""
     try:
-        detail = event["detail"]
-        obj = detail["object"]
+        where = event[section]
+        obj = where["object"]
         return ObjectCreated(
-            bucket=detail["bucket"]["name"],
-            key=obj["key"],  # EventBridge delivers the key decoded
-            version_id=obj.get("version-id") or None,
-            etag=obj.get("etag") or obj.get("eTag") or None,
+            bucket=where["bucket"]["name"],
+            key=decode_key(obj["key"]),
+            version_id=obj.get(version_field) or None,
+            etag=next((obj[name] for name in etag_fields if obj.get(name)), None),
             size=int(obj["size"]) if obj.get("size") is not None else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidEventError(f"malformed EventBridge S3 event: {exc!r}") from exc
+        raise InvalidEventError(f"malformed {what}: {exc!r}") from exc

@@ -13,9 +13,6 @@ from .cel import compile_filter, entry_variables
 from .exceptions import BadRequestError, ContentNotFoundError
 from .http import Call, Route
 from .models import (
-    BRANCH,
-    NO_ANCESTOR,
-    TAG,
     Commit,
     Reference,
     parse_key,
@@ -29,7 +26,7 @@ from .refs import (
     validate_hash,
     validate_ref_name,
 )
-from .routes_v2 import commit_properties, operation_json
+from .routes_v2 import commit_properties, operation_json, parse_ref_type, ref_metadata
 from .store import MAX_PAGE, NessieStore, Resolved
 
 
@@ -52,17 +49,7 @@ def commit_meta_v1(commit: Commit) -> dict[str, Any]:
 def ref_v1(store: NessieStore, ref: Reference, fetch_all: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"type": ref.type, "name": ref.name, "hash": ref.hash}
     if fetch_all:
-        head = store.commit_of(ref.hash)
-        meta: dict[str, Any] = {"numTotalCommits": head.seq}
-        if ref.hash != NO_ANCESTOR:
-            meta["commitMetaOfHEAD"] = commit_meta_v1(head)
-        if ref.type == BRANCH:
-            default_head = store.get_ref(store.default_branch).hash
-            base = store.merge_base(default_head, ref.hash)
-            meta["commonAncestorHash"] = base
-            meta["numCommitsAhead"] = len(store.ancestors(ref.hash) - store.ancestors(base))
-            meta["numCommitsBehind"] = len(store.ancestors(default_head) - store.ancestors(base))
-        out["metadata"] = meta
+        out["metadata"] = ref_metadata(store, ref, commit_meta_v1)
     return out
 
 
@@ -71,13 +58,6 @@ def _resolve(store: NessieStore, ref: str | None, hash_on_ref: str | None) -> Re
     if name != "-":
         validate_ref_name(name)
     return store.resolve(RefSpec(name, validate_hash(hash_on_ref) if hash_on_ref else None))
-
-
-def _ref_type(value: str) -> str:
-    upper = value.upper()
-    if upper not in (BRANCH, TAG):
-        raise BadRequestError(f"Invalid reference type '{value}'")
-    return upper
 
 
 def _expected_hash(call: Call) -> str | None:
@@ -124,7 +104,7 @@ def create_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     body = call.json()
     if not isinstance(body, dict) or not isinstance(body.get("name"), str):
         raise BadRequestError("Request body must be a Reference with a 'name'")
-    ref_type = _ref_type(str(body.get("type") or ""))
+    ref_type = parse_ref_type(str(body.get("type") or ""))
     ref = store.create_ref(body["name"], ref_type, RefSpec(call.arg("sourceRefName"), _hash(body)))
     return 200, ref_v1(store, ref)
 
@@ -135,7 +115,7 @@ def _hash(body: dict[str, Any]) -> str | None:
 
 
 def assign_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
-    ref_type = _ref_type(call.params["type"])
+    ref_type = parse_ref_type(call.params["type"])
     body = _body(call)
     expected = _expected_hash(call)
     _not_null("assignReference", expectedHash=expected, assignTo=body)
@@ -148,7 +128,7 @@ def assign_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 
 def delete_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
-    ref_type = _ref_type(call.params["type"])
+    ref_type = parse_ref_type(call.params["type"])
     expected = _expected_hash(call)
     _not_null("deleteReference", expectedHash=expected)
     store.delete_ref(RefSpec(call.params["name"], expected), ref_type)

@@ -6,6 +6,7 @@ Nessie's OpenAPI spec (`META-INF/openapi/openapi.yaml` in the Iceberg runtime ja
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .cel import (
@@ -80,11 +81,17 @@ def operation_json(op: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _ref_metadata(store: NessieStore, ref: Reference) -> dict[str, Any]:
+def ref_metadata(
+    store: NessieStore,
+    ref: Reference,
+    commit_meta: Callable[[Commit], dict[str, Any]] = commit_meta_json,
+) -> dict[str, Any]:
+    """A reference's `metadata` (fetch=ALL); `commit_meta` serialises its head commit (API v1
+    and v2 differ there only)."""
     head = store.commit_of(ref.hash)
     meta: dict[str, Any] = {"numTotalCommits": head.seq}
     if ref.hash != NO_ANCESTOR:
-        meta["commitMetaOfHEAD"] = commit_meta_json(head)
+        meta["commitMetaOfHEAD"] = commit_meta(head)
     if ref.type == BRANCH:
         default_head = store.get_ref(store.default_branch).hash
         base = store.merge_base(default_head, ref.hash)
@@ -97,7 +104,7 @@ def _ref_metadata(store: NessieStore, ref: Reference) -> dict[str, Any]:
 def reference_with_meta(store: NessieStore, ref: Reference, fetch_all: bool) -> dict[str, Any]:
     out = ref_json(ref)
     if fetch_all:
-        out["metadata"] = _ref_metadata(store, ref)
+        out["metadata"] = ref_metadata(store, ref)
     return out
 
 
@@ -120,14 +127,17 @@ def _body_ref(body: dict[str, Any]) -> RefSpec:
     return parse_hash_spec(body.get("hash"), name)
 
 
-def _ref_type(call: Call) -> str | None:
-    value = call.arg("type")
-    if value is None:
-        return None
+def parse_ref_type(value: str) -> str:
+    """BRANCH or TAG, in any case."""
     upper = value.upper()
     if upper not in (BRANCH, TAG):
         raise BadRequestError(f"Invalid reference type '{value}'")
     return upper
+
+
+def _ref_type(call: Call) -> str | None:
+    value = call.arg("type")
+    return None if value is None else parse_ref_type(value)
 
 
 # ------------------------------------------------------------------ handlers

@@ -370,12 +370,7 @@ class NessieStore:
         if ref_type not in (BRANCH, TAG):
             raise BadRequestError(f"Invalid reference type '{ref_type}'")
         with self._write() as conn:
-            src = None
-            if source.name is not None and source.name != DETACHED:
-                src = self.get_ref(self._ref_name(source.name))
-            target = self._commit_named(source, "Target hash")
-            if src is not None and not self._on_chain(src.hash, target):
-                raise ReferenceNotFoundError.hash_not_on_ref(target, src.name)
+            target = self._commit_on_source(source)
             try:
                 conn.execute("INSERT INTO refs VALUES (?, ?, ?)", (name, ref_type, target))
             except sqlite3.IntegrityError:
@@ -390,6 +385,17 @@ class NessieStore:
         `HashValidator.hashMustBeUnambiguous`); reachability from a reference is not checked."""
         require_unambiguous(spec, what)
         return self.resolve(RefSpec(None, spec.hash, spec.relative), what).hash
+
+    def _commit_on_source(self, spec: RefSpec) -> str:
+        """The target commit of a create or assign: `spec.hash` plus its relative part, which
+        must be on the reference `spec.name` (any commit when `spec` is detached)."""
+        source = None
+        if spec.name is not None and spec.name != DETACHED:
+            source = self.get_ref(self._ref_name(spec.name))
+        target = self._commit_named(spec, "Target hash")
+        if source is not None and not self._on_chain(source.hash, target):
+            raise ReferenceNotFoundError.hash_not_on_ref(target, source.name)
+        return target
 
     def _expected_head(self, spec: RefSpec) -> str:
         """The head an assign or delete expects. A full hash is compared as sent: an unknown
@@ -426,12 +432,7 @@ class NessieStore:
                 raise BadRequestError("Assignment target must be a branch or a tag.")
             ref = self.get_ref(self._ref_name(target.name))
             expected = self._expected_head(target)
-            source = None
-            if assign_to.name is not None and assign_to.name != DETACHED:
-                source = self.get_ref(self._ref_name(assign_to.name))
-            new_hash = self._commit_named(assign_to, "Target hash")
-            if source is not None and not self._on_chain(source.hash, new_hash):
-                raise ReferenceNotFoundError.hash_not_on_ref(new_hash, source.name)
+            new_hash = self._commit_on_source(assign_to)
             self._check_type(ref, ref_type)
             if expected != ref.hash:
                 raise ReferenceConflictError.unexpected_hash(ref.name, expected, ref.hash)

@@ -103,22 +103,24 @@ def test_a_burst_queued_behind_a_run_is_one_batch_and_every_file_is_published(ba
     assert records[0].get("batch_id") is None  # the first ran alone, as before
 
 
-def test_max_files_1_runs_one_file_at_a_time(batch_stack):
-    stack, calls, gate = batch_stack("batch: {max_files: 1}\n")
-    keys = [f"bt/orders/one-{i}.parquet" for i in range(4)]
+@pytest.mark.parametrize(
+    ("config", "name", "run_sizes"),
+    [
+        # max_files 1: one file at a time, no batch at all.
+        pytest.param("batch: {max_files: 1}\n", "one", [1, 1, 1, 1], id="max_files_1"),
+        # fake_parquet(key) is 4 + 4 * len(key) + 4 bytes: 108 for these keys.
+        pytest.param(
+            "batch: {max_files: 3, max_bytes: 250}\n", "size", [1, 2, 2, 1], id="max_bytes"
+        ),
+    ],
+)
+def test_a_batch_stops_at_max_files_and_max_bytes(batch_stack, config, name, run_sizes):
+    stack, calls, gate = batch_stack(config)
+    keys = [f"bt/orders/{name}-{i}.parquet" for i in range(sum(run_sizes))]
     burst(stack, keys, gate)
-    assert [wait_for_key(stack, key)["status"] for key in keys] == ["PUBLISHED"] * 4
-    assert [len(sources) for sources in run_sources(calls)] == [1, 1, 1, 1]
-    assert stack.ledger().list_batches() == []
-
-
-def test_a_batch_stops_at_max_files_and_max_bytes(batch_stack):
-    # fake_parquet(key) is 4 + 4 * len(key) + 4 bytes: 108 for these keys.
-    stack, calls, gate = batch_stack("batch: {max_files: 3, max_bytes: 250}\n")
-    keys = [f"bt/orders/size-{i}.parquet" for i in range(6)]
-    burst(stack, keys, gate)
-    assert [wait_for_key(stack, key)["status"] for key in keys] == ["PUBLISHED"] * 6
-    assert [len(sources) for sources in run_sources(calls)] == [1, 2, 2, 1]
+    assert [wait_for_key(stack, key)["status"] for key in keys] == ["PUBLISHED"] * len(keys)
+    assert [len(sources) for sources in run_sources(calls)] == run_sizes
+    assert len(stack.ledger().list_batches()) == sum(1 for size in run_sizes if size > 1)
 
 
 def test_a_mixed_burst_publishes_the_good_files_and_fails_each_bad_one_alone(

@@ -6,6 +6,8 @@ import json
 import threading
 import time
 
+import pytest
+
 from tests.fixtures.local_stack import fake_parquet, wait_for_key, wait_for_status
 from tests.fixtures.standin_job import standin_job
 
@@ -38,28 +40,35 @@ def test_a_table_config_that_is_not_yaml_rejects_the_upload_at_once_and_frees_th
     assert wait_for_key(stack, "cfg/orders/b.parquet")["status"] == "PUBLISHED"
 
 
-def test_a_bad_batch_setting_is_a_config_error_not_one_file_per_run(make_stack, slack, tmp_path):
-    (tmp_path / "cfgb.orders.yaml").write_text("batch: {max_files: many}\n")
+@pytest.mark.parametrize(
+    ("table", "config", "messages"),
+    [
+        # A bad batch setting is a config error, not one file per run.
+        pytest.param(
+            "cfgb.orders", "batch: {max_files: many}\n", ["batch", "max_files"], id="batch"
+        ),
+        # A check the job would refuse is refused before any run.
+        pytest.param(
+            "cfgc.orders",
+            "checks:\n  - {kind: no_such_check, column: a}\n",
+            ["checks[0]: unknown check kind 'no_such_check'"],
+            id="check",
+        ),
+    ],
+)
+def test_a_config_the_job_would_refuse_is_a_config_error_before_any_run(
+        make_stack, slack, tmp_path, table, config, messages):
+    (tmp_path / f"{table}.yaml").write_text(config)
     stack = make_stack(tables_dir=tmp_path)
-    stack.drop_file("cfgb/orders/a.parquet", fake_parquet("cba"))
-    record = wait_for_key(stack, "cfgb/orders/a.parquet", timeout=20)
+    key = f"{table.replace('.', '/')}/a.parquet"
+    stack.drop_file(key, fake_parquet(table))
+    record = wait_for_key(stack, key, timeout=20)
 
     assert record["status"] == "REJECTED" and record["reason_code"] == "config_error"
-    assert "batch" in record["error"] and "max_files" in record["error"]
+    for message in messages:
+        assert message in record["error"]
     assert stack.emr.started_runs == []
-
-
-def test_a_config_the_job_would_refuse_for_a_check_is_refused_before_any_run(
-        make_stack, slack, tmp_path):
-    (tmp_path / "cfgc.orders.yaml").write_text("checks:\n  - {kind: no_such_check, column: a}\n")
-    stack = make_stack(tables_dir=tmp_path)
-    stack.drop_file("cfgc/orders/a.parquet", fake_parquet("cca"))
-    record = wait_for_key(stack, "cfgc/orders/a.parquet", timeout=20)
-
-    assert record["status"] == "REJECTED" and record["reason_code"] == "config_error"
-    assert "checks[0]: unknown check kind 'no_such_check'" in record["error"]
-    assert stack.emr.started_runs == []
-    assert stack.ledger().get_lock("cfgc.orders").active is None
+    assert stack.ledger().get_lock(table).active is None
 
 
 def test_a_config_broken_while_files_queue_rejects_them_at_the_hand_off(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import threading
 import time
 
@@ -16,12 +17,30 @@ from tests.fixtures.local_stack import (
     branch_exists,
     fake_parquet,
     record_for_key,
-    s3_notification,
     table_on,
+    trigger_while_nessie_is_down,
+    upload_with_notification,
     wait_for_key,
     wait_for_status,
 )
 from tests.fixtures.standin_job import commit_table_on_branch, standin_job
+
+
+def _publish_raises(stack, error: Exception, times: float = math.inf) -> None:
+    """The publish handler raises `error` on its first `times` calls (on every call by
+    default), then runs as usual."""
+    left = [times]
+
+    def intercept(handler):
+        def wrapped(event, context):
+            if left[0] > 0:
+                left[0] -= 1
+                raise error
+            return handler(event, context)
+
+        return wrapped
+
+    stack.dispatcher.interceptors["publish"] = intercept
 
 
 def test_clean_file_is_published(make_stack, nessie_client, slack):
@@ -61,11 +80,7 @@ def test_failed_audit_leaves_main_alone_and_alerts_once(make_stack, nessie_clien
 def test_duplicate_events_make_one_ingest(make_stack, nessie_client):
     stack = make_stack()
     key = "dupes/orders/batch 1.parquet"
-    put = stack.client("s3").put_object(
-        Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("c")
-    )
-    body_size = len(fake_parquet("c"))
-    event = s3_notification(stack, key, put["VersionId"], body_size)
+    event = upload_with_notification(stack, key, fake_parquet("c"))
     # Twice concurrently, then 20 more deliveries (the EventBridge one came on upload).
     errors: list[BaseException] = []
 
@@ -181,23 +196,15 @@ def test_nessie_down_fails_the_trigger_retryably_and_a_retry_ingests_once(
     # Deliver the event by hand (not from the upload) to control when the trigger runs.
     stack.client("events").disable_rule(Name="wap-source-object-created")
     key = "outage/orders/x.parquet"
-    put = stack.client("s3").put_object(
-        Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("f")
-    )
-    event = s3_notification(stack, key, put["VersionId"], len(fake_parquet("f")))
+    event = upload_with_notification(stack, key, fake_parquet("f"))
     main_before = nessie_client.get_reference("main").hash_
 
-    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
-                        "http://127.0.0.1:9/api/v1")
-    with pytest.raises(NessieUnavailableError):
-        stack.dispatcher.run_handler("trigger", event)
+    trigger_while_nessie_is_down(stack, event, monkeypatch)
     pending = record_for_key(stack, key)
     assert pending["status"] == "RECEIVED"
     assert stack.emr.started_runs == [] and stack.executions() == []
     assert nessie_client.get_reference("main").hash_ == main_before
 
-    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
-                        stack.env["WAP_NESSIE_URI"])
     stack.dispatcher.run_handler("trigger", event)  # Lambda's retry
     stack.dispatcher.run_handler("trigger", event)  # and a late duplicate
     record = wait_for_key(stack, key)
@@ -338,18 +345,7 @@ def test_rebase_gives_up_after_max_attempts(nessie, make_stack, nessie_client, s
 
 def test_transient_publish_failure_is_retried_by_the_state_machine(make_stack, nessie_client):
     stack = make_stack()
-    failures = {"left": 1}
-
-    def flaky(handler):
-        def wrapped(event, context):
-            if failures["left"]:
-                failures["left"] -= 1
-                raise NessieUnavailableError("Nessie unreachable (injected)")
-            return handler(event, context)
-
-        return wrapped
-
-    stack.dispatcher.interceptors["publish"] = flaky
+    _publish_raises(stack, NessieUnavailableError("Nessie unreachable (injected)"), times=1)
     stack.drop_file("flaky/orders/x.parquet", fake_parquet("m"))
     record = wait_for_key(stack, "flaky/orders/x.parquet")
     stack.wait_idle()
@@ -364,14 +360,7 @@ def test_transient_publish_failure_is_retried_by_the_state_machine(make_stack, n
 
 def test_a_publish_bug_ends_publish_failed_and_frees_the_table(make_stack, slack):
     stack = make_stack()
-
-    def broken(handler):
-        def wrapped(event, context):
-            raise KeyError("branch_hash")
-
-        return wrapped
-
-    stack.dispatcher.interceptors["publish"] = broken
+    _publish_raises(stack, KeyError("branch_hash"))
     stack.drop_file("broken/orders/x.parquet", fake_parquet("p"))
     record = wait_for_key(stack, "broken/orders/x.parquet")
     stack.wait_idle()

@@ -22,6 +22,7 @@ from tests.fixtures.local_stack import (
     record_for_key,
     s3_notification,
     table_on,
+    upload_with_notification,
     wait_for_key,
     wait_for_status,
 )
@@ -479,10 +480,7 @@ def test_fifty_concurrent_triggers_for_one_table_are_all_recorded(make_stack):
     events = []
     for i in range(50):
         key = f"burst/orders/part-{i:02d}.parquet"
-        body = fake_parquet(f"b{i}")
-        put = stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=key,
-                                            Body=body)
-        events.append(s3_notification(stack, key, put["VersionId"], len(body)))
+        events.append(upload_with_notification(stack, key, fake_parquet(f"b{i}")))
     errors: list[BaseException] = []
     barrier = threading.Barrier(len(events))
 
@@ -543,8 +541,7 @@ def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweep
     stack = make_stack()
     stack.client("events").disable_rule(Name="wap-source-object-created")
     key = "orphan/orders/x.parquet"
-    body = fake_parquet("orphan")
-    put = stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=key, Body=body)
+    event = upload_with_notification(stack, key, fake_parquet("orphan"))
     original = Ledger.acquire_or_enqueue
 
     def refused(self, table, ingest_id):
@@ -552,7 +549,6 @@ def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweep
                           "TransactWriteItems")
 
     monkeypatch.setattr(Ledger, "acquire_or_enqueue", refused)
-    event = s3_notification(stack, key, put["VersionId"], len(body))
     for _ in range(3):  # the invocation and Lambda's two async retries
         with pytest.raises(ClientError):
             stack.dispatcher.run_handler("trigger", event)

@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lambdas.common.exceptions import NessieUnavailableError
 from tests.fixtures.local_stack import (
     branch_exists,
     fake_parquet,
     record_for_key,
-    s3_notification,
+    trigger_while_nessie_is_down,
+    upload_with_notification,
     wait_for_key,
 )
 
@@ -61,16 +61,8 @@ def test_an_interrupted_start_is_restarted_once_it_is_stale(make_stack, monkeypa
     stack = make_stack()
     stack.client("events").disable_rule(Name="wap-source-object-created")
     key = "restart/orders/x.parquet"
-    put = stack.client("s3").put_object(
-        Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("r")
-    )
-    event = s3_notification(stack, key, put["VersionId"], len(fake_parquet("r")))
-    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
-                        "http://127.0.0.1:9/api/v1")
-    with pytest.raises(NessieUnavailableError):
-        stack.dispatcher.run_handler("trigger", event)
-    monkeypatch.setitem(stack.dispatcher.sandboxes["trigger"].environment, "WAP_NESSIE_URI",
-                        stack.env["WAP_NESSIE_URI"])
+    event = upload_with_notification(stack, key, fake_parquet("r"))
+    trigger_while_nessie_is_down(stack, event, monkeypatch)
 
     assert stack.invoke("sweeper", {})["restarted"] == []  # too recent: maybe still retried
     ledger = stack.ledger()

@@ -264,12 +264,8 @@ class EmbeddedStack:
 
     def stop(self) -> None:
         """Stop everything this stack started (a reused SparkSession stays up)."""
-        if self.store is not None:
-            self.store.close()
-            self.store = None
-        if self.aws is not None:
-            self.aws.stop()
-            self.aws = None
+        self._release("store", "close")
+        self._release("aws", "stop")
         if self.spark is not None and self._owns_spark:
             self.spark.stop()
         elif self.spark is not None:
@@ -281,9 +277,13 @@ class EmbeddedStack:
             _forget_catalog_instances(self.spark)
         self._borrowed_conf = {}
         self.spark = None
-        if self.slack is not None:
-            self.slack.stop()
-            self.slack = None
-        if self.nessie is not None:
-            self.nessie.stop()
-            self.nessie = None
+        self._release("slack", "stop")
+        self._release("nessie", "stop")
+
+    def _release(self, name: str, how: str) -> None:
+        """Call the method `how` ("stop", "close") of the part held in attribute `name`, if
+        any, then let go of the part."""
+        part = getattr(self, name)
+        if part is not None:
+            getattr(part, how)()
+            setattr(self, name, None)

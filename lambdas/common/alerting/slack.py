@@ -83,9 +83,16 @@ class _RateLimitRetry(RateLimitErrorRetryHandler):
 
 
 class _BackoffSleep(RetryHandler):
-    """Mixin: the built-in backoff wait, slept through the policy's sleep function."""
+    """Mixin before a built-in handler: the policy's retry count and backoff, the wait slept
+    through the policy's sleep function."""
 
-    _policy: RetryPolicy
+    def __init__(self, policy: RetryPolicy, **handler_args: Any):
+        super().__init__(
+            max_retry_count=policy.max_retries,
+            interval_calculator=BackoffRetryIntervalCalculator(policy.backoff_factor),
+            **handler_args,
+        )
+        self._policy = policy
 
     def prepare_for_next_attempt(self, *, state, request, response=None, error=None) -> None:
         state.next_attempt_requested = True
@@ -96,14 +103,6 @@ class _BackoffSleep(RetryHandler):
 class _ServerErrorRetry(_BackoffSleep, ServerErrorRetryHandler):
     """Every 5xx, not only the built-in handler's 500 and 503 (load balancers send 502/504)."""
 
-    def __init__(self, policy: RetryPolicy):
-        ServerErrorRetryHandler.__init__(
-            self,
-            max_retry_count=policy.max_retries,
-            interval_calculator=BackoffRetryIntervalCalculator(policy.backoff_factor),
-        )
-        self._policy = policy
-
     def _can_retry(self, *, state, request, response=None, error=None) -> bool:
         return response is not None and 500 <= response.status_code <= 599
 
@@ -112,13 +111,9 @@ class _ConnectionRetry(_BackoffSleep, ConnectionErrorRetryHandler):
     """Connection refused/reset/dropped and timeouts."""
 
     def __init__(self, policy: RetryPolicy):
-        ConnectionErrorRetryHandler.__init__(
-            self,
-            max_retry_count=policy.max_retries,
-            interval_calculator=BackoffRetryIntervalCalculator(policy.backoff_factor),
-            error_types=[URLError, ConnectionError, RemoteDisconnected, TimeoutError],
+        super().__init__(
+            policy, error_types=[URLError, ConnectionError, RemoteDisconnected, TimeoutError]
         )
-        self._policy = policy
 
 
 def retry_handlers(policy: RetryPolicy) -> list[RetryHandler]:

@@ -42,6 +42,15 @@ def exception_text(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc)) + repr(exc.__dict__) + repr(exc.args)
 
 
+def send_without_report(secretsmanager, **kwargs) -> dict:
+    """send_alert for the failed-audit event with no report to read (no S3 involved)."""
+    return send_alert(
+        load_event("audit_failed.json") | {"report_uri": None},
+        secretsmanager=secretsmanager,
+        **kwargs,
+    )
+
+
 def test_failed_audit_alert_is_posted_with_everything_to_act_on(
     alert_env, stored_report, s3, secretsmanager, slack, fast_retry
 ):
@@ -137,9 +146,8 @@ def test_a_secret_that_does_not_exist_counts_as_no_token(monkeypatch, secretsman
         "WAP_SLACK_SECRET_ARN", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gone-AbCdEf"
     )
     monkeypatch.setenv("WAP_SLACK_CHANNEL", "#wap-alerts")
-    event = load_event("audit_failed.json") | {"report_uri": None}
 
-    assert send_alert(event, secretsmanager=secretsmanager)["delivered"] is False
+    assert send_without_report(secretsmanager)["delivered"] is False
     assert slack.requests == []
 
 
@@ -148,11 +156,8 @@ def test_raw_token_secret_is_accepted(monkeypatch, secretsmanager, slack, fast_r
     config = AlertConfig(
         slack_secret_arn=arn, slack_channel="wap-alerts", slack_api_url=slack.api_url
     )
-    event = load_event("audit_failed.json") | {"report_uri": None}
 
-    assert send_alert(event, secretsmanager=secretsmanager, config=config, retry=fast_retry)[
-        "delivered"
-    ]
+    assert send_without_report(secretsmanager, config=config, retry=fast_retry)["delivered"]
     assert len(slack.messages) == 1
 
 
@@ -160,9 +165,8 @@ def test_rate_limited_twice_then_delivered_once(
     alert_env, secretsmanager, slack, fast_retry, sleeps
 ):
     slack.fail_next(2, "rate_limited", retry_after=3)
-    event = load_event("audit_failed.json") | {"report_uri": None}
 
-    result = send_alert(event, secretsmanager=secretsmanager, retry=fast_retry)
+    result = send_without_report(secretsmanager, retry=fast_retry)
 
     assert result["delivered"] is True
     assert len(slack.messages) == 1
@@ -176,11 +180,7 @@ def test_retry_after_beyond_budget_is_left_to_step_functions(
     slack.fail_next(1, "rate_limited", retry_after=120)
 
     with pytest.raises(AlertDeliveryError, match="HTTP 429, error ratelimited") as caught:
-        send_alert(
-            load_event("audit_failed.json") | {"report_uri": None},
-            secretsmanager=secretsmanager,
-            retry=fast_retry,
-        )
+        send_without_report(secretsmanager, retry=fast_retry)
 
     assert caught.value.status == 429
     assert slack.request_count() == 1 and sleeps == []
@@ -195,11 +195,7 @@ def test_server_errors_forever_raise_after_bounded_retries(
     started = time.monotonic()
 
     with pytest.raises(AlertDeliveryError) as caught:
-        send_alert(
-            load_event("audit_failed.json") | {"report_uri": None},
-            secretsmanager=secretsmanager,
-            retry=fast_retry,
-        )
+        send_without_report(secretsmanager, retry=fast_retry)
 
     assert time.monotonic() - started < 5
     assert slack.request_count() == 1 + fast_retry.max_retries
@@ -217,11 +213,7 @@ def test_server_errors_forever_raise_after_bounded_retries(
 def test_dropped_connections_are_retried(alert_env, secretsmanager, slack, fast_retry):
     slack.fail_next(2, "disconnect")
 
-    result = send_alert(
-        load_event("audit_failed.json") | {"report_uri": None},
-        secretsmanager=secretsmanager,
-        retry=fast_retry,
-    )
+    result = send_without_report(secretsmanager, retry=fast_retry)
 
     assert result["delivered"] is True
     assert [r["status"] for r in slack.requests] == ["disconnect", "disconnect", 200]
@@ -234,11 +226,7 @@ def test_slack_unreachable_raises_delivery_error(
     caplog.set_level(logging.DEBUG)
 
     with pytest.raises(AlertDeliveryError, match="Slack unreachable after retries") as caught:
-        send_alert(
-            load_event("audit_failed.json") | {"report_uri": None},
-            secretsmanager=secretsmanager,
-            retry=fast_retry,
-        )
+        send_without_report(secretsmanager, retry=fast_retry)
 
     assert slack.request_count() == 1 + fast_retry.max_retries
     assert caught.value.__cause__ is None and caught.value.__context__ is None
@@ -255,11 +243,7 @@ def test_non_retryable_slack_errors_raise_at_once_with_the_code(
     monkeypatch.setenv("WAP_SLACK_CHANNEL", channel)
 
     with pytest.raises(AlertRejectedError, match=code) as caught:
-        send_alert(
-            load_event("audit_failed.json") | {"report_uri": None},
-            secretsmanager=secretsmanager,
-            retry=fast_retry,
-        )
+        send_without_report(secretsmanager, retry=fast_retry)
 
     assert caught.value.slack_error == code
     assert slack.request_count() == 1 and sleeps == []
@@ -279,12 +263,7 @@ def test_invalid_auth_raises_and_never_shows_the_token(
     caplog.set_level(logging.DEBUG)
 
     with pytest.raises(AlertRejectedError, match="invalid_auth") as caught:
-        send_alert(
-            load_event("audit_failed.json") | {"report_uri": None},
-            secretsmanager=secretsmanager,
-            config=config,
-            retry=fast_retry,
-        )
+        send_without_report(secretsmanager, config=config, retry=fast_retry)
 
     assert wrong not in exception_text(caught.value) + all_log_output(caplog)
 
@@ -396,9 +375,7 @@ def test_token_without_channel_is_a_config_error(monkeypatch, alert_env, secrets
     monkeypatch.delenv("WAP_SLACK_CHANNEL")
 
     with pytest.raises(AlertConfigError, match="WAP_SLACK_CHANNEL"):
-        send_alert(
-            load_event("audit_failed.json") | {"report_uri": None}, secretsmanager=secretsmanager
-        )
+        send_without_report(secretsmanager)
     assert slack.requests == []
 
 

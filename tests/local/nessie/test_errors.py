@@ -17,6 +17,14 @@ REF_RULE = (
 )
 
 
+def put_body(elements: object, content: dict) -> dict:
+    """A commit body with message 'm' and one PUT of `content` at the raw key `elements`."""
+    return {
+        "commitMeta": {"message": "m"},
+        "operations": [{"type": "PUT", "key": {"elements": elements}, "content": content}],
+    }
+
+
 @pytest.fixture
 def unchanged(api):
     """Snapshot every reference before the test; assert they are identical afterwards."""
@@ -146,29 +154,13 @@ def test_malformed_bodies(api, branch, unchanged):
     )
     assert_error(api.post(url, json=[1, 2]), 400, "BAD_REQUEST", "Operations must be a JSON object")
     assert_error(
-        api.post(
-            url,
-            json={
-                "commitMeta": {"message": "m"},
-                "operations": [
-                    {"type": "PUT", "key": {"elements": ["a"]}, "content": {"type": "NOPE"}}
-                ],
-            },
-        ),
+        api.post(url, json=put_body(["a"], {"type": "NOPE"})),
         400,
         "BAD_REQUEST",
         "Unknown content type 'NOPE'",
     )
     assert_error(
-        api.post(
-            url,
-            json={
-                "commitMeta": {"message": "m"},
-                "operations": [
-                    {"type": "PUT", "key": {"elements": []}, "content": {"type": "NAMESPACE"}}
-                ],
-            },
-        ),
+        api.post(url, json=put_body([], {"type": "NAMESPACE"})),
         400,
         "BAD_REQUEST",
         "Content key must have at least one element",
@@ -180,13 +172,7 @@ def test_malformed_bodies(api, branch, unchanged):
         "Cannot set the committer on the client side. It is set by the server.",
     )
     assert_error(
-        api.post(
-            url,
-            json={
-                "commitMeta": {"message": "m"},
-                "operations": [put_op(["t"], {"type": "ICEBERG_TABLE", "metadataLocation": " "})],
-            },
-        ),
+        api.post(url, json=put_body(["t"], {"type": "ICEBERG_TABLE", "metadataLocation": " "})),
         400,
         "BAD_REQUEST",
         "Iceberg content requires a non-blank 'metadataLocation'",
@@ -303,60 +289,10 @@ def _garbage_requests(branch: str, hash_: str) -> list[tuple[str, str, dict]]:
     return [
         ("POST", commit_url, {"json": {"commitMeta": meta, "operations": "nope"}}),
         ("POST", commit_url, {"json": {"commitMeta": meta, "operations": [1]}}),
-        (
-            "POST",
-            commit_url,
-            {
-                "json": {
-                    "commitMeta": meta,
-                    "operations": [{"type": "PUT", "key": {"elements": "ab"}, "content": table}],
-                }
-            },
-        ),
-        (
-            "POST",
-            commit_url,
-            {
-                "json": {
-                    "commitMeta": meta,
-                    "operations": [
-                        {"type": "PUT", "key": {"elements": ["a\u0001"]}, "content": table}
-                    ],
-                }
-            },
-        ),
-        (
-            "POST",
-            commit_url,
-            {
-                "json": {
-                    "commitMeta": meta,
-                    "operations": [
-                        {
-                            "type": "PUT",
-                            "key": {"elements": ["a"]},
-                            "content": {"type": "NAMESPACE", "elements": 5},
-                        }
-                    ],
-                }
-            },
-        ),
-        (
-            "POST",
-            commit_url,
-            {
-                "json": {
-                    "commitMeta": meta,
-                    "operations": [
-                        {
-                            "type": "PUT",
-                            "key": {"elements": ["t"]},
-                            "content": {**table, "snapshotId": "1"},
-                        }
-                    ],
-                }
-            },
-        ),
+        ("POST", commit_url, {"json": put_body("ab", table)}),
+        ("POST", commit_url, {"json": put_body(["a\u0001"], table)}),
+        ("POST", commit_url, {"json": put_body(["a"], {"type": "NAMESPACE", "elements": 5})}),
+        ("POST", commit_url, {"json": put_body(["t"], {**table, "snapshotId": "1"})}),
         ("POST", commit_url, {"json": {"commitMeta": {"message": 5}, "operations": []}}),
         ("POST", commit_url, {"json": {"commitMeta": {"authors": "me"}, "operations": []}}),
         ("POST", commit_url, {"json": {"commitMeta": [], "operations": []}}),

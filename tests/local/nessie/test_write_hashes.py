@@ -375,14 +375,40 @@ def test_v1_delete_without_expected_hash_is_refused(v1, api, lay):
     assert (head(api, lay.base), head(api, lay.tag1)) == (lay.c2, lay.c4)
 
 
-def test_v1_assign_without_expected_hash_is_refused(v1, api, lay):
+@pytest.mark.parametrize(
+    ("method", "path", "body", "bodyless_path", "operation", "body_param"),
+    [
+        pytest.param(
+            "PUT",
+            "/trees/branch/{base}",
+            lambda lay: ref(lay.etl1, lay.c3),
+            "/trees/tag/{tag1}",
+            "assignReference",
+            "assignTo",
+            id="assign",
+        ),
+        pytest.param(
+            "POST",
+            "/trees/branch/{base}/merge",
+            lambda lay: merge_json(lay.etl1, lay.c3),
+            "/trees/branch/{base}/merge",
+            "mergeRefIntoBranch",
+            "merge",
+            id="merge",
+        ),
+    ],
+)
+def test_v1_write_without_expected_hash_is_refused(
+    v1, api, lay, method, path, body, bodyless_path, operation, body_param
+):
+    """Without `expectedHash` the write is refused; without a body too, both are named."""
     bad_request(
-        v1.put(f"/trees/branch/{lay.base}", json=ref(lay.etl1, lay.c3)),
-        "assignReference.expectedHash: must not be null",
+        v1.request(method, path.format(**lay.refs()), json=body(lay)),
+        f"{operation}.expectedHash: must not be null",
     )
-    assert violations(v1.put(f"/trees/tag/{lay.tag1}")) == {
-        "assignReference.expectedHash: must not be null",
-        "assignReference.assignTo: must not be null",
+    assert violations(v1.request(method, bodyless_path.format(**lay.refs()))) == {
+        f"{operation}.expectedHash: must not be null",
+        f"{operation}.{body_param}: must not be null",
     }
     assert head(api, lay.base) == lay.c2
 
@@ -409,18 +435,6 @@ def test_v1_commit_without_expected_hash_is_refused(v1, api, lay):
         v1.post(f"/trees/branch/{lay.base}/commit", json=ops_body()),
         "commitMultipleOperations.expectedHash: must not be null",
     )
-    assert head(api, lay.base) == lay.c2
-
-
-def test_v1_merge_without_expected_hash_is_refused(v1, api, lay):
-    bad_request(
-        v1.post(f"/trees/branch/{lay.base}/merge", json=merge_json(lay.etl1, lay.c3)),
-        "mergeRefIntoBranch.expectedHash: must not be null",
-    )
-    assert violations(v1.post(f"/trees/branch/{lay.base}/merge")) == {
-        "mergeRefIntoBranch.expectedHash: must not be null",
-        "mergeRefIntoBranch.merge: must not be null",
-    }
     assert head(api, lay.base) == lay.c2
 
 
