@@ -707,8 +707,8 @@ def _print_outcomes(
     unknown = sorted({r.table for r in records if r.reason_code == c.UNKNOWN_TABLE and r.table})
     for table_name in unknown:
         console.print(
-            f"\n{table_name} is not a known table (no config, not on main): nothing was "
-            "created. Check the name; to create the table, add its config to tables/ or "
+            f"\n{table_name} is not a known table: check the name; to create the table, "
+            "add its config to tables/ or "
             + ("deploy with -c createTablesFromUploads=true." if target.is_aws
                else "run the same `wap ingest` again with --create."),
             soft_wrap=True, markup=False)
