@@ -21,10 +21,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from lambdas.common.ledger.records import Record
 
 SINGLE_TABLE, BURST_TABLE, WARM_UP_TABLE = "bench.single_file", "bench.burst", "bench.warm_up"
 MIXED_TABLE = "bench.mixed"
@@ -69,24 +72,24 @@ def bad_files(rows: int) -> dict[int, bytes]:
     return {17: corrupt, 42: buffer.getvalue(), 88: failing.getvalue()}
 
 
-def _job_runs(backend: Any, table: str, records: Sequence[dict[str, Any]]) -> int:
+def _job_runs(backend: Any, table: str, records: Sequence[Record]) -> int:
     """Job runs started for `table`: EMR's list, plus any run a record names that the list
     lacks (one 100-file run listed 98 runs for 100 published files; counted, not hidden)."""
     emr = backend.stack.aws.client("emr-serverless")
     application = backend.stack.aws.application_id
     listed = {run["id"] for run in emr.list_job_runs(applicationId=application)["jobRuns"]
               if run["name"].startswith(f"wap-{table}-")}
-    named = {r["job_run_id"] for r in records if r.get("job_run_id")}
+    named = {r.job_run_id for r in records if r.job_run_id}
     if named - listed:
         print(f"note: {len(named - listed)} job run(s) of {table} missing from EMR's list")
     return len(listed | named)
 
 
-def _run_seconds(backend: Any, record: dict[str, Any]) -> float:
+def _run_seconds(backend: Any, record: Record) -> float:
     """The job's own total seconds for a run (its report's `total_s`)."""
     import json
 
-    bucket, key = record["report_uri"][5:].split("/", 1)
+    bucket, key = record.report_uri[5:].split("/", 1)
     body = backend.stack.aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
     return float(json.loads(body)["timings"]["total_s"])
 
@@ -94,14 +97,14 @@ def _run_seconds(backend: Any, record: dict[str, Any]) -> float:
 def per_file_seconds(backend: Any, table: str) -> float:
     """What one more file adds to a run: the table's largest batch against its one-file
     run (the burst's first file runs alone), from the job's own timings."""
-    batches = [b for b in backend.ledger.list_batches() if b.get("table") == table
-               and b.get("report_uri")]
+    batches = [b for b in backend.ledger.list_batches() if b.table == table
+               and b.report_uri]
     alone = [r for r in backend.ledger.list_ingests(table=table)
-             if not r.get("batch_id") and r.get("report_uri")]
+             if not r.batch_id and r.report_uri]
     if not batches or not alone:
         return 0.0
-    batch = max(batches, key=lambda b: len(b.get("members") or []))
-    extra = len(batch["members"]) - 1
+    batch = max(batches, key=lambda b: len(b.members or []))
+    extra = len(batch.members) - 1
     return max(0.0, (_run_seconds(backend, batch) - _run_seconds(backend, alone[0])) / extra)
 
 
@@ -119,8 +122,8 @@ def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: fl
         ids.append(ingest_id(backend.source_bucket, key, put.get("version_id") or put["etag"]))
     deadline = started + timeout
     while True:
-        records = [backend.ledger.get_ingest(i) or {} for i in ids]
-        if all(r.get("status") in c.TERMINAL_STATUSES for r in records):
+        records = [backend.ledger.get_ingest(i) for i in ids]
+        if all(r is not None and r.status in c.TERMINAL_STATUSES for r in records):
             break
         if time.perf_counter() > deadline:
             raise TimeoutError(f"{table}: not final after {timeout:.0f} s")
@@ -128,8 +131,8 @@ def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: fl
     seconds = time.perf_counter() - started
     statuses: dict[str, int] = {}
     for record in records:
-        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
-    rows = sum(int(r.get("rows_written") or 0) for r in records)
+        statuses[record.status] = statuses.get(record.status, 0) + 1
+    rows = sum(int(r.rows_written or 0) for r in records)
     return Measured(len(files), rows, seconds, _job_runs(backend, table, records), statuses)
 
 

@@ -29,7 +29,7 @@ def ledger(synthesized, monkeypatch):
 def test_ingest_records_are_written_once(ledger):
     assert ledger.create_ingest("0123456789abcdef", {"table": "sales.orders"}) is True
     assert ledger.create_ingest("0123456789abcdef", {"table": "sales.orders"}) is False
-    assert ledger.get_ingest("0123456789abcdef")["table"] == "sales.orders"
+    assert ledger.get_ingest("0123456789abcdef").table == "sales.orders"
 
 
 def test_table_locks_queue_in_arrival_order(ledger):
@@ -43,5 +43,5 @@ def test_table_locks_queue_in_arrival_order(ledger):
 def test_listings_work_on_the_deployed_indexes(ledger):
     ledger.create_ingest("c" * 16, {"table": "sales.orders", "status": "RECEIVED"})
     ledger.update_ingest("c" * 16, {"status": "PUBLISHED"})
-    assert [r["ingest_id"] for r in ledger.list_ingests(table="sales.orders")] == ["c" * 16]
-    assert [r["ingest_id"] for r in ledger.list_ingests(statuses={"PUBLISHED"})] == ["c" * 16]
+    assert [r.ingest_id for r in ledger.list_ingests(table="sales.orders")] == ["c" * 16]
+    assert [r.ingest_id for r in ledger.list_ingests(statuses={"PUBLISHED"})] == ["c" * 16]

@@ -14,7 +14,11 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.local_stack import fake_parquet, record_for_key, wait_for_key
+from tests.fixtures.local_stack import (
+    fake_parquet,
+    status_for_key,
+    wait_for_key,
+)
 from tests.fixtures.standin_job import standin_job
 
 TABLE = "bt.orders"
@@ -50,7 +54,7 @@ def burst(stack, keys: list[str], gate: threading.Event, *,
     """
     dropped = [stack.drop_file(keys[0], fake_parquet(keys[0]))]
     deadline = time.monotonic() + 60
-    while (record_for_key(stack, keys[0]) or {}).get("status") != "RUNNING":
+    while status_for_key(stack, keys[0]) != "RUNNING":
         assert time.monotonic() < deadline, stack.describe()
         time.sleep(0.05)
     for queued, key in enumerate(keys[1:], start=1):
@@ -92,15 +96,15 @@ def test_a_burst_queued_behind_a_run_is_one_batch_and_every_file_is_published(ba
     records = [wait_for_key(stack, key) for key in keys]
     stack.wait_idle()
 
-    assert [r["status"] for r in records] == ["PUBLISHED"] * 12, stack.describe()
+    assert [r.status for r in records] == ["PUBLISHED"] * 12, stack.describe()
     assert run_sources(calls) == [["part-00.parquet"],
                                   [f"part-{i:02d}.parquet" for i in range(1, 12)]]
     [batch] = stack.ledger().list_batches()
-    assert batch["status"] == "PUBLISHED" and batch["files"] == 11
-    assert sorted(batch["members"]) == sorted(r["ingest_id"] for r in records[1:])
-    assert {r.get("batch_id") for r in records[1:]} == {batch["ingest_id"]}
-    assert all(r["snapshot_id"] == batch["snapshot_id"] for r in records[1:])
-    assert records[0].get("batch_id") is None  # the first ran alone, as before
+    assert batch.status == "PUBLISHED" and batch.files == 11
+    assert sorted(batch.members) == sorted(r.ingest_id for r in records[1:])
+    assert {r.batch_id for r in records[1:]} == {batch.ingest_id}
+    assert all(r.snapshot_id == batch.snapshot_id for r in records[1:])
+    assert records[0].batch_id is None  # the first ran alone, as before
 
 
 @pytest.mark.parametrize(
@@ -118,7 +122,7 @@ def test_a_batch_stops_at_max_files_and_max_bytes(batch_stack, config, name, run
     stack, calls, gate = batch_stack(config)
     keys = [f"bt/orders/{name}-{i}.parquet" for i in range(sum(run_sizes))]
     burst(stack, keys, gate)
-    assert [wait_for_key(stack, key)["status"] for key in keys] == ["PUBLISHED"] * len(keys)
+    assert [wait_for_key(stack, key).status for key in keys] == ["PUBLISHED"] * len(keys)
     assert [len(sources) for sources in run_sources(calls)] == run_sizes
     assert len(stack.ledger().list_batches()) == sum(1 for size in run_sizes if size > 1)
 
@@ -132,7 +136,7 @@ def test_a_mixed_burst_publishes_the_good_files_and_fails_each_bad_one_alone(
     records = {name: wait_for_key(stack, key) for name, key in zip(names, keys, strict=True)}
     stack.wait_idle()
 
-    assert {name: r["status"] for name, r in records.items()} == {
+    assert {name: r.status for name, r in records.items()} == {
         "first": "PUBLISHED", "a-ok": "PUBLISHED", "b-fail": "AUDIT_FAILED",
         "c-reject": "REJECTED", "d-ok": "PUBLISHED", "e-fail": "AUDIT_FAILED"}
     # The first alone; the batch of five; the good two again; each failing file alone.
@@ -144,16 +148,16 @@ def test_a_mixed_burst_publishes_the_good_files_and_fails_each_bad_one_alone(
         ["a-ok.parquet", "d-ok.parquet"]]
     assert sorted(runs[3:]) == [["b-fail.parquet"], ["e-fail.parquet"]]
     # created_at has a clock's resolution: two batches of one second tie, so go by status.
-    batches = {b["status"]: b for b in stack.ledger().list_batches()}
+    batches = {b.status: b for b in stack.ledger().list_batches()}
     assert sorted(batches) == ["PUBLISHED", "SPLIT"]
     split, published = batches["SPLIT"], batches["PUBLISHED"]
-    assert "AUDIT_FAILED" in split["error"]
-    assert sorted(published["members"]) == sorted([records["a-ok"]["ingest_id"],
-                                                   records["d-ok"]["ingest_id"]])
+    assert "AUDIT_FAILED" in split.error
+    assert sorted(published.members) == sorted([records["a-ok"].ingest_id,
+                                                   records["d-ok"].ingest_id])
     # Each failing file has its own branch, holding its own run, and its own alert.
-    assert records["b-fail"]["branch"] != records["e-fail"]["branch"]
-    assert records["b-fail"].get("batch_id") is None
-    assert "corrupt parquet file" in records["c-reject"]["error"]
+    assert records["b-fail"].branch != records["e-fail"].branch
+    assert records["b-fail"].batch_id is None
+    assert "corrupt parquet file" in records["c-reject"].error
     alerted = sorted(text for message in slack.messages
                      for text in [str(message)] if "fail.parquet" in text or "reject" in text)
     assert len(slack.messages) == 3, slack.messages
@@ -170,7 +174,7 @@ def test_a_batch_that_fails_with_no_file_to_blame_runs_its_halves_apart(batch_st
     records = [wait_for_key(stack, key) for key in keys]
     stack.wait_idle()
 
-    assert [r["status"] for r in records] == ["PUBLISHED"] * 8, stack.describe()
+    assert [r.status for r in records] == ["PUBLISHED"] * 8, stack.describe()
     assert run_sources(calls) == [  # each run's files, sorted by name
         ["first.parquet"],
         sorted(f"{name}.parquet" for name in names[1:]),
@@ -184,12 +188,12 @@ def test_a_batch_whose_job_crashes_is_retried_as_one_batch(batch_stack):
     keys = [f"bt/orders/crash-{i}.parquet" for i in range(4)]
     burst(stack, keys, gate)
     records = [wait_for_key(stack, key) for key in keys]
-    assert [r["status"] for r in records] == ["PUBLISHED"] * 4, stack.describe()
+    assert [r.status for r in records] == ["PUBLISHED"] * 4, stack.describe()
     # The crashed run left no report; the retry took the same three sources.
     assert run_sources(calls) == [["crash-0.parquet"],
                                   ["crash-1.parquet", "crash-2.parquet", "crash-3.parquet"]]
     [batch] = stack.ledger().list_batches()
-    assert batch["job_tries"] == 2
+    assert batch.job_tries == 2
 
 
 def test_a_duplicate_delivery_of_a_batched_file_appends_it_once(batch_stack):
@@ -197,13 +201,13 @@ def test_a_duplicate_delivery_of_a_batched_file_appends_it_once(batch_stack):
     keys = [f"bt/orders/dup-{i}.parquet" for i in range(3)]
     dropped = burst(stack, keys, gate)
     # While the batch runs, and again after, S3 delivers dup-1's event once more.
-    while (record_for_key(stack, keys[1]) or {}).get("status") != "RUNNING":
+    while status_for_key(stack, keys[1]) != "RUNNING":
         time.sleep(0.05)
     redeliver(stack, dropped[1])
     records = [wait_for_key(stack, key) for key in keys]
     redeliver(stack, dropped[1])
     stack.wait_idle()
-    assert [r["status"] for r in records] == ["PUBLISHED"] * 3
+    assert [r.status for r in records] == ["PUBLISHED"] * 3
     assert sum(sources.count("dup-1.parquet") for sources in run_sources(calls)) == 1
     assert len(stack.ledger().list_ingests()) == 3
 
@@ -226,8 +230,8 @@ def test_the_alert_of_a_file_rejected_in_a_batch_speaks_of_that_file_only(batch_
     records = {name: wait_for_key(stack, key) for name, key in zip(names, keys, strict=True)}
     stack.wait_idle()
 
-    assert records["c-reject"]["status"] == "REJECTED"
-    assert records["a-ok"]["status"] == records["d-ok"]["status"] == "PUBLISHED"
+    assert records["c-reject"].status == "REJECTED"
+    assert records["a-ok"].status == records["d-ok"].status == "PUBLISHED"
     [alert] = [str(message) for message in slack.messages]
     assert "c-reject.parquet" in alert and "corrupt parquet file" in alert
     # Not the batch's summary: its other files, its rows, its file counts.
@@ -259,7 +263,7 @@ def test_a_batch_rejected_with_no_verdict_runs_its_halves_not_each_file(make_sta
     records = {name: wait_for_key(stack, key) for name, key in zip(names, keys, strict=True)}
     stack.wait_idle()
 
-    assert records.pop("p-reject-undecodable")["status"] == "REJECTED"
-    assert {r["status"] for r in records.values()} == {"PUBLISHED"}
+    assert records.pop("p-reject-undecodable").status == "REJECTED"
+    assert {r.status for r in records.values()} == {"PUBLISHED"}
     # first, the batch of 8, then halves: 4+4, 2+2, 1+1 at most: not 1 + 1 + 8 runs.
     assert len(calls) <= 2 + 2 * 3, run_sources(calls)

@@ -50,7 +50,7 @@ def _wait_status(stack, key: str, status: str) -> dict[str, Any]:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         record = record_for_key(stack, key)
-        if record and record["status"] == status:
+        if record and record.status == status:
             return record
         time.sleep(0.05)
     raise AssertionError(f"{key} never {status}: {stack.describe()}")
@@ -72,12 +72,12 @@ def test_a_dataset_waits_for_success_and_publishes_all_its_parts_at_once(
     records = [wait_for_key(stack, key) for key in keys]
     stack.wait_idle()
 
-    assert [r["status"] for r in records] == ["PUBLISHED"] * 5, stack.describe()
+    assert [r.status for r in records] == ["PUBLISHED"] * 5, stack.describe()
     [run] = calls
     assert len(run["sources"]) == 5 and run.get("all_or_nothing")
     batch = the_batch(stack)
-    assert batch["status"] == "PUBLISHED" and batch["dataset"] == "ds/orders/run-1/"
-    assert {r["batch_id"] for r in records} == {batch["ingest_id"]}
+    assert batch.status == "PUBLISHED" and batch.dataset == "ds/orders/run-1/"
+    assert {r.batch_id for r in records} == {batch.ingest_id}
     assert table_on(nessie_client, "main", TABLE) is not None
 
 
@@ -91,11 +91,11 @@ def test_a_dataset_with_one_failing_part_publishes_nothing_and_leaves_one_branch
     records = [wait_for_key(stack, key) for key in keys]
     stack.wait_idle()
 
-    assert [r["status"] for r in records] == ["AUDIT_FAILED"] * 3
+    assert [r.status for r in records] == ["AUDIT_FAILED"] * 3
     assert len(calls) == 1  # never split: all or nothing
     assert table_on(nessie_client, "main", TABLE) == before
     batch = the_batch(stack)
-    assert batch["status"] == "AUDIT_FAILED" and branch_exists(nessie_client, batch["branch"])
+    assert batch.status == "AUDIT_FAILED" and branch_exists(nessie_client, batch.branch)
     [alert] = slack.messages
     assert "part-1-fail.parquet (amount_positive)" in json.dumps(alert)
     assert "1 of 3 files failed" in json.dumps(alert)
@@ -124,8 +124,8 @@ def failed_dataset(stack, prefix: str) -> tuple[dict[str, Any], list[dict[str, A
     stack.drop_file(f"ds/orders/{prefix}/_SUCCESS", b"")
     records = [wait_for_key(stack, key) for key in keys]
     stack.wait_idle()
-    [batch] = [b for b in stack.ledger().list_batches() if b["dataset"].endswith(f"/{prefix}/")]
-    assert batch["status"] == "AUDIT_FAILED" and {r["status"] for r in records} == {"AUDIT_FAILED"}
+    [batch] = [b for b in stack.ledger().list_batches() if b.dataset.endswith(f"/{prefix}/")]
+    assert batch.status == "AUDIT_FAILED" and {r.status for r in records} == {"AUDIT_FAILED"}
     return batch, records
 
 
@@ -135,41 +135,41 @@ def test_a_failed_dataset_is_reviewed_and_published_whole_by_its_branch(
     backend = StackBackend(stack, nessie)
     batch, records = failed_dataset(stack, "run-9")
 
-    [branch] = [b for b in ops.list_branches(backend) if b.name == batch["branch"]]
-    assert (branch.ingest_id, branch.status) == (batch["ingest_id"], "AUDIT_FAILED")
-    found = ops.find_ingest(backend, batch["branch"])  # `wap show BRANCH` (no row counts here:
-    assert found["ingest_id"] == batch["ingest_id"]   # the stand-in job writes no table)
+    [branch] = [b for b in ops.list_branches(backend) if b.name == batch.branch]
+    assert (branch.ingest_id, branch.status) == (batch.ingest_id, "AUDIT_FAILED")
+    found = ops.find_ingest(backend, batch.branch)  # `wap show BRANCH` (no row counts here:
+    assert found.ingest_id == batch.ingest_id   # the stand-in job writes no table)
     report = ops.read_report(backend, found)
     assert [(v.uri.rsplit("/", 1)[-1], v.status) for v in report.sources] == [
         ("part-0.parquet", "passed"), ("part-1-fail.parquet", "failed")]
     # One file of a dataset is never published alone.
-    with pytest.raises(NotAllowedError, match=f"wap publish {batch['ingest_id']}"):
-        ops.publish(backend, records[0]["ingest_id"], reason="looks fine", actor="dana")
+    with pytest.raises(NotAllowedError, match=f"wap publish {batch.ingest_id}"):
+        ops.publish(backend, records[0].ingest_id, reason="looks fine", actor="dana")
 
-    ops.publish(backend, batch["branch"], reason="the amounts are refunds", actor="dana")
+    ops.publish(backend, batch.branch, reason="the amounts are refunds", actor="dana")
 
     ledger = stack.ledger()
-    assert ledger.get_ingest(batch["ingest_id"])["status"] == "PUBLISHED"
+    assert ledger.get_ingest(batch.ingest_id).status == "PUBLISHED"
     for record in records:
-        member = ledger.get_ingest(record["ingest_id"])
-        assert (member["status"], member["published_by"]) == ("PUBLISHED", "dana"), member
+        member = ledger.get_ingest(record.ingest_id)
+        assert (member.status, member.published_by) == ("PUBLISHED", "dana"), member
     assert table_on(nessie_client, "main", TABLE) is not None
-    assert not branch_exists(nessie_client, batch["branch"])
+    assert not branch_exists(nessie_client, batch.branch)
 
 
 def test_a_failed_dataset_is_discarded_whole(dataset_stack, nessie, nessie_client):
     stack, _calls = dataset_stack
     backend = StackBackend(stack, nessie)
     batch, records = failed_dataset(stack, "run-10")
-    with pytest.raises(NotAllowedError, match=f"wap discard {batch['ingest_id']}"):
-        ops.discard(backend, records[1]["ingest_id"], actor="dana")
+    with pytest.raises(NotAllowedError, match=f"wap discard {batch.ingest_id}"):
+        ops.discard(backend, records[1].ingest_id, actor="dana")
 
-    ops.discard(backend, batch["ingest_id"], actor="dana", reason="re-exporting")
+    ops.discard(backend, batch.ingest_id, actor="dana", reason="re-exporting")
 
     ledger = stack.ledger()
-    statuses = [ledger.get_ingest(r["ingest_id"])["status"] for r in records]
-    assert [ledger.get_ingest(batch["ingest_id"])["status"], *statuses] == ["DISCARDED"] * 3
-    assert not branch_exists(nessie_client, batch["branch"])
+    statuses = [ledger.get_ingest(r.ingest_id).status for r in records]
+    assert [ledger.get_ingest(batch.ingest_id).status, *statuses] == ["DISCARDED"] * 3
+    assert not branch_exists(nessie_client, batch.branch)
 
 
 def test_a_dataset_with_an_unreadable_part_is_rejected_whole(dataset_stack, nessie_client):
@@ -178,7 +178,7 @@ def test_a_dataset_with_an_unreadable_part_is_rejected_whole(dataset_stack, ness
     keys = drop_parts(stack, "run-3", ["part-0.parquet", "part-1-reject.parquet"])
     stack.drop_file("ds/orders/run-3/_SUCCESS", b"")
     records = [wait_for_key(stack, key) for key in keys]
-    assert [r["status"] for r in records] == ["REJECTED"] * 2
+    assert [r.status for r in records] == ["REJECTED"] * 2
     assert table_on(nessie_client, "main", TABLE) == before
 
 
@@ -191,11 +191,11 @@ def test_a_manifest_naming_a_missing_file_is_rejected_with_an_alert(dataset_stac
     [record] = [wait_for_key(stack, key) for key in keys]
     stack.wait_idle()
 
-    assert record["status"] == "REJECTED" and "lists ds/orders/run-4/part-1.parquet" in (
-        record["error"])
+    assert record.status == "REJECTED" and "lists ds/orders/run-4/part-1.parquet" in (
+        record.error)
     assert calls == []
     batch = the_batch(stack)
-    assert batch["status"] == "REJECTED" and "does not exist" in batch["error"]
+    assert batch.status == "REJECTED" and "does not exist" in batch.error
     [alert] = slack.messages
     assert "part-1.parquet" in json.dumps(alert)
 
@@ -206,7 +206,7 @@ def test_a_manifest_whose_size_differs_is_rejected(dataset_stack):
     manifest = {"files": [{"path": "part-0.parquet", "size": 1}]}
     stack.drop_file("ds/orders/run-5/_manifest.json", json.dumps(manifest).encode())
     record = wait_for_key(stack, keys[0])
-    assert record["status"] == "REJECTED" and "with 1 bytes" in record["error"]
+    assert record.status == "REJECTED" and "with 1 bytes" in record.error
     assert calls == []
 
 
@@ -222,7 +222,7 @@ def test_a_manifest_takes_a_listed_part_whose_own_event_is_late(dataset_stack):
     manifest = {"files": [{"path": k.rsplit("/", 1)[-1], "size": len(fake_parquet(k))}
                           for k in keys]}
     stack.drop_file("ds/orders/run-6/_manifest.json", json.dumps(manifest).encode())
-    assert [wait_for_key(stack, key)["status"] for key in keys] == ["PUBLISHED"] * 2
+    assert [wait_for_key(stack, key).status for key in keys] == ["PUBLISHED"] * 2
     [run] = calls
     assert len(run["sources"]) == 2
 
@@ -235,14 +235,14 @@ def test_held_parts_whose_marker_never_comes_are_rejected_after_the_timeout(
     ledger = stack.ledger()
     day_ago = (datetime.now(UTC) - timedelta(hours=25)).strftime("%Y-%m-%dT%H:%M:%SZ")
     for key in keys:
-        ledger.update_ingest(record_for_key(stack, key)["ingest_id"], {"created_at": day_ago})
+        ledger.update_ingest(record_for_key(stack, key).ingest_id, {"created_at": day_ago})
 
     swept = stack.invoke("sweeper", {})
 
     assert len(swept["expired_held"]) == 2
     records = [record_for_key(stack, key) for key in keys]
-    assert [r["status"] for r in records] == ["REJECTED"] * 2
-    assert "no _SUCCESS or _manifest.json arrived in ds/orders/run-7/" in records[0]["error"]
+    assert [r.status for r in records] == ["REJECTED"] * 2
+    assert "no _SUCCESS or _manifest.json arrived in ds/orders/run-7/" in records[0].error
     assert len(slack.messages) == 1  # one alert for the dataset
     assert calls == []
 

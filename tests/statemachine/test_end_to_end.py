@@ -71,12 +71,12 @@ def test_clean_file_delivered_20_times_is_published_once(e2e_stack, lake, nessie
     record = wait_for_key(stack, key, timeout=300)
     stack.wait_idle(timeout=300)
 
-    assert record["status"] == "PUBLISHED", record
+    assert record.status == "PUBLISHED", record
     assert main_rows(lake, "e2e.orders") == rows
-    assert not branch_exists(nessie_client, record["branch"])
+    assert not branch_exists(nessie_client, record.branch)
     assert len(stack.emr.started_runs) == 1
     assert slack.messages == []
-    assert record["rows_written"] == 3
+    assert record.rows_written == 3
 
 
 def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nessie_client, slack):
@@ -91,20 +91,20 @@ def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nes
     record = wait_for_key(stack, "e2e/audited/bad.parquet", timeout=300)
     stack.wait_idle(timeout=300)
 
-    assert record["status"] == "AUDIT_FAILED", record
+    assert record.status == "AUDIT_FAILED", record
     assert nessie_client.get_reference("main").hash_ == main_before
     assert main_rows(lake, "e2e.audited") == good
-    assert branch_exists(nessie_client, record["branch"])
+    assert branch_exists(nessie_client, record.branch)
     on_branch = sorted(
         tuple(r)
         for r in lake.sql(
-            f"SELECT order_id, amount FROM lake.e2e.`audited@{record['branch']}`"
+            f"SELECT order_id, amount FROM lake.e2e.`audited@{record.branch}`"
         ).collect()
     )
     assert on_branch == sorted(good + bad, key=lambda r: r[0])
     [message] = slack.messages
     text = json.dumps(message)
-    assert "amount_positive" in text and record["branch"] in text
+    assert "amount_positive" in text and record.branch in text
     # -1.0 and -7.5 break the range; the null is the not_null check's single violation.
     assert "amount_positive" in text and "Violations: *2*" in text
     assert "amount_present" in text and "Violations: *1*" in text
@@ -132,10 +132,10 @@ def test_a_burst_of_30_files_while_another_table_is_busy_takes_at_most_3_runs(ma
     records = [wait_for_key(stack, key, timeout=600) for key in {**burst, **other}]
     stack.wait_idle(timeout=600)
 
-    assert [r["status"] for r in records] == ["PUBLISHED"] * 32, stack.describe()
+    assert [r.status for r in records] == ["PUBLISHED"] * 32, stack.describe()
     batches = stack.ledger().list_batches()
-    assert all(b["status"] == "PUBLISHED" and b["attempts"] == 1 for b in batches)  # no rebase
-    assert all(r.get("attempts", 0) <= 1 for r in records)
+    assert all(b.status == "PUBLISHED" and b.attempts == 1 for b in batches)  # no rebase
+    assert all((r.attempts or 0) <= 1 for r in records)
     # Main holds the union of the rows, each exactly once.
     assert main_rows(lake, "e2e_q.orders") == sorted(r for rows in burst.values() for r in rows)
     assert main_rows(lake, "e2e_r.orders") == sorted(r for rows in other.values() for r in rows)
@@ -157,8 +157,8 @@ def test_corrupt_and_disguised_files_are_rejected(e2e_stack, slack, lake):
     stack.wait_idle(timeout=300)
     second = record_for_key(stack, "e2e/bad/disguised.parquet")
 
-    assert first["status"] == "REJECTED" and first["error"], first
-    assert second["status"] == "REJECTED" and "PAR1" in second["error"]
+    assert first.status == "REJECTED" and first.error, first
+    assert second.status == "REJECTED" and "PAR1" in second.error
     assert len(slack.messages) == 2
     s3 = stack.client("s3")
     assert (
@@ -206,19 +206,19 @@ def test_a_mixed_burst_ends_with_exact_outcomes_per_file(make_stack, lake, slack
                for key in [*first, *good, *bad]}
     stack.wait_idle(timeout=600)
 
-    assert {name: r["status"] for name, r in records.items()} == {
+    assert {name: r.status for name, r in records.items()} == {
         "first.parquet": "PUBLISHED", "good-0.parquet": "PUBLISHED",
         "good-1.parquet": "PUBLISHED", "good-2.parquet": "PUBLISHED",
         "corrupt.parquet": "REJECTED", "retyped.parquet": "REJECTED",
         "negative.parquet": "AUDIT_FAILED"}, stack.describe()
-    assert "'amount' is string in the file but double" in records["retyped.parquet"]["error"]
+    assert "'amount' is string in the file but double" in records["retyped.parquet"].error
     # The first; the six; the three good ones together; the failing one alone.
     assert [len(sources) for sources in runs] == [1, 6, 3, 1]
     assert main_rows(lake, "e2e_m.orders") == sorted(
         [(1, 1.0)] + [r for rows in good.values() for r in rows])
     negative = records["negative.parquet"]
     on_branch = sorted(tuple(r) for r in lake.sql(
-        f"SELECT order_id, amount FROM lake.e2e_m.`orders@{negative['branch']}`").collect())
+        f"SELECT order_id, amount FROM lake.e2e_m.`orders@{negative.branch}`").collect())
     assert on_branch == sorted([(1, 1.0)] + [r for rows in good.values() for r in rows]
                                + [(92, -1.0), (93, 2.0)])  # main's rows, plus its own only
     alerted = json.dumps(slack.messages)
@@ -237,17 +237,17 @@ def test_a_dataset_publishes_all_its_parts_or_none(e2e_stack, lake, nessie_clien
     for key, rows in {**clean, **dirty}.items():
         stack.drop_file(key, parquet(rows))
     stack.drop_file("e2e_d/orders/run-1/_SUCCESS", b"")
-    assert {wait_for_key(stack, key, timeout=600)["status"] for key in clean} == {"PUBLISHED"}
+    assert {wait_for_key(stack, key, timeout=600).status for key in clean} == {"PUBLISHED"}
     published = main_rows(lake, "e2e_d.orders")
     assert published == sorted(r for rows in clean.values() for r in rows)  # all at once
 
     stack.drop_file("e2e_d/orders/run-2/_SUCCESS", b"")
     records = [wait_for_key(stack, key, timeout=600) for key in dirty]
     stack.wait_idle(timeout=600)
-    assert {r["status"] for r in records} == {"AUDIT_FAILED"}
+    assert {r.status for r in records} == {"AUDIT_FAILED"}
     assert main_rows(lake, "e2e_d.orders") == published  # none of run-2
-    branches = {r.get("branch") for r in stack.ledger().list_batches()
-                if r["dataset"] == "e2e_d/orders/run-2/"}
+    branches = {r.branch for r in stack.ledger().list_batches()
+                if r.dataset == "e2e_d/orders/run-2/"}
     assert len(branches) == 1 and branch_exists(nessie_client, branches.pop())
 
 

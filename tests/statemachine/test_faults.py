@@ -28,16 +28,16 @@ def test_a_table_config_that_is_not_yaml_rejects_the_upload_at_once_and_frees_th
     stack.drop_file("cfg/orders/a.parquet", fake_parquet("ca"))
     record = wait_for_key(stack, "cfg/orders/a.parquet", timeout=20)
 
-    assert record["status"] == "REJECTED", stack.describe()
-    assert record["reason_code"] == "config_error"
-    assert "not valid YAML" in record["error"] and "line 4, column 4" in record["error"]
+    assert record.status == "REJECTED", stack.describe()
+    assert record.reason_code == "config_error"
+    assert "not valid YAML" in record.error and "line 4, column 4" in record.error
     assert stack.emr.started_runs == []
     assert len(slack.messages) == 1 and "line 4, column 4" in json.dumps(slack.messages[0])
     assert stack.ledger().get_lock("cfg.orders").active is None
 
     _put_config(stack, "cfg.orders", "batch: {max_files: 2}\n")  # fixed: the next file runs
     stack.drop_file("cfg/orders/b.parquet", fake_parquet("cb"))
-    assert wait_for_key(stack, "cfg/orders/b.parquet")["status"] == "PUBLISHED"
+    assert wait_for_key(stack, "cfg/orders/b.parquet").status == "PUBLISHED"
 
 
 @pytest.mark.parametrize(
@@ -64,9 +64,9 @@ def test_a_config_the_job_would_refuse_is_a_config_error_before_any_run(
     stack.drop_file(key, fake_parquet(table))
     record = wait_for_key(stack, key, timeout=20)
 
-    assert record["status"] == "REJECTED" and record["reason_code"] == "config_error"
+    assert record.status == "REJECTED" and record.reason_code == "config_error"
     for message in messages:
-        assert message in record["error"]
+        assert message in record.error
     assert stack.emr.started_runs == []
     assert stack.ledger().get_lock(table).active is None
 
@@ -93,8 +93,8 @@ def test_a_config_broken_while_files_queue_rejects_them_at_the_hand_off(
     queued = [wait_for_key(stack, f"cfgq/orders/{name}.parquet", timeout=20) for name in "bc"]
     stack.wait_idle()
 
-    assert a["status"] == "PUBLISHED"
-    assert [(r["status"], r.get("reason_code")) for r in queued] == [
+    assert a.status == "PUBLISHED"
+    assert [(r.status, r.reason_code) for r in queued] == [
         ("REJECTED", "config_error")] * 2
     assert len(stack.emr.started_runs) == 1  # no run for a file its config refuses
     assert len(slack.messages) == 2
@@ -131,7 +131,7 @@ def test_a_table_blocked_by_a_nessie_outage_is_alerted_once_and_runs_when_nessie
     time.sleep(1.5)  # more sweeps while Nessie is down: no second alert
     assert len(slack.messages) == 1
     down.clear()
-    assert wait_for_key(stack, "out/orders/a.parquet", timeout=30)["status"] == "PUBLISHED"
+    assert wait_for_key(stack, "out/orders/a.parquet", timeout=30).status == "PUBLISHED"
     assert len(slack.messages) == 1
 
 
@@ -141,7 +141,7 @@ def test_the_emr_double_hands_the_job_each_object_under_its_own_name(
     stack = make_stack(job=standin_job(nessie.api_v1, calls))
     key = "gl/orders/export[1] {a,b}*.parquet"
     stack.drop_file(key, fake_parquet("gl"))
-    assert wait_for_key(stack, key)["status"] == "PUBLISHED"
+    assert wait_for_key(stack, key).status == "PUBLISHED"
 
     [call] = calls
     [source] = call["sources"]

@@ -49,11 +49,11 @@ def test_clean_file_is_published(make_stack, nessie_client, slack):
     record = wait_for_key(stack, "clean/orders/2026 11 22.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISHED", record
+    assert record.status == "PUBLISHED", record
     main_table = table_on(nessie_client, "main", "clean.orders")
     assert main_table is not None
-    assert main_table.metadata_location.endswith(f"/{record['ingest_id']}.json")
-    assert not branch_exists(nessie_client, record["branch"])
+    assert main_table.metadata_location.endswith(f"/{record.ingest_id}.json")
+    assert not branch_exists(nessie_client, record.branch)
     assert slack.messages == []
     assert stack.ledger().get_lock("clean.orders").active is None
 
@@ -65,15 +65,15 @@ def test_failed_audit_leaves_main_alone_and_alerts_once(make_stack, nessie_clien
     record = wait_for_key(stack, "audit/orders/fail-batch.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "AUDIT_FAILED"
-    assert "amount_positive" in record["error"]
+    assert record.status == "AUDIT_FAILED"
+    assert "amount_positive" in record.error
     assert nessie_client.get_reference("main").hash_ == main_before
     assert table_on(nessie_client, "main", "audit.orders") is None
-    assert branch_exists(nessie_client, record["branch"])
-    assert table_on(nessie_client, record["branch"], "audit.orders") is not None
+    assert branch_exists(nessie_client, record.branch)
+    assert table_on(nessie_client, record.branch, "audit.orders") is not None
     [message] = slack.messages
     text = json.dumps(message)
-    assert "amount_positive" in text and record["branch"] in text
+    assert "amount_positive" in text and record.branch in text
     assert "Violations: *3*" in text
 
 
@@ -101,12 +101,12 @@ def test_duplicate_events_make_one_ingest(make_stack, nessie_client):
     stack.wait_idle()
 
     assert errors == []
-    assert record["status"] == "PUBLISHED"
+    assert record.status == "PUBLISHED"
     assert len(stack.ledger().list_ingests(table="dupes.orders")) == 1
     assert len(stack.emr.started_runs) == 1
-    assert [e["name"] for e in stack.executions()] == [record["ingest_id"]]
+    assert [e["name"] for e in stack.executions()] == [record.ingest_id]
     assert table_on(nessie_client, "main", "dupes.orders").metadata_location.endswith(
-        f"/{record['ingest_id']}.json"
+        f"/{record.ingest_id}.json"
     )
 
 
@@ -136,7 +136,7 @@ def test_one_table_runs_one_ingest_at_a_time_and_tables_run_in_parallel(
     records = [wait_for_key(stack, key, timeout=120) for key in keys]
     stack.wait_idle()
 
-    assert [r["status"] for r in records] == ["PUBLISHED"] * len(keys), stack.describe()
+    assert [r.status for r in records] == ["PUBLISHED"] * len(keys), stack.describe()
     a_runs = sorted(intervals["qa.orders"])
     # The first file runs alone at once; the others queue and run in one batch or more.
     assert 2 <= len(a_runs) <= 5
@@ -146,8 +146,8 @@ def test_one_table_runs_one_ingest_at_a_time_and_tables_run_in_parallel(
         "the two tables never ran at the same time"
     )
     # Main holds the last append of each table; every ingest merged without conflict.
-    assert all(r.get("attempts", 0) <= 1 for r in records)
-    assert all(b["attempts"] == 1 for b in stack.ledger().list_batches())
+    assert all((r.attempts or 0) <= 1 for r in records)
+    assert all(b.attempts == 1 for b in stack.ledger().list_batches())
     assert stack.ledger().get_lock("qa.orders").active is None
 
 
@@ -159,16 +159,16 @@ def test_job_crash_ends_job_failed_with_reason_and_log(make_stack, slack):
     record = wait_for_key(stack, "crash/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "JOB_FAILED"
-    assert "OutOfMemoryError" in record["error"] and "gave up after 3 tries" in record["error"]
+    assert record.status == "JOB_FAILED"
+    assert "OutOfMemoryError" in record.error and "gave up after 3 tries" in record.error
     assert len(stack.emr.started_runs) == 3
-    assert record["log_uri"].startswith("s3://")
-    bucket, prefix = record["log_uri"][5:].split("/", 1)
+    assert record.log_uri.startswith("s3://")
+    bucket, prefix = record.log_uri[5:].split("/", 1)
     logs = stack.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)
     assert logs["KeyCount"] >= 1
     [message] = slack.messages
     assert "OutOfMemoryError" in json.dumps(message)
-    assert record["log_uri"] in json.dumps(message)
+    assert record.log_uri in json.dumps(message)
     assert stack.ledger().get_lock("crash.orders").active is None
 
 
@@ -179,10 +179,10 @@ def test_job_timeout_cancels_the_run_and_frees_the_table(make_stack, slack):
     record = wait_for_key(stack, "hang/orders/x.parquet", timeout=60)
     stack.wait_idle()
 
-    assert record["status"] == "JOB_FAILED"
-    assert "timed out" in record["error"]
+    assert record.status == "JOB_FAILED"
+    assert "timed out" in record.error
     job = stack.client("emr-serverless").get_job_run(
-        applicationId=stack.application_id, jobRunId=record["job_run_id"]
+        applicationId=stack.application_id, jobRunId=record.job_run_id
     )["jobRun"]
     assert job["state"] == "CANCELLED"
     assert len(slack.messages) == 1 and "timed out" in json.dumps(slack.messages[0])
@@ -201,7 +201,7 @@ def test_nessie_down_fails_the_trigger_retryably_and_a_retry_ingests_once(
 
     trigger_while_nessie_is_down(stack, event, monkeypatch)
     pending = record_for_key(stack, key)
-    assert pending["status"] == "RECEIVED"
+    assert pending.status == "RECEIVED"
     assert stack.emr.started_runs == [] and stack.executions() == []
     assert nessie_client.get_reference("main").hash_ == main_before
 
@@ -210,12 +210,12 @@ def test_nessie_down_fails_the_trigger_retryably_and_a_retry_ingests_once(
     record = wait_for_key(stack, key)
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISHED"
-    assert record["ingest_id"] == pending["ingest_id"]
+    assert record.status == "PUBLISHED"
+    assert record.ingest_id == pending.ingest_id
     assert len(stack.emr.started_runs) == 1
     assert len(stack.executions()) == 1
     assert table_on(nessie_client, "main", "outage.orders").metadata_location.endswith(
-        f"/{record['ingest_id']}.json"
+        f"/{record.ingest_id}.json"
     )
 
 
@@ -233,7 +233,7 @@ def test_slack_errors_are_retried_and_never_change_the_outcome(make_stack, slack
     stack.drop_file("slack/orders/fail-1.parquet", fake_parquet("h"))
     first = wait_for_key(stack, "slack/orders/fail-1.parquet")
     stack.wait_idle()
-    assert first["status"] == "AUDIT_FAILED"
+    assert first.status == "AUDIT_FAILED"
     assert len(slack.messages) == 1
     assert slack.request_count("chat.postMessage") == 3
     # The policy's backoff: 0.5 * 2**attempt, plus slack-sdk's jitter of up to 1 s.
@@ -244,11 +244,11 @@ def test_slack_errors_are_retried_and_never_change_the_outcome(make_stack, slack
     second = wait_for_key(stack, "slack/orders/fail-2.parquet")
     stack.wait_idle(timeout=120)
     slack.clear_failures()
-    assert second["status"] == "AUDIT_FAILED"
-    assert stack.ledger().get_ingest(second["ingest_id"])["status"] == "AUDIT_FAILED"
+    assert second.status == "AUDIT_FAILED"
+    assert stack.ledger().get_ingest(second.ingest_id).status == "AUDIT_FAILED"
     assert len(slack.messages) == 1
     assert len(stack.dispatcher.calls("alert")) >= 2  # Step Functions retried the alert
-    [execution] = [e for e in stack.executions() if e["name"] == second["ingest_id"]]
+    [execution] = [e for e in stack.executions() if e["name"] == second.ingest_id]
     assert execution["status"] == "SUCCEEDED"
     assert stack.ledger().get_lock("slack.orders").active is None
 
@@ -271,8 +271,8 @@ def test_bad_input_is_rejected_with_a_reason_and_the_source_kept(
     stack.wait_idle()
     record = record_for_key(stack, key)
 
-    assert record is not None and record["status"] == "REJECTED"
-    assert fragment in record["error"]
+    assert record is not None and record.status == "REJECTED"
+    assert fragment in record.error
     [message] = slack.messages
     assert fragment in json.dumps(message)
     assert stack.emr.started_runs == []
@@ -285,16 +285,16 @@ def test_job_rejection_goes_through_the_state_machine(make_stack, slack, nessie_
     stack.drop_file("jobreject/orders/reject-me.parquet", fake_parquet("j"))
     record = wait_for_key(stack, "jobreject/orders/reject-me.parquet")
     stack.wait_idle()
-    assert record["status"] == "REJECTED"
-    assert "corrupt parquet" in record["error"]
+    assert record.status == "REJECTED"
+    assert "corrupt parquet" in record.error
     assert table_on(nessie_client, "main", "jobreject.orders") is None
     assert len(slack.messages) == 1
     # The job wrote nothing on its branch: none is left behind; the ledger keeps the name.
     names = {r.name for r in nessie_client.list_references().references}
-    assert record["branch"] and record["branch"] not in names
-    assert record["branch_deleted_at"]
+    assert record.branch and record.branch not in names
+    assert record.branch_deleted_at
     alerted = json.dumps(slack.messages)
-    assert record["branch"] not in alerted and "wap publish" not in alerted
+    assert record.branch not in alerted and "wap publish" not in alerted
 
 
 def test_outside_writer_on_main_forces_a_rebase(nessie, make_stack, nessie_client):
@@ -313,13 +313,13 @@ def test_outside_writer_on_main_forces_a_rebase(nessie, make_stack, nessie_clien
     record = wait_for_key(stack, "rebase/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISHED", record
-    assert record["attempts"] == 2
+    assert record.status == "PUBLISHED", record
+    assert record.attempts == 2
     assert len(calls) == 2 and calls[0] != calls[1]
     assert not branch_exists(nessie_client, calls[0])
     assert not branch_exists(nessie_client, calls[1])
     assert table_on(nessie_client, "main", "rebase.orders").metadata_location.endswith(
-        f"/{record['ingest_id']}.json"
+        f"/{record.ingest_id}.json"
     )
 
 
@@ -336,8 +336,8 @@ def test_rebase_gives_up_after_max_attempts(nessie, make_stack, nessie_client, s
     record = wait_for_key(stack, "raced/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISH_FAILED"
-    assert "gave up after 2 attempts" in record["error"]
+    assert record.status == "PUBLISH_FAILED"
+    assert "gave up after 2 attempts" in record.error
     assert len(stack.emr.started_runs) == 2
     assert len(slack.messages) == 1
     assert stack.ledger().get_lock("raced.orders").active is None
@@ -350,7 +350,7 @@ def test_transient_publish_failure_is_retried_by_the_state_machine(make_stack, n
     record = wait_for_key(stack, "flaky/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISHED"
+    assert record.status == "PUBLISHED"
     publish_calls = stack.dispatcher.calls("publish")
     assert [c.error["errorType"] if c.error else None for c in publish_calls] == [
         "NessieUnavailableError",
@@ -365,8 +365,8 @@ def test_a_publish_bug_ends_publish_failed_and_frees_the_table(make_stack, slack
     record = wait_for_key(stack, "broken/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISH_FAILED"
-    assert "KeyError" in record["error"] and "branch_hash" in record["error"]
+    assert record.status == "PUBLISH_FAILED"
+    assert "KeyError" in record.error and "branch_hash" in record.error
     assert len(stack.dispatcher.calls("publish")) == 1  # not a retryable error
     assert len(slack.messages) == 1
     assert stack.ledger().get_lock("broken.orders").active is None
@@ -386,9 +386,9 @@ def test_publish_merges_the_audited_hash_not_a_later_branch_head(nessie, make_st
     record = wait_for_key(stack, "exact/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISHED"
+    assert record.status == "PUBLISHED"
     location = table_on(nessie_client, "main", "exact.orders").metadata_location
-    assert location.endswith(f"/{record['ingest_id']}.json"), location
+    assert location.endswith(f"/{record.ingest_id}.json"), location
 
 
 def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
@@ -412,7 +412,7 @@ def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
     wait_for_status(stack, "nostart/orders/b.parquet", "QUEUED")
     stack.drop_file("nostart/orders/c.parquet", fake_parquet("nc"))
     wait_for_status(stack, "nostart/orders/c.parquet", "QUEUED")
-    doomed = record_for_key(stack, "nostart/orders/b.parquet")["ingest_id"]
+    doomed = record_for_key(stack, "nostart/orders/b.parquet").ingest_id
     original = NessieClient.ensure_branch_from_main
 
     def refuse_b(self, branch: str) -> str:
@@ -425,9 +425,9 @@ def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
     c = wait_for_key(stack, "nostart/orders/c.parquet")
     stack.wait_idle()
 
-    assert b["status"] == "JOB_FAILED" and "could not be started" in b["error"]
-    assert c["status"] == "PUBLISHED"
-    assert record_for_key(stack, "nostart/orders/a.parquet")["status"] == "PUBLISHED"
+    assert b.status == "JOB_FAILED" and "could not be started" in b.error
+    assert c.status == "PUBLISHED"
+    assert record_for_key(stack, "nostart/orders/a.parquet").status == "PUBLISHED"
     assert [json.dumps(m).count(doomed) > 0 for m in slack.messages] == [True]
     assert stack.ledger().get_lock("nostart.orders").active is None
 

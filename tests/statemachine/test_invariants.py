@@ -21,6 +21,7 @@ from tests.fixtures.local_stack import (
     fake_parquet,
     record_for_key,
     s3_notification,
+    status_for_key,
     table_on,
     upload_with_notification,
     wait_for_key,
@@ -62,28 +63,28 @@ def test_a_queued_ingest_reads_its_own_object_version_not_the_newest(nessie, mak
     release.set()
     stack.wait_idle()
 
-    records = {r["object_version"]: r for r in stack.ledger().list_ingests(table="ver.orders")}
+    records = {r.object_version: r for r in stack.ledger().list_ingests(table="ver.orders")}
     one, two = records[first["version_id"]], records[second["version_id"]]
-    assert one["status"] == two["status"] == "PUBLISHED", stack.describe()
+    assert one.status == two.status == "PUBLISHED", stack.describe()
     ledger = stack.ledger()
 
     def read_for(record: dict) -> bytes:
         """What the run that ingested `record` read as its source (in a batch: its member's)."""
-        if not record.get("batch_id"):
-            [body] = read[record["ingest_id"]]
+        if not record.batch_id:
+            [body] = read[record.ingest_id]
             return body
-        batch = ledger.get_ingest(record["batch_id"])
-        return read[batch["ingest_id"]][batch["members"].index(record["ingest_id"])]
+        batch = ledger.get_ingest(record.batch_id)
+        return read[batch.ingest_id][batch.members.index(record.ingest_id)]
 
     assert read_for(one) == v1
     assert read_for(two) == v2
     # The user's object is untouched; the ledger names it and its version for display.
-    assert one["source_uri"] == two["source_uri"] == f"s3://{stack.settings.source_bucket}/ver/orders/x.parquet"
+    assert one.source_uri == two.source_uri == f"s3://{stack.settings.source_bucket}/ver/orders/x.parquet"
     source = stack.client("s3").get_object(Bucket=stack.settings.source_bucket,
                                            Key="ver/orders/x.parquet",
                                            VersionId=first["version_id"])
     assert source["Body"].read() == v1
-    assert one["staged_uri"].startswith(f"s3://{stack.settings.artifacts_bucket}/staging/{one['ingest_id']}/")
+    assert one.staged_uri.startswith(f"s3://{stack.settings.artifacts_bucket}/staging/{one.ingest_id}/")
 
 
 # ---- 2. an infrastructure error is retried, then JOB_FAILED; never REJECTED -------------
@@ -121,11 +122,11 @@ def test_an_infrastructure_error_is_retried_on_the_same_branch(nessie, make_stac
     record = wait_for_key(stack, "flaky/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISHED", record
+    assert record.status == "PUBLISHED", record
     assert len(runs) == 2
     branches = {argv[argv.index("--branch") + 1] for argv in runs}
     assert len(branches) == 1  # the retry runs on the same branch
-    assert record["job_tries"] == 2 and "Nessie unreachable" in record["last_job_error"]
+    assert record.job_tries == 2 and "Nessie unreachable" in record.last_job_error
     assert slack.messages == []
 
 
@@ -138,8 +139,8 @@ def test_a_persistent_infrastructure_error_ends_job_failed_not_rejected(
     record = wait_for_key(stack, "down/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "JOB_FAILED", record
-    assert "Nessie unreachable" in record["error"] and "gave up after 3 tries" in record["error"]
+    assert record.status == "JOB_FAILED", record
+    assert "Nessie unreachable" in record.error and "gave up after 3 tries" in record.error
     assert len(runs) == 3
     [message] = slack.messages
     assert "REJECTED" not in json.dumps(message).upper().replace("NOT REJECTED", "")
@@ -150,11 +151,11 @@ def test_a_persistent_infrastructure_error_ends_job_failed_not_rejected(
 
 
 def _assert_published_once(stack, nessie_client, record, table: str, slack) -> None:
-    assert record["status"] == "PUBLISHED", record
-    assert record.get("error") is None
+    assert record.status == "PUBLISHED", record
+    assert record.error is None
     assert len(stack.emr.started_runs) == 1  # no rebase, no second append
     assert table_on(nessie_client, "main", table).metadata_location.endswith(
-        f"/{record['ingest_id']}.json")
+        f"/{record.ingest_id}.json")
     assert slack.messages == []
     assert stack.ledger().get_lock(table).active is None
 
@@ -181,8 +182,8 @@ def test_a_crash_between_merge_and_ledger_write_is_recorded_published(
     stack.wait_idle()
 
     _assert_published_once(stack, nessie_client, record, "crashmerge.orders", slack)
-    assert not branch_exists(nessie_client, record["branch"])
-    assert record["branch_deleted_at"]
+    assert not branch_exists(nessie_client, record.branch)
+    assert record.branch_deleted_at
 
 
 def test_a_lost_merge_response_does_not_merge_or_run_again(
@@ -250,15 +251,15 @@ def test_a_failed_branch_delete_after_the_merge_is_retried_by_the_sweeper(
     stack.drop_file("keepbranch/orders/x.parquet", fake_parquet("kb"))
     record = wait_for_key(stack, "keepbranch/orders/x.parquet")
     stack.wait_idle()
-    assert record["status"] == "PUBLISHED" and not record.get("branch_deleted_at")
-    assert branch_exists(nessie_client, record["branch"])  # recorded truthfully
+    assert record.status == "PUBLISHED" and not record.branch_deleted_at
+    assert branch_exists(nessie_client, record.branch)  # recorded truthfully
 
     monkeypatch.setattr(NessieClient, "delete_branch", original)
     swept = stack.invoke("sweeper", {"source": "aws.events"})
-    record = stack.ledger().get_ingest(record["ingest_id"])
-    assert swept["deleted_branches"] == [record["branch"]]
-    assert record["branch_deleted_at"] and not branch_exists(nessie_client, record["branch"])
-    assert swept["deleted_staged"] == [record["staged_uri"]]  # branch gone: staged copy too
+    record = stack.ledger().get_ingest(record.ingest_id)
+    assert swept["deleted_branches"] == [record.branch]
+    assert record.branch_deleted_at and not branch_exists(nessie_client, record.branch)
+    assert swept["deleted_staged"] == [record.staged_uri]  # branch gone: staged copy too
     assert slack.messages == []
 
 
@@ -283,8 +284,8 @@ def test_publish_refuses_a_hash_that_does_not_hold_the_audited_snapshot(
     record = wait_for_key(stack, "mismatch/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISH_FAILED", record
-    assert "refusing to publish" in record["error"]
+    assert record.status == "PUBLISH_FAILED", record
+    assert "refusing to publish" in record.error
     assert nessie_client.get_reference("main").hash_ == main_before
     assert table_on(nessie_client, "main", "mismatch.orders") is None
     assert len(slack.messages) == 1
@@ -301,7 +302,7 @@ def test_a_stalled_duplicate_event_does_not_retake_the_table(make_stack, monkeyp
     stack.drop_file(key, fake_parquet("late"))
     record = wait_for_key(stack, key)
     stack.wait_idle()
-    assert record["status"] == "PUBLISHED"
+    assert record.status == "PUBLISHED"
     assert stack.ledger().get_lock("late.orders").active is None
 
     # The duplicate read the record while the first copy was still running.
@@ -314,7 +315,7 @@ def test_a_stalled_duplicate_event_does_not_retake_the_table(make_stack, monkeyp
         return stale if reads["n"] == 1 else original(self, ingest_id)
 
     monkeypatch.setattr(Ledger, "get_ingest", stale_first_read)
-    event = s3_notification(stack, key, record["object_version"], len(fake_parquet("late")))
+    event = s3_notification(stack, key, record.object_version, len(fake_parquet("late")))
     result = stack.dispatcher.run_handler("trigger", event)
 
     assert result["results"][0]["action"] == "DUPLICATE"
@@ -356,7 +357,7 @@ def test_one_poisoned_table_does_not_stop_the_sweep_of_the_others(make_stack, mo
     assert swept["recovered_locks"] == ["b.t"]
     assert any(e.startswith("a.t: ClientError") for e in swept["errors"]), swept
     assert stack.ledger().get_lock("b.t").active is None
-    assert stack.ledger().get_ingest("b" * 16)["status"] == "JOB_FAILED"
+    assert stack.ledger().get_ingest("b" * 16).status == "JOB_FAILED"
 
 
 # ---- 7. transient AWS errors while polling are retried; a run given up is cancelled -------
@@ -390,7 +391,7 @@ def test_a_throttled_poll_is_retried_and_the_ingest_publishes(make_stack, slack)
     record = wait_for_key(stack, "throttle/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISHED", record
+    assert record.status == "PUBLISHED", record
     errors = [c.error["errorType"] for c in stack.dispatcher.calls("job_status") if c.error]
     assert errors == ["AwsUnavailableError"] * 2
     assert slack.messages == []
@@ -405,8 +406,8 @@ def test_an_ingest_given_up_while_polling_cancels_its_job_run(make_stack, slack)
     record = wait_for_key(stack, "denied/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "JOB_FAILED" and "AccessDenied" in record["error"]
-    job = stack.emr_job_run(record["job_run_id"])
+    assert record.status == "JOB_FAILED" and "AccessDenied" in record.error
+    job = stack.emr_job_run(record.job_run_id)
     assert job.state in ("CANCELLED", "CANCELLING"), job.state
     assert stack.ledger().get_lock("denied.orders").active is None
 
@@ -419,22 +420,22 @@ def test_a_state_that_breaks_its_contract_still_ends_with_a_recorded_outcome(mak
     stack.emr.inject_hang(match="/first.parquet")
     stack.drop_file("contract/orders/first.parquet", fake_parquet("c1"))
     deadline = time.monotonic() + 30
-    while (record_for_key(stack, "contract/orders/first.parquet") or {}).get("status") != "RUNNING":
+    while status_for_key(stack, "contract/orders/first.parquet") != "RUNNING":
         assert time.monotonic() < deadline, stack.describe()
         time.sleep(0.1)
     stack.drop_file("contract/orders/second.parquet", fake_parquet("c2"))
     first = record_for_key(stack, "contract/orders/first.parquet")
-    broken = {"ingest_id": first["ingest_id"], "table": "contract.orders",
-              "run": {"attempt": 1, "job_run_id": first["job_run_id"]}}
+    broken = {"ingest_id": first.ingest_id, "table": "contract.orders",
+              "run": {"attempt": 1, "job_run_id": first.job_run_id}}
 
     result = stack.dispatcher.run_handler("finish", {"state": broken, "execution_arn": None})
 
     assert result["status"] == "JOB_FAILED"
-    first = stack.ledger().get_ingest(first["ingest_id"])
-    assert first["status"] == "JOB_FAILED" and "branch" in first["error"], first
-    assert wait_for_key(stack, "contract/orders/second.parquet")["status"] == "PUBLISHED"
-    assert stack.emr_job_run(first["job_run_id"]).state in ("CANCELLED", "CANCELLING")
-    stack.client("stepfunctions").stop_execution(executionArn=first["execution_arn"])
+    first = stack.ledger().get_ingest(first.ingest_id)
+    assert first.status == "JOB_FAILED" and "branch" in first.error, first
+    assert wait_for_key(stack, "contract/orders/second.parquet").status == "PUBLISHED"
+    assert stack.emr_job_run(first.job_run_id).state in ("CANCELLED", "CANCELLING")
+    stack.client("stepfunctions").stop_execution(executionArn=first.execution_arn)
 
 
 # ---- 8. the job timeout counts from startedAt, not from StartJobRun ------------------------
@@ -447,7 +448,7 @@ def test_time_queued_for_capacity_does_not_count_against_the_job_timeout(make_st
     record = wait_for_key(stack, "queued/orders/x.parquet", timeout=60)
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISHED", record
+    assert record.status == "PUBLISHED", record
 
 
 # ---- 9. a burst of triggers for one table is recorded, with backoff on contention --------
@@ -503,7 +504,7 @@ def test_fifty_concurrent_triggers_for_one_table_are_all_recorded(make_stack):
     assert errors == []
     records = stack.ledger().list_ingests(table="burst.orders")
     assert len(records) == 50
-    assert sorted(r["status"] for r in records) == ["QUEUED"] * 49 + ["RUNNING"]
+    assert sorted(r.status for r in records) == ["QUEUED"] * 49 + ["RUNNING"]
     lock = stack.ledger().get_lock("burst.orders")
     assert lock.active and len(lock.queue) == 49
 
@@ -525,7 +526,7 @@ def test_an_event_for_a_deleted_version_is_rejected_with_a_reason(make_stack, sl
 
     assert result["results"][0]["action"] == "REJECTED"
     record = record_for_key(stack, key)
-    assert record["status"] == "REJECTED" and "no longer exists" in record["error"]
+    assert record.status == "REJECTED" and "no longer exists" in record.error
     assert len(slack.messages) == 1
 
 
@@ -554,16 +555,16 @@ def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweep
             stack.dispatcher.run_handler("trigger", event)
     monkeypatch.setattr(Ledger, "acquire_or_enqueue", original)
     record = record_for_key(stack, key)
-    assert record["status"] == "RECEIVED" and record["staged_at"]
+    assert record.status == "RECEIVED" and record.staged_at
 
     stack.invoke("sweeper", {"source": "aws.events"})  # too early: left alone
-    assert record_for_key(stack, key)["status"] == "RECEIVED"
+    assert record_for_key(stack, key).status == "RECEIVED"
     stack.ledger()._table.update_item(  # 20 minutes later
-        Key={"pk": f"ingest#{record['ingest_id']}"}, UpdateExpression="SET created_at = :t",
+        Key={"pk": f"ingest#{record.ingest_id}"}, UpdateExpression="SET created_at = :t",
         ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"})
     swept = stack.invoke("sweeper", {"source": "aws.events"})
-    assert swept["restarted"] == [record["ingest_id"]]
-    assert wait_for_key(stack, key)["status"] == "PUBLISHED"
+    assert swept["restarted"] == [record.ingest_id]
+    assert wait_for_key(stack, key).status == "PUBLISHED"
 
 
 def test_a_run_that_succeeds_without_its_report_is_never_a_pass(make_stack, slack):
@@ -574,6 +575,6 @@ def test_a_run_that_succeeds_without_its_report_is_never_a_pass(make_stack, slac
     record = wait_for_key(stack, "noreport/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "JOB_FAILED", record
-    assert "wrote no audit report" in record["error"], record
+    assert record.status == "JOB_FAILED", record
+    assert "wrote no audit report" in record.error, record
     assert stack.iam.denied == []

@@ -12,6 +12,7 @@ from tests.fixtures.local_stack import (
     branch_exists,
     fake_parquet,
     record_for_key,
+    status_for_key,
     trigger_while_nessie_is_down,
     upload_with_notification,
     wait_for_key,
@@ -24,7 +25,7 @@ def _iso(at: datetime) -> str:
 
 def _wait_status(stack, key: str, status: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
-    while (record_for_key(stack, key) or {}).get("status") != status:
+    while status_for_key(stack, key) != status:
         assert time.monotonic() < deadline, stack.describe()
         time.sleep(0.1)
 
@@ -38,20 +39,20 @@ def test_lock_of_a_dead_execution_is_recovered_and_the_queue_moves_on(make_stack
     _wait_status(stack, "stuck/orders/second.parquet", "QUEUED")
     first = record_for_key(stack, "stuck/orders/first.parquet")
     # Someone stops the execution by hand: Finish never runs, the table stays locked.
-    stack.client("stepfunctions").stop_execution(executionArn=first["execution_arn"])
+    stack.client("stepfunctions").stop_execution(executionArn=first.execution_arn)
     time.sleep(1.5)
-    assert stack.ledger().get_lock("stuck.orders").active == first["ingest_id"]
+    assert stack.ledger().get_lock("stuck.orders").active == first.ingest_id
 
     swept = stack.invoke("sweeper", {"source": "aws.events", "detail-type": "Scheduled Event"})
 
     assert swept["recovered_locks"] == ["stuck.orders"]
-    first = stack.ledger().get_ingest(first["ingest_id"])
-    assert first["status"] == "JOB_FAILED" and "ABORTED" in first["error"]
+    first = stack.ledger().get_ingest(first.ingest_id)
+    assert first.status == "JOB_FAILED" and "ABORTED" in first.error
     second = wait_for_key(stack, "stuck/orders/second.parquet")
-    assert second["status"] == "PUBLISHED"
+    assert second.status == "PUBLISHED"
     stack.wait_idle()
     orphan = stack.client("emr-serverless").get_job_run(
-        applicationId=stack.application_id, jobRunId=first["job_run_id"]
+        applicationId=stack.application_id, jobRunId=first.job_run_id
     )["jobRun"]
     assert orphan["state"] == "CANCELLED"
     assert any("ABORTED" in str(m) for m in slack.messages)
@@ -75,7 +76,7 @@ def test_an_interrupted_start_is_restarted_once_it_is_stale(make_stack, monkeypa
         ),
     )
     assert stack.invoke("sweeper", {})["restarted"] == [lock.active]
-    assert wait_for_key(stack, key)["status"] == "PUBLISHED"
+    assert wait_for_key(stack, key).status == "PUBLISHED"
     stack.wait_idle()
 
 
@@ -87,22 +88,22 @@ def test_failed_branches_past_retention_are_discarded(make_stack, nessie_client)
     old = wait_for_key(stack, "retain/orders/fail-old.parquet")
     new = wait_for_key(stack, "retain/orders/fail-new.parquet")
     stack.wait_idle()
-    assert branch_exists(nessie_client, old["branch"]) and branch_exists(
-        nessie_client, new["branch"]
+    assert branch_exists(nessie_client, old.branch) and branch_exists(
+        nessie_client, new.branch
     )
     stack.ledger().update_ingest(
-        old["ingest_id"], {"finished_at": _iso(datetime.now(UTC) - timedelta(days=15))}
+        old.ingest_id, {"finished_at": _iso(datetime.now(UTC) - timedelta(days=15))}
     )
 
     swept = stack.invoke("sweeper", {})
 
-    assert swept["discarded_branches"] == [old["branch"]]
-    assert not branch_exists(nessie_client, old["branch"])
-    assert branch_exists(nessie_client, new["branch"])
-    record = stack.ledger().get_ingest(old["ingest_id"])
-    assert record["status"] == "DISCARDED" and record["previous_status"] == "AUDIT_FAILED"
-    assert record["branch_deleted_at"]
-    assert stack.ledger().get_ingest(new["ingest_id"])["status"] == "AUDIT_FAILED"
+    assert swept["discarded_branches"] == [old.branch]
+    assert not branch_exists(nessie_client, old.branch)
+    assert branch_exists(nessie_client, new.branch)
+    record = stack.ledger().get_ingest(old.ingest_id)
+    assert record.status == "DISCARDED" and record.previous_status == "AUDIT_FAILED"
+    assert record.branch_deleted_at
+    assert stack.ledger().get_ingest(new.ingest_id).status == "AUDIT_FAILED"
     assert stack.invoke("sweeper", {})["discarded_branches"] == []  # idempotent
 
 
@@ -139,4 +140,4 @@ def test_the_sweep_reports_each_tables_queue_as_cloudwatch_metrics(make_stack, c
     # One value over all tables, what the alarm watches (it names the same service).
     assert dimensions == [["service"]] and oldest["service"] == "wap-ingest-sweeper"
     first = record_for_key(stack, "backlog/orders/first.parquet")
-    stack.client("stepfunctions").stop_execution(executionArn=first["execution_arn"])
+    stack.client("stepfunctions").stop_execution(executionArn=first.execution_arn)

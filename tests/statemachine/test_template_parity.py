@@ -240,7 +240,7 @@ def _ingest_one(stack, key: str) -> tuple[dict, dict]:
     record = wait_for_key(stack, key)
     stack.wait_idle()
     run = stack.client("emr-serverless").get_job_run(
-        applicationId=stack.application_id, jobRunId=record["job_run_id"])["jobRun"]
+        applicationId=stack.application_id, jobRunId=record.job_run_id)["jobRun"]
     return record, run
 
 
@@ -248,12 +248,12 @@ def test_the_template_s_spark_parameters_reach_the_job_run(make_stack):
     stack = make_stack()
     record, run = _ingest_one(stack, "submit/orders/x.parquet")
 
-    assert record["status"] == "PUBLISHED", record
+    assert record.status == "PUBLISHED", record
     submit = run["jobDriver"]["sparkSubmit"]
     assert submit["entryPoint"] == stack.env["WAP_JOB_ENTRYPOINT"]
     assert submit["sparkSubmitParameters"] == (
         f"{stack.env['WAP_JOB_SPARK_PARAMETERS']} --py-files {stack.env['WAP_JOB_PY_FILES']}")
-    parsed = stack.emr.submissions[record["job_run_id"]]
+    parsed = stack.emr.submissions[record.job_run_id]
     assert parsed.conf["spark.sql.session.timeZone"] == "UTC"
     assert parsed.options["--py-files"] == [stack.env["WAP_JOB_PY_FILES"]]
 
@@ -264,7 +264,7 @@ def test_submit_parameters_spark_submit_would_refuse_fail_the_run(make_stack, lo
     stack = make_stack(template=edited)
     record, run = _ingest_one(stack, "badsubmit/orders/x.parquet")
 
-    assert record["status"] == "JOB_FAILED", record
+    assert record.status == "JOB_FAILED", record
     assert run["state"] == "FAILED"
     assert "unrecognized option '--deploy-mode'" in run["stateDetails"]
 

@@ -29,12 +29,12 @@ def test_a_mistyped_table_is_rejected_naming_the_configured_one_and_nothing_is_c
     record = wait_for_key(stack, "sales/ordres/2026-11-22.parquet", timeout=20)
     stack.wait_idle(timeout=30)
 
-    assert record["status"] == "REJECTED", stack.describe()
-    assert record["reason_code"] == "unknown_table"
-    assert "unknown table sales.ordres" in record["error"]
-    assert "did you mean sales.orders?" in record["error"]
-    assert "createTablesFromUploads" in record["error"]
-    assert not record.get("branch")
+    assert record.status == "REJECTED", stack.describe()
+    assert record.reason_code == "unknown_table"
+    assert "unknown table sales.ordres" in record.error
+    assert "did you mean sales.orders?" in record.error
+    assert "createTablesFromUploads" in record.error
+    assert not record.branch
     assert _refs(nessie_client) == refs_before  # no branch
     assert nessie_client.get_reference("main").hash_ == main_before  # no table
     assert table_on(nessie_client, "main", "sales.ordres") is None
@@ -51,8 +51,8 @@ def test_the_suggestions_include_tables_on_main(make_stack, slack, nessie_client
     stack.drop_file("inventory/stok/f.parquet", fake_parquet("stok"))
     record = wait_for_key(stack, "inventory/stok/f.parquet", timeout=20)
 
-    assert record["status"] == "REJECTED" and record["reason_code"] == "unknown_table"
-    assert "did you mean inventory.stock?" in record["error"]
+    assert record.status == "REJECTED" and record.reason_code == "unknown_table"
+    assert "did you mean inventory.stock?" in record.error
     assert stack.emr.started_runs == []
     assert len(slack.messages) == 1
 
@@ -65,9 +65,9 @@ def test_with_the_opt_in_an_upload_creates_its_table_as_before(
     stack.drop_file("fresh/events/a.parquet", fake_parquet("fresh"))
     record = wait_for_key(stack, "fresh/events/a.parquet")
 
-    assert record["status"] == "PUBLISHED", record
+    assert record.status == "PUBLISHED", record
     assert table_on(nessie_client, "main", "fresh.events") is not None
-    assert not branch_exists(nessie_client, record["branch"])
+    assert not branch_exists(nessie_client, record.branch)
     assert slack.messages == []
 
 
@@ -79,7 +79,7 @@ def test_a_table_on_main_without_a_config_is_accepted(make_stack, slack, nessie_
     stack.drop_file("legacy/events/a.parquet", fake_parquet("legacy"))
     record = wait_for_key(stack, "legacy/events/a.parquet")
 
-    assert record["status"] == "PUBLISHED", record
+    assert record.status == "PUBLISHED", record
     assert len(stack.emr.started_runs) == 1
     assert slack.messages == []
 
@@ -92,5 +92,5 @@ def test_a_configured_table_not_yet_on_main_is_created(make_stack, slack, nessie
     stack.drop_file("newcfg/orders/a.parquet", fake_parquet("newcfg"))
     record = wait_for_key(stack, "newcfg/orders/a.parquet")
 
-    assert record["status"] == "PUBLISHED", record
+    assert record.status == "PUBLISHED", record
     assert table_on(nessie_client, "main", "newcfg.orders") is not None

@@ -19,6 +19,7 @@ from rich.text import Text
 from contracts.report import CheckResult
 from lakeview.check_sql import first_rows_query, violation_query
 from lambdas.common.ledger import QueueStat
+from lambdas.common.ledger.records import record_attributes
 from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
 from wap.text import age_text
 
@@ -456,7 +457,7 @@ def branches_json(rows: Sequence[BranchRow]) -> dict[str, Any]:
 
 def show_json(view: IngestView) -> dict[str, Any]:
     return {
-        "record": dict(view.record),
+        "record": record_attributes(view.record),
         "report": view.report.to_dict() if view.report else None,
         "branch_open": view.branch_open,
         "main_rows": view.main_rows,

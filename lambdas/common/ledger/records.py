@@ -18,14 +18,14 @@ stored (it reads back as absent, like None): no writer stores one.
 Writers still name the fields they set (`Ledger.update_ingest(id, {"status": ...})`):
 an update changes only those attributes, conditionally, never the whole item.
 
-The records are also read-only `Mapping`s of their stored attributes (`record["status"]`,
-`record.get("branch")`, `{**record}`), for tests and scripts written against the plain
-dicts of earlier versions. Code in lambdas/ and wap/ reads attributes.
+Records are read by attribute (`record.status`, `record.field_value(name)` for one not
+declared); they are not mappings: `dataclasses.replace` makes a changed copy and
+`record_to_item` the stored item.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from decimal import Decimal
@@ -75,7 +75,7 @@ def storable_item(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LedgerRecord(Mapping[str, Any]):
+class LedgerRecord:
     """What an ingest's and a batch's records share: status, run, outcome, clean-up."""
 
     kind: ClassVar[str]
@@ -175,20 +175,6 @@ class LedgerRecord(Mapping[str, Any]):
     def created(self) -> datetime | None:
         return parse_iso(self.created_at) if self.created_at else None
 
-    # ---- read-only Mapping of the stored attributes (for tests and older scripts) ---------
-
-    def __getitem__(self, name: str) -> Any:
-        value = self.field_value(name)
-        if value is None:
-            raise KeyError(name)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_attributes(self))
-
-    def __len__(self) -> int:
-        return len(_attributes(self))
-
 
 @dataclass(frozen=True, kw_only=True)
 class IngestRecord(LedgerRecord):
@@ -254,8 +240,9 @@ def _declared(cls: type) -> dict[str, None]:
 _DECLARED: dict[type, dict[str, None]] = {}
 
 
-def _attributes(record: LedgerRecord) -> dict[str, Any]:
-    """The record's stored attributes (as a plain item, without its key)."""
+def record_attributes(record: LedgerRecord) -> dict[str, Any]:
+    """The record's stored attributes (as a plain item, without its key): what `wap show
+    --json` prints."""
     item: dict[str, Any] = {"kind": record.kind}
     for name in _declared(type(record)):
         value = getattr(record, name)
@@ -286,7 +273,7 @@ def record_from_item(item: Mapping[str, Any]) -> Record:
 
 def record_to_item(record: LedgerRecord) -> dict[str, Any]:
     """The DynamoDB item of a record (key, kind, every attribute set, `extra` included)."""
-    return storable_item({**ingest_key(record.ingest_id), **_attributes(record)})
+    return storable_item({**ingest_key(record.ingest_id), **record_attributes(record)})
 
 
 @dataclass

@@ -64,7 +64,7 @@ def test_create_ingest_is_a_conditional_put(ledger):
     assert ledger.create_ingest("a" * 16, {"table": "s.t", "status": "RECEIVED"})
     assert not ledger.create_ingest("a" * 16, {"table": "other.t", "status": "REJECTED"})
     record = ledger.get_ingest("a" * 16)
-    assert record["table"] == "s.t" and record["status"] == "RECEIVED"
+    assert record.table == "s.t" and record.status == "RECEIVED"
 
 
 def test_concurrent_creates_have_exactly_one_winner(ledger):
@@ -86,12 +86,12 @@ def test_concurrent_creates_have_exactly_one_winner(ledger):
 def test_update_ingest_respects_the_expected_status(ledger):
     ledger.create_ingest("c" * 16, {"status": "RUNNING", "attempts": 1})
     assert not ledger.update_ingest("c" * 16, {"status": "PUBLISHED"}, only_if_status={"QUEUED"})
-    assert ledger.get_ingest("c" * 16)["status"] == "RUNNING"
+    assert ledger.get_ingest("c" * 16).status == "RUNNING"
     assert ledger.update_ingest(
         "c" * 16, {"status": "PUBLISHED", "attempts": 2, "error": None}, only_if_status={"RUNNING"}
     )
     record = ledger.get_ingest("c" * 16)
-    assert record["status"] == "PUBLISHED" and record["attempts"] == 2
+    assert record.status == "PUBLISHED" and record.attempts == 2
     assert not ledger.update_ingest("d" * 16, {"status": "PUBLISHED"})  # no such ingest
 
 
@@ -191,11 +191,11 @@ def test_list_ingests_filters_by_table_and_status(ledger):
     ledger.create_ingest("3" * 16, {"table": "s.u", "status": "AUDIT_FAILED"})
     ledger.create_ingest("4" * 16, {"table": "s.t", "status": "RECEIVED"})
     ledger.acquire_or_enqueue("s.t", "4" * 16)
-    assert {r["ingest_id"] for r in ledger.list_ingests(statuses={"AUDIT_FAILED"})} == {
+    assert {r.ingest_id for r in ledger.list_ingests(statuses={"AUDIT_FAILED"})} == {
         "2" * 16,
         "3" * 16,
     }
-    assert {r["ingest_id"] for r in ledger.list_ingests(table="s.t")} == {
+    assert {r.ingest_id for r in ledger.list_ingests(table="s.t")} == {
         "1" * 16, "2" * 16, "4" * 16}
     assert [lock.table for lock in ledger.list_locks()] == ["s.t"]
 
@@ -237,11 +237,11 @@ def test_final_records_expire_and_are_indexed_for_the_sweeper(ledger):
     _pending(ledger, "s.t", "1" * 16, "2" * 16)
     ledger.update_ingest("1" * 16, {"status": "PUBLISHED"})
     record = ledger.get_ingest("1" * 16)
-    assert record["expires_at"] > utcnow().timestamp() + 30 * 86400
-    assert [r["ingest_id"] for r in ledger.due_for_sweep(utcnow())] == ["1" * 16]
+    assert record.expires_at > utcnow().timestamp() + 30 * 86400
+    assert [r.ingest_id for r in ledger.due_for_sweep(utcnow())] == ["1" * 16]
     ledger.swept("1" * 16)
     assert ledger.due_for_sweep(utcnow()) == []
-    assert "expires_at" not in ledger.get_ingest("2" * 16)  # not final: kept
+    assert ledger.get_ingest("2" * 16).expires_at is None  # not final: kept
 
 
 def test_listings_query_indexes_and_never_scan(ledger):
@@ -320,8 +320,8 @@ def test_reads_during_concurrent_updates_see_whole_items(ledger):
     try:
         deadline = time.monotonic() + 2  # unserialised, moto failed within about a second
         while time.monotonic() < deadline:
-            assert [r["ingest_id"] for r in ledger.list_ingests()] == ["e" * 16]
-            assert ledger.get_ingest("e" * 16)["status"] == "RUNNING"
+            assert [r.ingest_id for r in ledger.list_ingests()] == ["e" * 16]
+            assert ledger.get_ingest("e" * 16).status == "RUNNING"
     finally:
         stop.set()
         writer.join()
@@ -339,7 +339,7 @@ def test_queues_name_each_waiting_table_with_its_depth_and_oldest_wait(ledger):
         ledger.acquire_or_enqueue("s.t", iid)
     ledger.create_ingest("3" * 16, {"table": "s.u", "status": "RECEIVED"})
     ledger.acquire_or_enqueue("s.u", "3" * 16)  # active, nothing waits behind it
-    oldest_waiting = parse_iso(ledger.get_ingest("1" * 16)["created_at"])
+    oldest_waiting = parse_iso(ledger.get_ingest("1" * 16).created_at)
 
     [queue] = ledger.queues(oldest_waiting + timedelta(minutes=5))
 
@@ -355,11 +355,11 @@ def test_many_records_are_read_and_changed_in_batches_each_under_its_condition(l
     ledger.update_ingest(ids[120], {"batch_id": "c" * 16})  # in another batch
 
     found = ledger.get_ingests([*ids, "f" * 16])
-    assert set(found) == set(ids) and found[ids[0]]["status"] == "QUEUED"
+    assert set(found) == set(ids) and found[ids[0]].status == "QUEUED"
 
     changed = ledger.update_ingests({i: {"status": "RUNNING", "n": n} for n, i in enumerate(ids)},
                                     only_if_status={"QUEUED"}, only_if=("batch_id", "b" * 16))
     assert changed == set(ids) - {ids[7], ids[120]}
     after = ledger.get_ingests(ids)
-    assert after[ids[7]]["status"] == "PUBLISHED" and after[ids[120]]["status"] == "QUEUED"
-    assert after[ids[149]]["status"] == "RUNNING" and after[ids[149]]["n"] == 149
+    assert after[ids[7]].status == "PUBLISHED" and after[ids[120]].status == "QUEUED"
+    assert after[ids[149]].status == "RUNNING" and after[ids[149]].extra["n"] == 149

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from decimal import Decimal
 
@@ -90,15 +91,17 @@ def test_none_is_not_stored_and_an_item_without_kind_is_an_ingest():
         record_from_item({"pk": "table#s.t", "kind": "table", "table": "s.t"})
 
 
-def test_a_record_is_also_a_read_only_mapping_of_its_stored_attributes():
+def test_a_record_is_read_by_attribute_and_is_not_a_mapping():
     record = record_from_item(INGEST_ITEM)
-    assert record["status"] == "PUBLISHED" and record.get("error") is None
-    assert record.get("branch_attempt_2") == "wap_s_t_y" and "error" not in record
-    assert dict(record) == {k: v for k, v in record_to_item(record).items() if k != "pk"}
-    with pytest.raises(KeyError):
-        record["error"]
+    assert record.status == "PUBLISHED" and record.error is None
+    assert record.branch_attempt(2) == "wap_s_t_y" and record.field_value("error") is None
+    assert not isinstance(record, Mapping)
+    with pytest.raises(TypeError, match="not subscriptable"):
+        record["status"]  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        record.get("status")  # type: ignore[attr-defined]
     with pytest.raises(TypeError):
-        record["status"] = "RUNNING"  # type: ignore[index]
+        _ = {**record}  # type: ignore[dict-item]
 
 
 def test_the_status_type_names_every_status_of_the_constants():

@@ -62,8 +62,8 @@ def test_ledger_and_objects_survive_and_unfinished_ingests_are_marked_interrupte
         store.close()
 
     assert interrupted == ["b" * 16]
-    assert done["status"] == "PUBLISHED" and done["rows_written"] == 3 and done["ratio"] == 0.25
-    assert running["status"] == "JOB_FAILED" and running["error"] == INTERRUPTED_REASON
+    assert done.status == "PUBLISHED" and done.rows_written == 3 and done.extra["ratio"] == 0.25
+    assert running.status == "JOB_FAILED" and running.error == INTERRUPTED_REASON
     assert body == b"PAR1 data PAR1" and report == b"{}"
     assert art_keys == ["reports/ns.t/r.json"]  # tables/ is uploaded fresh on every start
     assert lock.active is None and lock.queue == []
@@ -125,8 +125,8 @@ def test_a_killed_command_loses_no_ledger_write_and_a_merged_ingest_is_published
 
     assert sorted(interrupted) == ["c" * 16, "d" * 16]
     # The error is cleared as the ledger clears a field: the attribute is gone, not null.
-    assert merged["status"] == "PUBLISHED" and "error" not in merged
-    assert cut["status"] == "JOB_FAILED" and cut["error"] == INTERRUPTED_REASON
+    assert merged.status == "PUBLISHED" and merged.error is None
+    assert cut.status == "JOB_FAILED" and cut.error == INTERRUPTED_REASON
     assert ledger_rows(home) == 2  # the lock item the kill left is dropped
 
 
