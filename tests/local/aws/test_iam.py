@@ -96,7 +96,7 @@ def _drop(stack: Any, key: str) -> dict[str, Any] | None:
 
 def _clean(stack: Any, function: str) -> str:
     record = _drop(stack, f"perm{function}/orders/x.parquet")
-    assert record is None or record["status"] != "PUBLISHED", record
+    assert record is None or record.status != "PUBLISHED", record
     return _errors_of(stack, function)
 
 
@@ -108,13 +108,13 @@ def _audit_fails(stack: Any, function: str) -> str:
 def _job_crashes_once(stack: Any, function: str) -> str:
     stack.emr.inject_crash("executor lost")
     record = _drop(stack, "permretry/orders/x.parquet")
-    assert record is None or record["status"] != "PUBLISHED", record
+    assert record is None or record.status != "PUBLISHED", record
     return _errors_of(stack, function)
 
 
 def _job(stack: Any, function: str) -> str:
     record = _drop(stack, "permjob/orders/x.parquet")
-    assert record is None or record["status"] != "PUBLISHED", record
+    assert record is None or record.status != "PUBLISHED", record
     return json.dumps([stack.emr_job_run(run).state_details for run in stack.emr.started_runs])
 
 
@@ -129,7 +129,7 @@ def _sweep(stack: Any, function: str) -> str:
     stack.iam.restore()
     stack.drop_file("permsweep/orders/x.parquet", fake_parquet("sweep"))
     stack.wait_idle(timeout=120)
-    assert record_for_key(stack, "permsweep/orders/x.parquet")["status"] == "PUBLISHED"
+    assert record_for_key(stack, "permsweep/orders/x.parquet").status == "PUBLISHED"
     _revoke(stack, "sweeper", "s3:DeleteObject*")
     return json.dumps(stack.invoke("sweeper", {}))
 

@@ -56,7 +56,7 @@ def test_handlers_that_talk_to_nessie_start_with_a_read_only_home(make_stack, la
     record = wait_for_key(stack, "home/orders/x.parquet")
     stack.wait_idle()
 
-    assert record["status"] == "PUBLISHED", record
+    assert record.status == "PUBLISHED", record
     errors = [c.error for c in stack.dispatcher.invocations if c.error]
     assert errors == [], errors
     assert not (lambda_home / ".config").exists()

@@ -49,7 +49,7 @@ def test_boto3_default_sessions_are_per_function():
 def test_each_handler_signs_with_its_own_role(make_stack):
     stack = make_stack()
     stack.drop_file("iso/orders/x.parquet", fake_parquet("iso"))
-    assert wait_for_key(stack, "iso/orders/x.parquet")["status"] == "PUBLISHED"
+    assert wait_for_key(stack, "iso/orders/x.parquet").status == "PUBLISHED"
     stack.wait_idle()
     callers = {record.principal for record in stack.iam.records}
     # trigger, job status checks, publish, finish, the job, and Step Functions invoking them

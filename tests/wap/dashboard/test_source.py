@@ -40,7 +40,7 @@ def test_ingest_page_by_id_and_by_branch_name_is_the_same_ingest(target, demo_ho
     by_id = source.load_ingest(target, failed.ingest_id)
     by_branch = source.load_ingest(target, failed.branch)
 
-    assert by_id.view.record["ingest_id"] == by_branch.view.record["ingest_id"]
+    assert by_id.view.record.ingest_id == by_branch.view.record.ingest_id
     assert (by_id.view.main_rows, by_id.view.branch_rows) == (
         DEMO_ROWS,
         demo_home.rows_on_failed_branch(),
@@ -89,7 +89,7 @@ def test_ingest_page_keeps_the_record_and_report_when_nessie_is_down(target, mon
     monkeypatch.setattr(NessieClient, "reference", down)
     page = source.load_ingest(target, failed.ingest_id)
 
-    assert page.view.record["ingest_id"] == failed.ingest_id
+    assert page.view.record.ingest_id == failed.ingest_id
     assert page.view.report is not None and page.view.report.outcome == "failed"
     assert (page.view.main_rows, page.view.branch_rows) == (None, None)
     assert "unreachable (injected)" in page.counts_error

@@ -106,6 +106,6 @@ def test_a_missing_stack_is_a_one_line_error(deployed):
 def test_ingest_page_links_to_the_stacks_nessie_ui(deployed):
     page = source.load_ingest(deployed, FAILED_ID)
 
-    assert page.view.record["status"] == "AUDIT_FAILED"
+    assert page.view.record.status == "AUDIT_FAILED"
     assert page.view.report is None  # the job wrote none: the page says so
     assert page.nessie_ui_url == "https://nessie.example.com"
