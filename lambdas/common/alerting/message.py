@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from contracts.alert import AlertEvent
 from contracts.report import AUDIT_FAILED_CODE, AuditReport, CheckResult
+from contracts.state import AUDIT_FAILED
 from lambdas.common.alerting.links import (
     browsable_url,
     execution_console_url,
@@ -182,7 +183,7 @@ def _branch(event: AlertEvent, nessie_ui_url: str | None) -> str | None:
         text += " (open in the Nessie UI)"
     if table_url:
         text += f" · {_link(table_url, 'table on this branch')}"
-    if event.outcome == "AUDIT_FAILED":
+    if event.outcome == AUDIT_FAILED:
         text += ("\nThe branch stays open: inspect it, then publish it after review "
                  "(`wap publish`) or discard it (`wap discard`).")
     else:  # only an audited branch can be published by hand
