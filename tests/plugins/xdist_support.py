@@ -66,9 +66,13 @@ def _judge_on_controller(session: pytest.Session) -> None:
     from tests.local.aws.least_privilege import unused_grants
 
     used = SESSION_USAGE.used()
-    problem = ("no local stack recorded a call: did the suite run?" if not used else
-               "\n".join(["grants no call used (remove them from infra/):",
-                          *unused_grants(used)]) if unused_grants(used) else None)
+    unused = unused_grants(used) if used else []
+    if not used:
+        problem: str | None = "no local stack recorded a call: did the suite run?"
+    elif unused:
+        problem = "\n".join(["grants no call used (remove them from infra/):", *unused])
+    else:
+        problem = None
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if problem is None:
         if reporter:
