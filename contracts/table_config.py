@@ -19,10 +19,12 @@ from typing import Any
 from contracts.batching import ARRIVAL_EVENT, BatchConfigError, BatchLimits, parse_arrival
 from contracts.config_text import CONFIG_ERROR, yaml_error_text
 from contracts.fields import ContractError
+from contracts.formats import FORMATS
 
 # The largest config either reader takes (a bigger one is refused as a config error).
 MAX_CONFIG_BYTES = 1024 * 1024
-TOP_LEVEL_KEYS = ("schema_policy", "partition_by", "schema", "checks", "batch", "arrival")
+TOP_LEVEL_KEYS = ("schema_policy", "partition_by", "schema", "checks", "batch", "arrival",
+                  "format", "csv", "parse")
 SCHEMA_POLICIES = ("strict", "additive", "any")
 SEVERITIES = ("error", "warn")
 
@@ -37,7 +39,14 @@ CHECK_PARAMS: dict[str, tuple[set[str], set[str]]] = {
     "null_fraction": ({"max"}, set()),
     "expression": ({"sql"}, set()),
     "freshness": ({"max_age"}, set()),
+    # Rows of a CSV/JSON Lines source that did not parse (added to every run that reads
+    # text; configure it to allow some, or to make it a warning).
+    "parse_errors": (set(), {"max"}),
 }
+PARSE_ERRORS = "parse_errors"
+# `encoding:` values of a CSV and the name the reader knows them by.
+ENCODINGS = {"utf-8": "UTF-8", "utf8": "UTF-8", "latin-1": "ISO-8859-1",
+             "latin1": "ISO-8859-1", "iso-8859-1": "ISO-8859-1"}
 NEEDS_COLUMNS = {"not_null", "unique", "accepted_values", "range", "regex", "null_fraction",
                  "freshness"}
 SINGLE_COLUMN = NEEDS_COLUMNS - {"not_null", "unique"}
@@ -88,6 +97,31 @@ class ColumnSpec:
 
 
 @dataclass(frozen=True)
+class CsvOptions:
+    """How a CSV source is split into values (`csv:`); RFC 4180 by default."""
+
+    header: bool = True
+    delimiter: str = ","
+    quote: str = '"'
+    escape: str = '"'  # a doubled quote inside a quoted value
+    null_value: str = ""
+    encoding: str = "UTF-8"  # UTF-8 (a BOM is skipped) or ISO-8859-1 (Latin-1)
+    multiline: bool = True  # quoted values may hold line breaks
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """How text values become typed values (`parse:`), for CSV and JSON Lines.
+
+    Patterns are Spark's datetime patterns; `time_zone` applies to timestamps without one.
+    """
+
+    timestamp_format: str | None = None
+    date_format: str | None = None
+    time_zone: str | None = None
+
+
+@dataclass(frozen=True)
 class TableConfig:
     """Schema policy, partitioning, declared columns and checks of one table."""
 
@@ -100,6 +134,10 @@ class TableConfig:
     # so a bad section is refused with the rest of the config.
     batch: BatchLimits = field(default_factory=BatchLimits)
     arrival: str = ARRIVAL_EVENT
+    # How sources are read: None takes each file's extension (contracts/formats.py).
+    format: str | None = None
+    csv: CsvOptions = field(default_factory=CsvOptions)
+    parse: ParseOptions = field(default_factory=ParseOptions)
 
 
 def default_config() -> TableConfig:
@@ -168,9 +206,16 @@ def parse_table_config(raw: Any, source: str = "table config") -> TableConfig:
         arrival = parse_arrival(raw.get("arrival"), f"{source}: arrival")
     except BatchConfigError as exc:
         raise TableConfigError(str(exc)) from exc
+    fmt = raw.get("format")
+    if fmt is not None and fmt not in FORMATS:
+        raise TableConfigError(f"{source}: format must be one of {', '.join(FORMATS)}, "
+                               f"got {fmt!r}")
     return TableConfig(
         batch=batch,
         arrival=arrival,
+        format=fmt,
+        csv=_parse_csv(raw.get("csv"), f"{source}: csv"),
+        parse=_parse_options(raw.get("parse"), f"{source}: parse"),
         schema_policy=policy,
         partition_by=tuple(_parse_partition(entry, source)
                            for entry in _as_list(raw.get("partition_by"), "partition_by",
@@ -274,6 +319,8 @@ def _validate_params(kind: str, params: dict, where: str) -> None:
             parse_max_age(params["max_age"])
         except TableConfigError as exc:
             raise TableConfigError(f"{where}: {exc}") from exc
+    elif kind == PARSE_ERRORS and not _count(params.get("max", 0)):
+        raise TableConfigError(f"{where}: parse_errors max must be a non-negative integer")
     elif kind == "unique" and not isinstance(params.get("against_main", False), bool):
         raise TableConfigError(f"{where}: against_main must be true or false")
 
@@ -303,3 +350,57 @@ def _parse_column(entry: Any, source: str) -> ColumnSpec:
         raise TableConfigError(f"{source}: schema entry {entry['name']!r}: unknown key(s) "
                                f"{sorted(unknown)}")
     return ColumnSpec(entry["name"], entry["type"], bool(entry.get("required", False)))
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _section(value: Any, keys: tuple[str, ...], where: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TableConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(keys))
+    if unknown:
+        raise TableConfigError(f"{where}: unknown option(s) {unknown}; known: {', '.join(keys)}")
+    return value
+
+
+def _parse_csv(value: Any, where: str) -> CsvOptions:
+    section = _section(value, ("header", "delimiter", "quote", "escape", "null_value",
+                               "encoding", "multiline"), where)
+    defaults = CsvOptions()
+    for key in ("header", "multiline"):
+        if not isinstance(section.get(key, True), bool):
+            raise TableConfigError(f"{where}: {key} must be true or false")
+    for key in ("delimiter", "quote", "escape"):
+        if key in section and (not isinstance(section[key], str) or len(section[key]) != 1):
+            raise TableConfigError(f"{where}: {key} must be one character, got "
+                                   f"{section[key]!r} (write a tab as \"\\t\")")
+    if not isinstance(section.get("null_value", ""), str):
+        raise TableConfigError(f"{where}: null_value must be a string")
+    encoding = str(section.get("encoding", "utf-8")).strip().lower()
+    if encoding not in ENCODINGS:
+        raise TableConfigError(f"{where}: encoding must be utf-8 or latin-1, got "
+                               f"{section['encoding']!r}")
+    delimiter = section.get("delimiter", defaults.delimiter)
+    if delimiter in (section.get("quote", defaults.quote), "\n", "\r"):
+        raise TableConfigError(f"{where}: the delimiter {delimiter!r} cannot be the quote "
+                               "or a line break")
+    return CsvOptions(header=section.get("header", True), delimiter=delimiter,
+                      quote=section.get("quote", defaults.quote),
+                      escape=section.get("escape", defaults.escape),
+                      null_value=section.get("null_value", ""), encoding=ENCODINGS[encoding],
+                      multiline=section.get("multiline", True))
+
+
+def _parse_options(value: Any, where: str) -> ParseOptions:
+    keys = ("timestamp_format", "date_format", "time_zone")
+    section = _section(value, keys, where)
+    for key in keys:
+        if key in section and (not isinstance(section[key], str) or not section[key].strip()):
+            raise TableConfigError(f"{where}: {key} must be a non-empty string")
+    # Spark checks the patterns and zone when it reads; the job turns its error into a
+    # config error before any write (spark_jobs/text_sources.py).
+    return ParseOptions(**{key: section[key] for key in keys if key in section})
