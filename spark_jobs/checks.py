@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from contracts import timestamps
-from contracts.report import FAILED, METRICS, PASSED, SCAN, CheckResult
-from contracts.table_config import CheckSpec, TableConfig, parse_max_age
+from contracts.report import ERROR, FAILED, METRICS, PASSED, SCAN, WRITE, CheckResult
+from contracts.table_config import PARSE_ERRORS, CheckSpec, TableConfig, parse_max_age
 from spark_jobs.errors import TableConfigError, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.literals import literal
@@ -353,6 +353,41 @@ class Freshness(Check):
         return self._judge(None if value is None else int(value), now, SCAN)
 
 
+class ParseErrorsCheck:
+    """`parse_errors`: rows of text sources that did not parse (not written, so not in
+    the snapshot: the write counts them, `text_sources.py`). At most `max` (default 0)."""
+
+    def __init__(self, spec: CheckSpec):
+        self.spec = spec
+
+    def result(self, count: int | None, samples: tuple[dict, ...] = (),
+               settled_by: str = WRITE) -> CheckResult:
+        """The report's entry for `count` unparsable rows (None: not counted: error)."""
+        limit = int(self.spec.params.get("max", 0))
+        status = ERROR if count is None else FAILED if count > limit else PASSED
+        message = None
+        if count is None:
+            message = "the rows that did not parse could not be counted"
+        elif count:
+            message = (f"{count} row(s) did not parse and were not written; samples show "
+                       "their file, line and text")
+        return CheckResult(name=self.spec.name, kind=self.spec.kind, columns=(),
+                           severity=self.spec.severity, status=status, violations=count,
+                           threshold={"max": limit}, observed=count, settled_by=settled_by,
+                           samples=samples, message=message)
+
+
+def parse_errors_check(config: TableConfig, reads_text: bool) -> ParseErrorsCheck | None:
+    """The run's `parse_errors` check: the configured one, else the default (at most 0)
+    when the run reads a text source; None for parquet only without one configured."""
+    for spec in config.checks:
+        if spec.kind == PARSE_ERRORS:
+            return ParseErrorsCheck(spec)
+    if not reads_text:
+        return None
+    return ParseErrorsCheck(CheckSpec(name=PARSE_ERRORS, kind=PARSE_ERRORS, params={"max": 0}))
+
+
 CHECK_CLASSES: dict[str, type[Check]] = {
     "not_null": NotNull, "unique": Unique, "accepted_values": AcceptedValues, "range": Range,
     "regex": Regex, "row_count": RowCount, "null_fraction": NullFraction,
@@ -373,7 +408,8 @@ def compile_checks(spark: SparkSession, config: TableConfig,
     Java cannot compile or an expression Spark cannot analyse.
     """
     types = {f.name: f.dataType for f in schema.fields}
-    specs = list(config.checks)
+    # parse_errors is about rows that were not written: `parse_errors_check`.
+    specs = [spec for spec in config.checks if spec.kind != PARSE_ERRORS]
     if not config.from_file:
         specs += default_required_checks(schema)
     compiled = []

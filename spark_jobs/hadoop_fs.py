@@ -6,7 +6,9 @@ needs no boto3 and no local credentials handling of its own.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from spark_jobs.errors import TooLargeError
 
@@ -88,3 +90,10 @@ def list_files(spark, uri: str) -> list[FileInfo]:
             continue  # Hadoop/Spark markers such as _SUCCESS and .crc files
         files.append(FileInfo(item.getPath().toString(), int(item.getLen())))
     return sorted(files, key=lambda f: f.uri)
+
+
+def path_key(uri: str) -> str:
+    """A URI's path without scheme and with one leading slash, so `file:/x`, `file:///x`
+    and `/x` compare equal, as do `s3://b/k` and `s3a://b/k` (Spark's
+    `input_file_name()` and the job's arguments spell one file differently)."""
+    return "/" + re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*:/*", "", unquote(uri)).lstrip("/")

@@ -16,22 +16,29 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from contracts.report import SOURCE_FAILED, SOURCE_PASSED, SOURCE_REJECTED, SourceVerdict
+from spark_jobs import hadoop_fs
 from spark_jobs.audit import ROWS, count_aggregates, keys_on_main, raise_if_infrastructure
-from spark_jobs.checks import Check
+from spark_jobs.checks import Check, ParseErrorsCheck
 from spark_jobs.errors import InputRejectedError, as_job_error, describe
 from spark_jobs.hadoop_fs import FileInfo
 from spark_jobs.schema_policy import SchemaPlan
-from spark_jobs.sources import expand_sources, read_sources
+from spark_jobs.sources import PARQUET_READER, expand_sources, read_sources
+from spark_jobs.text_sources import (
+    SourceReader,
+    data_schema,
+    every_column,
+    has_parse_errors_column,
+    parse_error_count,
+    parsed_rows,
+)
 
 log = logging.getLogger(__name__)
 SOURCE_COLUMN = "__wap_source"
@@ -52,7 +59,8 @@ class Usable:
 
 def usable_sources(spark: SparkSession, sources: list[str],
                    plan: Callable[[T.StructType], object],
-                   all_or_nothing: bool = False) -> tuple[Usable, DataFrame]:
+                   all_or_nothing: bool = False,
+                   reader: SourceReader = PARQUET_READER) -> tuple[Usable, DataFrame]:
     """The sources to write and their merged rows; the rest rejected one by one.
 
     `plan(schema)` is the table's schema plan for rows of that schema (raises
@@ -61,12 +69,12 @@ def usable_sources(spark: SparkSession, sources: list[str],
     """
     usable = Usable()
     if len(sources) == 1 or all_or_nothing:
-        usable.files = expand_sources(spark, sources)
+        usable.files = expand_sources(spark, sources, reader)
         usable.owner = {info.uri: _owner(info.uri, sources) for info in usable.files}
-        return usable, read_sources(spark, usable.uris)
+        return usable, read_sources(spark, usable.uris, reader)
     for source in sources:
         try:
-            found = expand_sources(spark, [source])
+            found = expand_sources(spark, [source], reader)
         except InputRejectedError as exc:
             usable.rejected[source] = str(exc)
             continue
@@ -75,14 +83,14 @@ def usable_sources(spark: SparkSession, sources: list[str],
     if not usable.files:
         raise _none_usable(usable)
     try:
-        frame = read_sources(spark, usable.uris)
-        plan(frame.schema)
+        frame = read_sources(spark, usable.uris, reader)
+        plan(data_schema(frame))
         return usable, frame
     except InputRejectedError:
         log.warning("the merged sources cannot be used; checking each on its own")
     for info in list(usable.files):
         try:
-            plan(read_sources(spark, [info.uri]).schema)
+            plan(data_schema(read_sources(spark, [info.uri], reader)))
         except InputRejectedError as exc:
             usable.rejected[usable.owner.pop(info.uri)] = str(exc)
             usable.files.remove(info)
@@ -90,10 +98,11 @@ def usable_sources(spark: SparkSession, sources: list[str],
         raise _none_usable(usable)
     # What is left still conflicts (e.g. two new files that disagree on a type): the run
     # is rejected, and the orchestration runs each file alone.
-    return usable, read_sources(spark, usable.uris)
+    return usable, read_sources(spark, usable.uris, reader)
 
 
-def leave_out_undecodable(spark: SparkSession, usable: Usable) -> bool:
+def leave_out_undecodable(spark: SparkSession, usable: Usable,
+                          reader: SourceReader = PARQUET_READER) -> bool:
     """After a write the rows refused (a page that does not decode behind a valid footer):
     find the files whose rows do not decode, by halves, and leave their sources out.
 
@@ -106,7 +115,7 @@ def leave_out_undecodable(spark: SparkSession, usable: Usable) -> bool:
 
     def search(files: list[str]) -> None:
         try:
-            read_sources(spark, files).write.format("noop").mode("overwrite").save()
+            read_sources(spark, files, reader).write.format("noop").mode("overwrite").save()
             return
         except InputRejectedError as exc:
             reason = str(exc)
@@ -139,13 +148,20 @@ def leave_out_undecodable(spark: SparkSession, usable: Usable) -> bool:
 def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
                   checks: list[Check], now: dt.datetime, *,
                   failed_on_main: Callable[[], DataFrame | None] | None = None,
-                  batch_failed: frozenset[str] = frozenset()) -> dict[str, SourceVerdict]:
+                  batch_failed: frozenset[str] = frozenset(),
+                  reader: SourceReader = PARQUET_READER,
+                  parse_errors: ParseErrorsCheck | None = None) -> dict[str, SourceVerdict]:
     """Each written source's verdict from one aggregation grouped by source file; the
     checks against main that failed for the batch (`batch_failed`, by name) also look
-    each file's keys up on main (`failed_on_main` gives main's rows)."""
-    frame = read_sources(spark, usable.uris)
-    shaped = frame.select(*SchemaPlan(target=target).projection(frame.schema),
-                          F.input_file_name().alias(SOURCE_COLUMN))
+    each file's keys up on main (`failed_on_main` gives main's rows). With text sources,
+    one more grouped count finds each file's rows that did not parse (`parse_errors`)."""
+    read = read_sources(spark, usable.uris, reader)
+    frame = read.select("*", F.input_file_name().alias(SOURCE_COLUMN))
+    shaped = parsed_rows(frame).select(
+        *SchemaPlan(target=target).projection(data_schema(read)), SOURCE_COLUMN)
+    by_path = {_path(uri): source for uri, source in usable.owner.items()}
+    unparsed = _unparsed_by_source(frame, by_path) \
+        if has_parse_errors_column(frame) and parse_errors is not None else {}
     indexes = list(range(len(checks)))
     try:
         grouped = shaped.groupBy(SOURCE_COLUMN).agg(*count_aggregates(checks, indexes)).collect()
@@ -155,7 +171,6 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
         reason = f"its checks could not be evaluated on their own: {describe(exc)}"
         return {source: SourceVerdict(uri=source, status=SOURCE_FAILED, reason=reason)
                 for source in set(usable.owner.values())}
-    by_path = {_path(uri): source for uri, source in usable.owner.items()}
     groups = {}
     for group in grouped:
         values = group.asDict()
@@ -177,6 +192,9 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
                 result = check.finish(values, f"c{index}_", count, now)
                 if result.blocking:
                     failed.setdefault(source, []).append(check.spec.name)
+    for source, count in unparsed.items():
+        if parse_errors.result(count).blocking:
+            failed.setdefault(source, []).append(parse_errors.spec.name)
     for check in checks:
         if check.needs_main and check.spec.severity == "error" and (
                 check.spec.name in batch_failed):
@@ -189,6 +207,18 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
                                          else SOURCE_PASSED, rows=rows.get(source, 0),
                                          failed_checks=names)
     return verdicts
+
+
+def _unparsed_by_source(frame: DataFrame, by_path: dict[str, str]) -> dict[str, int]:
+    """How many rows of each text source did not parse (one grouped count; it reads
+    every column, so each value is parsed as the write parsed it)."""
+    counts: dict[str, int] = {}
+    for row in frame.groupBy(SOURCE_COLUMN).agg(
+            parse_error_count().alias("n"), every_column(frame).alias("_")).collect():
+        source = by_path.get(_path(row[SOURCE_COLUMN]))
+        if source is not None:
+            counts[source] = counts.get(source, 0) + int(row["n"])
+    return counts
 
 
 def _sources_with_keys_on_main(shaped: DataFrame, check: Check,
@@ -246,7 +276,4 @@ def _owner(file_uri: str, sources: list[str]) -> str:
     return sources[0]
 
 
-def _path(uri: str) -> str:
-    """A URI's path without scheme and with one leading slash, so `file:/x`, `file:///x`
-    and `/x` compare equal, as do `s3://b/k` and `s3a://b/k`."""
-    return "/" + re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*:/*", "", unquote(uri)).lstrip("/")
+_path = hadoop_fs.path_key

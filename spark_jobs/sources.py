@@ -1,7 +1,8 @@
-"""Find, vet and read the source parquet files, turning every failure into a reason.
+"""Find, vet and read the source files, turning every failure into a reason.
 
-Cheap checks on the driver come first (exists, not empty, parquet magic at both
-ends: a CSV renamed to `.parquet` fails here), then Spark reads the footers.
+Cheap checks on the driver come first (exists, not empty, bytes that match the file's
+format: a CSV renamed to `.parquet`, a parquet file named `.csv` fail here), then Spark
+reads the parquet footers, and CSV / JSON Lines through `text_sources`.
 
 The sources are staged copies the trigger has just made, so one that is missing or
 cannot be listed or read is an infrastructure error; only what the bytes say (empty,
@@ -11,21 +12,23 @@ not parquet, a footer or schema that does not decode) rejects the input.
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
+from contracts.formats import PARQUET, SNIFF_BYTES, content_problem
 from spark_jobs import hadoop_fs
 from spark_jobs.errors import InfrastructureError, InputRejectedError, as_job_error, describe
 from spark_jobs.parquet_footer import named_columns
+from spark_jobs.text_sources import PARSE_ERROR, SourceReader, read_text, union_all
 
-MAGIC = hadoop_fs.PARQUET_MAGIC
-# Smallest possible parquet file: magic + footer length (4) + magic.
-MIN_PARQUET_SIZE = 12
+PARQUET_READER = SourceReader()
 
 
-def expand_sources(spark: SparkSession, uris: list[str]) -> list[hadoop_fs.FileInfo]:
+def expand_sources(spark: SparkSession, uris: list[str],
+                   reader: SourceReader = PARQUET_READER) -> list[hadoop_fs.FileInfo]:
     """Every data file under the source URIs (with its size), each vetted.
 
-    InputRejectedError for a file that is not parquet; InfrastructureError when a
-    source is missing, cannot be listed or read, or is a directory without files.
+    InputRejectedError for a file whose bytes do not match its format; InfrastructureError
+    when a source is missing, cannot be listed or read, or is a directory without files.
     """
     if not uris:
         raise InputRejectedError("no source given")
@@ -38,13 +41,29 @@ def expand_sources(spark: SparkSession, uris: list[str]) -> list[hadoop_fs.FileI
         if not found:
             raise InfrastructureError(f"source {uri} contains no files")
         for info in found:
-            _vet(spark, info)
+            _vet(spark, info, reader)
             files.append(info)
     return files
 
 
-def read_sources(spark: SparkSession, files: list[str]) -> DataFrame:
-    """The rows of `files` as one DataFrame, schemas merged across files."""
+def read_sources(spark: SparkSession, files: list[str],
+                 reader: SourceReader = PARQUET_READER) -> DataFrame:
+    """The rows of `files` as one DataFrame: parquet schemas merged across files, text
+    parsed to the reader's schema; with text sources, the frame carries `PARSE_ERROR`
+    (text_sources.py)."""
+    by_format: dict[str, list[str]] = {}
+    for uri in files:
+        by_format.setdefault(reader.format(uri).kind, []).append(uri)
+    parquet = by_format.pop(PARQUET, [])
+    frames = [_read_parquet(spark, parquet)] if parquet else []
+    if by_format:
+        frames.append(read_text(spark, reader, by_format))
+        if len(frames) > 1:  # parquet rows always parsed
+            frames[0] = frames[0].withColumn(PARSE_ERROR, F.lit(None).cast("string"))
+    return union_all(frames)
+
+
+def _read_parquet(spark: SparkSession, files: list[str]) -> DataFrame:
     try:
         reader = spark.read.option("mergeSchema", "true") if len(files) > 1 else spark.read
         frame = reader.parquet(*(hadoop_fs.literal_path(uri) for uri in files))
@@ -58,22 +77,16 @@ def read_sources(spark: SparkSession, files: list[str]) -> DataFrame:
     return frame
 
 
-def _vet(spark: SparkSession, info: hadoop_fs.FileInfo) -> None:
+def _vet(spark: SparkSession, info: hadoop_fs.FileInfo, reader: SourceReader) -> None:
+    """The rule the trigger applies too (contracts/formats.py), on the staged bytes."""
     if info.size == 0:
         raise InputRejectedError(f"source {info.uri} is empty (0 bytes)")
-    if info.size < MIN_PARQUET_SIZE:
-        raise InputRejectedError(f"source {info.uri} is not a parquet file "
-                                 f"(only {info.size} bytes)")
+    fmt = reader.format(info.uri)
     try:
-        head = hadoop_fs.read_range(spark, info.uri, 0, 4)
-        tail = hadoop_fs.read_range(spark, info.uri, info.size - 4, 4)
+        head = hadoop_fs.read_range(spark, info.uri, 0, min(info.size, SNIFF_BYTES))
+        tail = hadoop_fs.read_range(spark, info.uri, max(info.size - 4, 0), min(info.size, 4))
     except Exception as exc:
         raise as_job_error(exc, f"source {info.uri} cannot be read: {describe(exc)}") from exc
-    if head != MAGIC or tail != MAGIC:
-        hint = " (it looks like text, e.g. CSV or JSON)" if _looks_like_text(head) else ""
-        raise InputRejectedError(f"source {info.uri} is not a parquet file: it does not start "
-                                 f"and end with the parquet magic bytes PAR1{hint}")
-
-
-def _looks_like_text(data: bytes) -> bool:
-    return bool(data) and all(32 <= b < 127 or b in (9, 10, 13) for b in data)
+    problem = content_problem(info.uri, fmt, head, tail, info.size)
+    if problem:
+        raise InputRejectedError(problem)

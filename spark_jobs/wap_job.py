@@ -27,9 +27,9 @@ if __package__ in (None, ""):  # `spark-submit spark_jobs/wap_job.py` without th
 
 import yaml
 from pyspark.sql import DataFrame
-from pyspark.sql.types import StringType
+from pyspark.sql.types import StringType, StructType
 
-from contracts.report import FAILED
+from contracts.report import FAILED, SCAN, WRITE
 from contracts.table_config import (
     MAX_CONFIG_BYTES,
     TableConfig,
@@ -41,7 +41,12 @@ from contracts.table_config import (
 from spark_jobs import hadoop_fs
 from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
-from spark_jobs.checks import compile_checks, expression_failing_on
+from spark_jobs.checks import (
+    ParseErrorsCheck,
+    compile_checks,
+    expression_failing_on,
+    parse_errors_check,
+)
 from spark_jobs.errors import (
     EVALUATION_ERROR_CLASSES,
     InputRejectedError,
@@ -69,6 +74,15 @@ from spark_jobs.per_source import (
 from spark_jobs.report import REJECTED, Report, utc_now, write_report
 from spark_jobs.schema_policy import plan_schema
 from spark_jobs.sources import read_sources
+from spark_jobs.text_sources import (
+    SourceReader,
+    data_schema,
+    every_column,
+    has_parse_errors_column,
+    parse_error_count,
+    parse_error_samples,
+    parsed_rows,
+)
 from spark_jobs.writer import (
     CatalogTable,
     append,
@@ -209,15 +223,18 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     current = load_table(spark, ref)
     existing = spark_schema(spark, current) if current is not None else None
     reused = find_ingest_snapshot(current, args.ingest_id) if current is not None else None
-    declared = declared_schema(spark, config.columns) \
-        if existing is None and config.columns else None
+    declared_all = declared_schema(spark, config.columns) if config.columns else None
+    declared = declared_all if existing is None else None
     base = existing if existing is not None else declared
+    reader = source_reader(config, existing, declared_all, args.table)
 
     def plan_for(schema):
         return plan_schema(base, schema, config.schema_policy)
 
     step = report.timed("vet_s", clock)
-    usable, frame = usable_sources(spark, args.sources, plan_for, args.all_or_nothing)
+    usable, frame = usable_sources(spark, args.sources, plan_for, args.all_or_nothing,
+                                   reader)
+    parse_check = parse_errors_check(config, has_parse_errors_column(frame))
     files = usable.uris
     observe_checks = observe_on_write(spark, sum(info.size for info in usable.files))
     step = report.timed("footer_s", step)
@@ -225,7 +242,7 @@ def _run(spark, args: JobArgs, report: Report) -> None:
         # A re-run of an ingest that already appended here: audit that snapshot again.
         plan_target, changes = existing, []
     else:
-        plan = plan_for(frame.schema)
+        plan = plan_for(data_schema(frame))
         if declared is not None:  # a new table takes the config's columns
             plan.create = True
             plan.changes = [{"change": "create_table", "column": f.name,
@@ -247,14 +264,14 @@ def _run(spark, args: JobArgs, report: Report) -> None:
         except InputRejectedError as exc:
             if classify(exc.__cause__ or exc).cause in EVALUATION_ERROR_CLASSES:  # a check's sql?
                 config_error = expression_failing_on(
-                    frame.select(*plan.projection(frame.schema)), checks)
+                    parsed_rows(frame).select(*plan.projection(data_schema(frame))), checks)
                 if config_error is not None:
                     raise config_error from exc
             # In a batch, a file whose pages do not decode is left out, not the batch.
             if len(args.sources) == 1 or args.all_or_nothing or not leave_out_undecodable(
-                    spark, usable):
+                    spark, usable, reader):
                 raise
-            frame, files = read_sources(spark, usable.uris), usable.uris
+            frame, files = read_sources(spark, usable.uris, reader), usable.uris
             written = append(spark, ref, frame, plan, args.ingest_id, files, observe,
                              recorded=recorded_sources(args, usable))
         step = report.timed("append_s", step)
@@ -268,6 +285,9 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     clock = report.timed("write_s", clock)
 
     report.checks = _audit(spark, ref, written, checks, args, report)
+    if parse_check is not None:
+        report.checks.insert(0, _parse_errors(spark, parse_check, written, frame, usable,
+                                              args, reader))
     report.timed("audit_s", clock)
     report.settle()
     verdicts = rejected_verdicts(usable)
@@ -276,9 +296,43 @@ def _run(spark, args: JobArgs, report: Report) -> None:
         failed = frozenset(check.name for check in report.checks if check.status == FAILED)
         verdicts.update(judge_sources(spark, usable, plan_target, checks, utc_now(),
                                       failed_on_main=_main_rows(spark, args, ref),
-                                      batch_failed=failed))
+                                      batch_failed=failed, reader=reader,
+                                      parse_errors=parse_check))
         report.timed("audit_per_source_s", start)
     report.judge(verdicts)
+
+
+def source_reader(config: TableConfig, existing: StructType | None,
+                  declared: StructType | None, table: str) -> SourceReader:
+    """How this run reads its sources; text values parse to the table's schema plus
+    the columns the config declares that it lacks (or to the declared schema alone)."""
+    schema = existing
+    if declared is not None:
+        have = {f.name.casefold() for f in existing.fields} if existing is not None else set()
+        schema = StructType([*(existing.fields if existing is not None else []),
+                             *(f for f in declared.fields if f.name.casefold() not in have)])
+    return SourceReader(configured=config.format, csv=config.csv, parse=config.parse,
+                        schema=schema, table=table, config_name=f"tables/{table}.yaml")
+
+
+def _parse_errors(spark, check: ParseErrorsCheck, written, frame: DataFrame, usable,
+                  args: JobArgs, reader: SourceReader):
+    """The parse_errors result: the count the write observed (counted again by one query
+    when it did not arrive, or the snapshot was reused), samples with their lines when
+    there are any."""
+    if not has_parse_errors_column(frame):
+        return check.result(0)
+    count, settled_by = written.parse_errors, WRITE
+    if count is None:
+        counted = frame.agg(parse_error_count().alias("n"), every_column(frame)).first()
+        count, settled_by = int(counted["n"]), SCAN
+    if not count:
+        return check.result(0, settled_by=settled_by)
+    origin = dict(zip(args.sources, args.source_origins, strict=True)) \
+        if args.source_origins else {}
+    files = {uri: origin.get(source, source) for uri, source in usable.owner.items()}
+    samples = parse_error_samples(spark, frame, files, reader)
+    return check.result(count, tuple(samples), settled_by=settled_by)
 
 
 def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Report):

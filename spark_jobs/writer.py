@@ -30,6 +30,13 @@ from spark_jobs.jvm import java_map
 from spark_jobs.metrics import load_iceberg_table
 from spark_jobs.parquet_footer import named_columns
 from spark_jobs.schema_policy import SchemaPlan
+from spark_jobs.text_sources import (
+    PARSE_ERROR,
+    data_schema,
+    has_parse_errors_column,
+    parse_error_count,
+    parsed_rows,
+)
 
 INGEST_ID_PROPERTY = "wap.ingest-id"
 SOURCE_PROPERTY = "wap.source"
@@ -63,6 +70,9 @@ class AppendResult:
     reused: bool
     observed: dict | None = None
     observe_wait_s: float = 0.0
+    # Rows of text sources that did not parse (not written), counted by the write
+    # itself; None for parquet sources, or when the count did not arrive.
+    parse_errors: int | None = None
 
 
 def load_table(spark: SparkSession, ref: CatalogTable):
@@ -191,7 +201,11 @@ def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
     `observe`: aggregates Spark computes over the rows as they are written (no extra
     read); their values land in `AppendResult.observed`.
     """
-    shaped = frame.select(*plan.projection(frame.schema))
+    counted = None
+    if has_parse_errors_column(frame):  # counted as they stream by, then left out
+        counted = Observation(f"wap_parse_{ingest_id}")
+        frame = frame.observe(counted, parse_error_count().alias(PARSE_ERROR))
+    shaped = parsed_rows(frame).select(*plan.projection(data_schema(frame)))
     observation = None
     if observe:
         observation = Observation(f"wap_audit_{ingest_id}")
@@ -214,6 +228,9 @@ def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
         raise RuntimeError(f"append committed but no snapshot carries {INGEST_ID_PROPERTY}="
                            f"{ingest_id}")
     found.reused = False
+    if counted is not None:
+        values = _observed_values(counted)
+        found.parse_errors = None if values is None else int(values[PARSE_ERROR])
     if observation is not None:
         started = time.perf_counter()
         found.observed = _observed_values(observation)

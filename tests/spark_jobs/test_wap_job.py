@@ -524,8 +524,8 @@ def _csv(path: Path) -> None:
 @pytest.mark.parametrize(("make_file", "expected"), [
     (_corrupt, "cannot read the parquet footer/schema"),
     (_zero_bytes, "is empty (0 bytes)"),
-    (_csv, "is not a parquet file: it does not start and end with the parquet magic bytes "
-           "PAR1 (it looks like text, e.g. CSV or JSON)"),
+    (_csv, "bad.parquet does not start and end with the parquet magic bytes PAR1 (is it a "
+           "CSV or another format renamed .parquet?)"),
 ], ids=["corrupt", "zero-bytes", "csv-named-parquet"])
 def test_unreadable_files_are_rejected_and_main_exits_zero(lake, nessie_api, ingest, tmp_path,
                                                             make_file, expected):

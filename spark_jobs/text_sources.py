@@ -1,0 +1,333 @@
+"""CSV and JSON Lines sources: typed rows, and every row that does not parse accounted for.
+
+Text values are parsed to the table's types (the table's schema, or the config's
+`schema:` for a table this run creates; nothing is inferred). A row that does not parse
+(a wrong number of fields, a value not of its column's type, invalid JSON, a JSON key
+the schema does not have) is not written: its raw text is in the `PARSE_ERROR` column
+of the rows `read_text` returns, so the write counts such rows in the same pass that
+writes the others (`writer.append`), and the audit reports them (`parse_error_samples`)
+with their file and line.
+
+Spark converts only the columns a query reads, so a value that does not fit its type
+is an error only when its column is read: every query that counts parse errors must
+read every column (the write does; `every_column` makes an aggregation do).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import zlib
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from contracts.formats import (
+    CSV,
+    JSONL,
+    PARQUET,
+    UTF8_BOM,
+    SourceFormat,
+    format_of,
+    unsupported_format_text,
+)
+from contracts.table_config import CsvOptions, ParseOptions
+from spark_jobs import hadoop_fs
+from spark_jobs.errors import InputRejectedError, TableConfigError, as_job_error, describe
+from spark_jobs.identifiers import quote
+
+PARSE_ERROR = "__wap_parse_error"
+# Samples of unparsable rows kept in the report (all of them are counted).
+PARSE_ERROR_SAMPLES = 20
+SAMPLE_TEXT = 500
+HEADER_BYTES = 64 * 1024
+# How far the failure path reads a file to number the lines of its samples.
+LOCATE_MAX_BYTES = 1024**3
+LOCATE_CHUNK = 8 * 1024 * 1024
+# Spark prunes `from_json` to the fields a query reads; a value of an unread field that
+# does not fit its type would then not count as a parse error.
+JSON_PRUNING_CONF = "spark.sql.optimizer.enableJsonExpressionOptimization"
+
+
+@dataclass(frozen=True)
+class SourceReader:
+    """How one run reads its sources: each file's format (the config's `format:`, else
+    its extension) and, for text, the options and the schema values are parsed to."""
+
+    configured: str | None = None
+    csv: CsvOptions = field(default_factory=CsvOptions)
+    parse: ParseOptions = field(default_factory=ParseOptions)
+    # The types of text values: None while the table has no schema (not created, none
+    # declared), when a text source is refused with `no_schema_reason`.
+    schema: T.StructType | None = None
+    table: str = "the table"
+    config_name: str = "tables/<namespace>.<table>.yaml"
+
+    def format(self, uri: str) -> SourceFormat:
+        """The format `uri` is read as; InputRejectedError when it has none."""
+        name = file_name(uri)
+        found = format_of(name, self.configured)
+        if found is None:
+            raise InputRejectedError(unsupported_format_text(name))
+        return found
+
+    def text_schema(self, uri: str, fmt: SourceFormat) -> T.StructType:
+        """The schema values of a text source parse to; InputRejectedError without one."""
+        if self.schema is None or not self.schema.fields:
+            raise InputRejectedError(
+                f"{file_name(uri)} is {fmt.label}: its values need declared types, and "
+                f"{self.table} has no schema yet (nothing is inferred). Declare its columns "
+                f"under `schema:` in {self.config_name}, e.g.\n"
+                "  schema:\n    - {name: id, type: bigint}\n"
+                "    - {name: amount, type: 'decimal(10,2)'}")
+        return self.schema
+
+
+def file_name(uri: str) -> str:
+    """The last path segment of a URI."""
+    return uri.rstrip("/").rsplit("/", 1)[-1]
+
+
+def has_parse_errors_column(frame: DataFrame) -> bool:
+    """True when `frame` was read from text sources (it carries `PARSE_ERROR`)."""
+    return PARSE_ERROR in frame.columns
+
+
+def data_schema(frame: DataFrame) -> T.StructType:
+    """The frame's columns that go to the table (without `PARSE_ERROR`)."""
+    return T.StructType([f for f in frame.schema.fields if f.name != PARSE_ERROR])
+
+
+def parsed_rows(frame: DataFrame) -> DataFrame:
+    """The rows that parsed, without `PARSE_ERROR` (the frame itself for parquet)."""
+    if not has_parse_errors_column(frame):
+        return frame
+    return frame.where(F.col(PARSE_ERROR).isNull()).drop(PARSE_ERROR)
+
+
+def parse_error_count() -> Column:
+    """Aggregate: how many rows did not parse."""
+    return F.count_if(F.col(PARSE_ERROR).isNotNull())
+
+
+def every_column(frame: DataFrame) -> Column:
+    """An aggregate that reads every column of `frame`, so that Spark parses (and counts
+    errors in) each value of a text source, however few columns the rest reads."""
+    columns = [F.col(quote(name)) for name in frame.columns]
+    return F.bit_xor(F.xxhash64(*columns))
+
+
+def read_text(spark: SparkSession, reader: SourceReader, fmt_files: dict[str, list[str]]
+              ) -> DataFrame:
+    """The rows of CSV (`csv`) and JSON Lines (`jsonl`) files as one frame, typed by the
+    reader's schema, with `PARSE_ERROR` (the raw text of a row that did not parse)."""
+    frames = []
+    for uri in fmt_files.get(CSV, []):
+        frames.append((uri, _read_csv(spark, reader, uri)))
+    jsonl = fmt_files.get(JSONL, [])
+    if jsonl:
+        frames.append((jsonl[0], _read_jsonl(spark, reader, jsonl)))
+    return union_all([frame for _, frame in frames])
+
+
+def union_all(frames: list[DataFrame]) -> DataFrame:
+    """The frames' rows by column name (a missing column is null); a text frame's
+    `PARSE_ERROR` is null in the rows of the others. InputRejectedError when two
+    frames give one column types that do not reconcile."""
+    result = frames[0]
+    try:
+        for frame in frames[1:]:
+            result = result.unionByName(frame, allowMissingColumns=True)
+        _ = result.schema  # analysed here, where an error gets its reason
+    except Exception as exc:
+        raise as_job_error(exc, f"the sources' columns do not line up: {describe(exc)}"
+                           ) from exc
+    return result
+
+
+def _read_csv(spark: SparkSession, reader: SourceReader, uri: str) -> DataFrame:
+    fmt = reader.format(uri)
+    schema = reader.text_schema(uri, fmt)
+    options = reader.csv
+    names = _header(spark, uri, fmt, options, schema) if options.header else schema.names
+    types = {f.name: f.dataType for f in schema.fields}
+    read_schema = T.StructType([T.StructField(name, types[name], True) for name in names]
+                               + [T.StructField(PARSE_ERROR, T.StringType(), True)])
+    opts = {"header": str(options.header).lower(), "enforceSchema": "true",
+            "sep": options.delimiter, "quote": options.quote, "escape": options.escape,
+            "nullValue": options.null_value, "encoding": options.encoding,
+            "multiLine": str(options.multiline).lower(), "mode": "PERMISSIVE",
+            "columnNameOfCorruptRecord": PARSE_ERROR, **_datetime_options(reader.parse)}
+    try:
+        frame = spark.read.schema(read_schema).options(**opts).csv(
+            hadoop_fs.literal_path(uri))
+        _ = frame.schema  # bad options fail here
+    except Exception as exc:
+        raise _option_error(exc, uri) from exc
+    return frame
+
+
+def _read_jsonl(spark: SparkSession, reader: SourceReader, uris: list[str]) -> DataFrame:
+    schema = reader.text_schema(uris[0], reader.format(uris[0]))
+    spark.conf.set(JSON_PRUNING_CONF, "false")
+    with_error = T.StructType([*schema.fields, T.StructField(PARSE_ERROR, T.StringType())])
+    lines = spark.read.text(*(hadoop_fs.literal_path(uri) for uri in uris))
+    lines = lines.where(F.trim(F.col("value")) != "")  # blank lines hold no row
+    parsed = F.from_json(F.col("value"), with_error,
+                         {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": PARSE_ERROR,
+                          **_datetime_options(reader.parse)})
+    known = F.array(*(F.lit(name) for name in schema.names))
+    unknown = F.size(F.array_except(F.json_object_keys(F.col("value")), known)) > 0
+    staged = lines.select(F.col("value"), parsed.alias("row"))
+    failed = (F.col("row").isNull() | F.col(f"row.{PARSE_ERROR}").isNotNull()
+              | unknown)
+    try:
+        frame = staged.select(*(F.col("row").getField(name).alias(name)
+                                for name in schema.names),
+                              F.when(failed, F.col("value")).alias(PARSE_ERROR))
+        _ = frame.schema  # bad options fail here
+    except Exception as exc:
+        raise _option_error(exc, uris[0]) from exc
+    return frame
+
+
+def _datetime_options(parse: ParseOptions) -> dict[str, str]:
+    names = {"timestamp_format": "timestampFormat", "date_format": "dateFormat",
+             "time_zone": "timeZone"}
+    return {names[key]: value for key, value in vars(parse).items() if value is not None}
+
+
+def _option_error(exc: BaseException, uri: str) -> Exception:
+    """A reader that refuses its options (a bad pattern or zone) refuses the config."""
+    error = as_job_error(exc, f"cannot read {uri}: {describe(exc)}")
+    if isinstance(error, InputRejectedError):
+        return TableConfigError(f"csv/parse options cannot read {file_name(uri)}: "
+                                f"{describe(exc)}")
+    return error
+
+
+def _header(spark: SparkSession, uri: str, fmt: SourceFormat, options: CsvOptions,
+            schema: T.StructType) -> list[str]:
+    """The table columns a CSV's header names, in its order; InputRejectedError when it
+    names a column twice, or one the schema does not have."""
+    name = file_name(uri)
+    text = _decode(_head_bytes(spark, uri, fmt), options.encoding)
+    try:
+        header = next(csv.reader(io.StringIO(text), **_dialect(options)), [])
+    except csv.Error as exc:
+        raise InputRejectedError(f"{name}: the header line does not parse: {exc}") from exc
+    if not header or all(not value.strip() for value in header):
+        raise InputRejectedError(f"{name}: the first line is not a header (it is empty); "
+                                 "a file without one needs `csv: {header: false}`")
+    by_name = {f.name: f.name for f in schema.fields}
+    by_folded = {f.name.casefold(): f.name for f in schema.fields}
+    columns, unknown = [], []
+    for value in header:
+        value = value.strip()
+        column = by_name.get(value) or by_folded.get(value.casefold())
+        (columns if column else unknown).append(column or value)
+    if unknown:
+        raise InputRejectedError(
+            f"{name}: header column(s) {', '.join(map(repr, unknown))} are not in the "
+            f"table's schema ({', '.join(schema.names)}); declare them "
+            "under `schema:` in the table config (with `schema_policy: additive`), or "
+            "rename them")
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if repeated:
+        raise InputRejectedError(f"{name}: the header names {', '.join(repeated)} twice")
+    return columns
+
+
+def _dialect(options: CsvOptions) -> dict:
+    doubled = options.escape == options.quote
+    return {"delimiter": options.delimiter, "quotechar": options.quote,
+            "doublequote": doubled, "escapechar": None if doubled else options.escape}
+
+
+def _head_bytes(spark: SparkSession, uri: str, fmt: SourceFormat) -> bytes:
+    try:
+        size = hadoop_fs.list_files(spark, uri)[0].size
+        data = hadoop_fs.read_range(spark, uri, 0, min(size, HEADER_BYTES))
+    except Exception as exc:
+        raise as_job_error(exc, f"source {uri} cannot be read: {describe(exc)}") from exc
+    if fmt.gzip:
+        data = zlib.decompressobj(wbits=31).decompress(data, HEADER_BYTES)
+    return data
+
+
+def _decode(data: bytes, encoding: str) -> str:
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
+    return data.decode("utf-8" if encoding == "UTF-8" else "latin-1", errors="replace")
+
+
+def parse_error_samples(spark: SparkSession, frame: DataFrame, origin: dict[str, str],
+                        reader: SourceReader, limit: int = PARSE_ERROR_SAMPLES) -> list[dict]:
+    """Up to `limit` rows that did not parse, in file order, each with its file (as
+    `origin` names it: file URI -> what the user uploaded), line number and raw text.
+    Runs on the failure path only: one LIMITed query, then each file with samples read
+    up to its last sample's line to number the lines."""
+    # The hash keeps every column read (and so parsed), as in the write.
+    every = F.xxhash64(*(F.col(quote(c)) for c in frame.columns)).alias("__every")
+    picked = (frame.select("*", F.input_file_name().alias("__file"))
+              .where(F.col(PARSE_ERROR).isNotNull())
+              .select("__file", PARSE_ERROR, every).limit(limit).collect())
+    by_file: dict[str, list[str]] = {}
+    for row in picked:
+        by_file.setdefault(row["__file"], []).append(row[PARSE_ERROR])
+    samples = []
+    paths = {hadoop_fs.path_key(uri): uri for uri in origin}
+    for file_uri, texts in by_file.items():
+        source = paths.get(hadoop_fs.path_key(file_uri), file_uri)
+        lines = _locate(spark, source, texts, reader)
+        for text, line in zip(texts, lines, strict=True):
+            samples.append({"line": line, "file": origin.get(source, source),
+                            "text": text if len(text) <= SAMPLE_TEXT
+                            else text[:SAMPLE_TEXT] + "…"})
+    return samples
+
+
+def _locate(spark: SparkSession, uri: str, texts: list[str], reader: SourceReader
+            ) -> list[int | None]:
+    """The line each text starts on in `uri` (1-based), matched in order by its first
+    line; None for a text not found within LOCATE_MAX_BYTES."""
+    fmt = reader.format(uri)
+    encoding = "utf-8" if fmt.kind != CSV or reader.csv.encoding == "UTF-8" else "latin-1"
+    wanted = [text.split("\n", 1)[0].rstrip("\r") for text in texts]
+    found: list[int | None] = [None] * len(texts)
+    position = 0
+    for number, line in enumerate(_lines(spark, uri, fmt, encoding), start=1):
+        if line.rstrip("\r\n").lstrip("\ufeff") == wanted[position]:
+            found[position] = number
+            position += 1
+            if position == len(wanted):
+                break
+    return found
+
+
+def _lines(spark: SparkSession, uri: str, fmt: SourceFormat, encoding: str):
+    """The file's lines, decompressed and decoded, read in chunks up to LOCATE_MAX_BYTES."""
+    size = hadoop_fs.list_files(spark, uri)[0].size
+    inflate = zlib.decompressobj(wbits=31) if fmt.gzip else None
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    pending, offset = "", 0
+    while offset < min(size, LOCATE_MAX_BYTES):
+        chunk = hadoop_fs.read_range(spark, uri, offset, min(LOCATE_CHUNK, size - offset))
+        offset += len(chunk)
+        if not chunk:
+            break
+        if inflate is not None:
+            chunk = inflate.decompress(chunk)
+        pending += decoder.decode(chunk)
+        *complete, pending = pending.split("\n")
+        yield from complete
+    if pending:
+        yield pending
+
+
+__all__ = ["CSV", "JSONL", "PARQUET", "PARSE_ERROR", "SourceReader", "data_schema",
+           "every_column", "parse_error_count", "parse_error_samples", "parsed_rows",
+           "read_text"]
