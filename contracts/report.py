@@ -37,6 +37,17 @@ SOURCE_REJECTED = "rejected"  # unreadable, or a schema the table refuses: not w
 SOURCE_STATUSES = (SOURCE_PASSED, SOURCE_FAILED, SOURCE_REJECTED)
 
 
+# The check of rows that did not parse (text sources): its samples are lines of the
+# uploaded files (`line`, `file`, `text`), not table rows.
+PARSE_ERRORS_KIND = "parse_errors"
+
+
+def samples_title(kind: str) -> str:
+    """What a check's samples are called wherever they are shown (alert, CLI, UI)."""
+    return ("Unparsable lines (file, line, text)" if kind == PARSE_ERRORS_KIND
+            else "Sample violating rows")
+
+
 class ReportError(ContractError):
     """A report does not match the contract (the message names the field)."""
 

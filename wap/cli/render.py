@@ -16,7 +16,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from contracts.report import CheckResult
+from contracts.report import CheckResult, samples_title
 from lakeview.check_sql import first_rows_query, violation_query
 from lambdas.common.ledger import QueueStat
 from lambdas.common.ledger.records import record_attributes
@@ -276,7 +276,7 @@ def _checks_table(checks: list[dict[str, Any]]) -> Table:
 
 def _samples_table(check: CheckResult) -> Table:
     samples = check.samples
-    table = Table(title=f"Sample violating rows: {check.name}", title_justify="left")
+    table = Table(title=f"{samples_title(check.kind)}: {check.name}", title_justify="left")
     columns = list(dict.fromkeys(k for row in samples for k in row))
     for name in columns:
         table.add_column(name)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
-from contracts.report import AuditReport
+from contracts.report import AuditReport, samples_title
 from lambdas.common import constants as c
 from lambdas.common.ledger import IngestRecord, LedgerRecord
 from wap.ops.backends import Target
@@ -386,7 +386,7 @@ def check_rows(report: AuditReport | Mapping[str, Any] | None) -> list[dict[str,
 def sample_tables(
     report: AuditReport | Mapping[str, Any] | None,
 ) -> list[tuple[str, list[dict[str, str]]]]:
-    """(check name, sample violating rows as text) for every check that did not pass."""
+    """(title naming the check, its samples as text) for every check that did not pass."""
     out = []
     for ch in _as_json(report).get("checks") or []:
         samples = ch.get("samples") or []
@@ -398,7 +398,7 @@ def sample_tables(
             for row in samples
             if isinstance(row, Mapping)
         ]
-        out.append((redact(ch.get("name")), rows))
+        out.append((f"{samples_title(str(ch.get('kind')))}: {redact(ch.get('name'))}", rows))
     return out
 
 

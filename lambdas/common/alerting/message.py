@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from contracts.alert import AlertEvent
-from contracts.report import AUDIT_FAILED_CODE, AuditReport, CheckResult
+from contracts.report import (
+    AUDIT_FAILED_CODE,
+    PARSE_ERRORS_KIND,
+    AuditReport,
+    CheckResult,
+    samples_title,
+)
 from contracts.state import AUDIT_FAILED
 from lambdas.common.alerting.links import (
     browsable_url,
@@ -222,15 +229,25 @@ def _check_text(index: int, check: CheckResult) -> str:
     if not check.samples:
         return text
     # Close the code block ourselves so a long sample list cannot leave it open.
-    budget = MAX_SECTION_TEXT - len(text) - len("\nSample violating rows:\n``````") - 40
+    title = samples_title(check.kind)
+    budget = MAX_SECTION_TEXT - len(text) - len(f"\n{title}:\n``````") - 40
     samples: list[str] = []
     for position, sample in enumerate(check.samples):
-        line = _sample_line(sample)
+        line = _sample_line(_unparsed_line(sample) if check.kind == PARSE_ERRORS_KIND
+                            else sample)
         if sum(len(s) + 1 for s in samples) + len(line) > budget:
             samples.append(f"… {len(check.samples) - position} more")
             break
         samples.append(line)
-    return text + "\nSample violating rows:\n```" + "\n".join(samples) + "```"
+    return text + f"\n{title}:\n```" + "\n".join(samples) + "```"
+
+
+def _unparsed_line(sample: Any) -> Any:
+    """`orders.csv:17: 2,bob`: where a row that did not parse is, then its text."""
+    if not isinstance(sample, Mapping):
+        return sample
+    name = str(sample.get("file") or "?").rsplit("/", 1)[-1].split("?", 1)[0]
+    return f"{name}:{sample.get('line') or '?'}: {sample.get('text')}"
 
 
 def _links(event: AlertEvent, aws_console_links: bool) -> str | None:

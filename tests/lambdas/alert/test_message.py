@@ -299,3 +299,17 @@ def test_a_reason_the_checks_do_not_say_stays_in_the_message():
     text = all_text(render(event, {"outcome": "error", "reason_code": "job_error"}).blocks)
 
     assert "*Reason:* job error: out of memory" in text
+
+
+def test_unparsable_lines_are_shown_by_file_and_line_number():
+    samples = [{"line": line, "file": "s3://src/sales/orders/ragged.csv?versionId=v1",
+                "text": text} for line, text in ((3, "2,bob"), (5, "x4,dee,1.00"))]
+    report = {"checks": [{"name": "parse_errors", "kind": "parse_errors", "columns": [],
+                          "status": "failed", "severity": "error", "violations": 3,
+                          "threshold": {"max": 0}, "samples": samples}]}
+
+    text = all_text(render(load_event("audit_failed.json"), report).blocks)
+
+    assert "Unparsable lines (file, line, text):" in text
+    assert "ragged.csv:3: 2,bob" in text and "ragged.csv:5: x4,dee,1.00" in text
+    assert "Sample violating rows" not in text

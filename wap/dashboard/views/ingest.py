@@ -156,8 +156,8 @@ def _files(report: Record) -> None:
 
 
 def _samples(report: Record) -> None:
-    for name, rows in shaping.sample_tables(report):
-        st.subheader(f"Sample violating rows: {shaping.md_escape(name)}")
+    for title, rows in shaping.sample_tables(report):
+        st.subheader(shaping.md_escape(title))
         common.text_table(rows)
 
 
