@@ -252,11 +252,22 @@ def test_check_rows_put_error_failures_first_then_warnings_then_passes():
 def test_sample_tables_only_for_checks_that_did_not_pass_with_every_column():
     tables = shaping.sample_tables(REPORT)
 
-    assert [name for name, _ in tables] == ["email_regex", "amount_range"]
+    assert [title for title, _ in tables] == ["Sample violating rows: email_regex",
+                                              "Sample violating rows: amount_range"]
     assert tables[1][1] == [
         {"order_id": "1", "amount": "-1.50", "note": "null"},
         {"order_id": "2", "amount": "null", "note": "x"},
     ]
+
+
+def test_unparsable_lines_have_their_own_title():
+    check = {"name": "parse_errors", "kind": "parse_errors", "status": "failed",
+             "samples": [{"line": 3, "file": "s3://b/k.csv", "text": "2,bob"}]}
+
+    tables = shaping.sample_tables({**REPORT, "checks": [check]})
+
+    assert tables == [("Unparsable lines (file, line, text): parse_errors",
+                       [{"line": "3", "file": "s3://b/k.csv", "text": "2,bob"}])]
 
 
 def test_schema_change_rows_keep_extra_detail():
