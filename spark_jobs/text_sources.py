@@ -194,6 +194,24 @@ def _read_jsonl(spark: SparkSession, reader: SourceReader, uris: list[str]) -> D
     return frame
 
 
+def check_parse_options(spark: SparkSession, parse: ParseOptions) -> None:
+    """TableConfigError for a pattern or zone Java cannot use (checked before any write:
+    Spark itself would only fail each value, turning every row into a parse error)."""
+    jvm = spark._jvm
+    checks = {"timestamp_format": jvm.java.time.format.DateTimeFormatter.ofPattern,
+              "date_format": jvm.java.time.format.DateTimeFormatter.ofPattern,
+              "time_zone": jvm.java.time.ZoneId.of}
+    for key, check in checks.items():
+        value = getattr(parse, key)
+        if value is None:
+            continue
+        try:
+            check(value)
+        except Exception as exc:
+            raise TableConfigError(f"parse: {key} {value!r} cannot be used: "
+                                   f"{describe(exc)}") from exc
+
+
 def _datetime_options(parse: ParseOptions) -> dict[str, str]:
     names = {"timestamp_format": "timestampFormat", "date_format": "dateFormat",
              "time_zone": "timeZone"}

@@ -76,6 +76,7 @@ from spark_jobs.schema_policy import plan_schema
 from spark_jobs.sources import read_sources
 from spark_jobs.text_sources import (
     SourceReader,
+    check_parse_options,
     data_schema,
     every_column,
     has_parse_errors_column,
@@ -227,6 +228,7 @@ def _run(spark, args: JobArgs, report: Report) -> None:
     declared = declared_all if existing is None else None
     base = existing if existing is not None else declared
     reader = source_reader(config, existing, declared_all, args.table)
+    check_parse_options(spark, config.parse)
 
     def plan_for(schema):
         return plan_schema(base, schema, config.schema_policy)

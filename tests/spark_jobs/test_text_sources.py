@@ -4,6 +4,7 @@ text, and failing `parse_errors` (default: none allowed) before anything reaches
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import json
 
@@ -227,3 +228,37 @@ def test_a_burst_of_parquet_and_csv_files_judges_each_file(lake, nessie, nessie_
     assert verdicts["bad.csv"]["status"] == "failed"
     assert verdicts["bad.csv"]["failed_checks"] == ["parse_errors"]
     assert _parse_check(report)["samples"][0]["file"].endswith("bad.csv")
+
+
+def test_timestamps_dates_and_nulls_follow_the_parse_and_csv_options(lake, nessie, ingest,
+                                                                     tmp_path):
+    config = """schema:
+  - {name: order_id, type: bigint}
+  - {name: ordered_at, type: timestamp}
+  - {name: shipped_on, type: date}
+  - {name: note, type: string}
+csv: {null_value: NA}
+parse: {timestamp_format: 'dd/MM/yyyy HH:mm', date_format: 'dd.MM.yyyy', time_zone: '+02:00'}
+"""
+    data = "order_id,ordered_at,shipped_on,note\n1,25/11/2026 10:30,26.11.2026,NA\n"
+    args = ingest("text.formats", [_write(tmp_path, "f.csv", data)], config=config)
+
+    report = run_ingest(lake, args)
+
+    assert report["outcome"] == "passed", report["reason"]
+    row = read_on_ref(lake, nessie, args.branch, "text.formats").selectExpr(
+        "unix_timestamp(ordered_at) AS epoch", "CAST(shipped_on AS STRING) AS day",
+        "note").first()
+    at = dt.datetime(2026, 11, 25, 8, 30, tzinfo=dt.UTC)  # 10:30 at +02:00
+    assert (row["epoch"], row["day"], row["note"]) == (at.timestamp(), "2026-11-26", None)
+
+
+def test_a_pattern_spark_cannot_use_is_a_config_error(lake, ingest, tmp_path):
+    for bad in ("{timestamp_format: 'yyyy-MM-dd bb'}", "{time_zone: Mars/Olympus}"):
+        config = ORDERS + f"parse: {bad}\n"
+        report = run_ingest(lake, ingest("text.badpattern", [_write(tmp_path, "o.csv", CLEAN)],
+                                         config=config))
+
+        assert report["outcome"] == "rejected"
+        assert report["reason_code"] == "config_error", report["reason"]
+        assert "parse: " in report["reason"]
