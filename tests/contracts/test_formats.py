@@ -21,6 +21,11 @@ from contracts.formats import (
 PARQUET_BYTES = b"PAR1" + b"\x00" * 8 + b"PAR1"
 
 
+def _gz(data: bytes, compresslevel: int = 9) -> bytes:
+    # No timestamp in the header: the same bytes (and test ids) in every worker.
+    return gzip.compress(data, compresslevel=compresslevel, mtime=0)
+
+
 @pytest.mark.parametrize(
     ("name", "configured", "expected"),
     [
@@ -73,8 +78,8 @@ def _problem(name: str, data: bytes, configured: str | None = None) -> str | Non
         ("a.csv", b"", None),  # empty: the trigger's own check says so first
         ("a.jsonl", b'{"id": 1}\n{"id": 2}\n', None),
         ("a.jsonl", b'\xef\xbb\xbf  \n{"id": 1}\n', None),
-        ("a.csv.gz", gzip.compress(b"id\n1\n"), None),
-        ("a.jsonl.gz", gzip.compress(b'{"id": 1}\n'), None),
+        ("a.csv.gz", _gz(b"id\n1\n"), None),
+        ("a.jsonl.gz", _gz(b'{"id": 1}\n'), None),
         ("a.txt", b"id;amount\n1;2\n", "csv"),
     ],
 )
@@ -86,7 +91,7 @@ def test_a_text_file_larger_than_the_sniff_is_judged_by_its_head():
     big = b'{"id": 1}\n' * (SNIFF_BYTES // 5)
     assert _problem("a.jsonl", big) is None
     # A gzip head cut off mid-stream decompresses as far as it goes.
-    packed = gzip.compress(bytes(range(32, 127)) * 2000, compresslevel=0)
+    packed = _gz(bytes(range(32, 127)) * 2000, compresslevel=0)
     assert len(packed) > SNIFF_BYTES
     assert _problem("a.csv.gz", packed) is None
 
@@ -100,13 +105,13 @@ def test_a_text_file_larger_than_the_sniff_is_judged_by_its_head():
         ("a.csv", PARQUET_BYTES, ["not a csv file", "is a parquet file"]),
         ("a.jsonl", PARQUET_BYTES, ["not a jsonl file", "parquet"]),
         ("a.csv", b"id,amount\n\x00\x01\x02\n", ["not a csv file", "binary", "NUL"]),
-        ("a.csv", gzip.compress(b"id\n1\n"), ["gzip-compressed", "a.csv.gz"]),
+        ("a.csv", _gz(b"id\n1\n"), ["gzip-compressed", "a.csv.gz"]),
         ("a.csv.gz", b"id,amount\n1,2\n", ["not a gzip file", "magic"]),
         ("a.csv.gz", b"\x1f\x8bnot deflate at all", ["not a gzip file", "decompress"]),
-        ("a.csv.gz", gzip.compress(PARQUET_BYTES), ["is a parquet file"]),
+        ("a.csv.gz", _gz(PARQUET_BYTES), ["is a parquet file"]),
         ("a.jsonl", b'[{"id": 1}, {"id": 2}]', ["JSON array", "one JSON object per line"]),
         ("a.jsonl", b'\xef\xbb\xbf\n  [{"id": 1}]', ["JSON array"]),
-        ("a.jsonl.gz", gzip.compress(b'[{"id": 1}]'), ["JSON array"]),
+        ("a.jsonl.gz", _gz(b'[{"id": 1}]'), ["JSON array"]),
         ("a.jsonl", b"id,amount\n1,2\n", ["not JSON Lines", "one JSON object"]),
     ],
 )
@@ -116,3 +121,9 @@ def test_bytes_that_do_not_match_the_format_are_refused_with_what_to_do(name, da
     for fragment in fragments:
         assert fragment in problem, problem
     assert name in problem
+    # Every refusal says what to do about it.
+    assert any(remedy in problem for remedy in REMEDIES), problem
+
+
+REMEDIES = ("upload it again", "name it", "drop the .gz", "one JSON object", "export it as text",
+            "compress it again")
