@@ -159,9 +159,9 @@ _START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.ST
                  _C.TABLE_CONFIG_READ}
 _ALERTS = {_C.SLACK_TOKEN_READ, _C.REPORTS_READ}
 FUNCTIONS: tuple[FunctionSpec, ...] = (
-    # S3 event -> parquet check (first/last bytes), staged copy of that exact version
-    # (a server-side multipart copy: large objects need minutes), ledger, branch, job
-    # run, execution.
+    # S3 event -> format check (its first bytes; a parquet file's last 4 too), staged
+    # copy of that exact version (a server-side multipart copy: large objects need
+    # minutes), ledger, branch, job run, execution.
     # It alerts only ingests that never ran (rejected, or unable to start): no report.
     FunctionSpec("trigger", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.SOURCE_READ,
                                        _C.STAGING_WRITE}),

@@ -61,13 +61,15 @@ def is_batch(record: LedgerRecord | None) -> TypeGuard[BatchRecord]:
 
 @dataclass(frozen=True)
 class Intake:
-    """How a table takes its files in: its batch limits and its arrival mode, or why its
-    config cannot be used (`config_error`: every file is then refused with that reason)."""
+    """How a table takes its files in: its batch limits, its arrival mode and the format
+    its files are read as, or why its config cannot be used (`config_error`: every file
+    is then refused with that reason)."""
 
     limits: BatchLimits = field(default_factory=BatchLimits)
     arrival: str = ARRIVAL_EVENT
     config_error: str | None = None
     configured: bool = False  # the table has a config file (usable or not)
+    format: str | None = None  # the config's `format:`; None: each file's extension
 
     @property
     def by_marker(self) -> bool:
@@ -75,14 +77,16 @@ class Intake:
 
 
 def table_intake(settings: Settings, table: str) -> Intake:
-    """The table config's `batch:` and `arrival:`; the defaults when there is no config.
+    """The table config's `batch:`, `arrival:` and `format:`; the defaults when there is
+    no config.
 
     The whole config is read and parsed as the job does (`contracts.table_config`): one
     the job would refuse (too large, not UTF-8, not YAML, an unknown key, a bad check,
-    `batch:` or `arrival:`) gives an Intake with `config_error`, in the job's words (one
-    file per run meanwhile): the callers refuse the files at once rather than run a job
-    that would refuse the same config. What only the table schema reveals (a check on a
-    column the table lacks) is still the job's to find.
+    `batch:`, `arrival:`, `format:`, `csv:` or `parse:`) gives an Intake with
+    `config_error`, in the job's words (one file per run meanwhile): the callers refuse
+    the files at once rather than run a job that would refuse the same config. What only
+    the table schema reveals (a check on a column the table lacks) is still the job's to
+    find.
     """
     uri = settings.table_config_uri(table)
     if not uri:
@@ -97,7 +101,7 @@ def table_intake(settings: Settings, table: str) -> Intake:
     except TableConfigError as exc:
         _log.error("table config %s refused: %s", uri, exc)
         return Intake(BatchLimits(max_files=1), config_error=str(exc), configured=True)
-    return Intake(config.batch, config.arrival, configured=True)
+    return Intake(config.batch, config.arrival, configured=True, format=config.format)
 
 
 MAX_SUGGESTIONS = 3  # close table names an `unknown_table` rejection offers

@@ -10,7 +10,6 @@ from contracts.naming import BRANCH_PREFIX, IDENTIFIER, INGEST_ID, NESSIE_REF_NA
 from lambdas.common.exceptions import UnroutableKeyError
 
 __all__ = ["BRANCH_PREFIX", "IDENTIFIER", "INGEST_ID", "NESSIE_REF_NAME", "ingest_id"]
-SUPPORTED_EXTENSIONS = (".parquet",)
 
 
 @dataclass(frozen=True)
@@ -60,16 +59,6 @@ def route_key(key: str) -> TableRef:
                 f"({rules.IDENTIFIER_RULE})"
             )
     return TableRef(namespace, table)
-
-
-def unsupported_extension(key: str) -> str | None:
-    """A reason when the file is not a format we ingest, else None."""
-    if file_name(key).lower().endswith(SUPPORTED_EXTENSIONS):
-        return None
-    return (
-        f"unsupported file type {file_name(key)!r}: only "
-        f"{', '.join(SUPPORTED_EXTENSIONS)} files are ingested"
-    )
 
 
 def branch_name(table: TableRef, at: datetime, ingest: str) -> str:

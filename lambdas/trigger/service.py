@@ -7,25 +7,37 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from contracts.formats import (
+    PARQUET,
+    SNIFF_BYTES,
+    SourceFormat,
+    content_problem,
+    format_of,
+    unsupported_format_text,
+)
 from lambdas.common import aws
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
-from lambdas.common.batching import reject_for_config, table_intake, unknown_table_reason
+from lambdas.common.batching import (
+    Intake,
+    reject_for_config,
+    table_intake,
+    unknown_table_reason,
+)
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import SourceVersionGoneError, UnroutableKeyError
 from lambdas.common.ingest import start_or_fail
 from lambdas.common.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, IngestRecord, Ledger, Record
 from lambdas.common.naming import (
+    file_name,
     ingest_id,
     is_marker,
     iso,
     route_key,
     s3_uri,
-    unsupported_extension,
     utcnow,
 )
 from lambdas.common.nessie import NessieClient
-from lambdas.common.parquet import magic_bytes_problem
 from lambdas.common.staging import stage_version, staged_uri
 from lambdas.trigger.datasets import complete_dataset, dataset_prefix, is_dataset_marker
 from lambdas.trigger.events import ObjectCreated
@@ -45,36 +57,52 @@ class TriggerResult:
     reason: str | None = None
 
 
-def rejection_reason(obj: ObjectCreated, s3: Any = None) -> str | None:
-    """Why the object cannot be ingested, or None. Reads at most 8 bytes of the object."""
+def rejection_reason(obj: ObjectCreated, s3: Any = None,
+                     intake: Intake | None = None) -> str | None:
+    """Why the object cannot be ingested, or None.
+
+    Its format is the table config's `format:` (from `intake`), else its extension
+    (`contracts.formats`); with `s3`, its first bytes (and a parquet file's last 4) must
+    agree. A table whose config is refused reads no bytes: the file is then refused for
+    the config (`reject_for_config`), not for a format guessed without it.
+    """
     try:
         route_key(obj.key)
     except UnroutableKeyError as exc:
         return str(exc)
-    reason = unsupported_extension(obj.key)
-    if reason:
-        return reason
+    intake = intake or Intake()
+    fmt = None
+    if not intake.config_error:
+        fmt = format_of(file_name(obj.key), intake.format)
+        if fmt is None:
+            return unsupported_format_text(file_name(obj.key))
     if obj.size == 0:
         return f"empty file (0 bytes): {obj.key}"
-    if s3 is not None:
-        return _magic_bytes_problem(obj, s3)
+    if s3 is not None and fmt is not None:
+        return _content_problem(obj, fmt, s3)
     return None
 
 
-def _magic_bytes_problem(obj: ObjectCreated, s3: Any) -> str | None:
-    """A parquet file starts and ends with `PAR1`; catch renamed CSVs before starting Spark."""
+def _content_problem(obj: ObjectCreated, fmt: SourceFormat, s3: Any) -> str | None:
+    """Catch a renamed or corrupt file before any branch or Spark run: its first
+    SNIFF_BYTES (a parquet file: and its last 4) must be of its format."""
     extra = {"VersionId": obj.version_id} if obj.version_id else {}
     try:
-        head = s3.get_object(Bucket=obj.bucket, Key=obj.key, Range="bytes=0-3", **extra)
-        tail = s3.get_object(Bucket=obj.bucket, Key=obj.key, Range="bytes=-4", **extra)
-        head_bytes, tail_bytes = head["Body"].read(), tail["Body"].read()
+        head = s3.get_object(Bucket=obj.bucket, Key=obj.key,
+                             Range=f"bytes=0-{SNIFF_BYTES - 1}", **extra)["Body"].read()
+        tail = b""
+        if fmt.kind == PARQUET:
+            # A file the head holds whole has its footer in it: no second request.
+            whole = obj.size is not None and len(head) >= obj.size
+            tail = head[-4:] if whole else s3.get_object(
+                Bucket=obj.bucket, Key=obj.key, Range="bytes=-4", **extra)["Body"].read()
     except ClientError as exc:
         # On a versioned bucket a deleted version answers NoSuchVersion, not NoSuchKey.
         if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "NoSuchVersion", "404"):
             return (f"source object {s3_uri(obj.bucket, obj.key)} (version {obj.version}) "
                     "no longer exists")
         raise
-    return magic_bytes_problem(obj.key, head_bytes, tail_bytes, obj.size)
+    return content_problem(obj.key, fmt, head, tail, obj.size)
 
 
 def handle_object(
@@ -84,13 +112,18 @@ def handle_object(
     s3 = s3 if s3 is not None else aws.client("s3")
     if is_marker(obj.key):
         return _marker(obj, settings, ledger, nessie, s3)
-    record = _recorded_and_staged(obj, settings, ledger, s3)
+    try:
+        # Read once per event: the rejection check needs its `format:`, the steps below
+        # its config error, arrival and limits.
+        intake = table_intake(settings, route_key(obj.key).qualified)
+    except UnroutableKeyError:
+        intake = Intake()  # the record is rejected for its key before the intake matters
+    record = _recorded_and_staged(obj, settings, ledger, s3, intake)
     iid = record.ingest_id
     if not record.is_pending:  # rejected, or already started by an earlier event
         return _not_pending(obj, record)
     table = record.table
     assert table is not None  # a record without a table was rejected when recorded
-    intake = table_intake(settings, table)
     if intake.config_error:  # before the lock: the table stays free for a fixed config
         if reject_for_config(ledger, record, intake.config_error):
             return TriggerResult(obj.key, c.REJECTED, iid, table, intake.config_error)
@@ -119,12 +152,13 @@ def handle_object(
 
 
 def _recorded_and_staged(
-    obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any
+    obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any, intake: Intake
 ) -> IngestRecord:
     """The object's ingest record, created (or a bad object rejected) and its version
-    staged, once."""
+    staged, once. `intake`: its table's (the format it is read as)."""
     iid = ingest_id(obj.bucket, obj.key, obj.version)
-    record = _ingest(ledger.get_ingest(iid)) or _record_new(iid, obj, settings, ledger, s3)
+    record = (_ingest(ledger.get_ingest(iid))
+              or _record_new(iid, obj, settings, ledger, s3, intake))
     if record.status == c.RECEIVED and not record.staged_at:
         record = _stage(record, obj, ledger, s3)
     return record
@@ -145,11 +179,14 @@ def _marker(
         table = route_key(obj.key).qualified
     except UnroutableKeyError:
         return TriggerResult(obj.key, IGNORED, reason="marker file")
-    if not is_dataset_marker(obj.key) or not table_intake(settings, table).by_marker:
+    if not is_dataset_marker(obj.key):
+        return TriggerResult(obj.key, IGNORED, reason="marker file")
+    intake = table_intake(settings, table)
+    if not intake.by_marker:
         return TriggerResult(obj.key, IGNORED, reason="marker file")
     action, batch_id, reason = complete_dataset(
         obj, settings, ledger, nessie, s3,
-        lambda part: _recorded_and_staged(part, settings, ledger, s3))
+        lambda part: _recorded_and_staged(part, settings, ledger, s3, intake))
     return TriggerResult(obj.key, action, batch_id, table, reason)
 
 
@@ -180,10 +217,10 @@ def _stage(
 
 
 def _record_new(
-    iid: str, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any
+    iid: str, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any, intake: Intake
 ) -> IngestRecord:
     """Record the ingest (conditional put: the first invocation wins); reject bad input."""
-    reason = rejection_reason(obj, s3)
+    reason = rejection_reason(obj, s3, intake)
     try:
         table = route_key(obj.key).qualified
     except UnroutableKeyError:

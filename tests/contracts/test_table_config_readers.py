@@ -21,6 +21,14 @@ BAD = {
     "arrival": "arrival: sometimes\n",
     "not UTF-8": b"checks: []\n# \xff\xfe\n",
     "too large": "# " + "x" * (1024 * 1024) + "\n",
+    "format": "format: xlsx\n",
+    "csv option": "csv: {seperator: ';'}\n",
+    "csv delimiter": "csv: {delimiter: ';;'}\n",
+    "csv encoding": "csv: {encoding: utf-16}\n",
+    "csv section": "csv: semicolons\n",
+    "parse option": "parse: {timestamp_format: ''}\n",
+    "parse_errors max": "checks:\n  - {kind: parse_errors, max: -1}\n",
+    "parse_errors column": "checks:\n  - {kind: parse_errors, column: a}\n",
 }
 
 
@@ -91,3 +99,42 @@ def test_both_take_a_good_config_and_its_batch_settings(lambda_reads, job_reads)
     assert intake.config_error is None
     assert (intake.limits, intake.arrival) == (config.batch, config.arrival)
     assert (config.batch.max_files, config.arrival) == (3, "marker")
+
+
+@pytest.mark.parametrize(
+    ("bad", "fragments"),
+    [
+        ("format: xlsx\n", ["format must be one of parquet, csv, jsonl", "'xlsx'"]),
+        ("csv: {seperator: ';'}\n", ["unknown option(s) ['seperator']", "delimiter"]),
+        ("csv: {delimiter: ';;'}\n", ["delimiter must be one character", "\\t"]),
+        ("csv: {encoding: utf-16}\n", ["encoding must be utf-8 or latin-1", "'utf-16'"]),
+        ("csv: {delimiter: '\"'}\n", ["cannot be the quote"]),
+        ("csv: {header: 'yes'}\n", ["header must be true or false"]),
+        ("parse: {time_zone: 3}\n", ["time_zone must be a non-empty string"]),
+        ("checks:\n  - {kind: parse_errors, max: -1}\n",
+         ["parse_errors max must be a non-negative integer"]),
+    ],
+)
+def test_a_bad_format_section_is_refused_saying_what_is_allowed(bad, fragments, lambda_reads):
+    reason = lambda_reads(bad.encode()).config_error
+    assert reason is not None and reason.startswith(URI)
+    for fragment in fragments:
+        assert fragment in reason, reason
+
+
+def test_both_take_the_format_sections(job_reads):
+    import yaml
+
+    from contracts.table_config import CsvOptions, ParseOptions, parse_table_config_text
+
+    data = ("format: csv\ncsv: {delimiter: ';', encoding: latin-1, header: false}\n"
+            "parse: {timestamp_format: 'dd.MM.yyyy HH:mm', time_zone: Europe/Berlin}\n"
+            "checks:\n  - {kind: parse_errors, max: 5, severity: warn}\n")
+    config = job_reads(data.encode())
+    assert config == parse_table_config_text(data, URI, yaml=yaml)
+    assert config.format == "csv"
+    assert config.csv == CsvOptions(header=False, delimiter=";", encoding="ISO-8859-1")
+    assert config.parse == ParseOptions(timestamp_format="dd.MM.yyyy HH:mm",
+                                        time_zone="Europe/Berlin")
+    [check] = config.checks
+    assert (check.kind, check.params.get("max"), check.severity) == ("parse_errors", 5, "warn")

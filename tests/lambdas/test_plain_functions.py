@@ -173,6 +173,21 @@ def test_trigger_rejection_reasons_without_reading_the_object():
     assert "empty file" in rejection_reason(obj("s/t/a.parquet", size=0))
     assert "unsupported file type" in rejection_reason(obj("s/t/a.json"))
     assert "cannot tell which table" in rejection_reason(obj("a.parquet"))
+    assert rejection_reason(obj("s/t/a.csv.gz")) is None
+    assert "empty file" in rejection_reason(obj("s/t/a.jsonl", size=0))
+
+
+def test_the_table_config_format_decides_before_the_extension():
+    from lambdas.common.batching import Intake
+
+    def reason(key: str, **intake) -> str | None:
+        return rejection_reason(ObjectCreated("b", key, "v", "e", 10), intake=Intake(**intake))
+
+    assert reason("s/t/export.txt", format="csv") is None
+    assert "unsupported file type 'export.txt'" in reason("s/t/export.txt")
+    # A refused config is the reason the file is refused (reject_for_config), not a
+    # format guessed without it.
+    assert reason("s/t/export.txt", config_error="s3://a/tables/s.t.yaml: bad") is None
 
 
 def test_times_in_the_ledger_are_utc_iso_seconds():

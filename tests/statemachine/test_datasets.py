@@ -252,3 +252,27 @@ def test_markers_of_other_tables_are_still_ignored(make_stack):
     stack.drop_file("plain/orders/run-1/_SUCCESS", b"")
     stack.wait_idle()
     assert stack.ledger().list_batches() == [] and stack.ledger().list_ingests() == []
+
+
+def test_a_manifest_of_csv_parts_is_read_as_its_table_format(make_stack, nessie, tmp_path):
+    """The parts the marker records itself (a late event) are read as the table's
+    `format:` too: `.txt` parts of a `format: csv` table."""
+    (tmp_path / "ds.text.yaml").write_text("arrival: marker\nformat: csv\n")
+    calls: list[dict[str, Any]] = []
+    stack = make_stack(job=standin_job(nessie.api_v1, calls), tables_dir=tmp_path)
+    body = b"id,amount\n1,2.5\n"
+    first = "ds/text/run-1/part-0.txt"
+    stack.drop_file(first, body)
+    _wait_status(stack, first, "HELD")
+    stack.client("events").disable_rule(Name="wap-source-object-created")
+    late = "ds/text/run-1/part-1.txt"
+    stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=late, Body=body)
+    stack.client("events").enable_rule(Name="wap-source-object-created")
+    manifest = {"files": [{"path": k.rsplit("/", 1)[-1], "size": len(body)}
+                          for k in (first, late)]}
+    stack.drop_file("ds/text/run-1/_manifest.json", json.dumps(manifest).encode())
+
+    assert [wait_for_key(stack, key).status for key in (first, late)] == ["PUBLISHED"] * 2
+    [run] = calls
+    assert sorted(uri.rsplit("/", 1)[-1] for uri in run["sources"]) == [
+        "part-0.txt", "part-1.txt"]

@@ -260,7 +260,7 @@ def test_slack_errors_are_retried_and_never_change_the_outcome(make_stack, slack
         ("reject/orders/empty.parquet", b"", "empty file (0 bytes)"),
         ("orders-without-table.parquet", b"PAR1xxxxPAR1", "cannot tell which table"),
         ("reject/Orders/x.parquet", b"PAR1xxxxPAR1", "not a valid identifier"),
-        ("reject/orders/data.csv", b"id\n1\n", "only .parquet files"),
+        ("reject/orders/data.txt", b"id\n1\n", "unsupported file type 'data.txt'"),
     ],
 )
 def test_bad_input_is_rejected_with_a_reason_and_the_source_kept(

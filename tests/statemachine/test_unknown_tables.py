@@ -50,6 +50,7 @@ def test_the_suggestions_include_tables_on_main(make_stack, slack, nessie_client
 
     stack.drop_file("inventory/stok/f.parquet", fake_parquet("stok"))
     record = wait_for_key(stack, "inventory/stok/f.parquet", timeout=20)
+    stack.wait_idle(timeout=30)  # the trigger alerts after it recorded the rejection
 
     assert record.status == "REJECTED" and record.reason_code == "unknown_table"
     assert "did you mean inventory.stock?" in record.error

@@ -451,7 +451,9 @@ def dashboard(
 @app.command()
 def ingest(
     ctx: typer.Context,
-    files: Annotated[list[Path], typer.Argument(help="parquet files", show_default=False)],
+    files: Annotated[list[Path], typer.Argument(
+        help="data files: .parquet, .csv, .jsonl or .ndjson (text ones also .gz), or any "
+             "name when the table config sets format:", show_default=False)],
     table: Annotated[str, typer.Option("--table", "-t", help="target ns.table")],
     wait: Annotated[bool, typer.Option(help="wait for the outcome")] = True,
     timeout: Annotated[int, typer.Option(help="seconds to wait")] = INGEST_TIMEOUT_SECONDS,
@@ -462,16 +464,22 @@ def ingest(
         "--create", help="create the table if it has no config and is not on main "
                          "(local stack only; otherwise such an upload is refused)")] = False,
 ) -> None:
-    """Drop local parquet files through the flow (local stack, or the deployed source bucket).
+    """Drop local data files through the flow (local stack, or the deployed source bucket).
 
-    A table with neither a config (tables/) nor a table on main is refused, naming the
-    closest known tables, unless --create (on AWS: the deploy's createTablesFromUploads)."""
+    Each file is read as its table config's `format:` (locally: tables/<ns>.<table>.yaml),
+    else as its extension says (tables/README.md). A table with neither a config (tables/)
+    nor a table on main is refused, naming the closest known tables, unless --create (on
+    AWS: the deploy's createTablesFromUploads)."""
     target = _target(ctx)
 
     def work() -> None:
         ops.parse_table(table)  # bad input fails before anything starts
+        # The local stack reads this config; on AWS the deployed one is not read here, so
+        # the extension decides and the trigger checks again with the deployed config.
+        configured = (None if target.is_aws
+                      else ops.configured_format(tables_dir_from_env() / f"{table}.yaml"))
         for path in files:
-            ops.check_parquet_file(path)
+            ops.check_source_file(path, configured)
         starting = (
             f"Reading the outputs of stack {target.stack}…"
             if target.is_aws
@@ -485,7 +493,7 @@ def ingest(
                     open_backend(target, run_ingests=wait, mutates=True, create=True,
                                  create_tables=create)
                 )
-            dropped = ops.drop_files(backend, files, table)
+            dropped = ops.drop_files(backend, files, table, configured)
             for d in dropped:
                 console.print(
                     f"dropped {d.path} -> s3://{backend.source_bucket}/{d.key}  "

@@ -15,15 +15,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contracts.formats import SNIFF_BYTES, content_problem, format_of, unsupported_format_text
 from contracts.naming import BRANCH_PREFIX, INGEST_ID, NESSIE_REF_NAME, ingest_id
 from contracts.report import PASSED, AuditReport, CheckResult, ReportError
+from contracts.table_config import (
+    MAX_CONFIG_BYTES,
+    TableConfigError,
+    config_text,
+    parse_table_config_text,
+)
 from lakeview import iceberg
 from lambdas.common import constants as c
 from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
 from lambdas.common.ledger import BatchRecord, IngestRecord, QueueStat, Record
 from lambdas.common.naming import TableRef, iso, utcnow
 from lambdas.common.nessie import MergeMeta
-from lambdas.common.parquet import magic_bytes_problem
 from lambdas.common.published import merge_audited_commit
 from wap.exceptions import (
     InvalidInputError,
@@ -435,8 +441,10 @@ class Dropped:
     ingest_id: str
 
 
-def check_parquet_file(path: Path) -> None:
-    """Raise `InvalidInputError` unless `path` is a readable file that looks like parquet."""
+def check_source_file(path: Path, configured_format: str | None = None) -> None:
+    """Raise `InvalidInputError` unless `path` is a readable file the trigger would take:
+    of its table's `format:` (`configured_format`), else of a format its extension names
+    (contracts/formats.py), with first bytes of that format."""
     if not path.exists():
         raise InvalidInputError(f"no such file: {path}")
     if not path.is_file():
@@ -446,26 +454,48 @@ def check_parquet_file(path: Path) -> None:
             f"{path.name}: names starting with _ or . are marker files "
             "the trigger ignores; rename the file"
         )
-    if path.suffix.lower() != ".parquet":
-        raise InvalidInputError(f"not a parquet file: {path} (only .parquet files are ingested)")
+    fmt = format_of(path.name, configured_format)
+    if fmt is None:
+        raise InvalidInputError(unsupported_format_text(path.name))
     size = path.stat().st_size
+    if size == 0:
+        raise InvalidInputError(f"empty file (0 bytes): {path}")
     with path.open("rb") as handle:
-        head = handle.read(4)
+        head = handle.read(SNIFF_BYTES)
         handle.seek(max(size - 4, 0))
         tail = handle.read(4)
-    problem = magic_bytes_problem(str(path), head, tail, size)
+    problem = content_problem(str(path), fmt, head, tail, size)
     if problem:
         raise InvalidInputError(problem)
 
 
-def drop_files(backend: Backend, paths: Sequence[Path | str], table: str) -> list[Dropped]:
-    """Validate every file and the table first, then upload each to `<ns>/<table>/<name>`."""
+def configured_format(config: Path) -> str | None:
+    """The `format:` of the table config file `config` (None: no such file, or it sets
+    none). A config the trigger and the job would refuse is refused here, in their words,
+    before any file is uploaded."""
+    if not config.is_file():
+        return None
+    import yaml
+
+    with config.open("rb") as handle:
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    try:
+        return parse_table_config_text(config_text(data, str(config)), str(config),
+                                       yaml=yaml).format
+    except TableConfigError as exc:
+        raise InvalidInputError(str(exc)) from exc
+
+
+def drop_files(backend: Backend, paths: Sequence[Path | str], table: str,
+               configured: str | None = None) -> list[Dropped]:
+    """Validate every file (read as the table's `format:`, `configured`, else by its
+    extension) and the table first, then upload each to `<ns>/<table>/<name>`."""
     ref = parse_table(table)
     files = [Path(p) for p in paths]
     if not files:
         raise InvalidInputError("no files given")
     for path in files:
-        check_parquet_file(path)
+        check_source_file(path, configured)
     names = [p.name for p in files]
     if len(set(names)) != len(names):
         raise InvalidInputError("two files have the same name; they would land on the same key")

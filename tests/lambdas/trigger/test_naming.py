@@ -15,7 +15,6 @@ from lambdas.common.naming import (
     ingest_id,
     is_marker,
     route_key,
-    unsupported_extension,
 )
 
 
@@ -69,13 +68,6 @@ def test_markers_are_recognised(key):
 )
 def test_data_files_are_not_markers(key):
     assert not is_marker(key)
-
-
-def test_only_parquet_files_are_supported():
-    assert unsupported_extension("sales/orders/a.parquet") is None
-    assert unsupported_extension("sales/orders/a.PARQUET") is None
-    reason = unsupported_extension("sales/orders/a.csv")
-    assert reason is not None and "'a.csv'" in reason and ".parquet" in reason
 
 
 def test_ingest_id_is_the_first_16_hex_of_sha256_of_bucket_key_version():

@@ -15,6 +15,8 @@ from tests.fixtures.wap_cli import assert_one_line_error, ledger_items, run_wap
 from wap.runtime.embedded_stack import EmbeddedOptions, EmbeddedStack
 from wap.runtime.home import WapHome
 
+PARQUET = b"PAR1" + b"\x00" * 8 + b"PAR1"
+
 
 @pytest.fixture
 def parquet_file(tmp_path):
@@ -40,10 +42,19 @@ def test_read_only_commands_on_a_missing_home_create_nothing(tmp_path):
         (lambda d: d / "missing.parquet", "sales.orders", "no such file"),
         (lambda d: d, "sales.orders", "not a file"),
         (
-            lambda d: _write(d / "orders.csv", b"order_id\n1\n"),
+            lambda d: _write(d / "orders.txt", b"order_id\n1\n"),
             "sales.orders",
-            "not a parquet file",
+            "unsupported file type 'orders.txt'",
         ),
+        (lambda d: _write(d / "orders.csv", PARQUET), "sales.orders", "is a parquet file"),
+        (
+            lambda d: _write(d / "orders.jsonl", b'[{"order_id": 1}]'),
+            "sales.orders",
+            "one JSON object per line",
+        ),
+        (lambda d: _write(d / "orders.csv", b"id\n\x00\x01\n"), "sales.orders", "binary"),
+        (lambda d: _write(d / "orders.csv.gz", b"id\n1\n"), "sales.orders", "not a gzip file"),
+        (lambda d: _write(d / "orders.csv", b""), "sales.orders", "empty file"),
         (
             lambda d: _write(d / "renamed.parquet", b"order_id,amount\n1,2.0\n"),
             "sales.orders",
@@ -57,6 +68,38 @@ def test_bad_files_are_refused_before_anything_starts(tmp_path, make_file, table
     result = run_wap("--home", str(home), "ingest", str(make_file(tmp_path)), "--table", table)
     assert_one_line_error(result, message)
     assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    ("config", "name", "body", "message"),
+    [
+        # The local table config's `format:` decides: a .txt is read as JSON Lines.
+        ("format: jsonl\n", "export.txt", b"order_id,amount\n1,2\n", "not JSON Lines"),
+        ("format: jsonl\n", "export.csv", b"order_id,amount\n1,2\n", "not JSON Lines"),
+        ("format: csv\n", "export.parquet", PARQUET, "is a parquet file"),
+        # A config the trigger and the job would refuse is refused before any upload.
+        ("format: xlsx\n", "export.csv", b"order_id\n1\n", "format must be one of"),
+    ],
+)
+def test_files_are_read_as_the_local_table_config_says(tmp_path, config, name, body, message):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "shop.exports.yaml").write_text(config)
+    home = tmp_path / "home"
+    result = run_wap("--home", str(home), "ingest", str(_write(tmp_path / name, body)),
+                     "--table", "shop.exports", env={"WAP_TABLES_DIR": str(tables)})
+    assert_one_line_error(result, message)
+    assert not home.exists()
+
+
+def test_the_local_table_format_lets_any_name_through(tmp_path):
+    from wap.ops.operations import check_source_file, configured_format
+
+    config = _write(tmp_path / "shop.exports.yaml", b"format: csv\n")
+    export = _write(tmp_path / "export.txt", b"\xef\xbb\xbforder_id;amount\n1;2\n")
+    assert configured_format(config) == "csv"
+    assert configured_format(tmp_path / "none.yaml") is None
+    check_source_file(export, "csv")  # no error
 
 
 @pytest.mark.parametrize(

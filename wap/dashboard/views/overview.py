@@ -14,8 +14,8 @@ from wap.dashboard.views.common import INFO
 EMPTY_HINT = (
     "Ingests appear here once the first file went through the flow. Locally, "
     "`wap demo` runs one clean and one broken batch; `wap ingest FILE --table ns.table` "
-    "ingests your own parquet file. On a deployed stack, upload a parquet file to the "
-    "source bucket under `<namespace>/<table>/`."
+    "ingests your own file (parquet, CSV or JSON Lines). On a deployed stack, upload it "
+    "to the source bucket under `<namespace>/<table>/`."
 )
 MAX_ATTENTION = 15
 
