@@ -525,7 +525,7 @@ def _csv(path: Path) -> None:
     (_corrupt, "cannot read the parquet footer/schema"),
     (_zero_bytes, "is empty (0 bytes)"),
     (_csv, "bad.parquet does not start and end with the parquet magic bytes PAR1 (is it a "
-           "CSV or another format renamed .parquet?)"),
+           "CSV or another format renamed .parquet?"),
 ], ids=["corrupt", "zero-bytes", "csv-named-parquet"])
 def test_unreadable_files_are_rejected_and_main_exits_zero(lake, nessie_api, ingest, tmp_path,
                                                             make_file, expected):

@@ -333,3 +333,45 @@ def test_ingest_files_then_discard_the_failed_branch(demo, spark, tmp_path):
     assert count_rows(spark, demo.home, "sales.orders") == main_before + 2
     result = run_wap(*demo.args("branches"))
     assert failed["branch"] not in result.stdout
+
+
+PAYMENTS = """schema:
+  - {name: payment_id, type: bigint}
+  - {name: amount, type: 'decimal(10,2)'}
+  - {name: paid_at, type: timestamp}
+csv: {delimiter: ';'}
+"""
+
+
+def test_ingest_csv_files_into_a_declared_table(demo, spark, tmp_path):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "shop.payments.yaml").write_text(PAYMENTS)
+    good, bad = tmp_path / "payments.csv", tmp_path / "payments-bad.csv.gz"
+    good.write_text("payment_id;amount;paid_at\n1;9.99;2026-11-25 10:00:00\n"
+                    "2;5.00;2026-11-25 11:00:00\n")
+    import gzip
+
+    bad.write_bytes(gzip.compress(b"payment_id;amount;paid_at\n3;1.00;2026-11-25 10:00:00\n"
+                                  b"4;ten;2026-11-25 10:00:00\n5;2.00\n"))
+    env = {"WAP_TABLES_DIR": str(tables)}
+
+    result = run_wap(*demo.args("ingest", str(good), str(bad), "--table", "shop.payments",
+                                "--json"), spark=spark, env=env)
+
+    outcome = json_document(result, "ingest")
+    assert [(Path(o["file"]).name, o["status"]) for o in outcome["ingests"]] == [
+        ("payments.csv", "PUBLISHED"), ("payments-bad.csv.gz", "AUDIT_FAILED")], result.output
+    assert count_rows(spark, demo.home, "shop.payments") == 2
+    [failed] = [o for o in outcome["ingests"] if o["status"] == "AUDIT_FAILED"]
+    shown = run_wap(*demo.args("show", failed["ingest_id"]), env=env)
+    assert shown.exit_code == 0, shown.output
+    assert "Unparsable lines (file, line, text): parse_errors" in shown.stdout
+    text = " ".join(shown.stdout.split())
+    assert "4;ten;2026-11-25 10:00:00" in text and "5;2.00" in text
+    report = json_document(run_wap(*demo.args("show", failed["ingest_id"], "--json"),
+                                   env=env), "show")
+    [check] = [c for c in report["report"]["checks"] if c["kind"] == "parse_errors"]
+    assert [s["line"] for s in check["samples"]] == [3, 4]
+    # The uploaded object version, not the staged copy the job read.
+    assert "/shop/payments/payments-bad.csv.gz?versionId=" in check["samples"][0]["file"]
