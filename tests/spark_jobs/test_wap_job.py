@@ -173,6 +173,9 @@ checks:
 
 
 def _jobs(spark, group: str) -> list[int]:
+    # The status tracker learns of jobs from the listener bus, asynchronously: under load
+    # a job that just ran may not be known yet.
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
     return list(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
