@@ -294,3 +294,39 @@ def test_snapshots_name_the_uploaded_object_versions_alone_and_in_a_batch(make_s
     assert sources[0] == uploaded(first)
     assert sorted(sources[1].split(",")) == sorted([uploaded(again), uploaded(other)])
     assert len(sources) == 2
+
+
+def test_a_burst_of_parquet_and_csv_publishes_each_good_file_and_fails_the_bad_csv_alone(
+        make_stack, lake, tmp_path):
+    """Issue 26: formats mix in one batch; a CSV with unparsable lines fails on its own."""
+    import threading
+
+    (tmp_path / "e2e_mix.orders.yaml").write_text(
+        "schema:\n  - {name: order_id, type: bigint}\n  - {name: amount, type: double}\n")
+    gate, runs = threading.Event(), []
+
+    def gated(argv: list[str]):
+        runs.append(argv)
+        assert gate.wait(120)
+        return real(argv)
+
+    real = spark_job(lake)
+    stack = make_stack(job=gated, tables_dir=tmp_path, poll_interval_seconds=1)
+    stack.drop_file("e2e_mix/orders/first.parquet", parquet([(1, 1.0)]))
+    while not runs:
+        time.sleep(0.05)
+    stack.drop_file("e2e_mix/orders/more.parquet", parquet([(2, 2.0)]))
+    stack.drop_file("e2e_mix/orders/good.csv", b"order_id,amount\n3,3.0\n4,4.0\n")
+    stack.drop_file("e2e_mix/orders/bad.csv", b"order_id,amount\n5,5.0\n6,six\n")
+    while len(stack.ledger().get_lock("e2e_mix.orders").queue) < 3:
+        time.sleep(0.05)
+    gate.set()
+    stack.wait_idle(timeout=600)
+
+    status = {key.rsplit("/", 1)[-1]: record_for_key(stack, key).status for key in (
+        "e2e_mix/orders/first.parquet", "e2e_mix/orders/more.parquet",
+        "e2e_mix/orders/good.csv", "e2e_mix/orders/bad.csv")}
+    assert status == {"first.parquet": "PUBLISHED", "more.parquet": "PUBLISHED",
+                      "good.csv": "PUBLISHED", "bad.csv": "AUDIT_FAILED"}, stack.describe()
+    assert main_rows(lake, "e2e_mix.orders") == [(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)]
+    assert "parse_errors" in record_for_key(stack, "e2e_mix/orders/bad.csv").error
