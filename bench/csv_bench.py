@@ -20,6 +20,7 @@ import argparse
 import gzip
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -216,7 +217,10 @@ def measure(spark, nessie_api: str, work: Path, files: dict[str, Path], rows: in
         for fmt in FORMATS:
             order = VARIANTS if repeat % 2 == 0 else VARIANTS[::-1]
             for variant in order:
-                samples[fmt][variant].append(getattr(bench, variant)(files[fmt]))
+                sample = getattr(bench, variant)(files[fmt])
+                samples[fmt][variant].append(sample)
+                print(f"    repeat {repeat + 1} {fmt} {variant}: {sample.total_s:.2f}s "
+                      f"({sample.cpu_s:.1f} cpu-s)", flush=True)
     results = []
     for fmt in FORMATS:
         row = {"format": fmt, **{v: _median(samples[fmt][v]) for v in VARIANTS},
@@ -237,6 +241,10 @@ def _median(samples: list[Sample]) -> dict:
             **{k: statistics.median(s.parts.get(k, 0.0) for s in samples) for k in keys}}
 
 
+def _met(ratio: float) -> str:
+    return "met" if ratio <= TARGET else "**missed**"
+
+
 def render(results: list[dict], sizes: dict[str, int], rows: int, repeats: int) -> str:
     """The markdown tables (also printed)."""
     by = {row["format"]: row for row in results}
@@ -248,12 +256,12 @@ def render(results: list[dict], sizes: dict[str, int], rows: int, repeats: int) 
     for fmt in FORMATS:
         row = by[fmt]
         base, wap = row["baseline"], row["wap"]
-        ratio = wap["total_s"] / base["total_s"]
-        verdict = (("met" if ratio <= TARGET else "**missed**") if fmt != "parquet"
+        ratio, cpu = wap["total_s"] / base["total_s"], wap["cpu_s"] / base["cpu_s"]
+        verdict = (f"wall {_met(ratio)}, cpu {_met(cpu)}" if fmt != "parquet"
                    else "(information)")
         lines.append(f"| {fmt} | {base['total_s']:.2f} | {wap['total_s']:.2f} | "
                      f"**{ratio:.2f}** | {row['paired']:.2f} | {base['cpu_s']:.1f} | "
-                     f"{wap['cpu_s']:.1f} | {wap['cpu_s'] / base['cpu_s']:.2f} | "
+                     f"{wap['cpu_s']:.1f} | {cpu:.2f} | "
                      f"<= {TARGET} {verdict} |")
     lines += ["", "CSV against parquet of the same rows (information):", "",
               "| | baseline | wap |", "|---|---|---|"]
@@ -282,7 +290,7 @@ def render(results: list[dict], sizes: dict[str, int], rows: int, repeats: int) 
               "either way. The wap checks: row_count, not_null on the key, two ranges, and "
               "parse_errors (counted during the write). CPU seconds are the Spark JVM's "
               "and this process's: on a shared machine wall time swings with other load, "
-              "CPU time much less."]
+              "CPU time much less, so the target is judged on both."]
     return "\n".join(lines)
 
 
@@ -303,8 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"(bench took {time.perf_counter() - started:.0f}s)")
     if not args.no_doc and not args.quick:
-        command = "python -m bench.csv_bench" + (
-            "" if argv is None or not argv else " " + " ".join(argv))
+        given = sys.argv[1:] if argv is None else argv  # what was run, for the doc
+        command = " ".join(["python -m bench.csv_bench", *given])
         write_section("csv_bench", "CSV ingest vs plain read + append (issue 26)", command,
                       text)
     return 0
