@@ -9,11 +9,14 @@ not write every row, or whose audit did not pass.
 
 from __future__ import annotations
 
+import pytest
+
 from bench.csv_bench import FORMATS, generate, measure, render
 
 ROWS = 2_000
 
 
+@pytest.mark.slow
 def test_csv_bench_measures_every_source_and_reads_csv_with_the_jobs_options(
         lake, nessie, tmp_path, monkeypatch):
     from pyspark.sql.readwriter import DataFrameReader
