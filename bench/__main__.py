@@ -18,6 +18,7 @@ BENCHMARKS = {
     "burst": "bench.burst_bench",
     "per_source_audit": "bench.per_source_audit_bench",
     "history": "bench.history_bench",
+    "csv": "bench.csv_bench",
 }
 
 
