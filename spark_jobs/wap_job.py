@@ -73,7 +73,7 @@ from spark_jobs.per_source import (
 )
 from spark_jobs.report import REJECTED, Report, utc_now, write_report
 from spark_jobs.schema_policy import plan_schema
-from spark_jobs.sources import read_sources
+from spark_jobs.sources import read_sources, read_strict
 from spark_jobs.text_sources import (
     SourceReader,
     check_parse_options,
@@ -260,9 +260,10 @@ def _run(spark, args: JobArgs, report: Report) -> None:
         prepare_table(spark, ref, plan, config.partition_by)
         step = report.timed("prepare_s", step)
         observe = observation_aggregates(checks) if observe_checks else None
+        strict = read_strict(spark, files, reader) if parse_check is not None else None
         try:
             written = append(spark, ref, frame, plan, args.ingest_id, files, observe,
-                             recorded=recorded_sources(args, usable))
+                             recorded=recorded_sources(args, usable), strict=strict)
         except InputRejectedError as exc:
             if classify(exc.__cause__ or exc).cause in EVALUATION_ERROR_CLASSES:  # a check's sql?
                 config_error = expression_failing_on(

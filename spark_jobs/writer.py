@@ -34,6 +34,7 @@ from spark_jobs.text_sources import (
     PARSE_ERROR,
     data_schema,
     has_parse_errors_column,
+    is_malformed_row,
     parse_error_count,
     parsed_rows,
 )
@@ -194,13 +195,31 @@ def find_ingest_snapshot(table, ingest_id: str) -> AppendResult | None:
 def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: SchemaPlan,
            ingest_id: str, sources: list[str],
            observe: list[Column] | None = None,
-           recorded: list[str] | None = None) -> AppendResult:
+           recorded: list[str] | None = None,
+           strict: DataFrame | None = None) -> AppendResult:
     """Append the file rows shaped for the table; the snapshot is stamped with the ingest
     and `recorded` (default: `sources`), the objects it came from, as `wap.source`.
 
     `observe`: aggregates Spark computes over the rows as they are written (no extra
-    read); their values land in `AppendResult.observed`.
+    read); their values land in `AppendResult.observed`. `strict`: the same rows read to
+    fail at the first row that does not parse; written first, and `frame` (which counts
+    such rows) only when one does not.
     """
+    if strict is not None:  # clean CSV, the common case: no corrupt-record bookkeeping
+        try:
+            found = _write(spark, ref, strict, plan, ingest_id, sources, observe, recorded)
+            found.parse_errors = 0
+            return found
+        except Exception as exc:
+            if not is_malformed_row(exc):
+                raise
+            log.info("a row does not parse: writing again, counting such rows")
+    return _write(spark, ref, frame, plan, ingest_id, sources, observe, recorded)
+
+
+def _write(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: SchemaPlan,
+           ingest_id: str, sources: list[str], observe: list[Column] | None,
+           recorded: list[str] | None) -> AppendResult:
     counted = None
     if has_parse_errors_column(frame):  # counted as they stream by, then left out
         counted = Observation(f"wap_parse_{ingest_id}")

@@ -7,8 +7,11 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+from pathlib import Path
+from urllib.parse import urlparse
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs.wap_job import run_ingest
@@ -262,3 +265,35 @@ def test_a_pattern_spark_cannot_use_is_a_config_error(lake, ingest, tmp_path):
         assert report["outcome"] == "rejected"
         assert report["reason_code"] == "config_error", report["reason"]
         assert "parse: " in report["reason"]
+
+
+def test_a_clean_csv_is_written_once_and_a_dirty_one_leaves_no_stray_files(
+        lake, nessie, ingest, tmp_path, monkeypatch):
+    """Clean CSV is written without Spark's corrupt-record bookkeeping (FAILFAST, ~12% of
+    the write's CPU: docs/benchmarks.md); a row that does not parse aborts that write,
+    which leaves no data file behind, and the counting write follows."""
+    import spark_jobs.writer as writer
+
+    writes = []
+    real = writer._write
+
+    def spy(spark, ref, frame, *rest):
+        writes.append("counting" if "__wap_parse_error" in frame.columns else "strict")
+        return real(spark, ref, frame, *rest)
+
+    monkeypatch.setattr(writer, "_write", spy)
+    clean = ingest("text.once", [_write(tmp_path, "clean.csv", CLEAN)], config=ORDERS)
+    assert run_ingest(lake, clean)["outcome"] == "passed"
+    assert writes == ["strict"]
+
+    writes.clear()
+    dirty = ingest("text.twice", [_write(tmp_path, "dirty.csv", CLEAN + "9,zed\n")],
+                   config=ORDERS)
+    report = run_ingest(lake, dirty)
+
+    assert writes == ["strict", "counting"]
+    assert _parse_check(report)["violations"] == 1 and report["rows_written"] == 3
+    # Every data file of the table on disk holds rows of the committed write only.
+    warehouse = Path(urlparse(lake.conf.get("spark.sql.catalog.lake.warehouse")).path)
+    files = [p for p in warehouse.glob("text/twice*/data/**/*.parquet")]
+    assert files and sum(pq.read_metadata(p).num_rows for p in files) == 3
