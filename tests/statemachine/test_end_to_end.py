@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import threading
 import time
 
 import pyarrow as pa
@@ -40,6 +41,19 @@ def parquet(rows: list[tuple[int, float | None]]) -> bytes:
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     return buffer.getvalue()
+
+
+class GatedJob:
+    """The real job, each run held until `gate` is set (`runs`: the arguments it got), so a
+    test can queue files behind a run."""
+
+    def __init__(self, job):
+        self.job, self.gate, self.runs = job, threading.Event(), []
+
+    def __call__(self, argv: list[str]):
+        self.runs.append(argv)
+        assert self.gate.wait(120)
+        return self.job(argv)
 
 
 def main_rows(spark, table: str) -> list[tuple]:
@@ -254,16 +268,8 @@ def test_a_dataset_publishes_all_its_parts_or_none(e2e_stack, lake, nessie_clien
 def test_snapshots_name_the_uploaded_object_versions_alone_and_in_a_batch(make_stack, lake):
     """`wap.source` names what was uploaded (bucket, key, version), not the staged copy the
     job was given nor the local file the EMR double handed it."""
-    import threading
-
-    gate, runs = threading.Event(), []
-
-    def gated(argv: list[str]):
-        runs.append(argv)
-        assert gate.wait(120)
-        return real(argv)
-
-    real = spark_job(lake)
+    gated = GatedJob(spark_job(lake))
+    gate, runs = gated.gate, gated.runs
     stack = make_stack(job=gated, poll_interval_seconds=1)
     bucket = stack.settings.source_bucket
     key = "e2e_v/orders/2026-11-22 orders.parquet"
@@ -299,18 +305,10 @@ def test_snapshots_name_the_uploaded_object_versions_alone_and_in_a_batch(make_s
 def test_a_burst_of_parquet_and_csv_publishes_each_good_file_and_fails_the_bad_csv_alone(
         make_stack, lake, tmp_path):
     """Issue 26: formats mix in one batch; a CSV with unparsable lines fails on its own."""
-    import threading
-
     (tmp_path / "e2e_mix.orders.yaml").write_text(
         "schema:\n  - {name: order_id, type: bigint}\n  - {name: amount, type: double}\n")
-    gate, runs = threading.Event(), []
-
-    def gated(argv: list[str]):
-        runs.append(argv)
-        assert gate.wait(120)
-        return real(argv)
-
-    real = spark_job(lake)
+    gated = GatedJob(spark_job(lake))
+    gate, runs = gated.gate, gated.runs
     stack = make_stack(job=gated, tables_dir=tmp_path, poll_interval_seconds=1)
     stack.drop_file("e2e_mix/orders/first.parquet", parquet([(1, 1.0)]))
     while not runs:
