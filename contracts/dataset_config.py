@@ -1,0 +1,119 @@
+"""A multi-table dataset's config (`tables/datasets/<name>.yaml`, issue 27): the tables one
+drop writes together and the checks between them, evaluated on the dataset's branch
+after every table was written.
+
+    tables: [sales.orders, sales.order_items]
+    checks:
+      - kind: foreign_key          # every new order_items.order_id is an order on the branch
+        table: sales.order_items
+        column: order_id
+        references: sales.orders.order_id
+      - kind: row_count_relation   # over the rows this drop adds, named by table
+        name: items_at_least_orders
+        expression: order_items >= orders
+
+Each table keeps its own config (`tables/<ns>.<table>.yaml`) and checks; this file only
+adds what no single table can say. Same rules as the table config: parsed once, standard
+library only, every refusal names the file and the entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from contracts.naming import is_identifier
+from contracts.table_config import SEVERITIES, CheckSpec, TableConfigError
+
+FOREIGN_KEY, ROW_COUNT_RELATION = "foreign_key", "row_count_relation"
+RELATION_KINDS = (FOREIGN_KEY, ROW_COUNT_RELATION)
+_KEYS = {FOREIGN_KEY: {"table", "column", "references"},
+         ROW_COUNT_RELATION: {"expression"}}
+_COMMON = {"kind", "name", "severity"}
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """The tables of a dataset (in canonical order: the order their locks are taken) and
+    the checks between them."""
+
+    name: str
+    tables: tuple[str, ...]
+    checks: tuple[CheckSpec, ...] = ()
+
+    def short_name(self, table: str) -> str:
+        """How a row_count_relation expression names `table`: its table part, or
+        `<namespace>_<table>` when two namespaces share it."""
+        namespace, name = table.split(".")
+        shared = sum(other.split(".")[1] == name for other in self.tables) > 1
+        return f"{namespace}_{name}" if shared else name
+
+
+def parse_dataset_config(raw: Any, name: str, source: str = "dataset config") -> DatasetConfig:
+    """Parse a loaded dataset config; raise TableConfigError naming the bad entry."""
+    if not is_identifier(name):
+        raise TableConfigError(f"{source}: dataset name {name!r} is not an identifier")
+    if not isinstance(raw, dict):
+        raise TableConfigError(f"{source}: expected a mapping with `tables`, got "
+                               f"{type(raw).__name__}")
+    unknown = sorted(set(raw) - {"tables", "checks"})
+    if unknown:
+        raise TableConfigError(f"{source}: unknown key(s) {unknown}")
+    tables = raw.get("tables")
+    if not isinstance(tables, list) or len(tables) < 2 or not all(
+            _is_table(table) for table in tables):
+        raise TableConfigError(f"{source}: `tables` must list two or more tables as "
+                               "<namespace>.<table>")
+    if len(set(tables)) != len(tables):
+        raise TableConfigError(f"{source}: `tables` names a table twice")
+    config = DatasetConfig(name=name, tables=tuple(sorted(tables)))
+    checks = raw.get("checks") or []
+    if not isinstance(checks, list):
+        raise TableConfigError(f"{source}: `checks` must be a list")
+    specs = tuple(_parse_relation(entry, index, config, f"{source}: checks[{index}]")
+                  for index, entry in enumerate(checks))
+    names = [spec.name for spec in specs]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise TableConfigError(f"{source}: duplicate check name(s) {repeated}; set `name:`")
+    return DatasetConfig(name=name, tables=config.tables, checks=specs)
+
+
+def _is_table(value: Any) -> bool:
+    parts = value.split(".") if isinstance(value, str) else []
+    return len(parts) == 2 and all(is_identifier(part) for part in parts)
+
+
+def _parse_relation(entry: Any, index: int, config: DatasetConfig, where: str) -> CheckSpec:
+    if not isinstance(entry, dict) or entry.get("kind") not in RELATION_KINDS:
+        raise TableConfigError(f"{where}: expected a mapping with kind "
+                               f"{' or '.join(RELATION_KINDS)}")
+    kind = entry["kind"]
+    params = {key: value for key, value in entry.items() if key not in _COMMON}
+    if set(params) != _KEYS[kind]:
+        raise TableConfigError(f"{where} ({kind}): takes {', '.join(sorted(_KEYS[kind]))}; "
+                               f"got {', '.join(sorted(params)) or 'none'}")
+    severity = entry.get("severity", "error")
+    if severity not in SEVERITIES:
+        raise TableConfigError(f"{where}: severity must be error or warn, got {severity!r}")
+    if kind == FOREIGN_KEY:
+        child, parent = params["table"], params["references"]
+        parent_table, _, parent_column = str(parent).rpartition(".")
+        if child not in config.tables or parent_table not in config.tables:
+            raise TableConfigError(f"{where}: `table` and `references` must name tables of "
+                                   f"the dataset ({', '.join(config.tables)})")
+        if not isinstance(params["column"], str) or not params["column"] or not parent_column:
+            raise TableConfigError(f"{where}: `column` and the column of `references` "
+                                   "(<namespace>.<table>.<column>) must be given")
+        default = f"{child.split('.')[1]}_{params['column']}_foreign_key"
+        params = {**params, "references_table": parent_table,
+                  "references_column": parent_column}
+    else:
+        if not isinstance(params["expression"], str) or not params["expression"].strip():
+            raise TableConfigError(f"{where}: expression must be a non-empty boolean "
+                                   "expression over the tables' row counts")
+        default = f"row_count_relation_{index}"
+    name = entry.get("name") or default
+    if not isinstance(name, str):
+        raise TableConfigError(f"{where}: name must be a string")
+    return CheckSpec(name=name, kind=kind, severity=severity, params=params)
