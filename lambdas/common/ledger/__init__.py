@@ -155,6 +155,9 @@ class Ledger:
     def acquire_or_enqueue(self, table: str, ingest_id: str) -> str:
         return self.locks.acquire_or_enqueue(table, ingest_id)
 
+    def acquire_in_order(self, tables: Sequence[str], holder: str) -> str | None:
+        return self.locks.acquire_in_order(tables, holder)
+
     def renew_lease(self, table: str, ingest_id: str) -> bool:
         return self.locks.renew_lease(table, ingest_id)
 

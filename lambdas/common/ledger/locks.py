@@ -134,6 +134,24 @@ class TableLocks:
             self._store.backoff(attempt)
         raise LedgerContentionError(f"lock item of {table} kept changing; retry later")
 
+    def acquire_in_order(self, tables: Sequence[str], holder: str) -> str | None:
+        """Take every table of a run that writes several (a multi-table dataset), one
+        after another in canonical (sorted) order, holding those already taken.
+
+        Returns None once `holder` holds them all (it may start), else the table it is
+        queued at: when that table is handed to it (a `release` names it the successor),
+        call again to go on. Every holder takes tables in the same order, so none holding
+        a later table ever waits for an earlier one, and no cycle of waits (a deadlock)
+        can form; a single-table ingest holds one table and waits for none.
+        Raises LedgerContentionError as `acquire_or_enqueue` does; returns the first table
+        unchanged when `holder` is no longer pending (`LOCK_NOT_PENDING`).
+        """
+        for table in sorted(dict.fromkeys(tables)):
+            state = self.acquire_or_enqueue(table, holder)
+            if state != LOCK_ACTIVE:
+                return table
+        return None
+
     def renew_lease(self, table: str, ingest_id: str) -> bool:
         """Extend the lease of the table's active ingest; False when it no longer holds it."""
         held = [False]

@@ -363,3 +363,69 @@ def test_many_records_are_read_and_changed_in_batches_each_under_its_condition(l
     after = ledger.get_ingests(ids)
     assert after[ids[7]].status == "PUBLISHED" and after[ids[120]].status == "QUEUED"
     assert after[ids[149]].status == "RUNNING" and after[ids[149]].extra["n"] == 149
+
+
+# Multi-table runs (issue 27): two datasets naming {A, B} in opposite orders and
+# single-table ingests of A and B, arriving and finishing in random interleavings.
+RUNS = {"d1": ["t.a", "t.b"], "d2": ["t.b", "t.a"], "s1": ["t.a"], "s2": ["t.b"],
+        "s3": ["t.a"], "d3": ["t.b", "t.a"]}
+
+
+def _acquire_as_listed(ledger, tables, holder):
+    """What `acquire_in_order` must not be: tables taken in the order a run lists them."""
+    for table in tables:
+        if ledger.acquire_or_enqueue(table, holder) != LOCK_ACTIVE:
+            return table
+    return None
+
+
+def _interleave(ledger, seed: int, acquire) -> tuple[list[str], set[str]]:
+    """Run RUNS to the end in one random interleaving; (finished, stuck) run ids."""
+    import random
+
+    rng = random.Random(seed)
+    ids = {run: f"{seed:04x}{index:012x}" for index, run in enumerate(RUNS)}
+    run_of = {ingest: run for run, ingest in ids.items()}
+    arrivals = list(RUNS)
+    rng.shuffle(arrivals)
+    running: set[str] = set()
+    finished: list[str] = []
+
+    def advance(run: str) -> None:
+        if acquire(ledger, RUNS[run], ids[run]) is None:
+            held = {t for other in running for t in RUNS[other]}
+            assert not held & set(RUNS[run]), f"{run} shares a table with a running run"
+            running.add(run)
+
+    while arrivals or running:
+        if arrivals and (not running or rng.random() < 0.5):
+            run = arrivals.pop()
+            ledger.create_ingest(ids[run], {"status": "RECEIVED", "table": RUNS[run][0]})
+            advance(run)
+            continue
+        run = rng.choice(sorted(running))
+        running.discard(run)
+        finished.append(run)
+        ledger.update_ingest(ids[run], {"status": "PUBLISHED"})
+        for table in rng.sample(RUNS[run], len(RUNS[run])):
+            successor = ledger.release(table, ids[run])
+            if successor is not None:
+                advance(run_of[successor.id])
+    return finished, set(RUNS) - set(finished)
+
+
+def test_multi_table_runs_take_tables_in_one_order_and_never_deadlock(ledger):
+    for seed in range(12):
+        finished, stuck = _interleave(ledger, seed, Ledger.acquire_in_order)
+
+        assert not stuck, f"seed {seed}: {sorted(stuck)} wait on each other for ever"
+        assert sorted(finished) == sorted(RUNS)
+        for table in ("t.a", "t.b"):
+            lock = ledger.get_lock(table)
+            assert lock.active is None and lock.queue == [], (seed, lock)
+
+
+def test_the_interleaving_test_finds_the_deadlock_of_tables_taken_as_listed(ledger):
+    # The control: the same interleavings with each run's own order do deadlock.
+    stuck = [seed for seed in range(12) if _interleave(ledger, seed, _acquire_as_listed)[1]]
+    assert stuck
