@@ -10,6 +10,7 @@ logged: the client puts it in a header, and failures are described by type and s
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,10 @@ from typing import Any
 from lambdas.common import metrics
 from lambdas.common.config import Settings
 from lambdas.common.log import logger
+
+# botocore logs every response body at DEBUG, GetSecretValue's (the API key) included, as
+# lambdas/common/alerting/secrets.py says for the Slack token: keep it above DEBUG here too.
+logging.getLogger("botocore.parsers").setLevel(logging.INFO)
 
 ENDPOINT = "api/v1/lineage"  # Marquez's and DataHub's (under /openapi/openlineage/) path
 
