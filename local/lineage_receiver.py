@@ -25,6 +25,23 @@ def run_file(directory: Path, run_id: str) -> Path:
     return Path(directory) / f"{uuid.UUID(run_id)}.jsonl"
 
 
+def append_event(directory: Path, event: dict[str, Any]) -> Path:
+    """Append `event` to its run's file under `directory`; returns the file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = run_file(directory, event["run"]["runId"])
+    with path.open("a") as handle:
+        handle.write(json.dumps(event, sort_keys=True) + "\n")
+    return path
+
+
+def read_run(directory: Path, run_id: str) -> list[dict[str, Any]]:
+    """The events kept for run `run_id`, in arrival order (none: an empty list)."""
+    path = run_file(directory, run_id)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def problems(event: Any) -> list[str]:
     """What keeps `event` from being an OpenLineage run event (the required fields)."""
     if not isinstance(event, dict):
@@ -112,9 +129,7 @@ class LineageReceiver:
         with self._lock:
             self.events.append(event)
             if self.directory is not None:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                with run_file(self.directory, event["run"]["runId"]).open("a") as handle:
-                    handle.write(json.dumps(event, sort_keys=True) + "\n")
+                append_event(self.directory, event)
         return 201, None
 
     def _refuse(self, status: int, message: str) -> tuple[int, str]:
