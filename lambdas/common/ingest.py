@@ -340,7 +340,7 @@ def release_and_start_next(
         if record is None:  # a lock entry without a record: skip it
             continue
         if intake.config_error and not record.is_batch:  # (a dataset's job refuses it)
-            reject_for_config(ledger, record, intake.config_error)
+            reject_for_config(ledger, record, intake.config_error, settings=settings)
             continue
         break
     try:

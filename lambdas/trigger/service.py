@@ -92,13 +92,14 @@ def handle_object(
     assert table is not None  # a record without a table was rejected when recorded
     intake = table_intake(settings, table)
     if intake.config_error:  # before the lock: the table stays free for a fixed config
-        if reject_for_config(ledger, record, intake.config_error):
+        if reject_for_config(ledger, record, intake.config_error, settings=settings):
             return TriggerResult(obj.key, c.REJECTED, iid, table, intake.config_error)
         return _not_pending(obj, ledger.get_ingest(iid) or record)
     # Before any branch or job: an upload must not create a table nobody asked for.
     unknown = unknown_table_reason(settings, nessie, table, intake)
     if unknown:
-        if reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE):
+        if reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE,
+                             settings=settings):
             return TriggerResult(obj.key, c.REJECTED, iid, table, unknown)
         return _not_pending(obj, ledger.get_ingest(iid) or record)
     if intake.by_marker:  # waits for its dataset's marker
