@@ -486,11 +486,12 @@ def lineage_line(event: dict[str, Any]) -> str:
     if wap.get("status"):
         parts.append(wap["status"])
     for output in event.get("outputs", []):
-        facets = output.get("facets", {})
-        ref = facets.get("wap_nessie", {}).get("reference")
+        ref = output.get("facets", {}).get("wap_nessie", {}).get("reference")
         if ref:
             parts.append(f"ref {ref}")
-        assertions = facets.get("dataQualityAssertions", {}).get("assertions", [])
+    for source in event.get("inputs", []):
+        assertions = source.get("inputFacets", {}).get("dataQualityAssertions", {}).get(
+            "assertions", [])
         if assertions:
             passed = sum(1 for a in assertions if a.get("success"))
             failed = [a.get("name") or a.get("assertion") for a in assertions

@@ -32,7 +32,7 @@ from openlineage.client.facet_v2 import (
     output_statistics_output_dataset,
 )
 
-from contracts.report import PASSED, AuditReport, CheckResult
+from contracts.report import PASSED, SOURCE_REJECTED, AuditReport, CheckResult, SourceVerdict
 from contracts.state import AUDIT_FAILED, JOB_FAILED, PUBLISH_FAILED, PUBLISHED, REJECTED
 from lambdas.common.lineage.facets import (
     PRODUCER,
@@ -145,9 +145,6 @@ def _outcome(event_type: RunState, *, namespace: str, ingest_id: str, table: str
         dataset_facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
             datasetVersion=snapshot_id, producer=PRODUCER)
     if report is not None:
-        dataset_facets["dataQualityAssertions"] = (
-            data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
-                assertions=[_assertion(check) for check in report.checks], producer=PRODUCER))
         dataset_facets["dataQualityMetrics"] = (
             data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(
                 rowCount=report.rows_written, columnMetrics=_null_counts(report.checks),
@@ -158,7 +155,9 @@ def _outcome(event_type: RunState, *, namespace: str, ingest_id: str, table: str
     output = OutputDataset(namespace=catalog_namespace(namespace), name=table,
                            facets=dataset_facets, outputFacets=output_facets)
     return _event(event_type, namespace=namespace, ingest_id=ingest_id, table=table, at=at,
-                  run_facets=run_facets, inputs=[_input(i, report) for i in inputs],
+                  run_facets=run_facets,
+                  inputs=[_input(source, report, _verdict(report, index, len(inputs)))
+                          for index, source in enumerate(inputs)],
                   outputs=[output])
 
 
@@ -174,9 +173,15 @@ def _event(event_type: RunState, *, namespace: str, ingest_id: str, table: str, 
                     inputs=inputs, outputs=outputs, producer=PRODUCER)
 
 
-def _input(source: LineageInput, report: AuditReport | None = None) -> InputDataset:
+def _input(source: LineageInput, report: AuditReport | None = None,
+           verdict: SourceVerdict | None = None) -> InputDataset:
     """An S3 object version as OpenLineage names S3 data: namespace `s3://bucket`, name the
-    key; the version id as the dataset version."""
+    key; the version id as the dataset version. With the audit report: every check as an
+    assertion about this input (`dataQualityAssertions` is an input facet) and its counts.
+
+    The audit judges a run's rows together; with several inputs, a check counts as failed
+    for an input only when the report's verdict for that source names it.
+    """
     parts = urlsplit(source.uri)
     facets: dict = {}
     version = parse_qs(parts.query).get("versionId", [None])[0]
@@ -184,21 +189,32 @@ def _input(source: LineageInput, report: AuditReport | None = None) -> InputData
         facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
             datasetVersion=version, producer=PRODUCER)
     input_facets: dict = {}
-    rows = source.rows if source.rows is not None else _source_rows(source.uri, report)
-    if rows is not None:
+    if report is not None:
+        failed_here = (set(verdict.failed_checks)
+                       if verdict is not None and verdict.status != SOURCE_REJECTED else None)
+        input_facets["dataQualityAssertions"] = (
+            data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
+                assertions=[_assertion(check, failed_here) for check in report.checks],
+                producer=PRODUCER))
+        single = verdict is None
+        rows = source.rows if source.rows is not None else (
+            verdict.rows if verdict is not None else report.rows_written)
         input_facets["dataQualityMetrics"] = (
             data_quality_metrics_input_dataset.DataQualityMetricsInputDatasetFacet(
-                rowCount=rows, columnMetrics={}, producer=PRODUCER))
+                rowCount=rows,
+                # Null counts are measured over the run's rows: an input's own only alone.
+                columnMetrics=_null_counts(report.checks, input_metrics=True) if single else {},
+                producer=PRODUCER))
     return InputDataset(namespace=f"s3://{parts.netloc}", name=parts.path.lstrip("/"),
                         facets=facets, inputFacets=input_facets)
 
 
-def _source_rows(uri: str, report: AuditReport | None) -> int | None:
-    """The rows the report counted for the source this upload was staged as (a report names
-    the sources it read in the order the run was given them: one per input)."""
-    if report is None or len(report.sources) != 1:
-        return None  # several sources: which staged copy is whose is the ledger's to say
-    return report.sources[0].rows
+def _verdict(report: AuditReport | None, index: int, inputs: int) -> SourceVerdict | None:
+    """The report's verdict on the `index`th input: the job is given the staged copies in
+    the order of the inputs and reports its sources in that order."""
+    if report is None or inputs < 2 or len(report.sources) != inputs:
+        return None  # one input: the run's results are its own
+    return report.sources[index]
 
 
 def _output(namespace: str, table: str, nessie: NessieReferenceDatasetFacet) -> OutputDataset:
@@ -206,21 +222,27 @@ def _output(namespace: str, table: str, nessie: NessieReferenceDatasetFacet) -> 
                          facets={"wap_nessie": nessie})
 
 
-def _assertion(check: CheckResult) -> data_quality_assertions_dataset.Assertion:
+def _assertion(check: CheckResult, failed_here: set[str] | None = None,
+               ) -> data_quality_assertions_dataset.Assertion:
     """A check as an assertion: its kind, name, columns, severity, and whether it passed
-    (a check that could not be evaluated did not pass)."""
+    (a check that could not be evaluated did not pass); `failed_here`: the checks one
+    input's own rows failed, when the run had several."""
+    passed = check.status == PASSED
+    if failed_here is not None and check.blocking:
+        passed = check.name not in failed_here
     return data_quality_assertions_dataset.Assertion(
-        assertion=check.kind, success=check.status == PASSED, name=check.name,
+        assertion=check.kind, success=passed, name=check.name,
         column=",".join(check.columns) or None, severity=check.severity,
         expected=None if check.threshold is None else str(check.threshold),
         actual=None if check.violations is None else str(check.violations),
         params={})
 
 
-def _null_counts(checks: Sequence[CheckResult]) -> dict:
+def _null_counts(checks: Sequence[CheckResult], *, input_metrics: bool = False) -> dict:
     """Null counts where a check measured them (a not_null check's violations)."""
-    return {check.columns[0]: data_quality_metrics_dataset.ColumnMetrics(
-                nullCount=check.violations)
+    metrics = (data_quality_metrics_input_dataset if input_metrics
+               else data_quality_metrics_dataset)
+    return {check.columns[0]: metrics.ColumnMetrics(nullCount=check.violations)
             for check in checks
             if check.kind in _NULL_COUNTING and len(check.columns) == 1
             and check.violations is not None}

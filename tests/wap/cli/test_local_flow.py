@@ -224,8 +224,8 @@ def test_lineage_prints_each_runs_events_with_every_checks_result(demo):
     for event in (start, fail):
         parse_run_event(event)
     assert (start["eventType"], fail["eventType"]) == ("START", "FAIL")
-    [output] = fail["outputs"]
-    results = {a["name"]: a["success"] for a in output["facets"]["dataQualityAssertions"][
+    [source] = fail["inputs"]
+    results = {a["name"]: a["success"] for a in source["inputFacets"]["dataQualityAssertions"][
         "assertions"]}
     assert results["amount_range"] is False and len(results) > 1
     assert sum(results.values()) == len(results) - 1  # the one failed check, the rest passed
