@@ -30,6 +30,7 @@ from openlineage.client.facet_v2 import (
     error_message_run,
     job_type_job,
     output_statistics_output_dataset,
+    schema_dataset,
 )
 
 from contracts.report import PASSED, SOURCE_REJECTED, AuditReport, CheckResult, SourceVerdict
@@ -144,6 +145,12 @@ def _outcome(event_type: RunState, *, namespace: str, ingest_id: str, table: str
     if snapshot_id:
         dataset_facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
             datasetVersion=snapshot_id, producer=PRODUCER)
+    if report is not None and report.table_schema:
+        dataset_facets["schema"] = schema_dataset.SchemaDatasetFacet(
+            fields=[schema_dataset.SchemaDatasetFacetFields(
+                        name=str(column["name"]), type=str(column["type"]))
+                    for column in report.table_schema],
+            producer=PRODUCER)
     if report is not None:
         dataset_facets["dataQualityMetrics"] = (
             data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(

@@ -17,6 +17,7 @@ AT = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 REPORT = AuditReport.from_dict({
     "report_version": 1, "ingest_id": "b" * 16, "table": "sales.orders", "branch": "wap_b",
     "outcome": "failed", "rows_written": 5, "snapshot_id": 77,
+    "table_schema": [{"name": "order_id", "type": "long"}, {"name": "amount", "type": "double"}],
     "source_uris": ["s3://art/staging/1", "s3://art/staging/2"],
     "sources": [{"uri": "s3://art/staging/1", "status": "passed", "rows": 2},
                 {"uri": "s3://art/staging/2", "status": "failed", "rows": 3,
@@ -64,3 +65,16 @@ def test_a_batch_says_which_input_failed_which_check():
     assert table["outputFacets"]["outputStatistics"]["rowCount"] == 5
     assert table["facets"]["wap_nessie"] == {
         **table["facets"]["wap_nessie"], "reference": "wap_b", "snapshotId": "77"}
+    assert [(f["name"], f["type"]) for f in table["facets"]["schema"]["fields"]] == [
+        ("order_id", "long"), ("amount", "double")]
+
+
+def test_a_report_without_the_tables_columns_sends_no_schema():
+    event = json.loads(Serde.to_json(outcome_event(
+        namespace="WapIngest", ingest_id="c" * 16, table="sales.orders",
+        inputs=[LineageInput("s3://src/sales/orders/a.parquet")],
+        outcome=Outcome(status="PUBLISHED", reference="main"),
+        report=AuditReport.from_dict({**REPORT.to_dict(), "table_schema": []}), at=AT)))
+    parse_run_event(event)
+    [table] = event["outputs"]
+    assert "schema" not in table["facets"] and event["eventType"] == "COMPLETE"
