@@ -15,6 +15,7 @@ from lambdas.common.config import Settings
 from lambdas.common.exceptions import SourceVersionGoneError, UnroutableKeyError
 from lambdas.common.ingest import start_or_fail
 from lambdas.common.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, IngestRecord, Ledger, Record
+from lambdas.common.lineage.record import record_outcome
 from lambdas.common.naming import (
     ingest_id,
     is_marker,
@@ -127,7 +128,7 @@ def _recorded_and_staged(
     iid = ingest_id(obj.bucket, obj.key, obj.version)
     record = _ingest(ledger.get_ingest(iid)) or _record_new(iid, obj, settings, ledger, s3)
     if record.status == c.RECEIVED and not record.staged_at:
-        record = _stage(record, obj, ledger, s3)
+        record = _stage(record, obj, settings, ledger, s3)
     return record
 
 
@@ -160,7 +161,7 @@ def _not_pending(obj: ObjectCreated, record: Record) -> TriggerResult:
 
 
 def _stage(
-    record: IngestRecord, obj: ObjectCreated, ledger: Ledger, s3: Any
+    record: IngestRecord, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any
 ) -> IngestRecord:
     """Copy the event's object version to the ingest's staging key (once; retries rewrite
     the same bytes). A version that is gone is a recorded rejection, never a silent drop."""
@@ -175,6 +176,7 @@ def _stage(
                                 only_if_status={c.RECEIVED}):
             rejected = ledger.get_ingest(iid) or record
             send_alert_quietly(alert_event(rejected, outcome=c.REJECTED, reason=reason))
+            record_outcome(settings, ledger, rejected)
         return _ingest(ledger.get_ingest(iid)) or record
     ledger.update_ingest(iid, {"staged_at": iso(utcnow())})
     return _ingest(ledger.get_ingest(iid)) or record
