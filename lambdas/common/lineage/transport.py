@@ -34,7 +34,9 @@ class RetryPolicy:
 
     tries: int = 3
     base_delay_seconds: float = 0.5
-    timeout_seconds: float = 5.0
+    # Per request (connect, then read): a receiver that never answers costs an event at most
+    # 3 x 2 s + 1.5 s of waits, which finish (60 s) and the sweeper can afford.
+    timeout_seconds: float = 2.0
 
     def delay(self, failed_try: int) -> float:
         return self.base_delay_seconds * 2 ** (failed_try - 1)
