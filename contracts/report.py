@@ -157,6 +157,9 @@ class AuditReport:
     rows_written: int = 0
     reused_snapshot: bool = False
     schema_changes: tuple[Mapping[str, Any], ...] = ()
+    # The table's columns after the write (`{"name", "type"}` each, in order), when the job
+    # reports them: what the OpenLineage `schema` facet carries. Older reports have none.
+    table_schema: tuple[Mapping[str, Any], ...] = ()
     checks: tuple[CheckResult, ...] = ()
     reason: str | None = None
     reason_code: str | None = None
@@ -191,6 +194,7 @@ class AuditReport:
             rows_written=read.integer("rows_written", required=False, default=0, minimum=0),
             reused_snapshot=bool(read.flag("reused_snapshot")),
             schema_changes=read.objects("schema_changes"),
+            table_schema=_columns(read.objects("table_schema"), f"{where}.table_schema"),
             checks=tuple(CheckResult.from_dict(check, f"{where}.checks[{index}]")
                          for index, check in enumerate(read.objects("checks"))),
             reason=read.text("reason"),
@@ -214,6 +218,7 @@ class AuditReport:
             "rows_written": self.rows_written,
             "reused_snapshot": self.reused_snapshot,
             "schema_changes": [dict(change) for change in self.schema_changes],
+            "table_schema": [dict(column) for column in self.table_schema],
             "checks": [check.to_dict() for check in self.checks],
             "outcome": self.outcome,
             "reason": self.reason,
@@ -227,3 +232,13 @@ class AuditReport:
     def blocking_checks(self) -> tuple[CheckResult, ...]:
         """The checks that keep the ingest off main, in report order."""
         return tuple(check for check in self.checks if check.blocking)
+
+
+def _columns(columns: tuple[Mapping[str, Any], ...], where: str,
+             ) -> tuple[Mapping[str, Any], ...]:
+    """`table_schema` entries: each names a column and its type (strings)."""
+    for index, column in enumerate(columns):
+        read = Reader(column, f"{where}[{index}]", ReportError)
+        read.string("name")
+        read.string("type")
+    return columns

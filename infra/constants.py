@@ -130,6 +130,7 @@ class Capability(Enum):
     WATCH_EXECUTION = "watch-execution"
     SLACK_TOKEN_READ = "slack-token-read"  # noqa: S105 (a capability name, not a secret)
     NESSIE = "nessie"
+    LINEAGE_KEY_READ = "lineage-key-read"  # the OpenLineage API key, when one is configured
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ _C = Capability
 # alerts sent directly through lambdas.common.alerting (Slack token, report), EMR and SFN
 # polling.
 _START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.START_EXECUTION,
-                 _C.TABLE_CONFIG_READ}
+                 _C.TABLE_CONFIG_READ, _C.LINEAGE_KEY_READ}  # (START, or FAIL if it cannot)
 _ALERTS = {_C.SLACK_TOKEN_READ, _C.REPORTS_READ}
 FUNCTIONS: tuple[FunctionSpec, ...] = (
     # S3 event -> format check (its first bytes; a parquet file's last 4 too), staged

@@ -51,6 +51,9 @@ class DeploySettings:
     # An upload for a table with no config and no table on main creates it; off, such an
     # upload is refused (`unknown_table`) naming the closest known tables.
     create_tables_from_uploads: bool = False        # [createTablesFromUploads]
+    # OpenLineage receiver (Marquez, DataHub...) and the secret holding its API key.
+    lineage_url: str | None = None                  # [lineageUrl] unset: no events sent
+    lineage_api_key_secret_arn: str | None = None   # [lineageApiKeySecretArn]
 
     @classmethod
     def from_context(cls, get: Any) -> DeploySettings:
@@ -100,7 +103,10 @@ class DeploySettings:
         executors = _integer(get, "emrPreInitializedExecutors", 0, low=0, high=50)
         pre_initialized = (PreInitializedCapacity(drivers=1, executors=executors)
                            if executors else None)
+        lineage_url, lineage_key = _lineage(get)
         return cls(
+            lineage_url=lineage_url,
+            lineage_api_key_secret_arn=lineage_key,
             stack_name=stack_name,
             region=region,
             slack_channel=channel,
@@ -121,6 +127,28 @@ class DeploySettings:
                                            constants.BLOCKED_START_MINUTES, low=1, high=24 * 60),
             create_tables_from_uploads=_boolean(get, "createTablesFromUploads", False),
         )
+
+
+_SECRET_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$")
+
+
+def _lineage(get: Any) -> tuple[str | None, str | None]:
+    """`lineageUrl` (http(s), no credentials in it) and `lineageApiKeySecretArn` (a
+    Secrets Manager secret ARN, only with a URL)."""
+    url = _optional_text(get, "lineageUrl")
+    if url is not None:
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname or "@" in parsed.netloc:
+            raise SettingsError("lineageUrl: expected http(s)://host[:port][/path], without "
+                                "credentials (the API key goes in lineageApiKeySecretArn)")
+        url = url.rstrip("/")
+    secret = _optional_text(get, "lineageApiKeySecretArn")
+    if secret is not None:
+        if url is None:
+            raise SettingsError("lineageApiKeySecretArn needs lineageUrl")
+        if not _SECRET_ARN.match(secret):
+            raise SettingsError(f"lineageApiKeySecretArn {secret!r} is not a secret's ARN")
+    return url, secret
 
 
 def _optional_text(get: Any, key: str) -> str | None:

@@ -13,6 +13,7 @@ from infra.catalog import NessieCatalog
 from infra.compute import SparkCompute
 from infra.constants import Capability, FunctionSpec, SourceTree
 from infra.network import Network
+from infra.observability import IngestObservability
 from infra.pipeline import Pipeline, state_machine_arn
 from infra.settings import DeploySettings
 from infra.storage import Storage
@@ -90,6 +91,10 @@ class WapStack(Stack):
             "WAP_JOB_RETRY_BASE_SECONDS": str(constants.JOB_RETRY_BASE_SECONDS),
             "WAP_BLOCKED_START_SECONDS": str(settings.blocked_start_minutes * 60),
             "WAP_CREATE_TABLES_FROM_UPLOADS": str(settings.create_tables_from_uploads).lower(),
+            "WAP_LINEAGE_NAMESPACE": self.stack_name,
+            **({"WAP_LINEAGE_URL": settings.lineage_url} if settings.lineage_url else {}),
+            **({"WAP_LINEAGE_API_KEY_SECRET_ARN": settings.lineage_api_key_secret_arn}
+               if settings.lineage_api_key_secret_arn else {}),
         }
         pipeline = Pipeline(
             self, "Pipeline", functions=functions, environment=environment,
@@ -101,9 +106,14 @@ class WapStack(Stack):
                        state_machine=pipeline.state_machine,
                        dead_letter_queue=pipeline.dead_letter_queue, functions=pipeline.functions,
                        queue_alarm_minutes=settings.queue_alarm_minutes)
+        self.observability = IngestObservability(self, "Observability",
+                                                 topic=alert_channel.topic,
+                                                 dead_letter_queue=pipeline.dead_letter_queue)
 
         self._grant_job_role(storage, compute)
         self._grant_functions(pipeline, storage, compute, alert_channel)
+        if settings.lineage_api_key_secret_arn:
+            _grant_lineage_key(pipeline, settings.lineage_api_key_secret_arn)
         if catalog is not None:
             catalog.listener.connections.allow_default_port_from(
                 pipeline.nessie_clients, "Lambdas to the Nessie API")
@@ -196,6 +206,15 @@ class WapStack(Stack):
             if Capability.WATCH_EXECUTION in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["states:DescribeExecution"], resources=[executions]))
+
+
+def _grant_lineage_key(pipeline: Pipeline, secret_arn: str) -> None:
+    """The functions that send OpenLineage events may read the API key's one secret (an
+    existing secret, `-c lineageApiKeySecretArn`; nothing else in Secrets Manager)."""
+    for name, function in pipeline.functions.items():
+        if Capability.LINEAGE_KEY_READ in pipeline.specs[name].capabilities:
+            function.add_to_role_policy(iam.PolicyStatement(
+                actions=["secretsmanager:GetSecretValue"], resources=[secret_arn]))
 
 
 def _suppress_framework_findings(stack: Stack) -> None:

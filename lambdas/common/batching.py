@@ -166,17 +166,23 @@ def configured_tables(settings: Settings) -> list[str]:
 
 
 def reject_for_config(ledger: Ledger, record: LedgerRecord, reason: str,
-                      reason_code: str = CONFIG_ERROR) -> bool:
+                      reason_code: str = CONFIG_ERROR, *, settings: Settings | None = None,
+                      ) -> bool:
     """Record a pending file REJECTED (`config_error`, or the `reason_code` given, e.g.
-    `unknown_table`) and alert once; False when another invocation already settled it."""
+    `unknown_table`) and alert once (with `settings`: its metrics and lineage too); False
+    when another invocation already settled it."""
     iid = record.ingest_id
     rejected = ledger.update_ingest(
         iid, {"status": c.REJECTED, "error": reason, "reason_code": reason_code,
               "finished_at": iso(utcnow())},
         only_if_status=c.PENDING_STATUSES)
     if rejected:
-        send_alert_quietly(alert_event(ledger.get_ingest(iid) or record, outcome=c.REJECTED,
-                                       reason=reason))
+        settled = ledger.get_ingest(iid) or record
+        send_alert_quietly(alert_event(settled, outcome=c.REJECTED, reason=reason))
+        if settings is not None:
+            from lambdas.common.lineage.record import record_outcome
+
+            record_outcome(settings, ledger, settled)
     return rejected
 
 

@@ -56,6 +56,11 @@ class Settings:
     # An upload for a table with neither a config nor a table on main creates it (opt-in,
     # `-c createTablesFromUploads`); otherwise it is refused as `unknown_table`.
     create_tables_from_uploads: bool = False
+    # OpenLineage: the receiver's base URL (Marquez, DataHub...), None: no events are sent;
+    # the API key's secret (read only when set) and the jobs' namespace (the stack's name).
+    lineage_url: str | None = None
+    lineage_api_key_secret_arn: str | None = None
+    lineage_namespace: str = "wap"
 
     @property
     def blocked_start(self) -> timedelta:
@@ -117,6 +122,16 @@ def _boolean(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
+def _http_url(env: Mapping[str, str], name: str) -> str | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    if not raw.startswith(("http://", "https://")) or "@" in raw.split("/")[2]:
+        # No credentials in the URL: an API key belongs in its secret, never in a variable.
+        raise ConfigError(f"{name} must be an http(s):// URL without credentials")
+    return raw.rstrip("/")
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Build `Settings` from `env` (default: the process environment).
 
@@ -153,4 +168,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         job_retry_base_seconds=_positive_int(env, c.ENV_JOB_RETRY_BASE_SECONDS, 60, minimum=0),
         blocked_start_seconds=_positive_int(env, c.ENV_BLOCKED_START_SECONDS, 600),
         create_tables_from_uploads=_boolean(env, c.ENV_CREATE_TABLES_FROM_UPLOADS, False),
+        lineage_url=_http_url(env, c.ENV_LINEAGE_URL),
+        lineage_api_key_secret_arn=env.get(c.ENV_LINEAGE_API_KEY_SECRET_ARN) or None,
+        lineage_namespace=env.get(c.ENV_LINEAGE_NAMESPACE) or "wap",
     )

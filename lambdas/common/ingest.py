@@ -33,6 +33,7 @@ from lambdas.common.ledger import (
     Record,
     started_at_field,
 )
+from lambdas.common.lineage import record as lineage
 from lambdas.common.log import logger
 from lambdas.common.naming import TableRef, branch_name, iso, object_version_uri, utcnow
 from lambdas.common.nessie import NessieClient
@@ -228,7 +229,9 @@ def start_ingest(
         {"status": c.RUNNING, "execution_arn": arn, **run_fields(run)},
         only_if_status=c.PENDING_STATUSES,
     )
-    return ledger.get_ingest(ingest_id) or record
+    started = ledger.get_ingest(ingest_id) or record
+    lineage.send_start(settings, ledger, started, branch=branch, attempt=run.attempt)
+    return started
 
 
 def launch_job_run(
@@ -308,6 +311,7 @@ def start_or_fail(
         if recorded:
             failed = ledger.get_ingest(ingest_id) or record
             send_alert_quietly(alert_event(failed, outcome=c.JOB_FAILED, reason=reason))
+            lineage.record_outcome(settings, ledger, failed)
         release_and_start_next(settings, ledger, nessie, table, ingest_id)
         return ledger.get_ingest(ingest_id) or record
 
@@ -336,7 +340,7 @@ def release_and_start_next(
         if record is None:  # a lock entry without a record: skip it
             continue
         if intake.config_error and not record.is_batch:  # (a dataset's job refuses it)
-            reject_for_config(ledger, record, intake.config_error)
+            reject_for_config(ledger, record, intake.config_error, settings=settings)
             continue
         break
     try:

@@ -14,6 +14,7 @@ from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ingest import cancel_job_run, release_and_start_next, run_from_fields
 from lambdas.common.ledger import IngestRecord, Ledger
+from lambdas.common.lineage import record as lineage
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, utcnow
 from lambdas.common.nessie import NessieClient
@@ -114,15 +115,18 @@ def finish(
     # Else the sweeper retries the delete (a failed one's when its retention ends).
     if status in (c.PUBLISHED, c.SPLIT, c.REJECTED) and branch_deleted:
         fields["branch_deleted_at"] = fields["finished_at"]
-    ledger.update_ingest(
+    recorded = ledger.update_ingest(
         ingest_id,
         {k: v for k, v in fields.items() if v is not None},
         only_if_status={c.RUNNING, c.RECEIVED, c.QUEUED},
     )
     record = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
+    outcome_record = record
     if record.branch_deleted_at:  # the alert names no branch that is gone
         record = replace(record, branch=None)
     next_id = release_and_start_next(settings, ledger, nessie, table, ingest_id)
+    if recorded:  # by this invocation (a retried one finds it recorded): counted once
+        lineage.record_outcome(settings, ledger, outcome_record, job_started_at=run.started_at)
     alert = None
     if record.status not in (c.PUBLISHED, c.SPLIT):
         alert = alert_event(

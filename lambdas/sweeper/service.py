@@ -29,6 +29,7 @@ from lambdas.common.ledger import (
     Successor,
     TableLock,
 )
+from lambdas.common.lineage.record import record_outcome
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, parse_iso, utcnow
 from lambdas.common.nessie import NessieClient
@@ -111,14 +112,16 @@ def _adopt_orphan(
         if ledger.update_ingest(ingest_id, {"status": c.JOB_FAILED, "error": reason,
                                             "finished_at": iso(now)},
                                 only_if_status={c.RECEIVED}):
-            send_alert_quietly(alert_event(ledger.get_ingest(ingest_id) or record,
-                                           outcome=c.JOB_FAILED, reason=reason))
+            failed = ledger.get_ingest(ingest_id) or record
+            send_alert_quietly(alert_event(failed, outcome=c.JOB_FAILED, reason=reason))
+            record_outcome(settings, ledger, failed)
         return
     # Its trigger may have given up before it could tell whether the table is known.
     unknown = unknown_table_reason(settings, nessie, record.table,
                                    table_intake(settings, record.table))
     if unknown:
-        reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE)
+        reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE,
+                          settings=settings)
         return
     if ledger.acquire_or_enqueue(record.table, ingest_id) == LOCK_QUEUED:
         ledger.update_ingest(ingest_id, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
@@ -233,7 +236,9 @@ def _recover_lock(
         fields = {"status": c.PUBLISHED, "error": None, "finished_at": iso(now)}
         if delete_branch_quietly(nessie, record.branch):
             fields["branch_deleted_at"] = iso(now)
-        ledger.update_ingest(active, fields, only_if_status={c.RUNNING})
+        if ledger.update_ingest(active, fields, only_if_status={c.RUNNING}):
+            record_outcome(settings, ledger, ledger.get_ingest(active) or record,
+                           job_started_at=record.job_started_at)
     elif ledger.update_ingest(
         active,
         {"status": c.JOB_FAILED, "error": reason, "finished_at": iso(now)},
@@ -241,6 +246,7 @@ def _recover_lock(
     ):
         fresh = ledger.get_ingest(active) or record
         send_alert_quietly(alert_event(fresh, outcome=c.JOB_FAILED, reason=reason))
+        record_outcome(settings, ledger, fresh, job_started_at=record.job_started_at)
     release_and_start_next(settings, ledger, nessie, table, active)
     report.recovered_locks.append(table)
     logger.warning(

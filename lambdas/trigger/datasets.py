@@ -24,6 +24,7 @@ from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
 from lambdas.common.ingest import start_or_fail
 from lambdas.common.ledger import KIND_BATCH, LOCK_QUEUED, IngestRecord, Ledger, Record
+from lambdas.common.lineage.record import record_outcome
 from lambdas.common.naming import file_name, ingest_id, iso, route_key, s3_uri, utcnow
 from lambdas.common.nessie import NessieClient
 from lambdas.trigger.events import ObjectCreated
@@ -67,7 +68,8 @@ def complete_dataset(
             parts, problem = [], str(exc)
         members = [ingest_file(part) for part in parts]
         problem = problem or _problem(members)
-        batch = _record_batch(ledger, batch_id, table, prefix, marker, members, problem)
+        batch = _record_batch(settings, ledger, batch_id, table, prefix, marker, members,
+                              problem)
     if not batch.is_pending:
         return batch.status or "?", batch_id, batch.error
     if ledger.acquire_or_enqueue(table, batch_id) == LOCK_QUEUED:
@@ -144,7 +146,7 @@ def _problem(members: list[IngestRecord]) -> str | None:
     return None
 
 
-def _record_batch(ledger: Ledger, batch_id: str, table: str, prefix: str,
+def _record_batch(settings: Settings, ledger: Ledger, batch_id: str, table: str, prefix: str,
                   marker: ObjectCreated, members: list[IngestRecord],
                   problem: str | None) -> Record:
     """The dataset's batch record (created once), its members joined to it; a dataset that
@@ -173,5 +175,6 @@ def _record_batch(ledger: Ledger, batch_id: str, table: str, prefix: str,
     assert batch is not None
     if created and problem:
         send_alert_quietly(alert_event(batch, outcome=c.REJECTED, reason=problem))
+        record_outcome(settings, ledger, batch)
     return batch
 

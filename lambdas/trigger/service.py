@@ -28,6 +28,7 @@ from lambdas.common.config import Settings
 from lambdas.common.exceptions import SourceVersionGoneError, UnroutableKeyError
 from lambdas.common.ingest import start_or_fail
 from lambdas.common.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, IngestRecord, Ledger, Record
+from lambdas.common.lineage.record import record_outcome
 from lambdas.common.naming import (
     file_name,
     ingest_id,
@@ -125,13 +126,14 @@ def handle_object(
     table = record.table
     assert table is not None  # a record without a table was rejected when recorded
     if intake.config_error:  # before the lock: the table stays free for a fixed config
-        if reject_for_config(ledger, record, intake.config_error):
+        if reject_for_config(ledger, record, intake.config_error, settings=settings):
             return TriggerResult(obj.key, c.REJECTED, iid, table, intake.config_error)
         return _not_pending(obj, ledger.get_ingest(iid) or record)
     # Before any branch or job: an upload must not create a table nobody asked for.
     unknown = unknown_table_reason(settings, nessie, table, intake)
     if unknown:
-        if reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE):
+        if reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE,
+                             settings=settings):
             return TriggerResult(obj.key, c.REJECTED, iid, table, unknown)
         return _not_pending(obj, ledger.get_ingest(iid) or record)
     if intake.by_marker:  # waits for its dataset's marker
@@ -160,7 +162,7 @@ def _recorded_and_staged(
     record = (_ingest(ledger.get_ingest(iid))
               or _record_new(iid, obj, settings, ledger, s3, intake))
     if record.status == c.RECEIVED and not record.staged_at:
-        record = _stage(record, obj, ledger, s3)
+        record = _stage(record, obj, settings, ledger, s3)
     return record
 
 
@@ -196,7 +198,7 @@ def _not_pending(obj: ObjectCreated, record: Record) -> TriggerResult:
 
 
 def _stage(
-    record: IngestRecord, obj: ObjectCreated, ledger: Ledger, s3: Any
+    record: IngestRecord, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any
 ) -> IngestRecord:
     """Copy the event's object version to the ingest's staging key (once; retries rewrite
     the same bytes). A version that is gone is a recorded rejection, never a silent drop."""
@@ -211,6 +213,7 @@ def _stage(
                                 only_if_status={c.RECEIVED}):
             rejected = ledger.get_ingest(iid) or record
             send_alert_quietly(alert_event(rejected, outcome=c.REJECTED, reason=reason))
+            record_outcome(settings, ledger, rejected)
         return _ingest(ledger.get_ingest(iid)) or record
     ledger.update_ingest(iid, {"staged_at": iso(utcnow())})
     return _ingest(ledger.get_ingest(iid)) or record

@@ -37,6 +37,11 @@ OVERRIDES: tuple[Override, ...] = (
     Override("WAP_SLACK_API_URL", Kind.ENVIRONMENT,
              "the local Slack stand-in; on AWS the alert Lambda calls Slack itself",
              in_template=False),
+    Override("WAP_LINEAGE_URL", Kind.ENVIRONMENT,
+             "the local OpenLineage receiver (a file per run under the home, or a test's); "
+             "on AWS the deploy's `-c lineageUrl`, whose synthesized value would be fixed "
+             "while the receiver's port is not",
+             in_template=False),
     Override("WAP_AWS_CONSOLE_LINKS", Kind.ENVIRONMENT,
              "there is no AWS console to open locally: alerts name the report, logs and "
              "execution instead of linking them there",

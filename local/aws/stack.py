@@ -155,6 +155,7 @@ class StackSettings:
     job_retry_base_seconds: int | None = 0  # no real sleeps locally: the backoff is a Wait state
     nessie_ui_url: str | None = None
     slack_api_url: str | None = None
+    lineage_url: str | None = None  # an OpenLineage receiver (local/lineage_receiver.py)
     aws_console_links: bool = False  # alerts link to the AWS console (there is none locally)
     # The Slack secret's value (the template creates it empty; operators set it on AWS).
     slack_token: str | None = None
@@ -185,6 +186,8 @@ class StackSettings:
             values["WAP_NESSIE_UI_URL"] = self.nessie_ui_url
         if self.slack_api_url:
             values["WAP_SLACK_API_URL"] = self.slack_api_url
+        if self.lineage_url:
+            values["WAP_LINEAGE_URL"] = self.lineage_url
         if not self.aws_console_links:
             values["WAP_AWS_CONSOLE_LINKS"] = "false"
         if self.job_timeout_seconds is not None:

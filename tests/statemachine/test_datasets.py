@@ -4,12 +4,14 @@ not at all. The stand-in job judges each part by its name (`fail`, `reject`)."""
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from lambdas.common import metrics
 from lambdas.common.nessie import NessieClient
 from tests.fixtures.local_stack import (
     branch_exists,
@@ -182,7 +184,10 @@ def test_a_dataset_with_an_unreadable_part_is_rejected_whole(dataset_stack, ness
     assert table_on(nessie_client, "main", TABLE) == before
 
 
-def test_a_manifest_naming_a_missing_file_is_rejected_with_an_alert(dataset_stack, slack):
+def test_a_manifest_naming_a_missing_file_is_rejected_with_an_alert(dataset_stack, slack,
+                                                                    monkeypatch):
+    emitted = io.StringIO()  # the functions' embedded metrics (their log)
+    monkeypatch.setattr(metrics, "_log_stream", lambda: emitted)
     stack, calls = dataset_stack
     keys = drop_parts(stack, "run-4", ["part-0.parquet"])
     manifest = {"files": [{"path": "part-0.parquet", "size": len(fake_parquet(keys[0]))},
@@ -198,6 +203,10 @@ def test_a_manifest_naming_a_missing_file_is_rejected_with_an_alert(dataset_stac
     assert batch.status == "REJECTED" and "does not exist" in batch.error
     [alert] = slack.messages
     assert "part-1.parquet" in json.dumps(alert)
+    # One rejected run of the table in the outcome metrics, with the one file that came.
+    [counted] = [json.loads(line) for line in emitted.getvalue().splitlines()
+                 if '"Rejected"' in line]
+    assert (counted["Table"], counted["Rejected"], counted["FilesPerRun"]) == ("ds.orders", 1, 1)
 
 
 def test_a_manifest_whose_size_differs_is_rejected(dataset_stack):

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from local.aws.emr_serverless import spark_job
+from tests.fixtures.lineage import check_runs_of_a_passing_and_a_failing_file
 from tests.fixtures.local_stack import (
     branch_exists,
     record_for_key,
@@ -93,15 +94,16 @@ def test_clean_file_delivered_20_times_is_published_once(e2e_stack, lake, nessie
     assert record.rows_written == 3
 
 
-def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nessie_client, slack):
-    stack = e2e_stack()
+def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nessie_client, slack,
+                                                            receiver, waits):
+    stack = e2e_stack(lineage_url=receiver.url)
     good, bad = [(1, 5.0)], [(2, -1.0), (3, None), (4, -7.5)]
-    stack.drop_file("e2e/audited/good.parquet", parquet(good))
-    wait_for_key(stack, "e2e/audited/good.parquet", timeout=300)
+    good_put = stack.drop_file("e2e/audited/good.parquet", parquet(good))
+    published = wait_for_key(stack, "e2e/audited/good.parquet", timeout=300)
     stack.wait_idle(timeout=300)
     main_before = nessie_client.get_reference("main").hash_
 
-    stack.drop_file("e2e/audited/bad.parquet", parquet(bad))
+    bad_put = stack.drop_file("e2e/audited/bad.parquet", parquet(bad))
     record = wait_for_key(stack, "e2e/audited/bad.parquet", timeout=300)
     stack.wait_idle(timeout=300)
 
@@ -122,6 +124,11 @@ def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nes
     # -1.0 and -7.5 break the range; the null is the not_null check's single violation.
     assert "amount_positive" in text and "Violations: *2*" in text
     assert "amount_present" in text and "Violations: *1*" in text
+    # The same two runs as OpenLineage events: every check's result, the outcome (issue 29).
+    check_runs_of_a_passing_and_a_failing_file(
+        stack, receiver, good=published, good_version=good_put["version_id"], bad=record,
+        bad_version=bad_put["version_id"])
+    assert waits == []  # the receiver answered every event the first time
 
 
 def test_a_burst_of_30_files_while_another_table_is_busy_takes_at_most_3_runs(make_stack, lake):

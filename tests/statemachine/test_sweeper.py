@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from lambdas.common import metrics
+from lambdas.common.lineage import run_id
 from tests.fixtures.local_stack import (
     branch_exists,
     fake_parquet,
@@ -30,8 +33,11 @@ def _wait_status(stack, key: str, status: str, timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
-def test_lock_of_a_dead_execution_is_recovered_and_the_queue_moves_on(make_stack, slack):
-    stack = make_stack()
+def test_lock_of_a_dead_execution_is_recovered_and_the_queue_moves_on(make_stack, slack,
+                                                                      receiver, monkeypatch):
+    emitted = io.StringIO()  # the functions' embedded metrics (their log)
+    monkeypatch.setattr(metrics, "_log_stream", lambda: emitted)
+    stack = make_stack(lineage_url=receiver.url)
     stack.emr.inject_hang(match="/first.parquet")
     stack.drop_file("stuck/orders/first.parquet", fake_parquet("s1"))
     _wait_status(stack, "stuck/orders/first.parquet", "RUNNING")
@@ -56,6 +62,14 @@ def test_lock_of_a_dead_execution_is_recovered_and_the_queue_moves_on(make_stack
     )["jobRun"]
     assert orphan["state"] == "CANCELLED"
     assert any("ABORTED" in str(m) for m in slack.messages)
+    # The outcome the sweeper recorded counts for the JobFailed alarm, and ends the run's
+    # OpenLineage events (issue 29).
+    documents = [json.loads(line) for line in emitted.getvalue().splitlines()]
+    assert [d["Table"] for d in documents if d.get("JobFailed")] == ["stuck.orders"]
+    [start, fail] = receiver.events_of(run_id(first.ingest_id))
+    assert (start["eventType"], fail["eventType"]) == ("START", "FAIL")
+    assert fail["run"]["facets"]["wap_ingest"]["status"] == "JOB_FAILED"
+    assert "ABORTED" in fail["run"]["facets"]["errorMessage"]["message"]
 
 
 def test_an_interrupted_start_is_restarted_once_it_is_stale(make_stack, monkeypatch):

@@ -249,6 +249,32 @@ def show(
 
 
 @app.command()
+def lineage(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="ingest id or branch name")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="the events as a JSON array (OpenLineage's JSON)")
+    ] = False,
+) -> None:
+    """The OpenLineage events of an ingest's run (local mode: kept under the home)."""
+    from wap.ops.lineage import lineage as read_lineage
+
+    def work() -> None:
+        with open_backend(_target(ctx)) as backend:
+            run = read_lineage(backend, target)
+        if as_json:
+            typer.echo(render.to_json(run.events))
+            return
+        console.print(f"ingest {run.ingest_id}: OpenLineage run {run.run_id}", markup=False)
+        if not run.events:
+            console.print("No events yet.")
+        for event in run.events:
+            console.print(render.lineage_line(event), markup=False, soft_wrap=True)
+
+    _run(work)
+
+
+@app.command()
 def query(
     ctx: typer.Context,
     target: Annotated[str, typer.Argument(help="branch name, ingest id or main")],

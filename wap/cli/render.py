@@ -476,3 +476,28 @@ def doctor_json(checks: Sequence[Any], label: str) -> dict[str, Any]:
 
     return {"target": label, "ok": all(c.ok for c in checks),
             "checks": [asdict(c) for c in checks]}
+
+
+def lineage_line(event: dict[str, Any]) -> str:
+    """One OpenLineage event on a line: when, what, the outcome, and its checks' results."""
+    wap = event.get("run", {}).get("facets", {}).get("wap_ingest", {})
+    parts = [str(event.get("eventTime", "?")), f"{event.get('eventType', '?'):<8}",
+             f"{event.get('job', {}).get('name', '?')}"]
+    if wap.get("status"):
+        parts.append(wap["status"])
+    for output in event.get("outputs", []):
+        ref = output.get("facets", {}).get("wap_nessie", {}).get("reference")
+        if ref:
+            parts.append(f"ref {ref}")
+    for source in event.get("inputs", []):
+        assertions = source.get("inputFacets", {}).get("dataQualityAssertions", {}).get(
+            "assertions", [])
+        if assertions:
+            passed = sum(1 for a in assertions if a.get("success"))
+            failed = [a.get("name") or a.get("assertion") for a in assertions
+                      if not a.get("success")]
+            parts.append(f"checks {passed}/{len(assertions)} passed"
+                         + (f" (failed: {', '.join(map(str, failed))})" if failed else ""))
+    if wap.get("reviewer"):
+        parts.append(f"by {wap['reviewer']}: {wap.get('reviewReason') or ''}".rstrip(": "))
+    return "  ".join(parts)

@@ -84,6 +84,15 @@ class Backend(ABC):
             return None
         return max(entered, key=lambda e: e["id"])["stateEnteredEventDetails"]["name"]
 
+    def send_lineage(self, events: list[Any]) -> bool:
+        """Send OpenLineage events (the client's models) where this stack's go; False when
+        they go nowhere from here."""
+        return False
+
+    def lineage_events(self, run_id: str) -> list[dict[str, Any]] | None:
+        """The events kept for one run; None when this backend keeps none."""
+        return None
+
     def settle(self, timeout: float) -> None:  # noqa: B027 (optional hook)
         """Wait until work started in this process is done (local mode)."""
 
@@ -140,6 +149,23 @@ class LocalBackend(Backend):
 
     def settle(self, timeout: float) -> None:
         self.stack.aws.wait_idle(timeout=timeout)
+
+    def send_lineage(self, events: list[Any]) -> bool:
+        """Kept with the runs' other events under the home (what the receiver writes)."""
+        import json
+
+        from openlineage.client.serde import Serde
+
+        from local.lineage_receiver import append_event
+
+        for event in events:
+            append_event(self.stack.home.lineage, json.loads(Serde.to_json(event)))
+        return True
+
+    def lineage_events(self, run_id: str) -> list[dict[str, Any]] | None:
+        from local.lineage_receiver import read_run
+
+        return read_run(self.stack.home.lineage, run_id)
 
     def changed(self) -> None:
         self.stack.save()

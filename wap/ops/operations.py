@@ -38,6 +38,7 @@ from wap.exceptions import (
     UnknownTargetError,
 )
 from wap.ops.backend import Backend
+from wap.ops.lineage import send_review
 
 MAX_REASON_CHARS = 500
 PUBLISHABLE = frozenset({c.AUDIT_FAILED})
@@ -391,6 +392,7 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     backend.nessie.delete_branch(branch, audited)
     backend.ledger.update_ingest(iid, {"branch_deleted_at": iso(utcnow())})
     backend.changed()
+    send_review(backend, backend.ledger.get_ingest(iid) or record)
     return Published(ingest_id=iid, branch=branch, main_hash=main_hash, message=message)
 
 
@@ -426,6 +428,7 @@ def discard(
     backend.changed()
     updated = backend.ledger.get_ingest(iid)
     assert updated is not None
+    send_review(backend, updated)
     return updated
 
 

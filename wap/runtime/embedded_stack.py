@@ -155,6 +155,7 @@ class EmbeddedStack:
         self.options = options or EmbeddedOptions()
         self.nessie: Any = None
         self.slack: Any = None
+        self.lineage: Any = None  # the OpenLineage receiver writing to home.lineage
         self.aws: LocalAwsStack | StorageOnly | None = None
         self.spark: Any = None
         self._owns_spark = False
@@ -163,6 +164,7 @@ class EmbeddedStack:
         self.store: StateStore | None = None
 
     def start(self) -> EmbeddedStack:
+        from local.lineage_receiver import LineageReceiver
         from local.nessie.runner import start_server
         from local.slack_standin import SlackStandin
 
@@ -173,6 +175,7 @@ class EmbeddedStack:
                 from local.aws.emr_serverless import spark_job
 
                 self.slack = SlackStandin(SLACK_TOKEN, (SLACK_CHANNEL,)).start()
+                self.lineage = LineageReceiver(self.home.lineage).start()
                 job = self.options.job
                 if job is None:
                     try:
@@ -192,6 +195,7 @@ class EmbeddedStack:
                     slack_api_url=self.slack.api_url,
                     slack_token=SLACK_TOKEN,
                     slack_channel=SLACK_CHANNEL,
+                    lineage_url=self.lineage.url,
                     tables_dir=self.options.tables_dir or tables_dir_from_env(),
                     poll_interval_seconds=self.options.poll_interval_seconds,
                     async_retry_delay=0.5,
@@ -278,6 +282,7 @@ class EmbeddedStack:
         self._borrowed_conf = {}
         self.spark = None
         self._release("slack", "stop")
+        self._release("lineage", "stop")
         self._release("nessie", "stop")
 
     def _release(self, name: str, how: str) -> None:

@@ -8,6 +8,7 @@ Layout::
     .wap/state/ledger.sqlite  the ledger's items, written through at every change
     .wap/state/s3/<bucket>/<key>   source objects, audit reports, job logs
     .wap/samples/          the demo's parquet files
+    .wap/lineage/<runId>.jsonl  the OpenLineage events of each ingest's run (`wap lineage`)
     .wap/lock              held while a command changes state
 """
 
@@ -35,6 +36,7 @@ _OUR_NAMES = frozenset(
         "warehouse",
         "state",
         "samples",
+        "lineage",
         "lock",
         LOGS,
     }
@@ -85,6 +87,11 @@ class WapHome:
     @property
     def samples(self) -> Path:
         return self.root / "samples"
+
+    @property
+    def lineage(self) -> Path:
+        """The local OpenLineage receiver's files, one per run (local/lineage_receiver.py)."""
+        return self.root / "lineage"
 
     def exists(self) -> bool:
         return (self.root / MARKER).is_file()

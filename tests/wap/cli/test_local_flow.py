@@ -213,6 +213,32 @@ def test_read_only_commands_print_one_json_document(demo):
         assert shown["branch_rows"] > shown["main_rows"] > 0
 
 
+def test_lineage_prints_each_runs_events_with_every_checks_result(demo):
+    """The embedded stack's receiver kept a file per run under the home (issue 29)."""
+    from tests.fixtures.openlineage_models import parse_run_event
+
+    failed, published = demo.failed(), demo.published()
+    result = run_wap(*demo.args("lineage", failed["branch"], "--json"))
+    assert result.exit_code == 0, result.output
+    start, fail = json_document(result, "lineage")
+    for event in (start, fail):
+        parse_run_event(event)
+    assert (start["eventType"], fail["eventType"]) == ("START", "FAIL")
+    [source] = fail["inputs"]
+    results = {a["name"]: a["success"] for a in source["inputFacets"]["dataQualityAssertions"][
+        "assertions"]}
+    assert results["amount_range"] is False and len(results) > 1
+    assert sum(results.values()) == len(results) - 1  # the one failed check, the rest passed
+    assert fail["run"]["facets"]["wap_ingest"]["reviewBranch"] == failed["branch"]
+
+    result = run_wap(*demo.args("lineage", published["ingest_id"]))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert published["ingest_id"] in lines[0]
+    assert [line.split()[1] for line in lines[1:]] == ["START", "COMPLETE"]
+    assert "ref main" in lines[2] and "passed" in lines[2]
+
+
 def test_read_only_commands_json_on_a_missing_home(tmp_path):
     for command in ("runs", "branches"):
         result = run_wap("--home", str(tmp_path / "nowhere"), command, "--json")

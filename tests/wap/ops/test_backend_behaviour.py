@@ -395,3 +395,20 @@ def test_publish_merges_the_audited_hash_with_the_review_in_the_message(world: W
         )
     )
     assert rows == [{"n": len(MAIN_ROWS) + len(BRANCH_ROWS)}]
+    # The decision as an OpenLineage event of the ingest's run (issue 29): kept under the
+    # home locally; a deployed stack's events are at its receiver.
+    lineage = world.wap("lineage", FAILED_ID, "--json")
+    if world.kind == "local":
+        from tests.fixtures.openlineage_models import parse_run_event
+
+        [event] = [e for e in as_json(lineage) if e["eventType"] == "OTHER"]
+        parse_run_event(event)
+        facet = event["run"]["facets"]["wap_ingest"]
+        assert (facet["status"], facet["reviewer"], facet["reviewReason"]) == (
+            "PUBLISHED", "carol", "refunds are negative, confirmed with finance")
+        [output] = event["outputs"]
+        assert output["name"] == "sales.orders"
+        assert output["facets"]["wap_nessie"]["reference"] == "main"
+        assert output["facets"]["wap_nessie"]["hash"] == record["published_hash"]
+    else:
+        assert_one_line_error(lineage, "lineageUrl")
