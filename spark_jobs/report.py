@@ -45,6 +45,8 @@ class Report:
     rows_written: int = 0
     reused_snapshot: bool = False
     schema_changes: list[dict] = field(default_factory=list)
+    # The table's columns after this run's write (name, Spark type), for lineage.
+    table_schema: list[dict] = field(default_factory=list)
     checks: list[contract.CheckResult] = field(default_factory=list)
     outcome: str | None = None
     reason: str | None = None
@@ -127,6 +129,7 @@ class Report:
             rows_written=self.rows_written,
             reused_snapshot=self.reused_snapshot,
             schema_changes=tuple(self.schema_changes),
+            table_schema=tuple(self.table_schema),
             checks=tuple(self.checks),
             outcome=self.outcome,
             reason=self.reason,

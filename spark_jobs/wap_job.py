@@ -253,6 +253,8 @@ def _run(spark, args: JobArgs, report: Report) -> None:
         check_partitioning(config.partition_by, plan.target)
         plan_target, changes = plan.target, plan.changes
     checks = compile_checks(spark, config, plan_target)  # config errors before any write
+    report.table_schema = [{"name": f.name, "type": f.dataType.simpleString()}
+                           for f in plan_target.fields]
     report.timed("plan_s", step)
     clock = step = report.timed("read_s", clock)
 

@@ -64,6 +64,9 @@ def test_a_clean_csv_is_written_with_the_declared_types(lake, nessie, ingest, tm
     assert report["outcome"] == "passed", report["reason"]
     assert report["rows_written"] == 3
     assert _parse_check(report)["violations"] == 0
+    assert report["table_schema"][:3] == [{"name": "order_id", "type": "bigint"},
+                                          {"name": "customer", "type": "string"},
+                                          {"name": "amount", "type": "decimal(10,2)"}]
     rows = _rows(lake, nessie, args, "text.clean")
     assert rows[0][0] == 1 and str(rows[0][2]) == "10.50"
     assert rows[0][1] in ("ann", "andr\xe9")
