@@ -1,0 +1,96 @@
+"""Maintenance of the lake on either backend: garbage collection across Nessie references.
+
+The mark-and-sweep itself is `lakeview.gc` (it reads Iceberg metadata with pyiceberg); this
+module gives it the backend's Nessie client and warehouse (a local directory or the lake
+bucket's prefix) and shapes its report for `wap gc`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from lakeview.gc import GcOptions, GcReport, LocalWarehouse, S3Warehouse, Warehouse, collect
+from wap.ops.backend import Backend
+
+
+def warehouse_of(backend: Backend) -> Warehouse:
+    """The backend's warehouse as something to list and delete from."""
+    uri = backend.warehouse_uri()
+    if uri.startswith("file:"):
+        return LocalWarehouse(uri)
+    return S3Warehouse(backend.s3(), uri)
+
+
+def collect_garbage(
+    backend: Backend, options: GcOptions, *, clock: Callable[[], datetime] | None = None,
+    between_phases: Callable[[], None] | None = None,
+) -> GcReport:
+    """Mark what every live reference reaches, sweep the rest (deleting only when
+    `options.delete`); see `lakeview.gc`."""
+    return collect(backend.nessie, warehouse_of(backend), options,
+                   properties=backend.iceberg_properties(), clock=clock,
+                   between_phases=between_phases)
+
+
+@dataclass(frozen=True)
+class GcRow:
+    """One table's line of `wap gc`."""
+
+    table: str
+    live_files: int
+    live_bytes: int
+    garbage_files: int
+    garbage_bytes: int
+    deleted_files: int
+    deleted_bytes: int
+
+
+def gc_rows(report: GcReport) -> list[GcRow]:
+    """The report's tables, those with the most to reclaim first."""
+    return [GcRow(t.table, t.live_files, t.live_bytes, t.garbage_files, t.garbage_bytes,
+                  t.deleted_files, t.deleted_bytes)
+            for t in sorted(report.tables.values(), key=lambda t: (-t.garbage_bytes, t.table))]
+
+
+def gc_json(report: GcReport | None, options: GcOptions) -> dict[str, Any]:
+    """`wap gc --json` (docs/cli-schemas/gc.json); None: a home with nothing to collect."""
+    from dataclasses import asdict
+
+    if report is None:
+        return {"deleted": False, "started": None, "cutoff": None,
+                "retention_seconds": options.retention.total_seconds(),
+                "grace_seconds": options.grace.total_seconds(), "references": 0,
+                "live_commits": 0, "marked_files": 0, "missing_files": [],
+                "collected_history": [], "reclaimable_files": 0, "reclaimable_bytes": 0,
+                "tables": []}
+    return {
+        "deleted": report.deleted,
+        "started": report.started.isoformat(),
+        "cutoff": report.cutoff.isoformat(),
+        "retention_seconds": options.retention.total_seconds(),
+        "grace_seconds": options.grace.total_seconds(),
+        "references": report.references,
+        "live_commits": report.live_commits,
+        "marked_files": report.marked_files,
+        "missing_files": list(report.missing),
+        "collected_history": list(report.collected_history),
+        "reclaimable_files": len(report.garbage),
+        "reclaimable_bytes": report.garbage_bytes,
+        "tables": [asdict(row) for row in gc_rows(report)],
+    }
+
+
+def gc_options(*, delete: bool, retention_days: float | None, grace_hours: float | None,
+               table_retention: dict[str, timedelta] | None = None) -> GcOptions:
+    """GcOptions from the command's flags (None: the defaults)."""
+    defaults = GcOptions()
+    return GcOptions(
+        retention=timedelta(days=retention_days) if retention_days is not None
+        else defaults.retention,
+        grace=timedelta(hours=grace_hours) if grace_hours is not None else defaults.grace,
+        delete=delete,
+        table_retention=table_retention or {},
+    )
