@@ -150,13 +150,18 @@ class S3Warehouse(Warehouse):
 class GcOptions:
     """How long history stays live, how old an unmarked file must be, and whether to delete.
 
-    `table_retention` overrides `retention` per table key `ns.table` (the table config's
-    `maintenance.retention`)."""
+    `table_retention` and `table_grace` override them per table key `ns.table` (the table
+    config's `maintenance.retention` and `.grace`)."""
 
     retention: timedelta = DEFAULT_RETENTION
     grace: timedelta = DEFAULT_GRACE
     delete: bool = False
     table_retention: Mapping[str, timedelta] = field(default_factory=dict)
+    table_grace: Mapping[str, timedelta] = field(default_factory=dict)
+
+    def grace_of(self, key: str) -> timedelta:
+        """How old an unreferenced file of table `key` must be to be swept."""
+        return self.table_grace.get(key, self.grace)
 
     def retention_of(self, key: str) -> timedelta:
         """How long the history of table `key` stays live."""
@@ -344,7 +349,7 @@ def collect(catalog: Any, warehouse: Warehouse, options: GcOptions | None = None
     marker = _Marker(catalog, options, now, properties or {})
     marker.mark_all()
     # A file written after the mark started may belong to a commit the mark did not see.
-    cutoff = min(now, now - options.grace)
+    cutoff = min(now, now - options.grace)  # a table's own grace replaces `options.grace`
     if between_phases is not None:
         between_phases()
     listed = list(warehouse.list_files())
@@ -362,7 +367,8 @@ def collect(catalog: Any, warehouse: Warehouse, options: GcOptions | None = None
         companion = _companion(stored.path)
         live = stored.path in marker.marked or (companion is not None and companion in present
                                                 and companion in marker.marked)
-        if live or stored.modified >= cutoff:
+        young = stored.modified >= min(now, now - options.grace_of(row.table))
+        if live or young:
             row.live_files += 1
             row.live_bytes += stored.size
             continue

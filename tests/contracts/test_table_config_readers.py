@@ -19,6 +19,7 @@ BAD = {
     "not a mapping": "- just a list\n",
     "batch": "batch: {max_files: many}\n",
     "arrival": "arrival: sometimes\n",
+    "maintenance": "maintenance: {target_file_size: huge}\n",
     "not UTF-8": b"checks: []\n# \xff\xfe\n",
     "too large": "# " + "x" * (1024 * 1024) + "\n",
 }
@@ -91,3 +92,12 @@ def test_both_take_a_good_config_and_its_batch_settings(lambda_reads, job_reads)
     assert intake.config_error is None
     assert (intake.limits, intake.arrival) == (config.batch, config.arrival)
     assert (config.batch.max_files, config.arrival) == (3, "marker")
+
+
+def test_both_take_the_maintenance_section(lambda_reads, job_reads):
+    data = b"maintenance: {target_file_size: 64MiB, min_files: 3, retention: 2d, grace: 6h}\n"
+    config = job_reads(data)
+    assert lambda_reads(data).config_error is None
+    assert (config.maintenance.target_file_size, config.maintenance.min_files,
+            config.maintenance.retention, config.maintenance.grace) == (
+        64 * 1024 * 1024, 3, 2 * 86400, 6 * 3600)

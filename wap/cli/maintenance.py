@@ -41,11 +41,14 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--delete", help="delete the garbage (default: only report it)")
         ] = False,
         retention_days: Annotated[
-            float | None, typer.Option(min=0, help="days of history kept live (default 7)")
+            float | None,
+            typer.Option(min=0, help="days of history kept live, for every table (default: "
+                         "each table's maintenance.retention, else 7)")
         ] = None,
         grace_hours: Annotated[
             float | None,
-            typer.Option(min=0, help="unmarked files younger than this are kept (default 24)"),
+            typer.Option(min=0, help="unmarked files younger than this are kept, in every "
+                         "table (default: each table's maintenance.grace, else 24)"),
         ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
@@ -64,6 +67,9 @@ def register(app: typer.Typer) -> None:
                                              grace_hours=grace_hours)
             try:
                 with open_backend(_target(ctx), mutates=delete) as backend:
+                    options = maintenance.gc_options(
+                        delete=delete, retention_days=retention_days, grace_hours=grace_hours,
+                        tables=maintenance.table_maintenance(backend))
                     report = maintenance.collect_garbage(backend, options)
             except NoLocalState as exc:
                 if as_json:

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+from contracts.table_config import MaintenanceOptions, TableConfigError, parse_table_config_text
 from lakeview.gc import GcOptions, GcReport, LocalWarehouse, S3Warehouse, Warehouse, collect
 from wap.ops.backend import Backend
 
@@ -83,14 +85,56 @@ def gc_json(report: GcReport | None, options: GcOptions) -> dict[str, Any]:
     }
 
 
+TABLES_PREFIX = "tables/"  # infra/constants.py TABLES_CONFIG_PREFIX, in the artifacts bucket
+CONFIG_SUFFIX = ".yaml"
+
+
+def table_maintenance(backend: Backend) -> dict[str, MaintenanceOptions]:
+    """`ns.table` -> the `maintenance:` section of every table config the job would read
+    (the tables directory locally, the artifacts bucket's `tables/` on AWS). A config that
+    does not parse is left out: its table gets the defaults, as its ingests get refused."""
+    import yaml
+
+    texts: dict[str, str] = {}
+    outputs = getattr(backend, "outputs", None)
+    if isinstance(outputs, dict) and outputs.get("ArtifactsBucketName"):
+        bucket = outputs["ArtifactsBucketName"]
+        pages = backend.s3().get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=TABLES_PREFIX)
+        for key in [o["Key"] for p in pages for o in p.get("Contents", [])]:
+            body = backend.read_object(f"s3://{bucket}/{key}")
+            if key.endswith(CONFIG_SUFFIX) and body is not None:
+                texts[key[len(TABLES_PREFIX):-len(CONFIG_SUFFIX)]] = body.decode("utf-8", "replace")
+    else:
+        from wap.runtime.embedded_stack import tables_dir_from_env
+
+        options = getattr(getattr(backend, "stack", None), "options", None)
+        directory = Path(getattr(options, "tables_dir", None) or tables_dir_from_env())
+        for path in sorted(directory.glob(f"*{CONFIG_SUFFIX}")) if directory.is_dir() else []:
+            texts[path.name[:-len(CONFIG_SUFFIX)]] = path.read_text("utf-8", errors="replace")
+    found: dict[str, MaintenanceOptions] = {}
+    for table, text in texts.items():
+        try:
+            found[table] = parse_table_config_text(text, table, yaml=yaml).maintenance
+        except TableConfigError:
+            continue
+    return found
+
+
 def gc_options(*, delete: bool, retention_days: float | None, grace_hours: float | None,
-               table_retention: dict[str, timedelta] | None = None) -> GcOptions:
-    """GcOptions from the command's flags (None: the defaults)."""
-    defaults = GcOptions()
+               tables: dict[str, MaintenanceOptions] | None = None) -> GcOptions:
+    """GcOptions from the command's flags and the tables' `maintenance:` sections: a flag
+    given applies to every table; without it each table's own setting (or the default)."""
+    defaults = MaintenanceOptions()
+    tables = tables or {}
     return GcOptions(
         retention=timedelta(days=retention_days) if retention_days is not None
-        else defaults.retention,
-        grace=timedelta(hours=grace_hours) if grace_hours is not None else defaults.grace,
+        else timedelta(seconds=defaults.retention),
+        grace=timedelta(hours=grace_hours) if grace_hours is not None
+        else timedelta(seconds=defaults.grace),
         delete=delete,
-        table_retention=table_retention or {},
+        table_retention={} if retention_days is not None else {
+            t: timedelta(seconds=m.retention) for t, m in tables.items()},
+        table_grace={} if grace_hours is not None else {
+            t: timedelta(seconds=m.grace) for t, m in tables.items()},
     )

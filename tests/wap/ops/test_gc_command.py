@@ -83,3 +83,48 @@ def test_gc_human_output_names_the_tables(world, stray):
 
     assert result.exit_code == 0, result.output
     assert "Reclaimable:" in result.stdout
+
+
+def test_a_tables_own_grace_applies_unless_a_flag_is_given(world, tmp_path):
+    """`maintenance: {grace: 0}` in sales.orders' config makes its young unreferenced files
+    garbage; --grace-hours overrides every table's setting."""
+    if world.kind == "aws":
+        pytest.skip("the seeded tables' files are not in the lake bucket on this backend")
+    from lakeview.gc import normalize
+
+    metadata = normalize(world.metadata_location("main", "sales.orders"))
+    young = os.path.join(os.path.dirname(os.path.dirname(metadata)), "data", "young.parquet")
+    with open(young, "wb") as out:
+        out.write(b"PAR1 young PAR1")
+    (tmp_path / "sales.orders.yaml").write_text("maintenance: {grace: 0}\n")
+    env = {"WAP_TABLES_DIR": str(tmp_path)}
+
+    def garbage(*args: str) -> int:
+        result = world.wap("gc", "--json", *args, env=env)
+        assert result.exit_code == 0, result.output
+        rows = {row["table"]: row for row in json_document(result, "gc")["tables"]}
+        return rows["sales.orders"]["garbage_files"]
+
+    try:
+        assert garbage() >= 1
+        assert garbage("--grace-hours", "24") == 0
+    finally:
+        os.remove(young)
+
+
+def test_flags_override_the_tables_maintenance_settings():
+    from datetime import timedelta
+
+    from contracts.table_config import MaintenanceOptions
+    from wap.ops.maintenance import gc_options
+
+    tables = {"a.b": MaintenanceOptions(retention=3600, grace=60)}
+    own = gc_options(delete=False, retention_days=None, grace_hours=None, tables=tables)
+    flagged = gc_options(delete=True, retention_days=2, grace_hours=0, tables=tables)
+
+    assert (own.retention_of("a.b"), own.grace_of("a.b")) == (timedelta(hours=1),
+                                                              timedelta(minutes=1))
+    assert (own.retention_of("c.d"), own.grace_of("c.d")) == (timedelta(days=7),
+                                                              timedelta(days=1))
+    assert (flagged.retention_of("a.b"), flagged.grace_of("a.b"), flagged.delete) == (
+        timedelta(days=2), timedelta(0), True)
