@@ -10,21 +10,15 @@ and runs one more ingest.
 
 from __future__ import annotations
 
-import io
 from datetime import timedelta
-from pathlib import Path
+from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import requests
 
 from lakeview.gc import GcOptions, LocalWarehouse, collect, normalize
 from lakeview.iceberg import data_files, open_table, read_rows
-from lambdas.common.nessie import NessieClient
-from local.aws.emr_serverless import spark_job
-from local.aws.stack import LocalAwsStack, StackSettings
-from tests.fixtures.local_stack import SLACK_CHANNEL, SLACK_TOKEN, wait_for_key
+from tests.fixtures.spark_stack import SparkLake, spark_lake
 
 pytestmark = pytest.mark.slow
 
@@ -36,27 +30,11 @@ checks:
 """
 
 
-def parquet(rows: list[tuple[int, float]]) -> bytes:
-    buffer = io.BytesIO()
-    pq.write_table(pa.table({"order_id": pa.array([r[0] for r in rows], pa.int64()),
-                             "amount": pa.array([r[1] for r in rows], pa.float64())}), buffer)
-    return buffer.getvalue()
+class Lake(SparkLake):
+    """The module's lake, with what the tests look at."""
 
-
-class Lake:
-    """The module's stack, Nessie client and warehouse."""
-
-    def __init__(self, stack: LocalAwsStack, nessie: NessieClient, warehouse: Path) -> None:
-        self.stack, self.nessie, self.warehouse = stack, nessie, warehouse
-        self.records: dict[str, object] = {}
-
-    def ingest(self, name: str, rows: list[tuple[int, float]]) -> object:
-        key = f"gc/orders/{name}.parquet"
-        self.stack.drop_file(key, parquet(rows))
-        record = wait_for_key(self.stack, key, timeout=300)
-        self.stack.wait_idle(timeout=300)
-        self.records[name] = record
-        return record
+    def ingest(self, name: str, rows: list[tuple[int, float]]) -> Any:  # type: ignore[override]
+        return super().ingest(TABLE, name, rows)
 
     def files(self) -> set[str]:
         return {normalize(str(p)) for p in self.warehouse.rglob("*") if p.is_file()}
@@ -79,23 +57,8 @@ class Lake:
 @pytest.fixture(scope="module")
 def gc_lake(lake, nessie, tmp_path_factory):
     """The scenario of the module docstring, on a warehouse no other module writes to."""
-    from local.slack_standin import SlackStandin
-
-    warehouse = tmp_path_factory.mktemp("gc-warehouse")
-    tables = tmp_path_factory.mktemp("gc-tables")
-    (tables / f"{TABLE}.yaml").write_text(CONFIG)
-    key = "spark.sql.catalog.lake.warehouse"
-    previous = lake.conf.get(key)
-    lake.conf.set(key, warehouse.as_uri())
-    lake._jsparkSession.sessionState().catalogManager().reset()
-    slack = SlackStandin(SLACK_TOKEN, (SLACK_CHANNEL,)).start()
-    stack = LocalAwsStack(StackSettings(
-        nessie_api_v1=nessie.api_v1, job=spark_job(lake), slack_api_url=slack.api_url,
-        slack_token=SLACK_TOKEN, slack_channel=SLACK_CHANNEL, async_retry_delay=0.2,
-        state_retry_scale=0, create_tables=True, tables_dir=tables,
-        poll_interval_seconds=1)).start()
-    try:
-        built = Lake(stack, NessieClient(nessie.api_v2), warehouse)
+    with spark_lake(lake, nessie, tmp_path_factory, {TABLE: CONFIG}) as base:
+        built = Lake(base.stack, base.nessie, base.warehouse, base.slack)
         assert built.ingest("first", [(1, 1.0), (2, 2.0)]).status == "PUBLISHED"
         built.first_main = built.nessie.main_hash()
         assert built.ingest("second", [(3, 3.0)]).status == "PUBLISHED"
@@ -106,11 +69,6 @@ def gc_lake(lake, nessie, tmp_path_factory):
         assert built.discarded_files
         built.nessie.delete_branch(discarded.branch)
         yield built
-    finally:
-        stack.stop()
-        slack.stop()
-        lake.conf.set(key, previous)
-        lake._jsparkSession.sessionState().catalogManager().reset()
 
 
 def test_by_default_nothing_is_deleted_and_the_discarded_branch_is_reported(gc_lake):

@@ -35,6 +35,38 @@ def register(app: typer.Typer) -> None:
     """Add the maintenance commands to `app`."""
 
     @app.command()
+    def maintain(
+        ctx: typer.Context,
+        table: Annotated[
+            str | None, typer.Argument(help="ns.table (default: every table on main)")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
+        ] = False,
+    ) -> None:
+        """Compact small data files as Write-Audit-Publish: rewrite them on a branch, audit
+        that the table's rows are unchanged (count and digest), merge into main only then.
+        Holds the table like an ingest; ingests that arrive meanwhile queue. Exit code 3
+        when a compaction was not published."""
+        from wap.cli import render
+        from wap.cli.app import _run, _target, console
+        from wap.ops import compaction
+        from wap.ops.backends import open_backend
+
+        def work() -> bool:
+            with open_backend(_target(ctx), run_ingests=True, mutates=True) as backend:
+                tables = [table] if table else sorted(backend.nessie.iceberg_tables("main"))
+                runs = [compaction.compact_on(backend, name) for name in tables]
+            if as_json:
+                typer.echo(render.to_json({"runs": [compaction.run_json(r) for r in runs]}))
+            for run in [] if as_json else runs:
+                console.print(compaction.run_line(run), soft_wrap=True, markup=False)
+            return all(run.status == "PUBLISHED" for run in runs)
+
+        if not _run(work):
+            raise typer.Exit(3)
+
+    @app.command()
     def gc(
         ctx: typer.Context,
         delete: Annotated[
