@@ -27,7 +27,7 @@ from lambdas.common.naming import branch_name, iso, utcnow
 from lambdas.common.nessie import MergeMeta, NessieClient
 from wap.exceptions import NotAllowedError, UnknownTargetError
 
-SOURCE = "maintenance:compaction"
+SOURCE = c.MAINTENANCE_SOURCE
 AUTHOR = "wap maintain"
 
 
