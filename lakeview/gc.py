@@ -280,7 +280,7 @@ class _Marker:
         try:
             metadata = FromInputFile.table_metadata(io.new_input(where))
             self.marked.add(normalize(where))
-            self.table_names.setdefault(normalize(metadata.location), content.key)
+            self.table_names.setdefault(normalize(metadata.location).rstrip("/"), content.key)
             for stats in [*getattr(metadata, "statistics", []),
                           *getattr(metadata, "partition_statistics", [])]:
                 self.marked.add(normalize(stats.statistics_path))
@@ -385,9 +385,16 @@ def collect(catalog: Any, warehouse: Warehouse, options: GcOptions | None = None
 
 
 def _table_of(path: str, warehouse: Warehouse, names: dict[str, str]) -> tuple[str, TableSweep]:
-    """The table a file belongs to (by the marked tables' locations), else its directory."""
-    for location, key in names.items():
-        if path.startswith(location.rstrip("/") + "/"):
+    """The table a file belongs to (the marked table whose location holds it, looked up by
+    the file's parent directories), else its directory under the warehouse."""
+    directory = path
+    while True:
+        parent = directory.rsplit("/", 1)[0]
+        if parent == directory or len(parent) < len(warehouse.root):
+            break
+        directory = parent
+        key = names.get(directory)
+        if key is not None:
             return key, TableSweep(key)
     label = warehouse.table_dir(path)
     return label, TableSweep(label)
