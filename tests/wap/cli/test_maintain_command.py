@@ -30,6 +30,9 @@ def test_maintain_runs_as_a_ledger_run_and_answers_in_json(home, spark):
                 if r["ingest_id"] == run["run_id"]]
     assert (listed["source"], listed["status"]) == ("maintenance:compaction", "PUBLISHED")
     assert run["branch"] not in home.refs()  # the branch is gone
+    shown = run_wap(*home.flags, "show", run["run_id"])
+    assert shown.exit_code == 0, shown.output
+    assert "maintenance:compaction" in shown.stdout
 
 
 def test_maintain_refuses_an_unknown_table(home, spark):
