@@ -45,6 +45,7 @@ from lakeview.exceptions import TableReadError
 
 DEFAULT_RETENTION = timedelta(days=7)
 DEFAULT_GRACE = timedelta(days=1)
+MAIN = "main"
 _S3_SCHEMES = ("s3", "s3a", "s3n")
 
 
@@ -177,6 +178,8 @@ class TableSweep:
     """One table's (or unattributed directory's) share of the warehouse."""
 
     table: str
+    data_files: int = 0  # at main's head: the files a reader of main opens
+    data_bytes: int = 0
     live_files: int = 0
     live_bytes: int = 0
     garbage_files: int = 0
@@ -218,7 +221,9 @@ class _Marker:
         self._seen_heads: set[tuple[str, str]] = set()
         self._seen_commits: dict[str, datetime | None] = {}
         self._seen_contents: set[tuple[str, int | None]] = set()
-        self._manifests: dict[str, list[str]] = {}
+        # manifest path -> its present entries: (normalized path, content, bytes)
+        self._manifests: dict[str, list[tuple[str, int, int]]] = {}
+        self.main_contents: dict[str, Any] = {}  # key -> content at main's head (newest)
         self.live_commits = 0
         self.references = 0
         self.collected_history: set[str] = set()
@@ -259,6 +264,8 @@ class _Marker:
             self.live_commits += 1
         self._seen_commits[commit_hash] = superseded
         for content in self.catalog.contents_at(ref, commit_hash):
+            if ref == MAIN and superseded is None:
+                self.main_contents[content.key] = content
             if superseded is not None and \
                     superseded < self.now - self.options.retention_of(content.key):
                 continue  # this table's history ends sooner
@@ -297,7 +304,7 @@ class _Marker:
             for manifest in snapshot.manifests(io):
                 where = manifest.manifest_path
                 self.marked.add(normalize(manifest.manifest_path))
-                self.marked.update(self._live_files(io, manifest))
+                self.marked.update(path for path, _, _ in self._live_files(io, manifest))
         except FileNotFoundError:
             if head:
                 raise GcError(f"cannot mark {content.key}: {where} is missing (a reference's "
@@ -310,12 +317,36 @@ class _Marker:
             raise GcError(f"cannot mark {content.key} ({where}): {type(exc).__name__}: "
                           f"{detail}; nothing was swept") from exc
 
-    def _live_files(self, io: Any, manifest: Any) -> list[str]:
+    def _live_files(self, io: Any, manifest: Any) -> list[tuple[str, int, int]]:
         path = manifest.manifest_path
         if path not in self._manifests:  # manifests are immutable and shared by snapshots
-            self._manifests[path] = [normalize(e.data_file.file_path) for e in
-                                     manifest.fetch_manifest_entry(io, discard_deleted=True)]
+            self._manifests[path] = [
+                (normalize(e.data_file.file_path), int(e.data_file.content),
+                 int(e.data_file.file_size_in_bytes))
+                for e in manifest.fetch_manifest_entry(io, discard_deleted=True)]
         return self._manifests[path]
+
+    def main_data(self) -> dict[str, tuple[int, int]]:
+        """`ns.table` -> (data files, their bytes) of each table at main's head: what a
+        reader of main opens (delete files not counted)."""
+        from pyiceberg.io import load_file_io
+        from pyiceberg.serializers import FromInputFile
+
+        found: dict[str, tuple[int, int]] = {}
+        for key, content in self.main_contents.items():
+            if content.type != "ICEBERG_TABLE":
+                continue
+            io = load_file_io(self.properties, content.metadata_location)
+            metadata = FromInputFile.table_metadata(io.new_input(content.metadata_location))
+            snapshot_id = content.snapshot_id
+            if snapshot_id is None or snapshot_id < 0:
+                snapshot_id = metadata.current_snapshot_id
+            snapshot = metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
+            entries = [] if snapshot is None else [
+                entry for manifest in snapshot.manifests(io)
+                for entry in self._live_files(io, manifest) if entry[1] == 0]  # DATA
+            found[key] = (len(entries), sum(size for _, _, size in entries))
+        return found
 
 
 def _parse_time(text: str | None) -> datetime | None:
@@ -360,6 +391,9 @@ def collect(catalog: Any, warehouse: Warehouse, options: GcOptions | None = None
                       marked_files=len(marker.marked),
                       collected_history=sorted(marker.collected_history))
     present = {f.path for f in listed}
+    for key, (files, size) in marker.main_data().items():
+        row = report.tables.setdefault(key, TableSweep(key))
+        row.data_files, row.data_bytes = files, size
     report.missing = sorted(p for p in marker.marked
                             if p.startswith(warehouse.root + "/") and p not in present)
     for stored in listed:

@@ -81,6 +81,7 @@ def test_by_default_nothing_is_deleted_and_the_discarded_branch_is_reported(gc_l
     garbage = {f.path for f in report.garbage}
     assert gc_lake.discarded_files <= garbage
     assert report.tables[TABLE].garbage_bytes == report.garbage_bytes
+    assert report.tables[TABLE].data_files == len(gc_lake.table_files("main")) == 2
     # What main and the open failed branch read is never garbage.
     open_branch = gc_lake.records["open"].branch
     assert not garbage & (gc_lake.table_files("main") | gc_lake.table_files(open_branch))

@@ -21,11 +21,14 @@ def _size(count: int) -> str:
 def gc_table(rows: list, deleted: bool) -> Table:
     """One row per table: live files, what is reclaimable and (with --delete) reclaimed."""
     table = Table(title="Garbage collection across Nessie references", title_justify="left")
-    for name in ("table", "live files", "live bytes", "reclaimable files",
+    for name in ("table", "data files on main", "average file", "live files", "live bytes",
+                 "reclaimable files",
                  "reclaimable bytes", *(("deleted files", "deleted bytes") if deleted else ())):
         table.add_column(name, overflow="fold")
     for r in rows:
-        table.add_row(r.table, str(r.live_files), _size(r.live_bytes), str(r.garbage_files),
+        average = _size(r.average_file_bytes) if r.average_file_bytes is not None else "-"
+        table.add_row(r.table, str(r.data_files), average, str(r.live_files),
+                      _size(r.live_bytes), str(r.garbage_files),
                       _size(r.garbage_bytes),
                       *((str(r.deleted_files), _size(r.deleted_bytes)) if deleted else ()))
     return table

@@ -42,6 +42,9 @@ class GcRow:
     """One table's line of `wap gc`."""
 
     table: str
+    data_files: int  # at main's head
+    data_bytes: int
+    average_file_bytes: int | None
     live_files: int
     live_bytes: int
     garbage_files: int
@@ -52,7 +55,9 @@ class GcRow:
 
 def gc_rows(report: GcReport) -> list[GcRow]:
     """The report's tables, those with the most to reclaim first."""
-    return [GcRow(t.table, t.live_files, t.live_bytes, t.garbage_files, t.garbage_bytes,
+    return [GcRow(t.table, t.data_files, t.data_bytes,
+                  t.data_bytes // t.data_files if t.data_files else None,
+                  t.live_files, t.live_bytes, t.garbage_files, t.garbage_bytes,
                   t.deleted_files, t.deleted_bytes)
             for t in sorted(report.tables.values(), key=lambda t: (-t.garbage_bytes, t.table))]
 

@@ -61,6 +61,9 @@ def test_gc_reports_what_it_would_reclaim_and_deletes_nothing(world, stray):
     assert rows["sales/orders_stray"]["garbage_files"] == 1
     assert rows["sales/orders_stray"]["deleted_files"] == 0
     assert exists(world, stray)
+    # main's sales.orders: MAIN_ROWS in one data file (lake_seed.py), on either backend
+    assert (rows["sales.orders"]["data_files"], rows["sales.orders"]["garbage_files"]) == (1, 0)
+    assert rows["sales.orders"]["average_file_bytes"] == rows["sales.orders"]["data_bytes"]
     if world.kind == "local":
         assert rows["sales.orders"]["live_files"] > 0
 
