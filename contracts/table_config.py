@@ -16,7 +16,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.batching import ARRIVAL_EVENT, BatchConfigError, BatchLimits, parse_arrival
+from contracts.batching import (
+    ARRIVAL_EVENT,
+    BatchConfigError,
+    BatchLimits,
+    parse_arrival,
+    parse_duration,
+    parse_size,
+)
 from contracts.config_text import CONFIG_ERROR, yaml_error_text
 from contracts.fields import ContractError
 from contracts.formats import FORMATS
@@ -24,7 +31,7 @@ from contracts.formats import FORMATS
 # The largest config either reader takes (a bigger one is refused as a config error).
 MAX_CONFIG_BYTES = 1024 * 1024
 TOP_LEVEL_KEYS = ("schema_policy", "partition_by", "schema", "checks", "batch", "arrival",
-                  "format", "csv", "parse")
+                  "format", "csv", "parse", "maintenance")
 SCHEMA_POLICIES = ("strict", "additive", "any")
 SEVERITIES = ("error", "warn")
 
@@ -122,6 +129,19 @@ class ParseOptions:
 
 
 @dataclass(frozen=True)
+class MaintenanceOptions:
+    """How the table is kept (`maintenance:`, docs/maintenance.md): compaction rewrites
+    data files toward `target_file_size` once a partition has `min_files` files smaller than
+    that; garbage collection keeps `retention` of history live and never sweeps an
+    unreferenced file younger than `grace`. The defaults suit many small drops."""
+
+    target_file_size: int = 128 * 1024 * 1024  # bytes
+    min_files: int = 5  # Iceberg's rewrite_data_files `min-input-files` default
+    retention: int = 7 * 86400  # seconds
+    grace: int = 86400  # seconds
+
+
+@dataclass(frozen=True)
 class TableConfig:
     """Schema policy, partitioning, declared columns and checks of one table."""
 
@@ -138,6 +158,7 @@ class TableConfig:
     format: str | None = None
     csv: CsvOptions = field(default_factory=CsvOptions)
     parse: ParseOptions = field(default_factory=ParseOptions)
+    maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
 
 
 def default_config() -> TableConfig:
@@ -216,6 +237,7 @@ def parse_table_config(raw: Any, source: str = "table config") -> TableConfig:
         format=fmt,
         csv=_parse_csv(raw.get("csv"), f"{source}: csv"),
         parse=_parse_options(raw.get("parse"), f"{source}: parse"),
+        maintenance=_parse_maintenance(raw.get("maintenance"), f"{source}: maintenance"),
         schema_policy=policy,
         partition_by=tuple(_parse_partition(entry, source)
                            for entry in _as_list(raw.get("partition_by"), "partition_by",
@@ -404,3 +426,48 @@ def _parse_options(value: Any, where: str) -> ParseOptions:
     # Spark checks the patterns and zone when it reads; the job turns its error into a
     # config error before any write (spark_jobs/text_sources.py).
     return ParseOptions(**{key: section[key] for key in keys if key in section})
+
+
+# Below a megabyte, "compacted" files would be as small as the drops themselves.
+MIN_TARGET_FILE_SIZE = 1000 * 1000
+
+
+def _maintenance_size(value: Any, where: str) -> int:
+    size = _batch_rule(parse_size, value, where)
+    if size < MIN_TARGET_FILE_SIZE:
+        raise TableConfigError(f"{where} must be at least 1MB, got {value!r}")
+    return size
+
+
+def _maintenance_duration(value: Any, where: str) -> int:
+    if value == 0 or (isinstance(value, str) and value.strip() in ("0", "0s", "0m", "0h",
+                                                                   "0d")):
+        return 0  # a retention or grace of nothing is a choice (tests, a scratch table)
+    return _batch_rule(parse_duration, value, where)
+
+
+def _batch_rule(parse: Any, value: Any, where: str) -> int:
+    """Sizes and durations are read as `batch:` reads them (contracts/batching.py)."""
+    try:
+        return parse(value, where)
+    except BatchConfigError as exc:
+        raise TableConfigError(str(exc)) from exc
+
+
+def _parse_maintenance(value: Any, where: str) -> MaintenanceOptions:
+    section = _section(value, ("target_file_size", "min_files", "retention", "grace"), where)
+    defaults = MaintenanceOptions()
+    min_files = section.get("min_files", defaults.min_files)
+    if not _count(min_files) or min_files < 2:
+        raise TableConfigError(f"{where}.min_files must be a whole number >= 2, "
+                               f"got {min_files!r}")
+    return MaintenanceOptions(
+        target_file_size=_maintenance_size(section["target_file_size"],
+                                           f"{where}.target_file_size")
+        if "target_file_size" in section else defaults.target_file_size,
+        min_files=min_files,
+        retention=_maintenance_duration(section["retention"], f"{where}.retention")
+        if "retention" in section else defaults.retention,
+        grace=_maintenance_duration(section["grace"], f"{where}.grace")
+        if "grace" in section else defaults.grace,
+    )

@@ -53,6 +53,9 @@ REPORT_REJECTED = _report.REJECTED
 REPORT_ERROR = _report.ERROR  # infrastructure, not the input: retried, then JOB_FAILED
 
 MAIN_BRANCH = "main"
+# The source of a ledger run that is table maintenance (`wap maintain`), not an upload: it
+# holds the table's lock without a Step Functions execution.
+MAINTENANCE_SOURCE = "maintenance:compaction"
 
 # The reason code of an upload refused because its table is unknown: no table config and
 # no table on main, and the deploy does not create tables from uploads.

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -48,6 +48,24 @@ class Ref:
     hash: str
     type: str = "BRANCH"
     head_commit_time: str | None = None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of a reference's log: its hash and when it was committed (ISO 8601)."""
+
+    hash: str
+    commit_time: str | None
+
+
+@dataclass(frozen=True)
+class Content:
+    """A content value at a commit that points at files: an Iceberg table or view."""
+
+    key: str  # the content key's elements joined by "."
+    type: str  # ICEBERG_TABLE | ICEBERG_VIEW
+    metadata_location: str
+    snapshot_id: int | None = None  # tables only; None or -1 before the first snapshot
 
 
 @dataclass(frozen=True)
@@ -210,6 +228,49 @@ class NessieClient:
                 tables[name] = location
             if not body.get("hasMore") or not body.get("token"):
                 return tables
+            params = {**params, "page-token": body["token"]}
+
+    def contents_at(self, ref: str, commit_hash: str) -> list[Content]:
+        """Every Iceberg table and view at `ref@commit_hash`, whatever its key (garbage
+        collection must see the files of contents `wap` cannot name, too)."""
+        path = (f"trees/{quote(check_ref_name(ref), safe='')}@{check_hash(commit_hash)}"
+                "/entries")
+        found: list[Content] = []
+        params: dict[str, Any] = {"content": "true", "max-records": 250}
+        while True:
+            body = self._v2_call("GET", path, f"list contents of {ref}@{commit_hash[:12]}",
+                                 params=params)
+            for entry in body.get("entries", []):
+                content = entry.get("content") or {}
+                location = content.get("metadataLocation")
+                if entry.get("type") not in ("ICEBERG_TABLE", "ICEBERG_VIEW") or not isinstance(
+                        location, str):
+                    continue
+                snapshot = content.get("snapshotId")
+                found.append(Content(
+                    key=".".join(entry.get("name", {}).get("elements", [])),
+                    type=entry["type"], metadata_location=location,
+                    snapshot_id=int(snapshot) if isinstance(snapshot, int) else None))
+            if not body.get("hasMore") or not body.get("token"):
+                return found
+            params = {**params, "page-token": body["token"]}
+
+    def commit_log(self, ref: str, head: str | None = None) -> Iterator[Commit]:
+        """The commits of `ref` (from `head`, when given), newest first, one page at a time:
+        a caller that stops early reads no further."""
+        spec = quote(check_ref_name(ref), safe="")
+        if head is not None:
+            spec += f"@{check_hash(head)}"
+        params: dict[str, Any] = {"max-records": 250}
+        while True:
+            body = self._v2_call("GET", f"trees/{spec}/history", f"read the log of {ref}",
+                                 params=params)
+            for entry in body.get("logEntries", []):
+                meta = entry.get("commitMeta") or {}
+                if isinstance(meta.get("hash"), str):
+                    yield Commit(hash=meta["hash"], commit_time=meta.get("commitTime"))
+            if not body.get("hasMore") or not body.get("token"):
+                return
             params = {**params, "page-token": body["token"]}
 
     def main_holds(self, table: str, snapshot_id: int | None) -> bool:

@@ -211,6 +211,9 @@ def _recover_lock(
         release_and_start_next(settings, ledger, nessie, table, active)
         report.recovered_locks.append(table)
         return
+    if (record is not None and record.source_uri == c.MAINTENANCE_SOURCE
+            and status == c.RUNNING and not lock.lease_expired(now)):
+        return  # a compaction runs without an execution: alive while its lease lasts
     if status in c.PENDING_STATUSES:
         if lock.active_since and now - parse_iso(lock.active_since) < settings.blocked_start:
             return

@@ -19,6 +19,7 @@ BAD = {
     "not a mapping": "- just a list\n",
     "batch": "batch: {max_files: many}\n",
     "arrival": "arrival: sometimes\n",
+    "maintenance": "maintenance: {target_file_size: huge}\n",
     "not UTF-8": b"checks: []\n# \xff\xfe\n",
     "too large": "# " + "x" * (1024 * 1024) + "\n",
     "format": "format: xlsx\n",
@@ -138,3 +139,11 @@ def test_both_take_the_format_sections(job_reads):
                                         time_zone="Europe/Berlin")
     [check] = config.checks
     assert (check.kind, check.params.get("max"), check.severity) == ("parse_errors", 5, "warn")
+
+def test_both_take_the_maintenance_section(lambda_reads, job_reads):
+    data = b"maintenance: {target_file_size: 64MiB, min_files: 3, retention: 2d, grace: 6h}\n"
+    config = job_reads(data)
+    assert lambda_reads(data).config_error is None
+    assert (config.maintenance.target_file_size, config.maintenance.min_files,
+            config.maintenance.retention, config.maintenance.grace) == (
+        64 * 1024 * 1024, 3, 2 * 86400, 6 * 3600)

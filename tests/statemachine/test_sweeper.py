@@ -155,3 +155,23 @@ def test_the_sweep_reports_each_tables_queue_as_cloudwatch_metrics(make_stack, c
     assert dimensions == [["service"]] and oldest["service"] == "wap-ingest-sweeper"
     first = record_for_key(stack, "backlog/orders/first.parquet")
     stack.client("stepfunctions").stop_execution(executionArn=first.execution_arn)
+
+
+def test_a_running_compaction_keeps_its_table_until_its_lease_ends(make_stack):
+    """`wap maintain` holds the table without an execution: the sweeper leaves it be while
+    its lease lasts, and frees the table after."""
+    stack = make_stack()
+    ledger = stack.ledger()
+    ledger.create_ingest("0000000000000c0c", {"table": "kept.orders", "status": "RECEIVED",
+                                              "source_uri": "maintenance:compaction"})
+    assert ledger.acquire_or_enqueue("kept.orders", "0000000000000c0c") == "ACTIVE"
+    ledger.update_ingest("0000000000000c0c", {"status": "RUNNING"})
+    event = {"source": "aws.events", "detail-type": "Scheduled Event"}
+
+    assert stack.invoke("sweeper", event)["recovered_locks"] == []
+    assert ledger.get_lock("kept.orders").active == "0000000000000c0c"
+
+    ledger._mutate_lock("kept.orders", lambda lock: setattr(
+        lock, "lease_expires_at", _iso(datetime.now(UTC) - timedelta(minutes=1))) or True)
+    assert stack.invoke("sweeper", event)["recovered_locks"] == ["kept.orders"]
+    assert ledger.get_ingest("0000000000000c0c").status == "JOB_FAILED"

@@ -21,6 +21,7 @@ from lambdas.common import constants as c
 from lambdas.common.exceptions import WapError
 from lambdas.common.ledger import IngestRecord, Record
 from lambdas.common.naming import BRANCH_PREFIX
+from wap.cli import maintenance as maintenance_commands
 from wap.cli import render
 from wap.exceptions import OpsError
 from wap.ops import operations as ops
@@ -780,6 +781,9 @@ def _print_alerts(alerts: list[dict[str, Any]]) -> None:
         )
         for url in render.alert_links(message):
             console.print(f"  link in the alert: {url}", soft_wrap=True, markup=False)
+
+
+maintenance_commands.register(app)  # wap gc
 
 
 def main() -> None:

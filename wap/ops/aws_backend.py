@@ -94,6 +94,16 @@ class AwsBackend(Backend):
     def state_machine_arn(self) -> str | None:
         return self.outputs["StateMachineArn"]
 
+    def warehouse_uri(self) -> str:
+        """The lake bucket's warehouse prefix (infra/storage.py); `BackendError` when the stack
+        has no `LakeBucketName` output."""
+        from infra.constants import WAREHOUSE_PREFIX
+
+        bucket = self.outputs.get("LakeBucketName")
+        if not bucket:
+            raise BackendError("the stack has no output LakeBucketName: cannot find the warehouse")
+        return f"s3://{bucket}/{WAREHOUSE_PREFIX}"
+
     def iceberg_properties(self) -> dict[str, str]:
         """pyiceberg's own S3 FileIO, with this session's region and credentials."""
         properties = {"s3.region": self.session.region_name or "us-east-1"}

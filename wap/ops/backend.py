@@ -42,6 +42,10 @@ class Backend(ABC):
     def iceberg_properties(self) -> dict[str, str]:
         """pyiceberg FileIO properties for reading table metadata and data files."""
 
+    def warehouse_uri(self) -> str:
+        """Where the Iceberg tables' files live (`file://...` or `s3://bucket/prefix/`)."""
+        raise NotImplementedError(f"the {self.kind} backend names no warehouse")
+
     def read_object(self, uri: str) -> bytes | None:
         """The bytes at an `s3://` URI; None when the object does not exist."""
         bucket, key = split_s3_uri(uri)
@@ -143,6 +147,9 @@ class LocalBackend(Backend):
 
     def iceberg_properties(self) -> dict[str, str]:
         return {}  # file:// warehouse: pyiceberg's local FileIO
+
+    def warehouse_uri(self) -> str:
+        return self.stack.home.warehouse.as_uri()
 
     def upload_source(self, key: str, body: bytes) -> dict[str, Any]:
         return self.stack.aws.drop_file(key, body)

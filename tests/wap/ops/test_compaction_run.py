@@ -1,0 +1,109 @@
+"""Compaction as Write-Audit-Publish (wap/ops/compaction.py) on a lake the real flow wrote:
+local stack, real PySpark job and Iceberg procedure, our Nessie server. It holds the table
+like an ingest (an ingest that arrives meanwhile queues, then runs, and both land), and it
+publishes only when the content is unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from contracts.table_config import MaintenanceOptions
+from tests.fixtures.local_stack import wait_for_key, wait_for_status
+from tests.fixtures.spark_stack import spark_lake
+from wap.exceptions import NotAllowedError
+from wap.ops.compaction import SOURCE, compact_table, stack_hooks
+
+pytestmark = pytest.mark.slow
+
+TABLE = "cmp.sales"
+DROPS = 4
+OPTIONS = MaintenanceOptions(min_files=2)
+
+
+@pytest.fixture(scope="module")
+def cmp_lake(lake, nessie, tmp_path_factory):
+    """DROPS published ingests of one row each into cmp.sales: DROPS data files on main."""
+    with spark_lake(lake, nessie, tmp_path_factory,
+                    {TABLE: "batch: {max_files: 1}\n"}) as built:
+        for i in range(DROPS):
+            assert built.ingest(TABLE, f"drop{i}", [(i, float(i))]).status == "PUBLISHED"
+        yield built
+
+
+def main_state(lake, cmp_lake) -> tuple[int, list[tuple]]:
+    """(data files, sorted rows) of cmp.sales on main, read by Spark's NessieCatalog."""
+    lake._jsparkSession.sessionState().catalogManager().reset()  # no cached table
+    files = lake.sql(f"SELECT count(*) FROM lake.{TABLE}.files").collect()[0][0]
+    rows = sorted(tuple(r) for r in lake.sql(f"SELECT * FROM lake.{TABLE}").collect())
+    return files, rows
+
+
+def run(cmp_lake, lake, **kwargs):
+    alert, start_next = stack_hooks(cmp_lake.stack, cmp_lake.stack.ledger(), cmp_lake.nessie)
+    return compact_table(ledger=cmp_lake.stack.ledger(), nessie=cmp_lake.nessie, spark=lake,
+                         table=TABLE, options=OPTIONS, alert=alert, start_next=start_next,
+                         **kwargs)
+
+
+def dropping_one_file(spark, catalog, table, options):
+    """A broken rewrite: every row but those of one data file."""
+    name = f"{catalog}.{table}"
+    first = spark.sql(f"SELECT file_path FROM {name}.files LIMIT 1").collect()[0][0]
+    spark.sql(f"SELECT order_id, amount FROM {name} WHERE _file <> '{first}'") \
+        .writeTo(name).overwritePartitions()
+    return {}
+
+
+def test_a_rewrite_that_drops_a_file_is_not_published_and_alerts(cmp_lake, lake):
+    main_before = cmp_lake.nessie.main_hash()
+    files_before, rows_before = main_state(lake, cmp_lake)
+    alerts_before = len(cmp_lake.slack.messages)
+
+    done = run(cmp_lake, lake, rewrite=dropping_one_file)
+
+    assert done.status == "AUDIT_FAILED"
+    assert f"{DROPS} before, {DROPS - 1} after" in done.reason
+    assert cmp_lake.nessie.main_hash() == main_before
+    assert main_state(lake, cmp_lake) == (files_before, rows_before)
+    assert cmp_lake.nessie.branch_hash(done.branch) is not None  # left for inspection
+    record = cmp_lake.stack.ledger().get_ingest(done.run_id)
+    assert (record.status, record.source_uri, record.branch) == (
+        "AUDIT_FAILED", SOURCE, done.branch)
+    alerts = cmp_lake.slack.messages[alerts_before:]
+    assert len(alerts) == 1 and TABLE in alerts[0]["text"]
+    assert cmp_lake.stack.ledger().get_lock(TABLE).active is None  # the table is free again
+
+
+def test_compaction_publishes_and_an_ingest_queued_meanwhile_runs_after_it(cmp_lake, lake):
+    files_before, rows_before = main_state(lake, cmp_lake)
+    assert files_before == DROPS
+    queued: dict[str, str] = {}
+
+    def meanwhile() -> None:
+        queued["key"] = cmp_lake.drop(TABLE, "meanwhile", [(99, 9.9)])
+        wait_for_status(cmp_lake.stack, queued["key"], "QUEUED")
+
+    done = run(cmp_lake, lake, meanwhile=meanwhile)
+    late = wait_for_key(cmp_lake.stack, queued["key"], timeout=300)
+    cmp_lake.stack.wait_idle(timeout=300)
+
+    assert done.status == "PUBLISHED", done.reason
+    assert (done.result.before.data_files, done.result.after.data_files) == (DROPS, 1)
+    assert late.status == "PUBLISHED"
+    compacted = cmp_lake.stack.ledger().get_ingest(done.run_id)
+    assert compacted.finished_at <= late.job_started_at  # it ran after the compaction
+    files_after, rows_after = main_state(lake, cmp_lake)
+    assert rows_after == sorted([*rows_before, (99, 9.9)])  # both landed
+    assert files_after == 2  # the compacted file and the late ingest's
+    assert cmp_lake.nessie.branch_hash(done.branch) is None
+
+
+def test_a_busy_table_is_refused(cmp_lake, lake):
+    ledger = cmp_lake.stack.ledger()
+    ledger.create_ingest("00000000000000aa", {"table": TABLE, "status": "RECEIVED"})
+    assert ledger.acquire_or_enqueue(TABLE, "00000000000000aa") == "ACTIVE"
+    try:
+        with pytest.raises(NotAllowedError, match="busy"):
+            run(cmp_lake, lake)
+    finally:
+        ledger.release(TABLE, "00000000000000aa")

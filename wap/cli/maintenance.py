@@ -1,0 +1,131 @@
+"""`wap gc` (and, as they land, the other maintenance commands): registered on the app by
+`register`, so `wap/cli/app.py` only gains one call."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"  # pragma: no cover
+
+
+def gc_table(rows: list, deleted: bool) -> Table:
+    """One row per table: live files, what is reclaimable and (with --delete) reclaimed."""
+    table = Table(title="Garbage collection across Nessie references", title_justify="left")
+    for name in ("table", "data files on main", "average file", "live files", "live bytes",
+                 "reclaimable files",
+                 "reclaimable bytes", *(("deleted files", "deleted bytes") if deleted else ())):
+        table.add_column(name, overflow="fold")
+    for r in rows:
+        average = _size(r.average_file_bytes) if r.average_file_bytes is not None else "-"
+        table.add_row(r.table, str(r.data_files), average, str(r.live_files),
+                      _size(r.live_bytes), str(r.garbage_files),
+                      _size(r.garbage_bytes),
+                      *((str(r.deleted_files), _size(r.deleted_bytes)) if deleted else ()))
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    """Add the maintenance commands to `app`."""
+
+    @app.command()
+    def maintain(
+        ctx: typer.Context,
+        table: Annotated[
+            str | None, typer.Argument(help="ns.table (default: every table on main)")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
+        ] = False,
+    ) -> None:
+        """Compact small data files as Write-Audit-Publish: rewrite them on a branch, audit
+        that the table's rows are unchanged (count and digest), merge into main only then.
+        Holds the table like an ingest; ingests that arrive meanwhile queue. Exit code 3
+        when a compaction was not published."""
+        from wap.cli import render
+        from wap.cli.app import _run, _target, console
+        from wap.ops import compaction
+        from wap.ops.backends import open_backend
+
+        def work() -> bool:
+            with open_backend(_target(ctx), run_ingests=True, mutates=True) as backend:
+                tables = [table] if table else sorted(backend.nessie.iceberg_tables("main"))
+                runs = [compaction.compact_on(backend, name) for name in tables]
+            if as_json:
+                typer.echo(render.to_json({"runs": [compaction.run_json(r) for r in runs]}))
+            for run in [] if as_json else runs:
+                console.print(compaction.run_line(run), soft_wrap=True, markup=False)
+            return all(run.status == "PUBLISHED" for run in runs)
+
+        if not _run(work):
+            raise typer.Exit(3)
+
+    @app.command()
+    def gc(
+        ctx: typer.Context,
+        delete: Annotated[
+            bool, typer.Option("--delete", help="delete the garbage (default: only report it)")
+        ] = False,
+        retention_days: Annotated[
+            float | None,
+            typer.Option(min=0, help="days of history kept live, for every table (default: "
+                         "each table's maintenance.retention, else 7)")
+        ] = None,
+        grace_hours: Annotated[
+            float | None,
+            typer.Option(min=0, help="unmarked files younger than this are kept, in every "
+                         "table (default: each table's maintenance.grace, else 24)"),
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
+        ] = False,
+    ) -> None:
+        """Garbage collection across every Nessie reference: mark the files each branch, tag
+        and recent commit of main reaches, then report (or, with --delete, delete) the
+        warehouse's unmarked files older than the grace period."""
+        from wap.cli import render
+        from wap.cli.app import _run, _target, console
+        from wap.ops import maintenance
+        from wap.ops.backends import NoLocalState, open_backend
+
+        def work() -> None:
+            options = maintenance.gc_options(delete=delete, retention_days=retention_days,
+                                             grace_hours=grace_hours)
+            try:
+                with open_backend(_target(ctx), mutates=delete) as backend:
+                    options = maintenance.gc_options(
+                        delete=delete, retention_days=retention_days, grace_hours=grace_hours,
+                        tables=maintenance.table_maintenance(backend))
+                    report = maintenance.collect_garbage(backend, options)
+            except NoLocalState as exc:
+                if as_json:
+                    typer.echo(render.to_json(maintenance.gc_json(None, options)))
+                else:
+                    console.print(f"Nothing to collect ({exc}).")
+                return
+            if as_json:
+                typer.echo(render.to_json(maintenance.gc_json(report, options)))
+                return
+            console.print(gc_table(maintenance.gc_rows(report), report.deleted))
+            verb = "Deleted" if report.deleted else "Reclaimable"
+            console.print(
+                f"{verb}: {len(report.garbage)} file(s), {_size(report.garbage_bytes)} "
+                f"(unmarked, modified before {report.cutoff:%Y-%m-%d %H:%M:%S} UTC); "
+                f"{report.references} reference(s), {report.live_commits} live commit(s), "
+                f"{report.marked_files} file(s) marked.")
+            if report.missing:
+                console.print(f"[red]{len(report.missing)} marked file(s) are missing from the "
+                              f"warehouse[/], e.g. {report.missing[0]}", soft_wrap=True)
+            if not report.deleted and report.garbage:
+                console.print("Nothing was deleted: run with --delete to reclaim it.")
+
+        _run(work)

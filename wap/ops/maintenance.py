@@ -1,0 +1,145 @@
+"""Maintenance of the lake on either backend: garbage collection across Nessie references.
+
+The mark-and-sweep itself is `lakeview.gc` (it reads Iceberg metadata with pyiceberg); this
+module gives it the backend's Nessie client and warehouse (a local directory or the lake
+bucket's prefix) and shapes its report for `wap gc`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from contracts.table_config import MaintenanceOptions, TableConfigError, parse_table_config_text
+from lakeview.gc import GcOptions, GcReport, LocalWarehouse, S3Warehouse, Warehouse, collect
+from wap.ops.backend import Backend
+
+
+def warehouse_of(backend: Backend) -> Warehouse:
+    """The backend's warehouse as something to list and delete from."""
+    uri = backend.warehouse_uri()
+    if uri.startswith("file:"):
+        return LocalWarehouse(uri)
+    return S3Warehouse(backend.s3(), uri)
+
+
+def collect_garbage(
+    backend: Backend, options: GcOptions, *, clock: Callable[[], datetime] | None = None,
+    between_phases: Callable[[], None] | None = None,
+) -> GcReport:
+    """Mark what every live reference reaches, sweep the rest (deleting only when
+    `options.delete`); see `lakeview.gc`."""
+    return collect(backend.nessie, warehouse_of(backend), options,
+                   properties=backend.iceberg_properties(), clock=clock,
+                   between_phases=between_phases)
+
+
+@dataclass(frozen=True)
+class GcRow:
+    """One table's line of `wap gc`."""
+
+    table: str
+    data_files: int  # at main's head
+    data_bytes: int
+    average_file_bytes: int | None
+    live_files: int
+    live_bytes: int
+    garbage_files: int
+    garbage_bytes: int
+    deleted_files: int
+    deleted_bytes: int
+
+
+def gc_rows(report: GcReport) -> list[GcRow]:
+    """The report's tables, those with the most to reclaim first."""
+    return [GcRow(t.table, t.data_files, t.data_bytes,
+                  t.data_bytes // t.data_files if t.data_files else None,
+                  t.live_files, t.live_bytes, t.garbage_files, t.garbage_bytes,
+                  t.deleted_files, t.deleted_bytes)
+            for t in sorted(report.tables.values(), key=lambda t: (-t.garbage_bytes, t.table))]
+
+
+def gc_json(report: GcReport | None, options: GcOptions) -> dict[str, Any]:
+    """`wap gc --json` (docs/cli-schemas/gc.json); None: a home with nothing to collect."""
+    from dataclasses import asdict
+
+    if report is None:
+        return {"deleted": False, "started": None, "cutoff": None,
+                "retention_seconds": options.retention.total_seconds(),
+                "grace_seconds": options.grace.total_seconds(), "references": 0,
+                "live_commits": 0, "marked_files": 0, "missing_files": [],
+                "collected_history": [], "reclaimable_files": 0, "reclaimable_bytes": 0,
+                "tables": []}
+    return {
+        "deleted": report.deleted,
+        "started": report.started.isoformat(),
+        "cutoff": report.cutoff.isoformat(),
+        "retention_seconds": options.retention.total_seconds(),
+        "grace_seconds": options.grace.total_seconds(),
+        "references": report.references,
+        "live_commits": report.live_commits,
+        "marked_files": report.marked_files,
+        "missing_files": list(report.missing),
+        "collected_history": list(report.collected_history),
+        "reclaimable_files": len(report.garbage),
+        "reclaimable_bytes": report.garbage_bytes,
+        "tables": [asdict(row) for row in gc_rows(report)],
+    }
+
+
+TABLES_PREFIX = "tables/"  # infra/constants.py TABLES_CONFIG_PREFIX, in the artifacts bucket
+CONFIG_SUFFIX = ".yaml"
+
+
+def table_maintenance(backend: Backend) -> dict[str, MaintenanceOptions]:
+    """`ns.table` -> the `maintenance:` section of every table config the job would read
+    (the tables directory locally, the artifacts bucket's `tables/` on AWS). A config that
+    does not parse is left out: its table gets the defaults, as its ingests get refused."""
+    import yaml
+
+    texts: dict[str, str] = {}
+    outputs = getattr(backend, "outputs", None)
+    if isinstance(outputs, dict) and outputs.get("ArtifactsBucketName"):
+        bucket = outputs["ArtifactsBucketName"]
+        pages = backend.s3().get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=TABLES_PREFIX)
+        for key in [o["Key"] for p in pages for o in p.get("Contents", [])]:
+            body = backend.read_object(f"s3://{bucket}/{key}")
+            if key.endswith(CONFIG_SUFFIX) and body is not None:
+                texts[key[len(TABLES_PREFIX):-len(CONFIG_SUFFIX)]] = body.decode("utf-8", "replace")
+    else:
+        from wap.runtime.embedded_stack import tables_dir_from_env
+
+        options = getattr(getattr(backend, "stack", None), "options", None)
+        directory = Path(getattr(options, "tables_dir", None) or tables_dir_from_env())
+        for path in sorted(directory.glob(f"*{CONFIG_SUFFIX}")) if directory.is_dir() else []:
+            texts[path.name[:-len(CONFIG_SUFFIX)]] = path.read_text("utf-8", errors="replace")
+    found: dict[str, MaintenanceOptions] = {}
+    for table, text in texts.items():
+        try:
+            found[table] = parse_table_config_text(text, table, yaml=yaml).maintenance
+        except TableConfigError:
+            continue
+    return found
+
+
+def gc_options(*, delete: bool, retention_days: float | None, grace_hours: float | None,
+               tables: dict[str, MaintenanceOptions] | None = None) -> GcOptions:
+    """GcOptions from the command's flags and the tables' `maintenance:` sections: a flag
+    given applies to every table; without it each table's own setting (or the default)."""
+    defaults = MaintenanceOptions()
+    tables = tables or {}
+    return GcOptions(
+        retention=timedelta(days=retention_days) if retention_days is not None
+        else timedelta(seconds=defaults.retention),
+        grace=timedelta(hours=grace_hours) if grace_hours is not None
+        else timedelta(seconds=defaults.grace),
+        delete=delete,
+        table_retention={} if retention_days is not None else {
+            t: timedelta(seconds=m.retention) for t, m in tables.items()},
+        table_grace={} if grace_hours is not None else {
+            t: timedelta(seconds=m.grace) for t, m in tables.items()},
+    )
