@@ -33,13 +33,17 @@ def test_csv_bench_measures_every_source_and_reads_csv_with_the_jobs_options(
     results, sizes = measure(lake, nessie.api_v2, tmp_path, generate(ROWS, tmp_path), ROWS,
                              repeats=1)
 
-    # The job's CSV reads (they carry the corrupt-record column) and the baseline's, for
-    # csv and csv.gz: the same options but that column, or the ratio compares two readers.
+    # For csv and csv.gz: the job's counting read (with the corrupt-record column), its
+    # strict read (FAILFAST: what a clean file is written from) and the baseline's plain
+    # read: the same options but for those, or the ratio compares two readers.
     job = [c for c in calls if "columnNameOfCorruptRecord" in c]
-    plain = [c for c in calls if "columnNameOfCorruptRecord" not in c and "multiLine" in c]
-    assert len(job) == len(plain) == 2
+    strict = [c for c in calls if c.get("mode") == "FAILFAST"]
+    plain = [c for c in calls if c.get("mode") == "PERMISSIVE"
+             and "columnNameOfCorruptRecord" not in c]
+    assert len(job) == len(strict) == len(plain) == 2
     expected = {k: v for k, v in job[0].items() if k != "columnNameOfCorruptRecord"}
     assert plain == [expected, expected]
+    assert strict == [{**expected, "mode": "FAILFAST"}] * 2
     by = {row["format"]: row for row in results}
     assert list(by) == list(FORMATS)
     # parse_errors is judged for the text sources only, from the count the write observed.
