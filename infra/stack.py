@@ -131,6 +131,12 @@ class WapStack(Stack):
         CfnOutput(self, "LedgerTableName", value=pipeline.ledger.table_name)
         CfnOutput(self, "SlackSecretArn", value=alert_channel.slack_token.secret_arn)
         CfnOutput(self, "AlarmTopicArn", value=alert_channel.topic.topic_arn)
+        # Where `wap publish` / `discard --aws` send the OpenLineage event of a review.
+        if settings.lineage_url:
+            CfnOutput(self, "LineageUrl", value=settings.lineage_url)
+        if settings.lineage_api_key_secret_arn:
+            CfnOutput(self, "LineageApiKeySecretArn",
+                      value=settings.lineage_api_key_secret_arn)
         if catalog is not None:
             CfnOutput(self, "NessieClusterName", value=catalog.service.cluster.cluster_name)
             CfnOutput(self, "NessieServiceName", value=catalog.service.service_name)

@@ -74,6 +74,7 @@ def test_no_lineage_is_sent_and_no_secret_read_unless_the_deploy_says_so(synthes
         assert "WAP_LINEAGE_URL" not in variables
         assert "WAP_LINEAGE_API_KEY_SECRET_ARN" not in variables
     assert KEY_ARN not in json.dumps(synthesized.template.to_json())
+    assert "LineageUrl" not in synthesized.template.to_json()["Outputs"]
 
 
 def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_the_key(
@@ -92,6 +93,10 @@ def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_th
                 ({"secretsmanager:GetSecretValue"}, KEY_ARN)], name
         else:
             assert on_key == [], name
+    # `wap publish` / `discard --aws` find the receiver (and its key) in the outputs.
+    outputs = synth.template.to_json()["Outputs"]
+    assert outputs["LineageUrl"]["Value"] == "https://marquez.example.com:5000"
+    assert outputs["LineageApiKeySecretArn"]["Value"] == KEY_ARN
 
 
 @pytest.mark.parametrize(("context", "message"), [

@@ -94,6 +94,20 @@ class AwsBackend(Backend):
     def state_machine_arn(self) -> str | None:
         return self.outputs["StateMachineArn"]
 
+    def send_lineage(self, events: list[Any]) -> bool:
+        """Send to the stack's OpenLineage receiver (its `LineageUrl` output; the API key,
+        when `LineageApiKeySecretArn` is set, read with this session's credentials), with
+        the Lambdas' bounded retries; False when the stack sends none or the receiver
+        would not take them all."""
+        from lambdas.common.lineage.transport import emit_to
+
+        url = self.outputs.get("LineageUrl")
+        if not url:
+            return False
+        secret = self.outputs.get("LineageApiKeySecretArn")
+        secrets = self.session.client("secretsmanager") if secret else None
+        return emit_to(url, secret, events, secrets=secrets) == len(events)
+
     def warehouse_uri(self) -> str:
         """The lake bucket's warehouse prefix (infra/storage.py); `BackendError` when the stack
         has no `LakeBucketName` output."""

@@ -57,12 +57,21 @@ def emit_quietly(settings: Settings, events: Sequence[Any], *, table: str | None
 
     Sends nothing when no receiver is configured. Never raises.
     """
-    if not settings.lineage_url or not events:
+    return emit_to(settings.lineage_url, settings.lineage_api_key_secret_arn, events,
+                   table=table, policy=policy, sleep=sleep)
+
+
+def emit_to(url: str | None, secret_arn: str | None, events: Sequence[Any], *,
+            table: str | None = None, policy: RetryPolicy | None = None,
+            sleep: Callable[[float], None] | None = None, secrets: Any = None) -> int:
+    """`emit_quietly` to the receiver at `url` (its API key in the secret `secret_arn`,
+    read with `secrets`, a Secrets Manager client: default the function's): what `wap`
+    uses against a deployed stack, whose receiver its outputs name."""
+    if not url or not events:
         return 0
     policy, sleep = policy or RETRY, sleep or _sleep
     try:
-        transport = _transport(settings.lineage_url, settings.lineage_api_key_secret_arn,
-                               policy.timeout_seconds)
+        transport = _transport(url, secret_arn, policy.timeout_seconds, secrets)
     except Exception as exc:
         _given_up(events, table, f"transport not available: {_describe(exc)}")
         return 0
@@ -103,7 +112,7 @@ def _describe(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def _transport(url: str, secret_arn: str | None, timeout: float) -> Any:
+def _transport(url: str, secret_arn: str | None, timeout: float, secrets: Any = None) -> Any:
     from openlineage.client.transport.http import (
         ApiKeyTokenProvider,
         HttpConfig,
@@ -111,7 +120,7 @@ def _transport(url: str, secret_arn: str | None, timeout: float) -> Any:
         TokenProvider,
     )
 
-    api_key = _api_key(secret_arn) if secret_arn else None
+    api_key = _api_key(secret_arn, secrets) if secret_arn else None
     auth = ApiKeyTokenProvider({"api_key": api_key}) if api_key else TokenProvider({})
     # urljoin keeps a base path (DataHub's /openapi/openlineage/) only with its slash.
     return HttpTransport(HttpConfig(
@@ -121,7 +130,7 @@ def _transport(url: str, secret_arn: str | None, timeout: float) -> Any:
 
 
 @cache
-def _api_key(secret_arn: str) -> str | None:
+def _api_key(secret_arn: str, secrets: Any = None) -> str | None:
     """The receiver's API key: the secret's string, or its JSON `apiKey`; None when empty.
     Cached per process (a warm Lambda reads it once)."""
     from botocore.exceptions import BotoCoreError, ClientError
@@ -129,7 +138,8 @@ def _api_key(secret_arn: str) -> str | None:
     from lambdas.common import aws
 
     try:
-        secret = aws.client("secretsmanager").get_secret_value(SecretId=secret_arn)
+        client = secrets if secrets is not None else aws.client("secretsmanager")
+        secret = client.get_secret_value(SecretId=secret_arn)
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "unknown")
         raise LineageKeyError(f"cannot read the lineage API key secret: {code}") from None

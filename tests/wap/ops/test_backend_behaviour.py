@@ -412,3 +412,17 @@ def test_publish_merges_the_audited_hash_with_the_review_in_the_message(world: W
         assert output["facets"]["wap_nessie"]["hash"] == record["published_hash"]
     else:
         assert_one_line_error(lineage, "lineageUrl")
+
+
+def test_a_review_is_an_openlineage_event_naming_the_reviewer(world: World):
+    """Issue 29: a person's publish is an OTHER event on the ingest's run, locally and to
+    the deployed stack's receiver (its `LineageUrl` output)."""
+    result = world.wap("publish", BRANCH, "--reason", "refunds confirmed", "--by", "dana")
+    assert result.exit_code == 0, result.output
+
+    reviews = [e for e in world.lineage(FAILED_ID) if e["eventType"] == "OTHER"]
+
+    assert len(reviews) == 1, world.lineage(FAILED_ID)
+    facet = reviews[0]["run"]["facets"]["wap_ingest"]
+    assert (facet["reviewer"], facet["reviewReason"]) == ("dana", "refunds confirmed")
+    assert facet["status"] == "PUBLISHED"
