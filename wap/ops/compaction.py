@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,12 +24,17 @@ from contracts.table_config import MaintenanceOptions
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event
 from lambdas.common.ledger import LOCK_ACTIVE, Ledger
+from lambdas.common.lineage import events
+from lambdas.common.lineage.record import outcome_of
 from lambdas.common.naming import branch_name, iso, utcnow
 from lambdas.common.nessie import MergeMeta, NessieClient
 from wap.exceptions import NotAllowedError, UnknownTargetError
+from wap.ops.backends import DEFAULT_STACK
 
 SOURCE = c.MAINTENANCE_SOURCE
 AUTHOR = "wap maintain"
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -49,14 +55,17 @@ def compact_table(
     options: MaintenanceOptions, alert: Callable[[dict], Any],
     start_next: Callable[[str, str], Any], template_catalog: str = "lake",
     meanwhile: Callable[[], None] | None = None, rewrite: Any = None,
+    lineage: Callable[[list], Any] | None = None,
 ) -> CompactionRun:
     """Compact `table` on a branch, publish it only when its content is unchanged.
 
     `start_next(table, run_id)` frees the table and starts the ingests that queued;
     `alert(event)` sends an alert event (contracts.alert); `meanwhile` runs while the run
     holds the table, before the rewrite (tests drop a file there); `rewrite` replaces
-    Iceberg's procedure (tests inject a faulty one). Raises `UnknownTargetError` for a
-    table main does not have and `NotAllowedError` while another run holds it.
+    Iceberg's procedure (tests inject a faulty one); `lineage(events)` sends the run's
+    OpenLineage events (job `compaction.<table>`: START, then COMPLETE or FAIL). Raises
+    `UnknownTargetError` for a table main does not have and `NotAllowedError` while
+    another run holds it.
     """
     from spark_jobs.compaction import compact, iceberg_rewrite
     from wap.ops.operations import parse_table
@@ -78,6 +87,9 @@ def compact_table(
         raise NotAllowedError(f"{table} is busy (an ingest took it): try again when it is free")
     try:
         ledger.update_ingest(run_id, {"status": c.RUNNING, "branch": branch})
+        _send(lineage, lambda: [events.start_event(
+            namespace=DEFAULT_STACK, ingest_id=run_id, table=table, inputs=[], branch=branch,
+            attempt=1, at=utcnow(), kind=events.COMPACTION)])
         base = nessie.ensure_branch_from_main(branch)
         if meanwhile is not None:
             meanwhile()
@@ -109,7 +121,21 @@ def compact_table(
         return CompactionRun(run_id, table, branch, c.PUBLISHED, result,
                              None if result.changed else "nothing to rewrite", merged)
     finally:
+        _send(lineage, lambda: [events.outcome_event(
+            namespace=DEFAULT_STACK, ingest_id=run_id, table=table, inputs=[],
+            outcome=outcome_of(ledger.get_ingest(run_id)), report=None, at=utcnow(),
+            kind=events.COMPACTION)])
         start_next(table, run_id)
+
+
+def _send(lineage: Callable[[list], Any] | None, build: Callable[[], list]) -> None:
+    """Send the events `build` makes; never raises (the run's outcome is recorded)."""
+    if lineage is None:
+        return
+    try:
+        lineage(build())
+    except Exception:
+        _log.exception("a compaction's OpenLineage event was not sent")
 
 
 def _failed(ledger: Ledger, alert: Callable[[dict], Any], run_id: str, table: str, branch: str,
@@ -160,7 +186,8 @@ def compact_on(backend: Any, table: str, options: MaintenanceOptions | None = No
     alert, start_next = stack_hooks(stack.aws, backend.ledger, backend.nessie)
     try:
         return compact_table(ledger=backend.ledger, nessie=backend.nessie, spark=stack.spark,
-                             table=table, options=options, alert=alert, start_next=start_next)
+                             table=table, options=options, alert=alert, start_next=start_next,
+                             lineage=backend.send_lineage)
     finally:
         backend.settle(600)  # the ingests it started, before the command saves the home
 

@@ -57,9 +57,12 @@ def run_id(ingest_id: str) -> str:
     return str(uuid.uuid5(_RUN_NAMESPACE, ingest_id))
 
 
-def job_name(table: str) -> str:
-    """The job of a table's ingests."""
-    return f"ingest.{table}"
+INGEST, COMPACTION = "ingest", "compaction"  # the jobs of a table: its ingests, its upkeep
+
+
+def job_name(table: str, kind: str = INGEST) -> str:
+    """The job of a table's ingests (or of its compactions: `kind`)."""
+    return f"{kind}.{table}"
 
 
 def catalog_namespace(namespace: str) -> str:
@@ -93,24 +96,25 @@ class Outcome:
 
 
 def start_event(*, namespace: str, ingest_id: str, table: str, inputs: Sequence[LineageInput],
-                branch: str, attempt: int, at: datetime) -> RunEvent:
+                branch: str, attempt: int, at: datetime, kind: str = INGEST) -> RunEvent:
     """START: the job run was submitted; it writes `table` on `branch`."""
     facet = WapIngestRunFacet(ingestId=ingest_id, table=table, attempt=attempt,
                               files=len(inputs), producer=PRODUCER)
     return _event(RunState.START, namespace=namespace, ingest_id=ingest_id, table=table, at=at,
-                  run_facets={"wap_ingest": facet}, inputs=[_input(i) for i in inputs],
+                  kind=kind, run_facets={"wap_ingest": facet},
+                  inputs=[_input(i) for i in inputs],
                   outputs=[_output(namespace, table, NessieReferenceDatasetFacet(
                       reference=branch, producer=PRODUCER))])
 
 
 def outcome_event(*, namespace: str, ingest_id: str, table: str,
                   inputs: Sequence[LineageInput], outcome: Outcome,
-                  report: AuditReport | None, at: datetime) -> RunEvent:
+                  report: AuditReport | None, at: datetime, kind: str = INGEST) -> RunEvent:
     """COMPLETE / FAIL / ABORT: the recorded outcome, with every check of `report` (when the
     job wrote one) as an assertion and its counts as metrics."""
     event_type = _EVENT_TYPE.get(outcome.status, RunState.FAIL)
     return _outcome(event_type, namespace=namespace, ingest_id=ingest_id, table=table,
-                    inputs=inputs, outcome=outcome, report=report, at=at)
+                    inputs=inputs, outcome=outcome, report=report, at=at, kind=kind)
 
 
 def review_event(*, namespace: str, ingest_id: str, table: str,
@@ -124,7 +128,7 @@ def review_event(*, namespace: str, ingest_id: str, table: str,
 
 def _outcome(event_type: RunState, *, namespace: str, ingest_id: str, table: str,
              inputs: Sequence[LineageInput], outcome: Outcome, report: AuditReport | None,
-             at: datetime) -> RunEvent:
+             at: datetime, kind: str = INGEST) -> RunEvent:
     run_facets: dict = {"wap_ingest": WapIngestRunFacet(
         ingestId=ingest_id, table=table, status=outcome.status, reason=outcome.reason,
         reasonCode=outcome.reason_code or (report.reason_code if report else None),
@@ -162,7 +166,7 @@ def _outcome(event_type: RunState, *, namespace: str, ingest_id: str, table: str
     output = OutputDataset(namespace=catalog_namespace(namespace), name=table,
                            facets=dataset_facets, outputFacets=output_facets)
     return _event(event_type, namespace=namespace, ingest_id=ingest_id, table=table, at=at,
-                  run_facets=run_facets,
+                  kind=kind, run_facets=run_facets,
                   inputs=[_input(source, report, _verdict(report, index, len(inputs)))
                           for index, source in enumerate(inputs)],
                   outputs=[output])
@@ -170,12 +174,12 @@ def _outcome(event_type: RunState, *, namespace: str, ingest_id: str, table: str
 
 def _event(event_type: RunState, *, namespace: str, ingest_id: str, table: str, at: datetime,
            run_facets: dict, inputs: list[InputDataset], outputs: list[OutputDataset],
-           ) -> RunEvent:
+           kind: str = INGEST) -> RunEvent:
     job_type = job_type_job.JobTypeJobFacet(processingType="BATCH", integration="WAP",
-                                            jobType="INGEST", producer=PRODUCER)
+                                            jobType=kind.upper(), producer=PRODUCER)
     return RunEvent(eventType=event_type, eventTime=at.isoformat(),
                     run=Run(runId=run_id(ingest_id), facets=run_facets),
-                    job=Job(namespace=namespace, name=job_name(table),
+                    job=Job(namespace=namespace, name=job_name(table, kind),
                             facets={"jobType": job_type}),
                     inputs=inputs, outputs=outputs, producer=PRODUCER)
 

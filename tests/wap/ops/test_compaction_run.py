@@ -59,9 +59,14 @@ def test_a_rewrite_that_drops_a_file_is_not_published_and_alerts(cmp_lake, lake)
     files_before, rows_before = main_state(lake, cmp_lake)
     alerts_before = len(cmp_lake.slack.messages)
 
-    done = run(cmp_lake, lake, rewrite=dropping_one_file)
+    sent: list = []
+    done = run(cmp_lake, lake, rewrite=dropping_one_file, lineage=sent.extend)
 
     assert done.status == "AUDIT_FAILED"
+    # Its OpenLineage run (issue 29): START, then FAIL with the reason, as job compaction.<t>.
+    assert [(e.eventType.value, e.job.name) for e in sent] == [
+        ("START", f"compaction.{TABLE}"), ("FAIL", f"compaction.{TABLE}")]
+    assert "after" in sent[1].run.facets["errorMessage"].message
     assert f"{DROPS} before, {DROPS - 1} after" in done.reason
     assert cmp_lake.nessie.main_hash() == main_before
     assert main_state(lake, cmp_lake) == (files_before, rows_before)
@@ -83,7 +88,8 @@ def test_compaction_publishes_and_an_ingest_queued_meanwhile_runs_after_it(cmp_l
         queued["key"] = cmp_lake.drop(TABLE, "meanwhile", [(99, 9.9)])
         wait_for_status(cmp_lake.stack, queued["key"], "QUEUED")
 
-    done = run(cmp_lake, lake, meanwhile=meanwhile)
+    sent: list = []
+    done = run(cmp_lake, lake, meanwhile=meanwhile, lineage=sent.extend)
     late = wait_for_key(cmp_lake.stack, queued["key"], timeout=300)
     cmp_lake.stack.wait_idle(timeout=300)
 
@@ -96,6 +102,10 @@ def test_compaction_publishes_and_an_ingest_queued_meanwhile_runs_after_it(cmp_l
     assert rows_after == sorted([*rows_before, (99, 9.9)])  # both landed
     assert files_after == 2  # the compacted file and the late ingest's
     assert cmp_lake.nessie.branch_hash(done.branch) is None
+    assert [e.eventType.value for e in sent] == ["START", "COMPLETE"]
+    [table] = sent[1].outputs
+    assert table.facets["wap_nessie"].reference == "main"
+    assert table.facets["wap_nessie"].hash == done.main_hash
 
 
 def test_a_busy_table_is_refused(cmp_lake, lake):
