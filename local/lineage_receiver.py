@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from local.serving import BackgroundServer
 
 PATH = "/api/v1/lineage"
 RUN_EVENT_TYPES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
@@ -63,7 +65,7 @@ def problems(event: Any) -> list[str]:
     return found
 
 
-class LineageReceiver:
+class LineageReceiver(BackgroundServer):
     """Start with `start()`; `url` is the base URL the OpenLineage client is given."""
 
     def __init__(self, directory: Path | None = None, *, api_key: str | None = None,
@@ -89,23 +91,7 @@ class LineageReceiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name="lineage-receiver")
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> LineageReceiver:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serve(Handler, port, "lineage-receiver")
 
     def events_of(self, run_id: str) -> list[dict[str, Any]]:
         """The accepted events of one run, in arrival order."""

@@ -30,9 +30,11 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from local.serving import BackgroundServer
 
 TEAM_ID = "T0WAPLOCAL"
 TEAM_NAME = "WAP Local"
@@ -186,7 +188,7 @@ def _blocks_text_length(blocks: list[Any]) -> int:
     return total
 
 
-class SlackStandin:
+class SlackStandin(BackgroundServer):
     """The running stand-in: its URL, what it received, and the failures scripted for it."""
 
     def __init__(self, token: str, channels: tuple[str, ...], *, port: int = 0):
@@ -200,27 +202,9 @@ class SlackStandin:
         self._ts = itertools.count(1)
         for name in channels:
             self.add_channel(name)
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            # A short poll interval keeps stop() fast (shutdown waits for one poll).
-            target=self._server.serve_forever,
-            args=(0.05,),
-            name="slack-standin",
-            daemon=True,
-        )
+        self._serve(_make_handler(self), port, "slack-standin")
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> SlackStandin:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
     def __enter__(self) -> SlackStandin:
         return self
 
@@ -230,8 +214,7 @@ class SlackStandin:
     @property
     def api_url(self) -> str:
         """What `WebClient(base_url=...)` takes: `http://127.0.0.1:PORT/api/`."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/api/"
+        return f"{self.url}/api/"
 
     # -- workspace -------------------------------------------------------------------------
     def add_channel(self, name: str, *, member: bool = True) -> str:
