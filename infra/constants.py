@@ -70,6 +70,10 @@ WAREHOUSE_PREFIX = "warehouse/"
 REPORT_RETENTION_DAYS = 400
 EMR_LOG_RETENTION_DAYS = 30
 ACCESS_LOG_RETENTION_DAYS = 90
+# How long a lake file that garbage collection deleted (`wap gc --delete`) stays
+# recoverable as a noncurrent version before S3 frees its bytes. Iceberg never
+# overwrites a file, so the lake's noncurrent versions are exactly what GC deleted.
+LAKE_DELETED_FILE_RETENTION_DAYS = 30
 
 # --- Compute (EMR Serverless) ---------------------------------------------------
 EMR_RELEASE_LABEL = "emr-7.12.0"

@@ -44,7 +44,11 @@ class Storage(Construct):
             event_bridge_enabled=True, lifecycle_rules=[abort_uploads])
         self.lake = s3.Bucket(
             self, "Lake", **common, **logged("lake"), versioned=True,
-            lifecycle_rules=[abort_uploads])
+            lifecycle_rules=[abort_uploads, s3.LifecycleRule(
+                id="free-collected-files", prefix=constants.WAREHOUSE_PREFIX,
+                noncurrent_version_expiration=Duration.days(
+                    constants.LAKE_DELETED_FILE_RETENTION_DAYS),
+                expired_object_delete_marker=True)])
         self.artifacts = s3.Bucket(
             self, "Artifacts", **common, **logged("artifacts"),
             lifecycle_rules=[

@@ -112,6 +112,16 @@ def test_data_buckets_log_access_and_expire_reports_and_logs(synthesized):
         ])}})
 
 
+def test_what_garbage_collection_deletes_in_the_lake_is_freed_after_a_recovery_window(
+        synthesized):
+    # The lake is versioned: a deleted file stays as a noncurrent version until this rule.
+    synthesized.template.has_resource_properties("AWS::S3::Bucket", {
+        "LifecycleConfiguration": {"Rules": Match.array_with([Match.object_like({
+            "Id": "free-collected-files", "Prefix": "warehouse/", "Status": "Enabled",
+            "NoncurrentVersionExpiration": {"NoncurrentDays": 30},
+            "ExpiredObjectDeleteMarker": True})])}})
+
+
 def test_source_bucket_is_versioned(synthesized):
     source = _buckets(synthesized)[_source_bucket_id(synthesized)]
     assert source["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
