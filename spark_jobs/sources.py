@@ -12,14 +12,12 @@ not parquet, a footer or schema that does not decode) rejects the input.
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from contracts.formats import CSV, PARQUET, SNIFF_BYTES, content_problem
 from spark_jobs import hadoop_fs
 from spark_jobs.errors import InfrastructureError, InputRejectedError, as_job_error, describe
 from spark_jobs.parquet_footer import named_columns
 from spark_jobs.text_sources import (
-    PARSE_ERROR,
     SourceReader,
     read_csv_strict,
     read_text,
@@ -57,15 +55,11 @@ def read_sources(spark: SparkSession, files: list[str],
     """The rows of `files` as one DataFrame: parquet schemas merged across files, text
     parsed to the reader's schema; with text sources, the frame carries `PARSE_ERROR`
     (text_sources.py)."""
-    by_format: dict[str, list[str]] = {}
-    for uri in files:
-        by_format.setdefault(reader.format(uri).kind, []).append(uri)
+    by_format = reader.by_format(files)
     parquet = by_format.pop(PARQUET, [])
     frames = [_read_parquet(spark, parquet)] if parquet else []
-    if by_format:
+    if by_format:  # union_all leaves PARSE_ERROR null in parquet rows: they always parse
         frames.append(read_text(spark, reader, by_format))
-        if len(frames) > 1:  # parquet rows always parsed
-            frames[0] = frames[0].withColumn(PARSE_ERROR, F.lit(None).cast("string"))
     return union_all(frames)
 
 
@@ -73,9 +67,7 @@ def read_strict(spark: SparkSession, files: list[str],
                 reader: SourceReader = PARQUET_READER) -> DataFrame | None:
     """The rows of `files` for a write that stops at the first CSV row that does not
     parse (no `PARSE_ERROR` column); None unless every text source is CSV."""
-    by_format: dict[str, list[str]] = {}
-    for uri in files:
-        by_format.setdefault(reader.format(uri).kind, []).append(uri)
+    by_format = reader.by_format(files)
     parquet = by_format.pop(PARQUET, [])
     if set(by_format) != {CSV}:
         return None

@@ -61,10 +61,20 @@ class SourceReader:
     csv: CsvOptions = field(default_factory=CsvOptions)
     parse: ParseOptions = field(default_factory=ParseOptions)
     # The types of text values: None while the table has no schema (not created, none
-    # declared), when a text source is refused with `no_schema_reason`.
+    # declared), when a text source is refused (`text_schema`).
     schema: T.StructType | None = None
     table: str = "the table"
     config_name: str = "tables/<namespace>.<table>.yaml"
+    # Each CSV's header columns, read once: a run reads a source more than once (the
+    # plan, the strict write, the counting write, the per-file verdicts).
+    headers: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
+
+    def by_format(self, files: list[str]) -> dict[str, list[str]]:
+        """`files` grouped by the format each is read as (`parquet`, `csv`, `jsonl`)."""
+        grouped: dict[str, list[str]] = {}
+        for uri in files:
+            grouped.setdefault(self.format(uri).kind, []).append(uri)
+        return grouped
 
     def format(self, uri: str) -> SourceFormat:
         """The format `uri` is read as; InputRejectedError when it has none."""
@@ -124,13 +134,11 @@ def read_text(spark: SparkSession, reader: SourceReader, fmt_files: dict[str, li
               ) -> DataFrame:
     """The rows of CSV (`csv`) and JSON Lines (`jsonl`) files as one frame, typed by the
     reader's schema, with `PARSE_ERROR` (the raw text of a row that did not parse)."""
-    frames = []
-    for uri in fmt_files.get(CSV, []):
-        frames.append((uri, _read_csv(spark, reader, uri)))
+    frames = [_read_csv(spark, reader, uri) for uri in fmt_files.get(CSV, [])]
     jsonl = fmt_files.get(JSONL, [])
     if jsonl:
-        frames.append((jsonl[0], _read_jsonl(spark, reader, jsonl)))
-    return union_all([frame for _, frame in frames])
+        frames.append(_read_jsonl(spark, reader, jsonl))
+    return union_all(frames)
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:
@@ -177,7 +185,11 @@ def _read_csv(spark: SparkSession, reader: SourceReader, uri: str,
     fmt = reader.format(uri)
     schema = reader.text_schema(uri, fmt)
     options = reader.csv
-    names = _header(spark, uri, fmt, options, schema) if options.header else schema.names
+    names = schema.names
+    if options.header:
+        if uri not in reader.headers:
+            reader.headers[uri] = _header(spark, uri, fmt, options, schema)
+        names = reader.headers[uri]
     types = {f.name: f.dataType for f in schema.fields}
     read_schema = T.StructType([T.StructField(name, types[name], True) for name in names]
                                + ([] if strict else

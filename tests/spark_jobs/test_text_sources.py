@@ -285,9 +285,17 @@ def test_a_clean_csv_is_written_once_and_a_dirty_one_leaves_no_stray_files(
         return real(spark, ref, frame, *rest)
 
     monkeypatch.setattr(writer, "_write", spy)
+    import spark_jobs.text_sources as text_sources
+
+    headers = []
+    read_header = text_sources._header
+    monkeypatch.setattr(text_sources, "_header",
+                        lambda spark, uri, *rest: headers.append(uri) or read_header(
+                            spark, uri, *rest))
     clean = ingest("text.once", [_write(tmp_path, "clean.csv", CLEAN)], config=ORDERS)
     assert run_ingest(lake, clean)["outcome"] == "passed"
     assert writes == ["strict"]
+    assert len(headers) == 1  # planned, then written: its header read once
 
     writes.clear()
     dirty = ingest("text.twice", [_write(tmp_path, "dirty.csv", CLEAN + "9,zed\n")],
