@@ -159,7 +159,7 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
     frame = read.select("*", F.input_file_name().alias(SOURCE_COLUMN))
     shaped = parsed_rows(frame).select(
         *SchemaPlan(target=target).projection(data_schema(read)), SOURCE_COLUMN)
-    by_path = {_path(uri): source for uri, source in usable.owner.items()}
+    by_path = {hadoop_fs.path_key(uri): source for uri, source in usable.owner.items()}
     unparsed = _unparsed_by_source(frame, by_path) \
         if has_parse_errors_column(frame) and parse_errors is not None else {}
     indexes = list(range(len(checks)))
@@ -174,7 +174,7 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
     groups = {}
     for group in grouped:
         values = group.asDict()
-        source = by_path.get(_path(values[SOURCE_COLUMN]))
+        source = by_path.get(hadoop_fs.path_key(values[SOURCE_COLUMN]))
         if source is None:
             raise RuntimeError(f"the per-source audit read {values[SOURCE_COLUMN]}, which is "
                                "not one of the run's sources")
@@ -215,7 +215,7 @@ def _unparsed_by_source(frame: DataFrame, by_path: dict[str, str]) -> dict[str, 
     counts: dict[str, int] = {}
     for row in frame.groupBy(SOURCE_COLUMN).agg(
             parse_error_count().alias("n"), every_column(frame).alias("_")).collect():
-        source = by_path.get(_path(row[SOURCE_COLUMN]))
+        source = by_path.get(hadoop_fs.path_key(row[SOURCE_COLUMN]))
         if source is not None:
             counts[source] = counts.get(source, 0) + int(row["n"])
     return counts
@@ -235,8 +235,8 @@ def _sources_with_keys_on_main(shaped: DataFrame, check: Check,
         raise_if_infrastructure(exc, "the per-source lookup on main failed")
         log.exception("per-source lookup on main failed")
         return []
-    return [by_path[_path(row[SOURCE_COLUMN])] for row in hits
-            if _path(row[SOURCE_COLUMN]) in by_path]
+    found = (by_path.get(hadoop_fs.path_key(row[SOURCE_COLUMN])) for row in hits)
+    return [source for source in found if source is not None]
 
 
 def rejected_verdicts(usable: Usable) -> dict[str, SourceVerdict]:
@@ -269,11 +269,11 @@ def _none_usable(usable: Usable) -> NoUsableSourceError:
 
 def _owner(file_uri: str, sources: list[str]) -> str:
     """The source a file came from (a source may be a directory of files)."""
-    path = _path(file_uri)
+    path = hadoop_fs.path_key(file_uri)
     for source in sources:
-        if path == _path(source) or path.startswith(_path(source).rstrip("/") + "/"):
+        root = hadoop_fs.path_key(source)
+        if path == root or path.startswith(root.rstrip("/") + "/"):
             return source
     return sources[0]
 
 
-_path = hadoop_fs.path_key

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 if __package__ in (None, ""):  # `spark-submit spark_jobs/wap_job.py` without the zip
@@ -121,6 +122,14 @@ class JobArgs:
     # `sources`: the pipeline reads staged copies, the snapshot names what was uploaded.
     source_origins: tuple[str, ...] = ()
 
+    @cached_property
+    def _origins(self) -> dict[str, str]:
+        return dict(zip(self.sources, self.source_origins, strict=True))
+
+    def origin(self, source: str) -> str:
+        """The uploaded object version `source` is a copy of (itself without origins)."""
+        return self._origins[source] if self.source_origins else source
+
     @property
     def run_catalog(self) -> str:
         """The per-run catalog name, `wap_<first 8 chars of the ingest id>`."""
@@ -162,8 +171,7 @@ def recorded_sources(args: JobArgs, usable) -> list[str]:
     source (its `--source-origin`), in order; without origins, the files written."""
     if not args.source_origins:
         return usable.uris
-    origin = dict(zip(args.sources, args.source_origins, strict=True))
-    return list(dict.fromkeys(origin[usable.owner[uri]] for uri in usable.uris))
+    return list(dict.fromkeys(args.origin(usable.owner[uri]) for uri in usable.uris))
 
 
 def load_table_config(spark, uri: str | None, table: str) -> TableConfig:
@@ -333,9 +341,7 @@ def _parse_errors(spark, check: ParseErrorsCheck, written, frame: DataFrame, usa
         count, settled_by = int(counted["n"]), SCAN
     if not count:
         return check.result(0, settled_by=settled_by)
-    origin = dict(zip(args.sources, args.source_origins, strict=True)) \
-        if args.source_origins else {}
-    files = {uri: origin.get(source, source) for uri, source in usable.owner.items()}
+    files = {uri: args.origin(source) for uri, source in usable.owner.items()}
     samples = parse_error_samples(spark, frame, files, reader)
     return check.result(count, tuple(samples), settled_by=settled_by)
 
