@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from bench.scratch import scratch_with_tables
 
 if TYPE_CHECKING:
     from lambdas.common.ledger.records import Record
@@ -140,15 +138,8 @@ def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured, Meas
     """(one file of files x rows rows, files files of rows rows, the same with 3 bad files),
     on one fresh local stack."""
     from wap.ops.backends import Target, open_backend
-    from wap.runtime.embedded_stack import ENV_TABLES_DIR
 
-    scratch = Path(tempfile.mkdtemp(prefix="wap-burst-bench-"))
-    tables = scratch / "tables"
-    tables.mkdir()
-    (tables / f"{MIXED_TABLE}.yaml").write_text(MIXED_CONFIG)
-    previous = os.environ.get(ENV_TABLES_DIR)
-    os.environ[ENV_TABLES_DIR] = str(tables)
-    try:
+    with scratch_with_tables("wap-burst-bench-", {MIXED_TABLE: MIXED_CONFIG}) as scratch:
         target = Target(home=str(scratch / "home"))
         # The bench's tables have no config and are not on main yet: let uploads create them.
         with open_backend(target, run_ingests=True, mutates=True, create=True,
@@ -166,12 +157,6 @@ def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured, Meas
                 [bad.get(i) or parquet_bytes(i * rows, rows) for i in range(files)], timeout)
             per_file = per_file_seconds(backend, BURST_TABLE)
         return single, burst, mixed, per_file
-    finally:
-        if previous is None:
-            os.environ.pop(ENV_TABLES_DIR, None)
-        else:
-            os.environ[ENV_TABLES_DIR] = previous
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def render(single: Measured, burst: Measured, mixed: Measured) -> str:

@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
-import shutil
 import statistics
-import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -28,6 +25,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from bench.scratch import scratch_with_tables
 
 TABLE = "bench.drops"
 CONFIG = """
@@ -102,15 +101,9 @@ def run(drops: int, rows: int, failed: int, timeout: float) -> dict[str, Any]:
     from wap.ops.backends import Target, open_backend
     from wap.ops.compaction import compact_on
     from wap.ops.maintenance import collect_garbage
-    from wap.runtime.embedded_stack import ENV_TABLES_DIR
 
-    scratch = Path(tempfile.mkdtemp(prefix="wap-maintenance-bench-"))
-    (scratch / "tables").mkdir()
-    (scratch / "tables" / f"{TABLE}.yaml").write_text(CONFIG)
-    previous = os.environ.get(ENV_TABLES_DIR)
-    os.environ[ENV_TABLES_DIR] = str(scratch / "tables")
     out: dict[str, Any] = {"drops": drops, "rows": rows, "failed": failed}
-    try:
+    with scratch_with_tables("wap-maintenance-bench-", {TABLE: CONFIG}) as scratch:
         target = Target(home=str(scratch / "home"))
         with open_backend(target, run_ingests=True, mutates=True, create=True,
                           create_tables=True) as backend:
@@ -155,12 +148,6 @@ def run(drops: int, rows: int, failed: int, timeout: float) -> dict[str, Any]:
             out["gc_missing_after"] = len(collect_garbage(backend, GcOptions(
                 retention=timedelta(days=3650), grace=timedelta(0))).missing)
         return out
-    finally:
-        if previous is None:
-            os.environ.pop(ENV_TABLES_DIR, None)
-        else:
-            os.environ[ENV_TABLES_DIR] = previous
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def render(m: dict[str, Any]) -> str:
