@@ -32,6 +32,7 @@ def test_a_table_config_that_is_not_yaml_rejects_the_upload_at_once_and_frees_th
     assert record.reason_code == "config_error"
     assert "not valid YAML" in record.error and "line 4, column 4" in record.error
     assert stack.emr.started_runs == []
+    stack.wait_idle(timeout=30)  # the trigger alerts after it recorded the rejection
     assert len(slack.messages) == 1 and "line 4, column 4" in json.dumps(slack.messages[0])
     assert stack.ledger().get_lock("cfg.orders").active is None
 
