@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.config_text import yaml_error_text
 from contracts.naming import is_identifier
-from contracts.table_config import SEVERITIES, CheckSpec, TableConfigError
+from contracts.table_config import SEVERITIES, CheckSpec, TableConfigError, config_text
 
 FOREIGN_KEY, ROW_COUNT_RELATION = "foreign_key", "row_count_relation"
 RELATION_KINDS = (FOREIGN_KEY, ROW_COUNT_RELATION)
@@ -79,6 +80,23 @@ def parse_dataset_config(raw: Any, name: str, source: str = "dataset config") ->
     return DatasetConfig(name=name, tables=config.tables, checks=specs)
 
 
+def dataset_name_of(uri: str) -> str:
+    """The dataset a config file is for: its file name without `.yaml`."""
+    name = uri.rstrip("/").rsplit("/", 1)[-1]
+    return name[:-len(".yaml")] if name.endswith(".yaml") else name
+
+
+def parse_dataset_config_bytes(data: bytes, source: str, *, yaml: Any) -> DatasetConfig:
+    """Parse a dataset config file's bytes (YAML; `yaml` is PyYAML, as for table configs);
+    the name is the file's. Raise TableConfigError naming the bad entry."""
+    text = config_text(data, source)
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TableConfigError(yaml_error_text(source, exc)) from exc
+    return parse_dataset_config(raw, dataset_name_of(source), source)
+
+
 def _is_table(value: Any) -> bool:
     parts = value.split(".") if isinstance(value, str) else []
     return len(parts) == 2 and all(is_identifier(part) for part in parts)
@@ -117,3 +135,65 @@ def _parse_relation(entry: Any, index: int, config: DatasetConfig, where: str) -
     if not isinstance(name, str):
         raise TableConfigError(f"{where}: name must be a string")
     return CheckSpec(name=name, kind=kind, severity=severity, params=params)
+
+
+# Where a multi-table dataset is dropped: `_datasets/<name>/<drop>/...`, completed by the
+# drop's `_manifest.json` (docs/datasets.md). `_` keeps it clear of every table prefix.
+DATASETS_PREFIX = "_datasets/"
+DATASET_CONFIGS_DIR = "datasets"  # tables/datasets/<name>.yaml
+MAX_DATASET_MANIFEST_BYTES = 10 * 1024 * 1024
+
+
+def dataset_drop(key: str) -> tuple[str, str] | None:
+    """`(dataset name, drop folder)` of a key under `_datasets/<name>/<drop>/`; None for a
+    key elsewhere. The drop folder ends in `/` and is what the manifest's paths are
+    relative to."""
+    if not key.startswith(DATASETS_PREFIX):
+        return None
+    parts = key[len(DATASETS_PREFIX):].split("/")
+    if len(parts) < 3 or not parts[0] or not parts[1]:
+        return None
+    return parts[0], key.rsplit("/", 1)[0] + "/"
+
+
+def parse_tables_manifest(raw: Any, config: DatasetConfig, where: str,
+                          ) -> dict[str, list[tuple[str, int]]]:
+    """`{"tables": {"ns.table": [{"path": "orders/part-0.parquet", "size": 123}]}}`: every
+    table of the dataset, its files relative to the manifest's folder with their sizes.
+    A table with no new rows lists `[]`. Raise TableConfigError naming what is wrong."""
+    example = ('{"tables": {"sales.orders": [{"path": "orders/part-0.parquet", '
+               '"size": 123}], ...}}')
+    tables = raw.get("tables") if isinstance(raw, dict) else None
+    if not isinstance(tables, dict) or set(raw) != {"tables"}:
+        raise TableConfigError(f"{where} is not a dataset manifest like {example}")
+    listed, expected = set(tables), set(config.tables)
+    if listed != expected:
+        missing, unknown = sorted(expected - listed), sorted(listed - expected)
+        raise TableConfigError(
+            f"{where} must list every table of dataset {config.name} "
+            f"({', '.join(config.tables)}) and no other"
+            + (f"; missing {', '.join(missing)}" if missing else "")
+            + (f"; not in the dataset: {', '.join(unknown)}" if unknown else "")
+            + " (a table without new rows lists [])")
+    files: dict[str, list[tuple[str, int]]] = {}
+    for table in config.tables:
+        entries = tables[table]
+        if not isinstance(entries, list):
+            raise TableConfigError(f"{where}: tables.{table} must be a list like {example}")
+        files[table] = []
+        for entry in entries:
+            path = entry.get("path") if isinstance(entry, dict) else None
+            size = entry.get("size") if isinstance(entry, dict) else None
+            if (not isinstance(path, str) or not path or path.startswith("/")
+                    or ".." in path.split("/") or path.rsplit("/", 1)[-1].startswith(("_", "."))
+                    or not isinstance(size, int) or isinstance(size, bool) or size < 0):
+                raise TableConfigError(
+                    f"{where}: tables.{table} entry {entry!r} needs a relative `path` to a "
+                    "data file (not _ or . prefixed) and its `size` in bytes")
+            files[table].append((path, size))
+    paths = [path for entries in files.values() for path, _ in entries]
+    if len(set(paths)) != len(paths):
+        raise TableConfigError(f"{where}: a file is listed twice")
+    if not paths:
+        raise TableConfigError(f"{where} lists no files")
+    return files

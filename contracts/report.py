@@ -85,6 +85,34 @@ class SourceVerdict:
 
 
 @dataclass(frozen=True)
+class TableWrite:
+    """One entry of a multi-table dataset's report `tables`: what the run wrote to one
+    table on the dataset's branch (issue 27; docs/datasets.md)."""
+
+    table: str
+    snapshot_id: int | None = None
+    rows_written: int = 0
+    source_uris: tuple[str, ...] = ()
+    schema_changes: tuple[Mapping[str, Any], ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "table") -> TableWrite:
+        """Parse and check one table entry; raise ReportError naming the field."""
+        read = Reader(data, where, ReportError)
+        return cls(table=read.string("table"),
+                   snapshot_id=read.integer("snapshot_id", required=False),
+                   rows_written=read.integer("rows_written", required=False, default=0,
+                                             minimum=0),
+                   source_uris=read.strings("source_uris"),
+                   schema_changes=read.objects("schema_changes"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": self.table, "snapshot_id": self.snapshot_id,
+                "rows_written": self.rows_written, "source_uris": list(self.source_uris),
+                "schema_changes": [dict(change) for change in self.schema_changes]}
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """One entry of the report's `checks`."""
 
@@ -164,6 +192,9 @@ class AuditReport:
     reason: str | None = None
     reason_code: str | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
+    # A multi-table dataset: every table it wrote on the branch (`table` is the first);
+    # its checks are named `<ns.table>: <check>`, its relations by their own names.
+    tables: tuple[TableWrite, ...] = ()
     started_at: str | None = None
     finished_at: str | None = None
     report_version: int = REPORT_VERSION
@@ -202,6 +233,8 @@ class AuditReport:
             timings=dict(timings),
             started_at=read.string("started_at", required=False),
             finished_at=read.string("finished_at", required=False),
+            tables=tuple(TableWrite.from_dict(entry, f"{where}.tables[{index}]")
+                         for index, entry in enumerate(read.objects("tables"))),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -226,7 +259,17 @@ class AuditReport:
             "timings": dict(self.timings),
             "started_at": self.started_at,
             "finished_at": self.finished_at,
+            **({"tables": [entry.to_dict() for entry in self.tables]} if self.tables else {}),
         }
+
+    @property
+    def snapshots(self) -> dict[str, int]:
+        """The snapshot the run committed to each table it wrote (one entry for a
+        single-table run that wrote)."""
+        if self.tables:
+            return {entry.table: entry.snapshot_id for entry in self.tables
+                    if entry.snapshot_id is not None}
+        return {} if self.snapshot_id is None else {self.table: self.snapshot_id}
 
     @property
     def blocking_checks(self) -> tuple[CheckResult, ...]:

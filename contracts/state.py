@@ -53,6 +53,21 @@ def _snapshot_id(read: Reader, name: str) -> str | None:
     raise read.fail(name, "a snapshot id (a string of digits) or null")
 
 
+def _snapshots(read: Reader, name: str) -> dict[str, str] | None:
+    """`{"ns.table": "<snapshot id>"}`: each value a snapshot id as `_snapshot_id` reads it."""
+    value = read.mapping(name)
+    if value is None:
+        return None
+    result = {}
+    for table, snapshot in value.items():
+        parsed = _snapshot_id(Reader({"id": snapshot}, f"{read.where}.{name}.{table}",
+                                     StateError), "id")
+        if parsed is None:
+            raise read.fail(name, "snapshot ids (strings of digits) by table")
+        result[str(table)] = parsed
+    return result
+
+
 @dataclass(frozen=True)
 class Run:
     """The job run the state machine waits for: `attempt` counts rebases (a fresh branch
@@ -111,6 +126,9 @@ class Outcome:
     main_hash: str | None = None
     branch_deleted: bool | None = None
     run: Run | None = None
+    # A multi-table dataset: the audited snapshot of every table it wrote (decimal strings),
+    # each verified at `branch_hash` before the one merge.
+    snapshots: Mapping[str, str] | None = None
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "outcome") -> Outcome:
@@ -135,6 +153,7 @@ class Outcome:
             main_hash=read.string("main_hash", required=False),
             branch_deleted=read.flag("branch_deleted", default=None),
             run=None if run is None else Run.from_dict(run, f"{where}.run"),
+            snapshots=_snapshots(read, "snapshots"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,6 +172,7 @@ class Outcome:
             "main_hash": self.main_hash,
             "branch_deleted": self.branch_deleted,
             "run": None if self.run is None else self.run.to_dict(),
+            "snapshots": None if self.snapshots is None else dict(self.snapshots),
         })
 
 

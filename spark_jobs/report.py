@@ -54,6 +54,8 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
     # Each source's own verdict, in source order (filled in by `judge`).
     sources: list[contract.SourceVerdict] = field(default_factory=list)
+    # A multi-table dataset: what it wrote to each table (spark_jobs/dataset_job.py).
+    tables: list[contract.TableWrite] = field(default_factory=list)
     _clock: float = field(default_factory=time.perf_counter)
 
     def timed(self, key: str, since: float) -> float:
@@ -137,6 +139,7 @@ class Report:
             timings=dict(self.timings),
             started_at=_iso(self.started_at),
             finished_at=_iso(utc_now()),
+            tables=tuple(self.tables),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -121,6 +121,10 @@ class JobArgs:
     # Each source's uploaded object version (`s3://bucket/key?versionId=V`), in the order of
     # `sources`: the pipeline reads staged copies, the snapshot names what was uploaded.
     source_origins: tuple[str, ...] = ()
+    # A multi-table dataset (docs/datasets.md): its config, and each source's table in the
+    # order of `sources`; `table` is then the dataset's first table.
+    dataset_config_uri: str | None = None
+    source_tables: tuple[str, ...] = ()
 
     @cached_property
     def _origins(self) -> dict[str, str]:
@@ -155,15 +159,27 @@ def parse_args(argv: list[str] | None = None) -> JobArgs:
                         help="the uploaded object a --source is a copy of (s3://bucket/key"
                              "?versionId=V): one per --source, in the same order; the "
                              "snapshot's wap.source names these")
+    parser.add_argument("--dataset-config-uri", default=None,
+                        help="a multi-table dataset's YAML config (tables/datasets/<name>."
+                             "yaml): write every table on the branch, then check relations")
+    parser.add_argument("--source-table", action="append", default=[], dest="source_tables",
+                        help="with --dataset-config-uri: the table of a --source, one per "
+                             "--source in the same order")
     parsed = parser.parse_args(argv)
-    if parsed.source_origins and len(parsed.source_origins) != len(parsed.sources):
-        parser.error(f"--source-origin: give one per --source, in the same order "
-                     f"({len(parsed.source_origins)} for {len(parsed.sources)} sources)")
+    for flag, given in (("--source-origin", parsed.source_origins),
+                        ("--source-table", parsed.source_tables)):
+        if given and len(given) != len(parsed.sources):
+            parser.error(f"{flag}: give one per --source, in the same order "
+                         f"({len(given)} for {len(parsed.sources)} sources)")
+    if bool(parsed.dataset_config_uri) != bool(parsed.source_tables):
+        parser.error("--dataset-config-uri and --source-table go together")
     return JobArgs(sources=parsed.sources, table=parsed.table, branch=parsed.branch,
                    ingest_id=parsed.ingest_id, report_uri=parsed.report_uri,
                    table_config_uri=parsed.table_config_uri, catalog=parsed.catalog,
                    all_or_nothing=parsed.all_or_nothing,
-                   source_origins=tuple(parsed.source_origins))
+                   source_origins=tuple(parsed.source_origins),
+                   dataset_config_uri=parsed.dataset_config_uri,
+                   source_tables=tuple(parsed.source_tables))
 
 
 def recorded_sources(args: JobArgs, usable) -> list[str]:
@@ -204,6 +220,10 @@ def run_ingest(spark, args: JobArgs) -> dict:
 
     Raises ReportWriteError only when the report itself cannot be written.
     """
+    if args.dataset_config_uri:
+        from spark_jobs.dataset_job import run_dataset
+
+        return run_dataset(spark, args)
     report = Report(ingest_id=args.ingest_id, table=args.table,
                     source_uris=list(args.sources), branch=args.branch)
     try:
@@ -220,7 +240,8 @@ def run_ingest(spark, args: JobArgs) -> dict:
     return result
 
 
-def _run(spark, args: JobArgs, report: Report) -> None:
+def _run(spark, args: JobArgs, report: Report):
+    """Write and audit one table's sources on the branch; return (table ref, the write)."""
     clock = time.perf_counter()
     namespace, table = split_table_name(args.table)
     validate_branch(args.branch)
@@ -313,6 +334,7 @@ def _run(spark, args: JobArgs, report: Report) -> None:
                                       parse_errors=parse_check))
         report.timed("audit_per_source_s", start)
     report.judge(verdicts)
+    return ref, written
 
 
 def source_reader(config: TableConfig, existing: StructType | None,
@@ -355,13 +377,7 @@ def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Rep
     report.timed("audit_metrics_s", start)
 
     def new_rows():
-        reader = spark.read.format("iceberg")
-        if written.parent_id is None:
-            reader = reader.option("snapshot-id", written.snapshot_id)
-        else:
-            reader = (reader.option("start-snapshot-id", written.parent_id)
-                      .option("end-snapshot-id", written.snapshot_id))
-        return reader.load(ref.sql)
+        return rows_added(spark, ref, written)
 
     observed = written.observed
     if observed is not None and int(observed[ROWS]) != stats.record_count:
@@ -372,6 +388,17 @@ def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Rep
     return run_audit(checks, stats, new_rows, utc_now(), _main_rows(spark, args, ref),
                      label=args.ingest_id,
                      timings=report.timings, observed=observed)
+
+
+def rows_added(spark, ref: CatalogTable, written) -> DataFrame:
+    """The rows the write's snapshot added to the table (incremental read of it)."""
+    reader = spark.read.format("iceberg")
+    if written.parent_id is None:
+        reader = reader.option("snapshot-id", written.snapshot_id)
+    else:
+        reader = (reader.option("start-snapshot-id", written.parent_id)
+                  .option("end-snapshot-id", written.snapshot_id))
+    return reader.load(ref.sql)
 
 
 def _main_rows(spark, args: JobArgs, ref: CatalogTable) -> Callable[[], DataFrame | None]:

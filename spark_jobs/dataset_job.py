@@ -1,0 +1,142 @@
+"""A multi-table dataset's run (docs/datasets.md): every table written on one branch, each
+audited by its own checks, then the checks between tables on the branch, one report.
+
+The job gets every source with its table (`--source-table`) and the dataset's config
+(`--dataset-config-uri`). Each table is written and audited exactly as a single-table
+run does it (`wap_job._run`), in the dataset's table order, all on the same branch; a
+source that cannot be used rejects the whole dataset (all or nothing). The report's
+`branch_hash` is the branch after the last write: the one commit publish verifies for
+every table's snapshot and merges.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+
+import yaml
+
+from contracts.dataset_config import DatasetConfig, parse_dataset_config_bytes
+from contracts.report import TableWrite
+from contracts.table_config import MAX_CONFIG_BYTES
+from spark_jobs import hadoop_fs
+from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
+from spark_jobs.errors import TableConfigError, TooLargeError, as_job_error, describe
+from spark_jobs.identifiers import split_table_name
+from spark_jobs.per_source import rejected_verdicts_of
+from spark_jobs.relations import evaluate_relations
+from spark_jobs.report import ERROR_REASON_PREFIX, Report, write_report
+from spark_jobs.writer import CatalogTable, load_table
+
+log = logging.getLogger("wap_job.dataset")
+
+
+def load_dataset_config(spark, uri: str) -> DatasetConfig:
+    """The dataset's config at `uri`; TableConfigError when it is missing or invalid."""
+    try:
+        if not hadoop_fs.exists(spark, uri):
+            raise TableConfigError(f"no dataset config at {uri}")
+        data = hadoop_fs.read_bytes(spark, uri, max_bytes=MAX_CONFIG_BYTES)
+    except TableConfigError:
+        raise
+    except TooLargeError as exc:
+        raise TableConfigError(f"{uri} is larger than {MAX_CONFIG_BYTES} bytes") from exc
+    except Exception as exc:
+        raise as_job_error(exc, f"cannot read the dataset config {uri}: {describe(exc)}",
+                           TableConfigError) from exc
+    return parse_dataset_config_bytes(data, uri, yaml=yaml)
+
+
+def run_dataset(spark, args) -> dict:
+    """Write, audit and report a multi-table dataset; return the report (also written)."""
+    report = Report(ingest_id=args.ingest_id, table=args.table,
+                    source_uris=list(args.sources), branch=args.branch)
+    try:
+        _run_dataset(spark, args, report)
+    except Exception as exc:
+        _fail(report, exc, getattr(exc, "dataset_table", None))
+        if report.outcome == "rejected":
+            log.warning("dataset %s rejected: %s", args.ingest_id, report.reason)
+        else:
+            log.exception("dataset %s stopped by an error", args.ingest_id)
+    result = report.to_dict()
+    write_report(spark, args.report_uri, result)
+    return result
+
+
+def _fail(report: Report, exc: Exception, table: str | None) -> None:
+    report.fail(exc)
+    report.judge(rejected_verdicts_of(exc))
+    if table and report.reason:  # say which table: the reason is read without the report
+        prefix = ERROR_REASON_PREFIX if report.reason.startswith(ERROR_REASON_PREFIX) else ""
+        report.reason = f"{prefix}{table}: {report.reason[len(prefix):]}"
+
+
+def _run_dataset(spark, args, report: Report) -> None:
+    from spark_jobs.wap_job import _run, rows_added
+
+    config = load_dataset_config(spark, args.dataset_config_uri)
+    if args.table != config.tables[0]:
+        raise TableConfigError(f"--table must be the dataset's first table {config.tables[0]}, "
+                               f"not {args.table}")
+    unknown = sorted(set(args.source_tables) - set(config.tables))
+    if unknown:
+        raise TableConfigError(f"dataset {config.name} has no table {', '.join(unknown)} "
+                               f"(its tables: {', '.join(config.tables)})")
+    conf = configure_run_catalog(spark, args.catalog, args.run_catalog, args.branch)
+    parts, new_rows, branch_rows, added = [], {}, {}, {}
+    for table in config.tables:
+        chosen = [i for i, owner in enumerate(args.source_tables) if owner == table]
+        ref = CatalogTable(args.run_catalog, *split_table_name(table))
+        if not chosen:  # no new rows for this table: relations still see it on the branch
+            current = load_table(spark, ref)
+            if current is None:
+                raise _on_table(TableConfigError(
+                    f"the drop brings no files for {table}, which does not exist yet"), table)
+            branch_rows[table] = spark.table(ref.sql)
+            new_rows[table], added[table] = branch_rows[table].limit(0), 0
+            parts.append(TableWrite(table=table))
+            continue
+        sub_args = replace(
+            args, table=table, sources=[args.sources[i] for i in chosen],
+            source_origins=tuple(args.source_origins[i] for i in chosen)
+            if args.source_origins else (),
+            all_or_nothing=True, dataset_config_uri=None, source_tables=())
+        sub = Report(ingest_id=args.ingest_id, table=table, source_uris=sub_args.sources,
+                     branch=args.branch)
+        try:
+            ref, written = _run(spark, sub_args, sub)
+        except Exception as exc:
+            _on_table(exc, table)
+            raise
+        report.checks += [replace(check, name=f"{table}: {check.name}") for check in sub.checks]
+        report.sources += sub.sources
+        report.schema_changes += [{"table": table, **change} for change in sub.schema_changes]
+        report.timings.update({f"{table}.{key}": value for key, value in sub.timings.items()})
+        new_rows[table], branch_rows[table] = rows_added(spark, ref, written), spark.table(ref.sql)
+        added[table] = written.rows_written
+        parts.append(TableWrite(table=table, snapshot_id=written.snapshot_id,
+                                rows_written=written.rows_written,
+                                source_uris=tuple(sub_args.sources),
+                                schema_changes=tuple(sub.schema_changes)))
+    start = time.perf_counter()
+    report.checks += evaluate_relations(spark, config, new_rows, branch_rows, added)
+    report.timed("relations_s", start)
+    report.tables = parts
+    first = next((part for part in parts if part.snapshot_id is not None), None)
+    report.snapshot_id = first.snapshot_id if first else None
+    report.rows_written = sum(part.rows_written for part in parts)
+    report.reused_snapshot = False
+    report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
+    report.settle()
+    verdicts = {verdict.uri: verdict for verdict in report.sources}
+    report.sources = []
+    report.judge(verdicts)
+
+
+def _on_table(exc: Exception, table: str) -> Exception:
+    """`exc`, marked with the table it happened on (the report's reason names it)."""
+    exc.dataset_table = table  # type: ignore[attr-defined]
+    return exc
+
