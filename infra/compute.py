@@ -88,8 +88,9 @@ class SparkCompute(Construct):
             self.deployments.append(s3deploy.BucketDeployment(
                 self, "TableConfigs", destination_bucket=artifacts,
                 destination_key_prefix=constants.TABLES_CONFIG_PREFIX,
-                sources=[s3deploy.Source.asset(str(tables_dir),
-                                               exclude=["*", "!*.yaml"])],
+                # Table configs, and multi-table dataset configs under datasets/.
+                sources=[s3deploy.Source.asset(str(tables_dir), exclude=[
+                    "*", "!*.yaml", "!datasets", "!datasets/*.yaml"])],
                 prune=True))
         code_root = f"s3://{artifacts.bucket_name}/{constants.JOB_CODE_PREFIX}"
         self.entrypoint = f"{code_root}wap_job.py"

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
+from contracts.dataset_config import DATASET_CONFIGS_DIR
 from lambdas.common import constants as c
 from lambdas.common.exceptions import ConfigError
 
@@ -86,6 +87,13 @@ class Settings:
         if not self.tables_config_prefix:
             return None
         return f"{_dir(self.tables_config_prefix)}{table}.yaml"
+
+    def dataset_config_uri(self, name: str) -> str | None:
+        """A multi-table dataset's YAML config (`datasets/<name>.yaml` beside the table
+        configs), when a config prefix is deployed."""
+        if not self.tables_config_prefix:
+            return None
+        return f"{_dir(self.tables_config_prefix)}{DATASET_CONFIGS_DIR}/{name}.yaml"
 
 
 def job_retry_delay(settings: Settings, failed_try: int) -> int:

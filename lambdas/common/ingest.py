@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import shlex
+from datetime import datetime
 from typing import Any
 
+from contracts import naming as rules
 from contracts.state import ExecutionInput, Run
 from lambdas.common import aws
 from lambdas.common import constants as c
@@ -32,6 +34,7 @@ from lambdas.common.ledger import (
     LedgerRecord,
     Record,
     started_at_field,
+    tables_of,
 )
 from lambdas.common.lineage import record as lineage
 from lambdas.common.log import logger
@@ -78,11 +81,19 @@ def origin_uris(ledger: Ledger, record: LedgerRecord) -> list[str] | None:
 def job_arguments(
     settings: Settings, *, source_uris: list[str], table: str, branch: str, ingest_id: str,
     report_uri: str, all_or_nothing: bool = False, source_origins: list[str] | None = None,
+    dataset: str | None = None, source_tables: list[str] | None = None,
 ) -> list[str]:
-    """`spark_jobs/wap_job.py` arguments (docs/contracts.md)."""
+    """`spark_jobs/wap_job.py` arguments (docs/contracts.md). A multi-table `dataset` gives
+    each source's table (`source_tables`) and reads its table configs by prefix."""
     args = [arg for uri in source_uris for arg in ("--source", uri)]
     if source_origins:  # one per source, same order: what the snapshot names
         args += [arg for uri in source_origins for arg in ("--source-origin", uri)]
+    if dataset:
+        args += [arg for name in source_tables or () for arg in ("--source-table", name)]
+        dataset_uri = settings.dataset_config_uri(dataset)
+        if not dataset_uri or not settings.tables_config_prefix:
+            raise ValueError(f"dataset {dataset}: no table config prefix is deployed")
+        args += ["--dataset-config-uri", dataset_uri]
     args += [
         "--table",
         table,
@@ -93,7 +104,8 @@ def job_arguments(
         "--report-uri",
         report_uri,
     ]
-    config_uri = settings.table_config_uri(table)
+    config_uri = (settings.table_config_uri(table) if not dataset
+                  else settings.tables_config_prefix.rstrip("/") + "/")
     if config_uri:
         args += ["--table-config-uri", config_uri]
     if all_or_nothing:  # a dataset: one source the job cannot use rejects the whole run
@@ -113,11 +125,14 @@ def start_job_run(
     job_try: int = 1,
     all_or_nothing: bool = False,
     source_origins: list[str] | None = None,
+    dataset: str | None = None,
+    source_tables: list[str] | None = None,
 ) -> str:
     """Start (or find, by clientToken) the Spark job run of one attempt; return its id."""
     arguments = job_arguments(settings, source_uris=source_uris, table=table, branch=branch,
                               ingest_id=ingest_id, report_uri=report_uri,
-                              all_or_nothing=all_or_nothing, source_origins=source_origins)
+                              all_or_nothing=all_or_nothing, source_origins=source_origins,
+                              dataset=dataset, source_tables=source_tables)
     return _submit(settings, arguments, action=f"start the job run of {ingest_id}",
                    client_token=client_token(ingest_id, attempt, job_try),
                    name=f"wap-{table}-{ingest_id}-{attempt}" + (
@@ -216,8 +231,14 @@ def start_ingest(
     ingest_id, table = record.ingest_id, _table_of(record)
     if not record.is_pending:
         return record  # already started (or finished): nothing to do
-    ref = TableRef.parse(table)
-    branch = ledger.set_once(ingest_id, "branch", branch_name(ref, utcnow(), ingest_id))
+    tables = tables_of(record)
+    if len(tables) > 1:  # a multi-table dataset takes every table's lock, in order
+        waiting_at = ledger.acquire_in_order(tables, ingest_id)
+        if waiting_at is not None:  # queued there: the table's release starts it again
+            ledger.update_ingest(ingest_id, {"status": c.QUEUED, "waiting_for": waiting_at},
+                                 only_if_status=c.PENDING_STATUSES)
+            return ledger.get_ingest(ingest_id) or record
+    branch = ledger.set_once(ingest_id, "branch", run_branch_name(record, utcnow()))
     nessie.ensure_branch_from_main(branch)
     run = launch_job_run(settings, ledger, record, attempt=1, job_try=1, branch=branch)
     staged_uri = record.staged_uri if isinstance(record, IngestRecord) else None
@@ -234,6 +255,14 @@ def start_ingest(
     return started
 
 
+def run_branch_name(record: LedgerRecord, at: datetime) -> str:
+    """`wap_<ns>_<table>_<time>_<id8>`; a multi-table dataset's `wap_dataset_<name>_...`."""
+    name = getattr(record, "dataset_name", None)
+    if name and len(tables_of(record)) > 1:
+        return rules.branch_name("dataset", name, at, record.ingest_id)
+    return branch_name(TableRef.parse(_table_of(record)), at, record.ingest_id)
+
+
 def launch_job_run(
     settings: Settings, ledger: Ledger, record: LedgerRecord, *, attempt: int, job_try: int,
     branch: str,
@@ -242,8 +271,10 @@ def launch_job_run(
     an ingest that holds its table; renews the table lease. Returns the run descriptor."""
     ingest_id, table = record.ingest_id, _table_of(record)
     report_uri = settings.report_uri(table, ingest_id, attempt, job_try)
-    ledger.renew_lease(table, ingest_id)
+    for held in tables_of(record):
+        ledger.renew_lease(held, ingest_id)
     sources, origins = reader_uris(record), origin_uris(ledger, record)
+    multi = isinstance(record, BatchRecord) and len(record.tables) > 1
     job_run_id = start_job_run(
         settings,
         ingest_id=ingest_id,
@@ -255,6 +286,8 @@ def launch_job_run(
         branch=branch,
         report_uri=report_uri,
         all_or_nothing=isinstance(record, BatchRecord) and bool(record.all_or_nothing),
+        dataset=record.dataset_name if multi else None,
+        source_tables=list(record.source_tables) if multi else None,
     )
     started_at = ledger.set_once(ingest_id, started_at_field(attempt, job_try), iso(utcnow()))
     return Run(attempt=attempt, job_try=job_try, branch=branch, job_run_id=job_run_id,
@@ -312,8 +345,18 @@ def start_or_fail(
             failed = ledger.get_ingest(ingest_id) or record
             send_alert_quietly(alert_event(failed, outcome=c.JOB_FAILED, reason=reason))
             lineage.record_outcome(settings, ledger, failed)
-        release_and_start_next(settings, ledger, nessie, table, ingest_id)
+        release_all_and_start_next(settings, ledger, nessie, record)
         return ledger.get_ingest(ingest_id) or record
+
+
+def release_all_and_start_next(
+    settings: Settings, ledger: Ledger, nessie: NessieClient, record: LedgerRecord
+) -> str | None:
+    """`release_and_start_next` for every table the run holds or waits for (a multi-table
+    dataset's, in lock order); returns the successor of its first table."""
+    successors = [release_and_start_next(settings, ledger, nessie, table, record.ingest_id)
+                  for table in tables_of(record)]
+    return successors[0] if successors else None
 
 
 def release_and_start_next(

@@ -9,6 +9,7 @@ rows twice, so failures are recorded only after `main_holds_ingest` says no.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
@@ -21,20 +22,22 @@ MERGE_TRIES = 2  # a second try absorbs main moving between reading its hash and
 
 def merge_audited_commit(
     nessie: NessieClient, *, table: str, branch: str, audited_hash: str, snapshot_id: int,
-    meta: MergeMeta,
+    meta: MergeMeta, snapshots: Mapping[str, Any] | None = None,
 ) -> str:
     """Merge exactly `branch@audited_hash` into main, if that commit holds the audited
-    snapshot of `table`; return main's new hash.
+    snapshot of `table` (of a multi-table dataset: every table's, `snapshots`); return
+    main's new hash. One merge: every table lands in the same commit on main.
 
     Raises `AuditedCommitMismatchError` when the commit holds another snapshot (nothing
     is merged) and `MergeConflictError` when main changed the same table on every try.
     """
-    held = nessie.table_snapshot(table, branch, audited_hash)
-    if held != int(snapshot_id):
-        raise AuditedCommitMismatchError(
-            f"{branch}@{audited_hash} holds snapshot {held} of {table}, but the report "
-            f"audited snapshot {snapshot_id}"
-        )
+    for name, expected in (dict(snapshots) if snapshots else {table: snapshot_id}).items():
+        held = nessie.table_snapshot(name, branch, audited_hash)
+        if held != int(expected):
+            raise AuditedCommitMismatchError(
+                f"{branch}@{audited_hash} holds snapshot {held} of {name}, but the report "
+                f"audited snapshot {expected}"
+            )
     conflict: MergeConflictError | None = None
     for _ in range(MERGE_TRIES):
         try:
@@ -51,19 +54,31 @@ def audited_snapshot(record: LedgerRecord | None, reported: str | None = None) -
     return (record.audited_snapshot_id if record else None) or reported
 
 
+def audited_snapshots(record: LedgerRecord | None, table: str | None,
+                      reported: str | None = None,
+                      reported_snapshots: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every table's audited snapshot: a multi-table dataset's (ledger, else the state's
+    `outcome.snapshots`), else `{table: audited_snapshot(...)}`; {} when none is known."""
+    many = (record.audited_snapshots if record else None) or reported_snapshots
+    if many:
+        return dict(many)
+    snapshot = audited_snapshot(record, reported)
+    return {table: snapshot} if table and snapshot is not None else {}
+
+
 def main_holds_ingest(
     nessie: NessieClient, table: str | None, record: LedgerRecord | None,
-    reported: str | None = None,
+    reported: str | None = None, reported_snapshots: Mapping[str, Any] | None = None,
 ) -> bool:
-    """True when main's table is at the ingest's audited snapshot (the merge went through).
+    """True when main's table is at the ingest's audited snapshot (the merge went through;
+    a multi-table dataset: every table at its own, which one merge put there together).
 
     Raises `NessieUnavailableError` when Nessie cannot say: the caller must not record
     a failure it could not check.
     """
-    snapshot = audited_snapshot(record, reported)
-    if not table or snapshot is None:
-        return False
-    return nessie.main_holds(table, int(snapshot))
+    snapshots = audited_snapshots(record, table, reported, reported_snapshots)
+    return bool(snapshots) and all(nessie.main_holds(name, int(snapshot))
+                                   for name, snapshot in snapshots.items())
 
 
 def delete_branch_quietly(nessie: NessieClient, branch: str | None) -> bool:

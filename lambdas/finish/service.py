@@ -12,8 +12,13 @@ from lambdas.common.alerts import alert_event
 from lambdas.common.batching import failing_files, is_batch, split_reason
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import InvalidEventError
-from lambdas.common.ingest import cancel_job_run, release_and_start_next, run_from_fields
-from lambdas.common.ledger import IngestRecord, Ledger
+from lambdas.common.ingest import (
+    cancel_job_run,
+    release_all_and_start_next,
+    release_and_start_next,
+    run_from_fields,
+)
+from lambdas.common.ledger import IngestRecord, Ledger, tables_of
 from lambdas.common.lineage import record as lineage
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, utcnow
@@ -77,7 +82,8 @@ def finish(
     record = ledger.get_ingest(ingest_id)
     branch_deleted = bool(outcome and outcome.branch_deleted)
     if status in (c.JOB_FAILED, c.PUBLISH_FAILED) and main_holds_ingest(
-            nessie, table, record, outcome.snapshot_id if outcome else None):
+            nessie, table, record, outcome.snapshot_id if outcome else None,
+            outcome.snapshots if outcome else None):
         logger.warning("recorded as published: main holds the audited snapshot",
                        extra={"ingest_id": ingest_id, "would_have_been": status})
         status, reason = c.PUBLISHED, None
@@ -124,7 +130,9 @@ def finish(
     outcome_record = record
     if record.branch_deleted_at:  # the alert names no branch that is gone
         record = replace(record, branch=None)
-    next_id = release_and_start_next(settings, ledger, nessie, table, ingest_id)
+    next_id = (release_all_and_start_next(settings, ledger, nessie, record)
+               if len(tables_of(record)) > 1 else
+               release_and_start_next(settings, ledger, nessie, table, ingest_id))
     if recorded:  # by this invocation (a retried one finds it recorded): counted once
         lineage.record_outcome(settings, ledger, outcome_record, job_started_at=run.started_at)
     alert = None

@@ -18,11 +18,15 @@ from lambdas.common.exceptions import (
     InvalidEventError,
     MergeConflictError,
 )
-from lambdas.common.ingest import launch_job_run, run_fields
-from lambdas.common.ledger import IngestRecord, Ledger
-from lambdas.common.naming import TableRef, branch_name, utcnow
+from lambdas.common.ingest import launch_job_run, run_branch_name, run_fields
+from lambdas.common.ledger import IngestRecord, Ledger, tables_of
+from lambdas.common.naming import utcnow
 from lambdas.common.nessie import MergeMeta, NessieClient
-from lambdas.common.published import delete_branch_quietly, merge_audited_commit
+from lambdas.common.published import (
+    delete_branch_quietly,
+    main_holds_ingest,
+    merge_audited_commit,
+)
 
 
 def publish(
@@ -51,16 +55,21 @@ def publish(
     if record.published_branch == branch:  # retried after the merge was recorded
         return _published(ledger, nessie, ingest_id, branch, base,
                           record.published_hash, record=False)
+    snapshots = dict(audited.snapshots) if audited.snapshots else None
     # Recorded before merging, so whoever checks a failure later can ask Nessie about it.
     ledger.update_ingest(ingest_id, {"audited_hash": from_hash,
-                                     "audited_snapshot_id": str(snapshot_id)})
-    if nessie.main_holds(table, snapshot_id):  # the merge went through; its answer was lost
-        # Only if the audited commit is the one that holds it: a report naming a snapshot
-        # main already had must not mark this ingest published.
-        if nessie.table_snapshot(table, branch, from_hash) != snapshot_id:
-            return replace(base, status=c.PUBLISH_FAILED,
-                           reason=f"refusing to publish: {branch}@{from_hash} does not hold "
-                           f"snapshot {snapshot_id} of {table}, which main already holds")
+                                     "audited_snapshot_id": str(snapshot_id),
+                                     "audited_snapshots": snapshots})
+    expected = snapshots or {table: snapshot_id}
+    if main_holds_ingest(nessie, table, None, str(snapshot_id), snapshots):
+        # The merge went through; its answer was lost. Only if the audited commit is the
+        # one that holds it: a report naming a snapshot main already had must not mark
+        # this ingest published.
+        for name, snapshot in expected.items():
+            if nessie.table_snapshot(name, branch, from_hash) != int(snapshot):
+                return replace(base, status=c.PUBLISH_FAILED,
+                               reason=f"refusing to publish: {branch}@{from_hash} does not "
+                               f"hold snapshot {snapshot} of {name}, which main already holds")
         return _published(ledger, nessie, ingest_id, branch, base, nessie.main_hash())
     if record.branch_attempt(attempt + 1):  # retried after a rebase had begun
         return _rebase(
@@ -74,13 +83,15 @@ def publish(
             reason=record.rebase_reason or "merge conflict",
         )
 
-    holder = ledger.get_lock(table).active
-    if holder != ingest_id:  # the sweeper gave this ingest up (its lease ran out)
-        return replace(base, status=c.PUBLISH_FAILED,
-                       reason=f"refusing to publish: ingest {ingest_id} no longer holds table "
-                       f"{table} (held by {holder})")
+    for held in tables_of(record) or (table,):
+        holder = ledger.get_lock(held).active
+        if holder != ingest_id:  # the sweeper gave this ingest up (its lease ran out)
+            return replace(base, status=c.PUBLISH_FAILED,
+                           reason=f"refusing to publish: ingest {ingest_id} no longer holds "
+                           f"table {held} (held by {holder})")
+    what = ", ".join(expected)
     meta = MergeMeta(
-        message=f"wap: publish ingest {ingest_id} ({table}) from {branch}, audit passed",
+        message=f"wap: publish ingest {ingest_id} ({what}) from {branch}, audit passed",
         author="wap-publish",
         properties={"wap.ingest-id": ingest_id, "wap.action": "publish",
                     "wap.snapshot-id": str(snapshot_id)},
@@ -88,7 +99,7 @@ def publish(
     try:
         main_hash = merge_audited_commit(nessie, table=table, branch=branch,
                                          audited_hash=from_hash, snapshot_id=snapshot_id,
-                                         meta=meta)
+                                         meta=meta, snapshots=snapshots)
     except AuditedCommitMismatchError as exc:
         return replace(base, status=c.PUBLISH_FAILED, reason=f"refusing to publish: {exc}")
     except MergeConflictError as conflict:
@@ -125,9 +136,10 @@ def _rebase(
     """Fresh branch from main and a new job run for the next attempt."""
     attempt = run.attempt + 1
     now = utcnow()
-    proposed = branch_name(TableRef.parse(table), now, ingest_id)
+    current = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
+    proposed = run_branch_name(current, now)
     if proposed == run.branch:
-        proposed = branch_name(TableRef.parse(table), now + timedelta(seconds=1), ingest_id)
+        proposed = run_branch_name(current, now + timedelta(seconds=1))
     branch = ledger.set_once(ingest_id, f"branch_attempt_{attempt}", proposed)
     ledger.update_ingest(ingest_id, {"rebase_reason": reason})
     nessie.ensure_branch_from_main(branch)

@@ -67,8 +67,8 @@ def complete_dataset(
         except DatasetError as exc:
             parts, problem = [], str(exc)
         members = [ingest_file(part) for part in parts]
-        problem = problem or _problem(members)
-        batch = _record_batch(settings, ledger, batch_id, table, prefix, marker, members,
+        problem = problem or problem_of(members)
+        batch = record_batch(settings, ledger, batch_id, table, prefix, marker, members,
                               problem)
     if not batch.is_pending:
         return batch.status or "?", batch_id, batch.error
@@ -94,6 +94,13 @@ def _listed_parts(marker: ObjectCreated, s3: Any) -> tuple[list[ObjectCreated], 
     if not listed:
         raise DatasetError(f"{s3_uri(marker.bucket, marker.key)} completes no files: "
                            f"nothing under {prefix}")
+    return head_parts(marker, listed, s3)
+
+
+def head_parts(marker: ObjectCreated, listed: list[tuple[str, int | None]], s3: Any,
+               ) -> tuple[list[ObjectCreated], str | None]:
+    """Each listed `(key, size)` at the version S3 has now, and why the dataset cannot run
+    (a listed file missing or of another size than listed), or None."""
     parts, problems = [], []
     for key, size in listed:
         try:
@@ -113,12 +120,18 @@ def _listed_parts(marker: ObjectCreated, s3: Any) -> tuple[list[ObjectCreated], 
     return parts, "; ".join(problems) or None
 
 
+def marker_bytes(marker: ObjectCreated, s3: Any) -> bytes:
+    """The manifest's bytes at the event's version: at most MAX_MANIFEST_BYTES + 1 (enough
+    to tell it is too large)."""
+    extra = {"VersionId": marker.version_id} if marker.version_id else {}
+    return s3.get_object(Bucket=marker.bucket, Key=marker.key,
+                         Range=f"bytes=0-{MAX_MANIFEST_BYTES}", **extra)["Body"].read()
+
+
 def _manifest(marker: ObjectCreated, s3: Any) -> list[tuple[str, int]]:
     """`{"files": [{"path": "part-0.parquet", "size": 123}, ...]}`, paths relative to the
     manifest's folder; DatasetError naming what is wrong."""
-    extra = {"VersionId": marker.version_id} if marker.version_id else {}
-    body = s3.get_object(Bucket=marker.bucket, Key=marker.key,
-                         Range=f"bytes=0-{MAX_MANIFEST_BYTES}", **extra)["Body"].read()
+    body = marker_bytes(marker, s3)
     where = s3_uri(marker.bucket, marker.key)
     try:
         if len(body) > MAX_MANIFEST_BYTES:
@@ -136,7 +149,7 @@ def _manifest(marker: ObjectCreated, s3: Any) -> list[tuple[str, int]]:
     return listed
 
 
-def _problem(members: list[IngestRecord]) -> str | None:
+def problem_of(members: list[IngestRecord]) -> str | None:
     """Why the dataset cannot run: one of its files was rejected (all or nothing)."""
     for member in members:
         if member.status not in _JOINABLE:
@@ -146,13 +159,14 @@ def _problem(members: list[IngestRecord]) -> str | None:
     return None
 
 
-def _record_batch(settings: Settings, ledger: Ledger, batch_id: str, table: str, prefix: str,
-                  marker: ObjectCreated, members: list[IngestRecord],
-                  problem: str | None) -> Record:
-    """The dataset's batch record (created once), its members joined to it; a dataset that
-    cannot run is recorded REJECTED with its files, and alerted once."""
+def record_batch(settings: Settings, ledger: Ledger, batch_id: str, table: str | None,
+                 prefix: str, marker: ObjectCreated, members: list[IngestRecord],
+                 problem: str | None, extra: dict[str, Any] | None = None) -> Record:
+    """The dataset's batch record (created once, with `extra` fields), its members joined
+    to it; a dataset that cannot run is recorded REJECTED with its files, alerted once."""
     ids = [member.ingest_id for member in members]
     created = ledger.create_ingest(batch_id, {
+        **(extra or {}),
         "table": table,
         "members": ids,
         "sources": [member.staged_uri for member in members],

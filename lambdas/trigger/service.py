@@ -7,6 +7,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from contracts.batching import MANIFEST_MARKER
+from contracts.dataset_config import dataset_drop
 from contracts.formats import (
     PARQUET,
     SNIFF_BYTES,
@@ -42,6 +44,7 @@ from lambdas.common.nessie import NessieClient
 from lambdas.common.staging import stage_version, staged_uri
 from lambdas.trigger.datasets import complete_dataset, dataset_prefix, is_dataset_marker
 from lambdas.trigger.events import ObjectCreated
+from lambdas.trigger.multi_table import complete_multi_table_dataset
 
 IGNORED = "IGNORED"
 DUPLICATE = "DUPLICATE"
@@ -59,16 +62,18 @@ class TriggerResult:
 
 
 def rejection_reason(obj: ObjectCreated, s3: Any = None,
-                     intake: Intake | None = None) -> str | None:
+                     intake: Intake | None = None, table: str | None = None) -> str | None:
     """Why the object cannot be ingested, or None.
 
     Its format is the table config's `format:` (from `intake`), else its extension
     (`contracts.formats`); with `s3`, its first bytes (and a parquet file's last 4) must
     agree. A table whose config is refused reads no bytes: the file is then refused for
-    the config (`reject_for_config`), not for a format guessed without it.
+    the config (`reject_for_config`), not for a format guessed without it. `table`: the
+    file's table when its key does not say (a multi-table dataset's manifest does).
     """
     try:
-        route_key(obj.key)
+        if table is None:
+            route_key(obj.key)
     except UnroutableKeyError as exc:
         return str(exc)
     intake = intake or Intake()
@@ -111,6 +116,8 @@ def handle_object(
 ) -> TriggerResult:
     """Ingest one created object exactly once; safe to call again with the same object."""
     s3 = s3 if s3 is not None else aws.client("s3")
+    if dataset_drop(obj.key) is not None:
+        return _multi_table_drop(obj, settings, ledger, nessie, s3)
     if is_marker(obj.key):
         return _marker(obj, settings, ledger, nessie, s3)
     try:
@@ -154,13 +161,15 @@ def handle_object(
 
 
 def _recorded_and_staged(
-    obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any, intake: Intake
+    obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any, intake: Intake,
+    table: str | None = None,
 ) -> IngestRecord:
     """The object's ingest record, created (or a bad object rejected) and its version
-    staged, once. `intake`: its table's (the format it is read as)."""
+    staged, once. `intake`: its table's (the format it is read as); `table`: the table
+    when its key does not name it (a multi-table dataset's file)."""
     iid = ingest_id(obj.bucket, obj.key, obj.version)
     record = (_ingest(ledger.get_ingest(iid))
-              or _record_new(iid, obj, settings, ledger, s3, intake))
+              or _record_new(iid, obj, settings, ledger, s3, intake, table))
     if record.status == c.RECEIVED and not record.staged_at:
         record = _stage(record, obj, settings, ledger, s3)
     return record
@@ -192,6 +201,28 @@ def _marker(
     return TriggerResult(obj.key, action, batch_id, table, reason)
 
 
+def _multi_table_drop(
+    obj: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any
+) -> TriggerResult:
+    """A file under `_datasets/<name>/<drop>/`: the drop's `_manifest.json` makes it one
+    run over every table; any other file waits for it (the manifest names it)."""
+    if file_name(obj.key) != MANIFEST_MARKER:
+        return TriggerResult(obj.key, IGNORED, reason="a file of a multi-table dataset: "
+                             "its drop's _manifest.json ingests it")
+
+    def ingest_file(part: ObjectCreated, table: str) -> IngestRecord:
+        intake = table_intake(settings, table)
+        record = _recorded_and_staged(part, settings, ledger, s3, intake, table)
+        if intake.config_error and record.is_pending:
+            reject_for_config(ledger, record, intake.config_error, settings=settings)
+            record = _ingest(ledger.get_ingest(record.ingest_id)) or record
+        return record
+
+    action, batch_id, table, reason = complete_multi_table_dataset(
+        obj, settings, ledger, nessie, s3, ingest_file)
+    return TriggerResult(obj.key, action, batch_id, table, reason)
+
+
 def _not_pending(obj: ObjectCreated, record: Record) -> TriggerResult:
     action = c.REJECTED if record.status == c.REJECTED else DUPLICATE
     return TriggerResult(obj.key, action, record.ingest_id, record.table, record.error)
@@ -220,12 +251,13 @@ def _stage(
 
 
 def _record_new(
-    iid: str, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any, intake: Intake
+    iid: str, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any, intake: Intake,
+    table: str | None = None,
 ) -> IngestRecord:
     """Record the ingest (conditional put: the first invocation wins); reject bad input."""
-    reason = rejection_reason(obj, s3, intake)
+    reason = rejection_reason(obj, s3, intake, table)
     try:
-        table = route_key(obj.key).qualified
+        table = table or route_key(obj.key).qualified
     except UnroutableKeyError:
         table = None
     fields = {

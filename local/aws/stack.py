@@ -437,10 +437,12 @@ class LocalAwsStack:
             Bucket=s.source_bucket, NotificationConfiguration={"EventBridgeConfiguration": {}}
         )
         if s.tables_dir is not None:
-            for path in sorted(Path(s.tables_dir).glob("*.yaml")):
-                s3.put_object(
-                    Bucket=s.artifacts_bucket, Key=f"tables/{path.name}", Body=path.read_bytes()
-                )
+            root = Path(s.tables_dir)
+            # Table configs, and multi-table dataset configs under datasets/ (as deployed).
+            for path in sorted([*root.glob("*.yaml"), *root.glob("datasets/*.yaml")]):
+                s3.put_object(Bucket=s.artifacts_bucket,
+                              Key=f"tables/{path.relative_to(root).as_posix()}",
+                              Body=path.read_bytes())
 
     def _create_emr_application(self, resolver: Resolver) -> None:
         assert self.template is not None

@@ -27,7 +27,7 @@ from contracts.table_config import (
 from lakeview import iceberg
 from lambdas.common import constants as c
 from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
-from lambdas.common.ledger import BatchRecord, IngestRecord, QueueStat, Record
+from lambdas.common.ledger import BatchRecord, IngestRecord, QueueStat, Record, tables_of
 from lambdas.common.naming import TableRef, iso, utcnow
 from lambdas.common.nessie import MergeMeta
 from lambdas.common.published import merge_audited_commit
@@ -336,6 +336,12 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
         report = read_report(backend, record)
         audited = audited or (report.branch_hash if report else None)
         snapshot = snapshot if snapshot is not None else (report.snapshot_id if report else None)
+    snapshots = None
+    if len(tables_of(record)) > 1:  # a multi-table dataset: every table's, one merge
+        report = read_report(backend, record)
+        snapshots = report.snapshots if report else None
+        if not snapshots:
+            raise NotAllowedError(f"ingest {iid} wrote nothing to publish")
     if not branch or not table or not audited or snapshot is None:
         raise NotAllowedError(f"ingest {iid} wrote nothing to publish")
     head = backend.nessie.reference(branch)
@@ -365,6 +371,7 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
             audited_hash=audited,
             snapshot_id=int(snapshot),
             meta=meta,
+            snapshots=snapshots,
         )
     except AuditedCommitMismatchError as exc:
         raise NotAllowedError(f"ingest {iid}: {exc}") from exc

@@ -43,6 +43,7 @@ from lambdas.common.ledger.records import (
     record_to_item,
     started_at_field,
     storable_item,
+    tables_of,
 )
 from lambdas.common.ledger.schema import (
     _INDEXES,
@@ -69,7 +70,7 @@ __all__ = [
     "TTL_ATTRIBUTE", "_INDEXES", "BatchRecord", "IngestRecord", "Ledger", "LedgerRecord",
     "QueueStat", "Record", "Status", "Successor", "TableLock", "batch_id", "lock_from_item",
     "lock_to_item", "plain_value", "record_from_item", "record_to_item", "started_at_field",
-    "storable_item", "table_schema",
+    "storable_item", "table_schema", "tables_of",
 ]
 
 

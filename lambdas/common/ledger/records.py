@@ -110,6 +110,8 @@ class LedgerRecord:
     rows_written: int | None = None
     audited_hash: str | None = None
     audited_snapshot_id: str | None = None
+    # A multi-table dataset: the audited snapshot of each table (publish checks them all).
+    audited_snapshots: Mapping[str, str] | None = None
     published_branch: str | None = None
     published_hash: str | None = None
     # A person's decision (`wap publish`, `wap discard`) or the sweeper's.
@@ -207,6 +209,11 @@ class BatchRecord(LedgerRecord):
     files: int | None = None
     all_or_nothing: bool | None = None  # a dataset: published all together or not at all
     marker_uri: str | None = None  # the dataset's `_SUCCESS` / `_manifest.json`
+    # A multi-table dataset (docs/datasets.md): its name, every table it writes in lock
+    # order (`table` is the first), and each member's table in `members` order.
+    dataset_name: str | None = None
+    tables: tuple[str, ...] = ()
+    source_tables: tuple[str, ...] = ()
 
     @property
     def reader_uris(self) -> tuple[str | None, ...]:
@@ -221,7 +228,14 @@ class BatchRecord(LedgerRecord):
 Record = IngestRecord | BatchRecord
 _RECORD_TYPES: dict[str, type[LedgerRecord]] = {KIND_INGEST: IngestRecord,
                                                  KIND_BATCH: BatchRecord}
-_TUPLES = frozenset({"members", "sources"})
+_TUPLES = frozenset({"members", "sources", "tables", "source_tables"})
+
+
+def tables_of(record: LedgerRecord) -> tuple[str, ...]:
+    """Every table a run writes and holds the lock of: a multi-table dataset's tables (in
+    lock order), else its one table (none for a record without one)."""
+    tables = getattr(record, "tables", ())
+    return tuple(tables) if tables else ((record.table,) if record.table else ())
 
 
 def started_at_field(attempt: int, job_try: int) -> str:

@@ -1,0 +1,109 @@
+"""Multi-table datasets (docs/datasets.md): one drop that writes several tables, published
+by one merge or not at all.
+
+A drop is a folder `_datasets/<name>/<drop>/` of the source bucket: its files, anywhere
+under it, and last its `_manifest.json`, which names each table's files:
+
+    {"tables": {"sales.orders": [{"path": "orders/part-0.parquet", "size": 1234}],
+                "sales.order_items": [{"path": "items/part-0.parquet", "size": 5678}]}}
+
+`tables/datasets/<name>.yaml` (contracts/dataset_config.py) names the dataset's tables and
+the checks between them. The manifest's event makes the drop one batch record (kind
+`batch`, `all_or_nothing`, with `tables`): each file is recorded and staged at the version
+S3 has now, as any upload is, then the batch takes the lock of every table in canonical
+order (`Ledger.acquire_in_order`) and runs when it holds them all. Files under `_datasets/`
+do nothing on their own: the manifest names them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from contracts.dataset_config import (
+    MAX_DATASET_MANIFEST_BYTES,
+    DatasetConfig,
+    dataset_drop,
+    parse_dataset_config_bytes,
+    parse_tables_manifest,
+)
+from contracts.table_config import MAX_CONFIG_BYTES, TableConfigError
+from lambdas.common import aws
+from lambdas.common.config import Settings
+from lambdas.common.ingest import start_or_fail
+from lambdas.common.ledger import IngestRecord, Ledger
+from lambdas.common.naming import ingest_id, s3_uri
+from lambdas.common.nessie import NessieClient
+from lambdas.trigger.datasets import (
+    DatasetError,
+    head_parts,
+    marker_bytes,
+    problem_of,
+    record_batch,
+)
+from lambdas.trigger.events import ObjectCreated
+
+
+def load_dataset_config(settings: Settings, name: str) -> DatasetConfig:
+    """The deployed `datasets/<name>.yaml`; TableConfigError when it is missing or invalid
+    (in the job's words: both parse it with `contracts.dataset_config`)."""
+    uri = settings.dataset_config_uri(name)
+    data = aws.read_bytes_s3(uri, max_bytes=MAX_CONFIG_BYTES) if uri else None
+    if data is None:
+        raise TableConfigError(f"no config for dataset {name!r}: add tables/datasets/{name}"
+                               ".yaml naming its tables (docs/datasets.md)")
+    import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
+
+    return parse_dataset_config_bytes(data, uri or name, yaml=yaml)
+
+
+def complete_multi_table_dataset(
+    marker: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any,
+    ingest_file: Callable[[ObjectCreated, str], IngestRecord],
+) -> tuple[str, str, str | None, str | None]:
+    """Turn a drop's manifest into one batch over every table and start it, or queue it
+    behind the tables' holders; safe to repeat. `ingest_file(part, table)` records and
+    stages one file. Returns (action, batch id, first table, reason)."""
+    drop = dataset_drop(marker.key)
+    assert drop is not None
+    name, prefix = drop
+    batch_id = ingest_id(marker.bucket, marker.key, marker.version)
+    batch = ledger.get_ingest(batch_id)
+    if batch is None:
+        config, listed, problem = None, {}, None
+        try:
+            config = load_dataset_config(settings, name)
+            listed = _manifest(marker, s3, config)
+        except (TableConfigError, DatasetError) as exc:
+            problem = str(exc)
+        members, member_tables, problems = [], [], [problem] if problem else []
+        for table, entries in listed.items():
+            parts, missing = head_parts(marker, [(prefix + path, size)
+                                                 for path, size in entries], s3)
+            problems += [missing] if missing else []
+            members += [ingest_file(part, table) for part in parts]
+            member_tables += [table] * len(parts)
+        problem = "; ".join(problems) or problem_of(members)
+        tables = list(config.tables) if config else []
+        batch = record_batch(
+            settings, ledger, batch_id, tables[0] if tables else None, prefix, marker,
+            members, problem,
+            extra={"dataset_name": name, "tables": tables, "source_tables": member_tables})
+    if not batch.is_pending:
+        return batch.status or "?", batch_id, batch.table, batch.error
+    started = start_or_fail(settings, ledger, nessie, batch)
+    return started.status or "?", batch_id, batch.table, started.error
+
+
+def _manifest(marker: ObjectCreated, s3: Any, config: DatasetConfig,
+              ) -> dict[str, list[tuple[str, int]]]:
+    where = s3_uri(marker.bucket, marker.key)
+    body = marker_bytes(marker, s3)
+    if len(body) > MAX_DATASET_MANIFEST_BYTES:
+        raise DatasetError(f"{where} is larger than {MAX_DATASET_MANIFEST_BYTES} bytes")
+    try:
+        raw = json.loads(body)
+    except ValueError as exc:
+        raise DatasetError(f"{where} is not JSON: {exc}") from exc
+    return parse_tables_manifest(raw, config, where)
