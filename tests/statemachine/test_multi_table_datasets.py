@@ -1,0 +1,152 @@
+"""Multi-table datasets through the whole flow (issue 27; docs/datasets.md): a drop under
+`_datasets/<name>/<drop>/` with a `_manifest.json` naming several tables runs once, on one
+branch, and lands on main in one merge or not at all. The stand-in job commits each table
+(and judges files by name: `fail`, `reject`); tests/statemachine/test_multi_table_e2e.py
+runs the real job."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.fixtures.local_stack import branch_exists, fake_parquet, table_on
+from tests.fixtures.standin_job import standin_job
+
+DATASET_CONFIG = """tables: [{a}, {b}]
+checks:
+  - {{kind: row_count_relation, name: both_have_rows, expression: "{sa} > 0"}}
+"""
+
+
+def dataset_config(name: str, a: str, b: str) -> str:
+    return DATASET_CONFIG.format(a=a, b=b, sa=b.split(".")[1])
+
+
+@pytest.fixture
+def mt_stack(make_stack, nessie, tmp_path):
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "shop.yaml").write_text(
+        dataset_config("shop", "mt.orders", "mt.order_items"))
+    (tmp_path / "datasets" / "shop_reversed.yaml").write_text(
+        dataset_config("shop_reversed", "mt.order_items", "mt.orders"))
+    calls: list[dict] = []
+    stack = make_stack(job=standin_job(nessie.api_v1, calls), tables_dir=tmp_path,
+                       emr_workers=2)
+    return stack, calls
+
+
+def drop_dataset(stack, name: str, drop: str, files: dict[str, list[str]],
+                 manifest: dict | None = None) -> str:
+    """Upload each table's files, then the manifest; returns the manifest's key."""
+    prefix = f"_datasets/{name}/{drop}/"
+    listed: dict[str, list[dict]] = {}
+    for table, names in files.items():
+        listed[table] = []
+        for file in names:
+            body = fake_parquet(f"{drop}/{table}/{file}")
+            stack.drop_file(f"{prefix}{table}/{file}", body)
+            listed[table].append({"path": f"{table}/{file}", "size": len(body)})
+    key = f"{prefix}_manifest.json"
+    stack.drop_file(key, json.dumps(manifest or {"tables": listed}).encode())
+    return key
+
+
+def the_dataset(stack, marker_key: str):
+    found = [b for b in stack.ledger().list_batches() if (b.marker_uri or "").endswith(
+        marker_key)]
+    assert len(found) == 1, stack.describe()
+    return found[0]
+
+
+def wait_dataset(stack, marker_key: str, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [b for b in stack.ledger().list_batches()
+                 if (b.marker_uri or "").endswith(marker_key) and b.is_terminal]
+        if found:
+            stack.wait_idle()
+            return the_dataset(stack, marker_key)
+        time.sleep(0.1)
+    raise AssertionError(f"{marker_key} did not finish: {stack.describe()}")
+
+
+def main_log(nessie_client) -> list:
+    return [entry.commit_meta.hash_ for entry in nessie_client.get_log("main")]
+
+
+def test_a_dataset_publishes_every_table_in_one_merge(mt_stack, nessie_client, slack):
+    stack, calls = mt_stack
+    before = main_log(nessie_client)
+    key = drop_dataset(stack, "shop", "2026-11-25", {
+        "mt.orders": ["orders-0.parquet"],
+        "mt.order_items": ["items-0.parquet", "items-1.parquet"]})
+    dataset = wait_dataset(stack, key)
+
+    assert dataset.status == "PUBLISHED", stack.describe()
+    assert dataset.tables == ("mt.order_items", "mt.orders")  # lock order
+    assert dataset.branch.startswith("wap_dataset_shop_")
+    [run] = calls  # one job run over both tables
+    assert sorted(run["source_tables"]) == ["mt.order_items", "mt.order_items", "mt.orders"]
+    after = main_log(nessie_client)
+    assert len(after) == len(before) + 1  # one commit on main: the merge
+    for table in dataset.tables:
+        assert table_on(nessie_client, "main", table) is not None
+    members = stack.ledger().get_ingests(dataset.members)
+    assert {m.status for m in members.values()} == {"PUBLISHED"}
+    assert {m.table for m in members.values()} == set(dataset.tables)
+    assert all(lock.active is None and not lock.queue for lock in stack.ledger().list_locks())
+    assert slack.messages == []
+    assert not branch_exists(nessie_client, dataset.branch)
+
+    # A failing file in one table: main unchanged for every table, one branch, one alert.
+    before = main_log(nessie_client)
+    key = drop_dataset(stack, "shop", "bad-day", {
+        "mt.orders": ["orders-0.parquet"],
+        "mt.order_items": ["items-fail.parquet"]})
+    dataset = wait_dataset(stack, key)
+
+    assert dataset.status == "AUDIT_FAILED"
+    assert main_log(nessie_client) == before
+    assert branch_exists(nessie_client, dataset.branch)
+    [alert] = slack.messages
+    assert "items-fail.parquet" in json.dumps(alert)
+
+
+def test_a_bad_drop_is_rejected_before_any_run_with_one_alert_each(mt_stack, slack):
+    stack, calls = mt_stack
+    cases = [("shop", {"tables": {"mt.orders": []}}, "must list every table"),
+             ("shop", {"files": []}, "is not a dataset manifest"),
+             ("shop", {"tables": {"mt.orders": [{"path": "o.parquet", "size": 1}],
+                                  "mt.order_items": []}}, "which does not exist"),
+             ("nothing_here", None, "tables/datasets/nothing_here.yaml")]
+    for number, (name, manifest, fragment) in enumerate(cases):
+        key = drop_dataset(stack, name, f"bad-{number}", {"mt.orders": ["a.parquet"]}
+                           if manifest is None else {}, manifest=manifest)
+        dataset = wait_dataset(stack, key)
+        assert dataset.status == "REJECTED" and fragment in dataset.error, dataset.error
+        assert fragment in json.dumps(slack.messages[-1])
+    assert calls == [] and len(slack.messages) == len(cases)
+
+
+def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(
+        mt_stack, nessie_client):
+    """{orders, items} and {items, orders} together with single-table ingests on both: the
+    interleaving that deadlocks when locks are taken in listing order."""
+    stack, _calls = mt_stack
+    keys = []
+    for round_ in range(2):
+        stack.drop_file(f"mt/orders/single-{round_}.parquet", fake_parquet(f"o{round_}"))
+        keys.append(drop_dataset(stack, "shop", f"r{round_}", {
+            "mt.orders": ["o.parquet"], "mt.order_items": ["i.parquet"]}))
+        keys.append(drop_dataset(stack, "shop_reversed", f"r{round_}", {
+            "mt.order_items": ["i.parquet"], "mt.orders": ["o.parquet"]}))
+        stack.drop_file(f"mt/order_items/single-{round_}.parquet", fake_parquet(f"i{round_}"))
+    datasets = [wait_dataset(stack, key, timeout=120) for key in keys]
+    stack.wait_idle()
+
+    assert [d.status for d in datasets] == ["PUBLISHED"] * 4, stack.describe()
+    singles = [r for r in stack.ledger().list_ingests() if "single-" in (r.key or "")]
+    assert len(singles) == 4 and {r.status for r in singles} == {"PUBLISHED"}
+    assert all(lock.active is None and not lock.queue for lock in stack.ledger().list_locks())
