@@ -15,6 +15,7 @@ differ from what it runs with.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
@@ -37,7 +38,7 @@ _log = logging.getLogger(__name__)
 
 # A job: contract arguments (docs/contracts.md) with local file:// URIs -> report dict or None.
 JobFunction = Callable[[list[str]], Any]
-STAGED_ARGS = ("--source", "--table-config-uri")
+STAGED_ARGS = ("--source", "--table-config-uri", "--dataset-config-uri")
 # spark-submit options that take one value (EMR Serverless passes them on as given).
 SUBMIT_OPTIONS = frozenset({
     "--conf", "--jars", "--py-files", "--files", "--archives", "--class", "--packages",
@@ -311,13 +312,22 @@ class LocalEmrServerless:
         local = list(argv)
         for i, arg in enumerate(argv[:-1]):
             value = argv[i + 1]
-            if arg in STAGED_ARGS and value.startswith("s3://"):
+            if arg == "--table-config-uri" and value.startswith("s3://") and value.endswith("/"):
+                # A multi-table dataset reads `<prefix><table>.yaml` for each of its tables.
+                folder = workdir / "in" / str(i)
+                folder.mkdir(parents=True, exist_ok=True)
+                for table in self._dataset_tables(argv):
+                    body = self._get(f"{value}{table}.yaml", missing_ok=True)
+                    if body is not None:
+                        (folder / f"{table}.yaml").write_bytes(body)
+                local[i + 1] = f"file://{folder}/"
+            elif arg in STAGED_ARGS and value.startswith("s3://"):
                 # The object's own name, as EMR's job reads it from S3 (glob characters,
                 # spaces and all), in a folder per argument; a raw file: URI, as an s3://
                 # one is not %-encoded either.
                 target = workdir / "in" / str(i) / value.rsplit("/", 1)[-1]
                 target.parent.mkdir(parents=True, exist_ok=True)
-                body = self._get(value, missing_ok=arg == "--table-config-uri")
+                body = self._get(value, missing_ok=arg != "--source")
                 if body is not None:  # a missing table config stays missing (job defaults)
                     target.write_bytes(body)
                 local[i + 1] = f"file://{target}"
@@ -326,6 +336,21 @@ class LocalEmrServerless:
         local_report.parent.mkdir(parents=True, exist_ok=True)
         local[local.index("--report-uri") + 1] = local_report.as_uri()
         return local, report_uri, local_report
+
+    def _dataset_tables(self, argv: list[str]) -> list[str]:
+        """The tables a dataset run reads configs for: its config's, else its sources'."""
+        tables = list(dict.fromkeys(_arg_values(argv, "--source-table")))
+        uri = (_arg_values(argv, "--dataset-config-uri") or [None])[0]
+        body = self._get(uri, missing_ok=True) if uri else None
+        if body is not None:
+            import yaml
+
+            from contracts.dataset_config import parse_dataset_config_bytes
+            from contracts.table_config import TableConfigError
+
+            with contextlib.suppress(TableConfigError):  # the job says what is wrong itself
+                tables += parse_dataset_config_bytes(body, uri, yaml=yaml).tables
+        return list(dict.fromkeys(tables))
 
     def _client(self) -> Any:
         if self._s3 is None:

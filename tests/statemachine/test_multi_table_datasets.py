@@ -39,13 +39,21 @@ def mt_stack(make_stack, nessie, tmp_path):
 
 def drop_dataset(stack, name: str, drop: str, files: dict[str, list[str]],
                  manifest: dict | None = None) -> str:
-    """Upload each table's files, then the manifest; returns the manifest's key."""
+    """Upload each table's (stand-in) files, then the manifest; returns its key."""
+    return drop_dataset_files(stack, name, drop, {
+        table: {file: fake_parquet(f"{drop}/{table}/{file}") for file in names}
+        for table, names in files.items()}, manifest)
+
+
+def drop_dataset_files(stack, name: str, drop: str, files: dict[str, dict[str, bytes]],
+                       manifest: dict | None = None) -> str:
+    """Upload each table's files (`{table: {file name: bytes}}`) under
+    `_datasets/<name>/<drop>/<table>/`, then the manifest; returns the manifest's key."""
     prefix = f"_datasets/{name}/{drop}/"
     listed: dict[str, list[dict]] = {}
-    for table, names in files.items():
+    for table, bodies in files.items():
         listed[table] = []
-        for file in names:
-            body = fake_parquet(f"{drop}/{table}/{file}")
+        for file, body in bodies.items():
             stack.drop_file(f"{prefix}{table}/{file}", body)
             listed[table].append({"path": f"{table}/{file}", "size": len(body)})
     key = f"{prefix}_manifest.json"
