@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from contracts.alert import AlertEvent
-from lambdas.common.ledger.records import LedgerRecord
+from lambdas.common.ledger.records import LedgerRecord, tables_of
 
 _log = logging.getLogger(__name__)
 
@@ -17,7 +17,8 @@ def alert_event(
     checked by the one definition of the event; raises AlertEventError naming a bad field."""
     return AlertEvent.from_dict({
         "ingest_id": record.ingest_id,
-        "table": record.table or "unknown",
+        # A multi-table dataset's alert is about every table it would have published.
+        "table": ", ".join(tables_of(record)) or "unknown",
         "source_uri": record.source_uri,
         "outcome": outcome,
         "reason": reason,

@@ -555,6 +555,66 @@ def ingest(
     _run(work)
 
 
+@app.command("ingest-dataset")
+def ingest_dataset(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="the dataset: tables/datasets/<name>.yaml")],
+    folder: Annotated[Path, typer.Argument(
+        help="the drop: a _manifest.json with its files, or one subfolder per table named "
+             "<namespace>.<table>", show_default=False)],
+    wait: Annotated[bool, typer.Option(help="wait for the outcome")] = True,
+    timeout: Annotated[int, typer.Option(help="seconds to wait")] = INGEST_TIMEOUT_SECONDS,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="one JSON document on stdout (docs/cli.md)")
+    ] = False,
+) -> None:
+    """Drop a multi-table dataset: every table written on one branch, audited (each table's
+    checks and the dataset's checks between tables), and published by one merge, or not
+    at all (docs/datasets.md). Exit code 3 when it was not published."""
+    from wap.ops import datasets
+
+    target = _target(ctx)
+
+    def work() -> None:
+        drop = datasets.read_drop(name, folder,
+                                  None if target.is_aws else tables_dir_from_env())
+        with ExitStack() as resources:
+            if as_json:
+                resources.enter_context(_console_on_stderr())
+            with _status("Starting the local stack (Nessie, moto, Spark)…" if not target.is_aws
+                         else f"Reading the outputs of stack {target.stack}…"):
+                backend = resources.enter_context(
+                    open_backend(target, run_ingests=wait, mutates=True, create=True))
+            dropped = datasets.drop_dataset(backend, drop)
+            console.print(f"dropped {sum(map(len, drop.files.values()))} file(s) for "
+                          f"{', '.join(drop.files)} and s3://{backend.source_bucket}/"
+                          f"{dropped.key}  (dataset ingest {dropped.ingest_id})",
+                          soft_wrap=True)
+            if not wait:
+                backend.changed()
+                if as_json:
+                    typer.echo(render.to_json(render.ingest_json([_outcome_json(dropped,
+                                                                                None)])))
+                return
+            records = _wait(backend, [dropped], timeout)
+            alerts = list(getattr(backend, "slack_messages", []))
+            ui_base = backend.nessie_ui_url
+            view = ops.show(backend, dropped.ingest_id)
+        if as_json:
+            typer.echo(render.to_json(render.ingest_json([_outcome_json(dropped, records[0])])))
+        else:
+            _print_outcomes(records, target, ui_base=ui_base)
+            for renderable in render.show_view(view)[1:2]:  # each table's rows
+                console.print(renderable)
+            _print_alerts(alerts)
+        if records[0].status != c.PUBLISHED:
+            raise typer.Exit(3)
+
+    if not target.is_aws and not wait:
+        raise _fail("--no-wait is only for --aws: local ingests run inside this command")
+    _run(work)
+
+
 @app.command()
 def demo(
     ctx: typer.Context,
@@ -725,8 +785,9 @@ def _print_outcomes(
             elif r.branch and status in c.FAILED_STATUSES:
                 detail += "; branch deleted (nothing was written to it)"
         key = r.key if isinstance(r, IngestRecord) else None
+        name = getattr(r, "dataset_name", None)
         table.add_row(
-            (key or "?").rsplit("/", 1)[-1],
+            f"dataset {name}" if name else (key or "?").rsplit("/", 1)[-1],
             r.ingest_id,
             render.status_text(status),
             str("-" if r.rows_written is None else r.rows_written),

@@ -8,7 +8,7 @@ import re
 import shlex
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -19,7 +19,7 @@ from rich.text import Text
 from contracts.report import CheckResult, samples_title
 from lakeview.check_sql import first_rows_query, violation_query
 from lambdas.common.ledger import QueueStat
-from lambdas.common.ledger.records import record_attributes
+from lambdas.common.ledger.records import record_attributes, tables_of
 from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
 from wap.text import age_text
 
@@ -128,7 +128,7 @@ def show_view(view: IngestView) -> list[Any]:
     shown = _Shown.of(view)
     return [
         _summary(shown),
-        _row_counts(shown),
+        _dataset_tables(view) if view.tables else _row_counts(shown),
         *_schema_changes(shown.changes),
         *_files(view),
         *_checks(shown),
@@ -171,7 +171,7 @@ class _Shown:
         branch_rows = "-" if view.branch_rows is None else str(view.branch_rows)
         return cls(
             ingest_id=r.ingest_id,
-            table=r.table or "-",
+            table=", ".join(tables_of(r)) or "-",
             source=r.source_uri or "-",
             status=r.status,
             reason=r.error or "-",
@@ -223,6 +223,15 @@ def _row_counts(shown: _Shown) -> Text:
     if shown.written:
         counts.append(f"   ({shown.written} written by this ingest)")
     return counts
+
+
+def _dataset_tables(view: IngestView) -> Table:
+    """A multi-table dataset: each table's rows (what `_row_counts` says of one table)."""
+    return _listing(f"Tables of this dataset ({len(view.tables)}, published together)",
+                    ("table", "written", "main rows", "branch rows"),
+                    [(t.table, *("-" if n is None else str(n)
+                                 for n in (t.written, t.main_rows, t.branch_rows)))
+                     for t in view.tables])
 
 
 def _schema_changes(changes: list[dict[str, Any]]) -> list[Text]:
@@ -443,8 +452,6 @@ def to_json(document: Any) -> str:
 
 def runs_json(rows: Sequence[RunRow], batches: Sequence[BatchRow],
               queues: Sequence[QueueStat]) -> dict[str, Any]:
-    from dataclasses import asdict
-
     return {"ingests": [asdict(r) for r in rows], "batches": [asdict(b) for b in batches],
             "queues": [asdict(q) for q in queues]}
 
@@ -463,6 +470,7 @@ def show_json(view: IngestView) -> dict[str, Any]:
         "main_rows": view.main_rows,
         "branch_rows": view.branch_rows,
         "failed_checks": [check.to_dict() for check in view.failed_checks],
+        **({"tables": [asdict(t) for t in view.tables]} if view.tables else {}),
     }
 
 

@@ -249,6 +249,18 @@ class IngestView:
     main_rows: int | None
     branch_rows: int | None
     failed_checks: list[CheckResult] = field(default_factory=list)
+    # A multi-table dataset: each table's rows written, on main and on the branch.
+    tables: list[TableRows] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TableRows:
+    """One table of a multi-table dataset as `wap show` counts it."""
+
+    table: str
+    written: int | None
+    main_rows: int | None
+    branch_rows: int | None
 
 
 def show(backend: Backend, target: str) -> IngestView:
@@ -267,6 +279,12 @@ def show(backend: Backend, target: str) -> IngestView:
             if branch_meta:
                 branch_rows = iceberg.row_count(branch_meta, backend.iceberg_properties())
     failed = [ch for ch in report.checks if ch.status != PASSED] if report else []
+    per_table = []
+    if len(tables_of(record)) > 1:
+        written = {entry.table: entry.rows_written for entry in report.tables} if report else {}
+        per_table = [TableRows(name, written.get(name), _rows_on(backend, c.MAIN_BRANCH, name),
+                               _rows_on(backend, branch, name) if branch_ref else None)
+                     for name in tables_of(record)]
     return IngestView(
         record=record,
         report=report,
@@ -274,7 +292,14 @@ def show(backend: Backend, target: str) -> IngestView:
         main_rows=main_rows,
         branch_rows=branch_rows,
         failed_checks=failed,
+        tables=per_table,
     )
+
+
+def _rows_on(backend: Backend, ref: str | None, table: str) -> int | None:
+    """The table's rows on `ref` (pyiceberg), None when the ref does not hold it."""
+    location = backend.nessie.metadata_location(ref, table) if ref else None
+    return iceberg.row_count(location, backend.iceberg_properties()) if location else None
 
 
 def read_report(backend: Backend, record: Record) -> AuditReport | None:
