@@ -19,6 +19,7 @@ BENCHMARKS = {
     "per_source_audit": "bench.per_source_audit_bench",
     "history": "bench.history_bench",
     "csv": "bench.csv_bench",
+    "dataset": "bench.dataset_bench",
 }
 
 

@@ -1,0 +1,201 @@
+"""A two-table dataset against the same two tables ingested one after the other, through
+the real local flow (issue 27; docs/datasets.md).
+
+Orders (100k rows) and their items (300k rows, every item naming an order): once as two
+single-table ingests, one after the other, and once as one multi-table dataset with a
+`foreign_key` and a `row_count_relation` between them, on the same embedded stack in the
+same run. It prints job runs, merges into main and wall time, and the dataset's wall time
+against the larger single-table ingest (target: one run, one merge, at most 1.3x).
+
+`python -m bench.dataset_bench [--orders 100000 --items-per-order 3 --repeats 3]`;
+`--quick` for a smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.scratch import scratch_with_tables
+
+DATASET = """tables: [{ns}.orders, {ns}.order_items]
+checks:
+  - {{kind: foreign_key, table: {ns}.order_items, column: order_id,
+     references: {ns}.orders.order_id}}
+  - {{kind: row_count_relation, name: items_at_least_orders, expression: order_items >= orders}}
+"""
+
+
+@dataclass(frozen=True)
+class Measured:
+    seconds: float
+    job_runs: int
+    merges: int
+    statuses: tuple[str, ...]
+
+
+def write_files(folder: Path, orders: int, per_order: int) -> tuple[Path, Path]:
+    """orders.parquet and items.parquet (every item names an order) in `folder`."""
+    ids = pa.array(range(orders), pa.int64())
+    pq.write_table(pa.table({"order_id": ids, "customer": pa.array([i % 997 for i in
+                                                                    range(orders)], pa.int64()),
+                             "amount": pa.array([float(i % 500) for i in range(orders)])}),
+                   folder / "orders.parquet")
+    item_ids = pa.array([i // per_order for i in range(orders * per_order)], pa.int64())
+    pq.write_table(pa.table({"order_id": item_ids,
+                             "sku": pa.array([f"sku-{i % 1000}" for i in
+                                              range(orders * per_order)]),
+                             "quantity": pa.array([1 + i % 5 for i in
+                                                   range(orders * per_order)], pa.int64())}),
+                   folder / "items.parquet")
+    return folder / "orders.parquet", folder / "items.parquet"
+
+
+def _wait(backend: Any, ids: list[str], timeout: float) -> list[Any]:
+    from lambdas.common import constants as c
+
+    deadline = time.perf_counter() + timeout
+    while True:
+        records = [backend.ledger.get_ingest(i) for i in ids]
+        if all(r is not None and r.status in c.TERMINAL_STATUSES for r in records):
+            return records
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"not final after {timeout:.0f} s: {ids}")
+        time.sleep(0.1)
+
+
+def _job_runs(backend: Any, ingest_id: str) -> int:
+    """EMR job runs started for an ingest (their names carry its id)."""
+    emr = backend.stack.aws.client("emr-serverless")
+    listed = emr.list_job_runs(applicationId=backend.stack.aws.application_id)["jobRuns"]
+    return sum(f"-{ingest_id}-" in run["name"] for run in listed)
+
+
+def _main_commits(backend: Any) -> int:
+    return sum(1 for _ in backend.nessie.commit_log("main"))
+
+
+def _upload(backend: Any, key: str, path: Path) -> str:
+    from lambdas.common.naming import ingest_id
+
+    put = backend.upload_source(key, path.read_bytes())
+    return ingest_id(backend.source_bucket, key, put.get("version_id") or put["etag"])
+
+
+def one_after_the_other(backend: Any, ns: str, files: tuple[Path, Path],
+                        timeout: float) -> tuple[Measured, Measured]:
+    """Each table alone, the second uploaded once the first is final."""
+    measured = []
+    for table, path in zip(("orders", "order_items"), files, strict=True):
+        before, started = _main_commits(backend), time.perf_counter()
+        [record] = _wait(backend, [_upload(backend, f"{ns}/{table}/{path.name}", path)],
+                         timeout)
+        measured.append(Measured(time.perf_counter() - started,
+                                 _job_runs(backend, record.ingest_id),
+                                 _main_commits(backend) - before, (record.status,)))
+    return measured[0], measured[1]
+
+
+def as_dataset(backend: Any, ns: str, files: tuple[Path, Path], timeout: float) -> Measured:
+    """Both tables as one multi-table dataset (drop, manifest, one run, one merge)."""
+    from wap.ops.datasets import DatasetDrop, drop_dataset
+
+    drop = DatasetDrop(f"{ns}_shop", files[0].parent, {
+        f"{ns}.orders": [("orders/orders.parquet", files[0])],
+        f"{ns}.order_items": [("items/items.parquet", files[1])]})
+    before, started = _main_commits(backend), time.perf_counter()
+    dropped = drop_dataset(backend, drop)
+    [record] = _wait(backend, [dropped.ingest_id], timeout)
+    seconds = time.perf_counter() - started
+    return Measured(seconds, _job_runs(backend, record.ingest_id),
+                    _main_commits(backend) - before, (record.status,))
+
+
+def run(orders: int, per_order: int, repeats: int, timeout: float) -> list[dict[str, Any]]:
+    """`repeats` rounds of (orders alone, items alone, both as a dataset), fresh tables each."""
+    from wap.ops.backends import Target, open_backend
+
+    rounds = []
+    with scratch_with_tables("wap-dataset-bench-", {}) as scratch, \
+            tempfile.TemporaryDirectory() as data:
+        datasets = scratch / "tables" / "datasets"
+        datasets.mkdir()
+        files = write_files(Path(data), orders, per_order)
+        for number in range(repeats + 1):  # round 0 warms up the JVM and Spark's plans
+            (datasets / f"ds{number}_shop.yaml").write_text(DATASET.format(ns=f"ds{number}"))
+        target = Target(home=str(scratch / "home"))
+        with open_backend(target, run_ingests=True, mutates=True, create=True,
+                          create_tables=True) as backend:
+            for number in range(repeats + 1):
+                first, second = one_after_the_other(backend, f"seq{number}", files, timeout)
+                together = as_dataset(backend, f"ds{number}", files, timeout)
+                if number:
+                    rounds.append({"orders": first, "items": second, "dataset": together})
+    return rounds
+
+
+def render(rounds: list[dict[str, Any]], orders: int, per_order: int) -> str:
+    """Medians over the rounds, and the ratios the issue sets targets for."""
+    def median(key: str) -> float:
+        return statistics.median(r[key].seconds for r in rounds)
+
+    both = statistics.median(r["orders"].seconds + r["items"].seconds for r in rounds)
+    ratio = statistics.median(r["dataset"].seconds / max(r["orders"].seconds,
+                                                         r["items"].seconds) for r in rounds)
+    last = rounds[-1]
+    lines = [
+        f"{orders:,} orders and {orders * per_order:,} items, median of {len(rounds)} "
+        "round(s), same stack:",
+        "",
+        "| what | job runs | merges into main | wall s (median) | outcome |",
+        "| --- | ---: | ---: | ---: | --- |",
+        f"| orders alone | {last['orders'].job_runs} | {last['orders'].merges} | "
+        f"{median('orders'):.1f} | {last['orders'].statuses[0]} |",
+        f"| items alone | {last['items'].job_runs} | {last['items'].merges} | "
+        f"{median('items'):.1f} | {last['items'].statuses[0]} |",
+        f"| one after the other (both) | 2 | "
+        f"{last['orders'].merges + last['items'].merges} | {both:.1f} | |",
+        f"| **dataset of both** | {last['dataset'].job_runs} | {last['dataset'].merges} | "
+        f"{median('dataset'):.1f} | {last['dataset'].statuses[0]} |",
+        "",
+        f"dataset / larger single-table ingest: **{ratio:.2f}x** (paired median; target "
+        f"<= 1.3x); dataset / both one after the other: {median('dataset') / both:.2f}x",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the table."""
+    from bench.doc import write_section
+
+    parser = argparse.ArgumentParser(prog="python -m bench.dataset_bench")
+    parser.add_argument("--orders", type=int, default=100_000)
+    parser.add_argument("--items-per-order", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--quick", action="store_true", help="1,000 orders, one round")
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    orders, repeats = (1000, 1) if args.quick else (args.orders, args.repeats)
+    started = time.perf_counter()
+    text = render(run(orders, args.items_per_order, repeats, args.timeout), orders,
+                  args.items_per_order)
+    print(text)
+    print(f"(bench took {time.perf_counter() - started:.0f}s)")
+    if not args.no_doc and not args.quick:
+        command = "python -m bench.dataset_bench" + (" " + " ".join(argv) if argv else "")
+        write_section("dataset_bench", "A two-table dataset against the two tables ingested "
+                      "one after the other (real local flow)", command, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
