@@ -1,8 +1,9 @@
 """Maintenance of the lake on either backend: garbage collection across Nessie references.
 
-The mark-and-sweep itself is `lakeview.gc` (it reads Iceberg metadata with pyiceberg); this
-module gives it the backend's Nessie client and warehouse (a local directory or the lake
-bucket's prefix) and shapes its report for `wap gc`.
+The mark-and-sweep itself is `lambdas.maintenance.gc` (it reads Iceberg metadata with
+pyiceberg; the scheduled maintenance Lambda runs it too); this module gives it the backend's
+Nessie client and warehouse (a local directory or the lake bucket's prefix) and shapes its
+report for `wap gc`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from contracts.table_config import MaintenanceOptions, TableConfigError, parse_table_config_text
-from lakeview.gc import GcOptions, GcReport, LocalWarehouse, S3Warehouse, Warehouse, collect
+from lambdas.maintenance.gc import (
+    GcOptions,
+    GcReport,
+    LocalWarehouse,
+    S3Warehouse,
+    Warehouse,
+    collect,
+)
 from wap.ops.backend import Backend
 
 
@@ -31,7 +39,7 @@ def collect_garbage(
     between_phases: Callable[[], None] | None = None,
 ) -> GcReport:
     """Mark what every live reference reaches, sweep the rest (deleting only when
-    `options.delete`); see `lakeview.gc`."""
+    `options.delete`); see `lambdas.maintenance.gc`."""
     return collect(backend.nessie, warehouse_of(backend), options,
                    properties=backend.iceberg_properties(), clock=clock,
                    between_phases=between_phases)

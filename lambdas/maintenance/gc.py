@@ -41,15 +41,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from lakeview.exceptions import TableReadError
-
 DEFAULT_RETENTION = timedelta(days=7)
 DEFAULT_GRACE = timedelta(days=1)
 MAIN = "main"
 _S3_SCHEMES = ("s3", "s3a", "s3n")
 
 
-class GcError(TableReadError):
+class GcError(RuntimeError):
     """Marking could not complete (an unreadable metadata file or manifest): nothing swept."""
 
 
