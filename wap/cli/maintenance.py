@@ -92,6 +92,8 @@ def register(app: typer.Typer) -> None:
         """Garbage collection across every Nessie reference: mark the files each branch, tag
         and recent commit of main reaches, then report (or, with --delete, delete) the
         warehouse's unmarked files older than the grace period."""
+        from botocore.exceptions import ClientError
+
         from wap.cli import render
         from wap.cli.app import _run, _target, console
         from wap.ops import maintenance
@@ -100,12 +102,18 @@ def register(app: typer.Typer) -> None:
         def work() -> None:
             options = maintenance.gc_options(delete=delete, retention_days=retention_days,
                                              grace_hours=grace_hours)
+            recorded: str | None = None
             try:
-                with open_backend(_target(ctx), mutates=delete) as backend:
+                # Holds the home: the run's summary is saved with its state (local mode).
+                with open_backend(_target(ctx), mutates=True) as backend:
                     options = maintenance.gc_options(
                         delete=delete, retention_days=retention_days, grace_hours=grace_hours,
                         tables=maintenance.table_maintenance(backend))
                     report = maintenance.collect_garbage(backend, options)
+                    try:
+                        maintenance.record_gc(backend, report)
+                    except (ClientError, ValueError) as exc:  # e.g. no s3:PutObject on AWS
+                        recorded = f"the summary for the dashboard was not kept: {exc}"
             except NoLocalState as exc:
                 if as_json:
                     typer.echo(render.to_json(maintenance.gc_json(None, options)))
@@ -127,5 +135,7 @@ def register(app: typer.Typer) -> None:
                               f"warehouse[/], e.g. {report.missing[0]}", soft_wrap=True)
             if not report.deleted and report.garbage:
                 console.print("Nothing was deleted: run with --delete to reclaim it.")
+            if recorded:
+                console.print(f"[yellow]Note:[/] {recorded}", soft_wrap=True)
 
         _run(work)

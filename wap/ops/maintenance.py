@@ -45,6 +45,40 @@ def collect_garbage(
                    between_phases=between_phases)
 
 
+def record_gc(backend: Backend, report: GcReport) -> str:
+    """Keep the run's per-table health where the dashboard's table page reads it (the
+    scheduled Lambda does the same on AWS) and write its metrics where this backend's go;
+    returns where the summary went. Raises the S3 client's error when it cannot be put."""
+    import json
+
+    from lambdas.common.naming import split_s3_uri
+    from lambdas.maintenance import health
+
+    if (stream := backend.metrics_stream()) is not None:
+        health.emit_metrics(report, stream=stream)
+    prefix = backend.reports_prefix()
+    if prefix is None:
+        raise ValueError(f"the {backend.kind} backend keeps no reports")
+    uri = health.summary_uri(prefix)
+    bucket, key = split_s3_uri(uri)
+    backend.s3().put_object(Bucket=bucket, Key=key, ContentType="application/json",
+                            Body=json.dumps(health.summary(report)).encode())
+    backend.changed()
+    return uri
+
+
+def gc_summary(backend: Backend) -> dict[str, Any] | None:
+    """The latest garbage collection's summary (`lambdas.maintenance.health.summary`), None
+    before the first one."""
+    import json
+
+    from lambdas.maintenance import health
+
+    prefix = backend.reports_prefix()
+    body = backend.read_object(health.summary_uri(prefix)) if prefix else None
+    return None if body is None else json.loads(body)
+
+
 @dataclass(frozen=True)
 class GcRow:
     """One table's line of `wap gc`."""

@@ -68,6 +68,36 @@ def test_gc_reports_what_it_would_reclaim_and_deletes_nothing(world, stray):
         assert rows["sales.orders"]["live_files"] > 0
 
 
+def summary(world: World) -> dict:
+    """The latest collection's summary, where the dashboard reads it (the artifacts bucket's
+    reports/; a home keeps that bucket's reports under its state)."""
+    import json
+
+    key = "reports/maintenance/gc-latest.json"
+    if world.kind == "local":
+        from wap.runtime.home import WapHome
+
+        found = list((WapHome(world.extra["home"]).state).rglob("gc-latest.json"))
+        assert [str(p).endswith(f"{world.artifacts_bucket}/{key}") for p in found] == [True]
+        return json.loads(found[0].read_bytes())
+    body = world.extra["s3"].get_object(Bucket=world.artifacts_bucket, Key=key)["Body"]
+    return json.loads(body.read())
+
+
+def test_gc_keeps_each_tables_health_for_the_dashboard_and_writes_its_metrics(world, stray):
+    document = gc(world, *grace(world))
+
+    kept = summary(world)
+    assert kept["collected_at"] == document["started"] and kept["deleted"] is False
+    orders = kept["tables"]["sales.orders"]
+    assert (orders["data_files"], orders["reclaimable_bytes"]) == (1, 0)
+    assert orders["average_file_bytes"] == orders["data_bytes"] > 0
+    assert kept["tables"]["sales/orders_stray"]["reclaimable_files"] == 1
+    if world.kind == "local":  # as the local Lambdas' metrics: in the command's log
+        logs = "".join(p.read_text() for p in (world.extra["home"] / "logs").glob("*gc*.log"))
+        assert '"DataFilesOnMain": 1' in logs and '"Table": "sales.orders"' in logs
+
+
 def test_gc_delete_removes_the_garbage_only(world, stray):
     document = gc(world, "--delete", *grace(world))
 
