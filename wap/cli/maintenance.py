@@ -8,14 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-
-def _size(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"  # pragma: no cover
+from wap.text import size_text
 
 
 def gc_table(rows: list, deleted: bool) -> Table:
@@ -26,11 +19,11 @@ def gc_table(rows: list, deleted: bool) -> Table:
                  "reclaimable bytes", *(("deleted files", "deleted bytes") if deleted else ())):
         table.add_column(name, overflow="fold")
     for r in rows:
-        average = _size(r.average_file_bytes) if r.average_file_bytes is not None else "-"
+        average = size_text(r.average_file_bytes) if r.average_file_bytes is not None else "-"
         table.add_row(r.table, str(r.data_files), average, str(r.live_files),
-                      _size(r.live_bytes), str(r.garbage_files),
-                      _size(r.garbage_bytes),
-                      *((str(r.deleted_files), _size(r.deleted_bytes)) if deleted else ()))
+                      size_text(r.live_bytes), str(r.garbage_files),
+                      size_text(r.garbage_bytes),
+                      *((str(r.deleted_files), size_text(r.deleted_bytes)) if deleted else ()))
     return table
 
 
@@ -126,7 +119,7 @@ def register(app: typer.Typer) -> None:
             console.print(gc_table(maintenance.gc_rows(report), report.deleted))
             verb = "Deleted" if report.deleted else "Reclaimable"
             console.print(
-                f"{verb}: {len(report.garbage)} file(s), {_size(report.garbage_bytes)} "
+                f"{verb}: {len(report.garbage)} file(s), {size_text(report.garbage_bytes)} "
                 f"(unmarked, modified before {report.cutoff:%Y-%m-%d %H:%M:%S} UTC); "
                 f"{report.references} reference(s), {report.live_commits} live commit(s), "
                 f"{report.marked_files} file(s) marked.")
