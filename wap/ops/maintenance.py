@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from contracts.table_config import MaintenanceOptions, TableConfigError, parse_table_config_text
-from lambdas.maintenance.gc import (
+from lambdas.maintenance.gc import (  # noqa: F401 (gc_options: `wap gc`'s, re-exported)
     GcOptions,
     GcReport,
     LocalWarehouse,
     S3Warehouse,
     Warehouse,
     collect,
+    gc_options,
 )
 from wap.ops.backend import Backend
 
@@ -166,22 +167,3 @@ def table_maintenance(backend: Backend) -> dict[str, MaintenanceOptions]:
         except TableConfigError:
             continue
     return found
-
-
-def gc_options(*, delete: bool, retention_days: float | None, grace_hours: float | None,
-               tables: dict[str, MaintenanceOptions] | None = None) -> GcOptions:
-    """GcOptions from the command's flags and the tables' `maintenance:` sections: a flag
-    given applies to every table; without it each table's own setting (or the default)."""
-    defaults = MaintenanceOptions()
-    tables = tables or {}
-    return GcOptions(
-        retention=timedelta(days=retention_days) if retention_days is not None
-        else timedelta(seconds=defaults.retention),
-        grace=timedelta(hours=grace_hours) if grace_hours is not None
-        else timedelta(seconds=defaults.grace),
-        delete=delete,
-        table_retention={} if retention_days is not None else {
-            t: timedelta(seconds=m.retention) for t, m in tables.items()},
-        table_grace={} if grace_hours is not None else {
-            t: timedelta(seconds=m.grace) for t, m in tables.items()},
-    )
