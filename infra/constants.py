@@ -96,6 +96,12 @@ EVENT_RETRY_ATTEMPTS = 4
 EVENT_MAX_AGE_HOURS = 6
 TRIGGER_ASYNC_RETRIES = 2
 SWEEPER_RATE_MINUTES = 5  # also how much longer than blockedStartMinutes a table may wait
+# Garbage collection across Nessie references (lambdas/maintenance/): once a day; a run
+# marks every reference and lists the warehouse, so it gets Lambda's longest timeout.
+MAINTENANCE_RATE_DAYS = 1
+MAINTENANCE_TIMEOUT_SECONDS = 900
+MAINTENANCE_MEMORY_MIB = 1024  # the marked paths and manifests' entries are held in memory
+MAINTENANCE_SUMMARY_PREFIX = "reports/maintenance/"  # lambdas/maintenance/health.py
 BLOCKED_START_MINUTES = 10  # a file holding its table this long without starting is retried
 MAX_PUBLISH_ATTEMPTS = 3
 BRANCH_RETENTION_DAYS = 14
@@ -135,6 +141,10 @@ class Capability(Enum):
     SLACK_TOKEN_READ = "slack-token-read"  # noqa: S105 (a capability name, not a secret)
     NESSIE = "nessie"
     LINEAGE_KEY_READ = "lineage-key-read"  # the OpenLineage API key, when one is configured
+    LAKE_READ = "lake-read"  # list the lake bucket, read Iceberg metadata under warehouse/
+    # delete under warehouse/: only with the deploy setting gcDelete (DeploySettings.gc_delete)
+    LAKE_DELETE = "lake-delete"
+    MAINTENANCE_SUMMARY_WRITE = "maintenance-summary-write"  # reports/maintenance/*
 
 
 @dataclass(frozen=True)
@@ -190,4 +200,12 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
                                        _C.WATCH_JOB, _C.STAGING_DELETE,
                                        _C.LEDGER_QUERY_INDEXES}),
                  timeout_seconds=300),
+    # Daily garbage collection across Nessie references: reads Nessie and the lake's
+    # metadata, lists the warehouse, deletes only with -c gcDelete=true (LAKE_DELETE is added
+    # by the stack then), keeps each table's health for the dashboard. Reads each table's
+    # `maintenance:` section.
+    FunctionSpec("maintenance", frozenset({_C.NESSIE, _C.TABLE_CONFIG_READ, _C.LAKE_READ,
+                                           _C.MAINTENANCE_SUMMARY_WRITE}),
+                 timeout_seconds=MAINTENANCE_TIMEOUT_SECONDS,
+                 memory_mib=MAINTENANCE_MEMORY_MIB),
 )

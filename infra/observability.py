@@ -23,18 +23,24 @@ _FIVE_MINUTES = Duration.minutes(5)
 ALARMED_OUTCOMES = (JOB_FAILED, PUBLISH_FAILED)
 
 
-def total(metric_name: str, statistic: str = "Sum") -> cloudwatch.Metric:
+_ONE_DAY = Duration.days(1)  # the maintenance run's cadence: one point per run
+
+
+def total(metric_name: str, statistic: str = "Sum",
+          period: Duration = _FIVE_MINUTES) -> cloudwatch.Metric:
     """A metric over all tables (the document's dimension set without `Table`)."""
     return cloudwatch.Metric(namespace=constants.METRICS_NAMESPACE, metric_name=metric_name,
-                             statistic=statistic, period=_FIVE_MINUTES)
+                             statistic=statistic, period=period)
 
 
-def per_table(metric_name: str, statistic: str = "Sum", label: str = "") -> cloudwatch.IMetric:
+def per_table(metric_name: str, statistic: str = "Sum", label: str = "",
+              period: Duration = _FIVE_MINUTES) -> cloudwatch.IMetric:
     """One line per table that reported `metric_name`."""
     return cloudwatch.MathExpression(
         expression=(f"SEARCH('{{{constants.METRICS_NAMESPACE},{m.TABLE_DIMENSION}}} "
-                    f"MetricName=\"{metric_name}\"', '{statistic}', 300)"),
-        using_metrics={}, label=label or metric_name, period=_FIVE_MINUTES)
+                    f"MetricName=\"{metric_name}\"', '{statistic}', "
+                    f"{int(period.to_seconds())})"),
+        using_metrics={}, label=label or metric_name, period=period)
 
 
 class IngestObservability(Construct):
@@ -93,4 +99,15 @@ class IngestObservability(Construct):
                     left=[dead_letter_queue.metric_approximate_number_of_messages_visible(
                               period=_FIVE_MINUTES, statistic="Maximum"),
                           total(m.LINEAGE_NOT_SENT)])],
+                # Each garbage collection's measure of every table (lambdas/maintenance/).
+                [cloudwatch.GraphWidget(
+                    title="Data files on main by table", width=8,
+                    left=[per_table(m.DATA_FILES, "Maximum", period=_ONE_DAY)]),
+                 cloudwatch.GraphWidget(
+                    title="Average data file size by table (bytes)", width=8,
+                    left=[per_table(m.AVERAGE_FILE_BYTES, "Average", period=_ONE_DAY)]),
+                 cloudwatch.GraphWidget(
+                    title="Reclaimable bytes (unreferenced lake files)", width=8,
+                    left=[total(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY),
+                          per_table(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY)])],
             ])

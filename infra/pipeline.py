@@ -109,6 +109,13 @@ class Pipeline(Construct):
             targets=[targets.LambdaFunction(self.functions["sweeper"],
                                             retry_attempts=2)],
         ) if "sweeper" in self.functions else None
+        self.maintenance_schedule = events.Rule(
+            self, "MaintenanceSchedule",
+            description="Garbage collection across Nessie references: measure every table, "
+                        "report (or, with gcDelete, delete) unreferenced lake files",
+            schedule=events.Schedule.rate(Duration.days(constants.MAINTENANCE_RATE_DAYS)),
+            targets=[targets.LambdaFunction(self.functions["maintenance"], retry_attempts=0)],
+        ) if "maintenance" in self.functions else None
 
         self.definition = definition.load(source_tree.state_machine_file)
         arn_substitutions = {spec.substitution: self.functions[spec.name].function_arn

@@ -54,6 +54,9 @@ class DeploySettings:
     # OpenLineage receiver (Marquez, DataHub...) and the secret holding its API key.
     lineage_url: str | None = None                  # [lineageUrl] unset: no events sent
     lineage_api_key_secret_arn: str | None = None   # [lineageApiKeySecretArn]
+    # The daily garbage collection deletes what it finds unreferenced (the lake keeps a
+    # deleted file recoverable for 30 days); off, it only reports and measures.
+    gc_delete: bool = False                         # [gcDelete]
 
     @classmethod
     def from_context(cls, get: Any) -> DeploySettings:
@@ -126,6 +129,7 @@ class DeploySettings:
             blocked_start_minutes=_integer(get, "blockedStartMinutes",
                                            constants.BLOCKED_START_MINUTES, low=1, high=24 * 60),
             create_tables_from_uploads=_boolean(get, "createTablesFromUploads", False),
+            gc_delete=_boolean(get, "gcDelete", False),
         )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from cdk_nag import NagPackSuppression, NagSuppressions
@@ -111,6 +113,8 @@ class WapStack(Stack):
                                                  dead_letter_queue=pipeline.dead_letter_queue)
 
         self._grant_job_role(storage, compute)
+        if "maintenance" in pipeline.functions:
+            _configure_maintenance(pipeline, storage, gc_delete=settings.gc_delete)
         self._grant_functions(pipeline, storage, compute, alert_channel)
         if settings.lineage_api_key_secret_arn:
             _grant_lineage_key(pipeline, settings.lineage_api_key_secret_arn)
@@ -194,6 +198,21 @@ class WapStack(Stack):
                 storage.artifacts.grant_read(function, f"{constants.TABLES_CONFIG_PREFIX}*")
             if Capability.SLACK_TOKEN_READ in capabilities:
                 alert_channel.slack_token.grant_read(function)
+            if Capability.LAKE_READ in capabilities:
+                # Not grant_read: the listing and the metadata reads only (no versions, ACLs).
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["s3:ListBucket"], resources=[storage.lake.bucket_arn]))
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["s3:GetObject"],
+                    resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")]))
+            if Capability.LAKE_DELETE in capabilities:
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["s3:DeleteObject"],
+                    resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")]))
+            if Capability.MAINTENANCE_SUMMARY_WRITE in capabilities:
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["s3:PutObject"], resources=[storage.artifacts.arn_for_objects(
+                        f"{constants.MAINTENANCE_SUMMARY_PREFIX}*")]))
             if Capability.START_JOB in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["emr-serverless:StartJobRun", "emr-serverless:TagResource"],
@@ -212,6 +231,20 @@ class WapStack(Stack):
             if Capability.WATCH_EXECUTION in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["states:DescribeExecution"], resources=[executions]))
+
+
+def _configure_maintenance(pipeline: Pipeline, storage: Storage, *, gc_delete: bool) -> None:
+    """The maintenance Lambda's own environment (the warehouse it sweeps, whether it
+    deletes) and, only when it deletes, the capability to."""
+    from lambdas.common import constants as c
+
+    pipeline.functions["maintenance"].add_environment(c.ENV_WAREHOUSE_URI, storage.warehouse_uri)
+    pipeline.functions["maintenance"].add_environment(c.ENV_GC_DELETE,
+                                                      "true" if gc_delete else "false")
+    if gc_delete:
+        spec = pipeline.specs["maintenance"]
+        pipeline.specs["maintenance"] = replace(
+            spec, capabilities=spec.capabilities | {Capability.LAKE_DELETE})
 
 
 def _grant_lineage_key(pipeline: Pipeline, secret_arn: str) -> None:

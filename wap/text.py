@@ -14,3 +14,15 @@ def age_text(seconds: float | None) -> str:
         return f"{minutes}m"
     hours = minutes // 60
     return f"{hours}h" if hours < 48 else f"{hours // 24}d"
+
+
+def size_text(count: int | None) -> str:
+    """`512 B`, `1.5 KiB`, `3.2 MiB`; `-` when unknown."""
+    if count is None:
+        return "-"
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"

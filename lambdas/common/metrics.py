@@ -25,15 +25,25 @@ UPLOAD_TO_PUBLISH = "UploadToPublishSeconds"  # from the (first) upload to main 
 JOB_DURATION = "JobDurationSeconds"  # from the job run's start to the recorded outcome
 FILES_PER_RUN = "FilesPerRun"
 LINEAGE_NOT_SENT = "LineageEventsNotSent"  # OpenLineage events given up after retries
+# A table's health, measured by each garbage collection (lambdas/maintenance/): the data
+# files a reader of main opens, their average size (compaction's target), and the bytes of
+# unreferenced files old enough to delete.
+DATA_FILES = "DataFilesOnMain"
+AVERAGE_FILE_BYTES = "AverageDataFileBytes"
+RECLAIMABLE_BYTES = "ReclaimableBytes"
+TABLE_HEALTH_METRICS = (DATA_FILES, AVERAGE_FILE_BYTES, RECLAIMABLE_BYTES)
 
-_UNITS = {UPLOAD_TO_PUBLISH: "Seconds", JOB_DURATION: "Seconds"}
+_UNITS = {UPLOAD_TO_PUBLISH: "Seconds", JOB_DURATION: "Seconds", AVERAGE_FILE_BYTES: "Bytes",
+          RECLAIMABLE_BYTES: "Bytes"}
 
 
 def emit(values: Mapping[str, float], *, table: str | None = None,
-         stream: IO[str] | None = None) -> dict:
+         stream: IO[str] | None = None, total: bool = True) -> dict:
     """Write one EMF document with `values` (metric name -> value) and return it; with a
-    table, each value counts for that table and for all tables together."""
-    dimensions: list[list[str]] = [[TABLE_DIMENSION], []] if table else [[]]
+    table, each value counts for that table and (unless `total` is False: a gauge such as
+    a file size does not add up over tables) for all tables together."""
+    dimensions: list[list[str]] = ([[TABLE_DIMENSION], []] if total else [[TABLE_DIMENSION]]
+                                   ) if table else [[]]
     document: dict = {
         "_aws": {
             "Timestamp": int(time.time() * 1000),
@@ -84,4 +94,14 @@ def outcome_values(status: str, *, files: int, created_at: str | None,
         values[JOB_DURATION] = duration
     if status == PUBLISHED and (latency := seconds(created_at)) is not None:
         values[UPLOAD_TO_PUBLISH] = latency
+    return values
+
+
+def table_health_values(*, data_files: int, data_bytes: int,
+                        reclaimable_bytes: int) -> dict[str, float]:
+    """One table's health metrics from a garbage collection's row (no average without data
+    files: zero would read as a tiny file)."""
+    values: dict[str, float] = {DATA_FILES: data_files, RECLAIMABLE_BYTES: reclaimable_bytes}
+    if data_files:
+        values[AVERAGE_FILE_BYTES] = data_bytes / data_files
     return values

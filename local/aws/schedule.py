@@ -1,4 +1,5 @@
-"""The template's schedule rules (the sweeper's), run locally as EventBridge would.
+"""The template's schedule rules (the sweeper's, the maintenance run's), run locally as
+EventBridge would.
 
 Each `AWS::Events::Rule` with a `ScheduleExpression` invokes its Lambda target
 asynchronously at the rule's rate; tests scale the rate down (`every_seconds`), the

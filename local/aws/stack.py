@@ -163,8 +163,10 @@ class StackSettings:
     async_retry_delay: float = 0.5
     # Scales the state machine's Retry waits (1: as defined; tests exhausting a Retry use 0).
     state_retry_scale: float = 1.0
-    # How often the schedule rules (the sweeper) run; None: the template's rate.
+    # How often the schedule rules run, per target function; None: the template's rate
+    # (the maintenance run's is a day: tests invoke it instead).
     sweeper_every_seconds: float | None = None
+    maintenance_every_seconds: float | None = None
     blocked_start_seconds: int | None = None  # None: the template's WAP_BLOCKED_START_SECONDS
     # The functions' stdout (their Powertools logs); None: the process's stdout, as on AWS
     # a function's stdout is its log. `wap` passes its command log (wap/runtime/command_log.py).
@@ -484,7 +486,8 @@ class LocalAwsStack:
             for target in props["Targets"]])
 
     def _create_schedule_rules(self, resolver: Resolver) -> None:
-        """The template's schedule rules (the sweeper's), run by `self.schedule`."""
+        """The template's schedule rules (the sweeper's, the maintenance run's), run by
+        `self.schedule`."""
         assert self.template is not None
         by_arn = {function.arn: name for name, function in self.functions.items()}
         for logical_id, rule in sorted(self.template.of_type("AWS::Events::Rule").items()):
@@ -492,12 +495,13 @@ class LocalAwsStack:
             if "ScheduleExpression" not in props or props.get("State") == "DISABLED":
                 continue
             where = f"rule {self.template.path(logical_id)}"
-            every = self.settings.sweeper_every_seconds or rate_seconds(
-                props["ScheduleExpression"])
+            scaled = {"sweeper": self.settings.sweeper_every_seconds,
+                      "maintenance": self.settings.maintenance_every_seconds}
             for target in props["Targets"]:
                 arn = resolver.resolve_text(target["Arn"], where)
                 if arn not in by_arn:
                     raise LocalParityError(f"{where}: target {arn} is not a local function")
+                every = scaled.get(by_arn[arn]) or rate_seconds(props["ScheduleExpression"])
                 self.schedule.add(ScheduledTarget(logical_id, by_arn[arn], every))
 
     def _create_state_machine(self, resolver: Resolver, overrides: dict[str, str]) -> None:

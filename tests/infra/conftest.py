@@ -17,9 +17,11 @@ def synthesized(tmp_path_factory) -> Synthesized:
 
 @pytest.fixture(scope="session")
 def synthesized_external_nessie(tmp_path_factory) -> Synthesized:
-    """`-c nessieEndpoint=...` with pre-initialized EMR capacity."""
+    """`-c nessieEndpoint=...` with pre-initialized EMR capacity, and a daily maintenance
+    run that deletes (`-c gcDelete=true`)."""
     return synthesize(tmp_path_factory.mktemp("cdk-external"), {
         "nessieEndpoint": "https://nessie.example.internal:19120",
         "emrPreInitializedExecutors": "2",
+        "gcDelete": "true",
         "stackName": "WapIngestExt",
     })

@@ -10,7 +10,7 @@ import pytest
 
 from tests.fixtures.paths import REPO
 
-HANDLERS = ["trigger", "job_status", "publish", "finish", "sweeper"]
+HANDLERS = ["trigger", "job_status", "publish", "finish", "sweeper", "maintenance"]
 
 
 def test_no_heavy_imports_in_lambda_sources():

@@ -57,14 +57,19 @@ def test_the_dashboard_shows_outcomes_latency_duration_files_and_the_queues(synt
     titles = {w["properties"].get("title") for w in widgets}
     assert {"Outcomes by table", "Upload to publish (seconds)", "Job duration (seconds)",
             "Files per run", "Queued files by table", "Oldest queued file (seconds)",
-            "Outcome alarms"} <= titles
+            "Outcome alarms", "Data files on main by table",
+            "Average data file size by table (bytes)",
+            "Reclaimable bytes (unreferenced lake files)"} <= titles
     for name in [*metrics.OUTCOME_METRICS.values(), metrics.UPLOAD_TO_PUBLISH,
+                 *metrics.TABLE_HEALTH_METRICS,
                  metrics.JOB_DURATION, metrics.FILES_PER_RUN, "QueueDepth",
                  "OldestQueuedAgeSeconds", "ApproximateNumberOfMessagesVisible",
                  metrics.LINEAGE_NOT_SENT]:
         assert name in body, name
     # Per table: a SEARCH over the Table dimension the Lambdas write.
     assert "SEARCH('{WAP/Ingest,Table} MetricName=\\\"Published\\\"'" in body
+    # The maintenance run's metrics: one point a day per table.
+    assert "MetricName=\\\"DataFilesOnMain\\\"', 'Maximum', 86400)" in body
 
 
 def test_no_lineage_is_sent_and_no_secret_read_unless_the_deploy_says_so(synthesized):

@@ -18,19 +18,21 @@ def test_defaults_deploy_nessie_and_no_warm_capacity():
     assert result.emr_release_label == "emr-7.12.0"
     assert result.destroy_data_on_delete is False
     assert result.create_tables_from_uploads is False  # an unknown table is refused
+    assert result.gc_delete is False  # the maintenance run only reports
 
 
 def test_context_values_are_parsed():
     result = settings(nessieEndpoint="http://nessie.internal:19120/", slackChannel="C0123ABCD9",
                       emrPreInitializedExecutors="3", destroyDataOnDelete="true",
                       nessieUiAllowedCidr="10.20.0.0/16", emrReleaseLabel="emr-7.13.1",
-                      createTablesFromUploads="true")
+                      createTablesFromUploads="true", gcDelete="true")
     assert result.nessie_endpoint == "http://nessie.internal:19120"
     assert result.emr_pre_initialized.executors == 3
     assert result.emr_pre_initialized.drivers == 1
     assert result.destroy_data_on_delete is True
     assert result.emr_release_label == "emr-7.13.1"
     assert result.create_tables_from_uploads is True
+    assert result.gc_delete is True
 
 
 @pytest.mark.parametrize(("context", "message"), [
@@ -46,6 +48,7 @@ def test_context_values_are_parsed():
     ({"emrPreInitializedExecutors": "500"}, "between"),
     ({"destroyDataOnDelete": "maybe"}, "true or false"),
     ({"createTablesFromUploads": "sometimes"}, "createTablesFromUploads"),
+    ({"gcDelete": "soon"}, "gcDelete"),
     ({"stackName": "wap_ingest"}, "stackName"),
     ({"region": "europe"}, "region"),
     ({"emrMaxCpu": "lots"}, "emrMaxCpu"),

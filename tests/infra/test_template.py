@@ -14,7 +14,8 @@ from tests.fixtures.paths import REPO
 from tests.fixtures.synth import synthesize
 
 ASL_FILE = REPO / "statemachine" / "ingest.asl.json"
-HANDLERS = {"trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper"}
+HANDLERS = {"trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper",
+            "maintenance"}
 
 
 def _ref_id(value: Any) -> str | None:
@@ -169,6 +170,55 @@ def test_sweeper_runs_on_a_schedule(synthesized):
         "ScheduleExpression": Match.string_like_regexp(r"rate\(\d+ minutes?\)"),
         "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [sweeper_id, "Arn"]}})],
     })
+
+
+def _maintenance_grants(synth) -> tuple[dict[str, Any], list[tuple[set[str], str]]]:
+    """The maintenance Lambda's properties and its role's (actions, resource) pairs."""
+    _, props = _functions_by_handler(synth)["maintenance"]
+    pairs = []
+    for statement in _statements_of_role(synth, _ref_id(props["Role"])):
+        resources = statement["Resource"]
+        for resource in resources if isinstance(resources, list) else [resources]:
+            pairs.append((_actions([statement]), json.dumps(resource)))
+    return props, pairs
+
+
+def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesized):
+    maintenance_id, props = _functions_by_handler(synthesized)["maintenance"]
+    synthesized.template.has_resource_properties("AWS::Events::Rule", {
+        "ScheduleExpression": "rate(1 day)",
+        "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [maintenance_id, "Arn"]}})],
+    })
+    assert "VpcConfig" in props  # Nessie's API is inside the VPC
+    assert props["Timeout"] == 900
+    variables = props["Environment"]["Variables"]
+    assert variables["WAP_GC_DELETE"] == "false"
+    assert "/warehouse/" in json.dumps(variables["WAP_WAREHOUSE_URI"])
+    _, pairs = _maintenance_grants(synthesized)
+    # s3://<lake>/warehouse/: {"Fn::Join": ["", ["s3://", {"Ref": lake}, "/warehouse/"]]}
+    lake_id = _ref_id(variables["WAP_WAREHOUSE_URI"]["Fn::Join"][1][1])
+    on_lake = {(frozenset(actions), resource) for actions, resource in pairs
+               if lake_id in resource}
+    assert on_lake == {
+        (frozenset({"s3:ListBucket"}), json.dumps({"Fn::GetAtt": [lake_id, "Arn"]})),
+        (frozenset({"s3:GetObject"}), json.dumps(
+            {"Fn::Join": ["", [{"Fn::GetAtt": [lake_id, "Arn"]}, "/warehouse/*"]]})),
+    }
+    # It writes only its summary; it never touches the ledger, EMR or the source bucket.
+    writes = [resource for actions, resource in pairs if "s3:PutObject" in actions]
+    assert len(writes) == 1 and "/reports/maintenance/*" in writes[0]
+    assert not any(a.startswith(("dynamodb:", "emr-serverless:", "states:", "s3:Delete"))
+                   for actions, _ in pairs for a in actions)
+
+
+def test_gc_delete_lets_the_maintenance_run_delete_under_warehouse_only(
+        synthesized_external_nessie):
+    props, pairs = _maintenance_grants(synthesized_external_nessie)
+    assert props["Environment"]["Variables"]["WAP_GC_DELETE"] == "true"
+    deletes = [resource for actions, resource in pairs if actions & {"s3:DeleteObject"}]
+    assert len(deletes) == 1 and deletes[0].endswith('"/warehouse/*"]]}')
+    assert not [a for actions, _ in pairs for a in actions
+                if a.startswith("s3:Delete") and a != "s3:DeleteObject"]
 
 
 def test_ledger_table_matches_the_ledger_module_and_has_pitr(synthesized):

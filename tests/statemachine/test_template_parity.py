@@ -32,7 +32,8 @@ from local.aws.template import StackTemplate, input_digest, stack_template
 from tests.fixtures.local_stack import CREATE_TABLES, fake_parquet, wait_for_key
 from tests.fixtures.paths import REPO
 
-OUR_FUNCTIONS = {"trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper"}
+OUR_FUNCTIONS = {"trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper",
+                 "maintenance"}
 # The knobs tests and the CLI turn (poll every second, no backoff sleeps, fast timeouts...).
 EXPECTED_OVERRIDES = {
     "WAP_NESSIE_UI_URL", "WAP_SLACK_API_URL", "WAP_JOB_TIMEOUT_MINUTES", "JobTimeoutSeconds",

@@ -21,6 +21,7 @@ from lambdas.common import constants as c
 from lambdas.common.exceptions import WapError
 from lambdas.common.ledger import IngestRecord, Record
 from lambdas.common.naming import BRANCH_PREFIX
+from lambdas.maintenance.gc import GcError
 from wap.cli import maintenance as maintenance_commands
 from wap.cli import render
 from wap.exceptions import OpsError
@@ -139,8 +140,9 @@ def _run(fn: Any) -> Any:
 
     try:
         return fn()
-    # WapError: Nessie's; TableReadError: an Iceberg table that cannot be read
-    except (OpsError, TableReadError, WapError, HomeError, StackStartError) as exc:
+    # WapError: Nessie's; TableReadError: an Iceberg table that cannot be read; GcError: a
+    # garbage collection that could not mark everything (it deleted nothing)
+    except (OpsError, TableReadError, GcError, WapError, HomeError, StackStartError) as exc:
         raise _fail(str(exc)) from None
     except (BotoCoreError, ClientError) as exc:  # e.g. AccessDenied on the deployed stack
         raise _fail(f"AWS: {exc}") from None

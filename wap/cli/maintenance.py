@@ -8,14 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-
-def _size(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"  # pragma: no cover
+from wap.text import size_text
 
 
 def gc_table(rows: list, deleted: bool) -> Table:
@@ -26,11 +19,11 @@ def gc_table(rows: list, deleted: bool) -> Table:
                  "reclaimable bytes", *(("deleted files", "deleted bytes") if deleted else ())):
         table.add_column(name, overflow="fold")
     for r in rows:
-        average = _size(r.average_file_bytes) if r.average_file_bytes is not None else "-"
+        average = size_text(r.average_file_bytes) if r.average_file_bytes is not None else "-"
         table.add_row(r.table, str(r.data_files), average, str(r.live_files),
-                      _size(r.live_bytes), str(r.garbage_files),
-                      _size(r.garbage_bytes),
-                      *((str(r.deleted_files), _size(r.deleted_bytes)) if deleted else ()))
+                      size_text(r.live_bytes), str(r.garbage_files),
+                      size_text(r.garbage_bytes),
+                      *((str(r.deleted_files), size_text(r.deleted_bytes)) if deleted else ()))
     return table
 
 
@@ -92,6 +85,8 @@ def register(app: typer.Typer) -> None:
         """Garbage collection across every Nessie reference: mark the files each branch, tag
         and recent commit of main reaches, then report (or, with --delete, delete) the
         warehouse's unmarked files older than the grace period."""
+        from botocore.exceptions import ClientError
+
         from wap.cli import render
         from wap.cli.app import _run, _target, console
         from wap.ops import maintenance
@@ -100,12 +95,18 @@ def register(app: typer.Typer) -> None:
         def work() -> None:
             options = maintenance.gc_options(delete=delete, retention_days=retention_days,
                                              grace_hours=grace_hours)
+            recorded: str | None = None
             try:
-                with open_backend(_target(ctx), mutates=delete) as backend:
+                # Holds the home: the run's summary is saved with its state (local mode).
+                with open_backend(_target(ctx), mutates=True) as backend:
                     options = maintenance.gc_options(
                         delete=delete, retention_days=retention_days, grace_hours=grace_hours,
                         tables=maintenance.table_maintenance(backend))
                     report = maintenance.collect_garbage(backend, options)
+                    try:
+                        maintenance.record_gc(backend, report)
+                    except (ClientError, ValueError) as exc:  # e.g. no s3:PutObject on AWS
+                        recorded = f"the summary for the dashboard was not kept: {exc}"
             except NoLocalState as exc:
                 if as_json:
                     typer.echo(render.to_json(maintenance.gc_json(None, options)))
@@ -118,7 +119,7 @@ def register(app: typer.Typer) -> None:
             console.print(gc_table(maintenance.gc_rows(report), report.deleted))
             verb = "Deleted" if report.deleted else "Reclaimable"
             console.print(
-                f"{verb}: {len(report.garbage)} file(s), {_size(report.garbage_bytes)} "
+                f"{verb}: {len(report.garbage)} file(s), {size_text(report.garbage_bytes)} "
                 f"(unmarked, modified before {report.cutoff:%Y-%m-%d %H:%M:%S} UTC); "
                 f"{report.references} reference(s), {report.live_commits} live commit(s), "
                 f"{report.marked_files} file(s) marked.")
@@ -127,5 +128,7 @@ def register(app: typer.Typer) -> None:
                               f"warehouse[/], e.g. {report.missing[0]}", soft_wrap=True)
             if not report.deleted and report.garbage:
                 console.print("Nothing was deleted: run with --delete to reclaim it.")
+            if recorded:
+                console.print(f"[yellow]Note:[/] {recorded}", soft_wrap=True)
 
         _run(work)

@@ -12,6 +12,7 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -21,7 +22,7 @@ from lambdas.common import constants as c
 from lambdas.common.ledger import IngestRecord, LedgerRecord
 from wap.ops.backends import Target
 from wap.ops.operations import BatchRow, BranchRow, RunRow
-from wap.text import age_text
+from wap.text import age_text, size_text  # noqa: F401 (the views' one import)
 
 # Outcome groups shown on the overview, in display order, with their chart colours.
 PUBLISHED, FAILED, REJECTED, RUNNING, QUEUED, DISCARDED = (
@@ -604,3 +605,42 @@ def config_check_rows(checks: Iterable[Any]) -> list[dict[str, str]]:
         }
         for ch in checks
     ]
+
+
+@dataclass(frozen=True)
+class TableHealth:
+    """The table page's maintenance figures: what readers of main open (its current
+    snapshot's summary, else the latest garbage collection's count), what that collection
+    found reclaimable, and the table's latest compaction run."""
+
+    data_files: int | None
+    average_file_bytes: int | None
+    reclaimable_bytes: int | None
+    collected_at: datetime | None  # when the garbage collection ran (None: never)
+    last_compaction: RunRow | None
+
+
+def table_health(
+    table: str,
+    snapshots: Sequence[Mapping[str, Any]],
+    current_id: int | None,
+    gc_summary: Mapping[str, Any] | None,
+    runs: Iterable[RunRow],
+) -> TableHealth:
+    """`gc_summary`: `lambdas.maintenance.health.summary` of the latest collection."""
+    current = next((s for s in snapshots if s["snapshot_id"] == current_id), None)
+    summary = (current or {}).get("summary") or {}
+    files, size = _int(summary.get("total-data-files")), _int(summary.get("total-files-size"))
+    measured = ((gc_summary or {}).get("tables") or {}).get(table) or {}
+    if files is None:  # a summary without totals: the collection counted them
+        files, size = measured.get("data_files"), measured.get("data_bytes")
+    compactions = [r for r in runs if r.source == c.MAINTENANCE_SOURCE]
+    collected = parse_time((gc_summary or {}).get("collected_at"))
+    return TableHealth(
+        data_files=files,
+        average_file_bytes=size // files if files and size is not None else None,
+        reclaimable_bytes=measured.get("reclaimable_bytes", 0 if gc_summary else None),
+        collected_at=collected,
+        last_compaction=max(compactions, key=lambda r: r.when or "", default=None),
+    )
+

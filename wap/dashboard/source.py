@@ -151,6 +151,8 @@ class TablePage:
     config_text: str | None
     config_uri: str | None
     runs: list[ops.RunRow]
+    # The latest garbage collection's summary (lambdas/maintenance/health.py), if any ran.
+    gc_summary: dict[str, Any] | None = None
 
 
 def load_table(target: Target, table: str) -> TablePage:
@@ -176,6 +178,7 @@ def load_table(target: Target, table: str) -> TablePage:
             config_text=configs.read(name),
             config_uri=configs.location(name),
             runs=ops.list_runs(backend, table=name),
+            gc_summary=_gc_summary(backend),
         )
 
     try:
@@ -200,6 +203,19 @@ def list_tables(target: Target) -> list[str]:
         return _with_backend(target, work)
     except NoLocalState:
         return []
+
+
+def _gc_summary(backend: Backend) -> dict[str, Any] | None:
+    """The latest garbage collection's summary; None when none ran or it cannot be read
+    (the page still shows the rest)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from wap.ops.maintenance import gc_summary
+
+    try:
+        return gc_summary(backend)
+    except (BotoCoreError, ClientError, ValueError):
+        return None
 
 
 def _read_snapshots(

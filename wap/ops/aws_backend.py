@@ -118,6 +118,12 @@ class AwsBackend(Backend):
             raise BackendError("the stack has no output LakeBucketName: cannot find the warehouse")
         return f"s3://{bucket}/{WAREHOUSE_PREFIX}"
 
+    def reports_prefix(self) -> str | None:
+        from infra.constants import REPORTS_PREFIX
+
+        bucket = self.outputs.get("ArtifactsBucketName")
+        return f"s3://{bucket}/{REPORTS_PREFIX}" if bucket else None
+
     def iceberg_properties(self) -> dict[str, str]:
         """pyiceberg's own S3 FileIO, with this session's region and credentials."""
         properties = {"s3.region": self.session.region_name or "us-east-1"}

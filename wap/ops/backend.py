@@ -46,6 +46,16 @@ class Backend(ABC):
         """Where the Iceberg tables' files live (`file://...` or `s3://bucket/prefix/`)."""
         raise NotImplementedError(f"the {self.kind} backend names no warehouse")
 
+    def reports_prefix(self) -> str | None:
+        """`s3://<artifacts bucket>/reports/`: where audit reports (and the latest garbage
+        collection's summary) are kept; None when the backend names no artifacts bucket."""
+        return None
+
+    def metrics_stream(self) -> Any:
+        """Where an operation run here writes CloudWatch embedded metrics; None: nowhere
+        (an operator's machine: CloudWatch reads only the functions' logs)."""
+        return None
+
     def read_object(self, uri: str) -> bytes | None:
         """The bytes at an `s3://` URI; None when the object does not exist."""
         bucket, key = split_s3_uri(uri)
@@ -150,6 +160,18 @@ class LocalBackend(Backend):
 
     def warehouse_uri(self) -> str:
         return self.stack.home.warehouse.as_uri()
+
+    def reports_prefix(self) -> str | None:
+        from infra.constants import REPORTS_PREFIX
+
+        return f"s3://{self.stack.aws.settings.artifacts_bucket}/{REPORTS_PREFIX}"
+
+    def metrics_stream(self) -> Any:
+        """The command's log, where the local stack's Lambdas write theirs."""
+        from wap.runtime import command_log
+
+        log = command_log.active()
+        return None if log is None else log.open()
 
     def upload_source(self, key: str, body: bytes) -> dict[str, Any]:
         return self.stack.aws.drop_file(key, body)

@@ -1,20 +1,29 @@
 """Maintenance of the lake on either backend: garbage collection across Nessie references.
 
-The mark-and-sweep itself is `lakeview.gc` (it reads Iceberg metadata with pyiceberg); this
-module gives it the backend's Nessie client and warehouse (a local directory or the lake
-bucket's prefix) and shapes its report for `wap gc`.
+The mark-and-sweep itself is `lambdas.maintenance.gc` (it reads Iceberg metadata with
+pyiceberg; the scheduled maintenance Lambda runs it too); this module gives it the backend's
+Nessie client and warehouse (a local directory or the lake bucket's prefix) and shapes its
+report for `wap gc`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from contracts.table_config import MaintenanceOptions, TableConfigError, parse_table_config_text
-from lakeview.gc import GcOptions, GcReport, LocalWarehouse, S3Warehouse, Warehouse, collect
+from lambdas.maintenance.gc import (  # noqa: F401 (gc_options: `wap gc`'s, re-exported)
+    GcOptions,
+    GcReport,
+    LocalWarehouse,
+    S3Warehouse,
+    Warehouse,
+    collect,
+    gc_options,
+)
 from wap.ops.backend import Backend
 
 
@@ -31,10 +40,44 @@ def collect_garbage(
     between_phases: Callable[[], None] | None = None,
 ) -> GcReport:
     """Mark what every live reference reaches, sweep the rest (deleting only when
-    `options.delete`); see `lakeview.gc`."""
+    `options.delete`); see `lambdas.maintenance.gc`."""
     return collect(backend.nessie, warehouse_of(backend), options,
                    properties=backend.iceberg_properties(), clock=clock,
                    between_phases=between_phases)
+
+
+def record_gc(backend: Backend, report: GcReport) -> str:
+    """Keep the run's per-table health where the dashboard's table page reads it (the
+    scheduled Lambda does the same on AWS) and write its metrics where this backend's go;
+    returns where the summary went. Raises the S3 client's error when it cannot be put."""
+    import json
+
+    from lambdas.common.naming import split_s3_uri
+    from lambdas.maintenance import health
+
+    if (stream := backend.metrics_stream()) is not None:
+        health.emit_metrics(report, stream=stream)
+    prefix = backend.reports_prefix()
+    if prefix is None:
+        raise ValueError(f"the {backend.kind} backend keeps no reports")
+    uri = health.summary_uri(prefix)
+    bucket, key = split_s3_uri(uri)
+    backend.s3().put_object(Bucket=bucket, Key=key, ContentType="application/json",
+                            Body=json.dumps(health.summary(report)).encode())
+    backend.changed()
+    return uri
+
+
+def gc_summary(backend: Backend) -> dict[str, Any] | None:
+    """The latest garbage collection's summary (`lambdas.maintenance.health.summary`), None
+    before the first one."""
+    import json
+
+    from lambdas.maintenance import health
+
+    prefix = backend.reports_prefix()
+    body = backend.read_object(health.summary_uri(prefix)) if prefix else None
+    return None if body is None else json.loads(body)
 
 
 @dataclass(frozen=True)
@@ -124,22 +167,3 @@ def table_maintenance(backend: Backend) -> dict[str, MaintenanceOptions]:
         except TableConfigError:
             continue
     return found
-
-
-def gc_options(*, delete: bool, retention_days: float | None, grace_hours: float | None,
-               tables: dict[str, MaintenanceOptions] | None = None) -> GcOptions:
-    """GcOptions from the command's flags and the tables' `maintenance:` sections: a flag
-    given applies to every table; without it each table's own setting (or the default)."""
-    defaults = MaintenanceOptions()
-    tables = tables or {}
-    return GcOptions(
-        retention=timedelta(days=retention_days) if retention_days is not None
-        else timedelta(seconds=defaults.retention),
-        grace=timedelta(hours=grace_hours) if grace_hours is not None
-        else timedelta(seconds=defaults.grace),
-        delete=delete,
-        table_retention={} if retention_days is not None else {
-            t: timedelta(seconds=m.retention) for t, m in tables.items()},
-        table_grace={} if grace_hours is not None else {
-            t: timedelta(seconds=m.grace) for t, m in tables.items()},
-    )

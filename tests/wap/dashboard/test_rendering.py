@@ -183,3 +183,37 @@ def test_a_discarded_ingest_still_says_why_it_failed_and_who_discarded_it(tmp_pa
     assert r"amount\_range \(failed, 3 violation\(s\)\)" in text  # escaped Markdown
     assert "AUDIT\\_FAILED" in text
     assert "discarded by alice\\: wrong export" in text
+
+
+def test_the_table_page_shows_files_reclaimable_bytes_and_the_last_compaction(
+        tmp_path, monkeypatch):
+    """The latest garbage collection's summary (where `wap gc` and the stack's maintenance
+    run keep it) and a compaction run in the ledger."""
+    home = WapHome(tmp_path / "wap-home").create()
+    iid = "0c0c0c0c0c0c0c0c"
+    write_ledger_items(home, [{
+        "pk": f"ingest#{iid}", "kind": "ingest", "ingest_id": iid, "table": "sales.orders",
+        "status": "AUDIT_FAILED", "source_uri": "maintenance:compaction",
+        "error": "compaction changed the table's content: row count 10 != 9",
+        "created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}])
+    summary = home.objects / "wap-artifacts" / "reports" / "maintenance" / "gc-latest.json"
+    summary.parent.mkdir(parents=True)
+    summary.write_text(json.dumps({
+        "summary_version": 1, "collected_at": "2026-11-22T03:00:00+00:00", "deleted": False,
+        "reclaimable_bytes": 3 * 1024 * 1024, "tables": {"sales.orders": {
+            "data_files": 12, "data_bytes": 12 * 2048, "average_file_bytes": 2048,
+            "reclaimable_files": 5, "reclaimable_bytes": 3 * 1024 * 1024,
+            "deleted_bytes": 0}}}))
+    app = _app(home.root, monkeypatch)
+    app.switch_page("views/table.py")
+    app.query_params["name"] = "sales.orders"
+
+    app.run()
+
+    assert not app.exception
+    shown = {m.label: m.value for m in app.metric}
+    assert shown["data files on main"] == "12"
+    assert shown["average file size"] == "2.0 KiB"
+    assert shown["reclaimable (last GC)"] == "3.0 MiB"
+    assert shown["last compaction"] == "AUDIT_FAILED"
+    assert r"garbage collected 2026\-11\-22 03\:00 UTC" in _all_text(app)  # escaped Markdown

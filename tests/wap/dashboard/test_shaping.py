@@ -532,3 +532,42 @@ def test_a_discarded_ingest_keeps_why_it_failed_and_says_who_discarded_it():
         ("failed as", "AUDIT_FAILED: 2 error-severity check(s) did not pass"),
         ("discarded", "branch older than 7 days"),
     ]
+
+
+def test_table_health_counts_mains_files_and_takes_reclaimable_bytes_from_the_last_gc():
+    snapshots = [
+        {"snapshot_id": 1, "summary": {"total-data-files": "200", "total-files-size": "200000"}},
+        {"snapshot_id": 2, "summary": {"total-data-files": "2", "total-files-size": "180000"}},
+    ]
+    gc = {"collected_at": "2026-11-22T03:00:00+00:00", "tables": {
+        "sales.orders": {"data_files": 3, "data_bytes": 3, "reclaimable_bytes": 4096}}}
+    compaction = "maintenance:compaction"
+    runs = [run("a" * 16, "PUBLISHED", when="2026-11-22T11:00:00Z"),
+            run("b" * 16, "AUDIT_FAILED", when="2026-11-22T10:00:00Z", source=compaction,
+                reason="content changed"),
+            run("c" * 16, "PUBLISHED", when="2026-11-21T10:00:00Z", source=compaction)]
+
+    health = shaping.table_health("sales.orders", snapshots, 2, gc, runs)
+
+    assert (health.data_files, health.average_file_bytes) == (2, 90000)  # main's, not GC's
+    assert health.reclaimable_bytes == 4096
+    assert health.collected_at == datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
+    assert health.last_compaction is not None
+    assert (health.last_compaction.ingest_id, health.last_compaction.status) == (
+        "b" * 16, "AUDIT_FAILED")
+
+
+def test_table_health_without_totals_or_a_collection():
+    gc = {"collected_at": "2026-11-22T03:00:00+00:00", "tables": {
+        "sales.orders": {"data_files": 4, "data_bytes": 4000, "reclaimable_bytes": 0}}}
+    no_totals = [{"snapshot_id": 1, "summary": {}}]
+
+    counted = shaping.table_health("sales.orders", no_totals, 1, gc, [])
+    unseen = shaping.table_health("sales.other", [], None, gc, [])
+    never = shaping.table_health("sales.orders", [], None, None, RUNS)
+
+    assert (counted.data_files, counted.average_file_bytes) == (4, 1000)  # the GC's count
+    assert unseen.reclaimable_bytes == 0  # collected, nothing of it found
+    assert (never.data_files, never.reclaimable_bytes, never.collected_at,
+            never.last_compaction) == (None, None, None, None)
+    assert shaping.size_text(1536) == "1.5 KiB" and shaping.size_text(None) == "-"

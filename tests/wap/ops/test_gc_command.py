@@ -1,7 +1,7 @@
 """`wap gc` on both backends, over the seeded lake (tests/fixtures/lake_seed.py): it reports
 by default, deletes only with --delete, and sweeps only the warehouse (a home's directory;
 the lake bucket's warehouse/ prefix on AWS). The mark itself is tested on a lake the real
-flow wrote (tests/lakeview/test_gc.py)."""
+flow wrote (tests/lambdas/maintenance/test_gc.py)."""
 
 from __future__ import annotations
 
@@ -68,6 +68,36 @@ def test_gc_reports_what_it_would_reclaim_and_deletes_nothing(world, stray):
         assert rows["sales.orders"]["live_files"] > 0
 
 
+def summary(world: World) -> dict:
+    """The latest collection's summary, where the dashboard reads it (the artifacts bucket's
+    reports/; a home keeps that bucket's reports under its state)."""
+    import json
+
+    key = "reports/maintenance/gc-latest.json"
+    if world.kind == "local":
+        from wap.runtime.home import WapHome
+
+        found = list((WapHome(world.extra["home"]).state).rglob("gc-latest.json"))
+        assert [str(p).endswith(f"{world.artifacts_bucket}/{key}") for p in found] == [True]
+        return json.loads(found[0].read_bytes())
+    body = world.extra["s3"].get_object(Bucket=world.artifacts_bucket, Key=key)["Body"]
+    return json.loads(body.read())
+
+
+def test_gc_keeps_each_tables_health_for_the_dashboard_and_writes_its_metrics(world, stray):
+    document = gc(world, *grace(world))
+
+    kept = summary(world)
+    assert kept["collected_at"] == document["started"] and kept["deleted"] is False
+    orders = kept["tables"]["sales.orders"]
+    assert (orders["data_files"], orders["reclaimable_bytes"]) == (1, 0)
+    assert orders["average_file_bytes"] == orders["data_bytes"] > 0
+    assert kept["tables"]["sales/orders_stray"]["reclaimable_files"] == 1
+    if world.kind == "local":  # as the local Lambdas' metrics: in the command's log
+        logs = "".join(p.read_text() for p in (world.extra["home"] / "logs").glob("*gc*.log"))
+        assert '"DataFilesOnMain": 1' in logs and '"Table": "sales.orders"' in logs
+
+
 def test_gc_delete_removes_the_garbage_only(world, stray):
     document = gc(world, "--delete", *grace(world))
 
@@ -93,7 +123,7 @@ def test_a_tables_own_grace_applies_unless_a_flag_is_given(world, tmp_path):
     garbage; --grace-hours overrides every table's setting."""
     if world.kind == "aws":
         pytest.skip("the seeded tables' files are not in the lake bucket on this backend")
-    from lakeview.gc import normalize
+    from lambdas.maintenance.gc import normalize
 
     metadata = normalize(world.metadata_location("main", "sales.orders"))
     young = os.path.join(os.path.dirname(os.path.dirname(metadata)), "data", "young.parquet")

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from lakeview.exceptions import TableReadError
+from contracts.table_config import MaintenanceOptions
 
 DEFAULT_RETENTION = timedelta(days=7)
 DEFAULT_GRACE = timedelta(days=1)
@@ -49,7 +49,7 @@ MAIN = "main"
 _S3_SCHEMES = ("s3", "s3a", "s3n")
 
 
-class GcError(TableReadError):
+class GcError(RuntimeError):
     """Marking could not complete (an unreadable metadata file or manifest): nothing swept."""
 
 
@@ -432,3 +432,22 @@ def _table_of(path: str, warehouse: Warehouse, names: dict[str, str]) -> tuple[s
             return key, TableSweep(key)
     label = warehouse.table_dir(path)
     return label, TableSweep(label)
+
+
+def gc_options(*, delete: bool, retention_days: float | None, grace_hours: float | None,
+               tables: dict[str, MaintenanceOptions] | None = None) -> GcOptions:
+    """GcOptions from the command's flags and the tables' `maintenance:` sections: a flag
+    given applies to every table; without it each table's own setting (or the default)."""
+    defaults = MaintenanceOptions()
+    tables = tables or {}
+    return GcOptions(
+        retention=timedelta(days=retention_days) if retention_days is not None
+        else timedelta(seconds=defaults.retention),
+        grace=timedelta(hours=grace_hours) if grace_hours is not None
+        else timedelta(seconds=defaults.grace),
+        delete=delete,
+        table_retention={} if retention_days is not None else {
+            t: timedelta(seconds=m.retention) for t, m in tables.items()},
+        table_grace={} if grace_hours is not None else {
+            t: timedelta(seconds=m.grace) for t, m in tables.items()},
+    )

@@ -1,4 +1,4 @@
-"""Garbage collection across Nessie references (lakeview/gc.py) on a lake the real flow
+"""Garbage collection across Nessie references (lambdas/maintenance/gc.py) on a lake the real flow
 wrote: local stack, our Nessie server, the real PySpark job, a warehouse of this module's own.
 
 One scenario for the module (five ingests are the slow part): on gc.orders, FIRST and
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import requests
 
-from lakeview.gc import GcOptions, LocalWarehouse, collect, normalize
 from lakeview.iceberg import data_files, open_table, read_rows
+from lambdas.maintenance.gc import GcOptions, LocalWarehouse, collect, normalize
 from tests.fixtures.spark_stack import SparkLake, spark_lake
 
 pytestmark = pytest.mark.slow

@@ -1,0 +1,1 @@
+"""Maintenance Lambda (scheduled): garbage collection across Nessie references."""

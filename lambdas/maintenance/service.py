@@ -1,0 +1,100 @@
+"""The scheduled maintenance run: garbage collection across every Nessie reference over the
+lake bucket's warehouse, each table's health as metrics and a summary for the dashboard.
+
+It reports what is reclaimable; it deletes only when the deploy says so (`-c gcDelete=true`,
+`WAP_GC_DELETE`), the way `wap gc` deletes only with `--delete`. Each table's `maintenance:`
+section (its config in the artifacts bucket) sets its retention and grace, as for `wap gc`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from contracts.table_config import (
+    MAX_CONFIG_BYTES,
+    MaintenanceOptions,
+    TableConfigError,
+    config_text,
+    parse_table_config_text,
+)
+from lambdas.common import aws
+from lambdas.common import constants as c
+from lambdas.common.config import Settings
+from lambdas.common.exceptions import ConfigError
+from lambdas.common.log import logger
+from lambdas.common.naming import split_s3_uri
+from lambdas.common.nessie import NessieClient
+from lambdas.maintenance import health
+from lambdas.maintenance.fileio import PROPERTIES
+from lambdas.maintenance.gc import GcReport, S3Warehouse, collect, gc_options
+
+
+@dataclass(frozen=True)
+class MaintenanceSettings:
+    """What only the maintenance Lambda reads from its environment."""
+
+    warehouse_uri: str  # s3://<lake bucket>/warehouse/
+    gc_delete: bool = False
+
+
+def load_maintenance_settings(env: Mapping[str, str] | None = None) -> MaintenanceSettings:
+    """Raises `ConfigError` for a missing warehouse or a malformed switch."""
+    env = os.environ if env is None else env
+    warehouse = env.get(c.ENV_WAREHOUSE_URI, "")
+    if not warehouse.startswith("s3://"):
+        raise ConfigError(f"{c.ENV_WAREHOUSE_URI} must be the lake's s3:// warehouse, "
+                          f"got {warehouse!r}")
+    raw = (env.get(c.ENV_GC_DELETE) or "false").strip().lower()
+    if raw not in ("true", "false"):
+        raise ConfigError(f"{c.ENV_GC_DELETE} must be true or false, got {raw!r}")
+    return MaintenanceSettings(warehouse_uri=warehouse, gc_delete=raw == "true")
+
+
+def table_maintenance(settings: Settings, tables: list[str]) -> dict[str, MaintenanceOptions]:
+    """The `maintenance:` section of each table's config; a table without one, or whose
+    config does not parse (its ingests are refused too), keeps the defaults."""
+    import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
+
+    found: dict[str, MaintenanceOptions] = {}
+    for table in tables:
+        uri = settings.table_config_uri(table)
+        data = aws.read_bytes_s3(uri, max_bytes=MAX_CONFIG_BYTES) if uri else None
+        if data is None:
+            continue
+        try:
+            found[table] = parse_table_config_text(config_text(data, uri), uri,
+                                                   yaml=yaml).maintenance
+        except TableConfigError as exc:
+            logger.warning("table config refused: its table keeps the maintenance defaults",
+                           extra={"table": table, "error": str(exc)})
+    return found
+
+
+def run_maintenance(settings: Settings, maintenance: MaintenanceSettings, nessie: NessieClient,
+                    *, clock: Callable[[], datetime] | None = None) -> GcReport:
+    """Collect (deleting only when `maintenance.gc_delete`), write each table's metrics to the
+    log and keep the summary under the reports prefix; the collection's report."""
+    s3 = aws.client("s3")
+    options = gc_options(delete=maintenance.gc_delete, retention_days=None, grace_hours=None,
+                         tables=table_maintenance(settings, sorted(nessie.iceberg_tables(
+                             c.MAIN_BRANCH))))
+    report = collect(nessie, S3Warehouse(s3, maintenance.warehouse_uri), options,
+                     properties=dict(PROPERTIES), clock=clock)
+    health.emit_metrics(report)
+    bucket, key = split_s3_uri(health.summary_uri(settings.reports_prefix))
+    s3.put_object(Bucket=bucket, Key=key, ContentType="application/json",
+                  Body=json.dumps(health.summary(report)).encode())
+    return report
+
+
+def outcome(report: GcReport) -> dict[str, Any]:
+    """What the invocation returns and logs: the run in numbers."""
+    return {"deleted": report.deleted, "references": report.references,
+            "live_commits": report.live_commits, "marked_files": report.marked_files,
+            "reclaimable_files": len(report.garbage), "reclaimable_bytes": report.garbage_bytes,
+            "missing_files": len(report.missing), "tables": len(report.tables)}
