@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import yaml
@@ -27,7 +29,7 @@ from spark_jobs.identifiers import split_table_name
 from spark_jobs.per_source import rejected_verdicts_of
 from spark_jobs.relations import evaluate_relations
 from spark_jobs.report import ERROR_REASON_PREFIX, Report, write_report
-from spark_jobs.writer import CatalogTable, load_table
+from spark_jobs.writer import CatalogTable, create_namespace, load_table
 
 log = logging.getLogger("wap_job.dataset")
 
@@ -48,12 +50,17 @@ def load_dataset_config(spark, uri: str) -> DatasetConfig:
     return parse_dataset_config_bytes(data, uri, yaml=yaml)
 
 
-def run_dataset(spark, args) -> dict:
-    """Write, audit and report a multi-table dataset; return the report (also written)."""
+def run_dataset(spark, args, run_table: Callable, rows_added: Callable) -> dict:
+    """Write, audit and report a multi-table dataset; return the report (also written).
+
+    `run_table(spark, args, report)` writes and audits one table as a single-table run
+    does (returning its table ref and write), `rows_added(spark, ref, write)` reads the
+    rows a write added: `spark_jobs.wap_job`'s, passed in so the modules do not import
+    each other."""
     report = Report(ingest_id=args.ingest_id, table=args.table,
                     source_uris=list(args.sources), branch=args.branch)
     try:
-        _run_dataset(spark, args, report)
+        _run_dataset(spark, args, report, run_table, rows_added)
     except Exception as exc:
         _fail(report, exc, getattr(exc, "dataset_table", None))
         if report.outcome == "rejected":
@@ -73,9 +80,8 @@ def _fail(report: Report, exc: Exception, table: str | None) -> None:
         report.reason = f"{prefix}{table}: {report.reason[len(prefix):]}"
 
 
-def _run_dataset(spark, args, report: Report) -> None:
-    from spark_jobs.wap_job import _run, rows_added
-
+def _run_dataset(spark, args, report: Report, run_table: Callable,
+                 rows_added: Callable) -> None:
     config = load_dataset_config(spark, args.dataset_config_uri)
     if args.table != config.tables[0]:
         raise TableConfigError(f"--table must be the dataset's first table {config.tables[0]}, "
@@ -85,31 +91,46 @@ def _run_dataset(spark, args, report: Report) -> None:
         raise TableConfigError(f"dataset {config.name} has no table {', '.join(unknown)} "
                                f"(its tables: {', '.join(config.tables)})")
     conf = configure_run_catalog(spark, args.catalog, args.run_catalog, args.branch)
+    chosen = {table: [i for i, owner in enumerate(args.source_tables) if owner == table]
+              for table in config.tables}
+    refs = {table: CatalogTable(args.run_catalog, *split_table_name(table))
+            for table in config.tables}
+    for table in config.tables:
+        if not chosen[table] and load_table(spark, refs[table]) is None:
+            raise _on_table(TableConfigError(
+                f"the drop brings no files for {table}, which does not exist yet"), table)
+    # Namespaces first, one after another: the tables' writes then touch different keys
+    # only, which Nessie commits side by side on one branch.
+    for namespace in dict.fromkeys(split_table_name(t)[0] for t in config.tables if chosen[t]):
+        create_namespace(spark, CatalogTable(args.run_catalog, namespace, "_"))
+    writes = {table: (sub_args, Report(ingest_id=args.ingest_id, table=table,
+                                       source_uris=sub_args.sources, branch=args.branch))
+              for table, indexes in chosen.items() if indexes
+              for sub_args in [_table_args(args, table, indexes)]}
+    # Each table is written and audited in its own thread: Spark runs their jobs side by
+    # side, so the dataset takes about as long as its largest table, not their sum.
+    with ThreadPoolExecutor(max_workers=max(1, len(writes)),
+                            thread_name_prefix="dataset-table") as pool:
+        futures = {table: pool.submit(run_table, spark, sub_args, sub)
+                   for table, (sub_args, sub) in writes.items()}
+        results = {}
+        for table, future in futures.items():
+            try:
+                results[table] = future.result()
+            except Exception as exc:
+                _on_table(exc, table)
+                raise
     parts, new_rows, branch_rows, added = [], {}, {}, {}
     for table in config.tables:
-        chosen = [i for i, owner in enumerate(args.source_tables) if owner == table]
-        ref = CatalogTable(args.run_catalog, *split_table_name(table))
-        if not chosen:  # no new rows for this table: relations still see it on the branch
-            current = load_table(spark, ref)
-            if current is None:
-                raise _on_table(TableConfigError(
-                    f"the drop brings no files for {table}, which does not exist yet"), table)
+        ref = refs[table]
+        if table not in writes:  # no new rows for this table: relations still see it
             branch_rows[table] = spark.table(ref.sql)
             new_rows[table], added[table] = branch_rows[table].limit(0), 0
             parts.append(TableWrite(table=table))
             continue
-        sub_args = replace(
-            args, table=table, sources=[args.sources[i] for i in chosen],
-            source_origins=tuple(args.source_origins[i] for i in chosen)
-            if args.source_origins else (),
-            all_or_nothing=True, dataset_config_uri=None, source_tables=())
-        sub = Report(ingest_id=args.ingest_id, table=table, source_uris=sub_args.sources,
-                     branch=args.branch)
-        try:
-            ref, written = _run(spark, sub_args, sub)
-        except Exception as exc:
-            _on_table(exc, table)
-            raise
+        (sub_args, sub), (ref, written) = writes[table], results[table]
+        # The branch moved under each thread's commits: read every table at its head.
+        spark.sql(f"REFRESH TABLE {ref.sql}")
         report.checks += [replace(check, name=f"{table}: {check.name}") for check in sub.checks]
         report.sources += sub.sources
         report.schema_changes += [{"table": table, **change} for change in sub.schema_changes]
@@ -133,6 +154,14 @@ def _run_dataset(spark, args, report: Report) -> None:
     verdicts = {verdict.uri: verdict for verdict in report.sources}
     report.sources = []
     report.judge(verdicts)
+
+
+def _table_args(args, table: str, indexes: list[int]):
+    """The single-table arguments of one table of the dataset (its sources, in order)."""
+    return replace(args, table=table, sources=[args.sources[i] for i in indexes],
+                   source_origins=tuple(args.source_origins[i] for i in indexes)
+                   if args.source_origins else (),
+                   all_or_nothing=True, dataset_config_uri=None, source_tables=())
 
 
 def _on_table(exc: Exception, table: str) -> Exception:

@@ -223,7 +223,7 @@ def run_ingest(spark, args: JobArgs) -> dict:
     if args.dataset_config_uri:
         from spark_jobs.dataset_job import run_dataset
 
-        return run_dataset(spark, args)
+        return run_dataset(spark, args, run_table=_run, rows_added=rows_added)
     report = Report(ingest_id=args.ingest_id, table=args.table,
                     source_uris=list(args.sources), branch=args.branch)
     try:

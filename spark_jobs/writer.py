@@ -132,6 +132,16 @@ def check_partitioning(partition_by: tuple[PartitionField, ...], schema: T.Struc
             raise TableConfigError(f"partition_by: column {part.column!r} is not in the table")
 
 
+def create_namespace(spark: SparkSession, ref: CatalogTable) -> None:
+    """`CREATE NAMESPACE IF NOT EXISTS` for the table's namespace on the run's branch."""
+    namespace = quote_parts(ref.catalog, ref.namespace)
+    try:
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    except Exception as exc:
+        raise as_job_error(exc, f"cannot create namespace {ref.namespace}: "
+                                f"{describe(exc)}", TableConfigError) from exc
+
+
 def prepare_table(spark: SparkSession, ref: CatalogTable, plan: SchemaPlan,
                   partition_by: tuple[PartitionField, ...]) -> None:
     """Create the namespace and table on the branch when missing, then evolve the schema.
@@ -140,12 +150,7 @@ def prepare_table(spark: SparkSession, ref: CatalogTable, plan: SchemaPlan,
     asks for; InfrastructureError when the catalog or storage fails.
     """
     if plan.create:
-        namespace = quote_parts(ref.catalog, ref.namespace)
-        try:
-            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
-        except Exception as exc:
-            raise as_job_error(exc, f"cannot create namespace {ref.namespace}: "
-                                    f"{describe(exc)}", TableConfigError) from exc
+        create_namespace(spark, ref)
         columns = ", ".join(
             f"{quote(f.name)} {_sql_type(spark, f.dataType)}" + ("" if f.nullable else " NOT NULL")
             for f in plan.target.fields)
@@ -222,12 +227,13 @@ def _write(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
            recorded: list[str] | None) -> AppendResult:
     counted = None
     if has_parse_errors_column(frame):  # counted as they stream by, then left out
-        counted = Observation(f"wap_parse_{ingest_id}")
+        # Named per table: a multi-table dataset writes its tables side by side.
+        counted = Observation(f"wap_parse_{ingest_id}_{ref.namespace}_{ref.table}")
         frame = frame.observe(counted, parse_error_count().alias(PARSE_ERROR))
     shaped = parsed_rows(frame).select(*plan.projection(data_schema(frame)))
     observation = None
     if observe:
-        observation = Observation(f"wap_audit_{ingest_id}")
+        observation = Observation(f"wap_audit_{ingest_id}_{ref.namespace}_{ref.table}")
         shaped = shaped.observe(observation, *observe)
     try:
         (shaped.writeTo(ref.sql)
