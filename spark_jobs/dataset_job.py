@@ -129,13 +129,14 @@ def _run_dataset(spark, args, report: Report, run_table: Callable,
             parts.append(TableWrite(table=table))
             continue
         (sub_args, sub), (ref, written) = writes[table], results[table]
-        # The branch moved under each thread's commits: read every table at its head.
-        spark.sql(f"REFRESH TABLE {ref.sql}")
         report.checks += [replace(check, name=f"{table}: {check.name}") for check in sub.checks]
         report.sources += sub.sources
         report.schema_changes += [{"table": table, **change} for change in sub.schema_changes]
         report.timings.update({f"{table}.{key}": value for key, value in sub.timings.items()})
-        new_rows[table], branch_rows[table] = rows_added(spark, ref, written), spark.table(ref.sql)
+        # The table as this run left it (its snapshot), whatever the other thread committed.
+        new_rows[table] = rows_added(spark, ref, written)
+        branch_rows[table] = (spark.read.format("iceberg")
+                              .option("snapshot-id", written.snapshot_id).load(ref.sql))
         added[table] = written.rows_written
         parts.append(TableWrite(table=table, snapshot_id=written.snapshot_id,
                                 rows_written=written.rows_written,
