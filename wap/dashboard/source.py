@@ -116,12 +116,14 @@ def load_ingest(target: Target, ref: str) -> IngestPage:
         # Counts unreadable (Iceberg files, or Nessie down): still show the record and report.
         except (TableReadError, WapError) as exc:
             record = ops.find_ingest(backend, ref)
+            report = ops.read_report(backend, record)
             view = ops.IngestView(
                 record=record,
-                report=ops.read_report(backend, record),
+                report=report,
                 branch_open=False,
                 main_rows=None,
                 branch_rows=None,
+                tables=ops.dataset_tables(record, report),
             )
             problem = str(exc)
         return IngestPage(

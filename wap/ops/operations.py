@@ -83,9 +83,11 @@ def list_batches(
     """Batches from the ledger, newest first (their files are listed as ingests)."""
     wanted = parse_table(table).qualified if table is not None else None
     rows = [
-        BatchRow(batch_id=r.ingest_id, table=r.table, files=len(r.members),
-                 status=r.status or "?", branch=r.branch, when=r.last_change, reason=r.error)
-        for r in reversed(backend.ledger.list_batches()) if wanted in (None, r.table)
+        BatchRow(batch_id=r.ingest_id, table=", ".join(tables_of(r)) or None,
+                 files=len(r.members), status=r.status or "?", branch=r.branch,
+                 when=r.last_change, reason=r.error)
+        for r in reversed(backend.ledger.list_batches())
+        if wanted is None or wanted in tables_of(r)
     ]
     return rows[:limit] if limit else rows
 
@@ -279,12 +281,8 @@ def show(backend: Backend, target: str) -> IngestView:
             if branch_meta:
                 branch_rows = iceberg.row_count(branch_meta, backend.iceberg_properties())
     failed = [ch for ch in report.checks if ch.status != PASSED] if report else []
-    per_table = []
-    if len(tables_of(record)) > 1:
-        written = {entry.table: entry.rows_written for entry in report.tables} if report else {}
-        per_table = [TableRows(name, written.get(name), _rows_on(backend, c.MAIN_BRANCH, name),
-                               _rows_on(backend, branch, name) if branch_ref else None)
-                     for name in tables_of(record)]
+    per_table = dataset_tables(record, report, lambda ref, name: _rows_on(
+        backend, ref, name) if ref != branch or branch_ref else None)
     return IngestView(
         record=record,
         report=report,
@@ -294,6 +292,20 @@ def show(backend: Backend, target: str) -> IngestView:
         failed_checks=failed,
         tables=per_table,
     )
+
+
+def dataset_tables(record: Record, report: AuditReport | None,
+                   rows_on: Callable[[str | None, str], int | None] | None = None,
+                   ) -> list[TableRows]:
+    """A multi-table dataset's tables with the rows it wrote to each (its report) and, with
+    `rows_on(ref, table)`, each table's rows on main and on its branch; [] for one table."""
+    if len(tables_of(record)) < 2:
+        return []
+    written = {entry.table: entry.rows_written for entry in report.tables} if report else {}
+    return [TableRows(name, written.get(name),
+                      rows_on(c.MAIN_BRANCH, name) if rows_on else None,
+                      rows_on(record.branch, name) if rows_on and record.branch else None)
+            for name in tables_of(record)]
 
 
 def _rows_on(backend: Backend, ref: str | None, table: str) -> int | None:

@@ -217,3 +217,29 @@ def test_the_table_page_shows_files_reclaimable_bytes_and_the_last_compaction(
     assert shown["reclaimable (last GC)"] == "3.0 MiB"
     assert shown["last compaction"] == "AUDIT_FAILED"
     assert r"garbage collected 2026\-11\-22 03\:00 UTC" in _all_text(app)  # escaped Markdown
+
+
+def test_a_multi_table_dataset_is_one_run_naming_every_table(tmp_path, monkeypatch):
+    home = WapHome(tmp_path / "wap-home").create()
+    batch, part = "0f0f0f0f0f0f0f0f", "1a1a1a1a1a1a1a1a"
+    stamps = {"created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}
+    home.ledger_file.write_text(json.dumps([
+        {"pk": f"ingest#{batch}", "kind": "batch", "ingest_id": batch,
+         "table": "shop.order_items", "tables": ["shop.order_items", "shop.orders"],
+         "dataset_name": "shop", "status": "AUDIT_FAILED", "members": [part],
+         "all_or_nothing": True, "branch": "wap_dataset_shop_x",
+         "error": "order_items_order_id_foreign_key failed", **stamps},
+        {"pk": f"ingest#{part}", "kind": "ingest", "ingest_id": part, "table": "shop.orders",
+         "status": "AUDIT_FAILED", "batch_id": batch,
+         "source_uri": "s3://wap-source/_datasets/shop/d1/orders/o.parquet", **stamps},
+    ]))
+    app = _app(home.root, monkeypatch).run()
+    assert not app.exception
+    frames = [frame.value.to_csv() for frame in app.dataframe]
+    assert any("shop.order_items, shop.orders" in frame for frame in frames), _all_text(app)
+
+    page = _ingest_page(home.root, monkeypatch, batch)
+    assert not page.exception
+    assert "Rows per table (2 tables, published together)" in [s.value for s in page.subheader]
+    tables = "\n".join(str(t.value) for t in page.table).replace("\\", "")  # md-escaped
+    assert "shop.order_items" in tables and "shop.orders" in tables

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from lambdas.common.ledger import BatchRecord, IngestRecord, LedgerRecord
+from lambdas.common.ledger import BatchRecord, IngestRecord, LedgerRecord, tables_of
 from wap.dashboard import shaping
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO
@@ -88,7 +88,7 @@ def _pick() -> None:
 def _summary(record: LedgerRecord, branch_open: bool) -> None:
     branch = record.branch
     rows = [
-        ("table", record.table or "-"),
+        ("table", ", ".join(tables_of(record)) or "-"),
         ("source", record.source_uri or "-"),
         ("branch", f"{branch} ({'open' if branch_open else 'deleted'})" if branch else "-"),
         ("started", record.created_at or "-"),
@@ -104,11 +104,17 @@ def _summary(record: LedgerRecord, branch_open: bool) -> None:
     st.markdown(
         "  \n".join(f"**{label}** &nbsp; {shaping.md_escape(value)}" for label, value in rows)
     )
-    if record.table:
-        common.link_to_table(record.table, f"Table {shaping.md_escape(record.table)}")
+    for table in tables_of(record):  # a multi-table dataset: each of its tables
+        common.link_to_table(table, f"Table {shaping.md_escape(table)}")
 
 
 def _counts(view: IngestView, record: LedgerRecord, problem: str | None) -> None:
+    if view.tables:  # a multi-table dataset: one row per table, published together
+        st.subheader(f"Rows per table ({len(view.tables)} tables, published together)")
+        common.text_table([{"table": t.table, "written": _number(t.written),
+                            "on main now": _number(t.main_rows),
+                            "on the branch": _number(t.branch_rows)} for t in view.tables])
+        return
     st.subheader("Rows: main vs branch")
     first, second, third = st.columns(3)
     first.metric("on main now", _number(view.main_rows), border=True)
