@@ -158,3 +158,41 @@ def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(
     singles = [r for r in stack.ledger().list_ingests() if "single-" in (r.key or "")]
     assert len(singles) == 4 and {r.status for r in singles} == {"PUBLISHED"}
     assert all(lock.active is None and not lock.queue for lock in stack.ledger().list_locks())
+
+
+def test_a_retried_job_and_a_timeout_after_the_merge_still_publish_every_table_once(
+        make_stack, nessie, nessie_client, slack, tmp_path):
+    """An infrastructure error retries the dataset on the same branch; a publish whose
+    answer is lost after the merge is recorded PUBLISHED (main holds every table's audited
+    snapshot): one merge, no alert, every lock free."""
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "shop.yaml").write_text(
+        dataset_config("shop", "mf.orders", "mf.order_items"))
+    inner, tries = standin_job(nessie.api_v1), []
+
+    def flaky_job(argv: list[str]):
+        tries.append(argv)
+        if len(tries) == 1:
+            raise RuntimeError("executor lost (injected)")
+        return inner(argv)
+
+    def time_out_after(handler):
+        def wrapped(event, context):
+            handler(event, context)  # the merge commits...
+            raise type("Sandbox.Timedout", (Exception,), {})("Task timed out")  # ...lost
+
+        return wrapped
+
+    stack = make_stack(job=flaky_job, tables_dir=tmp_path, job_retry_base_seconds=1)
+    stack.dispatcher.interceptors["publish"] = time_out_after
+    before = main_log(nessie_client)
+    key = drop_dataset(stack, "shop", "d1", {"mf.orders": ["o.parquet"],
+                                             "mf.order_items": ["i.parquet"]})
+    dataset = wait_dataset(stack, key, timeout=90)
+
+    assert dataset.status == "PUBLISHED", stack.describe()
+    assert len(tries) == 2
+    assert {argv[argv.index("--branch") + 1] for argv in tries} == {dataset.branch}
+    assert len(main_log(nessie_client)) == len(before) + 1
+    assert slack.messages == []
+    assert all(lock.active is None for lock in stack.ledger().list_locks())
