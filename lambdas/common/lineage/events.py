@@ -33,7 +33,14 @@ from openlineage.client.facet_v2 import (
     schema_dataset,
 )
 
-from contracts.report import PASSED, SOURCE_REJECTED, AuditReport, CheckResult, SourceVerdict
+from contracts.report import (
+    PASSED,
+    SOURCE_REJECTED,
+    AuditReport,
+    CheckResult,
+    SourceVerdict,
+    TableWrite,
+)
 from contracts.state import AUDIT_FAILED, JOB_FAILED, PUBLISH_FAILED, PUBLISHED, REJECTED
 from lambdas.common.lineage.facets import (
     PRODUCER,
@@ -96,15 +103,17 @@ class Outcome:
 
 
 def start_event(*, namespace: str, ingest_id: str, table: str, inputs: Sequence[LineageInput],
-                branch: str, attempt: int, at: datetime, kind: str = INGEST) -> RunEvent:
-    """START: the job run was submitted; it writes `table` on `branch`."""
+                branch: str, attempt: int, at: datetime, kind: str = INGEST,
+                tables: Sequence[str] = ()) -> RunEvent:
+    """START: the job run was submitted; it writes `table` (a multi-table dataset: each of
+    `tables`) on `branch`."""
     facet = WapIngestRunFacet(ingestId=ingest_id, table=table, attempt=attempt,
                               files=len(inputs), producer=PRODUCER)
     return _event(RunState.START, namespace=namespace, ingest_id=ingest_id, table=table, at=at,
                   kind=kind, run_facets={"wap_ingest": facet},
                   inputs=[_input(i) for i in inputs],
-                  outputs=[_output(namespace, table, NessieReferenceDatasetFacet(
-                      reference=branch, producer=PRODUCER))])
+                  outputs=[_output(namespace, name, NessieReferenceDatasetFacet(
+                      reference=branch, producer=PRODUCER)) for name in tables or (table,)])
 
 
 def outcome_event(*, namespace: str, ingest_id: str, table: str,
@@ -163,13 +172,40 @@ def _outcome(event_type: RunState, *, namespace: str, ingest_id: str, table: str
         output_facets["outputStatistics"] = (
             output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
                 rowCount=report.rows_written, producer=PRODUCER))
-    output = OutputDataset(namespace=catalog_namespace(namespace), name=table,
-                           facets=dataset_facets, outputFacets=output_facets)
+    outputs = [OutputDataset(namespace=catalog_namespace(namespace), name=table,
+                             facets=dataset_facets, outputFacets=output_facets)]
+    if report is not None and len(report.tables) > 1:  # a multi-table dataset: every table
+        outputs = [_dataset_table_output(namespace, entry, outcome, report)
+                   for entry in report.tables]
     return _event(event_type, namespace=namespace, ingest_id=ingest_id, table=table, at=at,
                   kind=kind, run_facets=run_facets,
                   inputs=[_input(source, report, _verdict(report, index, len(inputs)))
                           for index, source in enumerate(inputs)],
-                  outputs=[output])
+                  outputs=outputs)
+
+
+def _dataset_table_output(namespace: str, entry: TableWrite, outcome: Outcome,
+                          report: AuditReport) -> OutputDataset:
+    """One table of a multi-table dataset (`report.tables` entry): the same reference and
+    hash for all (one merge), its own snapshot and rows."""
+    snapshot = None if entry.snapshot_id is None else str(entry.snapshot_id)
+    facets: dict = {}
+    if outcome.reference:
+        facets["wap_nessie"] = NessieReferenceDatasetFacet(
+            reference=outcome.reference, hash=outcome.hash or report.branch_hash,
+            snapshotId=snapshot, producer=PRODUCER)
+    if snapshot:
+        facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
+            datasetVersion=snapshot, producer=PRODUCER)
+    facets["dataQualityMetrics"] = data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(
+        rowCount=entry.rows_written, columnMetrics={},
+        fileCount=len(entry.source_uris) or None,
+        producer=PRODUCER)
+    return OutputDataset(namespace=catalog_namespace(namespace), name=entry.table,
+                         facets=facets, outputFacets={
+                             "outputStatistics": output_statistics_output_dataset.
+                             OutputStatisticsOutputDatasetFacet(rowCount=entry.rows_written,
+                                                                producer=PRODUCER)})
 
 
 def _event(event_type: RunState, *, namespace: str, ingest_id: str, table: str, at: datetime,

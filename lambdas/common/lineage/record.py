@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lambdas.common import metrics
 from lambdas.common.config import Settings
-from lambdas.common.ledger import BatchRecord, Ledger, LedgerRecord
+from lambdas.common.ledger import BatchRecord, Ledger, LedgerRecord, tables_of
 from lambdas.common.lineage import events
 from lambdas.common.lineage.transport import emit_quietly
 from lambdas.common.log import logger
@@ -37,7 +37,7 @@ def send_start(settings: Settings, ledger: Ledger, record: LedgerRecord, *, bran
         event = events.start_event(
             namespace=settings.lineage_namespace, ingest_id=record.ingest_id,
             table=record.table, inputs=inputs_of(ledger, record), branch=branch,
-            attempt=attempt, at=utcnow())
+            attempt=attempt, at=utcnow(), tables=tables_of(record))
     except Exception:
         logger.exception("could not build the OpenLineage START event")
         return

@@ -78,3 +78,27 @@ def test_a_report_without_the_tables_columns_sends_no_schema():
     parse_run_event(event)
     [table] = event["outputs"]
     assert "schema" not in table["facets"] and event["eventType"] == "COMPLETE"
+
+
+def test_a_multi_table_dataset_outputs_every_table_at_the_one_merged_commit():
+    report = AuditReport.from_dict({
+        **REPORT.to_dict(), "table": "shop.order_items", "outcome": "passed",
+        "branch_hash": "ab" * 32, "rows_written": 7,
+        "tables": [{"table": "shop.order_items", "snapshot_id": 11, "rows_written": 4,
+                    "source_uris": ["s3://art/staging/1"]},
+                   {"table": "shop.orders", "snapshot_id": 12, "rows_written": 3,
+                    "source_uris": ["s3://art/staging/2"]}]})
+    event = json.loads(Serde.to_json(outcome_event(
+        namespace="WapIngest", ingest_id="d" * 16, table="shop.order_items",
+        inputs=[LineageInput("s3://src/_datasets/shop/d1/i.parquet"),
+                LineageInput("s3://src/_datasets/shop/d1/o.parquet")],
+        outcome=Outcome(status="PUBLISHED", reference="main", hash="cd" * 32),
+        report=report, at=AT)))
+
+    parse_run_event(event)
+    outputs = {o["name"]: o for o in event["outputs"]}
+    assert sorted(outputs) == ["shop.order_items", "shop.orders"]
+    assert {name: (o["facets"]["wap_nessie"]["hash"], o["facets"]["version"]["datasetVersion"],
+                   o["outputFacets"]["outputStatistics"]["rowCount"])
+            for name, o in outputs.items()} == {
+        "shop.order_items": ("cd" * 32, "11", 4), "shop.orders": ("cd" * 32, "12", 3)}
