@@ -41,6 +41,14 @@ class Measured:
     merges: int
     statuses: tuple[str, ...]
     job_seconds: float = 0.0  # the job's own total (its report's `total_s`)
+    timings: dict | None = None  # the job's report timings
+
+
+def _timings(backend: Any, record: Any) -> dict:
+    import json
+
+    body = backend.read_object(record.report_uri) if record.report_uri else None
+    return json.loads(body)["timings"] if body else {}
 
 
 def _job_seconds(backend: Any, record: Any) -> float:
@@ -126,7 +134,7 @@ def as_dataset(backend: Any, ns: str, files: tuple[Path, Path], timeout: float) 
     seconds = time.perf_counter() - started
     return Measured(seconds, _job_runs(backend, record.ingest_id),
                     _main_commits(backend) - before, (record.status,),
-                    _job_seconds(backend, record))
+                    _job_seconds(backend, record), _timings(backend, record))
 
 
 def run(orders: int, per_order: int, repeats: int, timeout: float) -> list[dict[str, Any]]:
@@ -192,6 +200,13 @@ def render(rounds: list[dict[str, Any]], orders: int, per_order: int) -> str:
         f"job **{ratio('job_seconds', larger):.2f}x** (target <= 1.3x); dataset / both one "
         f"after the other: wall {ratio('seconds', both):.2f}x, job "
         f"{ratio('job_seconds', both):.2f}x",
+        "",
+        "Where the dataset's job time goes (medians): its tables written and audited side "
+        f"by side {statistics.median(r['dataset'].timings.get('tables_s', 0) for r in rounds):.2f}"
+        " s (the larger table alone: "
+        f"{statistics.median(larger(r, 'job_seconds') for r in rounds):.2f} s), then the "
+        "checks between them "
+        f"{statistics.median(r['dataset'].timings.get('relations_s', 0) for r in rounds):.2f} s.",
     ]
     return "\n".join(lines)
 
