@@ -24,17 +24,39 @@ def dataset_config(name: str, a: str, b: str) -> str:
     return DATASET_CONFIG.format(a=a, b=b, sa=b.split(".")[1])
 
 
-@pytest.fixture
-def mt_stack(make_stack, nessie, tmp_path):
-    (tmp_path / "datasets").mkdir()
-    (tmp_path / "datasets" / "shop.yaml").write_text(
+@pytest.fixture(scope="module")
+def mt_stack(nessie, tmp_path_factory):
+    """One stack for this module's stand-in tests (each waits until it is idle): the
+    stack's start is most of a test's time. Yields (stack, job calls, Slack stand-in)."""
+    from local.aws.stack import LocalAwsStack
+    from local.slack_standin import SlackStandin
+    from tests.fixtures.local_stack import SLACK_CHANNEL, SLACK_TOKEN, stack_settings
+
+    tables = tmp_path_factory.mktemp("mt-tables")
+    (tables / "datasets").mkdir()
+    (tables / "datasets" / "shop.yaml").write_text(
         dataset_config("shop", "mt.orders", "mt.order_items"))
-    (tmp_path / "datasets" / "shop_reversed.yaml").write_text(
+    (tables / "datasets" / "shop_reversed.yaml").write_text(
         dataset_config("shop_reversed", "mt.order_items", "mt.orders"))
+    (tables / "datasets" / "faults.yaml").write_text(
+        dataset_config("faults", "mf.orders", "mf.order_items"))
     calls: list[dict] = []
-    stack = make_stack(job=standin_job(nessie.api_v1, calls), tables_dir=tmp_path,
-                       emr_workers=2)
-    return stack, calls
+    inner = standin_job(nessie.api_v1, calls)
+
+    def job(argv: list[str]):
+        if FAULTS:  # an infrastructure error a test asked for: the job run fails
+            raise FAULTS.pop()
+        return inner(argv)
+
+    slack = SlackStandin(SLACK_TOKEN, (SLACK_CHANNEL,)).start()
+    stack = LocalAwsStack(stack_settings(nessie, slack, tables_dir=tables, emr_workers=2,
+                                         job=job, job_retry_base_seconds=1)).start()
+    yield stack, calls, slack
+    stack.stop()
+    slack.stop()
+
+
+FAULTS: list[Exception] = []  # raised by the module stack's next job runs, one each
 
 
 def drop_dataset(stack, name: str, drop: str, files: dict[str, list[str]],
@@ -84,8 +106,11 @@ def main_log(nessie_client) -> list:
     return [entry.commit_meta.hash_ for entry in nessie_client.get_log("main")]
 
 
-def test_a_dataset_publishes_every_table_in_one_merge(mt_stack, nessie_client, slack):
-    stack, calls = mt_stack
+def test_a_dataset_publishes_every_table_in_one_merge(mt_stack, nessie_client):
+    stack, calls, slack = mt_stack
+    stack.wait_idle()
+    calls.clear()
+    alerts = len(slack.messages)
     before = main_log(nessie_client)
     key = drop_dataset(stack, "shop", "2026-11-25", {
         "mt.orders": ["orders-0.parquet"],
@@ -105,7 +130,7 @@ def test_a_dataset_publishes_every_table_in_one_merge(mt_stack, nessie_client, s
     assert {m.status for m in members.values()} == {"PUBLISHED"}
     assert {m.table for m in members.values()} == set(dataset.tables)
     assert all(lock.active is None and not lock.queue for lock in stack.ledger().list_locks())
-    assert slack.messages == []
+    assert len(slack.messages) == alerts
     assert not branch_exists(nessie_client, dataset.branch)
 
     # A failing file in one table: main unchanged for every table, one branch, one alert.
@@ -118,12 +143,16 @@ def test_a_dataset_publishes_every_table_in_one_merge(mt_stack, nessie_client, s
     assert dataset.status == "AUDIT_FAILED"
     assert main_log(nessie_client) == before
     assert branch_exists(nessie_client, dataset.branch)
-    [alert] = slack.messages
+    stack.wait_idle()
+    [alert] = slack.messages[alerts:]
     assert "items-fail.parquet" in json.dumps(alert)
 
 
-def test_a_bad_drop_is_rejected_before_any_run_with_one_alert_each(mt_stack, slack):
-    stack, calls = mt_stack
+def test_a_bad_drop_is_rejected_before_any_run_with_one_alert_each(mt_stack):
+    stack, calls, slack = mt_stack
+    stack.wait_idle()
+    calls.clear()
+    alerts = len(slack.messages)
     cases = [("shop", {"tables": {"mt.orders": []}}, "must list every table"),
              ("shop", {"files": []}, "is not a dataset manifest"),
              ("shop", {"tables": {"mt.orders": [{"path": "o.parquet", "size": 1}],
@@ -135,14 +164,15 @@ def test_a_bad_drop_is_rejected_before_any_run_with_one_alert_each(mt_stack, sla
         dataset = wait_dataset(stack, key)
         assert dataset.status == "REJECTED" and fragment in dataset.error, dataset.error
         assert fragment in json.dumps(slack.messages[-1])
-    assert calls == [] and len(slack.messages) == len(cases)
+    assert calls == [] and len(slack.messages) == alerts + len(cases)
 
 
 def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(
         mt_stack, nessie_client):
     """{orders, items} and {items, orders} together with single-table ingests on both: the
     interleaving that deadlocks when locks are taken in listing order."""
-    stack, _calls = mt_stack
+    stack = mt_stack[0]
+    stack.wait_idle()
     keys = []
     for round_ in range(2):
         stack.drop_file(f"mt/orders/single-{round_}.parquet", fake_parquet(f"o{round_}"))
@@ -161,20 +191,14 @@ def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(
 
 
 def test_a_retried_job_and_a_timeout_after_the_merge_still_publish_every_table_once(
-        make_stack, nessie, nessie_client, slack, tmp_path):
+        mt_stack, nessie_client):
     """An infrastructure error retries the dataset on the same branch; a publish whose
     answer is lost after the merge is recorded PUBLISHED (main holds every table's audited
     snapshot): one merge, no alert, every lock free."""
-    (tmp_path / "datasets").mkdir()
-    (tmp_path / "datasets" / "shop.yaml").write_text(
-        dataset_config("shop", "mf.orders", "mf.order_items"))
-    inner, tries = standin_job(nessie.api_v1), []
-
-    def flaky_job(argv: list[str]):
-        tries.append(argv)
-        if len(tries) == 1:
-            raise RuntimeError("executor lost (injected)")
-        return inner(argv)
+    stack, calls, slack = mt_stack
+    stack.wait_idle()
+    calls.clear()
+    alerts = len(slack.messages)
 
     def time_out_after(handler):
         def wrapped(event, context):
@@ -183,16 +207,20 @@ def test_a_retried_job_and_a_timeout_after_the_merge_still_publish_every_table_o
 
         return wrapped
 
-    stack = make_stack(job=flaky_job, tables_dir=tmp_path, job_retry_base_seconds=1)
+    FAULTS.append(RuntimeError("executor lost (injected)"))
     stack.dispatcher.interceptors["publish"] = time_out_after
-    before = main_log(nessie_client)
-    key = drop_dataset(stack, "shop", "d1", {"mf.orders": ["o.parquet"],
-                                             "mf.order_items": ["i.parquet"]})
-    dataset = wait_dataset(stack, key, timeout=90)
+    try:
+        before = main_log(nessie_client)
+        key = drop_dataset(stack, "faults", "d1", {"mf.orders": ["o.parquet"],
+                                                    "mf.order_items": ["i.parquet"]})
+        dataset = wait_dataset(stack, key, timeout=90)
+    finally:
+        stack.dispatcher.interceptors.pop("publish", None)
 
     assert dataset.status == "PUBLISHED", stack.describe()
-    assert len(tries) == 2
-    assert {argv[argv.index("--branch") + 1] for argv in tries} == {dataset.branch}
+    assert FAULTS == [] and len(calls) == 1  # the failed try raised before the stand-in
+    assert len(stack.emr.started_runs) >= 2 and dataset.job_tries == 2
+    assert calls[0]["branch"] == dataset.branch  # the retry ran on the same branch
     assert len(main_log(nessie_client)) == len(before) + 1
-    assert slack.messages == []
+    assert len(slack.messages) == alerts
     assert all(lock.active is None for lock in stack.ledger().list_locks())
