@@ -28,6 +28,7 @@ from lambdas.common.ledger import (
     Record,
     Successor,
     TableLock,
+    tables_of,
 )
 from lambdas.common.lineage.record import record_outcome
 from lambdas.common.log import logger
@@ -68,7 +69,11 @@ def sweep(
         except Exception as exc:  # isolate tables: one poisoned lock must not stop the rest
             logger.exception("could not recover the lock", extra={"table": listed.table})
             report.errors.append(f"{listed.table}: {type(exc).__name__}: {exc}")
-    for listed in ledger.list_ingests(statuses={c.RECEIVED}):
+    # A multi-table dataset is a batch record its manifest's trigger starts: adopted too.
+    received = [*ledger.list_ingests(statuses={c.RECEIVED}),
+                *(batch for batch in ledger.list_batches(status=c.RECEIVED)
+                  if len(tables_of(batch)) > 1)]
+    for listed in received:
         try:
             _adopt_orphan(settings, ledger, nessie, listed.ingest_id, now, report)
         except Exception as exc:
@@ -115,6 +120,10 @@ def _adopt_orphan(
             failed = ledger.get_ingest(ingest_id) or record
             send_alert_quietly(alert_event(failed, outcome=c.JOB_FAILED, reason=reason))
             record_outcome(settings, ledger, failed)
+        return
+    if len(tables_of(record)) > 1:  # a dataset: its config declares its tables
+        start_or_fail(settings, ledger, nessie, record)  # takes every lock, in order
+        report.restarted.append(ingest_id)
         return
     # Its trigger may have given up before it could tell whether the table is known.
     unknown = unknown_table_reason(settings, nessie, record.table,

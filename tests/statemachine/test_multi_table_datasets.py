@@ -224,3 +224,49 @@ def test_a_retried_job_and_a_timeout_after_the_merge_still_publish_every_table_o
     assert len(main_log(nessie_client)) == len(before) + 1
     assert len(slack.messages) == alerts
     assert all(lock.active is None for lock in stack.ledger().list_locks())
+
+
+def test_a_dataset_whose_trigger_gave_up_before_its_locks_is_adopted_by_the_sweeper(
+        mt_stack, monkeypatch):
+    """Every trigger retry failed between recording the dataset and taking its tables: the
+    sweeper starts it (a recorded outcome for every input)."""
+    from botocore.exceptions import ClientError
+
+    from lambdas.common.ledger import Ledger
+    from tests.fixtures.local_stack import upload_with_notification
+
+    stack = mt_stack[0]
+    stack.wait_idle()
+    prefix = "_datasets/shop/orphan/"
+    listed = {}
+    for table, name in (("mt.orders", "o.parquet"), ("mt.order_items", "i.parquet")):
+        body = fake_parquet(f"orphan-{table}")
+        stack.drop_file(f"{prefix}{table}/{name}", body)  # ignored: the manifest names it
+        listed[table] = [{"path": f"{table}/{name}", "size": len(body)}]
+    stack.wait_idle()
+    rule = "wap-source-object-created"
+    stack.client("events").disable_rule(Name=rule)
+    try:
+        event = upload_with_notification(stack, f"{prefix}_manifest.json",
+                                         json.dumps({"tables": listed}).encode())
+    finally:
+        stack.client("events").enable_rule(Name=rule)
+
+    def refused(self, tables, holder):
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "x"}},
+                          "TransactWriteItems")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Ledger, "acquire_in_order", refused)
+        for _ in range(3):  # the invocation and Lambda's two async retries
+            with pytest.raises(ClientError):
+                stack.dispatcher.run_handler("trigger", event)
+    dataset = the_dataset(stack, f"{prefix}_manifest.json")
+    assert dataset.status == "RECEIVED"
+
+    stack.ledger()._table.update_item(  # 20 minutes later
+        Key={"pk": f"ingest#{dataset.ingest_id}"}, UpdateExpression="SET created_at = :t",
+        ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"})
+    swept = stack.invoke("sweeper", {"source": "aws.events"})
+    assert dataset.ingest_id in swept["restarted"]
+    assert wait_dataset(stack, f"{prefix}_manifest.json").status == "PUBLISHED"

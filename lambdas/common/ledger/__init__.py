@@ -133,8 +133,8 @@ class Ledger:
     def newest_ingests(self, limit: int, *, table: str | None = None) -> list[Record]:
         return self.ingests.newest_ingests(limit, table=table)
 
-    def list_batches(self) -> list[BatchRecord]:
-        return self.ingests.list_batches()
+    def list_batches(self, *, status: str | None = None) -> list[BatchRecord]:
+        return self.ingests.list_batches(status=status)
 
     def due_for_sweep(self, now: datetime) -> list[Record]:
         return self.ingests.due_for_sweep(now)

@@ -239,9 +239,14 @@ class IngestRecords:
                                       limit=limit)
         return [record_from_item(i) for i in items if i.get("kind") == KIND_INGEST][:limit]
 
-    def list_batches(self) -> list[BatchRecord]:
-        """Every batch record, oldest first (from an index: re-read before acting)."""
-        items = self._store.query(INDEX_BY_KIND, "kind", KIND_BATCH)
+    def list_batches(self, *, status: str | None = None) -> list[BatchRecord]:
+        """Every batch record (of one status), oldest first (from an index: re-read before
+        acting)."""
+        if status is None:
+            items = self._store.query(INDEX_BY_KIND, "kind", KIND_BATCH)
+        else:
+            items = [i for i in self._store.query(INDEX_BY_STATUS, "status", status)
+                     if i.get("kind") == KIND_BATCH]
         return _oldest_first(record_from_item(i) for i in items)  # type: ignore[return-value]
 
     def due_for_sweep(self, now: datetime) -> list[Record]:
