@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.config_text import yaml_error_text
-from contracts.naming import is_identifier
+from contracts.naming import DATASETS_NAMESPACE, is_identifier
 from contracts.table_config import SEVERITIES, CheckSpec, TableConfigError, config_text
 
 FOREIGN_KEY, ROW_COUNT_RELATION = "foreign_key", "row_count_relation"
@@ -68,6 +68,11 @@ def parse_dataset_config(raw: Any, name: str, source: str = "dataset config") ->
     if len(set(tables)) != len(tables):
         raise TableConfigError(f"{source}: `tables` names a table twice")
     config = DatasetConfig(name=name, tables=tuple(sorted(tables)))
+    short = [config.short_name(table) for table in config.tables]
+    if len(set(short)) != len(short):
+        raise TableConfigError(f"{source}: tables {', '.join(config.tables)} give the "
+                               f"row-count names {', '.join(short)}, which repeat; rename "
+                               "a table or split the dataset")
     checks = raw.get("checks") or []
     if not isinstance(checks, list):
         raise TableConfigError(f"{source}: `checks` must be a list")
@@ -99,7 +104,8 @@ def parse_dataset_config_bytes(data: bytes, source: str, *, yaml: Any) -> Datase
 
 def _is_table(value: Any) -> bool:
     parts = value.split(".") if isinstance(value, str) else []
-    return len(parts) == 2 and all(is_identifier(part) for part in parts)
+    return (len(parts) == 2 and all(is_identifier(part) for part in parts)
+            and parts[0] != DATASETS_NAMESPACE)
 
 
 def _parse_relation(entry: Any, index: int, config: DatasetConfig, where: str) -> CheckSpec:
@@ -139,7 +145,7 @@ def _parse_relation(entry: Any, index: int, config: DatasetConfig, where: str) -
 
 # Where a multi-table dataset is dropped: `_datasets/<name>/<drop>/...`, completed by the
 # drop's `_manifest.json` (docs/datasets.md). `_` keeps it clear of every table prefix.
-DATASETS_PREFIX = "_datasets/"
+DATASETS_PREFIX = f"{DATASETS_NAMESPACE}/"
 DATASET_CONFIGS_DIR = "datasets"  # tables/datasets/<name>.yaml
 MAX_DATASET_MANIFEST_BYTES = 10 * 1024 * 1024
 

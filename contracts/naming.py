@@ -13,6 +13,9 @@ from datetime import datetime, timezone
 
 IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 IDENTIFIER_RULE = "lower-case letters, digits and _, not starting with a digit"
+# The source bucket's top folder of multi-table datasets (docs/datasets.md): never a table's
+# namespace, so `<namespace>/<table>/` routing and dataset drops cannot meet.
+DATASETS_NAMESPACE = "_datasets"
 # Nessie's reference-name rule (org.projectnessie.model.Validation.REF_NAME_REGEX), without
 # anchors so that reference specs (`name@hash~1`) can embed it; match names with fullmatch.
 NESSIE_REF_NAME_PATTERN = r"[A-Za-z](((?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9._-])?"

@@ -228,12 +228,12 @@ def _write(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
     counted = None
     if has_parse_errors_column(frame):  # counted as they stream by, then left out
         # Named per table: a multi-table dataset writes its tables side by side.
-        counted = Observation(f"wap_parse_{ingest_id}_{ref.namespace}_{ref.table}")
+        counted = Observation(f"wap_parse_{ingest_id}:{ref.namespace}.{ref.table}")
         frame = frame.observe(counted, parse_error_count().alias(PARSE_ERROR))
     shaped = parsed_rows(frame).select(*plan.projection(data_schema(frame)))
     observation = None
     if observe:
-        observation = Observation(f"wap_audit_{ingest_id}_{ref.namespace}_{ref.table}")
+        observation = Observation(f"wap_audit_{ingest_id}:{ref.namespace}.{ref.table}")
         shaped = shaped.observe(observation, *observe)
     try:
         (shaped.writeTo(ref.sql)

@@ -261,6 +261,9 @@ def settle_members(ledger: Ledger, batch: BatchRecord) -> list[str]:
         return _split(ledger, batch, members, verdicts)
     now = iso(utcnow())
     updates = {}
+    # A multi-table dataset: each file gets the snapshot of its own table.
+    table_of = dict(zip(batch.members, batch.source_tables, strict=False))
+    snapshots = dict(batch.audited_snapshots or {})
     for member in members:
         verdict = verdicts.get(member) or {}
         # A dataset's files share its outcome: the job publishes all of them or none.
@@ -272,7 +275,8 @@ def settle_members(ledger: Ledger, batch: BatchRecord) -> list[str]:
                                   "report_uri": batch.report_uri,
                                   "log_uri": batch.log_uri}
         if status == c.PUBLISHED:
-            fields.update(snapshot_id=batch.snapshot_id, rows_written=verdict.get("rows"),
+            fields.update(snapshot_id=snapshots.get(table_of.get(member), batch.snapshot_id),
+                          rows_written=verdict.get("rows"),
                           published_hash=batch.published_hash)
         updates[member] = fields
     _update_members(ledger, batch, updates)

@@ -52,6 +52,11 @@ def route_key(key: str) -> TableRef:
             f"key {key!r} is not under <namespace>/<table>/: cannot tell which table it belongs to"
         )
     namespace, table = parts[0], parts[1]
+    if namespace == rules.DATASETS_NAMESPACE:
+        raise UnroutableKeyError(
+            f"key {key!r}: {namespace}/ is for multi-table datasets: "
+            f"{namespace}/<dataset>/<drop>/<files> and that drop's _manifest.json "
+            "(docs/datasets.md)")
     for label, value in (("namespace", namespace), ("table", table)):
         if not rules.is_identifier(value):
             raise UnroutableKeyError(

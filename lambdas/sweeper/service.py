@@ -105,6 +105,8 @@ def _adopt_orphan(
     record = ledger.get_ingest(ingest_id)
     if record is None or record.status != c.RECEIVED or not record.table:
         return
+    if isinstance(record, IngestRecord) and record.batch_id:
+        return  # a multi-table dataset's file, recorded as such: only its dataset runs it
     created = record.created()
     if created is None or now - created < settings.blocked_start:
         return  # its trigger may still be running or retrying

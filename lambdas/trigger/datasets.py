@@ -13,7 +13,7 @@ is then a duplicate.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -23,7 +23,14 @@ from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
 from lambdas.common.ingest import start_or_fail
-from lambdas.common.ledger import KIND_BATCH, LOCK_QUEUED, IngestRecord, Ledger, Record
+from lambdas.common.ledger import (
+    KIND_BATCH,
+    LOCK_QUEUED,
+    BatchRecord,
+    IngestRecord,
+    Ledger,
+    Record,
+)
 from lambdas.common.lineage.record import record_outcome
 from lambdas.common.naming import file_name, ingest_id, iso, route_key, s3_uri, utcnow
 from lambdas.common.nessie import NessieClient
@@ -72,6 +79,8 @@ def complete_dataset(
                               problem)
     if not batch.is_pending:
         return batch.status or "?", batch_id, batch.error
+    if isinstance(batch, BatchRecord):  # a retry after a stop between record and join
+        join_members(ledger, batch_id, batch.members)
     if ledger.acquire_or_enqueue(table, batch_id) == LOCK_QUEUED:
         ledger.update_ingest(batch_id, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
         return c.QUEUED, batch_id, None
@@ -159,6 +168,16 @@ def problem_of(members: list[IngestRecord]) -> str | None:
     return None
 
 
+def join_members(ledger: Ledger, batch_id: str, members: Sequence[str],
+                 problem: str | None = None) -> None:
+    """Make the files the dataset's (RUNNING in it, or REJECTED with its `problem`): only
+    those still waiting are changed, so it is safe to repeat (a retried trigger does, in
+    case the one before stopped between recording the dataset and joining its files)."""
+    joined = {"status": c.REJECTED if problem else c.RUNNING, "batch_id": batch_id,
+              "error": problem, "finished_at": iso(utcnow()) if problem else None}
+    ledger.update_ingests({member: joined for member in members}, only_if_status=_JOINABLE)
+
+
 def record_batch(settings: Settings, ledger: Ledger, batch_id: str, table: str | None,
                  prefix: str, marker: ObjectCreated, members: list[IngestRecord],
                  problem: str | None, extra: dict[str, Any] | None = None) -> Record:
@@ -182,9 +201,7 @@ def record_batch(settings: Settings, ledger: Ledger, batch_id: str, table: str |
         "finished_at": iso(utcnow()) if problem else None,
         "staged_at": iso(utcnow()),
     }, kind=KIND_BATCH)
-    joined = {"status": c.REJECTED if problem else c.RUNNING, "batch_id": batch_id,
-              "error": problem, "finished_at": iso(utcnow()) if problem else None}
-    ledger.update_ingests({member: joined for member in ids}, only_if_status=_JOINABLE)
+    join_members(ledger, batch_id, ids, problem)
     batch = ledger.get_ingest(batch_id)
     assert batch is not None
     if created and problem:

@@ -28,16 +28,18 @@ from contracts.dataset_config import (
     parse_dataset_config_bytes,
     parse_tables_manifest,
 )
+from contracts.naming import IDENTIFIER_RULE, is_identifier
 from contracts.table_config import MAX_CONFIG_BYTES, TableConfigError
 from lambdas.common import aws
 from lambdas.common.config import Settings
 from lambdas.common.ingest import start_or_fail
-from lambdas.common.ledger import IngestRecord, Ledger
-from lambdas.common.naming import ingest_id, s3_uri
+from lambdas.common.ledger import BatchRecord, IngestRecord, Ledger
+from lambdas.common.naming import file_name, ingest_id, s3_uri
 from lambdas.common.nessie import NessieClient
 from lambdas.trigger.datasets import (
     DatasetError,
     head_parts,
+    join_members,
     marker_bytes,
     problem_of,
     record_batch,
@@ -46,8 +48,12 @@ from lambdas.trigger.events import ObjectCreated
 
 
 def load_dataset_config(settings: Settings, name: str) -> DatasetConfig:
-    """The deployed `datasets/<name>.yaml`; TableConfigError when it is missing or invalid
+    """The deployed `datasets/<name>.yaml`; TableConfigError when the name is not an
+    identifier (checked before it is part of any URI), or the config is missing or invalid
     (in the job's words: both parse it with `contracts.dataset_config`)."""
+    if not is_identifier(name):
+        raise TableConfigError(f"dataset name {name!r} in _datasets/{name}/ is not an "
+                               f"identifier ({IDENTIFIER_RULE})")
     uri = settings.dataset_config_uri(name)
     data = aws.read_bytes_s3(uri, max_bytes=MAX_CONFIG_BYTES) if uri else None
     if data is None:
@@ -60,11 +66,12 @@ def load_dataset_config(settings: Settings, name: str) -> DatasetConfig:
 
 def complete_multi_table_dataset(
     marker: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any,
-    ingest_file: Callable[[ObjectCreated, str], IngestRecord],
+    ingest_file: Callable[[ObjectCreated, str, dict[str, Any]], IngestRecord],
 ) -> tuple[str, str, str | None, str | None]:
     """Turn a drop's manifest into one batch over every table and start it, or queue it
-    behind the tables' holders; safe to repeat. `ingest_file(part, table)` records and
-    stages one file. Returns (action, batch id, first table, reason)."""
+    behind the tables' holders; safe to repeat. `ingest_file(part, table, member_of)`
+    records and stages one file, as the dataset's from the start. Returns (action, batch
+    id, first table, reason)."""
     drop = dataset_drop(marker.key)
     assert drop is not None
     name, prefix = drop
@@ -75,14 +82,16 @@ def complete_multi_table_dataset(
         try:
             config = load_dataset_config(settings, name)
             listed = _manifest(marker, s3, config)
+            problem = _unlisted(marker, s3, prefix, listed)
         except (TableConfigError, DatasetError) as exc:
             problem = str(exc)
         members, member_tables, problems = [], [], [problem] if problem else []
+        member_of = {"batch_id": batch_id, "dataset": prefix}
         for table, entries in listed.items():
             parts, missing = head_parts(marker, [(prefix + path, size)
                                                  for path, size in entries], s3)
             problems += [missing] if missing else []
-            members += [ingest_file(part, table) for part in parts]
+            members += [ingest_file(part, table, member_of) for part in parts]
             member_tables += [table] * len(parts)
         problem = "; ".join(problems) or problem_of(members)
         tables = list(config.tables) if config else []
@@ -92,8 +101,33 @@ def complete_multi_table_dataset(
             extra={"dataset_name": name, "tables": tables, "source_tables": member_tables})
     if not batch.is_pending:
         return batch.status or "?", batch_id, batch.table, batch.error
+    if isinstance(batch, BatchRecord):  # a retry after a stop between record and join
+        join_members(ledger, batch_id, batch.members)
     started = start_or_fail(settings, ledger, nessie, batch)
     return started.status or "?", batch_id, batch.table, started.error
+
+
+MAX_NAMED_UNLISTED = 10
+
+
+def _unlisted(marker: ObjectCreated, s3: Any, prefix: str,
+              listed: dict[str, list[tuple[str, int]]]) -> str | None:
+    """Why the drop cannot run when it holds data files its manifest does not list (they
+    would be left out without a word); None when it holds none."""
+    named = {prefix + path for entries in listed.values() for path, _ in entries}
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=marker.bucket, Prefix=prefix)
+    extra = sorted(obj["Key"][len(prefix):] for page in pages
+                   for obj in page.get("Contents", [])
+                   if obj["Key"] not in named
+                   and not file_name(obj["Key"]).startswith(("_", ".")))
+    if not extra:
+        return None
+    shown = ", ".join(extra[:MAX_NAMED_UNLISTED]) + (
+        f" and {len(extra) - MAX_NAMED_UNLISTED} more" if len(extra) > MAX_NAMED_UNLISTED
+        else "")
+    return (f"{len(extra)} file(s) under {s3_uri(marker.bucket, prefix)} are not in its "
+            f"{file_name(marker.key)}: {shown}; drop it again with a manifest that lists "
+            "every file (files and manifest uploaded anew: each object version runs once)")
 
 
 def _manifest(marker: ObjectCreated, s3: Any, config: DatasetConfig,

@@ -8,7 +8,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from contracts.batching import MANIFEST_MARKER
-from contracts.dataset_config import dataset_drop
+from contracts.config_text import CONFIG_ERROR
+from contracts.dataset_config import DATASETS_PREFIX, dataset_drop
 from contracts.formats import (
     PARQUET,
     SNIFF_BYTES,
@@ -162,16 +163,18 @@ def handle_object(
 
 def _recorded_and_staged(
     obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any, intake: Intake,
-    table: str | None = None,
+    table: str | None = None, member_of: dict[str, Any] | None = None,
 ) -> IngestRecord:
     """The object's ingest record, created (or a bad object rejected) and its version
     staged, once. `intake`: its table's (the format it is read as); `table`: the table
-    when its key does not name it (a multi-table dataset's file)."""
+    when its key does not name it; `member_of`: the fields that make it a multi-table
+    dataset's file from the start (`batch_id`, `dataset`): only its dataset runs it, and
+    only its dataset alerts about it."""
     iid = ingest_id(obj.bucket, obj.key, obj.version)
     record = (_ingest(ledger.get_ingest(iid))
-              or _record_new(iid, obj, settings, ledger, s3, intake, table))
+              or _record_new(iid, obj, settings, ledger, s3, intake, table, member_of))
     if record.status == c.RECEIVED and not record.staged_at:
-        record = _stage(record, obj, settings, ledger, s3)
+        record = _stage(record, obj, settings, ledger, s3, quiet=member_of is not None)
     return record
 
 
@@ -186,6 +189,10 @@ def _marker(
     obj: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any
 ) -> TriggerResult:
     """A marker completes its dataset on an `arrival: marker` table; elsewhere it is no data."""
+    if obj.key.startswith(DATASETS_PREFIX):  # not where a drop's manifest belongs
+        return TriggerResult(obj.key, IGNORED, reason=(
+            f"a marker under {DATASETS_PREFIX} belongs at {DATASETS_PREFIX}<dataset>/<drop>/"
+            f"{MANIFEST_MARKER}"))
     try:
         table = route_key(obj.key).qualified
     except UnroutableKeyError:
@@ -210,11 +217,15 @@ def _multi_table_drop(
         return TriggerResult(obj.key, IGNORED, reason="a file of a multi-table dataset: "
                              "its drop's _manifest.json ingests it")
 
-    def ingest_file(part: ObjectCreated, table: str) -> IngestRecord:
+    def ingest_file(part: ObjectCreated, table: str, member_of: dict[str, Any]
+                    ) -> IngestRecord:
         intake = table_intake(settings, table)
-        record = _recorded_and_staged(part, settings, ledger, s3, intake, table)
-        if intake.config_error and record.is_pending:
-            reject_for_config(ledger, record, intake.config_error, settings=settings)
+        record = _recorded_and_staged(part, settings, ledger, s3, intake, table, member_of)
+        if intake.config_error and record.is_pending:  # the dataset's alert names it
+            ledger.update_ingest(record.ingest_id, {
+                "status": c.REJECTED, "error": intake.config_error,
+                "reason_code": CONFIG_ERROR, "finished_at": iso(utcnow())},
+                only_if_status=c.PENDING_STATUSES)
             record = _ingest(ledger.get_ingest(record.ingest_id)) or record
         return record
 
@@ -229,10 +240,12 @@ def _not_pending(obj: ObjectCreated, record: Record) -> TriggerResult:
 
 
 def _stage(
-    record: IngestRecord, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any
+    record: IngestRecord, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any,
+    *, quiet: bool = False,
 ) -> IngestRecord:
     """Copy the event's object version to the ingest's staging key (once; retries rewrite
-    the same bytes). A version that is gone is a recorded rejection, never a silent drop."""
+    the same bytes). A version that is gone is a recorded rejection, never a silent drop
+    (alerted unless `quiet`: a dataset's file, which its dataset's alert names)."""
     iid = record.ingest_id
     assert record.staged_uri is not None  # recorded with it when RECEIVED
     try:
@@ -243,7 +256,8 @@ def _stage(
         if ledger.update_ingest(iid, {"status": c.REJECTED, "error": reason},
                                 only_if_status={c.RECEIVED}):
             rejected = ledger.get_ingest(iid) or record
-            send_alert_quietly(alert_event(rejected, outcome=c.REJECTED, reason=reason))
+            if not quiet:
+                send_alert_quietly(alert_event(rejected, outcome=c.REJECTED, reason=reason))
             record_outcome(settings, ledger, rejected)
         return _ingest(ledger.get_ingest(iid)) or record
     ledger.update_ingest(iid, {"staged_at": iso(utcnow())})
@@ -252,9 +266,10 @@ def _stage(
 
 def _record_new(
     iid: str, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any, intake: Intake,
-    table: str | None = None,
+    table: str | None = None, member_of: dict[str, Any] | None = None,
 ) -> IngestRecord:
-    """Record the ingest (conditional put: the first invocation wins); reject bad input."""
+    """Record the ingest (conditional put: the first invocation wins); reject bad input
+    (alerted unless it is a dataset's file, `member_of`: its dataset's alert names it)."""
     reason = rejection_reason(obj, s3, intake, table)
     try:
         table = table or route_key(obj.key).qualified
@@ -272,10 +287,11 @@ def _record_new(
         "attempts": 0,
         "status": c.REJECTED if reason else c.RECEIVED,
         "error": reason,
+        **(member_of or {}),
     }
     created = ledger.create_ingest(iid, fields)
     record = _ingest(ledger.get_ingest(iid))
     assert record is not None
-    if created and reason:
+    if created and reason and member_of is None:
         send_alert_quietly(alert_event(record, outcome=c.REJECTED, reason=reason))
     return record

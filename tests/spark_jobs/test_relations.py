@@ -35,6 +35,8 @@ def test_the_tables_are_kept_in_canonical_order_for_their_locks():
     ("tables: [a.b, c.d]\nchecks: [{kind: foreign_key, table: a.b, column: x}]", "takes"),
     ("tables: [a.b, c.d]\nchecks: [{kind: unique, column: x}]", "foreign_key or"),
     ("tables: [a.b, c.d]\nextra: 1", "unknown key"),
+    ("tables: [x.orders, y.orders, z.x_orders]", "which repeat"),  # x.orders -> x_orders
+    ("tables: [_datasets.a, c.d]", "two or more tables"),  # the drops' folder, no namespace
 ])
 def test_a_bad_dataset_config_is_refused_naming_the_entry(text, fragment):
     with pytest.raises(TableConfigError, match=fragment):

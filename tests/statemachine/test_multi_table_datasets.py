@@ -129,6 +129,8 @@ def test_a_dataset_publishes_every_table_in_one_merge(mt_stack, nessie_client):
     members = stack.ledger().get_ingests(dataset.members)
     assert {m.status for m in members.values()} == {"PUBLISHED"}
     assert {m.table for m in members.values()} == set(dataset.tables)
+    for member in members.values():  # each file names its own table's snapshot
+        assert member.snapshot_id == str(dataset.audited_snapshots[member.table])
     assert all(lock.active is None and not lock.queue for lock in stack.ledger().list_locks())
     assert len(slack.messages) == alerts
     assert not branch_exists(nessie_client, dataset.branch)
@@ -153,14 +155,26 @@ def test_a_bad_drop_is_rejected_before_any_run_with_one_alert_each(mt_stack):
     stack.wait_idle()
     calls.clear()
     alerts = len(slack.messages)
+    listed_a = {"path": "mt.orders/a.parquet",
+                "size": len(fake_parquet("bad-4/mt.orders/a.parquet"))}
+    unlisted = {"tables": {"mt.orders": [listed_a], "mt.order_items": []}}
+    empty = {"tables": {"mt.orders": [{"path": "mt.orders/empty.parquet", "size": 0}],
+                        "mt.order_items": []}}
     cases = [("shop", {"tables": {"mt.orders": []}}, "must list every table"),
              ("shop", {"files": []}, "is not a dataset manifest"),
              ("shop", {"tables": {"mt.orders": [{"path": "o.parquet", "size": 1}],
                                   "mt.order_items": []}}, "which does not exist"),
-             ("nothing_here", None, "tables/datasets/nothing_here.yaml")]
+             ("nothing_here", None, "tables/datasets/nothing_here.yaml"),
+             ("shop", unlisted, "1 file(s) under"),  # b.parquet is in the drop, not listed
+             ("shop", empty, "empty file (0 bytes)")]  # one alert: the dataset's
     for number, (name, manifest, fragment) in enumerate(cases):
-        key = drop_dataset(stack, name, f"bad-{number}", {"mt.orders": ["a.parquet"]}
-                           if manifest is None else {}, manifest=manifest)
+        if manifest is empty:
+            stack.drop_file(f"_datasets/shop/bad-{number}/mt.orders/empty.parquet", b"")
+        files = {None: {"mt.orders": ["a.parquet"]},
+                 id(unlisted): {"mt.orders": ["a.parquet", "b.parquet"]}}
+        key = drop_dataset(stack, name, f"bad-{number}",
+                           files.get(None if manifest is None else id(manifest), {}),
+                           manifest=manifest)
         dataset = wait_dataset(stack, key)
         assert dataset.status == "REJECTED" and fragment in dataset.error, dataset.error
         assert fragment in json.dumps(slack.messages[-1])
@@ -270,3 +284,55 @@ def test_a_dataset_whose_trigger_gave_up_before_its_locks_is_adopted_by_the_swee
     swept = stack.invoke("sweeper", {"source": "aws.events"})
     assert dataset.ingest_id in swept["restarted"]
     assert wait_dataset(stack, f"{prefix}_manifest.json").status == "PUBLISHED"
+
+
+def test_a_trigger_stopped_before_or_while_recording_the_dataset_loses_nothing(
+        mt_stack, monkeypatch):
+    """The manifest's trigger stops after recording the files but before the dataset, then
+    after the dataset but before joining its files: the sweeper never runs a dataset's
+    file alone, and the next delivery publishes every file with the dataset."""
+    from lambdas.trigger import datasets, multi_table
+    from tests.fixtures.local_stack import upload_with_notification
+
+    stack = mt_stack[0]
+    stack.wait_idle()
+    prefix = "_datasets/shop/stopped/"
+    listed = {}
+    for table in ("mt.orders", "mt.order_items"):
+        body = fake_parquet(f"stopped-{table}")
+        stack.drop_file(f"{prefix}{table}/f.parquet", body)
+        listed[table] = [{"path": f"{table}/f.parquet", "size": len(body)}]
+    stack.wait_idle()
+    rule = "wap-source-object-created"
+    stack.client("events").disable_rule(Name=rule)
+    try:
+        event = upload_with_notification(stack, f"{prefix}_manifest.json",
+                                         json.dumps({"tables": listed}).encode())
+    finally:
+        stack.client("events").enable_rule(Name=rule)
+
+    def stop(*args, **kwargs):
+        raise RuntimeError("the invocation stopped here (injected)")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(multi_table, "record_batch", stop)
+        with pytest.raises(RuntimeError):
+            stack.dispatcher.run_handler("trigger", event)
+    files = [r for r in stack.ledger().list_ingests() if (r.key or "").startswith(prefix)]
+    assert len(files) == 2 and {f.status for f in files} == {"RECEIVED"}
+    for file in files:  # 20 minutes later, the sweeper must leave them to their dataset
+        stack.ledger()._table.update_item(
+            Key={"pk": f"ingest#{file.ingest_id}"}, UpdateExpression="SET created_at = :t",
+            ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"})
+    swept = stack.invoke("sweeper", {"source": "aws.events"})
+    assert not {f.ingest_id for f in files} & set(swept["restarted"])
+
+    with monkeypatch.context() as patched:
+        patched.setattr(datasets, "join_members", stop)
+        with pytest.raises(RuntimeError):
+            stack.dispatcher.run_handler("trigger", event)
+    stack.dispatcher.run_handler("trigger", event)  # the next delivery
+    dataset = wait_dataset(stack, f"{prefix}_manifest.json")
+    assert dataset.status == "PUBLISHED"
+    members = stack.ledger().get_ingests(dataset.members)
+    assert len(members) == 2 and {m.status for m in members.values()} == {"PUBLISHED"}

@@ -41,6 +41,9 @@ def test_route_key_maps_the_first_two_segments_to_the_table(key, expected):
         ("1sales/orders/x.parquet", "namespace '1sales'"),
         ("sales/or ders/x.parquet", "table 'or ders'"),
         ("sales/orders;drop/x.parquet", "table 'orders;drop'"),
+        # Reserved for multi-table datasets: a file dropped too shallow there is refused,
+        # never routed to a table `_datasets.<name>`.
+        ("_datasets/shop/x.parquet", "is for multi-table datasets"),
     ],
 )
 def test_route_key_rejects_with_a_reason(key, fragment):
