@@ -191,6 +191,9 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
     })
     assert "VpcConfig" in props  # Nessie's API is inside the VPC
     assert props["Timeout"] == 900
+    # `wap --aws maintain` finds it by the stack's output.
+    synthesized.template.has_output("MaintenanceFunctionName",
+                                    {"Value": {"Ref": maintenance_id}})
     variables = props["Environment"]["Variables"]
     assert variables["WAP_GC_DELETE"] == "false"
     assert "/warehouse/" in json.dumps(variables["WAP_WAREHOUSE_URI"])
@@ -204,11 +207,17 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
         (frozenset({"s3:GetObject"}), json.dumps(
             {"Fn::Join": ["", [{"Fn::GetAtt": [lake_id, "Arn"]}, "/warehouse/*"]]})),
     }
-    # It writes only its summary; it never touches the ledger, EMR or the source bucket.
+    # It writes only its summary (the compaction job writes its own result) and deletes
+    # nothing. Compaction: it starts and reads job runs (never cancels one), passes the
+    # job's role, and starts the next queued ingest's execution.
     writes = [resource for actions, resource in pairs if "s3:PutObject" in actions]
     assert len(writes) == 1 and "/reports/maintenance/*" in writes[0]
-    assert not any(a.startswith(("dynamodb:", "emr-serverless:", "states:", "s3:Delete"))
-                   for actions, _ in pairs for a in actions)
+    granted = {a for actions, _ in pairs for a in actions}
+    assert {a for a in granted if a.startswith("emr-serverless:")} == {
+        "emr-serverless:StartJobRun", "emr-serverless:TagResource", "emr-serverless:GetJobRun"}
+    assert {a for a in granted if a.startswith("states:")} == {"states:StartExecution"}
+    assert "iam:PassRole" in granted
+    assert not any(a.startswith("s3:Delete") for a in granted)
 
 
 def test_gc_delete_lets_the_maintenance_run_delete_under_warehouse_only(

@@ -1,0 +1,163 @@
+"""Compaction on AWS: the maintenance Lambda starts the job's compaction mode on EMR
+Serverless and publishes it when the run has ended, by the rules `wap maintain` follows
+locally (lambdas/common/compaction.py).
+
+- `start`: record the run and take the table's lock (a busy table is refused), create the
+  branch, start the job run (`wap_job.py --compact`, as the ingests' role); the table stays
+  held while the job runs, so ingests that arrive queue behind it.
+- `finish`: a run still going says so (and renews the table's lease); an ended one is
+  concluded: the result the job wrote is read and, passed and changed, exactly its audited
+  head is merged into main; otherwise AUDIT_FAILED or JOB_FAILED with an alert and the
+  branch left. Then the table is released and the next queued ingest started.
+- `daily`: the schedule's part: finish every compaction whose job ended, then start one for
+  each table whose `maintenance.min_files` the files on main reach.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from contracts.compaction import CompactionReportError, CompactionVerdict
+from contracts.table_config import MaintenanceOptions
+from lambdas.common import aws
+from lambdas.common import compaction as rules
+from lambdas.common import constants as c
+from lambdas.common.alerts import send_alert_quietly
+from lambdas.common.config import Settings
+from lambdas.common.exceptions import NotACompactionError, TableBusyError
+from lambdas.common.ingest import job_log_uri, release_and_start_next, start_compaction_run
+from lambdas.common.ledger import Ledger
+from lambdas.common.log import logger
+from lambdas.common.nessie import NessieClient
+
+RUNNING = "RUNNING"  # what `finish` answers while the job run has not ended
+REPORT_FIELD = "compaction_report_uri"  # not `report_uri`: that one is an audit report's
+ENDED = frozenset({"SUCCESS", "FAILED", "CANCELLED"})
+MAX_REPORT_BYTES = 1024 * 1024
+
+
+def start(settings: Settings, ledger: Ledger, nessie: NessieClient, table: str,
+          options: MaintenanceOptions) -> dict[str, Any]:
+    """Take the table and start its compaction job run; what was started (status RUNNING),
+    or the outcome when it could not start (JOB_FAILED, alerted, the table handed on).
+    Raises `UnknownTableError` and `TableBusyError` before anything is recorded held."""
+    begun = rules.begin(ledger, nessie, table)
+    try:
+        rules.open_branch(ledger, nessie, begun)
+        report_uri = settings.report_uri(begun.table, begun.run_id, 1)
+        ledger.update_ingest(begun.run_id, {REPORT_FIELD: report_uri})
+        job_run_id = start_compaction_run(
+            settings, run_id=begun.run_id, table=begun.table, branch=begun.branch,
+            report_uri=report_uri, target_file_size=options.target_file_size,
+            min_files=options.min_files)
+        ledger.update_ingest(begun.run_id, {
+            "job_run_id": job_run_id, "log_uri": job_log_uri(settings, begun.run_id, job_run_id)})
+    except Exception as exc:
+        logger.exception("compaction could not start", extra={"run_id": begun.run_id})
+        try:
+            done = rules.conclude(ledger, nessie, begun, verdict=None,
+                                  job_error=f"could not start: {type(exc).__name__}: {exc}",
+                                  alert=send_alert_quietly)
+        finally:
+            release_and_start_next(settings, ledger, nessie, begun.table, begun.run_id)
+        return outcome_json(done)
+    return {"run_id": begun.run_id, "table": begun.table, "branch": begun.branch,
+            "status": RUNNING, "job_run_id": job_run_id}
+
+
+def finish(settings: Settings, ledger: Ledger, nessie: NessieClient,
+           run_id: str) -> dict[str, Any]:
+    """Conclude the compaction `run_id` if its job run ended; `{"status": "RUNNING", ...}`
+    while it runs, its outcome once concluded (asked again: the recorded outcome).
+    Raises `NotACompactionError` for an id that names no compaction."""
+    record = ledger.get_ingest(run_id)
+    if record is None:
+        raise NotACompactionError(f"no run {run_id!r} in the ledger")
+    begun = rules.start_of(record)
+    if record.status != c.RUNNING:
+        return recorded_json(record)
+    job_run_id = record.job_run_id
+    if not job_run_id:  # `start` is still on its way (or died: the sweeper frees the table)
+        return {"run_id": run_id, "table": begun.table, "branch": begun.branch,
+                "status": RUNNING, "job_state": None}
+    run = aws.call(f"read job run {job_run_id}", aws.client("emr-serverless").get_job_run,
+                   applicationId=settings.emr_application_id, jobRunId=job_run_id)["jobRun"]
+    if run["state"] not in ENDED:
+        ledger.renew_lease(begun.table, run_id)
+        return {"run_id": run_id, "table": begun.table, "branch": begun.branch,
+                "status": RUNNING, "job_state": run["state"]}
+    verdict, job_error = None, None
+    if run["state"] == "SUCCESS":
+        verdict, job_error = _read_verdict(record.field_value(REPORT_FIELD))
+    else:
+        job_error = f"job run {job_run_id} ended {run['state']}: {run.get('stateDetails', '')}"
+    try:
+        done = rules.conclude(ledger, nessie, begun, verdict=verdict, job_error=job_error,
+                              alert=send_alert_quietly)
+    finally:
+        release_and_start_next(settings, ledger, nessie, begun.table, run_id)
+    return outcome_json(done)
+
+
+def _read_verdict(uri: str | None) -> tuple[CompactionVerdict | None, str | None]:
+    """The job's result at `uri`, or (None, why) when there is none to trust."""
+    if not uri:
+        return None, "the run names no result"
+    try:
+        data = aws.read_bytes_s3(uri, max_bytes=MAX_REPORT_BYTES)
+    except Exception as exc:  # e.g. denied: recorded as the job's failure, the table freed
+        return None, f"the job's result {uri} cannot be read: {type(exc).__name__}: {exc}"
+    if data is None:
+        return None, f"the job ended without writing its result {uri}"
+    try:
+        return CompactionVerdict.from_dict(json.loads(data)), None
+    except (ValueError, CompactionReportError) as exc:
+        return None, f"the job's result {uri} cannot be read: {exc}"
+
+
+def daily(settings: Settings, ledger: Ledger, nessie: NessieClient,
+          data_files: Mapping[str, int],
+          options: Mapping[str, MaintenanceOptions]) -> dict[str, list[str]]:
+    """Finish the compactions whose job ended, then start one for each table whose data
+    files on main (`data_files`, from the day's collection) reach its `min_files`. A table
+    that fails is logged and left for tomorrow; the others go on."""
+    finished, started = [], []
+    for record in ledger.list_ingests(statuses=[c.RUNNING]):  # an index: re-read below
+        if record.source_uri != rules.SOURCE:
+            continue
+        try:
+            if finish(settings, ledger, nessie, record.ingest_id)["status"] != RUNNING:
+                finished.append(record.ingest_id)
+        except Exception:
+            logger.exception("compaction not finished", extra={"run_id": record.ingest_id})
+    for table, files in sorted(data_files.items()):
+        table_options = options.get(table) or MaintenanceOptions()
+        if files < max(table_options.min_files, 2):  # one file has nothing to merge with
+            continue
+        try:
+            started.append(start(settings, ledger, nessie, table, table_options)["run_id"])
+        except TableBusyError:
+            logger.info("compaction skipped: the table is busy", extra={"table": table})
+        except Exception:
+            logger.exception("compaction not started", extra={"table": table})
+    return {"finished": finished, "started": started}
+
+
+def outcome_json(done: rules.CompactionOutcome) -> dict[str, Any]:
+    """A concluded compaction, as `wap maintain --json` shows one run."""
+    verdict = done.verdict
+    return {"run_id": done.run_id, "table": done.table, "status": done.status,
+            "branch": done.branch, "reason": done.reason, "main_hash": done.main_hash,
+            "files_before": verdict.files_before if verdict else None,
+            "files_after": verdict.files_after if verdict else None,
+            "rows": verdict.rows if verdict else None}
+
+
+def recorded_json(record: Any) -> dict[str, Any]:
+    """A compaction's recorded state (its numbers are in the result, not the ledger)."""
+    return {"run_id": record.ingest_id, "table": record.table, "status": record.status,
+            "branch": record.branch, "reason": record.error,
+            "main_hash": record.published_hash,
+            "files_before": None, "files_after": None, "rows": None}
