@@ -37,6 +37,7 @@ class CompactionVerdict:
     # The branch's head after the rewrite, as the job saw it: what publishing merges (None
     # when the caller ran the job in-process and reads the head itself).
     head_hash: str | None = None
+    snapshot_id: int | None = None  # the table's snapshot after the rewrite, audited
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CompactionVerdict:
@@ -49,7 +50,8 @@ class CompactionVerdict:
                           reason=data.get("reason"),
                           files_before=int(before["data_files"]),
                           files_after=int(after["data_files"]), rows=int(after["rows"]),
-                          head_hash=data.get("head_hash"))
+                          head_hash=data.get("head_hash"),
+                          snapshot_id=after.get("snapshot_id"))
         except (KeyError, TypeError, ValueError) as exc:
             raise CompactionReportError(f"not a compaction report: {exc!r}") from exc
         if not isinstance(verdict.passed, bool) or not isinstance(verdict.changed, bool):

@@ -9,8 +9,9 @@ compaction.py). Both:
    (`TableBusyError`); ingests that arrive while the run holds it queue behind it.
 2. create the branch `wap_<ns>_<table>_<time>_<id8>` from main (`open_branch`) and run
    `spark_jobs.compaction.compact` on it (their own way);
-3. `conclude`: passed -> main merges exactly the audited head (`NessieClient.merge_into_main`,
-   the publish path of ingests) when the rewrite committed anything, and the branch goes;
+3. `conclude`: passed -> main merges exactly the audited head, once it holds the audited
+   snapshot (`merge_audited_commit`, the publish path of ingests) when the rewrite committed
+   anything, and the branch goes;
    audit failed or job failed -> nothing is merged, the branch stays, the record says why
    and an alert is sent;
 4. then release the table and start whoever queued (`release_and_start_next`, their own
@@ -33,6 +34,7 @@ from lambdas.common.exceptions import NotACompactionError, TableBusyError, Unkno
 from lambdas.common.ledger import LOCK_ACTIVE, Ledger
 from lambdas.common.naming import TableRef, branch_name, iso, utcnow
 from lambdas.common.nessie import MergeMeta, NessieClient
+from lambdas.common.published import merge_audited_commit
 
 SOURCE = c.MAINTENANCE_SOURCE
 AUTHOR = "wap maintain"
@@ -110,19 +112,28 @@ def conclude(ledger: Ledger, nessie: NessieClient, start: CompactionStart, *,
     # Exactly what the audit saw: the job's head when it says, else the branch's (the
     # in-process run audits it and nothing else writes to the branch meanwhile).
     head = verdict.head_hash or nessie.branch_hash(start.branch) or base
+    numbers = {"files_before": verdict.files_before, "files_after": verdict.files_after,
+               "rows_after": verdict.rows}
     merged = None
     if verdict.changed:
-        merged = nessie.merge_into_main(start.branch, head, MergeMeta(
-            message=f"compaction of {start.table}: {verdict.files_before} -> "
-                    f"{verdict.files_after} data files",
-            author=AUTHOR,
-            properties={"wap.ingest-id": start.run_id, "wap.maintenance": "compaction"}))
-    nessie.delete_branch(start.branch, nessie.branch_hash(start.branch) if head is None else head)
+        # Recorded first: a run that dies after the merge is found published by the sweeper
+        # (main_holds_ingest), as an ingest's is.
+        ledger.update_ingest(start.run_id, {"audited_hash": head,
+                                            "audited_snapshot_id": str(verdict.snapshot_id)})
+        merged = merge_audited_commit(
+            nessie, table=start.table, branch=start.branch, audited_hash=head,
+            snapshot_id=verdict.snapshot_id, meta=MergeMeta(
+                message=f"compaction of {start.table}: {verdict.files_before} -> "
+                        f"{verdict.files_after} data files",
+                author=AUTHOR,
+                properties={"wap.ingest-id": start.run_id, "wap.maintenance": "compaction"}))
+    nessie.delete_branch(start.branch, head)
     done = iso(utcnow())
     reason = None if verdict.changed else "nothing to rewrite"
     ledger.update_ingest(start.run_id, {
         "status": c.PUBLISHED, "finished_at": done, "branch_deleted_at": done,
-        "audited_hash": head, "published_hash": merged, "rows_written": 0, "error": reason})
+        "audited_hash": head, "published_hash": merged, "rows_written": 0, "error": reason,
+        **numbers})
     return CompactionOutcome(start.run_id, start.table, start.branch, c.PUBLISHED, reason,
                              merged, verdict)
 

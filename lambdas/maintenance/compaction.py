@@ -16,6 +16,7 @@ locally (lambdas/common/compaction.py).
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,10 +31,12 @@ from lambdas.common.exceptions import NotACompactionError, TableBusyError
 from lambdas.common.ingest import job_log_uri, release_and_start_next, start_compaction_run
 from lambdas.common.ledger import Ledger
 from lambdas.common.log import logger
+from lambdas.common.naming import iso, utcnow
 from lambdas.common.nessie import NessieClient
 
 RUNNING = "RUNNING"  # what `finish` answers while the job run has not ended
 REPORT_FIELD = "compaction_report_uri"  # not `report_uri`: that one is an audit report's
+CLAIM_FIELD = "concluding"  # who concludes an ended run, and since when
 ENDED = frozenset({"SUCCESS", "FAILED", "CANCELLED"})
 MAX_REPORT_BYTES = 1024 * 1024
 
@@ -88,6 +91,13 @@ def finish(settings: Settings, ledger: Ledger, nessie: NessieClient,
         ledger.renew_lease(begun.table, run_id)
         return {"run_id": run_id, "table": begun.table, "branch": begun.branch,
                 "status": RUNNING, "job_state": run["state"]}
+    # One finisher (the CLI and the daily run may ask at once): the first to set the claim
+    # concludes; a claimer that dies leaves the lock to the sweeper when its lease ends
+    # (main_holds_ingest then says whether the merge went through).
+    claim = f"{iso(utcnow())} {uuid.uuid4().hex[:8]}"
+    if ledger.set_once(run_id, CLAIM_FIELD, claim) != claim:
+        return {"run_id": run_id, "table": begun.table, "branch": begun.branch,
+                "status": RUNNING, "job_state": run["state"], "concluding": True}
     verdict, job_error = None, None
     if run["state"] == "SUCCESS":
         verdict, job_error = _read_verdict(record.field_value(REPORT_FIELD))
@@ -156,8 +166,10 @@ def outcome_json(done: rules.CompactionOutcome) -> dict[str, Any]:
 
 
 def recorded_json(record: Any) -> dict[str, Any]:
-    """A compaction's recorded state (its numbers are in the result, not the ledger)."""
+    """A compaction's recorded outcome, asked again (the numbers of a published one)."""
     return {"run_id": record.ingest_id, "table": record.table, "status": record.status,
             "branch": record.branch, "reason": record.error,
             "main_hash": record.published_hash,
-            "files_before": None, "files_after": None, "rows": None}
+            "files_before": record.field_value("files_before"),
+            "files_after": record.field_value("files_after"),
+            "rows": record.field_value("rows_after")}

@@ -239,8 +239,6 @@ def line_of(run: dict[str, Any]) -> str:
     """One run of `wap maintain` (`run_json`'s shape, from either backend), in a line."""
     table, run_id = run["table"], run["run_id"]
     if run["status"] == c.PUBLISHED and run.get("reason") is None:
-        if run.get("files_before") is None:  # asked again: the numbers are in the result
-            return f"PUBLISHED {table} (run {run_id})"
         return (f"PUBLISHED {table}: {run['files_before']} -> {run['files_after']} data "
                 f"files, {run['rows']} rows unchanged (run {run_id})")
     if run["status"] == c.PUBLISHED:

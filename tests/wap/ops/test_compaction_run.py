@@ -204,3 +204,6 @@ def test_on_aws_the_lambda_compacts_with_the_job_and_the_ingest_queued_meanwhile
     assert compacted.published_hash == done["main_hash"]
     allowed, denied = maintenance_calls(cmp_lake)
     assert "states:StartExecution" in allowed and denied == []  # it started the queued one
+    # Asked again (the daily run, a second CLI): the recorded outcome, nothing done twice.
+    again = invoke({"action": "compact_finish", "run_id": done["run_id"]})
+    assert again == done
