@@ -10,6 +10,7 @@ publishes when it ended (lambdas/maintenance/compaction.py). One module: one lak
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -171,28 +172,48 @@ def test_on_aws_a_rewrite_that_drops_a_file_is_not_published_and_alerts(
             "secretsmanager:GetSecretValue"} <= allowed and denied == []
 
 
-def test_on_aws_the_lambda_compacts_with_the_job_and_the_ingest_queued_meanwhile_runs_after(
+def daily_compactions(cmp_lake, data_files: dict[str, int]) -> dict[str, list[str]]:
+    """The daily run's compaction part, as the maintenance Lambda runs it after garbage
+    collection (in its sandbox: its environment and role), given main's data files."""
+    from lambdas.common.config import load_settings
+    from lambdas.common.ledger import Ledger
+    from lambdas.common.nessie import NessieClient
+    from lambdas.maintenance.compaction import daily
+    from lambdas.maintenance.service import table_maintenance
+
+    with cmp_lake.stack.dispatcher.sandboxes["maintenance"].running():
+        settings = load_settings()
+        return daily(settings, Ledger(settings.ledger_table, lease=settings.lock_lease),
+                     NessieClient(settings.nessie_uri), data_files,
+                     table_maintenance(settings, sorted(data_files)))
+
+
+def test_the_daily_run_compacts_with_the_job_and_the_ingest_queued_meanwhile_runs_after(
         cmp_lake, lake):
     files_before, rows_before = main_state(lake, cmp_lake)
-    queued: dict[str, str] = {}
-    invoke = lambda_invoker(cmp_lake.stack.client("lambda"), "maintenance")
 
-    def invoke_and_drop(event: dict) -> dict:
-        answer = invoke(event)
-        if event["action"] == "compact":  # the job runs and the table is held: it queues
-            queued["key"] = cmp_lake.drop(TABLE, "meanwhile-aws", [(77, 7.7)])
-            wait_for_status(cmp_lake.stack, queued["key"], "QUEUED")
-        return answer
-
-    done = compact_via_lambda(invoke_and_drop, TABLE, poll_seconds=0.2, timeout=300)
-    late = wait_for_key(cmp_lake.stack, queued["key"], timeout=300)
+    # The table reaches its `min_files` (2): the day's run starts a compaction ...
+    started = daily_compactions(cmp_lake, {TABLE: files_before})
+    assert started["finished"] == [] and len(started["started"]) == 1
+    run_id = started["started"][0]
+    # ... which holds the table while its job runs: an upload queues behind it.
+    key = cmp_lake.drop(TABLE, "meanwhile-aws", [(77, 7.7)])
+    wait_for_status(cmp_lake.stack, key, "QUEUED")
+    # A later run finishes it once the job ended (and, one file on main, starts none).
+    deadline = time.monotonic() + 300
+    while (later := daily_compactions(cmp_lake, {TABLE: 1}))["finished"] != [run_id]:
+        assert later["started"] == [] and time.monotonic() < deadline, later
+        time.sleep(0.2)
+    late = wait_for_key(cmp_lake.stack, key, timeout=300)
     cmp_lake.stack.wait_idle(timeout=300)
 
+    invoke = lambda_invoker(cmp_lake.stack.client("lambda"), "maintenance")
+    done = invoke({"action": "compact_finish", "run_id": run_id})  # the recorded outcome
     assert done["status"] == "PUBLISHED", done
     assert (done["files_before"], done["files_after"]) == (files_before, 1)
     assert line_of(done).startswith(f"PUBLISHED {TABLE}: {files_before} -> 1 data files")
     assert late.status == "PUBLISHED"
-    compacted = cmp_lake.stack.ledger().get_ingest(done["run_id"])
+    compacted = cmp_lake.stack.ledger().get_ingest(run_id)
     assert compacted.finished_at <= late.job_started_at  # it ran after the compaction
     assert main_state(lake, cmp_lake) == (2, sorted([*rows_before, (77, 7.7)]))
     assert cmp_lake.nessie.branch_hash(done["branch"]) is None
@@ -204,6 +225,3 @@ def test_on_aws_the_lambda_compacts_with_the_job_and_the_ingest_queued_meanwhile
     assert compacted.published_hash == done["main_hash"]
     allowed, denied = maintenance_calls(cmp_lake)
     assert "states:StartExecution" in allowed and denied == []  # it started the queued one
-    # Asked again (the daily run, a second CLI): the recorded outcome, nothing done twice.
-    again = invoke({"action": "compact_finish", "run_id": done["run_id"]})
-    assert again == done
