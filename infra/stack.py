@@ -220,7 +220,11 @@ class WapStack(Stack):
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["emr-serverless:StartJobRun", "emr-serverless:TagResource"],
                     resources=[application_arn, job_runs]))
-                compute.execution_role.grant_pass_role(function.grant_principal)
+                # Only to EMR Serverless: the job's role cannot be passed to anything else.
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["iam:PassRole"], resources=[compute.execution_role.role_arn],
+                    conditions={"StringEquals": {
+                        "iam:PassedToService": "emr-serverless.amazonaws.com"}}))
             if Capability.WATCH_JOB in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["emr-serverless:GetJobRun", "emr-serverless:CancelJobRun"],

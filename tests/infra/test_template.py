@@ -522,6 +522,15 @@ def test_each_lambda_only_gets_the_permissions_it_uses(synthesized):
     assert not {"secretsmanager:GetSecretValue", "states:StartExecution"} & actions_of("publish")
 
 
+def test_the_job_role_may_be_passed_to_emr_serverless_only(synthesized):
+    passing = [s for policy in synthesized.of_type("AWS::IAM::Policy").values()
+               for s in policy["Properties"]["PolicyDocument"]["Statement"]
+               if "iam:PassRole" in (s["Action"] if isinstance(s["Action"], list)
+                                     else [s["Action"]])]
+    assert passing and all(s["Condition"] == {"StringEquals": {
+        "iam:PassedToService": "emr-serverless.amazonaws.com"}} for s in passing)
+
+
 def test_job_role_is_assumable_by_emr_serverless_only(synthesized):
     synthesized.template.has_resource_properties("AWS::IAM::Role", {
         "AssumeRolePolicyDocument": {"Statement": [Match.object_like({
