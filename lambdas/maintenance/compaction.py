@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from contracts.compaction import CompactionReportError, CompactionVerdict
@@ -30,6 +30,9 @@ from lambdas.common.config import Settings
 from lambdas.common.exceptions import NotACompactionError, TableBusyError
 from lambdas.common.ingest import job_log_uri, release_and_start_next, start_compaction_run
 from lambdas.common.ledger import Ledger
+from lambdas.common.lineage import events
+from lambdas.common.lineage.record import outcome_of
+from lambdas.common.lineage.transport import emit_quietly
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, utcnow
 from lambdas.common.nessie import NessieClient
@@ -47,6 +50,9 @@ def start(settings: Settings, ledger: Ledger, nessie: NessieClient, table: str,
     or the outcome when it could not start (JOB_FAILED, alerted, the table handed on).
     Raises `UnknownTableError` and `TableBusyError` before anything is recorded held."""
     begun = rules.begin(ledger, nessie, table)
+    _send_lineage(settings, begun, lambda: events.start_event(
+        namespace=settings.lineage_namespace, ingest_id=begun.run_id, table=begun.table,
+        inputs=[], branch=begun.branch, attempt=1, at=utcnow(), kind=events.COMPACTION))
     try:
         rules.open_branch(ledger, nessie, begun)
         report_uri = settings.report_uri(begun.table, begun.run_id, 1)
@@ -64,6 +70,7 @@ def start(settings: Settings, ledger: Ledger, nessie: NessieClient, table: str,
                                   job_error=f"could not start: {type(exc).__name__}: {exc}",
                                   alert=send_alert_quietly)
         finally:
+            _send_outcome(settings, ledger, begun)
             release_and_start_next(settings, ledger, nessie, begun.table, begun.run_id)
         return outcome_json(done)
     return {"run_id": begun.run_id, "table": begun.table, "branch": begun.branch,
@@ -107,8 +114,31 @@ def finish(settings: Settings, ledger: Ledger, nessie: NessieClient,
         done = rules.conclude(ledger, nessie, begun, verdict=verdict, job_error=job_error,
                               alert=send_alert_quietly)
     finally:
+        _send_outcome(settings, ledger, begun)
         release_and_start_next(settings, ledger, nessie, begun.table, run_id)
     return outcome_json(done)
+
+
+def _send_lineage(settings: Settings, begun: rules.CompactionStart,
+                  build: Callable[[], Any]) -> None:
+    """Send one OpenLineage event of the run (job `compaction.<table>`, as `wap maintain`
+    sends them), when the stack has a receiver; never raises."""
+    if not settings.lineage_url:
+        return
+    try:
+        event = build()
+    except Exception:
+        logger.exception("could not build a compaction's OpenLineage event")
+        return
+    emit_quietly(settings, [event], table=begun.table)
+
+
+def _send_outcome(settings: Settings, ledger: Ledger, begun: rules.CompactionStart) -> None:
+    """COMPLETE or FAIL: the outcome the ledger recorded."""
+    _send_lineage(settings, begun, lambda: events.outcome_event(
+        namespace=settings.lineage_namespace, ingest_id=begun.run_id, table=begun.table,
+        inputs=[], outcome=outcome_of(ledger.get_ingest(begun.run_id)), report=None,
+        at=utcnow(), kind=events.COMPACTION))
 
 
 def _read_verdict(uri: str | None) -> tuple[CompactionVerdict | None, str | None]:

@@ -15,6 +15,8 @@ import time
 import pytest
 
 from contracts.table_config import MaintenanceOptions
+from lambdas.common.lineage.events import run_id as lineage_run_id
+from local.lineage_receiver import LineageReceiver
 from tests.fixtures.local_stack import wait_for_key, wait_for_status
 from tests.fixtures.spark_stack import spark_lake
 from wap.exceptions import NotAllowedError
@@ -36,12 +38,19 @@ OPTIONS = MaintenanceOptions(min_files=2)
 
 @pytest.fixture(scope="module")
 def cmp_lake(lake, nessie, tmp_path_factory):
-    """DROPS published ingests of one row each into cmp.sales: DROPS data files on main."""
-    with spark_lake(lake, nessie, tmp_path_factory,
-                    {TABLE: "batch: {max_files: 1}\nmaintenance: {min_files: 2}\n"}) as built:
-        for i in range(DROPS):
-            assert built.ingest(TABLE, f"drop{i}", [(i, float(i))]).status == "PUBLISHED"
-        yield built
+    """DROPS published ingests of one row each into cmp.sales: DROPS data files on main.
+    The stack sends OpenLineage events to a receiver (`cmp_lake.lineage`)."""
+    receiver = LineageReceiver().start()
+    try:
+        with spark_lake(lake, nessie, tmp_path_factory,
+                        {TABLE: "batch: {max_files: 1}\nmaintenance: {min_files: 2}\n"},
+                        lineage_url=receiver.url) as built:
+            built.lineage = receiver
+            for i in range(DROPS):
+                assert built.ingest(TABLE, f"drop{i}", [(i, float(i))]).status == "PUBLISHED"
+            yield built
+    finally:
+        receiver.stop()
 
 
 def main_state(lake, cmp_lake) -> tuple[int, list[tuple]]:
@@ -225,3 +234,8 @@ def test_the_daily_run_compacts_with_the_job_and_the_ingest_queued_meanwhile_run
     assert compacted.published_hash == done["main_hash"]
     allowed, denied = maintenance_calls(cmp_lake)
     assert "states:StartExecution" in allowed and denied == []  # it started the queued one
+    # Its OpenLineage run, as `wap maintain` sends it: START, then COMPLETE at main's hash.
+    sent = cmp_lake.lineage.events_of(lineage_run_id(run_id))
+    assert [(e["eventType"], e["job"]["name"]) for e in sent] == [
+        ("START", f"compaction.{TABLE}"), ("COMPLETE", f"compaction.{TABLE}")]
+    assert sent[1]["outputs"][0]["facets"]["wap_nessie"]["hash"] == done["main_hash"]
