@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from contracts.table_config import MaintenanceOptions
+from lambdas.common import compaction_runs
 from lambdas.common.config import load_settings
 from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ledger import Ledger
@@ -36,13 +38,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if not isinstance(table, str):
             raise InvalidEventError("compact needs {'table': 'ns.table'}")
         options = table_maintenance(settings, [table]).get(table)
-        return compaction.start(settings, ledger, nessie, table,
-                                options or compaction.MaintenanceOptions())
+        return compaction_runs.start(settings, ledger, nessie, table,
+                                     options or MaintenanceOptions())
     if action == ACTION_COMPACT_FINISH:
         run_id = event.get("run_id")
         if not isinstance(run_id, str):
             raise InvalidEventError("compact_finish needs {'run_id': '<16 hex>'}")
-        return compaction.finish(settings, ledger, nessie, run_id)
+        return compaction_runs.finish(settings, ledger, nessie, run_id)
     if action is not None:
         raise InvalidEventError(f"unknown action {action!r} (compact, compact_finish)")
     report = run_maintenance(settings, load_maintenance_settings(), nessie)

@@ -4,7 +4,7 @@ that arrives meanwhile queues, then runs, and both land), and it publishes only 
 content is unchanged: in-process as `wap maintain` runs it (wap/ops/compaction.py), and as
 on AWS, where the maintenance Lambda (its role, every call evaluated) starts the job's
 compaction mode on EMR Serverless (the local double runs the deployed archive) and
-publishes when it ended (lambdas/maintenance/compaction.py). One module: one lake for all
+publishes when it ended (lambdas/common/compaction_runs.py). One module: one lake for all
 (every ingest costs seconds of Spark)."""
 
 from __future__ import annotations
@@ -155,30 +155,41 @@ def test_on_aws_a_rewrite_that_drops_a_file_is_not_published_and_alerts(
         cmp_lake, lake, monkeypatch):
     files_before, rows_before = main_state(lake, cmp_lake)
     assert files_before >= 2  # the tests above leave at least two
-    main_before = cmp_lake.nessie.main_hash()
     alerts_before = len(cmp_lake.slack.messages)
     # The job the EMR double runs is the deployed archive's: break its rewrite there.
     job = cmp_lake.stack.settings.job
     monkeypatch.setattr(job.module.compaction, "iceberg_rewrite", dropping_one_file)
+    invoke = lambda_invoker(cmp_lake.stack.client("lambda"), "maintenance")
+    queued: dict[str, str] = {}
 
-    done = compact_via_lambda(lambda_invoker(cmp_lake.stack.client("lambda"), "maintenance"),
-                              TABLE, poll_seconds=0.2, timeout=300)
+    def invoke_and_drop(event: dict) -> dict:
+        answer = invoke(event)
+        if event["action"] == "compact":  # the job runs and the table is held: it queues
+            queued["key"] = cmp_lake.drop(TABLE, "meanwhile-failed", [(88, 8.8)])
+            wait_for_status(cmp_lake.stack, queued["key"], "QUEUED")
+        return answer
+
+    # `wap --aws maintain`'s path: compact, then compact_finish until the outcome.
+    done = compact_via_lambda(invoke_and_drop, TABLE, poll_seconds=0.2, timeout=300)
+    late = wait_for_key(cmp_lake.stack, queued["key"], timeout=300)
+    cmp_lake.stack.wait_idle(timeout=300)
 
     assert done["status"] == "AUDIT_FAILED", done
-    assert f"{files_before} before" not in done["reason"]  # rows, not files
     assert f"{len(rows_before)} before, {len(rows_before) - 1} after" in done["reason"]
-    assert cmp_lake.nessie.main_hash() == main_before  # nothing merged
-    assert main_state(lake, cmp_lake) == (files_before, rows_before)
+    assert "nothing was published" in line_of(done)
+    # Nothing of it reached main: the ingest that waited behind it added its file and row.
+    assert late.status == "PUBLISHED"
+    assert main_state(lake, cmp_lake) == (files_before + 1, sorted([*rows_before, (88, 8.8)]))
     assert cmp_lake.nessie.branch_hash(done["branch"]) is not None  # left for inspection
     record = cmp_lake.stack.ledger().get_ingest(done["run_id"])
     assert (record.status, record.source_uri) == ("AUDIT_FAILED", SOURCE)
     alerts = cmp_lake.slack.messages[alerts_before:]
     assert len(alerts) == 1 and TABLE in alerts[0]["text"]
     assert cmp_lake.stack.ledger().get_lock(TABLE).active is None
-    assert "nothing was published" in line_of(done)
     allowed, denied = maintenance_calls(cmp_lake)
     assert {"emr-serverless:StartJobRun", "iam:PassRole", "emr-serverless:GetJobRun",
-            "secretsmanager:GetSecretValue"} <= allowed and denied == []
+            "secretsmanager:GetSecretValue", "states:StartExecution"} <= allowed
+    assert denied == []
 
 
 def daily_compactions(cmp_lake, data_files: dict[str, int]) -> dict[str, list[str]]:
@@ -197,7 +208,7 @@ def daily_compactions(cmp_lake, data_files: dict[str, int]) -> dict[str, list[st
                      table_maintenance(settings, sorted(data_files)))
 
 
-def test_the_daily_run_compacts_with_the_job_and_the_ingest_queued_meanwhile_runs_after(
+def test_the_daily_run_compacts_with_the_job_the_sweep_publishes_and_the_queued_ingest_runs(
         cmp_lake, lake):
     files_before, rows_before = main_state(lake, cmp_lake)
 
@@ -208,13 +219,17 @@ def test_the_daily_run_compacts_with_the_job_and_the_ingest_queued_meanwhile_run
     # ... which holds the table while its job runs: an upload queues behind it.
     key = cmp_lake.drop(TABLE, "meanwhile-aws", [(77, 7.7)])
     wait_for_status(cmp_lake.stack, key, "QUEUED")
-    # A later run finishes it once the job ended (and, one file on main, starts none).
+    # The sweeper (every 5 minutes) concludes it once the job ended, as its own role.
     deadline = time.monotonic() + 300
-    while (later := daily_compactions(cmp_lake, {TABLE: 1}))["finished"] != [run_id]:
-        assert later["started"] == [] and time.monotonic() < deadline, later
+    while (swept := cmp_lake.stack.invoke("sweeper", {})) and (
+            cmp_lake.stack.ledger().get_ingest(run_id).status == "RUNNING"):
+        assert time.monotonic() < deadline, swept
         time.sleep(0.2)
+    assert swept["recovered_locks"] == [TABLE] and swept["errors"] == []
     late = wait_for_key(cmp_lake.stack, key, timeout=300)
     cmp_lake.stack.wait_idle(timeout=300)
+    # A daily run now finds nothing left to finish (and, told one file on main, starts none).
+    assert daily_compactions(cmp_lake, {TABLE: 1}) == {"finished": [], "started": []}
 
     invoke = lambda_invoker(cmp_lake.stack.client("lambda"), "maintenance")
     done = invoke({"action": "compact_finish", "run_id": run_id})  # the recorded outcome
@@ -232,8 +247,8 @@ def test_the_daily_run_compacts_with_the_job_and_the_ingest_queued_meanwhile_run
         Bucket=bucket, Key=key)["Body"].read())
     assert compacted.audited_hash == result["head_hash"] and result["passed"] is True
     assert compacted.published_hash == done["main_hash"]
-    allowed, denied = maintenance_calls(cmp_lake)
-    assert "states:StartExecution" in allowed and denied == []  # it started the queued one
+    iam = cmp_lake.stack.iam
+    assert [r for r in iam.denied if r.principal in ("maintenance", "sweeper")] == []
     # Its OpenLineage run, as `wap maintain` sends it: START, then COMPLETE at main's hash.
     sent = cmp_lake.lineage.events_of(lineage_run_id(run_id))
     assert [(e["eventType"], e["job"]["name"]) for e in sent] == [
