@@ -196,7 +196,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("finish", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.CANCEL_JOB,
                                       _C.REPORTS_READ})),
     # Recovers locks of ended executions, cancels their job runs, deletes expired branches
-    # and staged copies of final ingests, alerts.
+    # and staged copies of final ingests, alerts; concludes compactions whose job run ended
+    # (reads the run and its result, merges, starts the next ingest: grants it has anyway).
     FunctionSpec("sweeper", frozenset({*_START_INGEST, *_ALERTS, _C.WATCH_EXECUTION,
                                        _C.WATCH_JOB, _C.STAGING_DELETE,
                                        _C.LEDGER_QUERY_INDEXES}),

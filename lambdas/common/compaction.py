@@ -30,7 +30,12 @@ from contracts.compaction import CompactionVerdict
 from contracts.naming import hex_id
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event
-from lambdas.common.exceptions import NotACompactionError, TableBusyError, UnknownTableError
+from lambdas.common.exceptions import (
+    NotACompactionError,
+    RetryableError,
+    TableBusyError,
+    UnknownTableError,
+)
 from lambdas.common.ledger import LOCK_ACTIVE, Ledger
 from lambdas.common.naming import TableRef, branch_name, iso, utcnow
 from lambdas.common.nessie import MergeMeta, NessieClient
@@ -101,7 +106,8 @@ def conclude(ledger: Ledger, nessie: NessieClient, start: CompactionStart, *,
              verdict: CompactionVerdict | None, job_error: str | None,
              alert: Callable[[AlertEvent], Any]) -> CompactionOutcome:
     """Publish a passed compaction, or record and alert why it was not (`verdict` None: the
-    job failed with `job_error`). Does not release the table."""
+    job failed with `job_error`; a merge Nessie refused: PUBLISH_FAILED). Does not release
+    the table. Raises `RetryableError` (Nessie unreachable) with nothing recorded."""
     if verdict is None:
         reason = f"compaction job failed: {' '.join(str(job_error).split())}"[:500]
         return _failed(ledger, alert, start, c.JOB_FAILED, reason, None)
@@ -120,13 +126,13 @@ def conclude(ledger: Ledger, nessie: NessieClient, start: CompactionStart, *,
         # (main_holds_ingest), as an ingest's is.
         ledger.update_ingest(start.run_id, {"audited_hash": head,
                                             "audited_snapshot_id": str(verdict.snapshot_id)})
-        merged = merge_audited_commit(
-            nessie, table=start.table, branch=start.branch, audited_hash=head,
-            snapshot_id=verdict.snapshot_id, meta=MergeMeta(
-                message=f"compaction of {start.table}: {verdict.files_before} -> "
-                        f"{verdict.files_after} data files",
-                author=AUTHOR,
-                properties={"wap.ingest-id": start.run_id, "wap.maintenance": "compaction"}))
+        try:
+            merged = _merge_once(nessie, start, verdict, head)
+        except RetryableError:
+            raise  # Nessie unreachable: nothing recorded, the next caller concludes again
+        except Exception as exc:  # main moved under it, or the commit is not what was audited
+            reason = f"the audited compaction could not be merged: {type(exc).__name__}: {exc}"
+            return _failed(ledger, alert, start, c.PUBLISH_FAILED, reason, verdict)
     nessie.delete_branch(start.branch, head)
     done = iso(utcnow())
     reason = None if verdict.changed else "nothing to rewrite"
@@ -136,6 +142,21 @@ def conclude(ledger: Ledger, nessie: NessieClient, start: CompactionStart, *,
         **numbers})
     return CompactionOutcome(start.run_id, start.table, start.branch, c.PUBLISHED, reason,
                              merged, verdict)
+
+
+def _merge_once(nessie: NessieClient, start: CompactionStart, verdict: CompactionVerdict,
+                head: str) -> str:
+    """Merge the audited head unless an earlier try already did (main's table is at the
+    audited snapshot: an outcome is checked before it is recorded); main's hash after."""
+    if nessie.main_holds(start.table, verdict.snapshot_id):
+        return nessie.main_hash()
+    return merge_audited_commit(
+        nessie, table=start.table, branch=start.branch, audited_hash=head,
+        snapshot_id=verdict.snapshot_id, meta=MergeMeta(
+            message=f"compaction of {start.table}: {verdict.files_before} -> "
+                    f"{verdict.files_after} data files",
+            author=AUTHOR,
+            properties={"wap.ingest-id": start.run_id, "wap.maintenance": "compaction"}))
 
 
 def _failed(ledger: Ledger, alert: Callable[[AlertEvent], Any], start: CompactionStart,

@@ -26,7 +26,7 @@ from lambdas.common import compaction as rules
 from lambdas.common import constants as c
 from lambdas.common.alerts import send_alert_quietly
 from lambdas.common.config import Settings
-from lambdas.common.exceptions import NotACompactionError
+from lambdas.common.exceptions import NotACompactionError, RetryableError
 from lambdas.common.ingest import job_log_uri, release_and_start_next, start_compaction_run
 from lambdas.common.ledger import Ledger
 from lambdas.common.lineage import events
@@ -112,9 +112,12 @@ def finish(settings: Settings, ledger: Ledger, nessie: NessieClient,
     try:
         done = rules.conclude(ledger, nessie, begun, verdict=verdict, job_error=job_error,
                               alert=send_alert_quietly)
-    finally:
-        _send_outcome(settings, ledger, begun)
-        release_and_start_next(settings, ledger, nessie, begun.table, run_id)
+    except RetryableError:
+        # Still held and RUNNING: the next caller (a sweep at the latest) concludes it.
+        ledger.update_ingest(run_id, {CLAIM_FIELD: None})
+        raise
+    _send_outcome(settings, ledger, begun)
+    release_and_start_next(settings, ledger, nessie, begun.table, run_id)
     return outcome_json(done)
 
 
