@@ -133,6 +133,7 @@ class Capability(Enum):
     TABLE_CONFIG_READ = "table-config-read"  # a table's batch limits, when handing it on
     START_JOB = "start-job"
     WATCH_JOB = "watch-job"
+    READ_JOB = "read-job"  # GetJobRun only: a run it started and never cancels
     CANCEL_JOB = "cancel-job"
     STAGING_WRITE = "staging-write"
     STAGING_DELETE = "staging-delete"
@@ -195,7 +196,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("finish", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.CANCEL_JOB,
                                       _C.REPORTS_READ})),
     # Recovers locks of ended executions, cancels their job runs, deletes expired branches
-    # and staged copies of final ingests, alerts.
+    # and staged copies of final ingests, alerts; concludes compactions whose job run ended
+    # (reads the run and its result, merges, starts the next ingest: grants it has anyway).
     FunctionSpec("sweeper", frozenset({*_START_INGEST, *_ALERTS, _C.WATCH_EXECUTION,
                                        _C.WATCH_JOB, _C.STAGING_DELETE,
                                        _C.LEDGER_QUERY_INDEXES}),
@@ -203,9 +205,14 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     # Daily garbage collection across Nessie references: reads Nessie and the lake's
     # metadata, lists the warehouse, deletes only with -c gcDelete=true (LAKE_DELETE is added
     # by the stack then), keeps each table's health for the dashboard. Reads each table's
-    # `maintenance:` section.
-    FunctionSpec("maintenance", frozenset({_C.NESSIE, _C.TABLE_CONFIG_READ, _C.LAKE_READ,
-                                           _C.MAINTENANCE_SUMMARY_WRITE}),
+    # `maintenance:` section. Compaction (daily, and `wap --aws maintain`): holds the table
+    # in the ledger, starts the job's compaction run and reads its state and result, merges,
+    # alerts, then starts the next queued ingest (_START_INGEST); finds the compactions
+    # running through the ledger's status index.
+    FunctionSpec("maintenance", frozenset({*_START_INGEST, _C.LAKE_READ,
+                                           _C.MAINTENANCE_SUMMARY_WRITE, _C.READ_JOB,
+                                           _C.REPORTS_READ, _C.SLACK_TOKEN_READ,
+                                           _C.LEDGER_QUERY_INDEXES}),
                  timeout_seconds=MAINTENANCE_TIMEOUT_SECONDS,
                  memory_mib=MAINTENANCE_MEMORY_MIB),
 )

@@ -133,6 +133,9 @@ class WapStack(Stack):
         CfnOutput(self, "NessieUiUrl", value=nessie_ui)
         CfnOutput(self, "StateMachineArn", value=pipeline.state_machine.state_machine_arn)
         CfnOutput(self, "LedgerTableName", value=pipeline.ledger.table_name)
+        if "maintenance" in pipeline.functions:  # `wap --aws maintain` invokes it
+            CfnOutput(self, "MaintenanceFunctionName",
+                      value=pipeline.functions["maintenance"].function_name)
         CfnOutput(self, "SlackSecretArn", value=alert_channel.slack_token.secret_arn)
         CfnOutput(self, "AlarmTopicArn", value=alert_channel.topic.topic_arn)
         # Where `wap publish` / `discard --aws` send the OpenLineage event of a review.
@@ -217,11 +220,18 @@ class WapStack(Stack):
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["emr-serverless:StartJobRun", "emr-serverless:TagResource"],
                     resources=[application_arn, job_runs]))
-                compute.execution_role.grant_pass_role(function.grant_principal)
+                # Only to EMR Serverless: the job's role cannot be passed to anything else.
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["iam:PassRole"], resources=[compute.execution_role.role_arn],
+                    conditions={"StringEquals": {
+                        "iam:PassedToService": "emr-serverless.amazonaws.com"}}))
             if Capability.WATCH_JOB in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["emr-serverless:GetJobRun", "emr-serverless:CancelJobRun"],
                     resources=[job_runs]))
+            elif Capability.READ_JOB in capabilities:
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["emr-serverless:GetJobRun"], resources=[job_runs]))
             elif Capability.CANCEL_JOB in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["emr-serverless:CancelJobRun"], resources=[job_runs]))

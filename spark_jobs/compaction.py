@@ -13,16 +13,32 @@ snapshot before the rewrite and as of the one after, and compares the row count 
 order-independent digest of every row: the sum, over rows, of `xxhash64` of all columns
 (a decimal sum: no overflow; duplicates count, unlike an XOR) and of Spark's 32-bit
 `hash` as a second, independent one. Python 3.9, pyspark only, like the rest of the job.
+
+On EMR Serverless the same function runs as a mode of the job's entry point
+(`wap_job.py --compact --table T --branch B --run-id R --report-uri U`, `run_job`): the
+maintenance Lambda created the branch and publishes from the report (contracts/compaction.py).
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jobs.catalog import configure_run_catalog
-from spark_jobs.identifiers import quote, quote_parts, split_table_name, validate_identifier
+from contracts.compaction import REPORT_KIND, REPORT_VERSION
+from spark_jobs.catalog import catalog_conf, configure_run_catalog, nessie_branch_hash
+from spark_jobs.identifiers import (
+    quote,
+    quote_parts,
+    split_table_name,
+    validate_branch,
+    validate_identifier,
+    validate_ingest_id,
+)
+from spark_jobs.report import write_report
+
+COMPACT_FLAG = "--compact"
 
 # rewrite_data_files(table, options): what Iceberg's procedure does; tests hand in a faulty
 # one. Returns the procedure's result row as a dict.
@@ -149,3 +165,41 @@ def compact(spark: Any, *, template: str, run_catalog: str, table: str, branch: 
         table=table, branch=branch, before=before, after=after,
         rewritten_files=int(answer.get("rewritten_data_files_count") or 0),
         added_files=int(answer.get("added_data_files_count") or 0))
+
+
+def parse_job_args(argv: list[str]) -> argparse.Namespace:
+    """`--compact --table T --branch B --run-id R --report-uri U [--target-file-size N]
+    [--min-files M] [--catalog lake]`; argparse exits 2 on bad usage, before Spark starts."""
+    parser = argparse.ArgumentParser(prog="wap_job --compact")
+    parser.add_argument(COMPACT_FLAG, action="store_true", required=True)
+    parser.add_argument("--table", required=True, help="<namespace>.<table>")
+    parser.add_argument("--branch", required=True, help="a fresh branch from main")
+    parser.add_argument("--run-id", required=True, help="the maintenance run's ledger id")
+    parser.add_argument("--report-uri", required=True, help="where the result JSON goes")
+    parser.add_argument("--target-file-size", type=int, default=128 * 1024 * 1024)
+    parser.add_argument("--min-files", type=int, default=5)
+    parser.add_argument("--catalog", default="lake", help="catalog conf template name")
+    args = parser.parse_args(argv)
+    split_table_name(args.table)
+    validate_branch(args.branch)
+    validate_ingest_id(args.run_id)
+    validate_identifier(args.catalog, "catalog")
+    if args.target_file_size < 1 or args.min_files < 1:
+        parser.error("--target-file-size and --min-files must be positive")
+    return args
+
+
+def run_job(spark: Any, args: argparse.Namespace) -> dict:
+    """Compact on the branch and write the result to `--report-uri` (ReportWriteError when
+    that fails); any other failure propagates, so the run ends FAILED with its reason."""
+    result = compact(spark, template=args.catalog, run_catalog=f"wap_{args.run_id[:8]}",
+                     table=args.table, branch=args.branch,
+                     target_file_size=args.target_file_size, min_files=args.min_files,
+                     # Looked up when called, not bound at import: a test may replace it.
+                     rewrite=iceberg_rewrite)
+    # What the publisher merges: exactly the head this job audited, never a newer one.
+    head = nessie_branch_hash(catalog_conf(spark, args.catalog), args.catalog, args.branch)
+    report = {"report_version": REPORT_VERSION, "kind": REPORT_KIND, "run_id": args.run_id,
+              "head_hash": head, **result.to_dict()}
+    write_report(spark, args.report_uri, report)
+    return report

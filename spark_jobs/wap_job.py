@@ -39,7 +39,7 @@ from contracts.table_config import (
     parse_table_config_text,
     too_large_text,
 )
-from spark_jobs import hadoop_fs
+from spark_jobs import compaction, hadoop_fs
 from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
 from spark_jobs.checks import (
@@ -430,25 +430,35 @@ def observe_on_write(spark, source_bytes: int) -> bool:
     return source_bytes <= int(limit)
 
 
-def _parse(argv: list[str]) -> tuple[bool, object]:
-    """(is it `wap doctor`'s smoke run, its parsed arguments); argparse exits 2 on bad
-    usage, before Spark starts."""
+INGEST, SMOKE, COMPACT = "ingest", "smoke", "compact"
+
+
+def _parse(argv: list[str]) -> tuple[str, object]:
+    """(which run: an ingest, `wap doctor`'s smoke run or a compaction, its parsed
+    arguments); argparse exits 2 on bad usage, before Spark starts."""
     from spark_jobs.smoke import SMOKE_FLAG, parse_smoke_args
 
     if SMOKE_FLAG in argv:
-        return True, parse_smoke_args(argv)
-    return False, parse_args(argv)
+        return SMOKE, parse_smoke_args(argv)
+    if compaction.COMPACT_FLAG in argv:
+        return COMPACT, compaction.parse_job_args(argv)
+    return INGEST, parse_args(argv)
 
 
 def run(spark, argv: list[str]) -> dict:
-    """One run on `spark`: an ingest, or `wap doctor`'s smoke run (`--smoke ...`)."""
+    """One run on `spark`: an ingest, `wap doctor`'s smoke run (`--smoke ...`) or a
+    compaction (`--compact ...`)."""
     return _run_parsed(spark, *_parse(argv))
 
 
-def _run_parsed(spark, smoke: bool, args) -> dict:
+def _run_parsed(spark, kind: str, args) -> dict:
     from spark_jobs.smoke import run_smoke
 
-    return run_smoke(spark, args) if smoke else run_ingest(spark, args)
+    if kind == SMOKE:
+        return run_smoke(spark, args)
+    if kind == COMPACT:
+        return compaction.run_job(spark, args)
+    return run_ingest(spark, args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -456,18 +466,23 @@ def main(argv: list[str] | None = None) -> int:
     step passed), 1 when not."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     argv = sys.argv[1:] if argv is None else argv
-    smoke, args = _parse(argv)
+    kind, args = _parse(argv)
     from pyspark.sql import SparkSession
 
-    name = "wap-doctor" if smoke else f"wap-{args.ingest_id[:16]}"
+    name = {SMOKE: "wap-doctor", COMPACT: f"wap-compact-{getattr(args, 'run_id', '')}"}.get(
+        kind) or f"wap-{args.ingest_id[:16]}"
     spark = SparkSession.builder.appName(name).getOrCreate()
     try:
-        report = _run_parsed(spark, smoke, args)
+        report = _run_parsed(spark, kind, args)
     except ReportWriteError as exc:
         log.error("%s", exc)
         return 1
-    if smoke:
+    if kind == SMOKE:
         return 0 if report["ok"] else 1
+    if kind == COMPACT:
+        log.info("compaction %s: %s", args.run_id, "passed" if report["passed"] else
+                 report["reason"])
+        return 0
     log.info("ingest %s: %s%s", args.ingest_id, report["outcome"],
              f" ({report['reason']})" if report["reason"] else "")
     return 0

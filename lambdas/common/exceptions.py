@@ -67,3 +67,15 @@ class UnroutableKeyError(WapError, ValueError):
 
 class SourceVersionGoneError(WapError):
     """The object version named by the event no longer exists (or was replaced)."""
+
+
+class TableBusyError(WapError):
+    """A compaction asked for a table another run holds (try again when it is free)."""
+
+
+class UnknownTableError(WapError, ValueError):
+    """A compaction asked for a table main does not have."""
+
+
+class NotACompactionError(InvalidEventError):
+    """A run id that names no compaction of the ledger."""

@@ -150,6 +150,19 @@ def start_smoke_run(settings: Settings, run_id: str, branch: str, report_uri: st
                    tags={"wap:doctor": run_id})
 
 
+def start_compaction_run(settings: Settings, *, run_id: str, table: str, branch: str,
+                         report_uri: str, target_file_size: int, min_files: int) -> str:
+    """Start the job's compaction mode (`--compact`, spark_jobs/compaction.py) on `branch`:
+    the same entry point, archive, jars, Spark conf and role as an ingest; return its id."""
+    arguments = ["--compact", "--table", table, "--branch", branch, "--run-id", run_id,
+                 "--report-uri", report_uri, "--target-file-size", str(target_file_size),
+                 "--min-files", str(min_files)]
+    return _submit(settings, arguments, action=f"start the compaction run {run_id}",
+                   client_token=run_id, name=f"wap-compact-{table}-{run_id}",
+                   log_uri=settings.log_uri(run_id),
+                   tags={"wap:ingest-id": run_id, "wap:table": table})
+
+
 def _submit(settings: Settings, arguments: list[str], *, action: str, client_token: str,
             name: str, log_uri: str, tags: dict[str, str]) -> str:
     submit: dict[str, Any] = {"entryPoint": settings.job_entrypoint,

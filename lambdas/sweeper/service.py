@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from lambdas.common import aws
+from lambdas.common import aws, compaction_runs
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.batching import (
@@ -222,9 +222,18 @@ def _recover_lock(
         release_and_start_next(settings, ledger, nessie, table, active)
         report.recovered_locks.append(table)
         return
-    if (record is not None and record.source_uri == c.MAINTENANCE_SOURCE
-            and status == c.RUNNING and not lock.lease_expired(now)):
-        return  # a compaction runs without an execution: alive while its lease lasts
+    if record is not None and record.source_uri == c.MAINTENANCE_SOURCE and status == c.RUNNING:
+        # A compaction runs without an execution. On EMR (it names its job run) the sweep
+        # concludes it once the run ended, within minutes, as the state machine would an
+        # ingest; one another caller is concluding, or one in-process, is alive while its
+        # lease lasts, and recovered below after that.
+        if record.job_run_id and not record.field_value(compaction_runs.CLAIM_FIELD):
+            if compaction_runs.finish(settings, ledger, nessie,
+                                      active)["status"] != compaction_runs.RUNNING:
+                report.recovered_locks.append(table)
+            return
+        if not lock.lease_expired(now):
+            return
     if status in c.PENDING_STATUSES:
         if lock.active_since and now - parse_iso(lock.active_since) < settings.blocked_start:
             return

@@ -23,8 +23,9 @@ denied where AWS allows them. So each call is evaluated on the client side, at
   Like S3, a read of a missing key by a caller without `s3:ListBucket` is a 403, not a 404.
 
 Every evaluated request is recorded (principal, action, resource, statement) so the suite
-can prove each statement is used (least privilege). Not evaluated: conditions (no template
-policy has one; a statement with a condition is refused at load), resource policies and
+can prove each statement is used (least privilege). Conditions: `StringEquals` on the keys a
+request carries (`iam:PassedToService` of the role `StartJobRun` passes); any other operator
+is refused at load. Not evaluated: resource policies and
 SCPs (the template has none), and the managed policies Lambda's service uses itself
 (`AWSLambdaBasicExecutionRole`, `AWSLambdaVPCAccessExecutionRole`).
 """
@@ -43,6 +44,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from local.aws.overrides import LocalParityError
 
+EMR_SERVERLESS_PRINCIPAL = "emr-serverless.amazonaws.com"
 # moto's Step Functions interpreter signs its service calls with this key.
 STATE_MACHINE_INTERPRETER_KEY = "ak"
 # The patch of botocore is process-wide: one enforcer at a time.
@@ -63,14 +65,21 @@ class Statement:
     effect: str
     actions: tuple[str, ...]
     resources: tuple[str, ...]
+    # `StringEquals` conditions: (context key, the values any of which it must equal).
+    conditions: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def key(self) -> tuple[str, int]:
         return self.policy, self.index
 
-    def resource_index(self, action: str, resource: str) -> int | None:
-        """Which of the statement's resources grants `action` on `resource` (None: none)."""
+    def resource_index(self, action: str, resource: str,
+                       context: Mapping[str, str] | None = None) -> int | None:
+        """Which of the statement's resources grants `action` on `resource` in the request's
+        `context` (None: none). As in IAM, a condition on a key the request does not carry
+        does not match."""
         if not any(_glob(pattern.lower(), action.lower()) for pattern in self.actions):
+            return None
+        if any((context or {}).get(key) not in values for key, values in self.conditions):
             return None
         return next((i for i, pattern in enumerate(self.resources) if _glob(pattern, resource)),
                     None)
@@ -92,14 +101,19 @@ def statements_of(policy: str, document: Mapping[str, Any]) -> list[Statement]:
     result = []
     statements = document.get("Statement", [])
     for index, raw in enumerate([statements] if isinstance(statements, dict) else statements):
-        unsupported = sorted(set(raw) - {"Effect", "Action", "Resource", "Sid"})
-        if unsupported:
+        unsupported = sorted(set(raw) - {"Effect", "Action", "Resource", "Sid", "Condition"})
+        operators = sorted(set(raw.get("Condition", {})) - {"StringEquals"})
+        if unsupported or operators:
             raise LocalParityError(
                 f"{policy} statement {index}: the local IAM evaluator does not judge "
-                f"{unsupported}; extend local/aws/iam.py before using them")
+                f"{unsupported or operators}; extend local/aws/iam.py before using them")
         actions = raw["Action"] if isinstance(raw["Action"], list) else [raw["Action"]]
         resources = raw["Resource"] if isinstance(raw["Resource"], list) else [raw["Resource"]]
-        result.append(Statement(policy, index, raw["Effect"], tuple(actions), tuple(resources)))
+        conditions = tuple(
+            (key, tuple(values) if isinstance(values, list) else (values,))
+            for key, values in raw.get("Condition", {}).get("StringEquals", {}).items())
+        result.append(Statement(policy, index, raw["Effect"], tuple(actions), tuple(resources),
+                                conditions))
     return result
 
 
@@ -113,14 +127,14 @@ class Principal:
     statements: list[Statement] = field(default_factory=list)
 
     def grant(self, action: str, resource: str, *, skip: frozenset[tuple[str, int]] = frozenset(),
-              ) -> tuple[Statement, int] | None:
+              context: Mapping[str, str] | None = None) -> tuple[Statement, int] | None:
         """The Allow statement and its resource index that grant `action` on `resource`, or
         None (an explicit Deny wins); statements whose key is in `skip` do not count."""
         allowed = None
         for statement in self.statements:
             if statement.key in skip:
                 continue
-            index = statement.resource_index(action, resource)
+            index = statement.resource_index(action, resource, context)
             if index is not None:
                 if statement.effect == "Deny":
                     return None
@@ -135,10 +149,11 @@ class Principal:
 
 @dataclass(frozen=True)
 class Request:
-    """One authorization a call needs."""
+    """One authorization a call needs, with the condition keys the service sets for it."""
 
     action: str
     resource: str
+    context: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -231,7 +246,9 @@ def _emr_requests(operation: str, params: Mapping[str, Any], arn: Callable[[str]
     application = arn(f"/applications/{params.get('applicationId', '')}")
     if operation == "StartJobRun":
         requests = [Request("emr-serverless:StartJobRun", application),
-                    Request("iam:PassRole", params["executionRoleArn"])]
+                    # EMR Serverless passes the role to itself: IAM sees the service.
+                    Request("iam:PassRole", params["executionRoleArn"],
+                            (("iam:PassedToService", EMR_SERVERLESS_PRINCIPAL),))]
         if params.get("tags"):
             # Tagging on create is authorized on the run being created (its id is not known).
             requests.append(Request("emr-serverless:TagResource", f"{application}/jobruns/*"))
@@ -411,7 +428,8 @@ class IamEnforcer:
     def _grant(self, principal: Principal, request: Request) -> tuple[str, int, int] | None:
         """The grant that allows `request` (recorded as used), or None."""
         found = principal.grant(request.action, request.resource,
-                                skip=frozenset(self.revoked.get(principal.name, ())))
+                                skip=frozenset(self.revoked.get(principal.name, ())),
+                                context=dict(request.context))
         if found is None:
             return None
         statement, index = found

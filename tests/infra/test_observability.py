@@ -86,7 +86,9 @@ def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_th
         tmp_path):
     synth = synthesize(tmp_path, {"lineageUrl": "https://marquez.example.com:5000/",
                                   "lineageApiKeySecretArn": KEY_ARN})
-    senders = {"trigger", "finish", "sweeper"}  # start_ingest (START) and outcomes
+    # start_ingest (START) and outcomes; maintenance starts the ingest queued behind a
+    # compaction.
+    senders = {"trigger", "finish", "sweeper", "maintenance"}
     for name, (_, props) in _functions_by_handler(synth).items():
         variables = props["Environment"]["Variables"]
         assert variables["WAP_LINEAGE_URL"] == "https://marquez.example.com:5000"

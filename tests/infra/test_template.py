@@ -191,6 +191,9 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
     })
     assert "VpcConfig" in props  # Nessie's API is inside the VPC
     assert props["Timeout"] == 900
+    # `wap --aws maintain` finds it by the stack's output.
+    synthesized.template.has_output("MaintenanceFunctionName",
+                                    {"Value": {"Ref": maintenance_id}})
     variables = props["Environment"]["Variables"]
     assert variables["WAP_GC_DELETE"] == "false"
     assert "/warehouse/" in json.dumps(variables["WAP_WAREHOUSE_URI"])
@@ -204,11 +207,17 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
         (frozenset({"s3:GetObject"}), json.dumps(
             {"Fn::Join": ["", [{"Fn::GetAtt": [lake_id, "Arn"]}, "/warehouse/*"]]})),
     }
-    # It writes only its summary; it never touches the ledger, EMR or the source bucket.
+    # It writes only its summary (the compaction job writes its own result) and deletes
+    # nothing. Compaction: it starts and reads job runs (never cancels one), passes the
+    # job's role, and starts the next queued ingest's execution.
     writes = [resource for actions, resource in pairs if "s3:PutObject" in actions]
     assert len(writes) == 1 and "/reports/maintenance/*" in writes[0]
-    assert not any(a.startswith(("dynamodb:", "emr-serverless:", "states:", "s3:Delete"))
-                   for actions, _ in pairs for a in actions)
+    granted = {a for actions, _ in pairs for a in actions}
+    assert {a for a in granted if a.startswith("emr-serverless:")} == {
+        "emr-serverless:StartJobRun", "emr-serverless:TagResource", "emr-serverless:GetJobRun"}
+    assert {a for a in granted if a.startswith("states:")} == {"states:StartExecution"}
+    assert "iam:PassRole" in granted
+    assert not any(a.startswith("s3:Delete") for a in granted)
 
 
 def test_gc_delete_lets_the_maintenance_run_delete_under_warehouse_only(
@@ -511,6 +520,15 @@ def test_each_lambda_only_gets_the_permissions_it_uses(synthesized):
     assert "secretsmanager:GetSecretValue" in actions_of("trigger")
     assert not {a for a in actions_of("job_status") if a.startswith("dynamodb:")}
     assert not {"secretsmanager:GetSecretValue", "states:StartExecution"} & actions_of("publish")
+
+
+def test_the_job_role_may_be_passed_to_emr_serverless_only(synthesized):
+    passing = [s for policy in synthesized.of_type("AWS::IAM::Policy").values()
+               for s in policy["Properties"]["PolicyDocument"]["Statement"]
+               if "iam:PassRole" in (s["Action"] if isinstance(s["Action"], list)
+                                     else [s["Action"]])]
+    assert passing and all(s["Condition"] == {"StringEquals": {
+        "iam:PassedToService": "emr-serverless.amazonaws.com"}} for s in passing)
 
 
 def test_job_role_is_assumable_by_emr_serverless_only(synthesized):

@@ -42,8 +42,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compact small data files as Write-Audit-Publish: rewrite them on a branch, audit
         that the table's rows are unchanged (count and digest), merge into main only then.
-        Holds the table like an ingest; ingests that arrive meanwhile queue. Exit code 3
-        when a compaction was not published."""
+        Holds the table like an ingest; ingests that arrive meanwhile queue. With --aws the
+        stack's maintenance Lambda runs it on EMR Serverless (lambda:InvokeFunction on it).
+        Exit code 3 when a compaction was not published."""
         from wap.cli import render
         from wap.cli.app import _run, _target, console
         from wap.ops import compaction
@@ -52,12 +53,12 @@ def register(app: typer.Typer) -> None:
         def work() -> bool:
             with open_backend(_target(ctx), run_ingests=True, mutates=True) as backend:
                 tables = [table] if table else sorted(backend.nessie.iceberg_tables("main"))
-                runs = [compaction.compact_on(backend, name) for name in tables]
+                runs = [compaction.maintain(backend, name) for name in tables]
             if as_json:
-                typer.echo(render.to_json({"runs": [compaction.run_json(r) for r in runs]}))
+                typer.echo(render.to_json({"runs": runs}))
             for run in [] if as_json else runs:
-                console.print(compaction.run_line(run), soft_wrap=True, markup=False)
-            return all(run.status == "PUBLISHED" for run in runs)
+                console.print(compaction.line_of(run), soft_wrap=True, markup=False)
+            return all(run["status"] == "PUBLISHED" for run in runs)
 
         if not _run(work):
             raise typer.Exit(3)

@@ -118,6 +118,15 @@ class AwsBackend(Backend):
             raise BackendError("the stack has no output LakeBucketName: cannot find the warehouse")
         return f"s3://{bucket}/{WAREHOUSE_PREFIX}"
 
+    def maintenance_function(self) -> str:
+        """The maintenance Lambda's name (`wap --aws maintain` invokes it); `BackendError`
+        when the stack has no `MaintenanceFunctionName` output (deployed before it)."""
+        name = self.outputs.get("MaintenanceFunctionName")
+        if not name:
+            raise BackendError("the stack has no output MaintenanceFunctionName: deploy this "
+                               "version to compact on AWS")
+        return name
+
     def reports_prefix(self) -> str | None:
         from infra.constants import REPORTS_PREFIX
 

@@ -10,29 +10,34 @@
    stays (`wap branches`, `wap discard`), the record is AUDIT_FAILED and an alert is sent.
 4. The table is released and whoever queued meanwhile is started
    (`lambdas.common.ingest.release_and_start_next`, as the finish step does).
+
+The rules of 1 and 3 are `lambdas.common.compaction`'s, shared with the maintenance Lambda
+that compacts on AWS (`wap --aws maintain`, lambdas/maintenance/compaction.py).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from contracts.naming import hex_id
+from contracts.compaction import CompactionVerdict
 from contracts.table_config import MaintenanceOptions
+from lambdas.common import compaction as rules
 from lambdas.common import constants as c
-from lambdas.common.alerts import alert_event
-from lambdas.common.ledger import LOCK_ACTIVE, Ledger
+from lambdas.common.exceptions import TableBusyError, UnknownTableError
+from lambdas.common.ledger import Ledger
 from lambdas.common.lineage import events
 from lambdas.common.lineage.record import outcome_of
-from lambdas.common.naming import branch_name, iso, utcnow
-from lambdas.common.nessie import MergeMeta, NessieClient
+from lambdas.common.naming import utcnow
+from lambdas.common.nessie import NessieClient
 from wap.exceptions import NotAllowedError, UnknownTargetError
 from wap.ops.backends import DEFAULT_STACK
 
-SOURCE = c.MAINTENANCE_SOURCE
-AUTHOR = "wap maintain"
+SOURCE = rules.SOURCE
 
 _log = logging.getLogger(__name__)
 
@@ -65,61 +70,39 @@ def compact_table(
     Iceberg's procedure (tests inject a faulty one); `lineage(events)` sends the run's
     OpenLineage events (job `compaction.<table>`: START, then COMPLETE or FAIL). Raises
     `UnknownTargetError` for a table main does not have and `NotAllowedError` while
-    another run holds it.
+    another run holds it. The rules are lambdas.common.compaction's, as on AWS.
     """
     from spark_jobs.compaction import compact, iceberg_rewrite
     from wap.ops.operations import parse_table
 
-    ref = parse_table(table)
-    table = ref.qualified
-    if nessie.metadata_location(c.MAIN_BRANCH, table) is None:
-        raise UnknownTargetError(f"main has no table {table}")
-    now = utcnow()
-    run_id = hex_id(f"{SOURCE}/{table}/{iso(now)}")
-    branch = branch_name(ref, now, run_id)
-    if ledger.get_lock(table).active is not None:
-        raise NotAllowedError(f"{table} is busy (an ingest holds it): try again when it is free")
-    ledger.create_ingest(run_id, {"table": table, "status": c.RECEIVED, "source_uri": SOURCE})
-    if ledger.acquire_or_enqueue(table, run_id) != LOCK_ACTIVE:
-        ledger.release(table, run_id)  # out of the queue: an ingest must not start it
-        ledger.update_ingest(run_id, {"status": c.REJECTED, "finished_at": iso(utcnow()),
-                                      "error": "the table was busy"})
-        raise NotAllowedError(f"{table} is busy (an ingest took it): try again when it is free")
+    table = parse_table(table).qualified
     try:
-        ledger.update_ingest(run_id, {"status": c.RUNNING, "branch": branch})
+        start = rules.begin(ledger, nessie, table)
+    except UnknownTableError as exc:
+        raise UnknownTargetError(str(exc)) from exc
+    except TableBusyError as exc:
+        raise NotAllowedError(str(exc)) from exc
+    run_id, branch = start.run_id, start.branch
+    try:
         _send(lineage, lambda: [events.start_event(
             namespace=DEFAULT_STACK, ingest_id=run_id, table=table, inputs=[], branch=branch,
             attempt=1, at=utcnow(), kind=events.COMPACTION)])
-        base = nessie.ensure_branch_from_main(branch)
+        rules.open_branch(ledger, nessie, start)
         if meanwhile is not None:
             meanwhile()
+        verdict, job_error = None, None
         try:
             result = compact(spark, template=template_catalog, run_catalog=f"wap_{run_id[:8]}",
                              table=table, branch=branch,
                              target_file_size=options.target_file_size,
                              min_files=options.min_files, rewrite=rewrite or iceberg_rewrite)
+            verdict = CompactionVerdict.from_dict(result.to_dict())
         except Exception as exc:
-            reason = f"compaction job failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
-            return _failed(ledger, alert, run_id, table, branch, c.JOB_FAILED, reason[:500], None)
-        if not result.passed:
-            return _failed(ledger, alert, run_id, table, branch, c.AUDIT_FAILED, result.reason,
-                           result)
-        head = nessie.branch_hash(branch) or base
-        merged = None
-        if result.changed:
-            merged = nessie.merge_into_main(branch, head, MergeMeta(
-                message=f"compaction of {table}: {result.before.data_files} -> "
-                        f"{result.after.data_files} data files",
-                author=AUTHOR,
-                properties={"wap.ingest-id": run_id, "wap.maintenance": "compaction"}))
-        nessie.delete_branch(branch, head)
-        done = iso(utcnow())
-        ledger.update_ingest(run_id, {
-            "status": c.PUBLISHED, "finished_at": done, "branch_deleted_at": done,
-            "audited_hash": head, "published_hash": merged, "rows_written": 0,
-            "error": None if result.changed else "nothing to rewrite"})
-        return CompactionRun(run_id, table, branch, c.PUBLISHED, result,
-                             None if result.changed else "nothing to rewrite", merged)
+            result, job_error = None, f"{type(exc).__name__}: {exc}"
+        done = rules.conclude(ledger, nessie, start, verdict=verdict, job_error=job_error,
+                              alert=lambda event: alert(event.to_dict()))
+        return CompactionRun(run_id, table, branch, done.status, result, done.reason,
+                             done.main_hash)
     finally:
         _send(lineage, lambda: [events.outcome_event(
             namespace=DEFAULT_STACK, ingest_id=run_id, table=table, inputs=[],
@@ -136,16 +119,6 @@ def _send(lineage: Callable[[list], Any] | None, build: Callable[[], list]) -> N
         lineage(build())
     except Exception:
         _log.exception("a compaction's OpenLineage event was not sent")
-
-
-def _failed(ledger: Ledger, alert: Callable[[dict], Any], run_id: str, table: str, branch: str,
-            status: str, reason: str | None, result: Any) -> CompactionRun:
-    ledger.update_ingest(run_id, {"status": status, "error": reason,
-                                  "finished_at": iso(utcnow())})
-    record = ledger.get_ingest(run_id)
-    if record is not None:
-        alert(alert_event(record, outcome=status, reason=reason).to_dict())
-    return CompactionRun(run_id, table, branch, status, result, reason)
 
 
 def stack_hooks(aws_stack: Any, ledger: Ledger, nessie: NessieClient
@@ -168,6 +141,19 @@ def stack_hooks(aws_stack: Any, ledger: Ledger, nessie: NessieClient
     return alert, start_next
 
 
+def maintain(backend: Any, table: str) -> dict[str, Any]:
+    """`wap maintain TABLE` on either backend: one run as `run_json` shows it. Locally the
+    job runs in-process (`compact_on`); on AWS the stack's maintenance Lambda starts it on EMR
+    Serverless and is asked until the run ended (`compact_via_lambda`)."""
+    if backend.kind == "aws":
+        from wap.ops.operations import parse_table
+
+        return compact_via_lambda(lambda_invoker(backend.session.client("lambda"),
+                                                 backend.maintenance_function()),
+                                  parse_table(table).qualified)
+    return run_json(compact_on(backend, table))
+
+
 def compact_on(backend: Any, table: str, options: MaintenanceOptions | None = None
                ) -> CompactionRun:
     """`compact_table` on a local backend opened with `run_ingests` (its SparkSession and
@@ -177,8 +163,7 @@ def compact_on(backend: Any, table: str, options: MaintenanceOptions | None = No
 
     stack = getattr(backend, "stack", None)
     if backend.kind != "local" or stack is None or stack.spark is None:
-        raise BackendError("wap maintain runs on the local stack for now: on AWS, the "
-                           "compaction job is not deployed yet (docs/maintenance.md)")
+        raise BackendError("compact_on runs the job in-process, on the local stack only")
     from wap.ops.operations import parse_table
 
     table = parse_table(table).qualified
@@ -190,6 +175,49 @@ def compact_on(backend: Any, table: str, options: MaintenanceOptions | None = No
                              lineage=backend.send_lineage)
     finally:
         backend.settle(600)  # the ingests it started, before the command saves the home
+
+
+def compact_via_lambda(invoke: Callable[[dict], dict], table: str, *,
+                       timeout: float = 3 * 3600, poll_seconds: float = 15,
+                       sleep: Callable[[float], None] = time.sleep,
+                       clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """Ask the maintenance Lambda to compact `table`, then to finish the run until its job
+    ended; the outcome (`run_json`'s shape). `OpsError` when it still runs after `timeout`
+    (it goes on: the daily run finishes it)."""
+    from wap.exceptions import OpsError
+
+    answer = invoke({"action": "compact", "table": table})
+    deadline = clock() + timeout
+    while answer.get("status") == "RUNNING":
+        if clock() >= deadline:
+            raise OpsError(f"compaction {answer['run_id']} of {table} still runs after "
+                           f"{timeout:.0f} s; the daily maintenance run publishes it when its "
+                           "job ends (wap runs shows it)")
+        sleep(poll_seconds)
+        answer = invoke({"action": "compact_finish", "run_id": answer["run_id"]})
+    return answer
+
+
+def lambda_invoker(client: Any, function_name: str) -> Callable[[dict], dict]:
+    """`invoke(event)`: the function's answer; its errors as the CLI's (a busy table
+    `NotAllowedError`, an unknown one `UnknownTargetError`, else `BackendError`)."""
+    from wap.exceptions import BackendError
+
+    def invoke(event: dict) -> dict:
+        response = client.invoke(FunctionName=function_name,
+                                 Payload=json.dumps(event).encode())
+        payload = json.loads(response["Payload"].read() or b"null")
+        if response.get("FunctionError") or not isinstance(payload, dict):
+            error = payload if isinstance(payload, dict) else {}
+            kind, message = error.get("errorType"), error.get("errorMessage", payload)
+            if kind == "TableBusyError":
+                raise NotAllowedError(str(message))
+            if kind == "UnknownTableError":
+                raise UnknownTargetError(str(message))
+            raise BackendError(f"{function_name} failed: {kind}: {message}")
+        return payload
+
+    return invoke
 
 
 def run_json(run: CompactionRun) -> dict[str, Any]:
@@ -204,12 +232,16 @@ def run_json(run: CompactionRun) -> dict[str, Any]:
 
 def run_line(run: CompactionRun) -> str:
     """One run of `wap maintain`, in a line."""
-    result = run.result
-    if run.status == c.PUBLISHED and result is not None and result.changed:
-        return (f"PUBLISHED {run.table}: {result.before.data_files} -> "
-                f"{result.after.data_files} data files, {result.after.rows} rows unchanged "
-                f"(run {run.run_id})")
-    if run.status == c.PUBLISHED:
-        return f"{run.table}: nothing to rewrite (run {run.run_id})"
-    return (f"{run.status} {run.table}: {run.reason}; nothing was published, the branch "
-            f"{run.branch} is left for inspection (run {run.run_id})")
+    return line_of(run_json(run))
+
+
+def line_of(run: dict[str, Any]) -> str:
+    """One run of `wap maintain` (`run_json`'s shape, from either backend), in a line."""
+    table, run_id = run["table"], run["run_id"]
+    if run["status"] == c.PUBLISHED and run.get("reason") is None:
+        return (f"PUBLISHED {table}: {run['files_before']} -> {run['files_after']} data "
+                f"files, {run['rows']} rows unchanged (run {run_id})")
+    if run["status"] == c.PUBLISHED:
+        return f"{table}: nothing to rewrite (run {run_id})"
+    return (f"{run['status']} {table}: {run['reason']}; nothing was published, the branch "
+            f"{run['branch']} is left for inspection (run {run_id})")

@@ -98,6 +98,11 @@ def test_the_daily_run_reports_measures_and_keeps_a_summary_but_deletes_nothing(
             and resource.startswith(f"arn:aws:s3:::{LAKE}/")}
     assert read and all(r.startswith(f"arn:aws:s3:::{LAKE}/warehouse/") for r in read)
     assert [r for r in stack.iam.denied if r.principal == "maintenance"] == []
+    # Then compaction: it looked for compactions still running (the ledger's status index)
+    # and started none, since no table has its `min_files` (5 by default) on main.
+    assert result["compaction"] == {"finished": [], "started": []}
+    assert any(action == "dynamodb:Query" and "/index/" in resource
+               for action, resource in calls)
 
     # The local stand-in evaluates the role per call, as AWS would: without the grant the
     # run is refused.

@@ -13,7 +13,16 @@ from typing import Any
 
 import pytest
 
-from local.aws.iam import Principal, Request, Statement, UnmappedCall, requests_for
+from local.aws.iam import (
+    EMR_SERVERLESS_PRINCIPAL,
+    Principal,
+    Request,
+    Statement,
+    UnmappedCall,
+    requests_for,
+    statements_of,
+)
+from local.aws.overrides import LocalParityError
 from tests.fixtures.local_stack import fake_parquet, record_for_key
 
 REGION, ACCOUNT = "eu-west-1", "123456789012"
@@ -55,7 +64,8 @@ def test_starting_a_job_passes_its_role_and_tags_it():
     role = f"arn:aws:iam::{ACCOUNT}:role/job"
     assert needs("emr-serverless", "StartJobRun", applicationId="app1", executionRoleArn=role,
                  clientToken="t", tags={"wap:table": "a.b"}) == [
-        Request("emr-serverless:StartJobRun", APP), Request("iam:PassRole", role),
+        Request("emr-serverless:StartJobRun", APP),
+        Request("iam:PassRole", role, (("iam:PassedToService", EMR_SERVERLESS_PRINCIPAL),)),
         Request("emr-serverless:TagResource", f"{APP}/jobruns/*")]
     assert needs("emr-serverless", "GetJobRun", applicationId="app1", jobRunId="r1") == [
         Request("emr-serverless:GetJobRun", f"{APP}/jobruns/r1")]
@@ -75,6 +85,24 @@ def test_wildcards_and_explicit_deny():
     assert principal.decide("s3:GetObject", "arn:aws:s3:::art/staging/x") is None
     assert principal.decide("s3:PutObject", "arn:aws:s3:::art/reports/x") is None
     assert principal.decide("s3:GetObject", "arn:aws:s3:::art/reports/secret/x") is None
+
+
+def test_a_role_passed_only_to_emr_serverless_cannot_be_passed_to_another_service():
+    role = f"arn:aws:iam::{ACCOUNT}:role/job"
+    [statement] = statements_of("p", {"Statement": [{
+        "Effect": "Allow", "Action": "iam:PassRole", "Resource": role,
+        "Condition": {"StringEquals": {"iam:PassedToService": EMR_SERVERLESS_PRINCIPAL}}}]})
+    principal = Principal("fn", "Pipeline/Fn/ServiceRole", "arn:aws:iam::1:role/r", [statement])
+    [_, passing, _] = needs("emr-serverless", "StartJobRun", applicationId="app1",
+                            executionRoleArn=role, clientToken="t", tags={"a": "b"})
+    assert principal.grant(passing.action, passing.resource, context=dict(passing.context))
+    assert principal.grant("iam:PassRole", role,
+                           context={"iam:PassedToService": "ec2.amazonaws.com"}) is None
+    assert principal.grant("iam:PassRole", role) is None  # a request without the key
+    with pytest.raises(LocalParityError, match="StringLike"):
+        statements_of("p", {"Statement": [{"Effect": "Allow", "Action": "iam:PassRole",
+                                           "Resource": role,
+                                           "Condition": {"StringLike": {"a": "b"}}}]})
 
 
 # ---- enforcement bites: one needed statement removed per principal ------------------------

@@ -120,3 +120,10 @@ def test_an_unreachable_nessie_is_one_line(deployed):
         "branches",
     )
     assert_one_line_error(result, "unreachable", "127.0.0.1:9")
+
+
+def test_maintain_on_a_stack_without_the_maintenance_function_is_one_line(deployed):
+    """`wap --aws maintain` invokes the stack's maintenance Lambda, named by its output
+    (what it does there: tests/wap/ops/test_compaction_run.py)."""
+    result = aws("maintain", "sales.orders")
+    assert_one_line_error(result, "MaintenanceFunctionName")
