@@ -23,8 +23,15 @@ BENCHMARKS = {
 }
 
 
+PASSED_ON = ("--quick", "--no-doc")  # given to every benchmark run
+
+
 def main(argv: list[str] | None = None) -> int:
-    names = (argv if argv is not None else sys.argv[1:]) or list(BENCHMARKS)
+    """`python -m bench [--quick] [--no-doc] [name ...]`: the named benchmarks (default all)
+    one after another in this process, each under a `=== name ===` line."""
+    args = argv if argv is not None else sys.argv[1:]
+    flags = [arg for arg in args if arg in PASSED_ON]
+    names = [arg for arg in args if arg not in PASSED_ON] or list(BENCHMARKS)
     unknown = [name for name in names if name not in BENCHMARKS]
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
@@ -32,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         print(f"\n=== {name} ===", flush=True)
         module = importlib.import_module(BENCHMARKS[name])
-        module.main([])
+        if module.main(flags):
+            return 1
     return 0
 
 

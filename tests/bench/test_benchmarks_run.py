@@ -26,9 +26,26 @@ def _run_quick(module: str) -> str:
     return done.stdout
 
 
+# The benchmarks that run Spark go in one process, one after another, as `make bench` runs
+# them: one JVM start instead of four (the suite's time budget).
+SHARED = ("audit_floor", "wap_job", "burst", "per_source_audit")
+
+
+@pytest.fixture(scope="module")
+def quick_outputs() -> dict[str, str]:
+    """Each of SHARED's output (`python -m bench --quick --no-doc ...`), by name."""
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--no-doc", *SHARED],
+                          cwd=REPO, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-4000:]
+    sections = done.stdout.split("\n=== ")
+    outputs = {section.split(" ===", 1)[0]: section for section in sections[1:]}
+    assert sorted(outputs) == sorted(SHARED), done.stdout[-2000:]
+    return outputs
+
+
 @pytest.mark.slow
-def test_audit_floor_bench_counts_what_each_side_reads():
-    out = _run_quick("bench.audit_floor_bench")
+def test_audit_floor_bench_counts_what_each_side_reads(quick_outputs):
+    out = quick_outputs["audit_floor"]
 
     assert "| seed audit: 10 `count(*) ... WHERE` queries (baseline) |" in out
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:]
@@ -43,8 +60,8 @@ def test_audit_floor_bench_counts_what_each_side_reads():
 
 
 @pytest.mark.slow
-def test_wap_job_bench_runs_all_variants():
-    out = _run_quick("bench.wap_job_bench")
+def test_wap_job_bench_runs_all_variants(quick_outputs):
+    out = quick_outputs["wap_job"]
 
     assert "measured SF 0.01 clean: append" in out
     assert "measured SF 0.01 dirty: append" in out
@@ -66,8 +83,8 @@ def test_query_bench_times_both_commands_on_a_failed_branch(tmp_path):
 
 
 @pytest.mark.slow
-def test_burst_bench_publishes_every_file_and_counts_the_runs():
-    out = _run_quick("bench.burst_bench")
+def test_burst_bench_publishes_every_file_and_counts_the_runs(quick_outputs):
+    out = quick_outputs["burst"]
 
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:]
             for line in out.splitlines() if line.startswith(("| one file", "| burst"))}
@@ -82,8 +99,8 @@ def test_burst_bench_publishes_every_file_and_counts_the_runs():
 
 
 @pytest.mark.slow
-def test_per_source_audit_bench_gives_a_verdict_per_file():
-    out = _run_quick("bench.per_source_audit_bench")
+def test_per_source_audit_bench_gives_a_verdict_per_file(quick_outputs):
+    out = quick_outputs["per_source_audit"]
 
     assert f"{LINEITEM_SF001_ROWS} rows in 10 files; the grouped pass gave 10 verdicts." in out
     steps = [line.split(" | ")[0].lstrip("| ") for line in out.splitlines()
