@@ -83,6 +83,27 @@ def drop_dataset_files(stack, name: str, drop: str, files: dict[str, dict[str, b
     return key
 
 
+def undelivered_drop(stack, prefix: str) -> dict:
+    """A drop of one file per table under `prefix` whose manifest is uploaded with the
+    S3 rule off: returns the manifest's event, for a test to deliver to the trigger."""
+    from tests.fixtures.local_stack import upload_with_notification
+
+    stack.wait_idle()
+    listed = {}
+    for table in ("mt.orders", "mt.order_items"):
+        body = fake_parquet(f"{prefix}{table}")
+        stack.drop_file(f"{prefix}{table}/f.parquet", body)  # ignored: the manifest names it
+        listed[table] = [{"path": f"{table}/f.parquet", "size": len(body)}]
+    stack.wait_idle()
+    rule = "wap-source-object-created"
+    stack.client("events").disable_rule(Name=rule)
+    try:
+        return upload_with_notification(stack, f"{prefix}_manifest.json",
+                                        json.dumps({"tables": listed}).encode())
+    finally:
+        stack.client("events").enable_rule(Name=rule)
+
+
 def the_dataset(stack, marker_key: str):
     found = [b for b in stack.ledger().list_batches() if (b.marker_uri or "").endswith(
         marker_key)]
@@ -247,24 +268,10 @@ def test_a_dataset_whose_trigger_gave_up_before_its_locks_is_adopted_by_the_swee
     from botocore.exceptions import ClientError
 
     from lambdas.common.ledger import Ledger
-    from tests.fixtures.local_stack import upload_with_notification
 
     stack = mt_stack[0]
-    stack.wait_idle()
     prefix = "_datasets/shop/orphan/"
-    listed = {}
-    for table, name in (("mt.orders", "o.parquet"), ("mt.order_items", "i.parquet")):
-        body = fake_parquet(f"orphan-{table}")
-        stack.drop_file(f"{prefix}{table}/{name}", body)  # ignored: the manifest names it
-        listed[table] = [{"path": f"{table}/{name}", "size": len(body)}]
-    stack.wait_idle()
-    rule = "wap-source-object-created"
-    stack.client("events").disable_rule(Name=rule)
-    try:
-        event = upload_with_notification(stack, f"{prefix}_manifest.json",
-                                         json.dumps({"tables": listed}).encode())
-    finally:
-        stack.client("events").enable_rule(Name=rule)
+    event = undelivered_drop(stack, prefix)
 
     def refused(self, tables, holder):
         raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "x"}},
@@ -292,24 +299,10 @@ def test_a_trigger_stopped_before_or_while_recording_the_dataset_loses_nothing(
     after the dataset but before joining its files: the sweeper never runs a dataset's
     file alone, and the next delivery publishes every file with the dataset."""
     from lambdas.trigger import datasets, multi_table
-    from tests.fixtures.local_stack import upload_with_notification
 
     stack = mt_stack[0]
-    stack.wait_idle()
     prefix = "_datasets/shop/stopped/"
-    listed = {}
-    for table in ("mt.orders", "mt.order_items"):
-        body = fake_parquet(f"stopped-{table}")
-        stack.drop_file(f"{prefix}{table}/f.parquet", body)
-        listed[table] = [{"path": f"{table}/f.parquet", "size": len(body)}]
-    stack.wait_idle()
-    rule = "wap-source-object-created"
-    stack.client("events").disable_rule(Name=rule)
-    try:
-        event = upload_with_notification(stack, f"{prefix}_manifest.json",
-                                         json.dumps({"tables": listed}).encode())
-    finally:
-        stack.client("events").enable_rule(Name=rule)
+    event = undelivered_drop(stack, prefix)
 
     def stop(*args, **kwargs):
         raise RuntimeError("the invocation stopped here (injected)")
