@@ -296,11 +296,15 @@ def failing_files(batch: BatchRecord) -> str | None:
     alert: at most MAX_NAMED_FILES named (a dataset may have thousands)."""
     verdicts = _member_verdicts(batch)
     names = batch.member_sources
+    # A multi-table dataset's files may share a name: each is named with its table.
+    tables = dict(zip(batch.members, batch.source_tables, strict=False))
     failing = []
     for member, verdict in verdicts.items():
         if verdict["status"] == SOURCE_PASSED:
             continue
         name = file_name(str(names.get(member) or member))
+        if member in tables:
+            name = f"{tables[member]}: {name}"
         why = ", ".join(verdict["failed_checks"]) or verdict.get("reason") or verdict["status"]
         failing.append(f"{name} ({why})")
     if not failing:

@@ -461,3 +461,25 @@ def test_a_local_alert_links_only_to_what_exists_locally(
     assert f"*Report:* `{event['report_uri']}`" in text
     assert f"*Logs:* `{event['log_uri']}`" in text
     assert f"*Execution:* `{event['execution_arn']}`" in text
+
+
+def test_a_multi_table_datasets_failing_files_are_named_with_their_table(
+        alert_env, stored_report, s3):
+    """Two tables' files may share a name: the reason says which table each one is of."""
+    sources = ("s3://wap-artifacts/staging/a/part-0.parquet",
+               "s3://wap-artifacts/staging/b/part-0.parquet")
+    report = stored_report | {"sources": [
+        {"uri": sources[0], "status": "passed", "rows": 1, "failed_checks": [],
+         "reason": None},
+        {"uri": sources[1], "status": "failed", "rows": 1, "reason": None,
+         "failed_checks": ["sku_not_null"]}]}
+    s3.put_object(Bucket="wap-artifacts", Key="reports/0123456789abcdef.json",
+                  Body=json.dumps(report).encode())
+    batch = BatchRecord(ingest_id="0123456789abcdef",
+                        report_uri="s3://wap-artifacts/reports/0123456789abcdef.json",
+                        members=("a", "b"), sources=sources,
+                        tables=("shop.order_items", "shop.orders"),
+                        source_tables=("shop.orders", "shop.order_items"))
+
+    assert failing_files(batch) == (
+        "1 of 2 files failed: shop.order_items: part-0.parquet (sku_not_null)")
