@@ -9,7 +9,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: setup test test-fast lint demo nessie bench synth clean
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-lambda.txt pyproject.toml package.json
+$(STAMP): requirements.txt requirements-dev.txt requirements-lambda.txt requirements-lambda-maintenance.txt pyproject.toml package.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt

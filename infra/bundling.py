@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from infra import constants
@@ -112,17 +112,19 @@ def function_code(name: str, *, lambdas_dir: Path,
     return _publish(staging, final)
 
 
-def dependency_layer(*, requirements: Path,
+def dependency_layer(*, requirements: Path | Sequence[Path],
                      build_dir: Path = constants.BUILD_DIR) -> Path:
-    """Layer directory (`python/...`) with the pinned Lambda requirements for Python 3.12 x86_64.
+    """Layer directory (`python/...`) with the pinned Lambda requirements for Python 3.12 x86_64
+    (several files: resolved together, so the packages agree).
 
-    Built once per requirements file content with `pip install --target`
+    Built once per requirements files' content with `pip install --target`
     for the Lambda platform (wheels only, so no compiler and no Docker).
     """
-    spec = requirements.read_bytes()
+    files = [requirements] if isinstance(requirements, Path) else list(requirements)
     flags = ["--platform", LAMBDA_PLATFORM, "--only-binary=:all:", "--implementation", "cp",
              "--python-version", LAMBDA_PYTHON_VERSION]
-    digest = _digest([("requirements", spec), ("flags", " ".join(flags).encode())])
+    digest = _digest([*(("requirements", path.read_bytes()) for path in files),
+                      ("flags", " ".join(flags).encode())])
     final = build_dir / "lambda" / f"deps-{digest}"
     if final.is_dir():
         return final
@@ -130,12 +132,14 @@ def dependency_layer(*, requirements: Path,
     staging = Path(tempfile.mkdtemp(prefix=".deps-", dir=final.parent))
     target = staging / "python"
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-               "--no-compile", "--target", str(target), "-r", str(requirements), *flags]
+               "--no-compile", "--target", str(target),
+               *(arg for path in files for arg in ("-r", str(path))), *flags]
     result = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
     if result.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         raise BundlingError(
-            f"pip could not build the Lambda dependency layer from {requirements} "
+            f"pip could not build the Lambda dependency layer from "
+            f"{', '.join(map(str, files))} "
             f"(needs the package index once; later synths reuse {final.parent}):\n"
             f"{result.stderr.strip()[-2000:]}")
     for name in (*RUNTIME_PROVIDED, "bin"):

@@ -43,6 +43,11 @@ class SourceTree:
     def lambda_requirements(self) -> Path:
         return self.root / "requirements-lambda.txt"
 
+    @property
+    def iceberg_lambda_requirements(self) -> Path:
+        """What a Lambda that reads Iceberg metadata adds (`FunctionSpec.reads_iceberg`)."""
+        return self.root / "requirements-lambda-maintenance.txt"
+
 
 STACK_NAME = "WapIngest"
 DEFAULT_REGION = "eu-west-1"
@@ -156,6 +161,9 @@ class FunctionSpec:
     capabilities: frozenset[Capability]
     timeout_seconds: int = LAMBDA_TIMEOUT_SECONDS
     memory_mib: int = LAMBDA_MEMORY_MIB
+    # Its layer also holds requirements-lambda-maintenance.txt (pyiceberg): only the
+    # maintenance Lambda, so the others stay small (the trigger's size target).
+    reads_iceberg: bool = False
 
     @property
     def handler(self) -> str:
@@ -214,5 +222,5 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
                                            _C.REPORTS_READ, _C.SLACK_TOKEN_READ,
                                            _C.LEDGER_QUERY_INDEXES}),
                  timeout_seconds=MAINTENANCE_TIMEOUT_SECONDS,
-                 memory_mib=MAINTENANCE_MEMORY_MIB),
+                 memory_mib=MAINTENANCE_MEMORY_MIB, reads_iceberg=True),
 )

@@ -59,6 +59,16 @@ class Pipeline(Construct):
             compatible_architectures=[lambda_.Architecture.X86_64],
             description="Pinned requirements-lambda.txt (boto3 comes with the runtime)",
         )
+        # The Lambdas that read Iceberg metadata get a layer of both requirement files
+        # (resolved together) in place of the shared one: the others stay small.
+        self.iceberg_layer = lambda_.LayerVersion(
+            self, "IcebergDependencies",
+            code=lambda_.Code.from_asset(str(bundling.dependency_layer(requirements=[
+                source_tree.lambda_requirements, source_tree.iceberg_lambda_requirements]))),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
+            compatible_architectures=[lambda_.Architecture.X86_64],
+            description="Pinned requirements-lambda.txt + requirements-lambda-maintenance.txt",
+        ) if any(spec.reads_iceberg for spec in functions) else None
         self.nessie_clients = ec2.SecurityGroup(
             self, "NessieClients", vpc=vpc, allow_all_outbound=True,
             description="Lambdas that call Nessie (and Slack through the NAT)")
@@ -76,7 +86,8 @@ class Pipeline(Construct):
                 handler=spec.handler,
                 code=lambda_.Code.from_asset(str(bundling.function_code(
                     spec.name, lambdas_dir=source_tree.lambdas_dir))),
-                layers=[self.layer],
+                layers=[self.iceberg_layer if spec.reads_iceberg and self.iceberg_layer
+                        else self.layer],
                 memory_size=spec.memory_mib,
                 timeout=Duration.seconds(spec.timeout_seconds),
                 environment={**environment, "WAP_LEDGER_TABLE": self.ledger.table_name,

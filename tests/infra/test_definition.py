@@ -39,6 +39,7 @@ def test_synthesis_fails_on_an_unknown_substitution(tmp_path):
     for name in ("lambdas", "contracts", "spark_jobs", "tables"):
         (tmp_path / name).symlink_to(REPO / name)
     shutil.copy(REPO / "requirements-lambda.txt", tmp_path)
+    shutil.copy(REPO / "requirements-lambda-maintenance.txt", tmp_path)
     (tmp_path / "statemachine").mkdir()
     text = (REPO / "statemachine" / "ingest.asl.json").read_text()
     (tmp_path / "statemachine" / "ingest.asl.json").write_text(
