@@ -20,6 +20,7 @@ BENCHMARKS = {
     "history": "bench.history_bench",
     "csv": "bench.csv_bench",
     "dataset": "bench.dataset_bench",
+    "maintenance": "bench.maintenance_bench",
 }
 
 

@@ -114,3 +114,11 @@ def test_history_bench_compares_an_empty_home_with_a_long_history():
     for row in ("stack start (in process)", "cold `wap runs` (a new process)",
                 "one ingest's ledger writes"):
         assert f"| {row} |" in out
+
+
+def test_make_bench_runs_every_benchmark():
+    """Each `bench/*_bench.py` is one of `python -m bench`'s (what `make bench` runs)."""
+    from bench.__main__ import BENCHMARKS
+
+    modules = {f"bench.{path.stem}" for path in (REPO / "bench").glob("*_bench.py")}
+    assert modules == set(BENCHMARKS.values())
