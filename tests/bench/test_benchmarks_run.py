@@ -121,4 +121,4 @@ def test_make_bench_runs_every_benchmark():
     from bench.__main__ import BENCHMARKS
 
     modules = {f"bench.{path.stem}" for path in (REPO / "bench").glob("*_bench.py")}
-    assert modules == set(BENCHMARKS.values())
+    assert modules <= set(BENCHMARKS.values()), modules - set(BENCHMARKS.values())
