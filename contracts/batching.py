@@ -26,6 +26,8 @@ ARRIVAL_EVENT, ARRIVAL_MARKER = "event", "marker"
 ARRIVALS = (ARRIVAL_EVENT, ARRIVAL_MARKER)
 # The objects that complete a dataset of an `arrival: marker` table.
 SUCCESS_MARKER, MANIFEST_MARKER = "_SUCCESS", "_manifest.json"
+# A manifest (one table's or a multi-table dataset's) is read whole, up to this size.
+MAX_MANIFEST_BYTES = 10 * 1024 * 1024
 _DURATION = re.compile(r"(\d+)\s*([smhd])")
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,

@@ -147,7 +147,6 @@ def _parse_relation(entry: Any, index: int, config: DatasetConfig, where: str) -
 # drop's `_manifest.json` (docs/datasets.md). `_` keeps it clear of every table prefix.
 DATASETS_PREFIX = f"{DATASETS_NAMESPACE}/"
 DATASET_CONFIGS_DIR = "datasets"  # tables/datasets/<name>.yaml
-MAX_DATASET_MANIFEST_BYTES = 10 * 1024 * 1024
 
 
 def dataset_drop(key: str) -> tuple[str, str] | None:

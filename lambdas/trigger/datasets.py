@@ -18,7 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from contracts.batching import MANIFEST_MARKER, SUCCESS_MARKER
+from contracts.batching import MANIFEST_MARKER, MAX_MANIFEST_BYTES, SUCCESS_MARKER
 from lambdas.common import constants as c
 from lambdas.common.alerts import alert_event, send_alert_quietly
 from lambdas.common.config import Settings
@@ -36,7 +36,6 @@ from lambdas.common.naming import file_name, ingest_id, iso, route_key, s3_uri, 
 from lambdas.common.nessie import NessieClient
 from lambdas.trigger.events import ObjectCreated
 
-MAX_MANIFEST_BYTES = 10 * 1024 * 1024
 # What a file of a dataset can be before its marker came: recorded, staged, waiting.
 _JOINABLE = frozenset({c.HELD, c.RECEIVED})
 

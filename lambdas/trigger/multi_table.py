@@ -21,8 +21,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from contracts.batching import MAX_MANIFEST_BYTES
 from contracts.dataset_config import (
-    MAX_DATASET_MANIFEST_BYTES,
     DatasetConfig,
     dataset_drop,
     parse_dataset_config_bytes,
@@ -134,8 +134,8 @@ def _manifest(marker: ObjectCreated, s3: Any, config: DatasetConfig,
               ) -> dict[str, list[tuple[str, int]]]:
     where = s3_uri(marker.bucket, marker.key)
     body = marker_bytes(marker, s3)
-    if len(body) > MAX_DATASET_MANIFEST_BYTES:
-        raise DatasetError(f"{where} is larger than {MAX_DATASET_MANIFEST_BYTES} bytes")
+    if len(body) > MAX_MANIFEST_BYTES:
+        raise DatasetError(f"{where} is larger than {MAX_MANIFEST_BYTES} bytes")
     try:
         raw = json.loads(body)
     except ValueError as exc:

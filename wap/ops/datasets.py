@@ -9,10 +9,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from contracts.batching import MANIFEST_MARKER
+from contracts.batching import MANIFEST_MARKER, MAX_MANIFEST_BYTES
 from contracts.dataset_config import (
     DATASETS_PREFIX,
-    MAX_DATASET_MANIFEST_BYTES,
     DatasetConfig,
     parse_dataset_config_bytes,
     parse_tables_manifest,
@@ -78,8 +77,8 @@ def read_drop(name: str, folder: Path, tables_dir: Path | None) -> DatasetDrop:
 
 
 def _from_manifest(path: Path, folder: Path) -> dict[str, list[tuple[str, Path]]]:
-    if path.stat().st_size > MAX_DATASET_MANIFEST_BYTES:
-        raise InvalidInputError(f"{path} is larger than {MAX_DATASET_MANIFEST_BYTES} bytes")
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise InvalidInputError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes")
     try:
         raw = json.loads(path.read_text())
         tables = raw["tables"]
