@@ -31,13 +31,10 @@ def merge_audited_commit(
     Raises `AuditedCommitMismatchError` when the commit holds another snapshot (nothing
     is merged) and `MergeConflictError` when main changed the same table on every try.
     """
-    for name, expected in (dict(snapshots) if snapshots else {table: snapshot_id}).items():
-        held = nessie.table_snapshot(name, branch, audited_hash)
-        if held != int(expected):
-            raise AuditedCommitMismatchError(
-                f"{branch}@{audited_hash} holds snapshot {held} of {name}, but the report "
-                f"audited snapshot {expected}"
-            )
+    mismatch = snapshot_mismatch(nessie, branch, audited_hash,
+                                 dict(snapshots) if snapshots else {table: snapshot_id})
+    if mismatch:
+        raise AuditedCommitMismatchError(mismatch)
     conflict: MergeConflictError | None = None
     for _ in range(MERGE_TRIES):
         try:
@@ -46,6 +43,18 @@ def merge_audited_commit(
             conflict = exc
     assert conflict is not None
     raise conflict
+
+
+def snapshot_mismatch(nessie: NessieClient, branch: str, commit: str,
+                      snapshots: Mapping[str, Any]) -> str | None:
+    """Why `branch@commit` is not the audited commit: the first table whose snapshot there
+    is not the audited one (`snapshots`: table -> snapshot id); None when all match."""
+    for name, expected in snapshots.items():
+        held = nessie.table_snapshot(name, branch, commit)
+        if held != int(expected):
+            return (f"{branch}@{commit} holds snapshot {held} of {name}, but the report "
+                    f"audited snapshot {expected}")
+    return None
 
 
 def audited_snapshot(record: LedgerRecord | None, reported: str | None = None) -> Any:

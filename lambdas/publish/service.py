@@ -26,6 +26,7 @@ from lambdas.common.published import (
     delete_branch_quietly,
     main_holds_ingest,
     merge_audited_commit,
+    snapshot_mismatch,
 )
 
 
@@ -65,11 +66,10 @@ def publish(
         # The merge went through; its answer was lost. Only if the audited commit is the
         # one that holds it: a report naming a snapshot main already had must not mark
         # this ingest published.
-        for name, snapshot in expected.items():
-            if nessie.table_snapshot(name, branch, from_hash) != int(snapshot):
-                return replace(base, status=c.PUBLISH_FAILED,
-                               reason=f"refusing to publish: {branch}@{from_hash} does not "
-                               f"hold snapshot {snapshot} of {name}, which main already holds")
+        mismatch = snapshot_mismatch(nessie, branch, from_hash, expected)
+        if mismatch:
+            return replace(base, status=c.PUBLISH_FAILED,
+                           reason=f"refusing to publish: {mismatch}, which main already holds")
         return _published(ledger, nessie, ingest_id, branch, base, nessie.main_hash())
     if record.branch_attempt(attempt + 1):  # retried after a rebase had begun
         return _rebase(
