@@ -44,18 +44,15 @@ class Measured:
     timings: dict | None = None  # the job's report timings
 
 
-def _timings(backend: Any, record: Any) -> dict:
+def _job_time(backend: Any, record: Any) -> tuple[float, dict]:
+    """The job's own total seconds and its timings (its report, read once)."""
     import json
 
     body = backend.read_object(record.report_uri) if record.report_uri else None
-    return json.loads(body)["timings"] if body else {}
+    timings = json.loads(body)["timings"] if body else {}
+    return float(timings.get("total_s", 0.0)), timings
 
 
-def _job_seconds(backend: Any, record: Any) -> float:
-    import json
-
-    body = backend.read_object(record.report_uri) if record.report_uri else None
-    return float(json.loads(body)["timings"]["total_s"]) if body else 0.0
 
 
 def write_files(folder: Path, orders: int, per_order: int) -> tuple[Path, Path]:
@@ -117,7 +114,7 @@ def one_after_the_other(backend: Any, ns: str, files: tuple[Path, Path],
         measured.append(Measured(time.perf_counter() - started,
                                  _job_runs(backend, record.ingest_id),
                                  _main_commits(backend) - before, (record.status,),
-                                 _job_seconds(backend, record)))
+                                 *_job_time(backend, record)))
     return measured[0], measured[1]
 
 
@@ -134,7 +131,7 @@ def as_dataset(backend: Any, ns: str, files: tuple[Path, Path], timeout: float) 
     seconds = time.perf_counter() - started
     return Measured(seconds, _job_runs(backend, record.ingest_id),
                     _main_commits(backend) - before, (record.status,),
-                    _job_seconds(backend, record), _timings(backend, record))
+                    *_job_time(backend, record))
 
 
 def run(orders: int, per_order: int, repeats: int, timeout: float) -> list[dict[str, Any]]:

@@ -15,10 +15,9 @@ from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ingest import (
     cancel_job_run,
     release_all_and_start_next,
-    release_and_start_next,
     run_from_fields,
 )
-from lambdas.common.ledger import IngestRecord, Ledger, tables_of
+from lambdas.common.ledger import IngestRecord, Ledger
 from lambdas.common.lineage import record as lineage
 from lambdas.common.log import logger
 from lambdas.common.naming import iso, utcnow
@@ -130,9 +129,7 @@ def finish(
     outcome_record = record
     if record.branch_deleted_at:  # the alert names no branch that is gone
         record = replace(record, branch=None)
-    next_id = (release_all_and_start_next(settings, ledger, nessie, record)
-               if len(tables_of(record)) > 1 else
-               release_and_start_next(settings, ledger, nessie, table, ingest_id))
+    next_id = release_all_and_start_next(settings, ledger, nessie, record)
     if recorded:  # by this invocation (a retried one finds it recorded): counted once
         lineage.record_outcome(settings, ledger, outcome_record, job_started_at=run.started_at)
     alert = None
