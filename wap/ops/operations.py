@@ -281,8 +281,8 @@ def show(backend: Backend, target: str) -> IngestView:
             if branch_meta:
                 branch_rows = iceberg.row_count(branch_meta, backend.iceberg_properties())
     failed = [ch for ch in report.checks if ch.status != PASSED] if report else []
-    per_table = dataset_tables(record, report, lambda ref, name: _rows_on(
-        backend, ref, name) if ref != branch or branch_ref else None)
+    per_table = dataset_tables(record, report, lambda ref, name: _rows_on(backend, ref, name),
+                               branch_open=branch_ref is not None)
     return IngestView(
         record=record,
         report=report,
@@ -295,16 +295,17 @@ def show(backend: Backend, target: str) -> IngestView:
 
 
 def dataset_tables(record: Record, report: AuditReport | None,
-                   rows_on: Callable[[str | None, str], int | None] | None = None,
-                   ) -> list[TableRows]:
+                   rows_on: Callable[[str | None, str], int | None] | None = None, *,
+                   branch_open: bool = False) -> list[TableRows]:
     """A multi-table dataset's tables with the rows it wrote to each (its report) and, with
-    `rows_on(ref, table)`, each table's rows on main and on its branch; [] for one table."""
+    `rows_on(ref, table)`, each table's rows on main and (`branch_open`) on its branch; []
+    for one table."""
     if len(tables_of(record)) < 2:
         return []
     written = {entry.table: entry.rows_written for entry in report.tables} if report else {}
     return [TableRows(name, written.get(name),
                       rows_on(c.MAIN_BRANCH, name) if rows_on else None,
-                      rows_on(record.branch, name) if rows_on and record.branch else None)
+                      rows_on(record.branch, name) if rows_on and branch_open else None)
             for name in tables_of(record)]
 
 
