@@ -173,7 +173,8 @@ def _clean_up(
     now: datetime, report: SweepReport,
 ) -> None:
     """One final record: its branch (kept for inspection until the retention ends), then
-    its staged copy once the branch is gone; then it leaves the sweep index."""
+    its staged copy (a dataset's: its frozen config) once the branch is gone; then it
+    leaves the sweep index."""
     iid, status, branch = record.ingest_id, record.status, record.branch
     if branch and not record.branch_deleted_at and status in c.FAILED_STATUSES:
         finished = parse_iso(record.finished_at or record.updated_at or "")
@@ -195,7 +196,9 @@ def _clean_up(
             return
         ledger.update_ingest(iid, {"branch_deleted_at": iso(now)})
         report.deleted_branches.append(branch)
-    staged = record.staged_uri if isinstance(record, IngestRecord) else None
+    # A file's staged copy; a multi-table dataset's frozen config (its runs are over).
+    staged = (record.staged_uri if isinstance(record, IngestRecord)
+              else record.dataset_config_uri)
     if staged and record.staged_at and not record.staged_deleted_at:
         delete_staged(aws.client("s3"), staged)
         ledger.update_ingest(iid, {"staged_deleted_at": iso(now)})
