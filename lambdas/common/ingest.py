@@ -82,15 +82,18 @@ def job_arguments(
     settings: Settings, *, source_uris: list[str], table: str, branch: str, ingest_id: str,
     report_uri: str, all_or_nothing: bool = False, source_origins: list[str] | None = None,
     dataset: str | None = None, source_tables: list[str] | None = None,
+    dataset_config_uri: str | None = None,
 ) -> list[str]:
     """`spark_jobs/wap_job.py` arguments (docs/contracts.md). A multi-table `dataset` gives
-    each source's table (`source_tables`) and reads its table configs by prefix."""
+    each source's table (`source_tables`), the config its trigger froze when it took the
+    locks (`dataset_config_uri`; the deployed one for a batch recorded without it) and
+    reads its table configs by prefix."""
     args = [arg for uri in source_uris for arg in ("--source", uri)]
     if source_origins:  # one per source, same order: what the snapshot names
         args += [arg for uri in source_origins for arg in ("--source-origin", uri)]
     if dataset:
         args += [arg for name in source_tables or () for arg in ("--source-table", name)]
-        dataset_uri = settings.dataset_config_uri(dataset)
+        dataset_uri = dataset_config_uri or settings.dataset_config_uri(dataset)
         if not dataset_uri or not settings.tables_config_prefix:
             raise ValueError(f"dataset {dataset}: no table config prefix is deployed")
         args += ["--dataset-config-uri", dataset_uri]
@@ -127,12 +130,14 @@ def start_job_run(
     source_origins: list[str] | None = None,
     dataset: str | None = None,
     source_tables: list[str] | None = None,
+    dataset_config_uri: str | None = None,
 ) -> str:
     """Start (or find, by clientToken) the Spark job run of one attempt; return its id."""
     arguments = job_arguments(settings, source_uris=source_uris, table=table, branch=branch,
                               ingest_id=ingest_id, report_uri=report_uri,
                               all_or_nothing=all_or_nothing, source_origins=source_origins,
-                              dataset=dataset, source_tables=source_tables)
+                              dataset=dataset, source_tables=source_tables,
+                              dataset_config_uri=dataset_config_uri)
     return _submit(settings, arguments, action=f"start the job run of {ingest_id}",
                    client_token=client_token(ingest_id, attempt, job_try),
                    name=f"wap-{table}-{ingest_id}-{attempt}" + (
@@ -301,6 +306,7 @@ def launch_job_run(
         all_or_nothing=isinstance(record, BatchRecord) and bool(record.all_or_nothing),
         dataset=record.dataset_name if multi else None,
         source_tables=list(record.source_tables) if multi else None,
+        dataset_config_uri=record.dataset_config_uri if multi else None,
     )
     started_at = ledger.set_once(ingest_id, started_at_field(attempt, job_try), iso(utcnow()))
     return Run(attempt=attempt, job_try=job_try, branch=branch, job_run_id=job_run_id,

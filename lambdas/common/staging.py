@@ -8,6 +8,7 @@ copied from the version the S3 event named. The source object is never modified.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from lambdas.common.exceptions import SourceVersionGoneError
@@ -24,6 +25,22 @@ _CONCURRENCY = 16
 def staged_uri(artifacts_bucket: str, ingest_id: str, key: str) -> str:
     """Where an ingest's staged copy lives."""
     return s3_uri(artifacts_bucket, f"{STAGING_PREFIX}{ingest_id}/{file_name(key)}")
+
+
+def frozen_config_uri(artifacts_bucket: str, ingest_id: str, name: str, data: bytes) -> str:
+    """Where a multi-table dataset's config, as its trigger read it, is kept for its runs:
+    `staging/<batch id>/config-<digest>/<name>.yaml` (the file keeps its name: the job
+    takes the dataset's name from it). The digest of the bytes makes the key the copy's
+    own: two invocations that read different bytes never overwrite each other's."""
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    return s3_uri(artifacts_bucket,
+                  f"{STAGING_PREFIX}{ingest_id}/config-{digest}/{name}.yaml")
+
+
+def put_frozen(s3: Any, uri: str, data: bytes) -> None:
+    """Write `data` at `uri` (a `frozen_config_uri`): the same bytes each time."""
+    bucket, key = split_s3_uri(uri)
+    s3.put_object(Bucket=bucket, Key=key, Body=data)
 
 
 def stage_version(

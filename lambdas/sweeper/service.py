@@ -173,7 +173,8 @@ def _clean_up(
     now: datetime, report: SweepReport,
 ) -> None:
     """One final record: its branch (kept for inspection until the retention ends), then
-    its staged copy once the branch is gone; then it leaves the sweep index."""
+    its staged copy (a dataset's: its frozen config) once the branch is gone; then it
+    leaves the sweep index."""
     iid, status, branch = record.ingest_id, record.status, record.branch
     if branch and not record.branch_deleted_at and status in c.FAILED_STATUSES:
         finished = parse_iso(record.finished_at or record.updated_at or "")
@@ -195,7 +196,9 @@ def _clean_up(
             return
         ledger.update_ingest(iid, {"branch_deleted_at": iso(now)})
         report.deleted_branches.append(branch)
-    staged = record.staged_uri if isinstance(record, IngestRecord) else None
+    # A file's staged copy; a multi-table dataset's frozen config (its runs are over).
+    staged = (record.staged_uri if isinstance(record, IngestRecord)
+              else record.dataset_config_uri)
     if staged and record.staged_at and not record.staged_deleted_at:
         delete_staged(aws.client("s3"), staged)
         ledger.update_ingest(iid, {"staged_deleted_at": iso(now)})
@@ -237,6 +240,8 @@ def _recover_lock(
     if status in c.PENDING_STATUSES:
         if lock.active_since and now - parse_iso(lock.active_since) < settings.blocked_start:
             return
+        if _queued_behind_live_holder(ledger, record, now):
+            return  # not stuck: the holder's release hands it that table and starts it
         try:
             start_or_fail(settings, ledger, nessie, record)
         except Exception as exc:  # retryable (Nessie, EMR down): say so once, retry each sweep
@@ -276,6 +281,22 @@ def _recover_lock(
         "stuck table lock recovered",
         extra={"table": table, "ingest_id": active, "execution_state": execution_state},
     )
+
+
+def _queued_behind_live_holder(ledger: Ledger, record: Record, now: datetime) -> bool:
+    """A multi-table dataset that holds some of its tables and is QUEUED at the next
+    (`waiting_for`) behind another ingest that is still alive (not final, lease not run
+    out), in that table's queue: it goes on when that table is handed to it. False when
+    it is stuck: the lock no longer queues it, or its holder is gone."""
+    waiting_for = getattr(record, "waiting_for", None)
+    if record.status != c.QUEUED or not waiting_for or waiting_for not in tables_of(record):
+        return False
+    lock = ledger.get_lock(waiting_for)
+    if (not lock.active or lock.active == record.ingest_id
+            or record.ingest_id not in lock.queue or lock.lease_expired(now)):
+        return False
+    holder = ledger.get_ingest(lock.active)
+    return holder is not None and not holder.is_terminal
 
 
 def _alert_blocked_once(ledger: Ledger, record: Record, lock: TableLock,

@@ -10,8 +10,11 @@ under it, and last its `_manifest.json`, which names each table's files:
 `tables/datasets/<name>.yaml` (contracts/dataset_config.py) names the dataset's tables and
 the checks between them. The manifest's event makes the drop one batch record (kind
 `batch`, `all_or_nothing`, with `tables`): each file is recorded and staged at the version
-S3 has now, as any upload is, then the batch takes the lock of every table in canonical
-order (`Ledger.acquire_in_order`) and runs when it holds them all. Files under `_datasets/`
+S3 has now, as any upload is, and the config's bytes are kept beside them
+(`dataset_config_uri`: every job run of the batch reads that copy, so a config redeployed
+while it waits changes neither its tables nor its checks); then the batch takes the lock
+of every table in canonical order (`Ledger.acquire_in_order`) and runs when it holds them
+all. Files under `_datasets/`
 do nothing on their own: the manifest names them.
 """
 
@@ -36,6 +39,7 @@ from lambdas.common.ingest import start_or_fail
 from lambdas.common.ledger import BatchRecord, IngestRecord, Ledger
 from lambdas.common.naming import file_name, ingest_id, s3_uri
 from lambdas.common.nessie import NessieClient
+from lambdas.common.staging import frozen_config_uri, put_frozen
 from lambdas.trigger.datasets import (
     DatasetError,
     head_parts,
@@ -47,10 +51,11 @@ from lambdas.trigger.datasets import (
 from lambdas.trigger.events import ObjectCreated
 
 
-def load_dataset_config(settings: Settings, name: str) -> DatasetConfig:
-    """The deployed `datasets/<name>.yaml`; TableConfigError when the name is not an
-    identifier (checked before it is part of any URI), or the config is missing or invalid
-    (in the job's words: both parse it with `contracts.dataset_config`)."""
+def load_dataset_config(settings: Settings, name: str) -> tuple[DatasetConfig, bytes]:
+    """The deployed `datasets/<name>.yaml`, parsed, and the bytes it was parsed from;
+    TableConfigError when the name is not an identifier (checked before it is part of any
+    URI), or the config is missing or invalid (in the job's words: both parse it with
+    `contracts.dataset_config`)."""
     if not is_identifier(name):
         raise TableConfigError(f"dataset name {name!r} in _datasets/{name}/ is not an "
                                f"identifier ({IDENTIFIER_RULE})")
@@ -61,7 +66,7 @@ def load_dataset_config(settings: Settings, name: str) -> DatasetConfig:
                                ".yaml naming its tables (docs/datasets.md)")
     import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
 
-    return parse_dataset_config_bytes(data, uri or name, yaml=yaml)
+    return parse_dataset_config_bytes(data, uri or name, yaml=yaml), data
 
 
 def complete_multi_table_dataset(
@@ -78,9 +83,9 @@ def complete_multi_table_dataset(
     batch_id = ingest_id(marker.bucket, marker.key, marker.version)
     batch = ledger.get_ingest(batch_id)
     if batch is None:
-        config, listed, problem = None, {}, None
+        config, data, listed, problem = None, b"", {}, None
         try:
-            config = load_dataset_config(settings, name)
+            config, data = load_dataset_config(settings, name)
             listed = _manifest(marker, s3, config)
             problem = _unlisted(marker, s3, prefix, listed)
         except (TableConfigError, DatasetError) as exc:
@@ -95,10 +100,15 @@ def complete_multi_table_dataset(
             member_tables += [table] * len(parts)
         problem = "; ".join(problems) or problem_of(members)
         tables = list(config.tables) if config else []
+        frozen = None
+        if config is not None and not problem:  # the config its locks and its job agree on
+            frozen = frozen_config_uri(settings.artifacts_bucket, batch_id, name, data)
+            put_frozen(s3, frozen, data)
         batch = record_batch(
             settings, ledger, batch_id, tables[0] if tables else None, prefix, marker,
             members, problem,
-            extra={"dataset_name": name, "tables": tables, "source_tables": member_tables})
+            extra={"dataset_name": name, "tables": tables, "source_tables": member_tables,
+                   "dataset_config_uri": frozen})
     if not batch.is_pending:
         return batch.status or "?", batch_id, batch.table, batch.error
     if isinstance(batch, BatchRecord):  # a retry after a stop between record and join

@@ -7,11 +7,18 @@ runs the real job."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
 
-from tests.fixtures.local_stack import branch_exists, fake_parquet, table_on
+from tests.fixtures.local_stack import (
+    branch_exists,
+    fake_parquet,
+    status_for_key,
+    table_on,
+    wait_for_status,
+)
 from tests.fixtures.standin_job import standin_job
 
 DATASET_CONFIG = """tables: [{a}, {b}]
@@ -40,23 +47,40 @@ def mt_stack(nessie, tmp_path_factory):
         dataset_config("shop_reversed", "mt.order_items", "mt.orders"))
     (tables / "datasets" / "faults.yaml").write_text(
         dataset_config("faults", "mf.orders", "mf.order_items"))
+    (tables / "datasets" / "redeployed.yaml").write_text(
+        dataset_config("redeployed", "mr.a", "mr.b"))
     calls: list[dict] = []
     inner = standin_job(nessie.api_v1, calls)
+    started: list = []
 
     def job(argv: list[str]):
         if FAULTS:  # an infrastructure error a test asked for: the job run fails
             raise FAULTS.pop()
-        return inner(argv)
+        for match, release in list(HOLDS.items()):
+            if match in " ".join(argv):
+                release.wait(60)
+        report = inner(argv)
+        if "--dataset-config-uri" in argv and started:  # who held each table it wrote
+            ledger = started[0].ledger()
+            DATASET_RUNS.append((report["ingest_id"], {
+                part["table"]: ledger.get_lock(part["table"]).active
+                for part in report.get("tables") or ()}))
+        return report
 
     slack = SlackStandin(SLACK_TOKEN, (SLACK_CHANNEL,)).start()
     stack = LocalAwsStack(stack_settings(nessie, slack, tables_dir=tables, emr_workers=2,
                                          job=job, job_retry_base_seconds=1)).start()
+    started.append(stack)
     yield stack, calls, slack
     stack.stop()
     slack.stop()
 
 
 FAULTS: list[Exception] = []  # raised by the module stack's next job runs, one each
+# A job run whose arguments contain a key waits (up to a minute) until its event is set.
+HOLDS: dict[str, threading.Event] = {}
+# Each dataset run of the stand-in: (its id, {table it wrote: the lock's holder then}).
+DATASET_RUNS: list[tuple[str, dict[str, str | None]]] = []
 
 
 def drop_dataset(stack, name: str, drop: str, files: dict[str, list[str]],
@@ -329,3 +353,61 @@ def test_a_trigger_stopped_before_or_while_recording_the_dataset_loses_nothing(
     assert dataset.status == "PUBLISHED"
     members = stack.ledger().get_ingests(dataset.members)
     assert len(members) == 2 and {m.status for m in members.values()} == {"PUBLISHED"}
+
+
+def test_a_config_redeployed_while_the_dataset_waits_does_not_change_its_run(
+        mt_stack, nessie_client):
+    """The dataset waits QUEUED behind a single-table ingest of its first table while its
+    config is redeployed with other tables: its run reads the config its trigger parsed
+    and took the locks by (frozen beside its staged files), publishes what was dropped,
+    and writes no table whose lock it does not hold."""
+    stack, calls, _ = mt_stack
+    stack.wait_idle()
+    calls.clear()
+    s3, bucket = stack.client("s3"), stack.settings.artifacts_bucket
+    deployed = "tables/datasets/redeployed.yaml"
+    dropped_with = s3.get_object(Bucket=bucket, Key=deployed)["Body"].read()
+    hold = HOLDS["/hold-a.parquet"] = threading.Event()
+    try:
+        stack.drop_file("mr/a/hold-a.parquet", fake_parquet("hold-a"))
+        wait_for_status(stack, "mr/a/hold-a.parquet", "RUNNING")
+        key = drop_dataset(stack, "redeployed", "d1", {"mr.a": ["a.parquet"],
+                                                       "mr.b": ["b.parquet"]})
+        deadline = time.monotonic() + 30
+        while the_dataset_or_none(stack, key, "QUEUED") is None:
+            assert time.monotonic() < deadline, stack.describe()
+            time.sleep(0.1)
+        # Redeployed while it waits: another table list (its first table changes too).
+        s3.put_object(Bucket=bucket, Key=deployed,
+                      Body=dataset_config("redeployed", "mr.b", "mr.c").encode())
+    finally:
+        hold.set()
+        HOLDS.clear()
+    try:
+        dataset = wait_dataset(stack, key)
+    finally:
+        s3.put_object(Bucket=bucket, Key=deployed, Body=dropped_with)
+
+    assert dataset.status == "PUBLISHED", dataset.error
+    [run] = [call for call in calls if call["ingest_id"] == dataset.ingest_id]
+    assert run["dataset_tables"] == ["mr.a", "mr.b"]  # the config it was dropped with
+    frozen = dataset.dataset_config_uri
+    assert run["dataset_config_uri"].endswith("/redeployed.yaml")
+    assert frozen.startswith(f"s3://{bucket}/staging/{dataset.ingest_id}/")
+    frozen_bucket, frozen_key = frozen[len("s3://"):].split("/", 1)
+    assert s3.get_object(Bucket=frozen_bucket, Key=frozen_key)["Body"].read() == dropped_with
+    [(_, holders)] = [run for run in DATASET_RUNS if run[0] == dataset.ingest_id]
+    assert holders == {"mr.a": dataset.ingest_id, "mr.b": dataset.ingest_id}
+    assert table_on(nessie_client, "main", "mr.c") is None
+    assert status_for_key(stack, "mr/a/hold-a.parquet") == "PUBLISHED"
+    # Published and its branch gone: the sweeper deletes the frozen copy with the files'.
+    swept = stack.invoke("sweeper", {"source": "aws.events"})
+    assert frozen in swept["deleted_staged"], swept
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket,
+                                                Prefix=f"staging/{dataset.ingest_id}/")
+
+
+def the_dataset_or_none(stack, marker_key: str, status: str):
+    found = [b for b in stack.ledger().list_batches()
+             if (b.marker_uri or "").endswith(marker_key) and b.status == status]
+    return found[0] if found else None

@@ -19,6 +19,7 @@ from tests.fixtures.local_stack import (
     trigger_while_nessie_is_down,
     upload_with_notification,
     wait_for_key,
+    wait_for_status,
 )
 
 
@@ -175,3 +176,60 @@ def test_a_running_compaction_keeps_its_table_until_its_lease_ends(make_stack):
         lock, "lease_expires_at", _iso(datetime.now(UTC) - timedelta(minutes=1))) or True)
     assert stack.invoke("sweeper", event)["recovered_locks"] == ["kept.orders"]
     assert ledger.get_ingest("0000000000000c0c").status == "JOB_FAILED"
+
+
+def test_a_dataset_queued_behind_a_live_ingest_is_left_alone_until_it_is_stuck(
+        make_stack, tmp_path):
+    """A dataset holds sw.a and waits QUEUED at sw.b behind a running single ingest: not
+    stuck, so no sweep restarts (or counts) it, however long it waits. Once sw.b's queue
+    no longer lists it, or its holder is gone, the sweeper takes it on again."""
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "sweepy.yaml").write_text("tables: [sw.a, sw.b]\n")
+    stack = make_stack(tables_dir=tmp_path)
+    stack.emr.inject_hang(match="/single.parquet")
+    stack.drop_file("sw/b/single.parquet", fake_parquet("single"))
+    single = wait_for_status(stack, "sw/b/single.parquet", "RUNNING")
+    prefix = "_datasets/sweepy/d1/"
+    listed = {}
+    for table in ("sw.a", "sw.b"):
+        body = fake_parquet(f"{prefix}{table}")
+        stack.drop_file(f"{prefix}{table}/f.parquet", body)
+        listed[table] = [{"path": f"{table}/f.parquet", "size": len(body)}]
+    stack.drop_file(f"{prefix}_manifest.json", json.dumps({"tables": listed}).encode())
+    deadline = time.monotonic() + 30
+    while not (datasets := [b for b in stack.ledger().list_batches()
+                            if b.dataset_name == "sweepy" and b.status == "QUEUED"]):
+        assert time.monotonic() < deadline, stack.describe()
+        time.sleep(0.1)
+    [dataset] = datasets
+    ledger = stack.ledger()
+    assert dataset.field_value("waiting_for") == "sw.b"
+    assert ledger.get_lock("sw.a").active == dataset.ingest_id
+    assert ledger.get_lock("sw.b").queue == [dataset.ingest_id]
+    ledger._mutate_lock("sw.a", lambda lock: setattr(  # as if it had waited 20 minutes
+        lock, "active_since", _iso(datetime.now(UTC) - timedelta(minutes=20))) or True)
+    event = {"source": "aws.events", "detail-type": "Scheduled Event"}
+
+    for _ in range(2):  # every pass: nothing restarted, nothing changed
+        swept = stack.invoke("sweeper", event)
+        assert swept["restarted"] == [] and swept["recovered_locks"] == [], swept
+        assert ledger.get_ingest(dataset.ingest_id).status == "QUEUED"
+        assert ledger.get_lock("sw.b").queue == [dataset.ingest_id]
+
+    # Stuck: sw.b's queue lost it (its release would never hand it the table).
+    ledger._mutate_lock("sw.b", lambda lock: lock.queue.clear() or True)
+    swept = stack.invoke("sweeper", event)
+    assert swept["restarted"] == [dataset.ingest_id]
+    assert ledger.get_lock("sw.b").queue == [dataset.ingest_id]  # queued there again
+
+    # The holder is gone (its execution stopped by hand): sw.b is freed and handed on.
+    stack.client("stepfunctions").stop_execution(executionArn=single.execution_arn)
+    time.sleep(1.5)
+    swept = stack.invoke("sweeper", event)
+    assert swept["recovered_locks"] == ["sw.b"], swept
+    deadline = time.monotonic() + 60
+    while not (done := ledger.get_ingest(dataset.ingest_id)).is_terminal:
+        assert time.monotonic() < deadline, stack.describe()
+        time.sleep(0.1)
+    assert done.status == "PUBLISHED", stack.describe()
+    stack.wait_idle()

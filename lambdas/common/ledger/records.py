@@ -210,10 +210,14 @@ class BatchRecord(LedgerRecord):
     all_or_nothing: bool | None = None  # a dataset: published all together or not at all
     marker_uri: str | None = None  # the dataset's `_SUCCESS` / `_manifest.json`
     # A multi-table dataset (docs/datasets.md): its name, every table it writes in lock
-    # order (`table` is the first), and each member's table in `members` order.
+    # order (`table` is the first), and each member's table in `members` order; the copy
+    # of its config the trigger parsed (every job run reads it), and the table it is
+    # queued at while it takes its locks.
     dataset_name: str | None = None
     tables: tuple[str, ...] = ()
     source_tables: tuple[str, ...] = ()
+    dataset_config_uri: str | None = None
+    waiting_for: str | None = None
 
     @property
     def reader_uris(self) -> tuple[str | None, ...]:
