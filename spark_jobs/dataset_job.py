@@ -121,12 +121,12 @@ def _run_dataset(spark, args, report: Report, run_table: Callable,
             except Exception as exc:
                 _on_table(exc, table)
                 raise
-    parts, new_rows, branch_rows, added = [], {}, {}, {}
+    parts, new_rows, earlier_rows, added = [], {}, {}, {}
     for table in config.tables:
         ref = refs[table]
         if table not in writes:  # no new rows for this table: relations still see it
-            branch_rows[table] = spark.table(ref.sql)
-            new_rows[table], added[table] = branch_rows[table].limit(0), 0
+            earlier_rows[table] = spark.table(ref.sql)
+            new_rows[table], added[table] = earlier_rows[table].limit(0), 0
             parts.append(TableWrite(table=table))
             continue
         (sub_args, sub), (ref, written) = writes[table], results[table]
@@ -136,8 +136,9 @@ def _run_dataset(spark, args, report: Report, run_table: Callable,
         report.timings.update({f"{table}.{key}": value for key, value in sub.timings.items()})
         # The table as this run left it (its snapshot), whatever the other thread committed.
         new_rows[table] = rows_added(spark, ref, written)
-        branch_rows[table] = (spark.read.format("iceberg")
-                              .option("snapshot-id", written.snapshot_id).load(ref.sql))
+        earlier_rows[table] = (None if written.parent_id is None else  # a new table
+                               spark.read.format("iceberg")
+                               .option("snapshot-id", written.parent_id).load(ref.sql))
         added[table] = written.rows_written
         parts.append(TableWrite(table=table, snapshot_id=written.snapshot_id,
                                 rows_written=written.rows_written,
@@ -145,7 +146,7 @@ def _run_dataset(spark, args, report: Report, run_table: Callable,
                                 schema_changes=tuple(sub.schema_changes)))
     report.timed("tables_s", writes_started)
     start = time.perf_counter()
-    report.checks += evaluate_relations(spark, config, new_rows, branch_rows, added)
+    report.checks += evaluate_relations(spark, config, new_rows, earlier_rows, added)
     report.timed("relations_s", start)
     report.tables = parts
     first = next((part for part in parts if part.snapshot_id is not None), None)

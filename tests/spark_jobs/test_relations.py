@@ -1,5 +1,5 @@
-"""Checks between the tables of a multi-table dataset (issue 27, first part): the config
-contract and the evaluation on real Spark frames. Wiring into the flow is still to come."""
+"""Checks between the tables of a multi-table dataset (issue 27): the config contract and
+the evaluation on real Spark frames (the job's wiring: tests/spark_jobs/test_dataset_job.py)."""
 
 from __future__ import annotations
 
@@ -43,24 +43,44 @@ def test_a_bad_dataset_config_is_refused_naming_the_entry(text, fragment):
         _config(text)
 
 
-def test_foreign_key_finds_new_keys_main_and_the_dataset_lack(spark):
-    orders_on_branch = spark.createDataFrame([(1,), (2,), (3,)], "order_id bigint")
-    new_items = spark.createDataFrame([(1, "a"), (3, "b"), (7, "c"), (7, "d"), (None, "e")],
-                                      "order_id bigint, sku string")
+@pytest.mark.parametrize("lookup_keys", [10_000, 1])  # an IN filter; an anti-join
+def test_foreign_key_finds_new_keys_main_and_the_dataset_lack(spark, monkeypatch, lookup_keys):
+    monkeypatch.setattr("spark_jobs.relations.LOOKUP_KEYS", lookup_keys)
+    orders_on_main = spark.createDataFrame([(1,), (2,)], "order_id bigint")
+    new_orders = spark.createDataFrame([(3,), (4,)], "order_id bigint")
+    new_items = spark.createDataFrame([(1, "a"), (3, "b"), (7, "c"), (7, "d"), (None, "e"),
+                                       (8, "f")], "order_id bigint, sku string")
     results = evaluate_relations(
-        spark, _config(), new_rows={"sales.order_items": new_items},
-        branch_rows={"sales.orders": orders_on_branch},
-        added={"sales.orders": 3, "sales.order_items": 5})
+        spark, _config(), new_rows={"sales.order_items": new_items, "sales.orders": new_orders},
+        earlier_rows={"sales.orders": orders_on_main, "sales.order_items": None},
+        added={"sales.orders": 2, "sales.order_items": 6})
 
     fk, counts = results
-    assert (fk.status, fk.violations) == ("failed", 2)
-    assert list(fk.samples) == [{"order_id": 7, "rows": 2}]
-    assert (counts.status, counts.observed) == ("passed", {"order_items": 5, "orders": 3})
+    assert (fk.status, fk.violations) == ("failed", 3)  # 7 twice and 8; 1 on main, 3 new
+    assert list(fk.samples) == [{"order_id": 7, "rows": 2}, {"order_id": 8, "rows": 1}]
+    assert (counts.status, counts.observed) == ("passed", {"order_items": 6, "orders": 2})
+
+
+def test_foreign_key_passes_on_keys_found_on_main_or_in_the_drop_alone(spark):
+    orders_on_main = spark.createDataFrame([(1,), (2,)], "order_id bigint")
+    items = spark.createDataFrame([(1,), (2,), (2,)], "order_id bigint")
+    on_main = evaluate_relations(
+        spark, _config(), {"sales.order_items": items, "sales.orders": orders_on_main.limit(0)},
+        {"sales.orders": orders_on_main}, {"sales.order_items": 3})[0]
+    assert (on_main.status, on_main.violations) == ("passed", 0)
+    # A new parent table (no earlier rows), or one the drop adds the key column to.
+    new_orders = spark.createDataFrame([(1,), (2,)], "order_id bigint")
+    without_key = spark.createDataFrame([("x",)], "customer string")
+    for earlier in (None, without_key):
+        in_drop = evaluate_relations(
+            spark, _config(), {"sales.order_items": items, "sales.orders": new_orders},
+            {"sales.orders": earlier}, {"sales.orders": 2, "sales.order_items": 3})[0]
+        assert (in_drop.status, in_drop.violations) == ("passed", 0)
 
 
 def test_a_count_relation_that_does_not_hold_fails_and_a_bad_one_is_a_config_error(spark):
     none = spark.createDataFrame([], "order_id bigint")
-    rows = {"sales.order_items": none}
+    rows = {"sales.order_items": none, "sales.orders": none}
     fewer = evaluate_relations(spark, _config(), rows, {"sales.orders": none},
                                {"sales.orders": 4, "sales.order_items": 1})
     assert fewer[1].status == "failed" and fewer[0].status == "passed"
@@ -74,5 +94,5 @@ def test_keys_of_types_that_cannot_be_compared_are_a_config_error(spark):
     items = spark.createDataFrame([("1",)], "order_id string")
     orders = spark.createDataFrame([(1,)], "order_id bigint")
     with pytest.raises(TableConfigError, match="is string but"):
-        evaluate_relations(spark, _config(), {"sales.order_items": items},
-                           {"sales.orders": orders}, {})
+        evaluate_relations(spark, _config(), {"sales.order_items": items,
+                                              "sales.orders": orders}, {}, {})
