@@ -5,18 +5,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
-# Bytecode is compiled on first import, of what is imported (a small part of what is
-# installed), into one cache inside the virtualenv: no __pycache__ in the tree, and half a
-# minute less than compiling every installed module at install time.
-export PYTHONPYCACHEPREFIX := $(CURDIR)/$(VENV)/pycache
+export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: setup test test-fast lint demo nessie bench synth clean
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-lambda.txt requirements-lambda-maintenance.txt pyproject.toml package.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --no-compile -r requirements-dev.txt
-	$(PY) -m pip install --quiet --no-compile --no-deps -e .
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
