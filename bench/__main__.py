@@ -20,6 +20,7 @@ BENCHMARKS = {
     "history": "bench.history_bench",
     "csv": "bench.csv_bench",
     "dataset": "bench.dataset_bench",
+    "foreign_key": "bench.foreign_key_bench",
     "maintenance": "bench.maintenance_bench",
 }
 
