@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.doc import write_section
+from bench.doc import command_line, write_section
 from bench.wap_job_bench import CHECKS, TABLE_CONFIG, generate
 
 TABLE = "lake.bench.floor"
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"(bench took {time.perf_counter() - started:.0f}s)")
     if not args.no_doc and not args.quick:
-        command = "python -m bench.audit_floor_bench" + (" " + " ".join(argv) if argv else "")
+        command = command_line("bench.audit_floor_bench", argv)
         write_section("audit_floor_bench", "What auditing dirty data costs at least",
                       command, text)
     return 0

@@ -178,7 +178,7 @@ def render(single: Measured, burst: Measured, mixed: Measured) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
     from bench import cost_model
-    from bench.doc import write_section
+    from bench.doc import command_line, write_section
 
     parser = argparse.ArgumentParser(prog="python -m bench.burst_bench")
     parser.add_argument("--files", type=int, default=100)
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"(bench took {time.perf_counter() - started:.0f}s)")
     if not args.no_doc and not args.quick:
-        command = "python -m bench.burst_bench" + (" " + " ".join(argv) if argv else "")
+        command = command_line("bench.burst_bench", argv)
         write_section("burst_bench", f"A burst of {files} files against one file of the same "
                       "rows (real local flow)", command, text)
     return 0

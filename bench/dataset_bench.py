@@ -223,7 +223,7 @@ def render(rounds: list[dict[str, Any]], orders: int, per_order: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import write_section
+    from bench.doc import command_line, write_section
 
     parser = argparse.ArgumentParser(prog="python -m bench.dataset_bench")
     parser.add_argument("--orders", type=int, default=100_000)
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"(bench took {time.perf_counter() - started:.0f}s)")
     if not args.no_doc and not args.quick:
-        command = "python -m bench.dataset_bench" + (" " + " ".join(argv) if argv else "")
+        command = command_line("bench.dataset_bench", argv)
         write_section("dataset_bench", "A two-table dataset against the two tables ingested "
                       "one after the other (real local flow)", command, text)
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -22,3 +23,10 @@ def write_section(name: str, title: str, command: str, text: str) -> None:
     else:
         current = current.rstrip("\n") + "\n\n" + section + "\n"
     DOC.write_text(current)
+
+
+def command_line(module: str, argv: list[str] | None) -> str:
+    """The command a benchmark was run by, for its section: `python -m module` and its
+    arguments (this process's own when `argv` is None, as under `python -m`)."""
+    args = sys.argv[1:] if argv is None else argv
+    return " ".join(["python -m", module, *args])

@@ -106,7 +106,7 @@ def render(rows: list[tuple[int, float, float]], old_keys: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import write_section
+    from bench.doc import command_line, write_section
 
     parser = argparse.ArgumentParser(prog="python -m bench.foreign_key_bench")
     parser.add_argument("--parents", default="2000000,8000000")
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     text = render(run(parents, repeats, args.old_keys), args.old_keys)
     print(text)
     if not args.no_doc and not args.quick:
-        command = "python -m bench.foreign_key_bench" + (" " + " ".join(argv) if argv else "")
+        command = command_line("bench.foreign_key_bench", argv)
         write_section("foreign_key_bench", "A dataset's foreign key as the parent table grows",
                       command, text)
     return 0

@@ -102,7 +102,7 @@ def render(medians: dict[str, float], rows: int, files: int, verdicts: int) -> s
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import write_section
+    from bench.doc import command_line, write_section
 
     parser = argparse.ArgumentParser(prog="python -m bench.per_source_audit_bench")
     parser.add_argument("--scale", type=float, default=0.1)
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"(bench took {time.perf_counter() - started:.0f}s)")
     if not args.no_doc and not args.quick:
-        command = "python -m bench.per_source_audit_bench" + (" " + " ".join(argv) if argv else "")
+        command = command_line("bench.per_source_audit_bench", argv)
         write_section("per_source_audit_bench", "Per-file verdicts: the audit pass grouped by "
                       "source file", command, text)
     return 0

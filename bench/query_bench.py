@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.doc import write_section
+from bench.doc import command_line, write_section
 
 WAP = [sys.executable, "-c", "from wap.cli import main; main()"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"(bench took {time.perf_counter() - started:.0f}s)")
     if not args.no_doc and not args.quick:
-        command = "python -m bench.query_bench" + (" " + " ".join(argv) if argv else "")
+        command = command_line("bench.query_bench", argv)
         write_section("query_bench", "Cold `wap query` vs cold `wap show`", command, text)
     return 0
 

@@ -30,7 +30,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.doc import write_section
+from bench.doc import command_line, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "wap_job"
@@ -415,8 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"(bench took {time.perf_counter() - started:.0f}s)")
     if not args.no_doc and not args.quick:
-        command = "python -m bench.wap_job_bench" + (
-            "" if argv is None or not argv else " " + " ".join(argv))
+        command = command_line("bench.wap_job_bench", argv)
         write_section("wap_job_bench", "WAP job vs plain append vs seed approach", command, text)
     return 0
 
