@@ -29,7 +29,6 @@ the wall-time ratio cannot fall far below the ratio of what the two sides decode
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import shutil
 import statistics
@@ -39,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.doc import command_line, write_section
+from bench.doc import bench_parser, publish
 from bench.wap_job_bench import CHECKS, TABLE_CONFIG, generate
 
 TABLE = "lake.bench.floor"
@@ -266,22 +265,16 @@ def render_reads(reads: list[Read], width: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    parser = argparse.ArgumentParser(prog="python -m bench.audit_floor_bench")
-    parser.add_argument("--quick", action="store_true", help="SF 0.01, 1 repeat (smoke test)")
+    parser = bench_parser("bench.audit_floor_bench", "SF 0.01, 1 repeat (smoke test)")
     parser.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     scale, repeats = (0.01, 1) if args.quick else (args.scale, args.repeats)
     started = time.perf_counter()
     medians, scanned, reads, width = run(scale, repeats)
     text = render(scale, medians, scanned, repeats, reads, width)
-    print(text)
-    print(f"(bench took {time.perf_counter() - started:.0f}s)")
-    if not args.no_doc and not args.quick:
-        command = command_line("bench.audit_floor_bench", argv)
-        write_section("audit_floor_bench", "What auditing dirty data costs at least",
-                      command, text)
+    publish(args, argv, module="bench.audit_floor_bench", section="audit_floor_bench",
+            title="What auditing dirty data costs at least", text=text, started=started)
     return 0
 
 

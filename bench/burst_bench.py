@@ -12,7 +12,6 @@ body, a refused type change, a failed check): the good ones must still publish t
 
 from __future__ import annotations
 
-import argparse
 import io
 import time
 from collections.abc import Sequence
@@ -178,14 +177,12 @@ def render(single: Measured, burst: Measured, mixed: Measured) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
     from bench import cost_model
-    from bench.doc import command_line, write_section
+    from bench.doc import bench_parser, publish
 
-    parser = argparse.ArgumentParser(prog="python -m bench.burst_bench")
+    parser = bench_parser("bench.burst_bench", "5 files of 200 rows (smoke test)")
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--rows", type=int, default=1000, help="rows per file of the burst")
     parser.add_argument("--timeout", type=float, default=3600)
-    parser.add_argument("--quick", action="store_true", help="5 files of 200 rows (smoke test)")
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     parser.add_argument("--fixed", type=float, default=60.0,
                         help="the cost model's fixed seconds per run on AWS (assumed)")
     args = parser.parse_args(argv)
@@ -194,12 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     single, burst, mixed, per_file = run(files, rows, args.timeout)
     text = render(single, burst, mixed) + "\n\n" + cost_model.render(fixed=args.fixed,
                                                                      per_file=per_file)
-    print(text)
-    print(f"(bench took {time.perf_counter() - started:.0f}s)")
-    if not args.no_doc and not args.quick:
-        command = command_line("bench.burst_bench", argv)
-        write_section("burst_bench", f"A burst of {files} files against one file of the same "
-                      "rows (real local flow)", command, text)
+    publish(args, argv, module="bench.burst_bench", section="burst_bench",
+            title=f"A burst of {files} files against one file of the same rows (real local "
+            "flow)", text=text, started=started)
     return 0
 
 

@@ -16,17 +16,15 @@ same rows is printed for information. Results go to stdout and docs/benchmarks.m
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from bench.doc import write_section
+from bench.doc import bench_parser, publish
 from bench.wap_job_bench import Bench, Nessie, Sample
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,25 +294,17 @@ def render(results: list[dict], sizes: dict[str, int], rows: int, repeats: int) 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the tables, write them to docs/benchmarks.md."""
-    parser = argparse.ArgumentParser(prog="python -m bench.csv_bench")
-    parser.add_argument("--quick", action="store_true",
-                        help="5,000 rows, 1 repeat, no warm-up (smoke test)")
+    parser = bench_parser("bench.csv_bench", "5,000 rows, 1 repeat, no warm-up (smoke test)")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     rows = 5_000 if args.quick else args.rows
     repeats = 1 if args.quick else args.repeats
     started = time.perf_counter()
     results, sizes = run(rows, repeats, warm=not args.quick)
     text = render(results, sizes, rows, repeats)
-    print(text)
-    print(f"(bench took {time.perf_counter() - started:.0f}s)")
-    if not args.no_doc and not args.quick:
-        given = sys.argv[1:] if argv is None else argv  # what was run, for the doc
-        command = " ".join(["python -m bench.csv_bench", *given])
-        write_section("csv_bench", "CSV ingest vs plain read + append (issue 26)", command,
-                      text)
+    publish(args, argv, module="bench.csv_bench", section="csv_bench",
+            title="CSV ingest vs plain read + append (issue 26)", text=text, started=started)
     return 0
 
 

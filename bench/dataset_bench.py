@@ -13,7 +13,6 @@ against the larger single-table ingest (target: one run, one merge, at most 1.3x
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 import time
@@ -223,26 +222,21 @@ def render(rounds: list[dict[str, Any]], orders: int, per_order: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import command_line, write_section
+    from bench.doc import bench_parser, publish
 
-    parser = argparse.ArgumentParser(prog="python -m bench.dataset_bench")
+    parser = bench_parser("bench.dataset_bench", "1,000 orders, one round")
     parser.add_argument("--orders", type=int, default=100_000)
     parser.add_argument("--items-per-order", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800)
-    parser.add_argument("--quick", action="store_true", help="1,000 orders, one round")
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     orders, repeats = (1000, 1) if args.quick else (args.orders, args.repeats)
     started = time.perf_counter()
     text = render(run(orders, args.items_per_order, repeats, args.timeout), orders,
                   args.items_per_order)
-    print(text)
-    print(f"(bench took {time.perf_counter() - started:.0f}s)")
-    if not args.no_doc and not args.quick:
-        command = command_line("bench.dataset_bench", argv)
-        write_section("dataset_bench", "A two-table dataset against the two tables ingested "
-                      "one after the other (real local flow)", command, text)
+    publish(args, argv, module="bench.dataset_bench", section="dataset_bench",
+            title="A two-table dataset against the two tables ingested one after the other "
+            "(real local flow)", text=text, started=started)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -30,3 +31,23 @@ def command_line(module: str, argv: list[str] | None) -> str:
     arguments (this process's own when `argv` is None, as under `python -m`)."""
     args = sys.argv[1:] if argv is None else argv
     return " ".join(["python -m", module, *args])
+
+
+def bench_parser(module: str, quick: str) -> argparse.ArgumentParser:
+    """The parser of `python -m module`, with the two flags every benchmark takes:
+    `--quick` (a smoke run; `quick` says what it runs) and `--no-doc`."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}")
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    return parser
+
+
+def publish(args: argparse.Namespace, argv: list[str] | None, *, module: str, section: str,
+            title: str, text: str, started: float | None = None) -> None:
+    """Print a benchmark's `text` (and how long it took, from `started`); unless it ran
+    `--quick` or `--no-doc`, write it to its section under the command it was run by."""
+    print(text)
+    if started is not None:
+        print(f"(bench took {time.perf_counter() - started:.0f}s)")
+    if not args.no_doc and not args.quick:
+        write_section(section, title, command_line(module, argv), text)

@@ -13,7 +13,6 @@ tables; Iceberg would also skip data files by key range for small lookups.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 import time
@@ -106,23 +105,18 @@ def render(rows: list[tuple[int, float, float]], old_keys: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import command_line, write_section
+    from bench.doc import bench_parser, publish
 
-    parser = argparse.ArgumentParser(prog="python -m bench.foreign_key_bench")
+    parser = bench_parser("bench.foreign_key_bench", "20,000 parents, one round")
     parser.add_argument("--parents", default="2000000,8000000")
     parser.add_argument("--old-keys", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="20,000 parents, one round")
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     parents = [20_000] if args.quick else [int(p) for p in args.parents.split(",")]
     repeats = 1 if args.quick else args.repeats
     text = render(run(parents, repeats, args.old_keys), args.old_keys)
-    print(text)
-    if not args.no_doc and not args.quick:
-        command = command_line("bench.foreign_key_bench", argv)
-        write_section("foreign_key_bench", "A dataset's foreign key as the parent table grows",
-                      command, text)
+    publish(args, argv, module="bench.foreign_key_bench", section="foreign_key_bench",
+            title="A dataset's foreign key as the parent table grows", text=text)
     return 0
 
 

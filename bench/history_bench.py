@@ -16,7 +16,6 @@ Printed: the medians and the ratio big / empty for each. The target: at most 1.2
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -25,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.doc import write_section
+from bench.doc import bench_parser, publish
 
 TARGET_RATIO = 1.2
 REPO = Path(__file__).resolve().parent.parent
@@ -104,11 +103,9 @@ def time_ingest_writes(root: Path, rounds: int = 20) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.history_bench")
-    parser.add_argument("--quick", action="store_true", help="N = 500, one repeat")
+    parser = bench_parser("bench.history_bench", "N = 500, one repeat")
     parser.add_argument("--ingests", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--no-doc", action="store_true", help="do not write docs/benchmarks.md")
     args = parser.parse_args(argv)
     ingests = args.ingests or (500 if args.quick else 10_000)
     repeats = args.repeats or (1 if args.quick else 5)
@@ -143,10 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     verdict = all(ratio <= TARGET_RATIO for ratio in ratios.values())
     text = (f"{table}\n\nMedians of {repeats} repeat(s), homes alternating. Target: at most "
             f"{TARGET_RATIO} x: {'met' if verdict else 'NOT met'}.")
-    print(text)
-    if not args.no_doc and not args.quick:
-        write_section("history", "Local mode as history grows", "python -m bench.history_bench",
-                      text)
+    publish(args, argv, module="bench.history_bench", section="history",
+            title="Local mode as history grows", text=text)
     return 0
 
 

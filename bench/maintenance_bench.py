@@ -15,7 +15,6 @@ smoke run. On one fresh local stack (real handlers, state machine, Spark job, Ne
 
 from __future__ import annotations
 
-import argparse
 import io
 import statistics
 import time
@@ -186,23 +185,19 @@ def render(m: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.maintenance_bench")
+    from bench.doc import bench_parser, publish
+
+    parser = bench_parser("bench.maintenance_bench", "8 drops, 3 failed (smoke test)")
     parser.add_argument("--drops", type=int, default=200)
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--failed", type=int, default=50)
     parser.add_argument("--timeout", type=float, default=3600)
-    parser.add_argument("--quick", action="store_true", help="8 drops, 3 failed (smoke test)")
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     drops, failed = (8, 3) if args.quick else (args.drops, args.failed)
     measured = run(drops, args.rows, failed, args.timeout)
     text = render(measured)
-    print(text)
-    if not args.no_doc and not args.quick:
-        from bench.doc import write_section
-
-        write_section("maintenance_bench", "Maintenance: compaction and garbage collection",
-                      "python -m bench.maintenance_bench", text)
+    publish(args, argv, module="bench.maintenance_bench", section="maintenance_bench",
+            title="Maintenance: compaction and garbage collection", text=text)
     return 0
 
 

@@ -15,7 +15,6 @@ It prints each as a multiple of the one pass.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import statistics
 import tempfile
@@ -102,26 +101,21 @@ def render(medians: dict[str, float], rows: int, files: int, verdicts: int) -> s
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import command_line, write_section
+    from bench.doc import bench_parser, publish
 
-    parser = argparse.ArgumentParser(prog="python -m bench.per_source_audit_bench")
+    parser = bench_parser("bench.per_source_audit_bench", "SF 0.01, 10 files, 1 repeat")
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="SF 0.01, 10 files, 1 repeat")
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     scale, files, repeats = (0.01, 10, 1) if args.quick else (args.scale, args.files,
                                                                args.repeats)
     started = time.perf_counter()
     medians, rows, verdicts = run(scale, files, repeats)
     text = render(medians, rows, files, verdicts)
-    print(text)
-    print(f"(bench took {time.perf_counter() - started:.0f}s)")
-    if not args.no_doc and not args.quick:
-        command = command_line("bench.per_source_audit_bench", argv)
-        write_section("per_source_audit_bench", "Per-file verdicts: the audit pass grouped by "
-                      "source file", command, text)
+    publish(args, argv, module="bench.per_source_audit_bench", section="per_source_audit_bench",
+            title="Per-file verdicts: the audit pass grouped by source file", text=text,
+            started=started)
     return 0
 
 

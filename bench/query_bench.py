@@ -16,7 +16,6 @@ most 1.5 x show.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -26,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.doc import command_line, write_section
+from bench.doc import bench_parser, publish
 
 WAP = [sys.executable, "-c", "from wap.cli import main; main()"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,11 +119,9 @@ def render(times: dict[str, list[float]], branch: str, home_note: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    parser = argparse.ArgumentParser(prog="python -m bench.query_bench")
+    parser = bench_parser("bench.query_bench", "1 repeat (smoke test)")
     parser.add_argument("--home", help="a wap home with a failed branch (default: a fresh demo)")
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--quick", action="store_true", help="1 repeat (smoke test)")
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
     started = time.perf_counter()
@@ -144,11 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    print(text)
-    print(f"(bench took {time.perf_counter() - started:.0f}s)")
-    if not args.no_doc and not args.quick:
-        command = command_line("bench.query_bench", argv)
-        write_section("query_bench", "Cold `wap query` vs cold `wap show`", command, text)
+    publish(args, argv, module="bench.query_bench", section="query_bench",
+            title="Cold `wap query` vs cold `wap show`", text=text, started=started)
     return 0
 
 

@@ -14,7 +14,6 @@ Overhead = variant time - append time. Results go to stdout and docs/benchmarks.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -30,7 +29,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.doc import command_line, write_section
+from bench.doc import bench_parser, publish
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "wap_job"
@@ -401,22 +400,17 @@ def render(rows: list[dict], repeats: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the table, write it to docs/benchmarks.md."""
-    parser = argparse.ArgumentParser(prog="python -m bench.wap_job_bench")
-    parser.add_argument("--quick", action="store_true", help="SF 0.01, 1 repeat (smoke test)")
+    parser = bench_parser("bench.wap_job_bench", "SF 0.01, 1 repeat (smoke test)")
     parser.add_argument("--scales", default="0.1,1", help="comma-separated TPC-H scale factors")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     scales = [0.01] if args.quick else [float(s) for s in args.scales.split(",")]
     repeats = 1 if args.quick else args.repeats
     started = time.perf_counter()
     rows = run(scales, repeats)
     text = render(rows, repeats)
-    print(text)
-    print(f"(bench took {time.perf_counter() - started:.0f}s)")
-    if not args.no_doc and not args.quick:
-        command = command_line("bench.wap_job_bench", argv)
-        write_section("wap_job_bench", "WAP job vs plain append vs seed approach", command, text)
+    publish(args, argv, module="bench.wap_job_bench", section="wap_job_bench",
+            title="WAP job vs plain append vs seed approach", text=text, started=started)
     return 0
 
 
