@@ -255,16 +255,19 @@ class _Marker:
 
     def _mark_commit(self, ref: str, commit_hash: str, superseded: datetime | None) -> None:
         # The later a commit was superseded (None: it is a head), the more of its tables are
-        # live; a commit seen before with at least as much life left is done.
+        # live; a commit seen before with at least as much life left is done, except as
+        # main's head: its tables are main's even when another reference reached it first.
+        main_head = ref == MAIN and superseded is None
         if commit_hash in self._seen_commits:
             before = self._seen_commits[commit_hash]
-            if before is None or (superseded is not None and superseded <= before):
+            if not main_head and (before is None or (superseded is not None
+                                                     and superseded <= before)):
                 return
         else:
             self.live_commits += 1
         self._seen_commits[commit_hash] = superseded
         for content in self.catalog.contents_at(ref, commit_hash):
-            if ref == MAIN and superseded is None:
+            if main_head:
                 self.main_contents[content.key] = content
             if superseded is not None and \
                     superseded < self.now - self.options.retention_of(content.key):
