@@ -372,9 +372,12 @@ def release_all_and_start_next(
     settings: Settings, ledger: Ledger, nessie: NessieClient, record: LedgerRecord
 ) -> str | None:
     """`release_and_start_next` for every table the run holds or waits for (a multi-table
-    dataset's, in lock order); returns the successor of its first table."""
-    successors = [release_and_start_next(settings, ledger, nessie, table, record.ingest_id)
-                  for table in tables_of(record)]
+    dataset's, in lock order); returns the successor of its first table. The run's files
+    are settled once, however many tables it has."""
+    requeue = _settle(ledger, record.ingest_id)  # only a one-table batch splits
+    successors = [_release_to_next(settings, ledger, nessie, table, record.ingest_id,
+                                   requeue if number == 0 else [])
+                  for number, table in enumerate(tables_of(record))]
     return successors[0] if successors else None
 
 
@@ -388,8 +391,19 @@ def release_and_start_next(
     at the head of the queue). A retryable failure to start the successor is logged, not
     raised: the successor holds the lock in a pending state, which the sweeper restarts.
     """
+    return _release_to_next(settings, ledger, nessie, table, ingest_id,
+                            _settle(ledger, ingest_id))
+
+
+def _settle(ledger: Ledger, ingest_id: str) -> list[str]:
+    """Settle a finished batch's members; the ones that go back to the head of its queue."""
     holder = ledger.get_ingest(ingest_id)
-    requeue = settle_members(ledger, holder) if isinstance(holder, BatchRecord) else []
+    return settle_members(ledger, holder) if isinstance(holder, BatchRecord) else []
+
+
+def _release_to_next(settings: Settings, ledger: Ledger, nessie: NessieClient, table: str,
+                     ingest_id: str, requeue: list[str]) -> str | None:
+    """Free `table` (`requeue` back at its queue's head) and start its successor."""
     intake = table_intake(settings, table)
     take = queue_taker(ledger, intake.limits)
     while True:  # a loop, not recursion: a long queue under a broken config is refused here
