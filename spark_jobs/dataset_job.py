@@ -29,7 +29,7 @@ from spark_jobs.identifiers import split_table_name
 from spark_jobs.per_source import rejected_verdicts_of
 from spark_jobs.relations import evaluate_relations
 from spark_jobs.report import ERROR_REASON_PREFIX, Report, write_report
-from spark_jobs.writer import CatalogTable, create_namespace, load_table
+from spark_jobs.writer import CatalogTable, create_namespace, load_table, rows_added
 
 log = logging.getLogger("wap_job.dataset")
 
@@ -50,17 +50,16 @@ def load_dataset_config(spark, uri: str) -> DatasetConfig:
     return parse_dataset_config_bytes(data, uri, yaml=yaml)
 
 
-def run_dataset(spark, args, run_table: Callable, rows_added: Callable) -> dict:
+def run_dataset(spark, args, run_table: Callable) -> dict:
     """Write, audit and report a multi-table dataset; return the report (also written).
 
     `run_table(spark, args, report)` writes and audits one table as a single-table run
-    does (returning its table ref and write), `rows_added(spark, ref, write)` reads the
-    rows a write added: `spark_jobs.wap_job`'s, passed in so the modules do not import
-    each other."""
+    does (returning its table ref and write): `spark_jobs.wap_job`'s, passed in so the
+    modules do not import each other."""
     report = Report(ingest_id=args.ingest_id, table=args.table,
                     source_uris=list(args.sources), branch=args.branch)
     try:
-        _run_dataset(spark, args, report, run_table, rows_added)
+        _run_dataset(spark, args, report, run_table)
     except Exception as exc:
         _fail(report, exc, getattr(exc, "dataset_table", None))
         if report.outcome == "rejected":
@@ -80,8 +79,7 @@ def _fail(report: Report, exc: Exception, table: str | None) -> None:
         report.reason = f"{prefix}{table}: {report.reason[len(prefix):]}"
 
 
-def _run_dataset(spark, args, report: Report, run_table: Callable,
-                 rows_added: Callable) -> None:
+def _run_dataset(spark, args, report: Report, run_table: Callable) -> None:
     config = load_dataset_config(spark, args.dataset_config_uri)
     if args.table != config.tables[0]:
         raise TableConfigError(f"--table must be the dataset's first table {config.tables[0]}, "

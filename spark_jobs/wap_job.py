@@ -94,6 +94,7 @@ from spark_jobs.writer import (
     find_ingest_snapshot,
     load_table,
     prepare_table,
+    rows_added,
     spark_schema,
 )
 
@@ -223,7 +224,7 @@ def run_ingest(spark, args: JobArgs) -> dict:
     if args.dataset_config_uri:
         from spark_jobs.dataset_job import run_dataset
 
-        return run_dataset(spark, args, run_table=_run, rows_added=rows_added)
+        return run_dataset(spark, args, run_table=_run)
     report = Report(ingest_id=args.ingest_id, table=args.table,
                     source_uris=list(args.sources), branch=args.branch)
     try:
@@ -388,17 +389,6 @@ def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Rep
     return run_audit(checks, stats, new_rows, utc_now(), _main_rows(spark, args, ref),
                      label=args.ingest_id,
                      timings=report.timings, observed=observed)
-
-
-def rows_added(spark, ref: CatalogTable, written) -> DataFrame:
-    """The rows the write's snapshot added to the table (incremental read of it)."""
-    reader = spark.read.format("iceberg")
-    if written.parent_id is None:
-        reader = reader.option("snapshot-id", written.snapshot_id)
-    else:
-        reader = (reader.option("start-snapshot-id", written.parent_id)
-                  .option("end-snapshot-id", written.snapshot_id))
-    return reader.load(ref.sql)
 
 
 def _main_rows(spark, args: JobArgs, ref: CatalogTable) -> Callable[[], DataFrame | None]:

@@ -197,6 +197,17 @@ def find_ingest_snapshot(table, ingest_id: str) -> AppendResult | None:
     return None
 
 
+def rows_added(spark: SparkSession, ref: CatalogTable, written) -> DataFrame:
+    """The rows the write's snapshot added to the table (incremental read of it)."""
+    reader = spark.read.format("iceberg")
+    if written.parent_id is None:
+        reader = reader.option("snapshot-id", written.snapshot_id)
+    else:
+        reader = (reader.option("start-snapshot-id", written.parent_id)
+                  .option("end-snapshot-id", written.snapshot_id))
+    return reader.load(ref.sql)
+
+
 def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: SchemaPlan,
            ingest_id: str, sources: list[str],
            observe: list[Column] | None = None,
