@@ -11,7 +11,6 @@ every table's snapshot and merges.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,12 +25,9 @@ from spark_jobs import hadoop_fs
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
 from spark_jobs.errors import TableConfigError, TooLargeError, as_job_error, describe
 from spark_jobs.identifiers import split_table_name
-from spark_jobs.per_source import rejected_verdicts_of
 from spark_jobs.relations import evaluate_relations
-from spark_jobs.report import ERROR_REASON_PREFIX, Report, write_report
+from spark_jobs.report import Report
 from spark_jobs.writer import CatalogTable, create_namespace, load_table, rows_added
-
-log = logging.getLogger("wap_job.dataset")
 
 
 def load_dataset_config(spark, uri: str) -> DatasetConfig:
@@ -50,36 +46,13 @@ def load_dataset_config(spark, uri: str) -> DatasetConfig:
     return parse_dataset_config_bytes(data, uri, yaml=yaml)
 
 
-def run_dataset(spark, args, run_table: Callable) -> dict:
-    """Write, audit and report a multi-table dataset; return the report (also written).
+def run_dataset(spark, args, report: Report, run_table: Callable) -> None:
+    """Write and audit a multi-table dataset into `report` (`wap_job.run_ingest` reports
+    it, and an exception: one marked by `_on_table` names its table in the reason).
 
     `run_table(spark, args, report)` writes and audits one table as a single-table run
     does (returning its table ref and write): `spark_jobs.wap_job`'s, passed in so the
     modules do not import each other."""
-    report = Report(ingest_id=args.ingest_id, table=args.table,
-                    source_uris=list(args.sources), branch=args.branch)
-    try:
-        _run_dataset(spark, args, report, run_table)
-    except Exception as exc:
-        _fail(report, exc, getattr(exc, "dataset_table", None))
-        if report.outcome == "rejected":
-            log.warning("dataset %s rejected: %s", args.ingest_id, report.reason)
-        else:
-            log.exception("dataset %s stopped by an error", args.ingest_id)
-    result = report.to_dict()
-    write_report(spark, args.report_uri, result)
-    return result
-
-
-def _fail(report: Report, exc: Exception, table: str | None) -> None:
-    report.fail(exc)
-    report.judge(rejected_verdicts_of(exc))
-    if table and report.reason:  # say which table: the reason is read without the report
-        prefix = ERROR_REASON_PREFIX if report.reason.startswith(ERROR_REASON_PREFIX) else ""
-        report.reason = f"{prefix}{table}: {report.reason[len(prefix):]}"
-
-
-def _run_dataset(spark, args, report: Report, run_table: Callable) -> None:
     config = load_dataset_config(spark, args.dataset_config_uri)
     if args.table != config.tables[0]:
         raise TableConfigError(f"--table must be the dataset's first table {config.tables[0]}, "

@@ -76,15 +76,18 @@ class Report:
                  for c in bad]
         self.reason = f"{len(bad)} error-severity check(s) did not pass: " + "; ".join(parts)
 
-    def fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException, table: str | None = None) -> None:
         """Record why the run stopped: `rejected` when the input caused `exc` (errors.py
-        decides), `error` with reason "job error: <cause>" otherwise."""
+        decides), `error` with reason "job error: <cause>" otherwise. `table`: the table of
+        a dataset it stopped on, named in the reason ("job error: <table>: <cause>"), which
+        is read without the report."""
         if not isinstance(exc, WapJobError):
             exc = as_job_error(exc, describe(exc))
+        cause = f"{table}: {exc}" if table else str(exc)
         if exc.infrastructure:
-            self.outcome, self.reason = ERROR_OUTCOME, f"{ERROR_REASON_PREFIX}{exc}"
+            self.outcome, self.reason = ERROR_OUTCOME, f"{ERROR_REASON_PREFIX}{cause}"
         else:
-            self.outcome, self.reason = REJECTED, str(exc)
+            self.outcome, self.reason = REJECTED, cause
         self.reason_code = exc.reason_code
 
     def judge(self, verdicts: dict[str, contract.SourceVerdict]) -> None:

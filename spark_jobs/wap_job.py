@@ -221,21 +221,28 @@ def run_ingest(spark, args: JobArgs) -> dict:
 
     Raises ReportWriteError only when the report itself cannot be written.
     """
-    if args.dataset_config_uri:
-        from spark_jobs.dataset_job import run_dataset
-
-        return run_dataset(spark, args, run_table=_run)
     report = Report(ingest_id=args.ingest_id, table=args.table,
                     source_uris=list(args.sources), branch=args.branch)
+    dataset = bool(args.dataset_config_uri)
     try:
-        _run(spark, args, report)
+        if dataset:
+            from spark_jobs.dataset_job import run_dataset
+
+            run_dataset(spark, args, report, run_table=_run)
+        else:
+            _run(spark, args, report)
     except Exception as exc:
         report.fail(exc)
-        report.judge(rejected_verdicts_of(exc))
-        if report.outcome == REJECTED:
-            log.warning("ingest %s rejected: %s", args.ingest_id, exc)
+        report.judge(rejected_verdicts_of(exc))  # a lone source's verdict: the cause alone
+        table = getattr(exc, "dataset_table", None)  # set by dataset_job._on_table
+        if table:
+            report.fail(exc, table=table)  # the reason names the dataset's table
+        kind = "dataset" if dataset else "ingest"
+        if report.outcome == REJECTED:  # a dataset's reason names the table
+            log.warning("%s %s rejected: %s", kind, args.ingest_id,
+                        report.reason if dataset else exc)
         else:
-            log.exception("ingest %s stopped by an error", args.ingest_id)
+            log.exception("%s %s stopped by an error", kind, args.ingest_id)
     result = report.to_dict()
     write_report(spark, args.report_uri, result)
     return result
