@@ -92,7 +92,7 @@ def run_dataset(spark, args, report: Report, run_table: Callable) -> None:
             except Exception as exc:
                 _on_table(exc, table)
                 raise
-    parts, new_rows, earlier_rows, added = [], {}, {}, {}
+    parts, new_rows, earlier_rows, added, verdicts = [], {}, {}, {}, {}
     for table in config.tables:
         ref = refs[table]
         if table not in writes:  # no new rows for this table: relations still see it
@@ -102,7 +102,7 @@ def run_dataset(spark, args, report: Report, run_table: Callable) -> None:
             continue
         (sub_args, sub), (ref, written) = writes[table], results[table]
         report.checks += [replace(check, name=f"{table}: {check.name}") for check in sub.checks]
-        report.sources += sub.sources
+        verdicts.update((verdict.uri, verdict) for verdict in sub.sources)
         report.schema_changes += [{"table": table, **change} for change in sub.schema_changes]
         report.timings.update({f"{table}.{key}": value for key, value in sub.timings.items()})
         # The table as this run left it (its snapshot), whatever the other thread committed.
@@ -123,11 +123,8 @@ def run_dataset(spark, args, report: Report, run_table: Callable) -> None:
     first = next((part for part in parts if part.snapshot_id is not None), None)
     report.snapshot_id = first.snapshot_id if first else None
     report.rows_written = sum(part.rows_written for part in parts)
-    report.reused_snapshot = False
     report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
     report.settle()
-    verdicts = {verdict.uri: verdict for verdict in report.sources}
-    report.sources = []
     report.judge(verdicts)
 
 
