@@ -23,7 +23,7 @@ from contracts.report import TableWrite
 from contracts.table_config import MAX_CONFIG_BYTES
 from spark_jobs import hadoop_fs
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
-from spark_jobs.errors import TableConfigError, TooLargeError, as_job_error, describe
+from spark_jobs.errors import TableConfigError
 from spark_jobs.identifiers import split_table_name
 from spark_jobs.relations import evaluate_relations
 from spark_jobs.report import Report
@@ -32,17 +32,10 @@ from spark_jobs.writer import CatalogTable, create_namespace, load_table, rows_a
 
 def load_dataset_config(spark, uri: str) -> DatasetConfig:
     """The dataset's config at `uri`; TableConfigError when it is missing or invalid."""
-    try:
-        if not hadoop_fs.exists(spark, uri):
-            raise TableConfigError(f"no dataset config at {uri}")
-        data = hadoop_fs.read_bytes(spark, uri, max_bytes=MAX_CONFIG_BYTES)
-    except TableConfigError:
-        raise
-    except TooLargeError as exc:
-        raise TableConfigError(f"{uri} is larger than {MAX_CONFIG_BYTES} bytes") from exc
-    except Exception as exc:
-        raise as_job_error(exc, f"cannot read the dataset config {uri}: {describe(exc)}",
-                           TableConfigError) from exc
+    data = hadoop_fs.read_config(spark, uri, "dataset config",
+                                 f"{uri} is larger than {MAX_CONFIG_BYTES} bytes")
+    if data is None:
+        raise TableConfigError(f"no dataset config at {uri}")
     return parse_dataset_config_bytes(data, uri, yaml=yaml)
 
 

@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from spark_jobs.errors import TooLargeError
+from contracts.table_config import MAX_CONFIG_BYTES
+from spark_jobs.errors import TableConfigError, TooLargeError, as_job_error, describe
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -42,6 +43,22 @@ def read_bytes(spark, uri: str, max_bytes: int = 10 * 1024 * 1024) -> bytes:
     if size > max_bytes:
         raise TooLargeError(f"{uri} is {size} bytes, more than {max_bytes}")
     return read_range(spark, uri, 0, size)
+
+
+def read_config(spark, uri: str, what: str, too_large: str) -> bytes | None:
+    """The config file at `uri` (None when there is none), read whole (the table's and the
+    dataset's config; each caller decides what no file means). TableConfigError `too_large`
+    above MAX_CONFIG_BYTES; when reading fails, "cannot read the <what> <uri>: <cause>"
+    (`as_job_error`: a TableConfigError, or an InfrastructureError when not the input's)."""
+    try:
+        if not exists(spark, uri):
+            return None
+        return read_bytes(spark, uri, max_bytes=MAX_CONFIG_BYTES)
+    except TooLargeError as exc:
+        raise TableConfigError(too_large) from exc
+    except Exception as exc:
+        raise as_job_error(exc, f"cannot read the {what} {uri}: {describe(exc)}",
+                           TableConfigError) from exc
 
 
 def read_range(spark, uri: str, offset: int, length: int) -> bytes:

@@ -32,7 +32,6 @@ from pyspark.sql.types import StringType, StructType
 
 from contracts.report import FAILED, SCAN, WRITE
 from contracts.table_config import (
-    MAX_CONFIG_BYTES,
     TableConfig,
     config_text,
     default_config,
@@ -53,10 +52,7 @@ from spark_jobs.errors import (
     InputRejectedError,
     ReportWriteError,
     TableConfigError,
-    TooLargeError,
-    as_job_error,
     classify,
-    describe,
 )
 from spark_jobs.identifiers import (
     split_table_name,
@@ -201,16 +197,10 @@ def load_table_config(spark, uri: str | None, table: str) -> TableConfig:
         return default_config()
     if uri.endswith("/"):
         uri = f"{uri}{table}.yaml"
-    try:
-        if not hadoop_fs.exists(spark, uri):
-            log.info("no table config at %s; using the defaults", uri)
-            return default_config()
-        data = hadoop_fs.read_bytes(spark, uri, max_bytes=MAX_CONFIG_BYTES)
-    except TooLargeError as exc:
-        raise TableConfigError(too_large_text(uri)) from exc
-    except Exception as exc:
-        raise as_job_error(exc, f"cannot read the table config {uri}: {describe(exc)}",
-                           TableConfigError) from exc
+    data = hadoop_fs.read_config(spark, uri, "table config", too_large_text(uri))
+    if data is None:
+        log.info("no table config at %s; using the defaults", uri)
+        return default_config()
     # The Lambdas read and parse it with the same functions (lambdas/common/batching.py),
     # so they refuse a config this run would refuse, in the same words.
     return parse_table_config_text(config_text(data, uri), uri, yaml=yaml)
