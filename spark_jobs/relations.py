@@ -57,8 +57,7 @@ def _foreign_key(spec: CheckSpec, new_rows: dict[str, DataFrame],
         raise TableConfigError(
             f"check {spec.name!r}: {child_table}.{column} is {child_type.simpleString()} "
             f"but {parent_table}.{parent_column} is {parent_type.simpleString()}")
-    keys = new_rows[child_table].select(F.col(quote(column)).alias("key")).where(
-        F.col("key").isNotNull())
+    keys = _keys(new_rows[child_table], column).where(F.col("key").isNotNull())
     if added.get(parent_table, 0):
         keys_left = keys.join(_keys(new_rows[parent_table], parent_column), "key", "left_anti")
     else:
