@@ -341,7 +341,8 @@ def parse_error_samples(spark: SparkSession, frame: DataFrame, origin: dict[str,
     for file_uri, texts in by_file.items():
         source = paths.get(hadoop_fs.path_key(file_uri), file_uri)
         lines = _locate(spark, source, texts, reader)
-        for text, line in zip(texts, lines, strict=True):
+        # One line per text (_locate). Not zip(strict=True): EMR runs Python 3.9.
+        for text, line in zip(texts, lines):  # noqa: B905
             samples.append({"line": line, "file": origin.get(source, source),
                             "text": text if len(text) <= SAMPLE_TEXT
                             else text[:SAMPLE_TEXT] + "…"})

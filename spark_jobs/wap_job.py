@@ -125,7 +125,11 @@ class JobArgs:
 
     @cached_property
     def _origins(self) -> dict[str, str]:
-        return dict(zip(self.sources, self.source_origins, strict=True))
+        # Not zip(strict=True): EMR Serverless images run Python 3.9 (docs/contracts.md).
+        if len(self.source_origins) != len(self.sources):
+            raise ValueError(f"{len(self.source_origins)} source origins for "
+                             f"{len(self.sources)} sources")
+        return dict(zip(self.sources, self.source_origins))  # noqa: B905
 
     def origin(self, source: str) -> str:
         """The uploaded object version `source` is a copy of (itself without origins)."""

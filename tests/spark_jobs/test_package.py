@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import zipfile
@@ -18,6 +19,17 @@ def test_bundle_holds_the_job_and_pure_python_yaml(tmp_path):
     assert "spark_jobs/wap_job.py" in names and "spark_jobs/audit.py" in names
     assert "yaml/__init__.py" in names
     assert not [n for n in names if n.endswith((".so", ".pyc", ".pyd"))]
+
+
+def test_the_job_uses_nothing_python_3_9_lacks():
+    """EMR Serverless runs the job on Python 3.9: its syntax, and no zip(strict=...),
+    which parses there but raises TypeError when it runs."""
+    for path in (REPO / "spark_jobs").rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path), feature_version=(3, 9))
+        strict = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Name) and node.func.id == "zip"
+                  and any(keyword.arg == "strict" for keyword in node.keywords)]
+        assert strict == [], (path, strict)
 
 
 def test_bundle_alone_parses_a_table_config(tmp_path):
