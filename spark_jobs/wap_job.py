@@ -460,8 +460,12 @@ def main(argv: list[str] | None = None) -> int:
     kind, args = _parse(argv)
     from pyspark.sql import SparkSession
 
-    name = {SMOKE: "wap-doctor", COMPACT: f"wap-compact-{getattr(args, 'run_id', '')}"}.get(
-        kind) or f"wap-{args.ingest_id[:16]}"
+    if kind == SMOKE:
+        name = "wap-doctor"
+    elif kind == COMPACT:
+        name = f"wap-compact-{args.run_id}"
+    else:
+        name = f"wap-{args.ingest_id[:16]}"
     spark = SparkSession.builder.appName(name).getOrCreate()
     try:
         report = _run_parsed(spark, kind, args)
