@@ -15,15 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from contracts.table_config import (
-    MAX_CONFIG_BYTES,
-    MaintenanceOptions,
-    TableConfigError,
-    config_text,
-    parse_table_config_text,
-)
+from contracts.table_config import MaintenanceOptions, TableConfigError
 from lambdas.common import aws
 from lambdas.common import constants as c
+from lambdas.common.batching import read_table_config
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import ConfigError
 from lambdas.common.log import logger
@@ -58,20 +53,16 @@ def load_maintenance_settings(env: Mapping[str, str] | None = None) -> Maintenan
 def table_maintenance(settings: Settings, tables: list[str]) -> dict[str, MaintenanceOptions]:
     """The `maintenance:` section of each table's config; a table without one, or whose
     config does not parse (its ingests are refused too), keeps the defaults."""
-    import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
-
     found: dict[str, MaintenanceOptions] = {}
     for table in tables:
-        uri = settings.table_config_uri(table)
-        data = aws.read_bytes_s3(uri, max_bytes=MAX_CONFIG_BYTES) if uri else None
-        if data is None:
-            continue
         try:
-            found[table] = parse_table_config_text(config_text(data, uri), uri,
-                                                   yaml=yaml).maintenance
+            config = read_table_config(settings, table)
         except TableConfigError as exc:
             logger.warning("table config refused: its table keeps the maintenance defaults",
                            extra={"table": table, "error": str(exc)})
+            continue
+        if config is not None:
+            found[table] = config.maintenance
     return found
 
 
