@@ -67,13 +67,14 @@ def table_maintenance(settings: Settings, tables: list[str]) -> dict[str, Mainte
 
 
 def run_maintenance(settings: Settings, maintenance: MaintenanceSettings, nessie: NessieClient,
+                    tables: dict[str, MaintenanceOptions],
                     *, clock: Callable[[], datetime] | None = None) -> GcReport:
-    """Collect (deleting only when `maintenance.gc_delete`), write each table's metrics to the
-    log and keep the summary under the reports prefix; the collection's report."""
+    """Collect (deleting only when `maintenance.gc_delete`; each table's retention and grace
+    from `tables`, its `table_maintenance`), write each table's metrics to the log and keep
+    the summary under the reports prefix; the collection's report."""
     s3 = aws.client("s3")
     options = gc_options(delete=maintenance.gc_delete, retention_days=None, grace_hours=None,
-                         tables=table_maintenance(settings, sorted(nessie.iceberg_tables(
-                             c.MAIN_BRANCH))))
+                         tables=tables)
     report = collect(nessie, S3Warehouse(s3, maintenance.warehouse_uri), options,
                      properties=dict(PROPERTIES), clock=clock)
     health.emit_metrics(report)
