@@ -270,7 +270,7 @@ def settle_members(ledger: Ledger, batch: BatchRecord) -> list[str]:
     now = iso(utcnow())
     updates = {}
     # A multi-table dataset: each file gets the snapshot of its own table.
-    table_of = dict(zip(batch.members, batch.source_tables, strict=False))
+    table_of = batch.member_tables
     snapshots = dict(batch.audited_snapshots or {})
     for member in members:
         verdict = verdicts.get(member) or {}
@@ -305,7 +305,7 @@ def failing_files(batch: BatchRecord) -> str | None:
     verdicts = _member_verdicts(batch)
     names = batch.member_sources
     # A multi-table dataset's files may share a name: each is named with its table.
-    tables = dict(zip(batch.members, batch.source_tables, strict=False))
+    tables = batch.member_tables
     failing = []
     for member, verdict in verdicts.items():
         if verdict["status"] == SOURCE_PASSED:

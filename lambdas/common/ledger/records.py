@@ -228,6 +228,12 @@ class BatchRecord(LedgerRecord):
         """Each member's staged source."""
         return dict(zip(self.members, self.sources, strict=False))
 
+    @property
+    def member_tables(self) -> dict[str, str]:
+        """Each member's table: a multi-table dataset's files (empty for any other batch,
+        which records no `source_tables`)."""
+        return dict(zip(self.members, self.source_tables, strict=False))
+
 
 Record = IngestRecord | BatchRecord
 _RECORD_TYPES: dict[str, type[LedgerRecord]] = {KIND_INGEST: IngestRecord,
