@@ -8,7 +8,6 @@ section (its config in the artifacts bucket) sets its retention and grace, as fo
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,7 +21,6 @@ from lambdas.common.batching import read_table_config
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import ConfigError
 from lambdas.common.log import logger
-from lambdas.common.naming import split_s3_uri
 from lambdas.common.nessie import NessieClient
 from lambdas.maintenance import health
 from lambdas.maintenance.fileio import PROPERTIES
@@ -78,9 +76,7 @@ def run_maintenance(settings: Settings, maintenance: MaintenanceSettings, nessie
     report = collect(nessie, S3Warehouse(s3, maintenance.warehouse_uri), options,
                      properties=dict(PROPERTIES), clock=clock)
     health.emit_metrics(report)
-    bucket, key = split_s3_uri(health.summary_uri(settings.reports_prefix))
-    s3.put_object(Bucket=bucket, Key=key, ContentType="application/json",
-                  Body=json.dumps(health.summary(report)).encode())
+    health.keep_summary(report, s3, settings.reports_prefix)
     return report
 
 
