@@ -70,10 +70,11 @@ def sweep(
         except Exception as exc:  # isolate tables: one poisoned lock must not stop the rest
             logger.exception("could not recover the lock", extra={"table": listed.table})
             report.errors.append(f"{listed.table}: {type(exc).__name__}: {exc}")
-    # A multi-table dataset is a batch record its manifest's trigger starts: adopted too.
-    received = [*ledger.list_ingests(statuses={c.RECEIVED}),
-                *(batch for batch in ledger.list_batches(status=c.RECEIVED)
-                  if is_multi_table(batch))]
+    # A multi-table dataset is a batch record its manifest's trigger starts: adopted too
+    # (after the files; one read of the status index for both).
+    pending = ledger.with_status(c.RECEIVED)
+    received = [*(record for record in pending if isinstance(record, IngestRecord)),
+                *(record for record in pending if is_multi_table(record))]
     for listed in received:
         try:
             _adopt_orphan(settings, ledger, nessie, listed.ingest_id, now, report)

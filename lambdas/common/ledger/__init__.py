@@ -137,6 +137,9 @@ class Ledger:
     def list_batches(self, *, status: str | None = None) -> list[BatchRecord]:
         return self.ingests.list_batches(status=status)
 
+    def with_status(self, status: str) -> list[Record]:
+        return self.ingests.with_status(status)
+
     def due_for_sweep(self, now: datetime) -> list[Record]:
         return self.ingests.due_for_sweep(now)
 
