@@ -30,6 +30,7 @@ from contracts.config_text import CONFIG_ERROR
 from contracts.report import SOURCE_PASSED, SOURCE_REJECTED, AuditReport, ReportError
 from contracts.table_config import (
     MAX_CONFIG_BYTES,
+    TableConfig,
     TableConfigError,
     config_text,
     parse_table_config_text,
@@ -88,20 +89,27 @@ def table_intake(settings: Settings, table: str) -> Intake:
     the table schema reveals (a check on a column the table lacks) is still the job's to
     find.
     """
+    try:
+        config = read_table_config(settings, table)
+    except TableConfigError as exc:
+        _log.error("table config %s refused: %s", settings.table_config_uri(table), exc)
+        return Intake(BatchLimits(max_files=1), config_error=str(exc), configured=True)
+    if config is None:
+        return Intake()
+    return Intake(config.batch, config.arrival, configured=True, format=config.format)
+
+
+def read_table_config(settings: Settings, table: str) -> TableConfig | None:
+    """The table's deployed config (at most MAX_CONFIG_BYTES), read and parsed as the job
+    does (`contracts.table_config`); None when it has none (or no config prefix is
+    deployed). Raises TableConfigError for one the job would refuse."""
     uri = settings.table_config_uri(table)
-    if not uri:
-        return Intake()
-    data = aws.read_bytes_s3(uri, max_bytes=MAX_CONFIG_BYTES)
-    if data is None:
-        return Intake()
+    data = aws.read_bytes_s3(uri, max_bytes=MAX_CONFIG_BYTES) if uri else None
+    if uri is None or data is None:
+        return None
     import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
 
-    try:
-        config = parse_table_config_text(config_text(data, uri), uri, yaml=yaml)
-    except TableConfigError as exc:
-        _log.error("table config %s refused: %s", uri, exc)
-        return Intake(BatchLimits(max_files=1), config_error=str(exc), configured=True)
-    return Intake(config.batch, config.arrival, configured=True, format=config.format)
+    return parse_table_config_text(config_text(data, uri), uri, yaml=yaml)
 
 
 MAX_SUGGESTIONS = 3  # close table names an `unknown_table` rejection offers
@@ -262,7 +270,7 @@ def settle_members(ledger: Ledger, batch: BatchRecord) -> list[str]:
     now = iso(utcnow())
     updates = {}
     # A multi-table dataset: each file gets the snapshot of its own table.
-    table_of = dict(zip(batch.members, batch.source_tables, strict=False))
+    table_of = batch.member_tables
     snapshots = dict(batch.audited_snapshots or {})
     for member in members:
         verdict = verdicts.get(member) or {}
@@ -297,7 +305,7 @@ def failing_files(batch: BatchRecord) -> str | None:
     verdicts = _member_verdicts(batch)
     names = batch.member_sources
     # A multi-table dataset's files may share a name: each is named with its table.
-    tables = dict(zip(batch.members, batch.source_tables, strict=False))
+    tables = batch.member_tables
     failing = []
     for member, verdict in verdicts.items():
         if verdict["status"] == SOURCE_PASSED:

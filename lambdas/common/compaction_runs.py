@@ -148,8 +148,8 @@ def _read_verdict(uri: str | None) -> tuple[CompactionVerdict | None, str | None
     if not uri:
         return None, "the run names no result"
     try:
-        data = aws.read_bytes_s3(uri, max_bytes=MAX_REPORT_BYTES)
-    except Exception as exc:  # e.g. denied: recorded as the job's failure, the table freed
+        data = aws.read_text_s3(uri, max_bytes=MAX_REPORT_BYTES)
+    except Exception as exc:  # e.g. denied, too large: the job's failure, the table freed
         return None, f"the job's result {uri} cannot be read: {type(exc).__name__}: {exc}"
     if data is None:
         return None, f"the job ended without writing its result {uri}"

@@ -33,6 +33,7 @@ from lambdas.common.ledger import (
     Ledger,
     LedgerRecord,
     Record,
+    is_multi_table,
     started_at_field,
     tables_of,
 )
@@ -249,9 +250,8 @@ def start_ingest(
     ingest_id, table = record.ingest_id, _table_of(record)
     if not record.is_pending:
         return record  # already started (or finished): nothing to do
-    tables = tables_of(record)
-    if len(tables) > 1:  # a multi-table dataset takes every table's lock, in order
-        waiting_at = ledger.acquire_in_order(tables, ingest_id)
+    if is_multi_table(record):  # a multi-table dataset takes every table's lock, in order
+        waiting_at = ledger.acquire_in_order(tables_of(record), ingest_id)
         if waiting_at is not None:  # queued there: the table's release starts it again
             ledger.update_ingest(ingest_id, {"status": c.QUEUED, "waiting_for": waiting_at},
                                  only_if_status=c.PENDING_STATUSES)
@@ -275,9 +275,8 @@ def start_ingest(
 
 def run_branch_name(record: LedgerRecord, at: datetime) -> str:
     """`wap_<ns>_<table>_<time>_<id8>`; a multi-table dataset's `wap_dataset_<name>_...`."""
-    name = getattr(record, "dataset_name", None)
-    if name and len(tables_of(record)) > 1:
-        return rules.branch_name("dataset", name, at, record.ingest_id)
+    if is_multi_table(record) and record.dataset_name:
+        return rules.branch_name("dataset", record.dataset_name, at, record.ingest_id)
     return branch_name(TableRef.parse(_table_of(record)), at, record.ingest_id)
 
 
@@ -292,7 +291,7 @@ def launch_job_run(
     for held in tables_of(record):
         ledger.renew_lease(held, ingest_id)
     sources, origins = reader_uris(record), origin_uris(ledger, record)
-    multi = isinstance(record, BatchRecord) and len(record.tables) > 1
+    multi = is_multi_table(record)
     job_run_id = start_job_run(
         settings,
         ingest_id=ingest_id,

@@ -85,7 +85,12 @@ def main_holds_ingest(
     Raises `NessieUnavailableError` when Nessie cannot say: the caller must not record
     a failure it could not check.
     """
-    snapshots = audited_snapshots(record, table, reported, reported_snapshots)
+    return main_holds_all(nessie, audited_snapshots(record, table, reported, reported_snapshots))
+
+
+def main_holds_all(nessie: NessieClient, snapshots: Mapping[str, Any]) -> bool:
+    """True when main holds every table at its snapshot (`snapshots`: table -> snapshot
+    id); False for none. Raises `NessieUnavailableError` when Nessie cannot say."""
     return bool(snapshots) and all(nessie.main_holds(name, int(snapshot))
                                    for name, snapshot in snapshots.items())
 

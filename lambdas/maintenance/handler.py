@@ -7,6 +7,7 @@ from typing import Any
 
 from contracts.table_config import MaintenanceOptions
 from lambdas.common import compaction_runs
+from lambdas.common import constants as c
 from lambdas.common.config import load_settings
 from lambdas.common.exceptions import InvalidEventError
 from lambdas.common.ledger import Ledger
@@ -47,14 +48,18 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return compaction_runs.finish(settings, ledger, nessie, run_id)
     if action is not None:
         raise InvalidEventError(f"unknown action {action!r} (compact, compact_finish)")
-    report = run_maintenance(settings, load_maintenance_settings(), nessie)
+    # Each table's `maintenance:` read once: the collection and the compactions use it.
+    listed = sorted(nessie.iceberg_tables(c.MAIN_BRANCH))
+    options = table_maintenance(settings, listed)
+    report = run_maintenance(settings, load_maintenance_settings(), nessie, options)
     result = outcome(report)
     logger.info("garbage collection done", extra=result)
     # Main's data files per table, as the collection just measured them (a directory no
     # table owns counts none).
     tables = {name: sweep.data_files for name, sweep in report.tables.items()
               if sweep.data_files > 0}
-    result["compaction"] = compaction.daily(settings, ledger, nessie, tables,
-                                            table_maintenance(settings, sorted(tables)))
+    # A table that reached main after the listing above has its config read now.
+    options |= table_maintenance(settings, sorted(set(tables) - set(listed)))
+    result["compaction"] = compaction.daily(settings, ledger, nessie, tables, options)
     logger.info("compactions finished and started", extra=result["compaction"])
     return result

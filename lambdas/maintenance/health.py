@@ -7,9 +7,11 @@ no table is named `maintenance` there, tables are `ns.table`.
 
 from __future__ import annotations
 
+import json
 from typing import IO, Any
 
 from lambdas.common import metrics
+from lambdas.common.naming import split_s3_uri
 from lambdas.maintenance.gc import GcReport
 
 SUMMARY_NAME = "maintenance/gc-latest.json"  # under the reports prefix
@@ -37,6 +39,14 @@ def summary(report: GcReport) -> dict[str, Any]:
     return {"summary_version": SUMMARY_VERSION, "collected_at": report.started.isoformat(),
             "deleted": report.deleted, "reclaimable_bytes": report.garbage_bytes,
             "tables": tables}
+
+
+def keep_summary(report: GcReport, s3: Any, reports_prefix: str) -> None:
+    """Put the run's `summary` where the dashboard reads it (`summary_uri`); raises the S3
+    client's error when it cannot be put."""
+    bucket, key = split_s3_uri(summary_uri(reports_prefix))
+    s3.put_object(Bucket=bucket, Key=key, ContentType="application/json",
+                  Body=json.dumps(summary(report)).encode())
 
 
 def emit_metrics(report: GcReport, *, stream: IO[str] | None = None) -> list[dict]:

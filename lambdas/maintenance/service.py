@@ -8,26 +8,19 @@ section (its config in the artifacts bucket) sets its retention and grace, as fo
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from contracts.table_config import (
-    MAX_CONFIG_BYTES,
-    MaintenanceOptions,
-    TableConfigError,
-    config_text,
-    parse_table_config_text,
-)
+from contracts.table_config import MaintenanceOptions, TableConfigError
 from lambdas.common import aws
 from lambdas.common import constants as c
+from lambdas.common.batching import read_table_config
 from lambdas.common.config import Settings
 from lambdas.common.exceptions import ConfigError
 from lambdas.common.log import logger
-from lambdas.common.naming import split_s3_uri
 from lambdas.common.nessie import NessieClient
 from lambdas.maintenance import health
 from lambdas.maintenance.fileio import PROPERTIES
@@ -58,37 +51,32 @@ def load_maintenance_settings(env: Mapping[str, str] | None = None) -> Maintenan
 def table_maintenance(settings: Settings, tables: list[str]) -> dict[str, MaintenanceOptions]:
     """The `maintenance:` section of each table's config; a table without one, or whose
     config does not parse (its ingests are refused too), keeps the defaults."""
-    import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
-
     found: dict[str, MaintenanceOptions] = {}
     for table in tables:
-        uri = settings.table_config_uri(table)
-        data = aws.read_bytes_s3(uri, max_bytes=MAX_CONFIG_BYTES) if uri else None
-        if data is None:
-            continue
         try:
-            found[table] = parse_table_config_text(config_text(data, uri), uri,
-                                                   yaml=yaml).maintenance
+            config = read_table_config(settings, table)
         except TableConfigError as exc:
             logger.warning("table config refused: its table keeps the maintenance defaults",
                            extra={"table": table, "error": str(exc)})
+            continue
+        if config is not None:
+            found[table] = config.maintenance
     return found
 
 
 def run_maintenance(settings: Settings, maintenance: MaintenanceSettings, nessie: NessieClient,
+                    tables: dict[str, MaintenanceOptions],
                     *, clock: Callable[[], datetime] | None = None) -> GcReport:
-    """Collect (deleting only when `maintenance.gc_delete`), write each table's metrics to the
-    log and keep the summary under the reports prefix; the collection's report."""
+    """Collect (deleting only when `maintenance.gc_delete`; each table's retention and grace
+    from `tables`, its `table_maintenance`), write each table's metrics to the log and keep
+    the summary under the reports prefix; the collection's report."""
     s3 = aws.client("s3")
     options = gc_options(delete=maintenance.gc_delete, retention_days=None, grace_hours=None,
-                         tables=table_maintenance(settings, sorted(nessie.iceberg_tables(
-                             c.MAIN_BRANCH))))
+                         tables=tables)
     report = collect(nessie, S3Warehouse(s3, maintenance.warehouse_uri), options,
                      properties=dict(PROPERTIES), clock=clock)
     health.emit_metrics(report)
-    bucket, key = split_s3_uri(health.summary_uri(settings.reports_prefix))
-    s3.put_object(Bucket=bucket, Key=key, ContentType="application/json",
-                  Body=json.dumps(health.summary(report)).encode())
+    health.keep_summary(report, s3, settings.reports_prefix)
     return report
 
 

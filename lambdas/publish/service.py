@@ -24,7 +24,7 @@ from lambdas.common.naming import utcnow
 from lambdas.common.nessie import MergeMeta, NessieClient
 from lambdas.common.published import (
     delete_branch_quietly,
-    main_holds_ingest,
+    main_holds_all,
     merge_audited_commit,
     snapshot_mismatch,
 )
@@ -62,7 +62,7 @@ def publish(
                                      "audited_snapshot_id": str(snapshot_id),
                                      "audited_snapshots": snapshots})
     expected = snapshots or {table: snapshot_id}
-    if main_holds_ingest(nessie, table, None, str(snapshot_id), snapshots):
+    if main_holds_all(nessie, expected):
         # The merge went through; its answer was lost. Only if the audited commit is the
         # one that holds it: a report naming a snapshot main already had must not mark
         # this ingest published.
@@ -99,7 +99,7 @@ def publish(
     try:
         main_hash = merge_audited_commit(nessie, table=table, branch=branch,
                                          audited_hash=from_hash, snapshot_id=snapshot_id,
-                                         meta=meta, snapshots=snapshots)
+                                         meta=meta, snapshots=expected)
     except AuditedCommitMismatchError as exc:
         return replace(base, status=c.PUBLISH_FAILED, reason=f"refusing to publish: {exc}")
     except MergeConflictError as conflict:

@@ -28,6 +28,7 @@ from lambdas.common.ledger import (
     Record,
     Successor,
     TableLock,
+    is_multi_table,
     tables_of,
 )
 from lambdas.common.lineage.record import record_outcome
@@ -69,10 +70,11 @@ def sweep(
         except Exception as exc:  # isolate tables: one poisoned lock must not stop the rest
             logger.exception("could not recover the lock", extra={"table": listed.table})
             report.errors.append(f"{listed.table}: {type(exc).__name__}: {exc}")
-    # A multi-table dataset is a batch record its manifest's trigger starts: adopted too.
-    received = [*ledger.list_ingests(statuses={c.RECEIVED}),
-                *(batch for batch in ledger.list_batches(status=c.RECEIVED)
-                  if len(tables_of(batch)) > 1)]
+    # A multi-table dataset is a batch record its manifest's trigger starts: adopted too
+    # (after the files; one read of the status index for both).
+    pending = ledger.with_status(c.RECEIVED)
+    received = [*(record for record in pending if isinstance(record, IngestRecord)),
+                *(record for record in pending if is_multi_table(record))]
     for listed in received:
         try:
             _adopt_orphan(settings, ledger, nessie, listed.ingest_id, now, report)
@@ -123,7 +125,7 @@ def _adopt_orphan(
             send_alert_quietly(alert_event(failed, outcome=c.JOB_FAILED, reason=reason))
             record_outcome(settings, ledger, failed)
         return
-    if len(tables_of(record)) > 1:  # a dataset: its config declares its tables
+    if is_multi_table(record):  # a dataset: its config declares its tables
         start_or_fail(settings, ledger, nessie, record)  # takes every lock, in order
         report.restarted.append(ingest_id)
         return

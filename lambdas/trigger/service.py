@@ -217,9 +217,13 @@ def _multi_table_drop(
         return TriggerResult(obj.key, IGNORED, reason="a file of a multi-table dataset: "
                              "its drop's _manifest.json ingests it")
 
+    intakes: dict[str, Intake] = {}  # each table's config read once per drop, not per file
+
     def ingest_file(part: ObjectCreated, table: str, member_of: dict[str, Any]
                     ) -> IngestRecord:
-        intake = table_intake(settings, table)
+        if table not in intakes:
+            intakes[table] = table_intake(settings, table)
+        intake = intakes[table]
         record = _recorded_and_staged(part, settings, ledger, s3, intake, table, member_of)
         if intake.config_error and record.is_pending:  # the dataset's alert names it
             ledger.update_ingest(record.ingest_id, {

@@ -46,13 +46,10 @@ def collect_garbage(
                    between_phases=between_phases)
 
 
-def record_gc(backend: Backend, report: GcReport) -> str:
+def record_gc(backend: Backend, report: GcReport) -> None:
     """Keep the run's per-table health where the dashboard's table page reads it (the
-    scheduled Lambda does the same on AWS) and write its metrics where this backend's go;
-    returns where the summary went. Raises the S3 client's error when it cannot be put."""
-    import json
-
-    from lambdas.common.naming import split_s3_uri
+    scheduled Lambda does the same on AWS) and write its metrics where this backend's go.
+    Raises the S3 client's error when it cannot be put."""
     from lambdas.maintenance import health
 
     if (stream := backend.metrics_stream()) is not None:
@@ -60,12 +57,8 @@ def record_gc(backend: Backend, report: GcReport) -> str:
     prefix = backend.reports_prefix()
     if prefix is None:
         raise ValueError(f"the {backend.kind} backend keeps no reports")
-    uri = health.summary_uri(prefix)
-    bucket, key = split_s3_uri(uri)
-    backend.s3().put_object(Bucket=bucket, Key=key, ContentType="application/json",
-                            Body=json.dumps(health.summary(report)).encode())
+    health.keep_summary(report, backend.s3(), prefix)
     backend.changed()
-    return uri
 
 
 def gc_summary(backend: Backend) -> dict[str, Any] | None:

@@ -36,6 +36,7 @@ from lambdas.common.ledger.records import (
     Record,
     Status,
     TableLock,
+    is_multi_table,
     lock_from_item,
     lock_to_item,
     plain_value,
@@ -68,9 +69,9 @@ __all__ = [
     "INDEX_BY_TABLE", "INDEX_SWEEP", "KIND_BATCH", "KIND_INGEST", "KIND_TABLE", "LOCK_ACTIVE",
     "LOCK_NOT_PENDING", "LOCK_QUEUED", "PARTITION_KEY", "STATUSES", "SWEEP_PENDING",
     "TTL_ATTRIBUTE", "_INDEXES", "BatchRecord", "IngestRecord", "Ledger", "LedgerRecord",
-    "QueueStat", "Record", "Status", "Successor", "TableLock", "batch_id", "lock_from_item",
-    "lock_to_item", "plain_value", "record_from_item", "record_to_item", "started_at_field",
-    "storable_item", "table_schema", "tables_of",
+    "QueueStat", "Record", "Status", "Successor", "TableLock", "batch_id", "is_multi_table",
+    "lock_from_item", "lock_to_item", "plain_value", "record_from_item", "record_to_item",
+    "started_at_field", "storable_item", "table_schema", "tables_of",
 ]
 
 
@@ -135,6 +136,9 @@ class Ledger:
 
     def list_batches(self, *, status: str | None = None) -> list[BatchRecord]:
         return self.ingests.list_batches(status=status)
+
+    def with_status(self, status: str) -> list[Record]:
+        return self.ingests.with_status(status)
 
     def due_for_sweep(self, now: datetime) -> list[Record]:
         return self.ingests.due_for_sweep(now)

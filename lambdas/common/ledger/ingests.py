@@ -249,6 +249,13 @@ class IngestRecords:
                      if i.get("kind") == KIND_BATCH]
         return _oldest_first(record_from_item(i) for i in items)  # type: ignore[return-value]
 
+    def with_status(self, status: str) -> list[Record]:
+        """Every ingest and batch record of `status`, oldest first: one query of the status
+        index (eventually consistent: re-read before acting)."""
+        return _oldest_first(record_from_item(i)
+                             for i in self._store.query(INDEX_BY_STATUS, "status", status)
+                             if i.get("kind") in (KIND_INGEST, KIND_BATCH))
+
     def due_for_sweep(self, now: datetime) -> list[Record]:
         """Final records with a branch or staged copy left to clean, due by `now`."""
         return [record_from_item(i)

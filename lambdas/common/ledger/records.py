@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, TypeGuard, get_args
 
 from lambdas.common import constants as c
 from lambdas.common.ledger.schema import (
@@ -228,6 +228,12 @@ class BatchRecord(LedgerRecord):
         """Each member's staged source."""
         return dict(zip(self.members, self.sources, strict=False))
 
+    @property
+    def member_tables(self) -> dict[str, str]:
+        """Each member's table: a multi-table dataset's files (empty for any other batch,
+        which records no `source_tables`)."""
+        return dict(zip(self.members, self.source_tables, strict=False))
+
 
 Record = IngestRecord | BatchRecord
 _RECORD_TYPES: dict[str, type[LedgerRecord]] = {KIND_INGEST: IngestRecord,
@@ -240,6 +246,11 @@ def tables_of(record: LedgerRecord) -> tuple[str, ...]:
     lock order), else its one table (none for a record without one)."""
     tables = getattr(record, "tables", ())
     return tuple(tables) if tables else ((record.table,) if record.table else ())
+
+
+def is_multi_table(record: LedgerRecord) -> TypeGuard[BatchRecord]:
+    """Whether the record is a multi-table dataset's batch: it writes more than one table."""
+    return len(tables_of(record)) > 1
 
 
 def started_at_field(attempt: int, job_try: int) -> str:

@@ -16,9 +16,10 @@ Pure functions of typed values; nothing here reads or sends anything.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
@@ -147,36 +148,19 @@ def _outcome(event_type: RunState, *, namespace: str, ingest_id: str, table: str
     if event_type == RunState.FAIL and outcome.reason:
         run_facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
             message=outcome.reason, programmingLanguage="python", producer=PRODUCER)
-    output_facets: dict = {}
-    dataset_facets: dict = {}
-    snapshot_id = outcome.snapshot_id or (
-        str(report.snapshot_id) if report and report.snapshot_id is not None else None)
-    if outcome.reference:
-        dataset_facets["wap_nessie"] = NessieReferenceDatasetFacet(
-            reference=outcome.reference, hash=outcome.hash or (report and report.branch_hash),
-            snapshotId=snapshot_id, producer=PRODUCER)
-    if snapshot_id:
-        dataset_facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
-            datasetVersion=snapshot_id, producer=PRODUCER)
-    if report is not None and report.table_schema:
-        dataset_facets["schema"] = schema_dataset.SchemaDatasetFacet(
-            fields=[schema_dataset.SchemaDatasetFacetFields(
-                        name=str(column["name"]), type=str(column["type"]))
-                    for column in report.table_schema],
-            producer=PRODUCER)
-    if report is not None:
-        dataset_facets["dataQualityMetrics"] = (
-            data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(
-                rowCount=report.rows_written, columnMetrics=_null_counts(report.checks),
-                fileCount=len(report.source_uris) or None, producer=PRODUCER))
-        output_facets["outputStatistics"] = (
-            output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
-                rowCount=report.rows_written, producer=PRODUCER))
-    outputs = [OutputDataset(namespace=catalog_namespace(namespace), name=table,
-                             facets=dataset_facets, outputFacets=output_facets)]
     if report is not None and len(report.tables) > 1:  # a multi-table dataset: every table
-        outputs = [_dataset_table_output(namespace, entry, outcome, report)
+        # The same reference and hash for all (one merge), each its own snapshot and rows.
+        outputs = [_table_output(namespace, entry.table, outcome, report,
+                                 snapshot=None if entry.snapshot_id is None
+                                 else str(entry.snapshot_id), written=entry)
                    for entry in report.tables]
+    else:
+        snapshot_id = outcome.snapshot_id or (
+            str(report.snapshot_id) if report and report.snapshot_id is not None else None)
+        outputs = [_table_output(
+            namespace, table, outcome, report, snapshot=snapshot_id, written=report,
+            column_metrics=_null_counts(report.checks) if report is not None else None,
+            schema=report.table_schema if report is not None else ())]
     return _event(event_type, namespace=namespace, ingest_id=ingest_id, table=table, at=at,
                   kind=kind, run_facets=run_facets,
                   inputs=[_input(source, report, _verdict(report, index, len(inputs)))
@@ -184,28 +168,38 @@ def _outcome(event_type: RunState, *, namespace: str, ingest_id: str, table: str
                   outputs=outputs)
 
 
-def _dataset_table_output(namespace: str, entry: TableWrite, outcome: Outcome,
-                          report: AuditReport) -> OutputDataset:
-    """One table of a multi-table dataset (`report.tables` entry): the same reference and
-    hash for all (one merge), its own snapshot and rows."""
-    snapshot = None if entry.snapshot_id is None else str(entry.snapshot_id)
+def _table_output(namespace: str, table: str, outcome: Outcome, report: AuditReport | None,
+                  *, snapshot: str | None, written: AuditReport | TableWrite | None,
+                  column_metrics: dict | None = None,
+                  schema: Sequence[Mapping[str, Any]] = ()) -> OutputDataset:
+    """One table the run wrote: its Nessie reference and `snapshot`, its `schema`, and the
+    rows and files `written` (the report, or a multi-table dataset's entry for the table)
+    with `column_metrics`, when the job reported them."""
     facets: dict = {}
     if outcome.reference:
         facets["wap_nessie"] = NessieReferenceDatasetFacet(
-            reference=outcome.reference, hash=outcome.hash or report.branch_hash,
+            reference=outcome.reference, hash=outcome.hash or (report and report.branch_hash),
             snapshotId=snapshot, producer=PRODUCER)
     if snapshot:
         facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
             datasetVersion=snapshot, producer=PRODUCER)
-    facets["dataQualityMetrics"] = data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(
-        rowCount=entry.rows_written, columnMetrics={},
-        fileCount=len(entry.source_uris) or None,
-        producer=PRODUCER)
-    return OutputDataset(namespace=catalog_namespace(namespace), name=entry.table,
-                         facets=facets, outputFacets={
-                             "outputStatistics": output_statistics_output_dataset.
-                             OutputStatisticsOutputDatasetFacet(rowCount=entry.rows_written,
-                                                                producer=PRODUCER)})
+    if schema:
+        facets["schema"] = schema_dataset.SchemaDatasetFacet(
+            fields=[schema_dataset.SchemaDatasetFacetFields(
+                        name=str(column["name"]), type=str(column["type"]))
+                    for column in schema],
+            producer=PRODUCER)
+    output_facets: dict = {}
+    if written is not None:
+        facets["dataQualityMetrics"] = (
+            data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(
+                rowCount=written.rows_written, columnMetrics=column_metrics or {},
+                fileCount=len(written.source_uris) or None, producer=PRODUCER))
+        output_facets["outputStatistics"] = (
+            output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+                rowCount=written.rows_written, producer=PRODUCER))
+    return OutputDataset(namespace=catalog_namespace(namespace), name=table,
+                         facets=facets, outputFacets=output_facets)
 
 
 def _event(event_type: RunState, *, namespace: str, ingest_id: str, table: str, at: datetime,

@@ -261,6 +261,7 @@ def test_listings_query_indexes_and_never_scan(ledger):
     indexed.list_ingests()
     indexed.list_ingests(table="s.t")
     indexed.list_ingests(statuses={"RECEIVED"})
+    indexed.with_status("RECEIVED")
     indexed.list_locks()
     indexed.due_for_sweep(utcnow())
     assert calls and set(calls) == {"Query"}, calls
