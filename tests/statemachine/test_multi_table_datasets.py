@@ -54,8 +54,6 @@ def mt_stack(nessie, tmp_path_factory):
     started: list = []
 
     def job(argv: list[str]):
-        if FAULTS:  # an infrastructure error a test asked for: the job run fails
-            raise FAULTS.pop()
         for match, release in list(HOLDS.items()):
             if match in " ".join(argv):
                 release.wait(60)
@@ -76,7 +74,6 @@ def mt_stack(nessie, tmp_path_factory):
     slack.stop()
 
 
-FAULTS: list[Exception] = []  # raised by the module stack's next job runs, one each
 # A job run whose arguments contain a key waits (up to a minute) until its event is set.
 HOLDS: dict[str, threading.Event] = {}
 # Each dataset run of the stand-in: (its id, {table it wrote: the lock's holder then}).
@@ -266,7 +263,7 @@ def test_a_retried_job_and_a_timeout_after_the_merge_still_publish_every_table_o
 
         return wrapped
 
-    FAULTS.append(RuntimeError("executor lost (injected)"))
+    stack.emr.inject_crash("executor lost (injected)")
     stack.dispatcher.interceptors["publish"] = time_out_after
     try:
         before = main_log(nessie_client)
@@ -277,7 +274,7 @@ def test_a_retried_job_and_a_timeout_after_the_merge_still_publish_every_table_o
         stack.dispatcher.interceptors.pop("publish", None)
 
     assert dataset.status == "PUBLISHED", stack.describe()
-    assert FAULTS == [] and len(calls) == 1  # the failed try raised before the stand-in
+    assert len(calls) == 1  # the failed try crashed before the stand-in
     assert len(stack.emr.started_runs) >= 2 and dataset.job_tries == 2
     assert calls[0]["branch"] == dataset.branch  # the retry ran on the same branch
     assert len(main_log(nessie_client)) == len(before) + 1
