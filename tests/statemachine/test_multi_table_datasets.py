@@ -15,6 +15,7 @@ from tests.fixtures.local_stack import (
     batch_for_marker,
     branch_exists,
     drop_dataset,
+    drop_dataset_files,
     fake_parquet,
     status_for_key,
     table_on,
@@ -155,26 +156,24 @@ def test_a_bad_drop_is_rejected_before_any_run_with_one_alert_each(mt_stack):
     stack.wait_idle()
     calls.clear()
     alerts = len(slack.messages)
-    listed_a = {"path": "mt.orders/a.parquet",
-                "size": len(fake_parquet("bad-4/mt.orders/a.parquet"))}
-    unlisted = {"tables": {"mt.orders": [listed_a], "mt.order_items": []}}
-    empty = {"tables": {"mt.orders": [{"path": "mt.orders/empty.parquet", "size": 0}],
-                        "mt.order_items": []}}
-    cases = [("shop", {"tables": {"mt.orders": []}}, "must list every table"),
-             ("shop", {"files": []}, "is not a dataset manifest"),
-             ("shop", {"tables": {"mt.orders": [{"path": "o.parquet", "size": 1}],
-                                  "mt.order_items": []}}, "which does not exist"),
-             ("nothing_here", None, "tables/datasets/nothing_here.yaml"),
-             ("shop", unlisted, "1 file(s) under"),  # b.parquet is in the drop, not listed
-             ("shop", empty, "empty file (0 bytes)")]  # one alert: the dataset's
-    for number, (name, manifest, fragment) in enumerate(cases):
-        if manifest is empty:
-            stack.drop_file(f"_datasets/shop/bad-{number}/mt.orders/empty.parquet", b"")
-        files = {None: {"mt.orders": ["a.parquet"]},
-                 id(unlisted): {"mt.orders": ["a.parquet", "b.parquet"]}}
-        key = drop_dataset(stack, name, f"bad-{number}",
-                           files.get(None if manifest is None else id(manifest), {}),
-                           manifest=manifest)
+    a = fake_parquet("unlisted/a")
+    cases = [  # (dataset, its files: {table: {file: bytes}}, manifest, the error's fragment)
+        ("shop", {}, {"tables": {"mt.orders": []}}, "must list every table"),
+        ("shop", {}, {"files": []}, "is not a dataset manifest"),
+        ("shop", {}, {"tables": {"mt.orders": [{"path": "o.parquet", "size": 1}],
+                                 "mt.order_items": []}}, "which does not exist"),
+        ("nothing_here", {"mt.orders": {"a.parquet": fake_parquet("nothing_here/a")}}, None,
+         "tables/datasets/nothing_here.yaml"),
+        ("shop", {"mt.orders": {"a.parquet": a, "b.parquet": fake_parquet("unlisted/b")}},
+         {"tables": {"mt.orders": [{"path": "mt.orders/a.parquet", "size": len(a)}],
+                     "mt.order_items": []}},
+         "1 file(s) under"),  # b.parquet is in the drop, not listed
+        ("shop", {"mt.orders": {"empty.parquet": b""}},
+         {"tables": {"mt.orders": [{"path": "mt.orders/empty.parquet", "size": 0}],
+                     "mt.order_items": []}},
+         "empty file (0 bytes)")]  # one alert: the dataset's
+    for number, (name, files, manifest, fragment) in enumerate(cases):
+        key = drop_dataset_files(stack, name, f"bad-{number}", files, manifest=manifest)
         dataset = wait_for_batch(stack, key)
         assert dataset.status == "REJECTED" and fragment in dataset.error, dataset.error
         assert fragment in json.dumps(slack.messages[-1])
