@@ -180,8 +180,7 @@ def test_a_bad_drop_is_rejected_before_any_run_with_one_alert_each(mt_stack):
     assert calls == [] and len(slack.messages) == alerts + len(cases)
 
 
-def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(
-        mt_stack, nessie_client):
+def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(mt_stack):
     """{orders, items} and {items, orders} together with single-table ingests on both: the
     interleaving that deadlocks when locks are taken in listing order."""
     stack = mt_stack[0]
