@@ -99,7 +99,8 @@ class WapStack(Stack):
                if settings.lineage_api_key_secret_arn else {}),
         }
         pipeline = Pipeline(
-            self, "Pipeline", functions=functions, environment=environment,
+            self, "Pipeline", functions=_as_deployed(functions, gc_delete=settings.gc_delete),
+            environment=environment,
             vpc=network.vpc, subnets=network.private_subnets, source=storage.source,
             artifacts=storage.artifacts, state_machine_name=state_machine_name,
             substitutions=state_machine_values(), removal_policy=removal,
@@ -243,18 +244,24 @@ class WapStack(Stack):
                     actions=["states:DescribeExecution"], resources=[executions]))
 
 
+def _as_deployed(functions: tuple[FunctionSpec, ...], *,
+                 gc_delete: bool) -> tuple[FunctionSpec, ...]:
+    """`functions` with what the deploy settings add: with -c gcDelete=true the maintenance
+    Lambda may also delete under warehouse/ (LAKE_DELETE)."""
+    if not gc_delete:
+        return functions
+    return tuple(replace(spec, capabilities=spec.capabilities | {Capability.LAKE_DELETE})
+                 if spec.name == "maintenance" else spec for spec in functions)
+
+
 def _configure_maintenance(pipeline: Pipeline, storage: Storage, *, gc_delete: bool) -> None:
-    """The maintenance Lambda's own environment (the warehouse it sweeps, whether it
-    deletes) and, only when it deletes, the capability to."""
+    """The maintenance Lambda's own environment: the warehouse it sweeps, whether it
+    deletes (the capability to is in its spec: _as_deployed)."""
     from lambdas.common import constants as c
 
     pipeline.functions["maintenance"].add_environment(c.ENV_WAREHOUSE_URI, storage.warehouse_uri)
     pipeline.functions["maintenance"].add_environment(c.ENV_GC_DELETE,
                                                       "true" if gc_delete else "false")
-    if gc_delete:
-        spec = pipeline.specs["maintenance"]
-        pipeline.specs["maintenance"] = replace(
-            spec, capabilities=spec.capabilities | {Capability.LAKE_DELETE})
 
 
 def _grant_lineage_key(pipeline: Pipeline, secret_arn: str) -> None:
