@@ -226,16 +226,14 @@ class WapStack(Stack):
                     actions=["iam:PassRole"], resources=[compute.execution_role.role_arn],
                     conditions={"StringEquals": {
                         "iam:PassedToService": "emr-serverless.amazonaws.com"}}))
-            if Capability.WATCH_JOB in capabilities:
+            # WATCH_JOB is READ_JOB and CANCEL_JOB: one statement of what they add up to.
+            job_actions = [action for action, granted_by in (
+                ("emr-serverless:GetJobRun", {Capability.WATCH_JOB, Capability.READ_JOB}),
+                ("emr-serverless:CancelJobRun", {Capability.WATCH_JOB, Capability.CANCEL_JOB}),
+            ) if granted_by & capabilities]
+            if job_actions:
                 function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["emr-serverless:GetJobRun", "emr-serverless:CancelJobRun"],
-                    resources=[job_runs]))
-            elif Capability.READ_JOB in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["emr-serverless:GetJobRun"], resources=[job_runs]))
-            elif Capability.CANCEL_JOB in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["emr-serverless:CancelJobRun"], resources=[job_runs]))
+                    actions=job_actions, resources=[job_runs]))
             if Capability.START_EXECUTION in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["states:StartExecution"], resources=[pipeline.state_machine_arn]))
