@@ -214,9 +214,13 @@ class WapStack(Stack):
                     actions=["s3:DeleteObject"],
                     resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")]))
             if Capability.MAINTENANCE_SUMMARY_WRITE in capabilities:
+                # The folder of the summary the Lambda puts (reports/maintenance/).
+                from lambdas.maintenance.health import summary_uri
+
+                folder = summary_uri(constants.REPORTS_PREFIX).rsplit("/", 1)[0]
                 function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["s3:PutObject"], resources=[storage.artifacts.arn_for_objects(
-                        f"{constants.MAINTENANCE_SUMMARY_PREFIX}*")]))
+                    actions=["s3:PutObject"],
+                    resources=[storage.artifacts.arn_for_objects(f"{folder}/*")]))
             if Capability.START_JOB in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["emr-serverless:StartJobRun", "emr-serverless:TagResource"],
