@@ -106,7 +106,6 @@ SWEEPER_RATE_MINUTES = 5  # also how much longer than blockedStartMinutes a tabl
 MAINTENANCE_RATE_DAYS = 1
 MAINTENANCE_TIMEOUT_SECONDS = 900
 MAINTENANCE_MEMORY_MIB = 1024  # the marked paths and manifests' entries are held in memory
-MAINTENANCE_SUMMARY_PREFIX = "reports/maintenance/"  # lambdas/maintenance/health.py
 BLOCKED_START_MINUTES = 10  # a file holding its table this long without starting is retried
 MAX_PUBLISH_ATTEMPTS = 3
 BRANCH_RETENTION_DAYS = 14

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -51,23 +52,15 @@ class Pipeline(Construct):
             self, "IngestDlq", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
             retention_period=Duration.days(14))
 
-        self.layer = lambda_.LayerVersion(
-            self, "Dependencies",
-            code=lambda_.Code.from_asset(str(bundling.dependency_layer(
-                requirements=source_tree.lambda_requirements))),
-            compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
-            compatible_architectures=[lambda_.Architecture.X86_64],
-            description="Pinned requirements-lambda.txt (boto3 comes with the runtime)",
-        )
+        self.layer = _dependency_layer(
+            self, "Dependencies", [source_tree.lambda_requirements],
+            "Pinned requirements-lambda.txt (boto3 comes with the runtime)")
         # The Lambdas that read Iceberg metadata get a layer of both requirement files
         # (resolved together) in place of the shared one: the others stay small.
-        self.iceberg_layer = lambda_.LayerVersion(
+        self.iceberg_layer = _dependency_layer(
             self, "IcebergDependencies",
-            code=lambda_.Code.from_asset(str(bundling.dependency_layer(requirements=[
-                source_tree.lambda_requirements, source_tree.iceberg_lambda_requirements]))),
-            compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
-            compatible_architectures=[lambda_.Architecture.X86_64],
-            description="Pinned requirements-lambda.txt + requirements-lambda-maintenance.txt",
+            [source_tree.lambda_requirements, source_tree.iceberg_lambda_requirements],
+            "Pinned requirements-lambda.txt + requirements-lambda-maintenance.txt",
         ) if any(spec.reads_iceberg for spec in functions) else None
         self.nessie_clients = ec2.SecurityGroup(
             self, "NessieClients", vpc=vpc, allow_all_outbound=True,
@@ -76,6 +69,8 @@ class Pipeline(Construct):
         self.functions: dict[str, lambda_.Function] = {}
         for spec in functions:
             in_vpc = Capability.NESSIE in spec.capabilities
+            # (iceberg_layer exists whenever a spec reads Iceberg.)
+            layer = self.iceberg_layer if spec.reads_iceberg else self.layer
             log_group = logs.LogGroup(self, f"{_camel(spec.name)}Logs",
                                       retention=logs.RetentionDays.THREE_MONTHS,
                                       removal_policy=removal_policy)
@@ -86,8 +81,7 @@ class Pipeline(Construct):
                 handler=spec.handler,
                 code=lambda_.Code.from_asset(str(bundling.function_code(
                     spec.name, lambdas_dir=source_tree.lambdas_dir))),
-                layers=[self.iceberg_layer if spec.reads_iceberg and self.iceberg_layer
-                        else self.layer],
+                layers=[layer],
                 memory_size=spec.memory_mib,
                 timeout=Duration.seconds(spec.timeout_seconds),
                 environment={**environment, "WAP_LEDGER_TABLE": self.ledger.table_name,
@@ -181,6 +175,18 @@ class Pipeline(Construct):
                 f"{self.definition.path}: Task resources {sorted(set(unknown))} are not our "
                 "Lambdas; grant the state machine role exactly what they need in "
                 "infra/pipeline.py")
+
+
+def _dependency_layer(scope: Construct, construct_id: str, requirements: Sequence[Path],
+                      description: str) -> lambda_.LayerVersion:
+    """A Python 3.12 x86_64 layer of the pinned `requirements` (resolved together)."""
+    return lambda_.LayerVersion(
+        scope, construct_id,
+        code=lambda_.Code.from_asset(str(bundling.dependency_layer(requirements=requirements))),
+        compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
+        compatible_architectures=[lambda_.Architecture.X86_64],
+        description=description,
+    )
 
 
 def _ledger_table(scope: Construct, removal_policy: RemovalPolicy) -> dynamodb.Table:

@@ -99,7 +99,8 @@ class WapStack(Stack):
                if settings.lineage_api_key_secret_arn else {}),
         }
         pipeline = Pipeline(
-            self, "Pipeline", functions=functions, environment=environment,
+            self, "Pipeline", functions=_as_deployed(functions, gc_delete=settings.gc_delete),
+            environment=environment,
             vpc=network.vpc, subnets=network.private_subnets, source=storage.source,
             artifacts=storage.artifacts, state_machine_name=state_machine_name,
             substitutions=state_machine_values(), removal_policy=removal,
@@ -213,9 +214,13 @@ class WapStack(Stack):
                     actions=["s3:DeleteObject"],
                     resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")]))
             if Capability.MAINTENANCE_SUMMARY_WRITE in capabilities:
+                # The folder of the summary the Lambda puts (reports/maintenance/).
+                from lambdas.maintenance.health import summary_uri
+
+                folder = summary_uri(constants.REPORTS_PREFIX).rsplit("/", 1)[0]
                 function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["s3:PutObject"], resources=[storage.artifacts.arn_for_objects(
-                        f"{constants.MAINTENANCE_SUMMARY_PREFIX}*")]))
+                    actions=["s3:PutObject"],
+                    resources=[storage.artifacts.arn_for_objects(f"{folder}/*")]))
             if Capability.START_JOB in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["emr-serverless:StartJobRun", "emr-serverless:TagResource"],
@@ -225,16 +230,14 @@ class WapStack(Stack):
                     actions=["iam:PassRole"], resources=[compute.execution_role.role_arn],
                     conditions={"StringEquals": {
                         "iam:PassedToService": "emr-serverless.amazonaws.com"}}))
-            if Capability.WATCH_JOB in capabilities:
+            # WATCH_JOB is READ_JOB and CANCEL_JOB: one statement of what they add up to.
+            job_actions = [action for action, granted_by in (
+                ("emr-serverless:GetJobRun", {Capability.WATCH_JOB, Capability.READ_JOB}),
+                ("emr-serverless:CancelJobRun", {Capability.WATCH_JOB, Capability.CANCEL_JOB}),
+            ) if granted_by & capabilities]
+            if job_actions:
                 function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["emr-serverless:GetJobRun", "emr-serverless:CancelJobRun"],
-                    resources=[job_runs]))
-            elif Capability.READ_JOB in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["emr-serverless:GetJobRun"], resources=[job_runs]))
-            elif Capability.CANCEL_JOB in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["emr-serverless:CancelJobRun"], resources=[job_runs]))
+                    actions=job_actions, resources=[job_runs]))
             if Capability.START_EXECUTION in capabilities:
                 function.add_to_role_policy(iam.PolicyStatement(
                     actions=["states:StartExecution"], resources=[pipeline.state_machine_arn]))
@@ -243,18 +246,24 @@ class WapStack(Stack):
                     actions=["states:DescribeExecution"], resources=[executions]))
 
 
+def _as_deployed(functions: tuple[FunctionSpec, ...], *,
+                 gc_delete: bool) -> tuple[FunctionSpec, ...]:
+    """`functions` with what the deploy settings add: with -c gcDelete=true the maintenance
+    Lambda may also delete under warehouse/ (LAKE_DELETE)."""
+    if not gc_delete:
+        return functions
+    return tuple(replace(spec, capabilities=spec.capabilities | {Capability.LAKE_DELETE})
+                 if spec.name == "maintenance" else spec for spec in functions)
+
+
 def _configure_maintenance(pipeline: Pipeline, storage: Storage, *, gc_delete: bool) -> None:
-    """The maintenance Lambda's own environment (the warehouse it sweeps, whether it
-    deletes) and, only when it deletes, the capability to."""
+    """The maintenance Lambda's own environment: the warehouse it sweeps, whether it
+    deletes (the capability to is in its spec: _as_deployed)."""
     from lambdas.common import constants as c
 
     pipeline.functions["maintenance"].add_environment(c.ENV_WAREHOUSE_URI, storage.warehouse_uri)
     pipeline.functions["maintenance"].add_environment(c.ENV_GC_DELETE,
                                                       "true" if gc_delete else "false")
-    if gc_delete:
-        spec = pipeline.specs["maintenance"]
-        pipeline.specs["maintenance"] = replace(
-            spec, capabilities=spec.capabilities | {Capability.LAKE_DELETE})
 
 
 def _grant_lineage_key(pipeline: Pipeline, secret_arn: str) -> None:

@@ -172,19 +172,20 @@ def test_sweeper_runs_on_a_schedule(synthesized):
     })
 
 
-def _maintenance_grants(synth) -> tuple[dict[str, Any], list[tuple[set[str], str]]]:
-    """The maintenance Lambda's properties and its role's (actions, resource) pairs."""
-    _, props = _functions_by_handler(synth)["maintenance"]
+def _maintenance_grants(synth) -> tuple[str, dict[str, Any], list[tuple[set[str], str]]]:
+    """The maintenance Lambda's logical id, its properties and its role's (actions, resource)
+    pairs."""
+    logical_id, props = _functions_by_handler(synth)["maintenance"]
     pairs = []
     for statement in _statements_of_role(synth, _ref_id(props["Role"])):
         resources = statement["Resource"]
         for resource in resources if isinstance(resources, list) else [resources]:
             pairs.append((_actions([statement]), json.dumps(resource)))
-    return props, pairs
+    return logical_id, props, pairs
 
 
 def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesized):
-    maintenance_id, props = _functions_by_handler(synthesized)["maintenance"]
+    maintenance_id, props, pairs = _maintenance_grants(synthesized)
     synthesized.template.has_resource_properties("AWS::Events::Rule", {
         "ScheduleExpression": "rate(1 day)",
         "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [maintenance_id, "Arn"]}})],
@@ -197,7 +198,6 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
     variables = props["Environment"]["Variables"]
     assert variables["WAP_GC_DELETE"] == "false"
     assert "/warehouse/" in json.dumps(variables["WAP_WAREHOUSE_URI"])
-    _, pairs = _maintenance_grants(synthesized)
     # s3://<lake>/warehouse/: {"Fn::Join": ["", ["s3://", {"Ref": lake}, "/warehouse/"]]}
     lake_id = _ref_id(variables["WAP_WAREHOUSE_URI"]["Fn::Join"][1][1])
     on_lake = {(frozenset(actions), resource) for actions, resource in pairs
@@ -222,7 +222,7 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
 
 def test_gc_delete_lets_the_maintenance_run_delete_under_warehouse_only(
         synthesized_external_nessie):
-    props, pairs = _maintenance_grants(synthesized_external_nessie)
+    _, props, pairs = _maintenance_grants(synthesized_external_nessie)
     assert props["Environment"]["Variables"]["WAP_GC_DELETE"] == "true"
     deletes = [resource for actions, resource in pairs if actions & {"s3:DeleteObject"}]
     assert len(deletes) == 1 and deletes[0].endswith('"/warehouse/*"]]}')
@@ -525,8 +525,7 @@ def test_each_lambda_only_gets_the_permissions_it_uses(synthesized):
 def test_the_job_role_may_be_passed_to_emr_serverless_only(synthesized):
     passing = [s for policy in synthesized.of_type("AWS::IAM::Policy").values()
                for s in policy["Properties"]["PolicyDocument"]["Statement"]
-               if "iam:PassRole" in (s["Action"] if isinstance(s["Action"], list)
-                                     else [s["Action"]])]
+               if "iam:PassRole" in _actions([s])]
     assert passing and all(s["Condition"] == {"StringEquals": {
         "iam:PassedToService": "emr-serverless.amazonaws.com"}} for s in passing)
 

@@ -24,7 +24,7 @@ ITEMS_CONFIG = "checks:\n  - {kind: not_null, column: sku}\n"
 
 
 @pytest.fixture
-def dataset(ingest, tmp_path, nessie_api):
+def dataset(ingest, tmp_path):
     """Factory: job arguments for a dataset of `{ns}.orders` and `{ns}.order_items`."""
 
     def make(orders: dict, items: dict | None, ns: str | None = None):

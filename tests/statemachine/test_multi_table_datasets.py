@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
 from tests.fixtures.local_stack import (
+    batch_for_marker,
     branch_exists,
+    drop_dataset,
+    drop_dataset_files,
     fake_parquet,
     status_for_key,
     table_on,
+    wait_for_batch,
     wait_for_status,
 )
 from tests.fixtures.standin_job import standin_job
@@ -54,8 +57,6 @@ def mt_stack(nessie, tmp_path_factory):
     started: list = []
 
     def job(argv: list[str]):
-        if FAULTS:  # an infrastructure error a test asked for: the job run fails
-            raise FAULTS.pop()
         for match, release in list(HOLDS.items()):
             if match in " ".join(argv):
                 release.wait(60)
@@ -76,35 +77,10 @@ def mt_stack(nessie, tmp_path_factory):
     slack.stop()
 
 
-FAULTS: list[Exception] = []  # raised by the module stack's next job runs, one each
 # A job run whose arguments contain a key waits (up to a minute) until its event is set.
 HOLDS: dict[str, threading.Event] = {}
 # Each dataset run of the stand-in: (its id, {table it wrote: the lock's holder then}).
 DATASET_RUNS: list[tuple[str, dict[str, str | None]]] = []
-
-
-def drop_dataset(stack, name: str, drop: str, files: dict[str, list[str]],
-                 manifest: dict | None = None) -> str:
-    """Upload each table's (stand-in) files, then the manifest; returns its key."""
-    return drop_dataset_files(stack, name, drop, {
-        table: {file: fake_parquet(f"{drop}/{table}/{file}") for file in names}
-        for table, names in files.items()}, manifest)
-
-
-def drop_dataset_files(stack, name: str, drop: str, files: dict[str, dict[str, bytes]],
-                       manifest: dict | None = None) -> str:
-    """Upload each table's files (`{table: {file name: bytes}}`) under
-    `_datasets/<name>/<drop>/<table>/`, then the manifest; returns the manifest's key."""
-    prefix = f"_datasets/{name}/{drop}/"
-    listed: dict[str, list[dict]] = {}
-    for table, bodies in files.items():
-        listed[table] = []
-        for file, body in bodies.items():
-            stack.drop_file(f"{prefix}{table}/{file}", body)
-            listed[table].append({"path": f"{table}/{file}", "size": len(body)})
-    key = f"{prefix}_manifest.json"
-    stack.drop_file(key, json.dumps(manifest or {"tables": listed}).encode())
-    return key
 
 
 def undelivered_drop(stack, prefix: str) -> dict:
@@ -128,25 +104,6 @@ def undelivered_drop(stack, prefix: str) -> dict:
         stack.client("events").enable_rule(Name=rule)
 
 
-def the_dataset(stack, marker_key: str):
-    found = [b for b in stack.ledger().list_batches() if (b.marker_uri or "").endswith(
-        marker_key)]
-    assert len(found) == 1, stack.describe()
-    return found[0]
-
-
-def wait_dataset(stack, marker_key: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [b for b in stack.ledger().list_batches()
-                 if (b.marker_uri or "").endswith(marker_key) and b.is_terminal]
-        if found:
-            stack.wait_idle()
-            return the_dataset(stack, marker_key)
-        time.sleep(0.1)
-    raise AssertionError(f"{marker_key} did not finish: {stack.describe()}")
-
-
 def main_log(nessie_client) -> list:
     return [entry.commit_meta.hash_ for entry in nessie_client.get_log("main")]
 
@@ -160,7 +117,7 @@ def test_a_dataset_publishes_every_table_in_one_merge(mt_stack, nessie_client):
     key = drop_dataset(stack, "shop", "2026-11-25", {
         "mt.orders": ["orders-0.parquet"],
         "mt.order_items": ["items-0.parquet", "items-1.parquet"]})
-    dataset = wait_dataset(stack, key)
+    dataset = wait_for_batch(stack, key)
 
     assert dataset.status == "PUBLISHED", stack.describe()
     assert dataset.tables == ("mt.order_items", "mt.orders")  # lock order
@@ -185,12 +142,11 @@ def test_a_dataset_publishes_every_table_in_one_merge(mt_stack, nessie_client):
     key = drop_dataset(stack, "shop", "bad-day", {
         "mt.orders": ["orders-0.parquet"],
         "mt.order_items": ["items-fail.parquet"]})
-    dataset = wait_dataset(stack, key)
+    dataset = wait_for_batch(stack, key)
 
     assert dataset.status == "AUDIT_FAILED"
     assert main_log(nessie_client) == before
     assert branch_exists(nessie_client, dataset.branch)
-    stack.wait_idle()
     [alert] = slack.messages[alerts:]
     assert "items-fail.parquet" in json.dumps(alert)
 
@@ -200,34 +156,31 @@ def test_a_bad_drop_is_rejected_before_any_run_with_one_alert_each(mt_stack):
     stack.wait_idle()
     calls.clear()
     alerts = len(slack.messages)
-    listed_a = {"path": "mt.orders/a.parquet",
-                "size": len(fake_parquet("bad-4/mt.orders/a.parquet"))}
-    unlisted = {"tables": {"mt.orders": [listed_a], "mt.order_items": []}}
-    empty = {"tables": {"mt.orders": [{"path": "mt.orders/empty.parquet", "size": 0}],
-                        "mt.order_items": []}}
-    cases = [("shop", {"tables": {"mt.orders": []}}, "must list every table"),
-             ("shop", {"files": []}, "is not a dataset manifest"),
-             ("shop", {"tables": {"mt.orders": [{"path": "o.parquet", "size": 1}],
-                                  "mt.order_items": []}}, "which does not exist"),
-             ("nothing_here", None, "tables/datasets/nothing_here.yaml"),
-             ("shop", unlisted, "1 file(s) under"),  # b.parquet is in the drop, not listed
-             ("shop", empty, "empty file (0 bytes)")]  # one alert: the dataset's
-    for number, (name, manifest, fragment) in enumerate(cases):
-        if manifest is empty:
-            stack.drop_file(f"_datasets/shop/bad-{number}/mt.orders/empty.parquet", b"")
-        files = {None: {"mt.orders": ["a.parquet"]},
-                 id(unlisted): {"mt.orders": ["a.parquet", "b.parquet"]}}
-        key = drop_dataset(stack, name, f"bad-{number}",
-                           files.get(None if manifest is None else id(manifest), {}),
-                           manifest=manifest)
-        dataset = wait_dataset(stack, key)
+    a = fake_parquet("unlisted/a")
+    cases = [  # (dataset, its files: {table: {file: bytes}}, manifest, the error's fragment)
+        ("shop", {}, {"tables": {"mt.orders": []}}, "must list every table"),
+        ("shop", {}, {"files": []}, "is not a dataset manifest"),
+        ("shop", {}, {"tables": {"mt.orders": [{"path": "o.parquet", "size": 1}],
+                                 "mt.order_items": []}}, "which does not exist"),
+        ("nothing_here", {"mt.orders": {"a.parquet": fake_parquet("nothing_here/a")}}, None,
+         "tables/datasets/nothing_here.yaml"),
+        ("shop", {"mt.orders": {"a.parquet": a, "b.parquet": fake_parquet("unlisted/b")}},
+         {"tables": {"mt.orders": [{"path": "mt.orders/a.parquet", "size": len(a)}],
+                     "mt.order_items": []}},
+         "1 file(s) under"),  # b.parquet is in the drop, not listed
+        ("shop", {"mt.orders": {"empty.parquet": b""}},
+         {"tables": {"mt.orders": [{"path": "mt.orders/empty.parquet", "size": 0}],
+                     "mt.order_items": []}},
+         "empty file (0 bytes)")]  # one alert: the dataset's
+    for number, (name, files, manifest, fragment) in enumerate(cases):
+        key = drop_dataset_files(stack, name, f"bad-{number}", files, manifest=manifest)
+        dataset = wait_for_batch(stack, key)
         assert dataset.status == "REJECTED" and fragment in dataset.error, dataset.error
         assert fragment in json.dumps(slack.messages[-1])
     assert calls == [] and len(slack.messages) == alerts + len(cases)
 
 
-def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(
-        mt_stack, nessie_client):
+def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(mt_stack):
     """{orders, items} and {items, orders} together with single-table ingests on both: the
     interleaving that deadlocks when locks are taken in listing order."""
     stack = mt_stack[0]
@@ -240,8 +193,7 @@ def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(
         keys.append(drop_dataset(stack, "shop_reversed", f"r{round_}", {
             "mt.order_items": ["i.parquet"], "mt.orders": ["o.parquet"]}))
         stack.drop_file(f"mt/order_items/single-{round_}.parquet", fake_parquet(f"i{round_}"))
-    datasets = [wait_dataset(stack, key, timeout=120) for key in keys]
-    stack.wait_idle()
+    datasets = [wait_for_batch(stack, key, timeout=120) for key in keys]
 
     assert [d.status for d in datasets] == ["PUBLISHED"] * 4, stack.describe()
     singles = [r for r in stack.ledger().list_ingests() if "single-" in (r.key or "")]
@@ -266,18 +218,18 @@ def test_a_retried_job_and_a_timeout_after_the_merge_still_publish_every_table_o
 
         return wrapped
 
-    FAULTS.append(RuntimeError("executor lost (injected)"))
+    stack.emr.inject_crash("executor lost (injected)")
     stack.dispatcher.interceptors["publish"] = time_out_after
     try:
         before = main_log(nessie_client)
         key = drop_dataset(stack, "faults", "d1", {"mf.orders": ["o.parquet"],
                                                     "mf.order_items": ["i.parquet"]})
-        dataset = wait_dataset(stack, key, timeout=90)
+        dataset = wait_for_batch(stack, key, timeout=90)
     finally:
         stack.dispatcher.interceptors.pop("publish", None)
 
     assert dataset.status == "PUBLISHED", stack.describe()
-    assert FAULTS == [] and len(calls) == 1  # the failed try raised before the stand-in
+    assert len(calls) == 1  # the failed try crashed before the stand-in
     assert len(stack.emr.started_runs) >= 2 and dataset.job_tries == 2
     assert calls[0]["branch"] == dataset.branch  # the retry ran on the same branch
     assert len(main_log(nessie_client)) == len(before) + 1
@@ -306,15 +258,15 @@ def test_a_dataset_whose_trigger_gave_up_before_its_locks_is_adopted_by_the_swee
         for _ in range(3):  # the invocation and Lambda's two async retries
             with pytest.raises(ClientError):
                 stack.dispatcher.run_handler("trigger", event)
-    dataset = the_dataset(stack, f"{prefix}_manifest.json")
-    assert dataset.status == "RECEIVED"
+    dataset = batch_for_marker(stack, f"{prefix}_manifest.json")
+    assert dataset is not None and dataset.status == "RECEIVED", stack.describe()
 
     stack.ledger()._table.update_item(  # 20 minutes later
         Key={"pk": f"ingest#{dataset.ingest_id}"}, UpdateExpression="SET created_at = :t",
         ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"})
     swept = stack.invoke("sweeper", {"source": "aws.events"})
     assert dataset.ingest_id in swept["restarted"]
-    assert wait_dataset(stack, f"{prefix}_manifest.json").status == "PUBLISHED"
+    assert wait_for_batch(stack, f"{prefix}_manifest.json").status == "PUBLISHED"
 
 
 def test_a_trigger_stopped_before_or_while_recording_the_dataset_loses_nothing(
@@ -349,7 +301,7 @@ def test_a_trigger_stopped_before_or_while_recording_the_dataset_loses_nothing(
         with pytest.raises(RuntimeError):
             stack.dispatcher.run_handler("trigger", event)
     stack.dispatcher.run_handler("trigger", event)  # the next delivery
-    dataset = wait_dataset(stack, f"{prefix}_manifest.json")
+    dataset = wait_for_batch(stack, f"{prefix}_manifest.json")
     assert dataset.status == "PUBLISHED"
     members = stack.ledger().get_ingests(dataset.members)
     assert len(members) == 2 and {m.status for m in members.values()} == {"PUBLISHED"}
@@ -373,10 +325,7 @@ def test_a_config_redeployed_while_the_dataset_waits_does_not_change_its_run(
         wait_for_status(stack, "mr/a/hold-a.parquet", "RUNNING")
         key = drop_dataset(stack, "redeployed", "d1", {"mr.a": ["a.parquet"],
                                                        "mr.b": ["b.parquet"]})
-        deadline = time.monotonic() + 30
-        while the_dataset_or_none(stack, key, "QUEUED") is None:
-            assert time.monotonic() < deadline, stack.describe()
-            time.sleep(0.1)
+        wait_for_batch(stack, key, "QUEUED", timeout=30)
         # Redeployed while it waits: another table list (its first table changes too).
         s3.put_object(Bucket=bucket, Key=deployed,
                       Body=dataset_config("redeployed", "mr.b", "mr.c").encode())
@@ -384,7 +333,7 @@ def test_a_config_redeployed_while_the_dataset_waits_does_not_change_its_run(
         hold.set()
         HOLDS.clear()
     try:
-        dataset = wait_dataset(stack, key)
+        dataset = wait_for_batch(stack, key)
     finally:
         s3.put_object(Bucket=bucket, Key=deployed, Body=dropped_with)
 
@@ -406,8 +355,3 @@ def test_a_config_redeployed_while_the_dataset_waits_does_not_change_its_run(
     assert "Contents" not in s3.list_objects_v2(Bucket=bucket,
                                                 Prefix=f"staging/{dataset.ingest_id}/")
 
-
-def the_dataset_or_none(stack, marker_key: str, status: str):
-    found = [b for b in stack.ledger().list_batches()
-             if (b.marker_uri or "").endswith(marker_key) and b.status == status]
-    return found[0] if found else None

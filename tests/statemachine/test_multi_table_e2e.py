@@ -15,7 +15,7 @@ import pytest
 from lakeview.iceberg import open_table
 from lambdas.common.nessie import NessieClient
 from local.aws.emr_serverless import spark_job
-from tests.statemachine.test_multi_table_datasets import drop_dataset_files, wait_dataset
+from tests.fixtures.local_stack import drop_dataset_files, wait_for_batch
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,7 @@ def test_readers_of_main_see_every_table_of_a_dataset_at_once(
     second = drop_dataset_files(stack, "orders_with_items", "day-1", {
         "rt.orders": {"o.parquet": orders([1, 2, 3])},
         "rt.order_items": {"i-0.parquet": items([1, 1, 2]), "i-1.parquet": items([3, 3])}})
-    dataset = wait_dataset(stack, second, timeout=180)
+    dataset = wait_for_batch(stack, second, timeout=180)
     time.sleep(0.2)
     reader.stop.set()
     reader.join(30)

@@ -13,11 +13,13 @@ from lambdas.common import metrics
 from lambdas.common.lineage import run_id
 from tests.fixtures.local_stack import (
     branch_exists,
+    drop_dataset,
     fake_parquet,
     record_for_key,
     status_for_key,
     trigger_while_nessie_is_down,
     upload_with_notification,
+    wait_for_batch,
     wait_for_key,
     wait_for_status,
 )
@@ -189,19 +191,9 @@ def test_a_dataset_queued_behind_a_live_ingest_is_left_alone_until_it_is_stuck(
     stack.emr.inject_hang(match="/single.parquet")
     stack.drop_file("sw/b/single.parquet", fake_parquet("single"))
     single = wait_for_status(stack, "sw/b/single.parquet", "RUNNING")
-    prefix = "_datasets/sweepy/d1/"
-    listed = {}
-    for table in ("sw.a", "sw.b"):
-        body = fake_parquet(f"{prefix}{table}")
-        stack.drop_file(f"{prefix}{table}/f.parquet", body)
-        listed[table] = [{"path": f"{table}/f.parquet", "size": len(body)}]
-    stack.drop_file(f"{prefix}_manifest.json", json.dumps({"tables": listed}).encode())
-    deadline = time.monotonic() + 30
-    while not (datasets := [b for b in stack.ledger().list_batches()
-                            if b.dataset_name == "sweepy" and b.status == "QUEUED"]):
-        assert time.monotonic() < deadline, stack.describe()
-        time.sleep(0.1)
-    [dataset] = datasets
+    key = drop_dataset(stack, "sweepy", "d1", {"sw.a": ["f.parquet"], "sw.b": ["f.parquet"]})
+    dataset = wait_for_batch(stack, key, "QUEUED", timeout=30)
+    assert dataset.dataset_name == "sweepy"
     ledger = stack.ledger()
     assert dataset.field_value("waiting_for") == "sw.b"
     assert ledger.get_lock("sw.a").active == dataset.ingest_id

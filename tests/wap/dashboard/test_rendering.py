@@ -101,7 +101,7 @@ def test_a_failed_dataset_shows_its_batch_and_its_parts_point_at_it(tmp_path, mo
     home = WapHome(tmp_path / "wap-home").create()
     batch, part = "0c0c0c0c0c0c0c0c", "0d0d0d0d0d0d0d0d"
     stamps = {"created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}
-    home.ledger_file.write_text(json.dumps([
+    write_ledger_items(home, [
         {"pk": f"ingest#{batch}", "kind": "batch", "ingest_id": batch, "table": "ds.orders",
          "status": "AUDIT_FAILED", "members": [part], "dataset": "ds/orders/run-1/",
          "all_or_nothing": True, "branch": "wap_ds_orders_x", "error": "1 of 1 files failed",
@@ -109,7 +109,7 @@ def test_a_failed_dataset_shows_its_batch_and_its_parts_point_at_it(tmp_path, mo
         {"pk": f"ingest#{part}", "kind": "ingest", "ingest_id": part, "table": "ds.orders",
          "status": "AUDIT_FAILED", "batch_id": batch, "dataset": "ds/orders/run-1/",
          "source_uri": "s3://wap-source/ds/orders/run-1/part-0.parquet", **stamps},
-    ]))
+    ])
     app = _app(home.root, monkeypatch).run()
 
     assert not app.exception
@@ -223,7 +223,7 @@ def test_a_multi_table_dataset_is_one_run_naming_every_table(tmp_path, monkeypat
     home = WapHome(tmp_path / "wap-home").create()
     batch, part = "0f0f0f0f0f0f0f0f", "1a1a1a1a1a1a1a1a"
     stamps = {"created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}
-    home.ledger_file.write_text(json.dumps([
+    write_ledger_items(home, [
         {"pk": f"ingest#{batch}", "kind": "batch", "ingest_id": batch,
          "table": "shop.order_items", "tables": ["shop.order_items", "shop.orders"],
          "dataset_name": "shop", "status": "AUDIT_FAILED", "members": [part],
@@ -232,7 +232,7 @@ def test_a_multi_table_dataset_is_one_run_naming_every_table(tmp_path, monkeypat
         {"pk": f"ingest#{part}", "kind": "ingest", "ingest_id": part, "table": "shop.orders",
          "status": "AUDIT_FAILED", "batch_id": batch,
          "source_uri": "s3://wap-source/_datasets/shop/d1/orders/o.parquet", **stamps},
-    ]))
+    ])
     app = _app(home.root, monkeypatch).run()
     assert not app.exception
     frames = [frame.value.to_csv() for frame in app.dataframe]

@@ -77,9 +77,10 @@ def summary(world: World) -> dict:
     if world.kind == "local":
         from wap.runtime.home import WapHome
 
-        found = list((WapHome(world.extra["home"]).state).rglob("gc-latest.json"))
-        assert [str(p).endswith(f"{world.artifacts_bucket}/{key}") for p in found] == [True]
-        return json.loads(found[0].read_bytes())
+        home = WapHome(world.extra["home"])
+        kept = home.objects / world.artifacts_bucket / key
+        assert list(home.state.rglob("gc-latest.json")) == [kept]  # there, and only there
+        return json.loads(kept.read_bytes())
     body = world.extra["s3"].get_object(Bucket=world.artifacts_bucket, Key=key)["Body"]
     return json.loads(body.read())
 
