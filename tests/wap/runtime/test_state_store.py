@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from decimal import Decimal
+
 import boto3
 from moto import mock_aws
 
@@ -72,6 +75,9 @@ def test_ledger_and_objects_survive_and_unfinished_ingests_are_marked_interrupte
 KILLED = """
 import os, signal, sys
 from pathlib import Path
+import json
+from decimal import Decimal
+
 import boto3
 from moto import mock_aws
 sys.path.insert(0, {repo!r})
@@ -148,3 +154,19 @@ def test_keys_that_would_escape_the_home_are_not_written(tmp_path, monkeypatch):
 
     assert not list(tmp_path.rglob("escape.parquet"))
     assert (home.objects / "src" / "ns" / "t" / "ok.parquet").read_bytes() == b"y"
+
+
+def test_a_home_from_before_the_ledger_database_is_imported_once(tmp_path):
+    from wap.runtime.state_store import read_ledger_items
+
+    home = WapHome(tmp_path / "home").create()
+    item = {"pk": "ingest#" + "c" * 16, "kind": "ingest", "ingest_id": "c" * 16,
+            "table": "ns.t", "status": "PUBLISHED", "ratio": 0.5}
+    home.ledger_file.write_text(json.dumps([item]))
+
+    for _ in range(2):  # the second open finds the file renamed: nothing imported again
+        StateStore(home, ledger_table="ledger", buckets=BUCKETS).close()
+
+    assert read_ledger_items(home) == [{**item, "ratio": Decimal("0.5")}]
+    assert not home.ledger_file.exists()
+    assert home.ledger_file.with_name("ledger.json.imported").is_file()
