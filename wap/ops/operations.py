@@ -270,23 +270,21 @@ def show(backend: Backend, target: str) -> IngestView:
     record = find_ingest(backend, target)
     report = read_report(backend, record)
     table, branch = record.table, record.branch
-    branch_ref = backend.nessie.reference(branch) if branch else None
-    main_rows = branch_rows = None
-    if table:
-        main_meta = backend.nessie.metadata_location(c.MAIN_BRANCH, table)
-        if main_meta:
-            main_rows = iceberg.row_count(main_meta, backend.iceberg_properties())
-        if branch_ref is not None:
-            branch_meta = backend.nessie.metadata_location(branch, table)
-            if branch_meta:
-                branch_rows = iceberg.row_count(branch_meta, backend.iceberg_properties())
-    failed = [ch for ch in report.checks if ch.status != PASSED] if report else []
+    branch_open = bool(branch) and backend.nessie.reference(branch) is not None
     per_table = dataset_tables(record, report, lambda ref, name: _rows_on(backend, ref, name),
-                               branch_open=branch_ref is not None)
+                               branch_open=branch_open)
+    # A dataset's record names its first table: per_table has counted it already.
+    own = next((rows for rows in per_table if rows.table == table), None)
+    if own is not None:
+        main_rows, branch_rows = own.main_rows, own.branch_rows
+    else:
+        main_rows = _rows_on(backend, c.MAIN_BRANCH, table) if table else None
+        branch_rows = _rows_on(backend, branch, table) if table and branch_open else None
+    failed = [ch for ch in report.checks if ch.status != PASSED] if report else []
     return IngestView(
         record=record,
         report=report,
-        branch_open=branch_ref is not None,
+        branch_open=branch_open,
         main_rows=main_rows,
         branch_rows=branch_rows,
         failed_checks=failed,
