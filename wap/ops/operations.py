@@ -553,17 +553,16 @@ def drop_files(backend: Backend, paths: Sequence[Path | str], table: str,
             # files run in the order given (a later file then sees the earlier ones on main).
             _wait_until_recorded(backend, dropped[-1].ingest_id, timeout=RECORD_WAIT_SECONDS)
         key = f"{ref.namespace}/{ref.name}/{path.name}"
-        put = backend.upload_source(key, path.read_bytes())
-        dropped.append(
-            Dropped(
-                path=path,
-                key=key,
-                ingest_id=ingest_id(
-                    backend.source_bucket, key, put.get("version_id") or put["etag"]
-                ),
-            )
-        )
+        dropped.append(Dropped(path=path, key=key,
+                               ingest_id=upload_for_ingest(backend, key, path.read_bytes())))
     return dropped
+
+
+def upload_for_ingest(backend: Backend, key: str, body: bytes) -> str:
+    """Put `body` at `key` in the source bucket; the id of the ingest the trigger records
+    for that object version (its version id, else its ETag)."""
+    put = backend.upload_source(key, body)
+    return ingest_id(backend.source_bucket, key, put.get("version_id") or put["etag"])
 
 
 RECORD_WAIT_SECONDS = 60.0
