@@ -30,7 +30,8 @@ PASSED_ON = ("--quick", "--no-doc")  # given to every benchmark run
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m bench [--quick] [--no-doc] [name ...]`: the named benchmarks (default all)
-    one after another in this process, each under a `=== name ===` line."""
+    one after another in this process, each under a `=== name ===` line; 1 when any
+    failed (the rest still run)."""
     args = argv if argv is not None else sys.argv[1:]
     flags = [arg for arg in args if arg in PASSED_ON]
     names = [arg for arg in args if arg not in PASSED_ON] or list(BENCHMARKS)
@@ -38,11 +39,15 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
         return 2
+    failed = []
     for name in names:
         print(f"\n=== {name} ===", flush=True)
         module = importlib.import_module(BENCHMARKS[name])
         if module.main(flags):
-            return 1
+            failed.append(name)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}")
+        return 1
     return 0
 
 

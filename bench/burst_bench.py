@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.scratch import scratch_with_tables
+from bench.scratch import job_timings, scratch_with_tables, wait_final
 
 if TYPE_CHECKING:
     from lambdas.common.ledger.records import Record
@@ -84,11 +84,7 @@ def _job_runs(backend: Any, table: str, records: Sequence[Record]) -> int:
 
 def _run_seconds(backend: Any, record: Record) -> float:
     """The job's own total seconds for a run (its report's `total_s`)."""
-    import json
-
-    bucket, key = record.report_uri[5:].split("/", 1)
-    body = backend.stack.aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
-    return float(json.loads(body)["timings"]["total_s"])
+    return float(job_timings(backend, record)["total_s"])
 
 
 def per_file_seconds(backend: Any, table: str) -> float:
@@ -107,24 +103,13 @@ def per_file_seconds(backend: Any, table: str) -> float:
 
 def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: float) -> Measured:
     """Upload every file without waiting between them; time until all are final."""
-    from lambdas.common import constants as c
-    from lambdas.common.naming import ingest_id
+    from wap.ops.operations import upload_for_ingest
 
     namespace, name = table.split(".")
     started = time.perf_counter()
-    ids = []
-    for index, body in enumerate(files):
-        key = f"{namespace}/{name}/part-{index:05d}.parquet"
-        put = backend.upload_source(key, body)
-        ids.append(ingest_id(backend.source_bucket, key, put.get("version_id") or put["etag"]))
-    deadline = started + timeout
-    while True:
-        records = [backend.ledger.get_ingest(i) for i in ids]
-        if all(r is not None and r.status in c.TERMINAL_STATUSES for r in records):
-            break
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"{table}: not final after {timeout:.0f} s")
-        time.sleep(0.2)
+    ids = [upload_for_ingest(backend, f"{namespace}/{name}/part-{index:05d}.parquet", body)
+           for index, body in enumerate(files)]
+    records = wait_final(backend, ids, timeout, poll=0.2, what=table, started=started)
     seconds = time.perf_counter() - started
     statuses: dict[str, int] = {}
     for record in records:

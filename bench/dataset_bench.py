@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.cpu import cores, tree_cpu_seconds
-from bench.scratch import scratch_with_tables
+from bench.scratch import job_timings, scratch_with_tables, wait_final
 
 DATASET = """tables: [{ns}.orders, {ns}.order_items]
 checks:
@@ -45,17 +45,6 @@ class Measured:
     cpu_seconds: float = 0.0  # CPU this process and the JVM used, upload to final status
 
 
-def _job_time(backend: Any, record: Any) -> tuple[float, dict]:
-    """The job's own total seconds and its timings (its report, read once)."""
-    import json
-
-    body = backend.read_object(record.report_uri) if record.report_uri else None
-    timings = json.loads(body)["timings"] if body else {}
-    return float(timings.get("total_s", 0.0)), timings
-
-
-
-
 def write_files(folder: Path, orders: int, per_order: int) -> tuple[Path, Path]:
     """orders.parquet and items.parquet (every item names an order) in `folder`."""
     ids = pa.array(range(orders), pa.int64())
@@ -73,19 +62,6 @@ def write_files(folder: Path, orders: int, per_order: int) -> tuple[Path, Path]:
     return folder / "orders.parquet", folder / "items.parquet"
 
 
-def _wait(backend: Any, ids: list[str], timeout: float) -> list[Any]:
-    from lambdas.common import constants as c
-
-    deadline = time.perf_counter() + timeout
-    while True:
-        records = [backend.ledger.get_ingest(i) for i in ids]
-        if all(r is not None and r.status in c.TERMINAL_STATUSES for r in records):
-            return records
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"not final after {timeout:.0f} s: {ids}")
-        time.sleep(0.1)
-
-
 def _job_runs(backend: Any, ingest_id: str) -> int:
     """EMR job runs started for an ingest (their names carry its id)."""
     emr = backend.stack.aws.client("emr-serverless")
@@ -97,25 +73,29 @@ def _main_commits(backend: Any) -> int:
     return sum(1 for _ in backend.nessie.commit_log("main"))
 
 
-def _upload(backend: Any, key: str, path: Path) -> str:
-    from lambdas.common.naming import ingest_id
-
-    put = backend.upload_source(key, path.read_bytes())
-    return ingest_id(backend.source_bucket, key, put.get("version_id") or put["etag"])
+def _measured(backend: Any, record: Any, seconds: float, cpu: float,
+              commits_before: int) -> Measured:
+    """An ingest's measure once final: its wall and CPU seconds (`seconds`, `cpu`), the job
+    runs and merges into main it took, and its job's own timings."""
+    timings = job_timings(backend, record)
+    return Measured(seconds, _job_runs(backend, record.ingest_id),
+                    _main_commits(backend) - commits_before, (record.status,),
+                    float(timings.get("total_s", 0.0)), timings, cpu)
 
 
 def one_after_the_other(backend: Any, ns: str, files: tuple[Path, Path],
                         timeout: float) -> tuple[Measured, Measured]:
     """Each table alone, the second uploaded once the first is final."""
+    from wap.ops.operations import upload_for_ingest
+
     measured = []
     for table, path in zip(("orders", "order_items"), files, strict=True):
         before, cpu, started = _main_commits(backend), tree_cpu_seconds(), time.perf_counter()
-        [record] = _wait(backend, [_upload(backend, f"{ns}/{table}/{path.name}", path)],
-                         timeout)
+        key = f"{ns}/{table}/{path.name}"
+        [record] = wait_final(backend, [upload_for_ingest(backend, key, path.read_bytes())],
+                              timeout, poll=0.1, what=key)
         seconds, cpu = time.perf_counter() - started, tree_cpu_seconds() - cpu
-        measured.append(Measured(seconds, _job_runs(backend, record.ingest_id),
-                                 _main_commits(backend) - before, (record.status,),
-                                 *_job_time(backend, record), cpu))
+        measured.append(_measured(backend, record, seconds, cpu, before))
     return measured[0], measured[1]
 
 
@@ -128,11 +108,9 @@ def as_dataset(backend: Any, ns: str, files: tuple[Path, Path], timeout: float) 
         f"{ns}.order_items": [("items/items.parquet", files[1])]})
     before, cpu, started = _main_commits(backend), tree_cpu_seconds(), time.perf_counter()
     dropped = drop_dataset(backend, drop)
-    [record] = _wait(backend, [dropped.ingest_id], timeout)
+    [record] = wait_final(backend, [dropped.ingest_id], timeout, poll=0.1, what=dropped.key)
     seconds, cpu = time.perf_counter() - started, tree_cpu_seconds() - cpu
-    return Measured(seconds, _job_runs(backend, record.ingest_id),
-                    _main_commits(backend) - before, (record.status,),
-                    *_job_time(backend, record), cpu)
+    return _measured(backend, record, seconds, cpu, before)
 
 
 def run(orders: int, per_order: int, repeats: int, timeout: float) -> list[dict[str, Any]]:

@@ -77,7 +77,13 @@ def _process_ms(python: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print size and cold-import figures per Lambda; return 1 if the trigger misses a target."""
+    """Print size and cold-import figures per Lambda; return 1 if the trigger misses a target.
+    Takes every benchmark's --quick and --no-doc (`python -m bench` passes them): it is
+    quick already and writes no doc section."""
+    from bench.doc import bench_parser
+
+    bench_parser("bench.lambda_sizes", "the same run (it is quick already)").parse_args(
+        [] if argv is None else argv)
     tree = SourceTree()
     python = bundling.lambda_python()
     shared = bundling.dependency_layer(requirements=tree.lambda_requirements) / "python"

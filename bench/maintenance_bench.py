@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.scratch import scratch_with_tables
+from bench.scratch import scratch_with_tables, wait_final
 
 TABLE = "bench.drops"
 CONFIG = """
@@ -46,23 +46,13 @@ def parquet_bytes(first_id: int, rows: int, amount: float) -> bytes:
 
 def drop_all(backend: Any, bodies: list[bytes], prefix: str, timeout: float) -> list[Any]:
     """Upload every file at once; their records once all are final."""
-    from lambdas.common import constants as c
-    from lambdas.common.naming import ingest_id
+    from wap.ops.operations import upload_for_ingest
 
-    ids = []
-    for index, body in enumerate(bodies):
-        key = f"bench/drops/{prefix}-{index:05d}.parquet"
-        put = backend.upload_source(key, body)
-        ids.append(ingest_id(backend.source_bucket, key, put.get("version_id") or put["etag"]))
-    deadline = time.monotonic() + timeout
-    while True:
-        records = [backend.ledger.get_ingest(i) for i in ids]
-        if all(r is not None and r.status in c.TERMINAL_STATUSES for r in records):
-            backend.settle(timeout)
-            return records
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not final after {timeout:.0f} s")
-        time.sleep(0.5)
+    ids = [upload_for_ingest(backend, f"bench/drops/{prefix}-{index:05d}.parquet", body)
+           for index, body in enumerate(bodies)]
+    records = wait_final(backend, ids, timeout, poll=0.5, what=f"the {prefix} drops")
+    backend.settle(timeout)
+    return records
 
 
 def main_files(backend: Any) -> tuple[int, int, str]:

@@ -3,12 +3,12 @@
 Starts the server in-process on 127.0.0.1 with a fresh SQLite file, sends a bounded number of
 sequential keep-alive requests per operation, and prints requests/s plus each operation's
 ratio to `GET /api/v2/config` (the baseline: same HTTP stack, no repository work), all
-measured in the same run. `python -m bench.nessie_bench [--requests N]`.
+measured in the same run. `python -m bench.nessie_bench [--requests N]`; `--quick` for a
+smoke run.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import statistics
 import sys
@@ -23,6 +23,7 @@ from bench.nessie_requests import iceberg_table, namespace_content, operations_b
 from local.nessie.runner import start_server
 
 MAX_REQUESTS = 20_000
+QUICK_REQUESTS = 60  # --quick: a smoke run, 20 per round
 
 
 ROUNDS = 3
@@ -84,7 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     `argv` None means the defaults (so `python -m bench` can call `main()` whatever its own
     command line is); the script entry point passes `sys.argv[1:]`.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from bench.doc import bench_parser
+
+    parser = bench_parser("bench.nessie_bench", f"{QUICK_REQUESTS} requests per operation "
+                          "(it writes no doc section either way)")
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "--requests",
         type=int,
@@ -94,10 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args([] if argv is None else argv)
     if not 1 <= args.requests <= MAX_REQUESTS:
         parser.error(f"--requests must be between 1 and {MAX_REQUESTS}")
-    rates = run(args.requests)
+    requests = QUICK_REQUESTS if args.quick else args.requests
+    rates = run(requests)
     baseline = rates["config (baseline)"]
     print(
-        f"nessie server, {args.requests} sequential requests per operation "
+        f"nessie server, {requests} sequential requests per operation "
         f"({ROUNDS} interleaved rounds, median), 127.0.0.1"
     )
     print(f"{'operation':<20}{'req/s':>10}{'vs baseline':>14}")

@@ -1,13 +1,17 @@
-"""A scratch directory for a benchmark's own local stack."""
+"""A scratch directory for a benchmark's own local stack, and what the benchmarks that run
+ingests on it share: waiting for their outcomes and reading their jobs' timings."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 @contextmanager
@@ -31,3 +35,27 @@ def scratch_with_tables(prefix: str, configs: dict[str, str]) -> Iterator[Path]:
         else:
             os.environ[ENV_TABLES_DIR] = previous
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def wait_final(backend: Any, ids: Sequence[str], timeout: float, *, poll: float,
+               what: str, started: float | None = None) -> list[Any]:
+    """The ledger records of `ids` once every one has a final status; TimeoutError (naming
+    `what`) when some are not final `timeout` seconds after `started` (time.perf_counter(),
+    default now)."""
+    from lambdas.common import constants as c
+
+    deadline = (time.perf_counter() if started is None else started) + timeout
+    while True:
+        records = [backend.ledger.get_ingest(i) for i in ids]
+        if all(r is not None and r.status in c.TERMINAL_STATUSES for r in records):
+            return records
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"{what}: not final after {timeout:.0f} s")
+        time.sleep(poll)
+
+
+def job_timings(backend: Any, record: Any) -> dict[str, Any]:
+    """The timings of the job run's report (`total_s` its own total seconds); {} when the
+    record names no report or it is absent."""
+    body = backend.read_object(record.report_uri) if record.report_uri else None
+    return json.loads(body)["timings"] if body else {}

@@ -1,7 +1,8 @@
 """The benchmarks still run and still measure what they claim (smoke size, SF 0.01).
 
-Each runs in its own process: a benchmark starts and stops its own SparkSession, which
-must not be the test session's. Timings are not asserted (they belong to `make bench`);
+They run in processes apart from the test session: a benchmark starts and stops its own
+SparkSession, which must not be the test session's; those that run Spark (SHARED) share
+one process, as `make bench` runs them. Timings are not asserted (they belong to `make bench`);
 what is asserted comes from the TPC-H generator and Iceberg, not from our code: SF 0.01
 lineitem has 60,175 rows, and a `not_null` on a column whose file reports no nulls is
 answered from metrics without reading a row.
@@ -19,9 +20,10 @@ from tests.fixtures.paths import REPO
 LINEITEM_SF001_ROWS = "60,175"
 
 
-def _run_quick(module: str) -> str:
-    done = subprocess.run([sys.executable, "-m", module, "--quick", "--no-doc"], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
+def _run_quick(module: str, *args: str, timeout: float = 600) -> str:
+    """The stdout of `python -m module --quick --no-doc *args`, which must exit 0."""
+    done = subprocess.run([sys.executable, "-m", module, "--quick", "--no-doc", *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout
 
@@ -34,12 +36,10 @@ SHARED = ("audit_floor", "wap_job", "burst", "per_source_audit")
 @pytest.fixture(scope="module")
 def quick_outputs() -> dict[str, str]:
     """Each of SHARED's output (`python -m bench --quick --no-doc ...`), by name."""
-    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--no-doc", *SHARED],
-                          cwd=REPO, capture_output=True, text=True, timeout=1200)
-    assert done.returncode == 0, done.stderr[-4000:]
-    sections = done.stdout.split("\n=== ")
+    out = _run_quick("bench", *SHARED, timeout=1200)
+    sections = out.split("\n=== ")
     outputs = {section.split(" ===", 1)[0]: section for section in sections[1:]}
-    assert sorted(outputs) == sorted(SHARED), done.stdout[-2000:]
+    assert sorted(outputs) == sorted(SHARED), out[-2000:]
     return outputs
 
 
@@ -74,12 +74,9 @@ def test_query_bench_times_both_commands_on_a_failed_branch(tmp_path):
     from tests.fixtures.lake_seed import BRANCH, seed_home
 
     home = seed_home(tmp_path / "home").root
-    done = subprocess.run([sys.executable, "-m", "bench.query_bench", "--quick", "--no-doc",
-                           "--home", str(home)], cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert f"| `wap show {BRANCH}` (baseline) |" in done.stdout
-    assert "query / show = **" in done.stdout
+    out = _run_quick("bench.query_bench", "--home", str(home))
+    assert f"| `wap show {BRANCH}` (baseline) |" in out
+    assert "query / show = **" in out
 
 
 @pytest.mark.slow

@@ -530,24 +530,12 @@ def ingest(
                     soft_wrap=True,
                 )
             if not wait:
-                backend.changed()
-                if as_json:
-                    typer.echo(render.to_json(render.ingest_json(
-                        [_outcome_json(d, None) for d in dropped])))
+                _not_waited(backend, dropped, as_json)
                 return
             records = _wait(backend, dropped, timeout)
             alerts = list(getattr(backend, "slack_messages", []))
             ui_base = backend.nessie_ui_url
-        if as_json:
-            typer.echo(render.to_json(render.ingest_json(
-                [_outcome_json(d, r) for d, r in zip(dropped, records, strict=True)])))
-            if any(r.status != c.PUBLISHED for r in records):
-                raise typer.Exit(3)
-            return
-        _print_outcomes(records, target, ui_base=ui_base)
-        _print_alerts(alerts)
-        if any(r.status != c.PUBLISHED for r in records):
-            raise typer.Exit(3)
+        _print_waited(dropped, records, target, as_json, alerts=alerts, ui_base=ui_base)
 
     if not target.is_aws and not wait:
         raise _fail("--no-wait is only for --aws: local ingests run inside this command")
@@ -593,24 +581,15 @@ def ingest_dataset(
                           f"{dropped.key}  (dataset ingest {dropped.ingest_id})",
                           soft_wrap=True)
             if not wait:
-                backend.changed()
-                if as_json:
-                    typer.echo(render.to_json(render.ingest_json([_outcome_json(dropped,
-                                                                                None)])))
+                _not_waited(backend, [dropped], as_json)
                 return
             records = _wait(backend, [dropped], timeout)
             alerts = list(getattr(backend, "slack_messages", []))
             ui_base = backend.nessie_ui_url
-            view = ops.show(backend, dropped.ingest_id)
-        if as_json:
-            typer.echo(render.to_json(render.ingest_json([_outcome_json(dropped, records[0])])))
-        else:
-            _print_outcomes(records, target, ui_base=ui_base)
-            for renderable in render.show_view(view)[1:2]:  # each table's rows
-                console.print(renderable)
-            _print_alerts(alerts)
-        if records[0].status != c.PUBLISHED:
-            raise typer.Exit(3)
+            # Each table's rows, for the text output only (the JSON has no counts).
+            rows = None if as_json else render.rows_part(ops.show(backend, dropped.ingest_id))
+        _print_waited([dropped], records, target, as_json, alerts=alerts, ui_base=ui_base,
+                      details=() if rows is None else (rows,))
 
     if not target.is_aws and not wait:
         raise _fail("--no-wait is only for --aws: local ingests run inside this command")
@@ -706,6 +685,30 @@ def _decisions(record: Record, wap: str) -> list[str]:
 
 def _next_step(record: Record, wap: str) -> str:
     return "Next: " + "   or   ".join(_decisions(record, wap))
+
+
+def _not_waited(backend: Any, dropped: list[ops.Dropped], as_json: bool) -> None:
+    """`--no-wait`: the drops are left running; under --json, what each drop became so far."""
+    backend.changed()
+    if as_json:
+        typer.echo(render.to_json(render.ingest_json([_outcome_json(d, None) for d in dropped])))
+
+
+def _print_waited(dropped: list[ops.Dropped], records: list[Record], target: Target,
+                  as_json: bool, *, alerts: list[Any], ui_base: str | None,
+                  details: tuple[Any, ...] = ()) -> None:
+    """The outcome of the drops waited for: one JSON document, or the outcome table, the
+    `details` (renderables) and the alerts sent. Exit 3 when any was not published."""
+    if as_json:
+        typer.echo(render.to_json(render.ingest_json(
+            [_outcome_json(d, r) for d, r in zip(dropped, records, strict=True)])))
+    else:
+        _print_outcomes(records, target, ui_base=ui_base)
+        for renderable in details:
+            console.print(renderable)
+        _print_alerts(alerts)
+    if any(r.status != c.PUBLISHED for r in records):
+        raise typer.Exit(3)
 
 
 def _outcome_json(dropped: ops.Dropped, record: Record | None) -> dict[str, Any]:

@@ -128,7 +128,7 @@ def show_view(view: IngestView) -> list[Any]:
     shown = _Shown.of(view)
     return [
         _summary(shown),
-        _dataset_tables(view) if view.tables else _row_counts(shown),
+        rows_part(view, shown),
         *_schema_changes(shown.changes),
         *_files(view),
         *_checks(shown),
@@ -212,6 +212,12 @@ def _summary(shown: _Shown) -> Table:
     if shown.discarded is not None:
         summary.add_row("discarded", shown.discarded)
     return summary
+
+
+def rows_part(view: IngestView, shown: _Shown | None = None) -> Any:
+    """`wap show`'s rows: each table's of a multi-table dataset, else main's and the
+    branch's."""
+    return _dataset_tables(view) if view.tables else _row_counts(shown or _Shown.of(view))
 
 
 def _row_counts(shown: _Shown) -> Text:

@@ -21,13 +21,13 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from contracts.compaction import CompactionVerdict
 from contracts.table_config import MaintenanceOptions
 from lambdas.common import compaction as rules
 from lambdas.common import constants as c
+from lambdas.common.compaction_runs import outcome_json
 from lambdas.common.exceptions import TableBusyError, UnknownTableError
 from lambdas.common.ledger import Ledger
 from lambdas.common.lineage import events
@@ -42,26 +42,13 @@ SOURCE = rules.SOURCE
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CompactionRun:
-    """What `wap maintain` did to one table."""
-
-    run_id: str
-    table: str
-    branch: str
-    status: str  # PUBLISHED (merged, or nothing to rewrite), AUDIT_FAILED, JOB_FAILED
-    result: Any  # spark_jobs.compaction.CompactionResult, None when the job failed
-    reason: str | None
-    main_hash: str | None = None  # main after the merge
-
-
 def compact_table(
     *, ledger: Ledger, nessie: NessieClient, spark: Any, table: str,
     options: MaintenanceOptions, alert: Callable[[dict], Any],
     start_next: Callable[[str, str], Any], template_catalog: str = "lake",
     meanwhile: Callable[[], None] | None = None, rewrite: Any = None,
     lineage: Callable[[list], Any] | None = None,
-) -> CompactionRun:
+) -> rules.CompactionOutcome:
     """Compact `table` on a branch, publish it only when its content is unchanged.
 
     `start_next(table, run_id)` frees the table and starts the ingests that queued;
@@ -98,11 +85,9 @@ def compact_table(
                              min_files=options.min_files, rewrite=rewrite or iceberg_rewrite)
             verdict = CompactionVerdict.from_dict(result.to_dict())
         except Exception as exc:
-            result, job_error = None, f"{type(exc).__name__}: {exc}"
-        done = rules.conclude(ledger, nessie, start, verdict=verdict, job_error=job_error,
+            job_error = f"{type(exc).__name__}: {exc}"
+        return rules.conclude(ledger, nessie, start, verdict=verdict, job_error=job_error,
                               alert=lambda event: alert(event.to_dict()))
-        return CompactionRun(run_id, table, branch, done.status, result, done.reason,
-                             done.main_hash)
     finally:
         _send(lineage, lambda: [events.outcome_event(
             namespace=DEFAULT_STACK, ingest_id=run_id, table=table, inputs=[],
@@ -142,7 +127,7 @@ def stack_hooks(aws_stack: Any, ledger: Ledger, nessie: NessieClient
 
 
 def maintain(backend: Any, table: str) -> dict[str, Any]:
-    """`wap maintain TABLE` on either backend: one run as `run_json` shows it. Locally the
+    """`wap maintain TABLE` on either backend: one run as `outcome_json` shows it. Locally the
     job runs in-process (`compact_on`); on AWS the stack's maintenance Lambda starts it on EMR
     Serverless and is asked until the run ended (`compact_via_lambda`)."""
     if backend.kind == "aws":
@@ -151,11 +136,11 @@ def maintain(backend: Any, table: str) -> dict[str, Any]:
         return compact_via_lambda(lambda_invoker(backend.session.client("lambda"),
                                                  backend.maintenance_function()),
                                   parse_table(table).qualified)
-    return run_json(compact_on(backend, table))
+    return outcome_json(compact_on(backend, table))
 
 
 def compact_on(backend: Any, table: str, options: MaintenanceOptions | None = None
-               ) -> CompactionRun:
+               ) -> rules.CompactionOutcome:
     """`compact_table` on a local backend opened with `run_ingests` (its SparkSession and
     Lambdas); the table's `maintenance:` settings unless `options` are given."""
     from wap.exceptions import BackendError
@@ -182,7 +167,7 @@ def compact_via_lambda(invoke: Callable[[dict], dict], table: str, *,
                        sleep: Callable[[float], None] = time.sleep,
                        clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """Ask the maintenance Lambda to compact `table`, then to finish the run until its job
-    ended; the outcome (`run_json`'s shape). `OpsError` when it still runs after `timeout`
+    ended; the outcome (`outcome_json`'s shape). `OpsError` when it still runs after `timeout`
     (it goes on: the daily run finishes it)."""
     from wap.exceptions import OpsError
 
@@ -220,23 +205,8 @@ def lambda_invoker(client: Any, function_name: str) -> Callable[[dict], dict]:
     return invoke
 
 
-def run_json(run: CompactionRun) -> dict[str, Any]:
-    """One run of `wap maintain --json` (docs/cli-schemas/maintain.json)."""
-    result = run.result.to_dict() if run.result is not None else None
-    return {"run_id": run.run_id, "table": run.table, "status": run.status,
-            "branch": run.branch, "reason": run.reason, "main_hash": run.main_hash,
-            "files_before": result["before"]["data_files"] if result else None,
-            "files_after": result["after"]["data_files"] if result else None,
-            "rows": result["after"]["rows"] if result else None}
-
-
-def run_line(run: CompactionRun) -> str:
-    """One run of `wap maintain`, in a line."""
-    return line_of(run_json(run))
-
-
 def line_of(run: dict[str, Any]) -> str:
-    """One run of `wap maintain` (`run_json`'s shape, from either backend), in a line."""
+    """One run of `wap maintain` (`outcome_json`'s shape, from either backend), in a line."""
     table, run_id = run["table"], run["run_id"]
     if run["status"] == c.PUBLISHED and run.get("reason") is None:
         return (f"PUBLISHED {table}: {run['files_before']} -> {run['files_after']} data "

@@ -18,10 +18,16 @@ from contracts.dataset_config import (
 )
 from contracts.naming import IDENTIFIER_RULE, is_identifier
 from contracts.table_config import MAX_CONFIG_BYTES, TableConfigError
-from lambdas.common.naming import ingest_id, utcnow
+from lambdas.common.naming import utcnow
 from wap.exceptions import InvalidInputError
 from wap.ops.backend import Backend
-from wap.ops.operations import Dropped, check_source_file, configured_format, parse_table
+from wap.ops.operations import (
+    Dropped,
+    check_source_file,
+    configured_format,
+    parse_table,
+    upload_for_ingest,
+)
 
 
 @dataclass(frozen=True)
@@ -121,7 +127,5 @@ def drop_dataset(backend: Backend, drop: DatasetDrop) -> Dropped:
         for rel, path in entries:
             backend.upload_source(prefix + rel, path.read_bytes())
     key = prefix + MANIFEST_MARKER
-    put = backend.upload_source(key, json.dumps(drop.manifest(), indent=2).encode())
-    return Dropped(path=drop.folder, key=key,
-                   ingest_id=ingest_id(backend.source_bucket, key,
-                                       put.get("version_id") or put["etag"]))
+    return Dropped(path=drop.folder, key=key, ingest_id=upload_for_ingest(
+        backend, key, json.dumps(drop.manifest(), indent=2).encode()))

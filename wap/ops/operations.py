@@ -270,23 +270,21 @@ def show(backend: Backend, target: str) -> IngestView:
     record = find_ingest(backend, target)
     report = read_report(backend, record)
     table, branch = record.table, record.branch
-    branch_ref = backend.nessie.reference(branch) if branch else None
-    main_rows = branch_rows = None
-    if table:
-        main_meta = backend.nessie.metadata_location(c.MAIN_BRANCH, table)
-        if main_meta:
-            main_rows = iceberg.row_count(main_meta, backend.iceberg_properties())
-        if branch_ref is not None:
-            branch_meta = backend.nessie.metadata_location(branch, table)
-            if branch_meta:
-                branch_rows = iceberg.row_count(branch_meta, backend.iceberg_properties())
-    failed = [ch for ch in report.checks if ch.status != PASSED] if report else []
+    branch_open = bool(branch) and backend.nessie.reference(branch) is not None
     per_table = dataset_tables(record, report, lambda ref, name: _rows_on(backend, ref, name),
-                               branch_open=branch_ref is not None)
+                               branch_open=branch_open)
+    # A dataset's record names its first table: per_table has counted it already.
+    own = next((rows for rows in per_table if rows.table == table), None)
+    if own is not None:
+        main_rows, branch_rows = own.main_rows, own.branch_rows
+    else:
+        main_rows = _rows_on(backend, c.MAIN_BRANCH, table) if table else None
+        branch_rows = _rows_on(backend, branch, table) if table and branch_open else None
+    failed = [ch for ch in report.checks if ch.status != PASSED] if report else []
     return IngestView(
         record=record,
         report=report,
-        branch_open=branch_ref is not None,
+        branch_open=branch_open,
         main_rows=main_rows,
         branch_rows=branch_rows,
         failed_checks=failed,
@@ -555,17 +553,16 @@ def drop_files(backend: Backend, paths: Sequence[Path | str], table: str,
             # files run in the order given (a later file then sees the earlier ones on main).
             _wait_until_recorded(backend, dropped[-1].ingest_id, timeout=RECORD_WAIT_SECONDS)
         key = f"{ref.namespace}/{ref.name}/{path.name}"
-        put = backend.upload_source(key, path.read_bytes())
-        dropped.append(
-            Dropped(
-                path=path,
-                key=key,
-                ingest_id=ingest_id(
-                    backend.source_bucket, key, put.get("version_id") or put["etag"]
-                ),
-            )
-        )
+        dropped.append(Dropped(path=path, key=key,
+                               ingest_id=upload_for_ingest(backend, key, path.read_bytes())))
     return dropped
+
+
+def upload_for_ingest(backend: Backend, key: str, body: bytes) -> str:
+    """Put `body` at `key` in the source bucket; the id of the ingest the trigger records
+    for that object version (its version id, else its ETag)."""
+    put = backend.upload_source(key, body)
+    return ingest_id(backend.source_bucket, key, put.get("version_id") or put["etag"])
 
 
 RECORD_WAIT_SECONDS = 60.0

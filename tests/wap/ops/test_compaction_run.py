@@ -117,7 +117,7 @@ def test_compaction_publishes_and_an_ingest_queued_meanwhile_runs_after_it(cmp_l
     cmp_lake.stack.wait_idle(timeout=300)
 
     assert done.status == "PUBLISHED", done.reason
-    assert (done.result.before.data_files, done.result.after.data_files) == (DROPS, 1)
+    assert (done.verdict.files_before, done.verdict.files_after) == (DROPS, 1)
     assert late.status == "PUBLISHED"
     compacted = cmp_lake.stack.ledger().get_ingest(done.run_id)
     assert compacted.finished_at <= late.job_started_at  # it ran after the compaction
