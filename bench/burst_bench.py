@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from bench.scratch import job_timings, scratch_with_tables, wait_final
 
 if TYPE_CHECKING:
-    from lambdas.common.ledger.records import Record
+    from ingestion.ledger.records import Record
 
 SINGLE_TABLE, BURST_TABLE, WARM_UP_TABLE = "bench.single_file", "bench.burst", "bench.warm_up"
 MIXED_TABLE = "bench.mixed"

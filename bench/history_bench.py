@@ -78,7 +78,7 @@ def time_cold_runs(root: Path) -> float:
 
 def time_ingest_writes(root: Path, rounds: int = 20) -> float:
     """Seconds per ingest for the ledger writes of `rounds` ingests, in a started stack."""
-    from lambdas.common.ledger import Ledger
+    from ingestion.ledger import Ledger
     from wap.runtime.embedded_stack import EmbeddedStack
     from wap.runtime.home import WapHome
 

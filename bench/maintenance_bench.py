@@ -78,14 +78,14 @@ def scan_seconds(location: str, repeats: int = 3) -> tuple[float, int]:
 
 
 def warehouse_files(root: Path) -> dict[str, int]:
-    from lambdas.maintenance.gc import normalize
+    from ingestion.maintenance.gc import normalize
 
     return {normalize(str(p)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
 
 
 def run(drops: int, rows: int, failed: int, timeout: float) -> dict[str, Any]:
     from contracts.table_config import MaintenanceOptions
-    from lambdas.maintenance.gc import GcOptions
+    from ingestion.maintenance.gc import GcOptions
     from wap.ops import operations as ops
     from wap.ops.backends import Target, open_backend
     from wap.ops.compaction import compact_on

@@ -42,7 +42,7 @@ def wait_final(backend: Any, ids: Sequence[str], timeout: float, *, poll: float,
     """The ledger records of `ids` once every one has a final status; TimeoutError (naming
     `what`) when some are not final `timeout` seconds after `started` (time.perf_counter(),
     default now)."""
-    from lambdas.common import constants as c
+    from ingestion import constants as c
 
     deadline = (time.perf_counter() if started is None else started) + timeout
     while True:

@@ -69,22 +69,24 @@ def _copy_tree(files: Iterable[Path], source_root: Path, target_root: Path) -> N
         shutil.copyfile(path, target)
 
 
-# Top-level packages beside `lambdas/` that every Lambda bundles: the payload contracts,
-# which import nothing else of ours (tests/test_import_rules.py).
+# Top-level packages beside `lambdas/` that every Lambda and the job bundle: the payload
+# contracts, which import nothing else of ours (tests/test_import_rules.py).
 SHARED_PACKAGES = ("contracts",)
+# ... and what every Lambda bundles besides: the domain (ledger, lifecycle, layout,
+# publishing), which imports only itself and the contracts. The job does not carry it.
+LAMBDA_PACKAGES = (*SHARED_PACKAGES, "ingestion")
 
 
 def bundled_packages(name: str) -> set[str]:
-    """`name` and `common`: a Lambda's package imports only itself, `lambdas.common` and the
-    SHARED_PACKAGES (tests/test_import_rules.py keeps it so), so nothing else goes into its
-    bundle."""
-    return {name, "common"}
+    """`name` alone: a Lambda's package imports only itself and the LAMBDA_PACKAGES
+    (tests/test_import_rules.py keeps it so), so no other handler goes into its bundle."""
+    return {name}
 
 
-def shared_files(root: Path) -> list[Path]:
-    """The SHARED_PACKAGES' sources under `root` (the repository), for a bundle and its hash."""
+def shared_files(root: Path, packages: Sequence[str] = SHARED_PACKAGES) -> list[Path]:
+    """The `packages`' sources under `root` (the repository), for a bundle and its hash."""
     files = []
-    for package in SHARED_PACKAGES:
+    for package in packages:
         if not (root / package / "__init__.py").is_file():
             raise BundlingError(f"{root / package} is missing: every Lambda and the job need it")
         files += [path for path in _source_files(root / package) if path.suffix == ".py"]
@@ -93,15 +95,16 @@ def shared_files(root: Path) -> list[Path]:
 
 def function_code(name: str, *, lambdas_dir: Path,
                   build_dir: Path = constants.BUILD_DIR) -> Path:
-    """Directory with `lambdas/__init__.py`, the packages `name` needs (bundled_packages)
-    and the SHARED_PACKAGES beside `lambdas/`."""
+    """Directory with `lambdas/__init__.py`, the package `name` (bundled_packages) and the
+    LAMBDA_PACKAGES beside `lambdas/`."""
     package = lambdas_dir / name
     if not (package / "handler.py").is_file():
         raise BundlingError(f"{package / 'handler.py'} does not exist: no code for Lambda {name!r}")
     files = [lambdas_dir / "__init__.py"]
     for member in sorted(bundled_packages(name)):
         files += _source_files(lambdas_dir / member)
-    files = [path for path in files if path.is_file()] + shared_files(lambdas_dir.parent)
+    files = [path for path in files if path.is_file()] + shared_files(lambdas_dir.parent,
+                                                                        LAMBDA_PACKAGES)
     digest = _digest((str(p.relative_to(lambdas_dir.parent)), p.read_bytes()) for p in files)
     final = build_dir / "lambda" / "code" / f"{name}-{digest}"
     if final.is_dir():

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from lambdas.common.staging import STAGING_PREFIX  # noqa: F401 (one definition, re-exported)
+from ingestion.staging import STAGING_PREFIX  # noqa: F401 (one definition, re-exported)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Built Lambda code, dependency layer and job package (gitignored, reused across synths).
@@ -176,7 +176,7 @@ class FunctionSpec:
 
 _C = Capability
 # Read from the handlers' calls: start_ingest (branch, StartJobRun, StartExecution, ledger),
-# alerts sent directly through lambdas.common.alerting (Slack token, report), EMR and SFN
+# alerts sent directly through ingestion.alerting (Slack token, report), EMR and SFN
 # polling.
 _START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.START_EXECUTION,
                  _C.TABLE_CONFIG_READ, _C.LINEAGE_KEY_READ}  # (START, or FAIL if it cannot)

@@ -1,4 +1,4 @@
-"""The ingest dashboard and the alarms on recorded outcomes (lambdas/common/metrics.py).
+"""The ingest dashboard and the alarms on recorded outcomes (ingestion/metrics.py).
 
 The Lambdas write the outcome metrics as embedded metric format in their logs, by table and
 over all tables; the dashboard shows them per table (SEARCH over the `Table` dimension) next
@@ -15,8 +15,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import constants
-from lambdas.common import metrics as m
-from lambdas.common.constants import JOB_FAILED, PUBLISH_FAILED
+from ingestion import metrics as m
+from ingestion.constants import JOB_FAILED, PUBLISH_FAILED
 
 _FIVE_MINUTES = Duration.minutes(5)
 # Outcomes that mean the service (not the data) failed: each one pages.

@@ -190,8 +190,8 @@ def _dependency_layer(scope: Construct, construct_id: str, requirements: Sequenc
 
 
 def _ledger_table(scope: Construct, removal_policy: RemovalPolicy) -> dynamodb.Table:
-    """The ledger as lambdas/common/ledger.py defines it: keys, indexes and TTL."""
-    from lambdas.common.ledger import PARTITION_KEY, TTL_ATTRIBUTE, table_schema
+    """The ledger as ingestion/ledger.py defines it: keys, indexes and TTL."""
+    from ingestion.ledger import PARTITION_KEY, TTL_ATTRIBUTE, table_schema
 
     schema = table_schema()
     table = dynamodb.Table(

@@ -215,7 +215,7 @@ class WapStack(Stack):
                     resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")]))
             if Capability.MAINTENANCE_SUMMARY_WRITE in capabilities:
                 # The folder of the summary the Lambda puts (reports/maintenance/).
-                from lambdas.maintenance.health import summary_uri
+                from ingestion.maintenance.health import summary_uri
 
                 folder = summary_uri(constants.REPORTS_PREFIX).rsplit("/", 1)[0]
                 function.add_to_role_policy(iam.PolicyStatement(
@@ -259,7 +259,7 @@ def _as_deployed(functions: tuple[FunctionSpec, ...], *,
 def _configure_maintenance(pipeline: Pipeline, storage: Storage, *, gc_delete: bool) -> None:
     """The maintenance Lambda's own environment: the warehouse it sweeps, whether it
     deletes (the capability to is in its spec: _as_deployed)."""
-    from lambdas.common import constants as c
+    from ingestion import constants as c
 
     pipeline.functions["maintenance"].add_environment(c.ENV_WAREHOUSE_URI, storage.warehouse_uri)
     pipeline.functions["maintenance"].add_environment(c.ENV_GC_DELETE,

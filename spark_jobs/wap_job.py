@@ -205,7 +205,7 @@ def load_table_config(spark, uri: str | None, table: str) -> TableConfig:
     if data is None:
         log.info("no table config at %s; using the defaults", uri)
         return default_config()
-    # The Lambdas read and parse it with the same functions (lambdas/common/batching.py),
+    # The Lambdas read and parse it with the same functions (ingestion/batching.py),
     # so they refuse a config this run would refuse, in the same words.
     return parse_table_config_text(config_text(data, uri), uri, yaml=yaml)
 

@@ -9,7 +9,7 @@
   itself, and only the standard library: the job runs it on EMR with nothing but pyspark.
 - Nothing but `tests/` imports `tests/`; the tests are laid out like the code, and share
   helpers through `tests/fixtures/`, never through a conftest.
-- No import cycles between packages (`wap.cli`, `local.aws`, `lambdas.common`, ...; a
+- No import cycles between packages (`wap.cli`, `local.aws`, `ingestion`, ...; a
   top-level module such as `local/spark.py` counts as a package of its own).
 """
 
@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FIRST_PARTY = ("contracts", "infra", "lambdas", "spark_jobs", "lakeview", "local", "wap", "tests",
-               "bench")
-DEPLOYED = ("contracts", "lambdas", "spark_jobs", "infra")
+FIRST_PARTY = ("contracts", "ingestion", "infra", "lambdas", "spark_jobs", "lakeview", "local",
+               "wap", "tests", "bench")
+DEPLOYED = ("contracts", "ingestion", "lambdas", "spark_jobs", "infra")
 
 
 def _imports() -> dict[str, set[tuple[str, str]]]:
@@ -79,19 +79,37 @@ def test_the_lake_reader_imports_neither_the_stand_ins_nor_the_tools():
     assert bad == []
 
 
-def test_a_lambda_imports_only_its_own_package_and_common():
-    """What keeps each Lambda's bundle to its package, lambdas/common and the shared
-    packages (infra/bundling.py)."""
-    from infra.bundling import SHARED_PACKAGES
+def test_a_lambda_imports_only_its_own_package_and_the_domain():
+    """What keeps each Lambda's bundle to its package, the domain (`ingestion`) and the
+    contracts (infra/bundling.py)."""
+    from infra.bundling import LAMBDA_PACKAGES
 
     bad = []
     for package, imports in _imports().items():
         if package.split(".")[0] != "lambdas" or package == "lambdas":
             continue
-        allowed = {package, "lambdas.common", "lambdas"}
+        allowed = {package, "lambdas"}
         bad += sorted((f, name) for name, f in imports
                       if (name.split(".")[0] == "lambdas" and _package(name) not in allowed)
-                      or (name.split(".")[0] not in ("lambdas", *SHARED_PACKAGES)))
+                      or (name.split(".")[0] not in ("lambdas", *LAMBDA_PACKAGES)))
+    assert bad == []
+
+
+def test_the_domain_imports_only_itself_and_the_contracts():
+    """`ingestion/` (ledger, lifecycle, layout, publishing, batching) sits below the handlers,
+    the tools and the stack: it never reaches up into a Lambda, `wap/` or `infra/`."""
+    bad = sorted((f, name) for package, imports in _imports().items()
+                 if package.split(".")[0] == "ingestion"
+                 for name, f in imports if name.split(".")[0] not in ("ingestion", "contracts"))
+    assert bad == []
+
+
+def test_only_the_lambdas_and_their_tests_import_a_lambdas_module():
+    """The tools (`wap/`), the stack (`infra/`), the stand-ins and the benchmarks use the
+    domain (`ingestion/`), never a handler's package: what a handler holds is only its own."""
+    bad = sorted((f, name) for package, imports in _imports().items()
+                 if package.split(".")[0] not in ("lambdas", "tests")
+                 for name, f in imports if name.split(".")[0] == "lambdas")
     assert bad == []
 
 

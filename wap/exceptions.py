@@ -1,7 +1,7 @@
 """Errors of the operations: each names the condition and carries a one-line message for humans.
 
-Nessie's errors are the client's own (`lambdas.common.exceptions`, raised by
-`lambdas.common.nessie.NessieClient`), and an unreadable Iceberg table raises the lake
+Nessie's errors are the client's own (`ingestion.exceptions`, raised by
+`ingestion.nessie.NessieClient`), and an unreadable Iceberg table raises the lake
 reader's `lakeview.exceptions.TableReadError`; the user-facing edges (`wap.cli.app._run`,
 the dashboard's `_with_backend`) show them as they show these.
 """

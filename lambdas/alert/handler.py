@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lambdas.common.alerting.log import logger
-from lambdas.common.alerting.notify import send_alert
+from ingestion.alerting.log import logger
+from ingestion.alerting.notify import send_alert
 
 
 @logger.inject_lambda_context(clear_state=True)

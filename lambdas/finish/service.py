@@ -7,22 +7,22 @@ from dataclasses import replace
 from typing import Any
 
 from contracts.state import ExecutionState, FinishResult
-from lambdas.common import constants as c
-from lambdas.common.alerts import alert_event
-from lambdas.common.batching import failing_files, is_batch, split_reason
-from lambdas.common.config import Settings
-from lambdas.common.exceptions import InvalidEventError
-from lambdas.common.ingest import (
+from ingestion import constants as c
+from ingestion.alerts import alert_event
+from ingestion.batching import failing_files, is_batch, split_reason
+from ingestion.config import Settings
+from ingestion.exceptions import InvalidEventError
+from ingestion.ingest import (
     cancel_job_run,
     release_all_and_start_next,
     run_from_fields,
 )
-from lambdas.common.ledger import IngestRecord, Ledger
-from lambdas.common.lineage import record as lineage
-from lambdas.common.log import logger
-from lambdas.common.naming import iso, utcnow
-from lambdas.common.nessie import NessieClient
-from lambdas.common.published import delete_branch_quietly, main_holds_ingest
+from ingestion.ledger import IngestRecord, Ledger
+from ingestion.lineage import record as lineage
+from ingestion.log import logger
+from ingestion.naming import iso, utcnow
+from ingestion.nessie import NessieClient
+from ingestion.published import delete_branch_quietly, main_holds_ingest
 
 _FINAL = frozenset({c.PUBLISHED, c.AUDIT_FAILED, c.REJECTED, c.JOB_FAILED, c.PUBLISH_FAILED})
 

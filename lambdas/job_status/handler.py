@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lambdas.common.config import load_settings
-from lambdas.common.log import logger
-from lambdas.common.state import parse_state
+from ingestion.config import load_settings
+from ingestion.log import logger
+from ingestion.state import parse_state
 from lambdas.job_status.service import check_job
 
 

@@ -8,12 +8,12 @@ from typing import Any
 
 from contracts.report import AuditReport, ReportError
 from contracts.state import Outcome, Run
-from lambdas.common import aws
-from lambdas.common import constants as c
-from lambdas.common.config import Settings, job_retry_delay
-from lambdas.common.exceptions import InvalidEventError
-from lambdas.common.ingest import cancel_job_run
-from lambdas.common.naming import parse_iso, utcnow
+from ingestion import aws
+from ingestion import constants as c
+from ingestion.config import Settings, job_retry_delay
+from ingestion.exceptions import InvalidEventError
+from ingestion.ingest import cancel_job_run
+from ingestion.naming import parse_iso, utcnow
 
 _OUTCOME_STATUS = {
     c.REPORT_PASSED: c.JOB_PASSED,

@@ -1,6 +1,6 @@
 """The daily run's compaction (lambdas/maintenance/handler.py, after garbage collection):
 finish every compaction whose job run ended, then start one for each table whose data files
-on main reach its `maintenance.min_files`. The runs themselves: lambdas/common/
+on main reach its `maintenance.min_files`. The runs themselves: ingestion/
 compaction_runs.py."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from contracts.table_config import MaintenanceOptions
-from lambdas.common import compaction as rules
-from lambdas.common import constants as c
-from lambdas.common.compaction_runs import RUNNING, finish, start
-from lambdas.common.config import Settings
-from lambdas.common.exceptions import TableBusyError
-from lambdas.common.ledger import Ledger
-from lambdas.common.log import logger
-from lambdas.common.nessie import NessieClient
+from ingestion import compaction as rules
+from ingestion import constants as c
+from ingestion.compaction_runs import RUNNING, finish, start
+from ingestion.config import Settings
+from ingestion.exceptions import TableBusyError
+from ingestion.ledger import Ledger
+from ingestion.log import logger
+from ingestion.nessie import NessieClient
 
 
 def daily(settings: Settings, ledger: Ledger, nessie: NessieClient,

@@ -33,7 +33,7 @@ def _split(location: str) -> tuple[str | None, str]:
 
 
 def _s3() -> Any:
-    from lambdas.common import aws
+    from ingestion import aws
 
     return aws.client("s3")
 

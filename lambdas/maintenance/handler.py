@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.table_config import MaintenanceOptions
-from lambdas.common import compaction_runs
-from lambdas.common import constants as c
-from lambdas.common.config import load_settings
-from lambdas.common.exceptions import InvalidEventError
-from lambdas.common.ledger import Ledger
-from lambdas.common.log import logger
-from lambdas.common.nessie import NessieClient
+from ingestion import compaction_runs
+from ingestion import constants as c
+from ingestion.config import load_settings
+from ingestion.exceptions import InvalidEventError
+from ingestion.ledger import Ledger
+from ingestion.log import logger
+from ingestion.nessie import NessieClient
 from lambdas.maintenance import compaction
 from lambdas.maintenance.service import (
     load_maintenance_settings,

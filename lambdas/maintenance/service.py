@@ -15,16 +15,16 @@ from datetime import datetime
 from typing import Any
 
 from contracts.table_config import MaintenanceOptions, TableConfigError
-from lambdas.common import aws
-from lambdas.common import constants as c
-from lambdas.common.batching import read_table_config
-from lambdas.common.config import Settings
-from lambdas.common.exceptions import ConfigError
-from lambdas.common.log import logger
-from lambdas.common.nessie import NessieClient
-from lambdas.maintenance import health
+from ingestion import aws
+from ingestion import constants as c
+from ingestion.batching import read_table_config
+from ingestion.config import Settings
+from ingestion.exceptions import ConfigError
+from ingestion.log import logger
+from ingestion.maintenance import health
+from ingestion.maintenance.gc import GcReport, S3Warehouse, collect, gc_options
+from ingestion.nessie import NessieClient
 from lambdas.maintenance.fileio import PROPERTIES
-from lambdas.maintenance.gc import GcReport, S3Warehouse, collect, gc_options
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from lambdas.common.config import load_settings
-from lambdas.common.ledger import Ledger
-from lambdas.common.log import logger
-from lambdas.common.nessie import NessieClient
-from lambdas.common.state import parse_state
+from ingestion.config import load_settings
+from ingestion.ledger import Ledger
+from ingestion.log import logger
+from ingestion.nessie import NessieClient
+from ingestion.state import parse_state
 from lambdas.publish.service import publish
 
 

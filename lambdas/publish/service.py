@@ -11,18 +11,18 @@ from dataclasses import replace
 from datetime import timedelta
 
 from contracts.state import ExecutionState, Outcome, Run
-from lambdas.common import constants as c
-from lambdas.common.config import Settings
-from lambdas.common.exceptions import (
+from ingestion import constants as c
+from ingestion.config import Settings
+from ingestion.exceptions import (
     AuditedCommitMismatchError,
     InvalidEventError,
     MergeConflictError,
 )
-from lambdas.common.ingest import launch_job_run, run_branch_name, run_fields
-from lambdas.common.ledger import IngestRecord, Ledger, tables_of
-from lambdas.common.naming import utcnow
-from lambdas.common.nessie import MergeMeta, NessieClient
-from lambdas.common.published import (
+from ingestion.ingest import launch_job_run, run_branch_name, run_fields
+from ingestion.ledger import IngestRecord, Ledger, tables_of
+from ingestion.naming import utcnow
+from ingestion.nessie import MergeMeta, NessieClient
+from ingestion.published import (
     delete_branch_quietly,
     main_holds_all,
     merge_audited_commit,

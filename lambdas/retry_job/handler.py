@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from lambdas.common.config import load_settings
-from lambdas.common.ledger import Ledger
-from lambdas.common.log import logger
-from lambdas.common.state import parse_state
+from ingestion.config import load_settings
+from ingestion.ledger import Ledger
+from ingestion.log import logger
+from ingestion.state import parse_state
 from lambdas.retry_job.service import retry_job
 
 

@@ -8,10 +8,10 @@ new clientToken and its own report URI.
 from __future__ import annotations
 
 from contracts.state import ExecutionState, Run
-from lambdas.common.config import Settings
-from lambdas.common.exceptions import InvalidEventError
-from lambdas.common.ingest import launch_job_run, run_fields
-from lambdas.common.ledger import Ledger
+from ingestion.config import Settings
+from ingestion.exceptions import InvalidEventError
+from ingestion.ingest import launch_job_run, run_fields
+from ingestion.ledger import Ledger
 
 
 def retry_job(settings: Settings, ledger: Ledger, state: ExecutionState) -> Run:

@@ -7,10 +7,10 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from lambdas.common.config import load_settings
-from lambdas.common.ledger import Ledger, QueueStat
-from lambdas.common.log import logger
-from lambdas.common.nessie import NessieClient
+from ingestion.config import load_settings
+from ingestion.ledger import Ledger, QueueStat
+from ingestion.log import logger
+from ingestion.nessie import NessieClient
 from lambdas.sweeper.service import sweep
 
 

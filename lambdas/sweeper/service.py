@@ -9,18 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from lambdas.common import aws, compaction_runs
-from lambdas.common import constants as c
-from lambdas.common.alerts import alert_event, send_alert_quietly
-from lambdas.common.batching import (
+from ingestion import aws, compaction_runs
+from ingestion import constants as c
+from ingestion.alerts import alert_event, send_alert_quietly
+from ingestion.batching import (
     open_batch,
     reject_for_config,
     table_intake,
     unknown_table_reason,
 )
-from lambdas.common.config import Settings
-from lambdas.common.ingest import cancel_job_run, release_and_start_next, start_or_fail
-from lambdas.common.ledger import (
+from ingestion.config import Settings
+from ingestion.ingest import cancel_job_run, release_and_start_next, start_or_fail
+from ingestion.ledger import (
     LOCK_QUEUED,
     IngestRecord,
     Ledger,
@@ -31,12 +31,12 @@ from lambdas.common.ledger import (
     is_multi_table,
     tables_of,
 )
-from lambdas.common.lineage.record import record_outcome
-from lambdas.common.log import logger
-from lambdas.common.naming import iso, parse_iso, utcnow
-from lambdas.common.nessie import NessieClient
-from lambdas.common.published import delete_branch_quietly, main_holds_ingest
-from lambdas.common.staging import delete_staged
+from ingestion.lineage.record import record_outcome
+from ingestion.log import logger
+from ingestion.naming import iso, parse_iso, utcnow
+from ingestion.nessie import NessieClient
+from ingestion.published import delete_branch_quietly, main_holds_ingest
+from ingestion.staging import delete_staged
 
 BLOCKED = "BLOCKED"  # the alert's outcome for a table its next file cannot start on
 

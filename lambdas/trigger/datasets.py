@@ -19,11 +19,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from contracts.batching import MANIFEST_MARKER, MAX_MANIFEST_BYTES, SUCCESS_MARKER
-from lambdas.common import constants as c
-from lambdas.common.alerts import alert_event, send_alert_quietly
-from lambdas.common.config import Settings
-from lambdas.common.ingest import start_or_fail
-from lambdas.common.ledger import (
+from ingestion import constants as c
+from ingestion.alerts import alert_event, send_alert_quietly
+from ingestion.config import Settings
+from ingestion.ingest import start_or_fail
+from ingestion.ledger import (
     KIND_BATCH,
     LOCK_QUEUED,
     BatchRecord,
@@ -31,9 +31,9 @@ from lambdas.common.ledger import (
     Ledger,
     Record,
 )
-from lambdas.common.lineage.record import record_outcome
-from lambdas.common.naming import file_name, ingest_id, iso, route_key, s3_uri, utcnow
-from lambdas.common.nessie import NessieClient
+from ingestion.lineage.record import record_outcome
+from ingestion.naming import file_name, ingest_id, iso, route_key, s3_uri, utcnow
+from ingestion.nessie import NessieClient
 from lambdas.trigger.events import ObjectCreated
 
 # What a file of a dataset can be before its marker came: recorded, staged, waiting.

@@ -11,9 +11,9 @@ import re
 import urllib.request
 from typing import Any
 
-from lambdas.common.config import Settings
-from lambdas.common.exceptions import DoctorRequestError
-from lambdas.common.ingest import start_smoke_run
+from ingestion.config import Settings
+from ingestion.exceptions import DoctorRequestError
+from ingestion.ingest import start_smoke_run
 
 DOCTOR_KEY = "wap_doctor"
 _RUN_ID = re.compile(r"^[0-9a-f]{8,32}$")

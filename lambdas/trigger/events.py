@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
 
-from lambdas.common.exceptions import InvalidEventError
+from ingestion.exceptions import InvalidEventError
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from lambdas.common.config import load_settings
-from lambdas.common.ledger import Ledger
-from lambdas.common.log import logger
-from lambdas.common.nessie import NessieClient
+from ingestion.config import load_settings
+from ingestion.ledger import Ledger
+from ingestion.log import logger
+from ingestion.nessie import NessieClient
 from lambdas.trigger.doctor import is_doctor_event, run_check
 from lambdas.trigger.events import parse_event
 from lambdas.trigger.service import handle_object

@@ -33,13 +33,13 @@ from contracts.dataset_config import (
 )
 from contracts.naming import IDENTIFIER_RULE, is_identifier
 from contracts.table_config import MAX_CONFIG_BYTES, TableConfigError
-from lambdas.common import aws
-from lambdas.common.config import Settings
-from lambdas.common.ingest import start_or_fail
-from lambdas.common.ledger import BatchRecord, IngestRecord, Ledger
-from lambdas.common.naming import file_name, ingest_id, s3_uri
-from lambdas.common.nessie import NessieClient
-from lambdas.common.staging import frozen_config_uri, put_frozen
+from ingestion import aws
+from ingestion.config import Settings
+from ingestion.ingest import start_or_fail
+from ingestion.ledger import BatchRecord, IngestRecord, Ledger
+from ingestion.naming import file_name, ingest_id, s3_uri
+from ingestion.nessie import NessieClient
+from ingestion.staging import frozen_config_uri, put_frozen
 from lambdas.trigger.datasets import (
     DatasetError,
     head_parts,

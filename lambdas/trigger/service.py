@@ -18,21 +18,21 @@ from contracts.formats import (
     format_of,
     unsupported_format_text,
 )
-from lambdas.common import aws
-from lambdas.common import constants as c
-from lambdas.common.alerts import alert_event, send_alert_quietly
-from lambdas.common.batching import (
+from ingestion import aws
+from ingestion import constants as c
+from ingestion.alerts import alert_event, send_alert_quietly
+from ingestion.batching import (
     Intake,
     reject_for_config,
     table_intake,
     unknown_table_reason,
 )
-from lambdas.common.config import Settings
-from lambdas.common.exceptions import SourceVersionGoneError, UnroutableKeyError
-from lambdas.common.ingest import start_or_fail
-from lambdas.common.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, IngestRecord, Ledger, Record
-from lambdas.common.lineage.record import record_outcome
-from lambdas.common.naming import (
+from ingestion.config import Settings
+from ingestion.exceptions import SourceVersionGoneError, UnroutableKeyError
+from ingestion.ingest import start_or_fail
+from ingestion.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, IngestRecord, Ledger, Record
+from ingestion.lineage.record import record_outcome
+from ingestion.naming import (
     file_name,
     ingest_id,
     is_marker,
@@ -41,8 +41,8 @@ from lambdas.common.naming import (
     s3_uri,
     utcnow,
 )
-from lambdas.common.nessie import NessieClient
-from lambdas.common.staging import stage_version, staged_uri
+from ingestion.nessie import NessieClient
+from ingestion.staging import stage_version, staged_uri
 from lambdas.trigger.datasets import complete_dataset, dataset_prefix, is_dataset_marker
 from lambdas.trigger.events import ObjectCreated
 from lambdas.trigger.multi_table import complete_multi_table_dataset

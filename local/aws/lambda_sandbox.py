@@ -18,7 +18,7 @@ sandbox (the standard library does not copy context into new threads); concurren
 invocations of one function share its sandbox (Lambda would give each its own execution
 environment; our handlers write to the environment only NESSIEDIR, idempotently); and
 modules are imported once per process, not once per function (our functions share only
-`lambdas.common`, whose client cache is keyed per function).
+`ingestion`, whose client cache is keyed per function).
 """
 
 from __future__ import annotations

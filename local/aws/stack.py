@@ -103,7 +103,7 @@ def create_bucket(s3: Any, name: str, region: str) -> None:
 
 def create_ledger_table(dynamodb: Any, name: str) -> None:
     """The ledger table as infra/pipeline.py deploys it (keys, indexes, TTL: one schema)."""
-    from lambdas.common.ledger import TTL_ATTRIBUTE, table_schema
+    from ingestion.ledger import TTL_ATTRIBUTE, table_schema
 
     dynamodb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **table_schema())
     dynamodb.update_time_to_live(
@@ -249,7 +249,7 @@ class LocalAwsStack:
     def start(self) -> LocalAwsStack:
         from moto import mock_aws
 
-        from lambdas.common import aws as lambda_aws
+        from ingestion import aws as lambda_aws
 
         # Before any patching: a cold cache runs `cdk synth`, which must not see the mock.
         self.template = self.settings.template or stack_template(self.settings.deploy_context())
@@ -278,7 +278,7 @@ class LocalAwsStack:
         return self
 
     def stop(self) -> None:
-        from lambdas.common import aws as lambda_aws
+        from ingestion import aws as lambda_aws
 
         self.schedule.stop()
         if self._mock is not None:
@@ -572,7 +572,7 @@ class LocalAwsStack:
         return backend.get_job_run(self.application_id, job_run_id)
 
     def ledger(self) -> Any:
-        from lambdas.common.ledger import Ledger
+        from ingestion.ledger import Ledger
 
         return Ledger(self.settings.ledger_table, self._dynamodb())
 

@@ -32,8 +32,8 @@ def test_limits_parse_units_and_refuse_what_they_cannot_read():
 def test_the_lambdas_take_the_queue_by_the_contracts_rule():
     """queue_taker only decides which files may run together; how many of them run is
     `BatchLimits.take` (a solo head runs alone, and the byte limit holds before a solo)."""
-    from lambdas.common.batching import queue_taker
-    from lambdas.common.ledger import IngestRecord
+    from ingestion.batching import queue_taker
+    from ingestion.ledger import IngestRecord
 
     records = {"a": IngestRecord(ingest_id="a", size=100),
                "b": IngestRecord(ingest_id="b", size=100),

@@ -36,8 +36,8 @@ BAD = {
 @pytest.fixture
 def lambda_reads(monkeypatch):
     """`table_intake` reading `data` as the table's config from S3."""
-    from lambdas.common import aws
-    from lambdas.common.batching import table_intake
+    from ingestion import aws
+    from ingestion.batching import table_intake
 
     def intake(data: bytes):
         class S3:

@@ -97,9 +97,9 @@ def test_code_assets_carry_every_lambdas_package_their_sources_name(synthesized)
         bundled = {p.name for p in (code / "lambdas").iterdir() if p.is_dir()}
         referenced = {m for path in code.rglob("*.py")
                       for m in re.findall(r"\blambdas\.(\w+)", path.read_text())}
-        assert {package, "common"} | referenced <= bundled, package
+        assert {package} | referenced <= bundled, package
         # ... and nothing else: the other handlers stay out.
-        assert bundled == {package, "common"} | referenced, package
+        assert bundled == {package} | referenced, package
 
 
 def test_bundles_leave_out_spark_arrow_and_runtime_sdk(synthesized):

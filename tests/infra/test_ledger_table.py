@@ -6,7 +6,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lambdas.common.ledger import LOCK_ACTIVE, LOCK_QUEUED, Ledger
+from ingestion.ledger import LOCK_ACTIVE, LOCK_QUEUED, Ledger
 
 
 @pytest.fixture

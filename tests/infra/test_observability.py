@@ -8,7 +8,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from infra.settings import DeploySettings, SettingsError
-from lambdas.common import metrics
+from ingestion import metrics
 from tests.fixtures.synth import synthesize
 from tests.infra.test_template import (
     _actions,

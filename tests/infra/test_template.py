@@ -231,8 +231,8 @@ def test_gc_delete_lets_the_maintenance_run_delete_under_warehouse_only(
 
 
 def test_ledger_table_matches_the_ledger_module_and_has_pitr(synthesized):
-    # lambdas/common/ledger.py defines the table once: keys, indexes and the TTL attribute.
-    from lambdas.common.ledger import TTL_ATTRIBUTE, table_schema
+    # ingestion/ledger.py defines the table once: keys, indexes and the TTL attribute.
+    from ingestion.ledger import TTL_ATTRIBUTE, table_schema
 
     schema = table_schema()
     (ledger,) = [t["Properties"] for t in synthesized.of_type("AWS::DynamoDB::Table").values()
@@ -516,7 +516,7 @@ def test_each_lambda_only_gets_the_permissions_it_uses(synthesized):
     assert "secretsmanager:GetSecretValue" in actions_of("alert")
     assert not {a for a in actions_of("alert") if a.startswith(("emr-serverless:", "states:",
                                                                 "dynamodb:Put", "dynamodb:Update"))}
-    # Rejections are alerted by the trigger itself (lambdas.common.alerts -> Slack).
+    # Rejections are alerted by the trigger itself (ingestion.alerts -> Slack).
     assert "secretsmanager:GetSecretValue" in actions_of("trigger")
     assert not {a for a in actions_of("job_status") if a.startswith("dynamodb:")}
     assert not {"secretsmanager:GetSecretValue", "states:StartExecution"} & actions_of("publish")

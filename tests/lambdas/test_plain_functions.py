@@ -10,9 +10,9 @@ import pytest
 from moto import mock_aws
 
 from contracts.state import ExecutionState
-from lambdas.common import aws
-from lambdas.common.config import load_settings
-from lambdas.common.exceptions import ConfigError
+from ingestion import aws
+from ingestion.config import load_settings
+from ingestion.exceptions import ConfigError
 from lambdas.finish.service import final_status, reason_from_error
 from lambdas.job_status.service import outcome_from_report
 from lambdas.trigger.events import ObjectCreated
@@ -178,7 +178,7 @@ def test_trigger_rejection_reasons_without_reading_the_object():
 
 
 def test_the_table_config_format_decides_before_the_extension():
-    from lambdas.common.batching import Intake
+    from ingestion.batching import Intake
 
     def reason(key: str, **intake) -> str | None:
         return rejection_reason(ObjectCreated("b", key, "v", "e", 10), intake=Intake(**intake))
@@ -191,7 +191,7 @@ def test_the_table_config_format_decides_before_the_extension():
 
 
 def test_times_in_the_ledger_are_utc_iso_seconds():
-    from lambdas.common.naming import iso, parse_iso
+    from ingestion.naming import iso, parse_iso
 
     at = datetime(2026, 11, 22, 10, 15, 0, tzinfo=UTC) + timedelta(microseconds=5)
     assert iso(at) == "2026-11-22T10:15:00Z"

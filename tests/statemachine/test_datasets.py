@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from lambdas.common import metrics
-from lambdas.common.nessie import NessieClient
+from ingestion import metrics
+from ingestion.nessie import NessieClient
 from tests.fixtures.local_stack import (
     branch_exists,
     fake_parquet,

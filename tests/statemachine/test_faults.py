@@ -104,8 +104,8 @@ def test_a_config_broken_while_files_queue_rejects_them_at_the_hand_off(
 
 def test_a_table_blocked_by_a_nessie_outage_is_alerted_once_and_runs_when_nessie_is_back(
         make_stack, slack, monkeypatch):
-    from lambdas.common.exceptions import NessieUnavailableError
-    from lambdas.common.nessie import NessieClient
+    from ingestion.exceptions import NessieUnavailableError
+    from ingestion.nessie import NessieClient
 
     down = threading.Event()
     down.set()

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from lambdas.common.exceptions import NessieUnavailableError
+from ingestion.exceptions import NessieUnavailableError
 from tests.fixtures.local_stack import (
     branch_exists,
     fake_parquet,
@@ -222,7 +222,7 @@ def test_nessie_down_fails_the_trigger_retryably_and_a_retry_ingests_once(
 def test_slack_errors_are_retried_and_never_change_the_outcome(make_stack, slack, monkeypatch):
     import functools
 
-    from lambdas.common.alerting import slack as slack_client
+    from ingestion.alerting import slack as slack_client
 
     # The alert Lambda's backoff through the policy's injectable sleep: recorded, not slept.
     waits: list[float] = []
@@ -394,8 +394,8 @@ def test_publish_merges_the_audited_hash_not_a_later_branch_head(nessie, make_st
 def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
     nessie, make_stack, slack, monkeypatch, tmp_path
 ):
-    from lambdas.common.exceptions import NessieError
-    from lambdas.common.nessie import NessieClient
+    from ingestion.exceptions import NessieError
+    from ingestion.nessie import NessieClient
 
     inner = standin_job(nessie.api_v1)
 

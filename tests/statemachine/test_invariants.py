@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lambdas.common.exceptions import NessieError, NessieUnavailableError
+from ingestion.exceptions import NessieError, NessieUnavailableError
 from tests.fixtures.local_stack import (
     branch_exists,
     fake_parquet,
@@ -165,7 +165,7 @@ def test_a_crash_between_merge_and_ledger_write_is_recorded_published(
 ):
     from botocore.exceptions import ClientError
 
-    from lambdas.common.ledger import Ledger
+    from ingestion.ledger import Ledger
 
     original = Ledger.update_ingest
 
@@ -189,7 +189,7 @@ def test_a_crash_between_merge_and_ledger_write_is_recorded_published(
 def test_a_lost_merge_response_does_not_merge_or_run_again(
     make_stack, nessie_client, slack, monkeypatch
 ):
-    from lambdas.common.nessie import NessieClient
+    from ingestion.nessie import NessieClient
 
     original = NessieClient.merge_into_main
     merges: list[str] = []
@@ -242,7 +242,7 @@ def test_a_lambda_timeout_after_the_merge_is_recorded_published(
 def test_a_failed_branch_delete_after_the_merge_is_retried_by_the_sweeper(
     make_stack, nessie_client, slack, monkeypatch
 ):
-    from lambdas.common.nessie import NessieClient
+    from ingestion.nessie import NessieClient
 
     original = NessieClient.delete_branch
     monkeypatch.setattr(NessieClient, "delete_branch",
@@ -295,7 +295,7 @@ def test_publish_refuses_a_hash_that_does_not_hold_the_audited_snapshot(
 
 
 def test_a_stalled_duplicate_event_does_not_retake_the_table(make_stack, monkeypatch):
-    from lambdas.common.ledger import Ledger
+    from ingestion.ledger import Ledger
 
     stack = make_stack()
     key = "late/orders/x.parquet"
@@ -367,7 +367,7 @@ def _fail_get_job_run(stack, code: str, times: int | None):
     """job_status' own EMR client fails GetJobRun with `code` (`times` times; None: always)."""
     from botocore.exceptions import ClientError
 
-    from lambdas.common import aws
+    from ingestion import aws
 
     left = {"n": times}
 
@@ -537,7 +537,7 @@ def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweep
     the sweeper queues it (a recorded outcome for every input)."""
     from botocore.exceptions import ClientError
 
-    from lambdas.common.ledger import Ledger
+    from ingestion.ledger import Ledger
 
     stack = make_stack()
     stack.client("events").disable_rule(Name="wap-source-object-created")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import io
 import json
 
-from lambdas.common import metrics
-from lambdas.common.lineage import transport
-from lambdas.common.lineage.events import run_id
+from ingestion import metrics
+from ingestion.lineage import transport
+from ingestion.lineage.events import run_id
 from tests.fixtures.lineage import FAST
 from tests.fixtures.local_stack import fake_parquet, wait_for_key
 

@@ -243,7 +243,7 @@ def test_a_dataset_whose_trigger_gave_up_before_its_locks_is_adopted_by_the_swee
     sweeper starts it (a recorded outcome for every input)."""
     from botocore.exceptions import ClientError
 
-    from lambdas.common.ledger import Ledger
+    from ingestion.ledger import Ledger
 
     stack = mt_stack[0]
     prefix = "_datasets/shop/orphan/"

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from ingestion.nessie import NessieClient
 from lakeview.iceberg import open_table
-from lambdas.common.nessie import NessieClient
 from local.aws.emr_serverless import spark_job
 from tests.fixtures.local_stack import drop_dataset_files, wait_for_batch
 

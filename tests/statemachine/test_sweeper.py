@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lambdas.common import metrics
-from lambdas.common.lineage import run_id
+from ingestion import metrics
+from ingestion.lineage import run_id
 from tests.fixtures.local_stack import (
     branch_exists,
     drop_dataset,

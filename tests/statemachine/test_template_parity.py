@@ -16,8 +16,8 @@ import shutil
 
 import pytest
 
-from lambdas.common.alerting.config import AlertConfig
-from lambdas.common.config import load_settings
+from ingestion.alerting.config import AlertConfig
+from ingestion.config import load_settings
 from local.aws import template as template_module
 from local.aws.emr_serverless import (
     SubmitParametersError,

@@ -16,12 +16,12 @@ from typing import Annotated, Any
 
 import typer
 
+from ingestion import constants as c
+from ingestion.exceptions import WapError
+from ingestion.ledger import IngestRecord, Record
+from ingestion.maintenance.gc import GcError
+from ingestion.naming import BRANCH_PREFIX
 from lakeview.exceptions import TableReadError
-from lambdas.common import constants as c
-from lambdas.common.exceptions import WapError
-from lambdas.common.ledger import IngestRecord, Record
-from lambdas.common.naming import BRANCH_PREFIX
-from lambdas.maintenance.gc import GcError
 from wap.cli import maintenance as maintenance_commands
 from wap.cli import render
 from wap.exceptions import OpsError

@@ -17,9 +17,9 @@ from rich.table import Table
 from rich.text import Text
 
 from contracts.report import CheckResult, samples_title
+from ingestion.ledger import QueueStat
+from ingestion.ledger.records import record_attributes, tables_of
 from lakeview.check_sql import first_rows_query, violation_query
-from lambdas.common.ledger import QueueStat
-from lambdas.common.ledger.records import record_attributes, tables_of
 from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
 from wap.text import age_text
 
@@ -377,7 +377,7 @@ def look_lines(
     branch: str, table: str | None, ui_base: str | None, *, wap: str, local: bool
 ) -> list[str]:
     """Where to look at a failed branch's data: its table in the catalog UI, and SQL."""
-    from lambdas.common.alerting.links import nessie_table_url
+    from ingestion.alerting.links import nessie_table_url
 
     lines = []
     sql = first_rows_query(table) if table else None
@@ -411,7 +411,7 @@ def alert_links(message: dict[str, Any]) -> list[str]:
 
 def inspect_lines(view: IngestView, ui_base: str | None, *, wap: str, local: bool) -> list[str]:
     """How to look at an open branch: its catalog UI pages, and a `wap query` per failed check."""
-    from lambdas.common.alerting.links import nessie_branch_url, nessie_table_url
+    from ingestion.alerting.links import nessie_branch_url, nessie_table_url
 
     branch, table = view.record.branch, view.record.table
     if not branch or not view.branch_open:

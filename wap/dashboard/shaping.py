@@ -18,8 +18,8 @@ from typing import Any
 from urllib.parse import quote
 
 from contracts.report import AuditReport, samples_title
-from lambdas.common import constants as c
-from lambdas.common.ledger import IngestRecord, LedgerRecord
+from ingestion import constants as c
+from ingestion.ledger import IngestRecord, LedgerRecord
 from wap.ops.backends import Target
 from wap.ops.operations import BatchRow, BranchRow, RunRow
 from wap.text import age_text, size_text  # noqa: F401 (the views' one import)
@@ -507,7 +507,7 @@ def nessie_links(
 ) -> list[tuple[str, str]]:
     """(label, URL) of the branch and of the table on it in the Nessie UI (http(s) only);
     `with_diff` adds the local catalog UI's page of what the branch adds to main."""
-    from lambdas.common.alerting.links import nessie_branch_url, nessie_table_url
+    from ingestion.alerting.links import nessie_branch_url, nessie_table_url
 
     if (
         not ui_base
@@ -627,7 +627,7 @@ def table_health(
     gc_summary: Mapping[str, Any] | None,
     runs: Iterable[RunRow],
 ) -> TableHealth:
-    """`gc_summary`: `lambdas.maintenance.health.summary` of the latest collection."""
+    """`gc_summary`: `ingestion.maintenance.health.summary` of the latest collection."""
     current = next((s for s in snapshots if s["snapshot_id"] == current_id), None)
     summary = (current or {}).get("summary") or {}
     files, size = _int(summary.get("total-data-files")), _int(summary.get("total-files-size"))

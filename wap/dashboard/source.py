@@ -15,10 +15,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ingestion import constants as c
+from ingestion.exceptions import WapError
+from ingestion.naming import utcnow
 from lakeview.exceptions import TableReadError
-from lambdas.common import constants as c
-from lambdas.common.exceptions import WapError
-from lambdas.common.naming import utcnow
 from wap.exceptions import DashboardError, OpsError
 from wap.ops import operations as ops
 from wap.ops.backend import Backend
@@ -153,7 +153,7 @@ class TablePage:
     config_text: str | None
     config_uri: str | None
     runs: list[ops.RunRow]
-    # The latest garbage collection's summary (lambdas/maintenance/health.py), if any ran.
+    # The latest garbage collection's summary (ingestion/maintenance/health.py), if any ran.
     gc_summary: dict[str, Any] | None = None
 
 

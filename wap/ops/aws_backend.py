@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lambdas.common.ledger import Ledger
-from lambdas.common.nessie import NessieClient
+from ingestion.ledger import Ledger
+from ingestion.nessie import NessieClient
 from wap.exceptions import BackendError
 from wap.ops.backend import Backend
 
@@ -99,7 +99,7 @@ class AwsBackend(Backend):
         when `LineageApiKeySecretArn` is set, read with this session's credentials), with
         the Lambdas' bounded retries; False when the stack sends none or the receiver
         would not take them all."""
-        from lambdas.common.lineage.transport import emit_to
+        from ingestion.lineage.transport import emit_to
 
         url = self.outputs.get("LineageUrl")
         if not url:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from lambdas.common.ledger import Ledger
-from lambdas.common.naming import split_s3_uri
-from lambdas.common.nessie import NessieClient
+from ingestion.ledger import Ledger
+from ingestion.naming import split_s3_uri
+from ingestion.nessie import NessieClient
 
 
 class Backend(ABC):

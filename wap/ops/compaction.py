@@ -9,9 +9,9 @@
    publish path of ingests) and the branch goes. Failed: nothing is merged, the branch
    stays (`wap branches`, `wap discard`), the record is AUDIT_FAILED and an alert is sent.
 4. The table is released and whoever queued meanwhile is started
-   (`lambdas.common.ingest.release_and_start_next`, as the finish step does).
+   (`ingestion.ingest.release_and_start_next`, as the finish step does).
 
-The rules of 1 and 3 are `lambdas.common.compaction`'s, shared with the maintenance Lambda
+The rules of 1 and 3 are `ingestion.compaction`'s, shared with the maintenance Lambda
 that compacts on AWS (`wap --aws maintain`, lambdas/maintenance/compaction.py).
 """
 
@@ -25,15 +25,15 @@ from typing import Any
 
 from contracts.compaction import CompactionVerdict
 from contracts.table_config import MaintenanceOptions
-from lambdas.common import compaction as rules
-from lambdas.common import constants as c
-from lambdas.common.compaction_runs import outcome_json
-from lambdas.common.exceptions import TableBusyError, UnknownTableError
-from lambdas.common.ledger import Ledger
-from lambdas.common.lineage import events
-from lambdas.common.lineage.record import outcome_of
-from lambdas.common.naming import utcnow
-from lambdas.common.nessie import NessieClient
+from ingestion import compaction as rules
+from ingestion import constants as c
+from ingestion.compaction_runs import outcome_json
+from ingestion.exceptions import TableBusyError, UnknownTableError
+from ingestion.ledger import Ledger
+from ingestion.lineage import events
+from ingestion.lineage.record import outcome_of
+from ingestion.naming import utcnow
+from ingestion.nessie import NessieClient
 from wap.exceptions import NotAllowedError, UnknownTargetError
 from wap.ops.backends import DEFAULT_STACK
 
@@ -57,7 +57,7 @@ def compact_table(
     Iceberg's procedure (tests inject a faulty one); `lineage(events)` sends the run's
     OpenLineage events (job `compaction.<table>`: START, then COMPLETE or FAIL). Raises
     `UnknownTargetError` for a table main does not have and `NotAllowedError` while
-    another run holds it. The rules are lambdas.common.compaction's, as on AWS.
+    another run holds it. The rules are ingestion.compaction's, as on AWS.
     """
     from spark_jobs.compaction import compact, iceberg_rewrite
     from wap.ops.operations import parse_table
@@ -111,8 +111,8 @@ def stack_hooks(aws_stack: Any, ledger: Ledger, nessie: NessieClient
     """`alert` and `start_next` of a local stack (`local.aws.stack.LocalAwsStack`): the
     alert Lambda sends the alert; the table is released and the next ingest started as the
     finish Lambda does, inside its sandbox (its environment and role)."""
-    from lambdas.common.config import load_settings
-    from lambdas.common.ingest import release_and_start_next
+    from ingestion.config import load_settings
+    from ingestion.ingest import release_and_start_next
 
     dispatcher = aws_stack.dispatcher
 

@@ -18,7 +18,7 @@ from contracts.dataset_config import (
 )
 from contracts.naming import IDENTIFIER_RULE, is_identifier
 from contracts.table_config import MAX_CONFIG_BYTES, TableConfigError
-from lambdas.common.naming import utcnow
+from ingestion.naming import utcnow
 from wap.exceptions import InvalidInputError
 from wap.ops.backend import Backend
 from wap.ops.operations import (

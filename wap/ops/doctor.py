@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from lambdas.common.naming import split_s3_uri
+from ingestion.naming import split_s3_uri
 
 # Outputs the tools and the doctor read (infra/stack.py defines them).
 REQUIRED_OUTPUTS = ("SourceBucketName", "ArtifactsBucketName", "NessieApiUrl",
@@ -84,8 +84,8 @@ def _function_check(target: DoctorTarget, name: str, function: str | None) -> Ch
 
 
 def _slack_check(target: DoctorTarget, secret_arn: str | None) -> Check:
-    from lambdas.common.alerting.exceptions import AlertError
-    from lambdas.common.alerting.secrets import load_slack_token
+    from ingestion.alerting.exceptions import AlertError
+    from ingestion.alerting.secrets import load_slack_token
 
     if not secret_arn:
         return Check("slack secret", False, "no SlackSecretArn output")

@@ -1,6 +1,6 @@
 """An ingest's OpenLineage run: `wap lineage` reads it, `wap publish` / `discard` add to it.
 
-The events are built by the one builder the Lambdas use (lambdas/common/lineage); a
+The events are built by the one builder the Lambdas use (ingestion/lineage); a
 person's decision after the run ended is an OTHER event on the same run naming them.
 """
 
@@ -10,10 +10,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from lambdas.common.ledger import Record
-from lambdas.common.lineage import events
-from lambdas.common.lineage.record import inputs_of, outcome_of
-from lambdas.common.naming import utcnow
+from ingestion.ledger import Record
+from ingestion.lineage import events
+from ingestion.lineage.record import inputs_of, outcome_of
+from ingestion.naming import utcnow
 from wap.exceptions import NotAllowedError
 from wap.ops.backend import Backend
 from wap.ops.backends import DEFAULT_STACK

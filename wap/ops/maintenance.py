@@ -1,6 +1,6 @@
 """Maintenance of the lake on either backend: garbage collection across Nessie references.
 
-The mark-and-sweep itself is `lambdas.maintenance.gc` (it reads Iceberg metadata with
+The mark-and-sweep itself is `ingestion.maintenance.gc` (it reads Iceberg metadata with
 pyiceberg; the scheduled maintenance Lambda runs it too); this module gives it the backend's
 Nessie client and warehouse (a local directory or the lake bucket's prefix) and shapes its
 report for `wap gc`.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.table_config import MaintenanceOptions, TableConfigError, parse_table_config_text
-from lambdas.maintenance.gc import (  # noqa: F401 (gc_options: `wap gc`'s, re-exported)
+from ingestion.maintenance.gc import (  # noqa: F401 (gc_options: `wap gc`'s, re-exported)
     GcOptions,
     GcReport,
     LocalWarehouse,
@@ -40,7 +40,7 @@ def collect_garbage(
     between_phases: Callable[[], None] | None = None,
 ) -> GcReport:
     """Mark what every live reference reaches, sweep the rest (deleting only when
-    `options.delete`); see `lambdas.maintenance.gc`."""
+    `options.delete`); see `ingestion.maintenance.gc`."""
     return collect(backend.nessie, warehouse_of(backend), options,
                    properties=backend.iceberg_properties(), clock=clock,
                    between_phases=between_phases)
@@ -50,7 +50,7 @@ def record_gc(backend: Backend, report: GcReport) -> None:
     """Keep the run's per-table health where the dashboard's table page reads it (the
     scheduled Lambda does the same on AWS) and write its metrics where this backend's go.
     Raises the S3 client's error when it cannot be put."""
-    from lambdas.maintenance import health
+    from ingestion.maintenance import health
 
     if (stream := backend.metrics_stream()) is not None:
         health.emit_metrics(report, stream=stream)
@@ -62,11 +62,11 @@ def record_gc(backend: Backend, report: GcReport) -> None:
 
 
 def gc_summary(backend: Backend) -> dict[str, Any] | None:
-    """The latest garbage collection's summary (`lambdas.maintenance.health.summary`), None
+    """The latest garbage collection's summary (`ingestion.maintenance.health.summary`), None
     before the first one."""
     import json
 
-    from lambdas.maintenance import health
+    from ingestion.maintenance import health
 
     prefix = backend.reports_prefix()
     body = backend.read_object(health.summary_uri(prefix)) if prefix else None

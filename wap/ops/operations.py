@@ -24,13 +24,13 @@ from contracts.table_config import (
     config_text,
     parse_table_config_text,
 )
+from ingestion import constants as c
+from ingestion.exceptions import AuditedCommitMismatchError, MergeConflictError
+from ingestion.ledger import BatchRecord, IngestRecord, QueueStat, Record, tables_of
+from ingestion.naming import TableRef, iso, utcnow
+from ingestion.nessie import MergeMeta
+from ingestion.published import merge_audited_commit
 from lakeview import iceberg
-from lambdas.common import constants as c
-from lambdas.common.exceptions import AuditedCommitMismatchError, MergeConflictError
-from lambdas.common.ledger import BatchRecord, IngestRecord, QueueStat, Record, tables_of
-from lambdas.common.naming import TableRef, iso, utcnow
-from lambdas.common.nessie import MergeMeta
-from lambdas.common.published import merge_audited_commit
 from wap.exceptions import (
     InvalidInputError,
     NotAllowedError,

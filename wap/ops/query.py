@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.naming import INGEST_ID, NESSIE_REF_NAME
+from ingestion import constants as c
 from lakeview import iceberg
-from lambdas.common import constants as c
 from wap.exceptions import InvalidInputError, NotAllowedError, UnknownTargetError
 from wap.ops import sql_sandbox
 from wap.ops.backend import Backend

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lambdas.common.nessie import NessieClient
+from ingestion.nessie import NessieClient
 from local.aws.moto_fidelity import make_dynamodb_requests_atomic, make_transactions_item_scoped
 from local.aws.stack import (
     FAKE_CREDENTIALS,

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lambdas.common.ledger.records import plain_value, storable_item
-from lambdas.common.ledger.schema import INDEXES, PARTITION_KEY
+from ingestion.ledger.records import plain_value, storable_item
+from ingestion.ledger.schema import INDEXES, PARTITION_KEY
 
 # Every attribute a ledger index keys on gets a column (and an SQLite index per GSI).
 INDEXED = tuple(dict.fromkeys(name for pair in INDEXES.values() for name in pair))

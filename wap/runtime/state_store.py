@@ -16,9 +16,9 @@ from decimal import Decimal
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from lambdas.common import constants as c
-from lambdas.common.ledger import KIND_BATCH, KIND_INGEST, KIND_TABLE
-from lambdas.common.naming import iso, utcnow
+from ingestion import constants as c
+from ingestion.ledger import KIND_BATCH, KIND_INGEST, KIND_TABLE
+from ingestion.naming import iso, utcnow
 from wap.runtime.home import WapHome
 from wap.runtime.ledger_db import LedgerDatabase, LedgerJournal, from_dynamo, pk_key, to_dynamo
 
@@ -162,8 +162,8 @@ def _recovered(unfinished: list[dict[str, Any]], nessie: Any) -> list[dict[str, 
 
 
 def _main_holds(nessie: Any, item: dict[str, Any]) -> bool:
-    from lambdas.common.ledger import record_from_item
-    from lambdas.common.published import main_holds_ingest
+    from ingestion.ledger import record_from_item
+    from ingestion.published import main_holds_ingest
 
     try:
         record = record_from_item(item)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lambdas.common.alerting.slack import RetryPolicy
+from ingestion.alerting.slack import RetryPolicy
 from local.slack_standin import start_slack_standin
 from tests.fixtures.alerts import ALERT_EVENTS, TOKEN, load_event
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 
 from contracts.alert import AlertEvent
-from lambdas.common.alerting.exceptions import AlertEventError
-from lambdas.common.alerts import alert_event
-from lambdas.common.ledger import IngestRecord
+from ingestion.alerting.exceptions import AlertEventError
+from ingestion.alerts import alert_event
+from ingestion.ledger import IngestRecord
 
 RECORD = IngestRecord(ingest_id="abc123", table="sales.orders", source_uri="s3://src/k.parquet",
                       branch="wap_sales_orders_x", report_uri="s3://art/reports/r.json",

@@ -6,10 +6,10 @@ import pytest
 
 from contracts.alert import AlertEvent
 from contracts.report import AuditReport
-from lambdas.common.alerting.exceptions import AlertEventError
-from lambdas.common.alerting.links import execution_console_url, nessie_branch_url, s3_console_url
-from lambdas.common.alerting.message import build_message, escape
-from lambdas.common.alerting.report import failed_checks
+from ingestion.alerting.exceptions import AlertEventError
+from ingestion.alerting.links import execution_console_url, nessie_branch_url, s3_console_url
+from ingestion.alerting.message import build_message, escape
+from ingestion.alerting.report import failed_checks
 from tests.fixtures.alerts import load_event
 
 from .blockkit import all_text, assert_valid_blocks

@@ -10,17 +10,17 @@ from dataclasses import dataclass
 
 import pytest
 
-from lambdas.common.alerting.config import AlertConfig
-from lambdas.common.alerting.exceptions import (
+from ingestion.alerting.config import AlertConfig
+from ingestion.alerting.exceptions import (
     AlertConfigError,
     AlertDeliveryError,
     AlertEventError,
     AlertRejectedError,
 )
-from lambdas.common.alerting.log import logger
-from lambdas.common.alerting.notify import send_alert
-from lambdas.common.batching import failing_files
-from lambdas.common.ledger import BatchRecord
+from ingestion.alerting.log import logger
+from ingestion.alerting.notify import send_alert
+from ingestion.batching import failing_files
+from ingestion.ledger import BatchRecord
 from tests.fixtures.alerts import ALERT_EVENTS, TOKEN, load_event
 from wap.cli.render import alert_links
 

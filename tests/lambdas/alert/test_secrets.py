@@ -8,8 +8,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from lambdas.common.alerting.exceptions import AlertConfigError, AlertDeliveryError
-from lambdas.common.alerting.secrets import load_slack_token
+from ingestion.alerting.exceptions import AlertConfigError, AlertDeliveryError
+from ingestion.alerting.secrets import load_slack_token
 
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:wap/slack-AbCdEf"
 

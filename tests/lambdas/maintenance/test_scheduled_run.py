@@ -13,7 +13,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from lambdas.common import metrics
+from ingestion import metrics
 from lambdas.maintenance.fileio import PROPERTIES
 from local.aws.stack import LambdaInvocationError
 from tests.fixtures.lake_seed import NessieSeeder

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from lambdas.common.exceptions import InvalidEventError
-from lambdas.common.naming import ingest_id
+from ingestion.exceptions import InvalidEventError
+from ingestion.naming import ingest_id
 from lambdas.trigger.events import parse_event
 from tests.fixtures.paths import EVENTS
 

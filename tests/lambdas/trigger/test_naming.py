@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from pynessie.model import is_valid_reference_name
 
-from lambdas.common.exceptions import UnroutableKeyError
-from lambdas.common.naming import (
+from ingestion.exceptions import UnroutableKeyError
+from ingestion.naming import (
     TableRef,
     branch_name,
     ingest_id,

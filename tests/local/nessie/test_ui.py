@@ -2,7 +2,7 @@
 
 The home (tests/fixtures/lake_seed.py) has main with 2 orders, and a failed ingest's branch adding
 3 orders (one with a name that is HTML, one with a quote). Links are built the way the
-alert builds them (lambdas/common/alerting/links.py), so what Slack links to is what is tested.
+alert builds them (ingestion/alerting/links.py), so what Slack links to is what is tested.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 import pytest
 import requests
 
-from lambdas.common.alerting.links import nessie_branch_url, nessie_table_url
+from ingestion.alerting.links import nessie_branch_url, nessie_table_url
 from tests.fixtures.lake_seed import (
     BRANCH,
     BRANCH_ROWS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lambdas.common.ledger import BatchRecord, IngestRecord, QueueStat
+from ingestion.ledger import BatchRecord, IngestRecord, QueueStat
 from wap.cli import render
 
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 import requests
 
-from lambdas.common.alerting.links import nessie_table_url
+from ingestion.alerting.links import nessie_table_url
 from tests.fixtures.lake_seed import BRANCH, FAILED_ID, seed_home
 from tests.fixtures.wap_cli import assert_one_line_error, default_sigint, run_wap
 from tests.wap.cli.test_dashboard_command import REPO, free_port, wait_for

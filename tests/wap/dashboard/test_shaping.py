@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from contracts.table_config import parse_table_config_text
-from lambdas.common.ledger import IngestRecord
+from ingestion.ledger import IngestRecord
 from wap.dashboard import shaping
 from wap.ops.backends import Target
 from wap.ops.operations import BranchRow, RunRow

@@ -78,8 +78,8 @@ def test_a_table_without_ingests_is_not_on_main(target):
 
 
 def test_ingest_page_keeps_the_record_and_report_when_nessie_is_down(target, monkeypatch):
-    from lambdas.common.exceptions import NessieUnavailableError
-    from lambdas.common.nessie import NessieClient
+    from ingestion.exceptions import NessieUnavailableError
+    from ingestion.nessie import NessieClient
 
     [failed] = [r for r in source.load_overview(target).runs if r.status == "AUDIT_FAILED"]
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from moto import mock_aws
 
-from lambdas.common.ledger import Ledger, table_schema
+from ingestion.ledger import Ledger, table_schema
 from wap.dashboard import source
 from wap.exceptions import DashboardError
 from wap.ops.backends import Target

@@ -4,7 +4,7 @@ that arrives meanwhile queues, then runs, and both land), and it publishes only 
 content is unchanged: in-process as `wap maintain` runs it (wap/ops/compaction.py), and as
 on AWS, where the maintenance Lambda (its role, every call evaluated) starts the job's
 compaction mode on EMR Serverless (the local double runs the deployed archive) and
-publishes when it ended (lambdas/common/compaction_runs.py). One module: one lake for all
+publishes when it ended (ingestion/compaction_runs.py). One module: one lake for all
 (every ingest costs seconds of Spark)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 import pytest
 
 from contracts.table_config import MaintenanceOptions
-from lambdas.common.lineage.events import run_id as lineage_run_id
+from ingestion.lineage.events import run_id as lineage_run_id
 from local.lineage_receiver import LineageReceiver
 from tests.fixtures.local_stack import wait_for_key, wait_for_status
 from tests.fixtures.spark_stack import spark_lake
@@ -195,9 +195,9 @@ def test_on_aws_a_rewrite_that_drops_a_file_is_not_published_and_alerts(
 def daily_compactions(cmp_lake, data_files: dict[str, int]) -> dict[str, list[str]]:
     """The daily run's compaction part, as the maintenance Lambda runs it after garbage
     collection (in its sandbox: its environment and role), given main's data files."""
-    from lambdas.common.config import load_settings
-    from lambdas.common.ledger import Ledger
-    from lambdas.common.nessie import NessieClient
+    from ingestion.config import load_settings
+    from ingestion.ledger import Ledger
+    from ingestion.nessie import NessieClient
     from lambdas.maintenance.compaction import daily
     from lambdas.maintenance.service import table_maintenance
 

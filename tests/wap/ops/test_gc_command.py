@@ -1,7 +1,7 @@
 """`wap gc` on both backends, over the seeded lake (tests/fixtures/lake_seed.py): it reports
 by default, deletes only with --delete, and sweeps only the warehouse (a home's directory;
 the lake bucket's warehouse/ prefix on AWS). The mark itself is tested on a lake the real
-flow wrote (tests/lambdas/maintenance/test_gc.py)."""
+flow wrote (tests/ingestion/maintenance/test_gc.py)."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def test_a_tables_own_grace_applies_unless_a_flag_is_given(world, tmp_path):
     garbage; --grace-hours overrides every table's setting."""
     if world.kind == "aws":
         pytest.skip("the seeded tables' files are not in the lake bucket on this backend")
-    from lambdas.maintenance.gc import normalize
+    from ingestion.maintenance.gc import normalize
 
     metadata = normalize(world.metadata_location("main", "sales.orders"))
     young = os.path.join(os.path.dirname(os.path.dirname(metadata)), "data", "young.parquet")

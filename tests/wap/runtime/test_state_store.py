@@ -8,7 +8,7 @@ from decimal import Decimal
 import boto3
 from moto import mock_aws
 
-from lambdas.common.ledger import Ledger
+from ingestion.ledger import Ledger
 from local.aws.stack import create_ledger_table
 from tests.fixtures.paths import REPO
 from wap.runtime.home import WapHome
@@ -81,7 +81,7 @@ from decimal import Decimal
 import boto3
 from moto import mock_aws
 sys.path.insert(0, {repo!r})
-from lambdas.common.ledger import Ledger
+from ingestion.ledger import Ledger
 from wap.runtime.home import WapHome
 from wap.runtime.state_store import StateStore
 from tests.wap.runtime.test_state_store import BUCKETS, _resources
@@ -106,7 +106,7 @@ def test_a_killed_command_loses_no_ledger_write_and_a_merged_ingest_is_published
     import subprocess
     import sys
 
-    from lambdas.common.nessie import NessieClient
+    from ingestion.nessie import NessieClient
     from tests.fixtures.standin_job import commit_table_on_branch, snapshot_of
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")

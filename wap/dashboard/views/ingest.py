@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from lambdas.common.ledger import BatchRecord, IngestRecord, LedgerRecord, tables_of
+from ingestion.ledger import BatchRecord, IngestRecord, LedgerRecord, tables_of
 from wap.dashboard import shaping
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO

@@ -1,0 +1,194 @@
+"""The ingest ledger in DynamoDB: one item per ingest (or batch), one lock/queue item per table.
+
+Every conditional write of the service lives in this package; it is where its invariants
+are kept (one active ingest per table, exactly once per object version):
+- `schema`: the table's keys, indexes and TTL (what CDK and the local stack create);
+- `records`: the typed records (`IngestRecord`, `BatchRecord`, `TableLock`) and the one
+  mapping between them and DynamoDB items;
+- `ingests`: ingest and batch records: create once, read, update conditionally, list, sweep;
+- `locks`: table locks and queues: acquire or enqueue, lease, release and hand over;
+- `Ledger` (here): both, over one table, as every caller uses them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from ingestion.ledger.ingests import IngestRecords
+from ingestion.ledger.locks import (
+    DEFAULT_LEASE,
+    LOCK_ACTIVE,
+    LOCK_NOT_PENDING,
+    LOCK_QUEUED,
+    QueueStat,
+    Successor,
+    TableLocks,
+    batch_id,
+)
+from ingestion.ledger.records import (
+    STATUSES,
+    BatchRecord,
+    IngestRecord,
+    LedgerRecord,
+    Record,
+    Status,
+    TableLock,
+    is_multi_table,
+    lock_from_item,
+    lock_to_item,
+    plain_value,
+    record_from_item,
+    record_to_item,
+    started_at_field,
+    storable_item,
+    tables_of,
+)
+from ingestion.ledger.schema import (
+    _INDEXES,
+    DEFAULT_RECORD_TTL,
+    INDEX_BY_KIND,
+    INDEX_BY_STATUS,
+    INDEX_BY_TABLE,
+    INDEX_SWEEP,
+    INDEXES,
+    KIND_BATCH,
+    KIND_INGEST,
+    KIND_TABLE,
+    PARTITION_KEY,
+    SWEEP_PENDING,
+    TTL_ATTRIBUTE,
+    table_schema,
+)
+from ingestion.ledger.store import LedgerStore
+from ingestion.naming import object_version_uri
+
+__all__ = [
+    "DEFAULT_LEASE", "DEFAULT_RECORD_TTL", "INDEXES", "INDEX_BY_KIND", "INDEX_BY_STATUS",
+    "INDEX_BY_TABLE", "INDEX_SWEEP", "KIND_BATCH", "KIND_INGEST", "KIND_TABLE", "LOCK_ACTIVE",
+    "LOCK_NOT_PENDING", "LOCK_QUEUED", "PARTITION_KEY", "STATUSES", "SWEEP_PENDING",
+    "TTL_ATTRIBUTE", "_INDEXES", "BatchRecord", "IngestRecord", "Ledger", "LedgerRecord",
+    "QueueStat", "Record", "Status", "Successor", "TableLock", "batch_id", "is_multi_table",
+    "lock_from_item", "lock_to_item", "plain_value", "record_from_item", "record_to_item",
+    "started_at_field", "storable_item", "table_schema", "tables_of",
+]
+
+
+class Ledger:
+    """Ingest records and table locks, with the conditional writes that keep them consistent.
+
+    A facade: `ingests` (IngestRecords) and `locks` (TableLocks) over one table.
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        dynamodb_resource: Any = None,
+        *,
+        record_ttl: timedelta = DEFAULT_RECORD_TTL,
+        lease: timedelta = DEFAULT_LEASE,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.store = LedgerStore(table_name, dynamodb_resource, sleep=sleep)
+        self.ingests = IngestRecords(self.store, record_ttl=record_ttl)
+        self.locks = TableLocks(self.store, self.ingests, lease=lease)
+
+    @property
+    def _table(self) -> Any:  # the boto3 Table (tests write items behind the ledger's back)
+        return self.store.table
+
+    def origin_uris(self, record: LedgerRecord) -> list[str] | None:
+        """The uploaded object version each file the ingest reads is a copy of, in the order
+        of its members (`s3://bucket/key?versionId=V`); None when a file's upload is not on
+        record."""
+        if isinstance(record, IngestRecord):
+            files: list[Record | None] = [record]
+        elif isinstance(record, BatchRecord):
+            found = self.get_ingests(record.members)
+            files = [found.get(member) for member in record.members]
+        else:
+            return None
+        origins = []
+        for file in files:
+            if not isinstance(file, IngestRecord) or not file.bucket or not file.key:
+                return None
+            origins.append(object_version_uri(file.bucket, file.key, file.object_version))
+        return origins
+
+    @property
+    def _client(self) -> Any:
+        return self.store.client
+
+    # ---- ingest and batch records (ingests.py) --------------------------------------------
+
+    def create_ingest(self, ingest_id: str, fields: Mapping[str, Any], *,
+                      kind: str = KIND_INGEST) -> bool:
+        return self.ingests.create_ingest(ingest_id, fields, kind=kind)
+
+    def get_ingest(self, ingest_id: str) -> Record | None:
+        return self.ingests.get_ingest(ingest_id)
+
+    def get_ingests(self, ingest_ids: Iterable[str]) -> dict[str, Record]:
+        return self.ingests.get_ingests(ingest_ids)
+
+    def update_ingest(self, ingest_id: str, fields: Mapping[str, Any], *,
+                      only_if_status: Iterable[str] | None = None) -> bool:
+        return self.ingests.update_ingest(ingest_id, fields, only_if_status=only_if_status)
+
+    def update_ingests(self, updates: Mapping[str, Mapping[str, Any]], *,
+                       only_if_status: Iterable[str],
+                       only_if: tuple[str, Any] | None = None) -> set[str]:
+        return self.ingests.update_ingests(updates, only_if_status=only_if_status,
+                                           only_if=only_if)
+
+    def set_once(self, ingest_id: str, name: str, value: Any) -> Any:
+        return self.ingests.set_once(ingest_id, name, value)
+
+    def list_ingests(self, *, table: str | None = None,
+                     statuses: Iterable[str] | None = None) -> list[Record]:
+        return self.ingests.list_ingests(table=table, statuses=statuses)
+
+    def newest_ingests(self, limit: int, *, table: str | None = None) -> list[Record]:
+        return self.ingests.newest_ingests(limit, table=table)
+
+    def list_batches(self, *, status: str | None = None) -> list[BatchRecord]:
+        return self.ingests.list_batches(status=status)
+
+    def with_status(self, status: str) -> list[Record]:
+        return self.ingests.with_status(status)
+
+    def due_for_sweep(self, now: datetime) -> list[Record]:
+        return self.ingests.due_for_sweep(now)
+
+    def swept(self, ingest_id: str) -> None:
+        self.ingests.swept(ingest_id)
+
+    # ---- table locks and queues (locks.py) ------------------------------------------------
+
+    def get_lock(self, table: str) -> TableLock:
+        return self.locks.get_lock(table)
+
+    def list_locks(self) -> list[TableLock]:
+        return self.locks.list_locks()
+
+    def queues(self, now: datetime) -> list[QueueStat]:
+        return self.locks.queues(now)
+
+    def acquire_or_enqueue(self, table: str, ingest_id: str) -> str:
+        return self.locks.acquire_or_enqueue(table, ingest_id)
+
+    def acquire_in_order(self, tables: Sequence[str], holder: str) -> str | None:
+        return self.locks.acquire_in_order(tables, holder)
+
+    def renew_lease(self, table: str, ingest_id: str) -> bool:
+        return self.locks.renew_lease(table, ingest_id)
+
+    def release(self, table: str, ingest_id: str,
+                take: Callable[[list[str]], int] | None = None,
+                requeue: Sequence[str] = ()) -> Successor | None:
+        return self.locks.release(table, ingest_id, take=take, requeue=requeue)
+
+    def _mutate_lock(self, table: str, change: Callable[[TableLock], bool]) -> None:
+        self.locks.mutate_lock(table, change)

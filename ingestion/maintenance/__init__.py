@@ -1,0 +1,2 @@
+"""Lake maintenance the operator tools and the daily Lambda share: garbage collection across
+every Nessie reference and its summary."""
