@@ -29,8 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, ClassVar, Literal, TypeGuard, get_args
+from typing import Any, ClassVar, TypeGuard
 
+from contracts.lifecycle import STATUSES, Status
 from ingestion import constants as c
 from ingestion.ledger.schema import (
     KIND_BATCH,
@@ -42,10 +43,8 @@ from ingestion.ledger.schema import (
 )
 from ingestion.naming import parse_iso
 
-# The statuses of ingestion/constants.py (a test keeps the two the same).
-Status = Literal["RECEIVED", "HELD", "QUEUED", "RUNNING", "PUBLISHED", "AUDIT_FAILED",
-                 "REJECTED", "JOB_FAILED", "PUBLISH_FAILED", "DISCARDED", "SPLIT"]
-STATUSES: frozenset[str] = frozenset(get_args(Status))
+# A record's status is one of the lifecycle's (contracts/lifecycle.py).
+_STATUS_FIELDS = frozenset({"status", "previous_status"})
 
 
 def plain_value(value: Any) -> Any:
@@ -294,6 +293,8 @@ def record_from_item(item: Mapping[str, Any]) -> Record:
         if name in (PARTITION_KEY, "kind") or value is None:
             continue
         if name in declared:
+            if name in _STATUS_FIELDS and value in STATUSES:
+                value = Status(value)
             known[name] = tuple(value) if name in _TUPLES else value
         else:
             extra[name] = value

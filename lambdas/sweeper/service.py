@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from contracts.alert import BLOCKED
 from ingestion import aws, compaction_runs
 from ingestion import constants as c
 from ingestion.alerts import alert_event, send_alert_quietly
@@ -37,8 +38,6 @@ from ingestion.naming import iso, parse_iso, utcnow
 from ingestion.nessie import NessieClient
 from ingestion.published import delete_branch_quietly, main_holds_ingest
 from ingestion.staging import delete_staged
-
-BLOCKED = "BLOCKED"  # the alert's outcome for a table its next file cannot start on
 
 
 @dataclass
