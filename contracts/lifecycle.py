@@ -75,10 +75,11 @@ INITIAL_STATUSES: frozenset[Status] = frozenset({RECEIVED, REJECTED})
 # - the sweeper: RECEIVED -> QUEUED/JOB_FAILED, HELD -> REJECTED, RUNNING -> PUBLISHED or
 #   JOB_FAILED, a failure -> DISCARDED (its retention ended);
 # - a person: AUDIT_FAILED -> PUBLISHED (`wap publish`), a failure -> DISCARDED.
+# A write that keeps the status (a retried step recording again) changes nothing: allowed.
 _ENDINGS = frozenset({*FINAL_STATUSES, SPLIT})
 TRANSITIONS: dict[Status, frozenset[Status]] = {
     RECEIVED: frozenset({HELD, QUEUED, RUNNING, *_ENDINGS}),
-    QUEUED: frozenset({QUEUED, RUNNING, *_ENDINGS}),
+    QUEUED: frozenset({RUNNING, *_ENDINGS}),
     HELD: frozenset({RUNNING, REJECTED}),
     RUNNING: frozenset({QUEUED, *_ENDINGS}),
     AUDIT_FAILED: frozenset({PUBLISHED, DISCARDED}),
@@ -92,20 +93,24 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
 
 
 def allowed(source: str | None, target: str) -> bool:
-    """Whether the ledger may change a status `source` to `target`."""
-    return source in TRANSITIONS and target in TRANSITIONS[Status(source)]
+    """Whether the ledger may change a status `source` to `target` (or keep it)."""
+    return source in TRANSITIONS and (source == target or target in TRANSITIONS[Status(source)])
 
 
 def predecessors(target: str) -> frozenset[Status]:
-    """The statuses a record may have for a write to change it to `target`."""
-    return frozenset(source for source, targets in TRANSITIONS.items() if target in targets)
+    """The statuses a record may have for a write to set it to `target` (itself included)."""
+    return frozenset(source for source in TRANSITIONS if allowed(source, target))
 
 
 class TransitionError(ValueError):
     """A status change the lifecycle does not allow (the message names both statuses)."""
 
     def __init__(self, ingest_id: str, source: str | None, target: str) -> None:
-        allowed_from = ", ".join(sorted(predecessors(target))) or "nothing"
-        super().__init__(f"ingest {ingest_id}: the status cannot change from {source} to "
-                         f"{target} (only from {allowed_from})")
+        if target not in TRANSITIONS:
+            message = f"{target!r} is not a status (one of {', '.join(Status)})"
+        else:
+            allowed_from = ", ".join(sorted(predecessors(target))) or "no status"
+            message = (f"the status cannot change from {source} to {target} (only from "
+                       f"{allowed_from})")
+        super().__init__(f"ingest {ingest_id}: {message}")
         self.ingest_id, self.source, self.target = ingest_id, source, target

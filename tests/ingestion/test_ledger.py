@@ -430,3 +430,44 @@ def test_the_interleaving_test_finds_the_deadlock_of_tables_taken_as_listed(ledg
     # The control: the same interleavings with each run's own order do deadlock.
     stuck = [seed for seed in range(12) if _interleave(ledger, seed, _acquire_as_listed)[1]]
     assert stuck
+
+
+def test_a_status_change_the_lifecycle_does_not_allow_is_refused(ledger):
+    """The ledger's writes check the lifecycle's table (in the write's own condition): a
+    change not in it raises and writes nothing, whether or not the caller named the status
+    it expects; a caller whose expected status is gone still gets a plain False."""
+    from contracts.lifecycle import TransitionError
+
+    ledger.create_ingest("a" * 16, {"table": "s.t", "status": "PUBLISHED"})
+    with pytest.raises(TransitionError, match="from PUBLISHED to RUNNING"):
+        ledger.update_ingest("a" * 16, {"status": "RUNNING", "error": "late"})
+    with pytest.raises(TransitionError, match="from PUBLISHED to QUEUED"):
+        ledger.update_ingest("a" * 16, {"status": "QUEUED"}, only_if_status={"PUBLISHED"})
+    with pytest.raises(TransitionError, match="from PUBLISHED to REJECTED"):
+        ledger.update_ingests({"a" * 16: {"status": "REJECTED"}},
+                              only_if_status={"PUBLISHED", "RUNNING"})
+    with pytest.raises(TransitionError, match="'PUBLISHD' is not a status"):
+        ledger.update_ingest("a" * 16, {"status": "PUBLISHD"})
+    record = ledger.get_ingest("a" * 16)
+    assert record.status == "PUBLISHED" and record.error is None
+
+    ledger.create_ingest("b" * 16, {"table": "s.t", "status": "RECEIVED"})
+    assert not ledger.update_ingest("b" * 16, {"status": "PUBLISHED"},
+                                    only_if_status={"RUNNING"})  # someone else's: no error
+    assert ledger.get_ingest("b" * 16).status == "RECEIVED"
+
+
+def test_every_status_change_the_lifecycle_lists_is_accepted_and_no_other(ledger):
+    from contracts.lifecycle import TRANSITIONS, Status, TransitionError
+
+    for number, (source, target) in enumerate(
+            (source, target) for source in Status for target in Status):
+        iid = f"{number:016x}"
+        ledger.create_ingest(iid, {"table": "s.t", "status": source.value})
+        if target in TRANSITIONS[source] or target == source:  # (keeping it is no change)
+            assert ledger.update_ingest(iid, {"status": target.value}), (source, target)
+            assert ledger.get_ingest(iid).status == target
+        else:
+            with pytest.raises(TransitionError):
+                ledger.update_ingest(iid, {"status": target.value})
+            assert ledger.get_ingest(iid).status == source
