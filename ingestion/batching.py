@@ -48,6 +48,7 @@ from ingestion.ledger import (
     Record,
     Successor,
 )
+from ingestion.lifecycle import settle
 from ingestion.naming import TableRef, file_name, iso, split_s3_uri, utcnow
 from ingestion.nessie import NessieClient
 
@@ -174,24 +175,13 @@ def configured_tables(settings: Settings) -> list[str]:
 
 
 def reject_for_config(ledger: Ledger, record: LedgerRecord, reason: str,
-                      reason_code: str = CONFIG_ERROR, *, settings: Settings | None = None,
-                      ) -> bool:
+                      reason_code: str = CONFIG_ERROR, *, settings: Settings) -> bool:
     """Record a pending file REJECTED (`config_error`, or the `reason_code` given, e.g.
-    `unknown_table`) and alert once (with `settings`: its metrics and lineage too); False
-    when another invocation already settled it."""
-    iid = record.ingest_id
-    rejected = ledger.update_ingest(
-        iid, {"status": c.REJECTED, "error": reason, "reason_code": reason_code,
-              "finished_at": iso(utcnow())},
-        only_if_status=c.PENDING_STATUSES)
-    if rejected:
-        settled = ledger.get_ingest(iid) or record
-        send_alert_quietly(alert_event(settled, outcome=c.REJECTED, reason=reason))
-        if settings is not None:
-            from ingestion.lineage.record import record_outcome
-
-            record_outcome(settings, ledger, settled)
-    return rejected
+    `unknown_table`), alerted once, with its metrics and lineage; False when another
+    invocation already settled it."""
+    return settle(settings, ledger, record, c.REJECTED, reason,
+                  only_if_status=c.PENDING_STATUSES,
+                  fields={"reason_code": reason_code}) is not None
 
 
 def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], int]:

@@ -17,7 +17,6 @@ from contracts import naming as rules
 from contracts.state import ExecutionInput, Run
 from ingestion import aws
 from ingestion import constants as c
-from ingestion.alerts import alert_event, send_alert_quietly
 from ingestion.batching import (
     open_batch,
     queue_taker,
@@ -37,6 +36,7 @@ from ingestion.ledger import (
     started_at_field,
     tables_of,
 )
+from ingestion.lifecycle import settle
 from ingestion.lineage import record as lineage
 from ingestion.log import logger
 from ingestion.naming import TableRef, branch_name, iso, utcnow
@@ -336,15 +336,8 @@ def start_or_fail(
         ingest_id, table = record.ingest_id, _table_of(record)
         reason = f"the ingest could not be started: {exc}"
         logger.error(reason, extra={"ingest_id": ingest_id, "table": table})
-        recorded = ledger.update_ingest(
-            ingest_id,
-            {"status": c.JOB_FAILED, "error": reason, "finished_at": iso(utcnow())},
-            only_if_status=c.PENDING_STATUSES,
-        )
-        if recorded:
-            failed = ledger.get_ingest(ingest_id) or record
-            send_alert_quietly(alert_event(failed, outcome=c.JOB_FAILED, reason=reason))
-            lineage.record_outcome(settings, ledger, failed)
+        settle(settings, ledger, record, c.JOB_FAILED, reason,
+               only_if_status=c.PENDING_STATUSES)
         release_all_and_start_next(settings, ledger, nessie, record)
         return ledger.get_ingest(ingest_id) or record
 

@@ -32,7 +32,7 @@ from ingestion.ledger import (
     is_multi_table,
     tables_of,
 )
-from ingestion.lineage.record import record_outcome
+from ingestion.lifecycle import settle
 from ingestion.log import logger
 from ingestion.naming import iso, parse_iso, utcnow
 from ingestion.nessie import NessieClient
@@ -117,12 +117,8 @@ def _adopt_orphan(
     if not record.staged_at:
         reason = ("the trigger could not stage the uploaded version and gave up; "
                   "upload the file again")
-        if ledger.update_ingest(ingest_id, {"status": c.JOB_FAILED, "error": reason,
-                                            "finished_at": iso(now)},
-                                only_if_status={c.RECEIVED}):
-            failed = ledger.get_ingest(ingest_id) or record
-            send_alert_quietly(alert_event(failed, outcome=c.JOB_FAILED, reason=reason))
-            record_outcome(settings, ledger, failed)
+        settle(settings, ledger, record, c.JOB_FAILED, reason, only_if_status={c.RECEIVED},
+               at=now)
         return
     if is_multi_table(record):  # a dataset: its config declares its tables
         start_or_fail(settings, ledger, nessie, record)  # takes every lock, in order
@@ -262,20 +258,13 @@ def _recover_lock(
     )
     _cancel_job_run(settings, record.job_run_id)
     if main_holds_ingest(nessie, table, record):  # died after the merge: it is published
-        fields = {"status": c.PUBLISHED, "error": None, "finished_at": iso(now)}
-        if delete_branch_quietly(nessie, record.branch):
-            fields["branch_deleted_at"] = iso(now)
-        if ledger.update_ingest(active, fields, only_if_status={c.RUNNING}):
-            record_outcome(settings, ledger, ledger.get_ingest(active) or record,
-                           job_started_at=record.job_started_at)
-    elif ledger.update_ingest(
-        active,
-        {"status": c.JOB_FAILED, "error": reason, "finished_at": iso(now)},
-        only_if_status={c.RUNNING},
-    ):
-        fresh = ledger.get_ingest(active) or record
-        send_alert_quietly(alert_event(fresh, outcome=c.JOB_FAILED, reason=reason))
-        record_outcome(settings, ledger, fresh, job_started_at=record.job_started_at)
+        deleted = delete_branch_quietly(nessie, record.branch)
+        settle(settings, ledger, record, c.PUBLISHED, None, only_if_status={c.RUNNING},
+               alert=False, fields={"branch_deleted_at": iso(now)} if deleted else None,
+               at=now, job_started_at=record.job_started_at)
+    else:
+        settle(settings, ledger, record, c.JOB_FAILED, reason, only_if_status={c.RUNNING},
+               at=now, job_started_at=record.job_started_at)
     release_and_start_next(settings, ledger, nessie, table, active)
     report.recovered_locks.append(table)
     logger.warning(

@@ -20,7 +20,6 @@ from botocore.exceptions import ClientError
 
 from contracts.batching import MANIFEST_MARKER, MAX_MANIFEST_BYTES, SUCCESS_MARKER
 from ingestion import constants as c
-from ingestion.alerts import alert_event, send_alert_quietly
 from ingestion.config import Settings
 from ingestion.ingest import start_or_fail
 from ingestion.ledger import (
@@ -31,7 +30,7 @@ from ingestion.ledger import (
     Ledger,
     Record,
 )
-from ingestion.lineage.record import record_outcome
+from ingestion.lifecycle import announce
 from ingestion.naming import file_name, ingest_id, iso, route_key, s3_uri, utcnow
 from ingestion.nessie import NessieClient
 from lambdas.trigger.events import ObjectCreated
@@ -203,8 +202,7 @@ def record_batch(settings: Settings, ledger: Ledger, batch_id: str, table: str |
     join_members(ledger, batch_id, ids, problem)
     batch = ledger.get_ingest(batch_id)
     assert batch is not None
-    if created and problem:
-        send_alert_quietly(alert_event(batch, outcome=c.REJECTED, reason=problem))
-        record_outcome(settings, ledger, batch)
+    if created and problem:  # recorded ended: announced as `settle` would
+        announce(settings, ledger, batch, c.REJECTED, problem)
     return batch
 

@@ -31,7 +31,7 @@ from ingestion.config import Settings
 from ingestion.exceptions import SourceVersionGoneError, UnroutableKeyError
 from ingestion.ingest import start_or_fail
 from ingestion.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, IngestRecord, Ledger, Record
-from ingestion.lineage.record import record_outcome
+from ingestion.lifecycle import settle
 from ingestion.naming import (
     file_name,
     ingest_id,
@@ -256,13 +256,8 @@ def _stage(
         stage_version(s3, bucket=obj.bucket, key=obj.key, version_id=obj.version_id,
                       etag=obj.etag, target=record.staged_uri)
     except SourceVersionGoneError as exc:
-        reason = str(exc)
-        if ledger.update_ingest(iid, {"status": c.REJECTED, "error": reason},
-                                only_if_status={c.RECEIVED}):
-            rejected = ledger.get_ingest(iid) or record
-            if not quiet:
-                send_alert_quietly(alert_event(rejected, outcome=c.REJECTED, reason=reason))
-            record_outcome(settings, ledger, rejected)
+        settle(settings, ledger, record, c.REJECTED, str(exc), only_if_status={c.RECEIVED},
+               alert=not quiet)
         return _ingest(ledger.get_ingest(iid)) or record
     ledger.update_ingest(iid, {"staged_at": iso(utcnow())})
     return _ingest(ledger.get_ingest(iid)) or record
