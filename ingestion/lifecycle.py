@@ -16,7 +16,7 @@ from typing import Any
 from contracts.lifecycle import Status
 from ingestion.alerts import alert_event, send_alert_quietly
 from ingestion.config import Settings
-from ingestion.ledger import Ledger, LedgerRecord
+from ingestion.ledger import Changes, Ledger, LedgerRecord
 from ingestion.lineage.record import record_outcome
 from ingestion.naming import iso, utcnow
 
@@ -38,8 +38,8 @@ def settle(
     `finished_at`, with `fields` besides) if its status is still one of `only_if_status`;
     then `announce` it. Returns the settled record as re-read, or None when another
     writer settled it first (nothing is sent: that writer did)."""
-    changes = {"status": status, "error": reason, "finished_at": iso(at or utcnow()),
-               **(fields or {})}
+    changes = Changes(status=status, error=reason, finished_at=iso(at or utcnow()),
+                      **(fields or {}))
     if not ledger.update_ingest(record.ingest_id, changes, only_if_status=only_if_status):
         return None
     settled = ledger.get_ingest(record.ingest_id) or record

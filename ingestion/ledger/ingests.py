@@ -16,6 +16,7 @@ from typing import Any
 
 from contracts.lifecycle import STATUSES, TransitionError, allowed, predecessors
 from ingestion.constants import TERMINAL_STATUSES
+from ingestion.ledger.changes import Changes
 from ingestion.ledger.records import (
     BatchRecord,
     Record,
@@ -116,7 +117,7 @@ class IngestRecords:
     def update_ingest(
         self,
         ingest_id: str,
-        fields: Mapping[str, Any],
+        fields: Changes,
         *,
         only_if_status: Iterable[str] | None = None,
     ) -> bool:
@@ -137,7 +138,7 @@ class IngestRecords:
         return True
 
     def update_ingests(
-        self, updates: Mapping[str, Mapping[str, Any]], *, only_if_status: Iterable[str],
+        self, updates: Mapping[str, Changes], *, only_if_status: Iterable[str],
         only_if: tuple[str, Any] | None = None,
     ) -> set[str]:
         """`update_ingest` of many records (`updates`: id -> fields), in transactions of up
@@ -189,7 +190,7 @@ class IngestRecords:
                 only_if_status: Iterable[str] | None,
                 only_if: tuple[str, Any] | None = None) -> dict[str, Any]:
         """The UpdateItem arguments that set `fields` (None removes) under the conditions."""
-        fields = {**self._final_fields(fields), "updated_at": iso(utcnow())}
+        fields = {**self._final_fields(Changes.of(fields)), "updated_at": iso(utcnow())}
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
         sets: list[str] = []
@@ -306,4 +307,4 @@ class IngestRecords:
 
     def swept(self, ingest_id: str) -> None:
         """Nothing is left to clean for this record: drop it from the sweep index."""
-        self.update_ingest(ingest_id, {"sweep": None, "sweep_after": None})
+        self.update_ingest(ingest_id, Changes(sweep=None, sweep_after=None))

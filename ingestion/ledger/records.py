@@ -15,8 +15,9 @@ per attempt: `branch_attempt_<n>`, `job_started_at_a<n>_t<m>`) are kept in `extr
 written back unchanged, so a read-modify-write never drops them. An empty list is not
 stored (it reads back as absent, like None): no writer stores one.
 
-Writers still name the fields they set (`Ledger.update_ingest(id, {"status": ...})`):
-an update changes only those attributes, conditionally, never the whole item.
+Writers name the fields they set (`Ledger.update_ingest(id, status=...)`, checked by
+`changes.Changes`): an update changes only those attributes, conditionally, never the
+whole item.
 
 Records are read by attribute (`record.status`, `record.field_value(name)` for one not
 declared); they are not mappings: `dataclasses.replace` makes a changed copy and

@@ -26,6 +26,7 @@ from ingestion.ledger import (
     KIND_BATCH,
     LOCK_QUEUED,
     BatchRecord,
+    Changes,
     IngestRecord,
     Ledger,
     Record,
@@ -80,7 +81,7 @@ def complete_dataset(
     if isinstance(batch, BatchRecord):  # a retry after a stop between record and join
         join_members(ledger, batch_id, batch.members)
     if ledger.acquire_or_enqueue(table, batch_id) == LOCK_QUEUED:
-        ledger.update_ingest(batch_id, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
+        ledger.update_ingest(batch_id, status=c.QUEUED, only_if_status={c.RECEIVED})
         return c.QUEUED, batch_id, None
     started = start_or_fail(settings, ledger, nessie, ledger.get_ingest(batch_id) or batch)
     return started.status or "?", batch_id, started.error
@@ -171,8 +172,8 @@ def join_members(ledger: Ledger, batch_id: str, members: Sequence[str],
     """Make the files the dataset's (RUNNING in it, or REJECTED with its `problem`): only
     those still waiting are changed, so it is safe to repeat (a retried trigger does, in
     case the one before stopped between recording the dataset and joining its files)."""
-    joined = {"status": c.REJECTED if problem else c.RUNNING, "batch_id": batch_id,
-              "error": problem, "finished_at": iso(utcnow()) if problem else None}
+    joined = Changes(status=c.REJECTED if problem else c.RUNNING, batch_id=batch_id,
+                     error=problem, finished_at=iso(utcnow()) if problem else None)
     ledger.update_ingests({member: joined for member in members}, only_if_status=_JOINABLE)
 
 

@@ -145,7 +145,7 @@ def handle_object(
             return TriggerResult(obj.key, c.REJECTED, iid, table, unknown)
         return _not_pending(obj, ledger.get_ingest(iid) or record)
     if intake.by_marker:  # waits for its dataset's marker
-        ledger.update_ingest(iid, {"status": c.HELD, "dataset": dataset_prefix(obj.key)},
+        ledger.update_ingest(iid, status=c.HELD, dataset=dataset_prefix(obj.key),
                              only_if_status={c.RECEIVED})
         held = ledger.get_ingest(iid) or record
         if held.status != c.HELD:
@@ -155,7 +155,7 @@ def handle_object(
     if lock == LOCK_NOT_PENDING:  # finished while this duplicate was on its way
         return _not_pending(obj, ledger.get_ingest(iid) or record)
     if lock == LOCK_QUEUED:
-        ledger.update_ingest(iid, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
+        ledger.update_ingest(iid, status=c.QUEUED, only_if_status={c.RECEIVED})
         return TriggerResult(obj.key, c.QUEUED, iid, table)
     started = start_or_fail(settings, ledger, nessie, ledger.get_ingest(iid) or record)
     return TriggerResult(obj.key, started.status or "?", iid, table)
@@ -226,9 +226,9 @@ def _multi_table_drop(
         intake = intakes[table]
         record = _recorded_and_staged(part, settings, ledger, s3, intake, table, member_of)
         if intake.config_error and record.is_pending:  # the dataset's alert names it
-            ledger.update_ingest(record.ingest_id, {
-                "status": c.REJECTED, "error": intake.config_error,
-                "reason_code": CONFIG_ERROR, "finished_at": iso(utcnow())},
+            ledger.update_ingest(
+                record.ingest_id, status=c.REJECTED, error=intake.config_error,
+                reason_code=CONFIG_ERROR, finished_at=iso(utcnow()),
                 only_if_status=c.PENDING_STATUSES)
             record = _ingest(ledger.get_ingest(record.ingest_id)) or record
         return record
@@ -259,7 +259,7 @@ def _stage(
         settle(settings, ledger, record, c.REJECTED, str(exc), only_if_status={c.RECEIVED},
                alert=not quiet)
         return _ingest(ledger.get_ingest(iid)) or record
-    ledger.update_ingest(iid, {"staged_at": iso(utcnow())})
+    ledger.update_ingest(iid, staged_at=iso(utcnow()))
     return _ingest(ledger.get_ingest(iid)) or record
 
 
