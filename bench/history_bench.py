@@ -93,9 +93,9 @@ def time_ingest_writes(root: Path, rounds: int = 20) -> float:
             table = "hist.bench"
             ledger.create_ingest(iid, {"table": table, "status": "RECEIVED", "size": 1})
             ledger.acquire_or_enqueue(table, iid)
-            ledger.update_ingest(iid, {"status": "RUNNING", "branch": f"wap_b_{iid}"})
-            ledger.update_ingest(iid, {"job_run_id": "run", "report_uri": "s3://r"})
-            ledger.update_ingest(iid, {"status": "PUBLISHED", "finished_at": "2026-01-03T01Z"})
+            ledger.update_ingest(iid, status="RUNNING", branch=f"wap_b_{iid}")
+            ledger.update_ingest(iid, job_run_id="run", report_uri="s3://r")
+            ledger.update_ingest(iid, status="PUBLISHED", finished_at="2026-01-03T01Z")
             ledger.release(table, iid, take=lambda queue: 1, requeue=[])
         return (time.perf_counter() - started) / rounds
     finally:

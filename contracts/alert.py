@@ -8,11 +8,14 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from contracts.fields import ContractError, Reader
+from contracts.lifecycle import FAILED_STATUSES, FINAL_STATUSES
 
 ALERT_VERSION = 1
 KNOWN_ALERT_VERSIONS = (1,)
-KNOWN_OUTCOMES = ("AUDIT_FAILED", "REJECTED", "JOB_FAILED", "PUBLISH_FAILED",
-                  "BLOCKED")  # BLOCKED: a table its next file cannot start on (the sweeper)
+# An alert reports a failed status (contracts/lifecycle.py), or BLOCKED: a table its next
+# file cannot start on (the sweeper).
+BLOCKED = "BLOCKED"
+KNOWN_OUTCOMES = (*(s for s in FINAL_STATUSES if s in FAILED_STATUSES), BLOCKED)
 
 _REQUIRED = ("ingest_id", "table", "outcome")
 _OPTIONAL = ("source_uri", "reason", "branch", "report_uri", "execution_arn", "log_uri")

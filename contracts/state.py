@@ -15,26 +15,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contracts import lifecycle
 from contracts.alert import AlertEvent
 from contracts.fields import ContractError, Reader, drop_none
+from contracts.lifecycle import Status
 
 STATE_VERSION = 1
 KNOWN_STATE_VERSIONS = (1,)
 
-# `outcome.status`. The final ones are also the ledger's statuses of a finished ingest.
-RUNNING = "RUNNING"
+# `outcome.status`. The final ones are the ledger's statuses of a finished ingest
+# (contracts/lifecycle.py); the others are only the state machine's.
+RUNNING = Status.RUNNING
 PASSED = "PASSED"
 JOB_ERROR = "JOB_ERROR"  # an infrastructure error: retry after `retry_in_seconds`
 REBASED = "REBASED"  # main moved: publish started a new run on a fresh branch
-PUBLISHED = "PUBLISHED"
-AUDIT_FAILED = "AUDIT_FAILED"
-REJECTED = "REJECTED"
-JOB_FAILED = "JOB_FAILED"
-PUBLISH_FAILED = "PUBLISH_FAILED"
-OUTCOME_STATUSES = (RUNNING, PASSED, JOB_ERROR, REBASED, PUBLISHED, AUDIT_FAILED, REJECTED,
-                    JOB_FAILED, PUBLISH_FAILED)
-FINAL_STATUSES = (PUBLISHED, AUDIT_FAILED, REJECTED, JOB_FAILED, PUBLISH_FAILED)
-
+PUBLISHED = Status.PUBLISHED
+AUDIT_FAILED = Status.AUDIT_FAILED
+REJECTED = Status.REJECTED
+JOB_FAILED = Status.JOB_FAILED
+PUBLISH_FAILED = Status.PUBLISH_FAILED
+FINAL_STATUSES = lifecycle.FINAL_STATUSES
+OUTCOME_STATUSES = (RUNNING, PASSED, JOB_ERROR, REBASED, *FINAL_STATUSES)
 
 class StateError(ContractError):
     """A state machine payload does not match the contract (the message names the field)."""

@@ -42,12 +42,14 @@ from ingestion.config import Settings
 from ingestion.ledger import (
     KIND_BATCH,
     BatchRecord,
+    Changes,
     IngestRecord,
     Ledger,
     LedgerRecord,
     Record,
     Successor,
 )
+from ingestion.lifecycle import settle
 from ingestion.naming import TableRef, file_name, iso, split_s3_uri, utcnow
 from ingestion.nessie import NessieClient
 
@@ -174,24 +176,13 @@ def configured_tables(settings: Settings) -> list[str]:
 
 
 def reject_for_config(ledger: Ledger, record: LedgerRecord, reason: str,
-                      reason_code: str = CONFIG_ERROR, *, settings: Settings | None = None,
-                      ) -> bool:
+                      reason_code: str = CONFIG_ERROR, *, settings: Settings) -> bool:
     """Record a pending file REJECTED (`config_error`, or the `reason_code` given, e.g.
-    `unknown_table`) and alert once (with `settings`: its metrics and lineage too); False
-    when another invocation already settled it."""
-    iid = record.ingest_id
-    rejected = ledger.update_ingest(
-        iid, {"status": c.REJECTED, "error": reason, "reason_code": reason_code,
-              "finished_at": iso(utcnow())},
-        only_if_status=c.PENDING_STATUSES)
-    if rejected:
-        settled = ledger.get_ingest(iid) or record
-        send_alert_quietly(alert_event(settled, outcome=c.REJECTED, reason=reason))
-        if settings is not None:
-            from ingestion.lineage.record import record_outcome
-
-            record_outcome(settings, ledger, settled)
-    return rejected
+    `unknown_table`), alerted once, with its metrics and lineage; False when another
+    invocation already settled it."""
+    return settle(settings, ledger, record, c.REJECTED, reason,
+                  only_if_status=c.PENDING_STATUSES,
+                  fields={"reason_code": reason_code}) is not None
 
 
 def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], int]:
@@ -249,9 +240,9 @@ def open_batch(ledger: Ledger, table: str, successor: Successor) -> BatchRecord:
         "status": c.RECEIVED,
         "staged_at": iso(utcnow()),
     }, kind=KIND_BATCH)
-    ledger.update_ingests({member: {"status": c.RUNNING, "batch_id": successor.id, "solo": None,
-                                    RERUN_GROUP: None}
-                           for member in successor.members}, only_if_status=c.PENDING_STATUSES)
+    running = Changes(status=c.RUNNING, batch_id=successor.id, solo=None, rerun_group=None)
+    ledger.update_ingests({member: running for member in successor.members},
+                          only_if_status=c.PENDING_STATUSES)
     record = ledger.get_ingest(successor.id)
     assert isinstance(record, BatchRecord)
     return record
@@ -286,7 +277,7 @@ def settle_members(ledger: Ledger, batch: BatchRecord) -> list[str]:
             fields.update(snapshot_id=snapshots.get(table_of.get(member), batch.snapshot_id),
                           rows_written=verdict.get("rows"),
                           published_hash=batch.published_hash)
-        updates[member] = fields
+        updates[member] = Changes(**fields)
     _update_members(ledger, batch, updates)
     return []
 
@@ -333,12 +324,12 @@ def _split(ledger: Ledger, batch: BatchRecord, members: list[str],
     for member in rejected:
         _reject(ledger, batch, member, verdicts[member])
     split_from = batch.ingest_id
-    queued = {"status": c.QUEUED, "batch_id": None, "split_from": split_from}
+    queued = {"status": c.QUEUED, "batch_id": None, "split_from": split_from}  # (+ its group)
     if failed:
         alone = failed + [m for m in members if m not in verdicts]
         _update_members(ledger, batch, {
-            **{m: queued for m in passed},
-            **{m: {**queued, "solo": True} for m in alone}})
+            **{m: Changes(**queued) for m in passed},
+            **{m: Changes(**queued, solo=True) for m in alone}})
         # The group goes first (it publishes in one more run), then each failing file.
         return passed + alone
     # The batch failed as a whole and no file on its own (a key repeated across two
@@ -348,8 +339,8 @@ def _split(ledger: Ledger, batch: BatchRecord, members: list[str],
     middle = (len(remaining) + 1) // 2
     halves = [half for half in (remaining[:middle], remaining[middle:]) if half]
     _update_members(ledger, batch, {
-        member: {**queued, **({RERUN_GROUP: f"{split_from}/{number}"} if len(half) > 1
-                              else {"solo": True})}
+        member: Changes(**queued, **({RERUN_GROUP: f"{split_from}/{number}"} if len(half) > 1
+                                     else {"solo": True}))
         for number, half in enumerate(halves, start=1) for member in half})
     return [member for half in halves for member in half]
 
@@ -357,9 +348,9 @@ def _split(ledger: Ledger, batch: BatchRecord, members: list[str],
 def _reject(ledger: Ledger, batch: BatchRecord, member: str,
             verdict: Mapping[str, Any]) -> None:
     reason = verdict.get("reason") or "the job could not read this file"
-    if _update_member(ledger, batch, member, {
-            "status": c.REJECTED, "error": reason, "finished_at": iso(utcnow()),
-            "report_uri": batch.report_uri, "log_uri": batch.log_uri}):
+    if _update_member(ledger, batch, member, Changes(
+            status=c.REJECTED, error=reason, finished_at=iso(utcnow()),
+            report_uri=batch.report_uri, log_uri=batch.log_uri)):
         record = ledger.get_ingest(member) or IngestRecord(ingest_id=member, table=batch.table)
         # The record keeps the batch's report (its verdict is there), but the alert must
         # speak of this file only: not the batch's rows, files, checks and samples.
@@ -368,12 +359,12 @@ def _reject(ledger: Ledger, batch: BatchRecord, member: str,
 
 
 def _update_member(ledger: Ledger, batch: BatchRecord, member: str,
-                   fields: Mapping[str, Any]) -> bool:
+                   fields: Changes) -> bool:
     return member in _update_members(ledger, batch, {member: fields})
 
 
 def _update_members(ledger: Ledger, batch: BatchRecord,
-                    updates: Mapping[str, Mapping[str, Any]]) -> set[str]:
+                    updates: Mapping[str, Changes]) -> set[str]:
     """Change members still RUNNING in this batch (a settled one is left as it is)."""
     return ledger.update_ingests(updates, only_if_status={c.RUNNING},
                                  only_if=("batch_id", batch.ingest_id))

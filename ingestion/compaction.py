@@ -36,7 +36,7 @@ from ingestion.exceptions import (
     TableBusyError,
     UnknownTableError,
 )
-from ingestion.ledger import LOCK_ACTIVE, Ledger
+from ingestion.ledger import LOCK_ACTIVE, Changes, Ledger
 from ingestion.naming import TableRef, branch_name, iso, utcnow
 from ingestion.nessie import MergeMeta, NessieClient
 from ingestion.published import merge_audited_commit
@@ -89,10 +89,10 @@ def begin(ledger: Ledger, nessie: NessieClient, table: str,
     ledger.create_ingest(run_id, {"table": table, "status": c.RECEIVED, "source_uri": SOURCE})
     if ledger.acquire_or_enqueue(table, run_id) != LOCK_ACTIVE:
         ledger.release(table, run_id)  # out of the queue: an ingest must not start it
-        ledger.update_ingest(run_id, {"status": c.REJECTED, "finished_at": iso(utcnow()),
-                                      "error": "the table was busy"})
+        ledger.update_ingest(run_id, status=c.REJECTED, finished_at=iso(utcnow()),
+                             error="the table was busy")
         raise TableBusyError(f"{table} is busy (an ingest took it): try again when it is free")
-    ledger.update_ingest(run_id, {"status": c.RUNNING, "branch": branch})
+    ledger.update_ingest(run_id, status=c.RUNNING, branch=branch)
     return CompactionStart(run_id, table, branch)
 
 
@@ -124,8 +124,8 @@ def conclude(ledger: Ledger, nessie: NessieClient, start: CompactionStart, *,
     if verdict.changed:
         # Recorded first: a run that dies after the merge is found published by the sweeper
         # (main_holds_ingest), as an ingest's is.
-        ledger.update_ingest(start.run_id, {"audited_hash": head,
-                                            "audited_snapshot_id": str(verdict.snapshot_id)})
+        ledger.update_ingest(start.run_id, audited_hash=head,
+                             audited_snapshot_id=str(verdict.snapshot_id))
         try:
             merged = _merge_once(nessie, start, verdict, head)
         except RetryableError:
@@ -136,10 +136,9 @@ def conclude(ledger: Ledger, nessie: NessieClient, start: CompactionStart, *,
     nessie.delete_branch(start.branch, head)
     done = iso(utcnow())
     reason = None if verdict.changed else "nothing to rewrite"
-    ledger.update_ingest(start.run_id, {
-        "status": c.PUBLISHED, "finished_at": done, "branch_deleted_at": done,
-        "audited_hash": head, "published_hash": merged, "rows_written": 0, "error": reason,
-        **numbers})
+    ledger.update_ingest(start.run_id, Changes(
+        numbers, status=c.PUBLISHED, finished_at=done, branch_deleted_at=done,
+        audited_hash=head, published_hash=merged, rows_written=0, error=reason))
     return CompactionOutcome(start.run_id, start.table, start.branch, c.PUBLISHED, reason,
                              merged, verdict)
 
@@ -162,8 +161,7 @@ def _merge_once(nessie: NessieClient, start: CompactionStart, verdict: Compactio
 def _failed(ledger: Ledger, alert: Callable[[AlertEvent], Any], start: CompactionStart,
             status: str, reason: str | None,
             verdict: CompactionVerdict | None) -> CompactionOutcome:
-    ledger.update_ingest(start.run_id, {"status": status, "error": reason,
-                                        "finished_at": iso(utcnow())})
+    ledger.update_ingest(start.run_id, status=status, error=reason, finished_at=iso(utcnow()))
     record = ledger.get_ingest(start.run_id)
     if record is not None:
         alert(alert_event(record, outcome=status, reason=reason))

@@ -28,7 +28,7 @@ from ingestion.alerts import send_alert_quietly
 from ingestion.config import Settings
 from ingestion.exceptions import NotACompactionError, RetryableError
 from ingestion.ingest import job_log_uri, release_and_start_next, start_compaction_run
-from ingestion.ledger import Ledger
+from ingestion.ledger import Changes, Ledger
 from ingestion.lineage import events
 from ingestion.lineage.record import outcome_of
 from ingestion.lineage.transport import emit_quietly
@@ -55,13 +55,13 @@ def start(settings: Settings, ledger: Ledger, nessie: NessieClient, table: str,
     try:
         rules.open_branch(ledger, nessie, begun)
         report_uri = settings.report_uri(begun.table, begun.run_id, 1)
-        ledger.update_ingest(begun.run_id, {REPORT_FIELD: report_uri})
+        ledger.update_ingest(begun.run_id, Changes({REPORT_FIELD: report_uri}))
         job_run_id = start_compaction_run(
             settings, run_id=begun.run_id, table=begun.table, branch=begun.branch,
             report_uri=report_uri, target_file_size=options.target_file_size,
             min_files=options.min_files)
-        ledger.update_ingest(begun.run_id, {
-            "job_run_id": job_run_id, "log_uri": job_log_uri(settings, begun.run_id, job_run_id)})
+        ledger.update_ingest(begun.run_id, job_run_id=job_run_id,
+                             log_uri=job_log_uri(settings, begun.run_id, job_run_id))
     except Exception as exc:
         logger.exception("compaction could not start", extra={"run_id": begun.run_id})
         try:
@@ -114,7 +114,7 @@ def finish(settings: Settings, ledger: Ledger, nessie: NessieClient,
                               alert=send_alert_quietly)
     except RetryableError:
         # Still held and RUNNING: the next caller (a sweep at the latest) concludes it.
-        ledger.update_ingest(run_id, {CLAIM_FIELD: None})
+        ledger.update_ingest(run_id, Changes({CLAIM_FIELD: None}))
         raise
     _send_outcome(settings, ledger, begun)
     release_and_start_next(settings, ledger, nessie, begun.table, run_id)

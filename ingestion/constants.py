@@ -8,27 +8,25 @@ from __future__ import annotations
 from contracts import report as _report
 from contracts import state as _state
 
-# Ledger statuses of one ingest; the final ones are the state machine's outcome statuses.
-RECEIVED = "RECEIVED"
-# A part file of an `arrival: marker` table, staged, waiting for its dataset's marker.
-HELD = "HELD"
-QUEUED = "QUEUED"
-RUNNING = "RUNNING"
-PUBLISHED = _state.PUBLISHED
-AUDIT_FAILED = _state.AUDIT_FAILED
-REJECTED = _state.REJECTED
-JOB_FAILED = _state.JOB_FAILED
-PUBLISH_FAILED = _state.PUBLISH_FAILED
-DISCARDED = "DISCARDED"
-# A batch whose run failed: its files went back to the queue (ingestion/batching.py).
-SPLIT = "SPLIT"
-
-PENDING_STATUSES = frozenset({RECEIVED, QUEUED})
-TERMINAL_STATUSES = frozenset(
-    {PUBLISHED, AUDIT_FAILED, REJECTED, JOB_FAILED, PUBLISH_FAILED, DISCARDED, SPLIT}
+# Ledger statuses of one ingest and their groups: the lifecycle's (contracts/lifecycle.py),
+# re-exported under the names the handlers use.
+from contracts.lifecycle import (  # noqa: F401 (re-exported)
+    AUDIT_FAILED,
+    DISCARDED,
+    FAILED_STATUSES,
+    HELD,
+    JOB_FAILED,
+    PENDING_STATUSES,
+    PUBLISH_FAILED,
+    PUBLISHED,
+    QUEUED,
+    RECEIVED,
+    REJECTED,
+    RUNNING,
+    SPLIT,
+    TERMINAL_STATUSES,
+    Status,
 )
-# Outcomes whose branch is left open for inspection (and later swept).
-FAILED_STATUSES = frozenset({AUDIT_FAILED, REJECTED, JOB_FAILED, PUBLISH_FAILED})
 
 # Results the state machine branches on (job_status / publish outputs).
 JOB_RUNNING = _state.RUNNING

@@ -17,7 +17,6 @@ from contracts import naming as rules
 from contracts.state import ExecutionInput, Run
 from ingestion import aws
 from ingestion import constants as c
-from ingestion.alerts import alert_event, send_alert_quietly
 from ingestion.batching import (
     open_batch,
     queue_taker,
@@ -29,6 +28,7 @@ from ingestion.config import Settings
 from ingestion.exceptions import NessieError
 from ingestion.ledger import (
     BatchRecord,
+    Changes,
     IngestRecord,
     Ledger,
     LedgerRecord,
@@ -37,6 +37,7 @@ from ingestion.ledger import (
     started_at_field,
     tables_of,
 )
+from ingestion.lifecycle import settle
 from ingestion.lineage import record as lineage
 from ingestion.log import logger
 from ingestion.naming import TableRef, branch_name, iso, utcnow
@@ -235,7 +236,7 @@ def start_ingest(
     if is_multi_table(record):  # a multi-table dataset takes every table's lock, in order
         waiting_at = ledger.acquire_in_order(tables_of(record), ingest_id)
         if waiting_at is not None:  # queued there: the table's release starts it again
-            ledger.update_ingest(ingest_id, {"status": c.QUEUED, "waiting_for": waiting_at},
+            ledger.update_ingest(ingest_id, status=c.QUEUED, waiting_for=waiting_at,
                                  only_if_status=c.PENDING_STATUSES)
             return ledger.get_ingest(ingest_id) or record
     branch = ledger.set_once(ingest_id, "branch", run_branch_name(record, utcnow()))
@@ -247,7 +248,7 @@ def start_ingest(
     arn = start_execution(settings, execution_input)
     ledger.update_ingest(
         ingest_id,
-        {"status": c.RUNNING, "execution_arn": arn, **run_fields(run)},
+        status=c.RUNNING, execution_arn=arn, **run_fields(run),
         only_if_status=c.PENDING_STATUSES,
     )
     started = ledger.get_ingest(ingest_id) or record
@@ -301,11 +302,10 @@ def _table_of(record: LedgerRecord) -> str:
     return record.table
 
 
-def run_fields(run: Run) -> dict[str, Any]:
+def run_fields(run: Run) -> Changes:
     """The ledger fields that name an ingest's current job run."""
-    return {"branch": run.branch, "job_run_id": run.job_run_id,
-            "attempts": run.attempt, "job_tries": run.job_try,
-            "report_uri": run.report_uri, "log_uri": run.log_uri}
+    return Changes(branch=run.branch, job_run_id=run.job_run_id, attempts=run.attempt,
+                   job_tries=run.job_try, report_uri=run.report_uri, log_uri=run.log_uri)
 
 
 def run_from_fields(record: LedgerRecord) -> Run | None:
@@ -336,15 +336,8 @@ def start_or_fail(
         ingest_id, table = record.ingest_id, _table_of(record)
         reason = f"the ingest could not be started: {exc}"
         logger.error(reason, extra={"ingest_id": ingest_id, "table": table})
-        recorded = ledger.update_ingest(
-            ingest_id,
-            {"status": c.JOB_FAILED, "error": reason, "finished_at": iso(utcnow())},
-            only_if_status=c.PENDING_STATUSES,
-        )
-        if recorded:
-            failed = ledger.get_ingest(ingest_id) or record
-            send_alert_quietly(alert_event(failed, outcome=c.JOB_FAILED, reason=reason))
-            lineage.record_outcome(settings, ledger, failed)
+        settle(settings, ledger, record, c.JOB_FAILED, reason,
+               only_if_status=c.PENDING_STATUSES)
         release_all_and_start_next(settings, ledger, nessie, record)
         return ledger.get_ingest(ingest_id) or record
 

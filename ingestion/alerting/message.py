@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from contracts.alert import AlertEvent
+from contracts.alert import BLOCKED, AlertEvent
+from contracts.lifecycle import Status
 from contracts.report import (
     AUDIT_FAILED_CODE,
     PARSE_ERRORS_KIND,
@@ -49,11 +50,11 @@ _MAX_FILES_SHOWN = 20
 _MAX_FILES_TEXT = 1800
 
 _TITLES = {
-    "AUDIT_FAILED": "Audit failed",
-    "REJECTED": "Ingest rejected",
-    "JOB_FAILED": "Ingest job failed",
-    "PUBLISH_FAILED": "Publish failed",
-    "BLOCKED": "Table blocked",
+    Status.AUDIT_FAILED: "Audit failed",
+    Status.REJECTED: "Ingest rejected",
+    Status.JOB_FAILED: "Ingest job failed",
+    Status.PUBLISH_FAILED: "Publish failed",
+    BLOCKED: "Table blocked",
 }
 _SAFE_TABLE = re.compile(r"^[A-Za-z0-9_.]{1,120}$")
 _PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")

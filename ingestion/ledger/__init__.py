@@ -5,6 +5,7 @@ are kept (one active ingest per table, exactly once per object version):
 - `schema`: the table's keys, indexes and TTL (what CDK and the local stack create);
 - `records`: the typed records (`IngestRecord`, `BatchRecord`, `TableLock`) and the one
   mapping between them and DynamoDB items;
+- `changes`: a typed update (`Changes`): the fields it sets, checked when it is made;
 - `ingests`: ingest and batch records: create once, read, update conditionally, list, sweep;
 - `locks`: table locks and queues: acquire or enqueue, lease, release and hand over;
 - `Ledger` (here): both, over one table, as every caller uses them.
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from ingestion.ledger.changes import Changes
 from ingestion.ledger.ingests import IngestRecords
 from ingestion.ledger.locks import (
     DEFAULT_LEASE,
@@ -69,7 +71,7 @@ __all__ = [
     "DEFAULT_LEASE", "DEFAULT_RECORD_TTL", "INDEXES", "INDEX_BY_KIND", "INDEX_BY_STATUS",
     "INDEX_BY_TABLE", "INDEX_SWEEP", "KIND_BATCH", "KIND_INGEST", "KIND_TABLE", "LOCK_ACTIVE",
     "LOCK_NOT_PENDING", "LOCK_QUEUED", "PARTITION_KEY", "STATUSES", "SWEEP_PENDING",
-    "TTL_ATTRIBUTE", "_INDEXES", "BatchRecord", "IngestRecord", "Ledger", "LedgerRecord",
+    "TTL_ATTRIBUTE", "_INDEXES", "BatchRecord", "Changes", "IngestRecord", "Ledger", "LedgerRecord",
     "QueueStat", "Record", "Status", "Successor", "TableLock", "batch_id", "is_multi_table",
     "lock_from_item", "lock_to_item", "plain_value", "record_from_item", "record_to_item",
     "started_at_field", "storable_item", "table_schema", "tables_of",
@@ -133,11 +135,17 @@ class Ledger:
     def get_ingests(self, ingest_ids: Iterable[str]) -> dict[str, Record]:
         return self.ingests.get_ingests(ingest_ids)
 
-    def update_ingest(self, ingest_id: str, fields: Mapping[str, Any], *,
-                      only_if_status: Iterable[str] | None = None) -> bool:
-        return self.ingests.update_ingest(ingest_id, fields, only_if_status=only_if_status)
+    def update_ingest(self, ingest_id: str, changes: Changes | None = None, *,
+                      only_if_status: Iterable[str] | None = None, **fields: Any) -> bool:
+        """Set the record's fields, named as keywords (checked: `Changes`) or given as one
+        `Changes`; False when its status is not in `only_if_status` (see IngestRecords)."""
+        if changes is None:
+            changes = Changes(**fields)
+        elif fields:
+            raise TypeError("update_ingest takes one Changes or keyword fields, not both")
+        return self.ingests.update_ingest(ingest_id, changes, only_if_status=only_if_status)
 
-    def update_ingests(self, updates: Mapping[str, Mapping[str, Any]], *,
+    def update_ingests(self, updates: Mapping[str, Changes], *,
                        only_if_status: Iterable[str],
                        only_if: tuple[str, Any] | None = None) -> set[str]:
         return self.ingests.update_ingests(updates, only_if_status=only_if_status,

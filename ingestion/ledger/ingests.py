@@ -3,6 +3,9 @@
 An ingest's item is created with a conditional put (exactly once per object version);
 every update is conditional on the record existing, and on its status when the caller
 says so (`only_if_status`), so a late or repeated writer cannot undo a later outcome.
+An update that sets a status is also conditional on the lifecycle allowing the change
+(`contracts.lifecycle.TRANSITIONS`), in the same write: one the table does not allow is
+refused with a `TransitionError`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from contracts.lifecycle import STATUSES, TransitionError, allowed, predecessors
 from ingestion.constants import TERMINAL_STATUSES
+from ingestion.ledger.changes import Changes
 from ingestion.ledger.records import (
     BatchRecord,
     Record,
@@ -44,6 +49,25 @@ from ingestion.naming import iso, utcnow
 
 def _oldest_first(records: Iterable[Record]) -> list[Record]:
     return sorted(records, key=lambda r: (r.created_at or "", r.ingest_id))
+
+
+def _allowed_sources(ingest_id: str, target: str | None,
+                     only_if_status: Iterable[str] | None) -> frozenset[str] | None:
+    """The statuses a record may have for the write: those the caller accepts, of the ones
+    the lifecycle allows to change to `target` (when the write sets a status). Raises
+    TransitionError when none is left: the change could never be made."""
+    accepted = None if only_if_status is None else frozenset(only_if_status)
+    if target is None:
+        return accepted
+    if target not in STATUSES:
+        raise TransitionError(ingest_id, None, target)
+    sources = frozenset(predecessors(target))
+    if accepted is not None:
+        sources &= accepted
+    if not sources:
+        raise TransitionError(ingest_id, "/".join(sorted(accepted or ())) or "any status",
+                              target)
+    return sources
 
 
 class IngestRecords:
@@ -93,25 +117,28 @@ class IngestRecords:
     def update_ingest(
         self,
         ingest_id: str,
-        fields: Mapping[str, Any],
+        fields: Changes,
         *,
         only_if_status: Iterable[str] | None = None,
     ) -> bool:
         """Set `fields` on an existing record; False when its status is not in `only_if_status`.
 
         A final status also sets the record's expiry (TTL) and marks it for the sweeper
-        (branch and staged copy clean-up), unless `fields` say otherwise.
+        (branch and staged copy clean-up), unless `fields` say otherwise. A status change
+        the lifecycle does not allow raises TransitionError (and writes nothing).
         """
+        write = self._update(ingest_id, fields, only_if_status)
         try:
-            self._store.table.update_item(**self._update(ingest_id, fields, only_if_status))
+            self._store.table.update_item(**write)
         except Exception as exc:
             if is_conditional_failure(exc):
+                self._refuse_transition(ingest_id, fields, only_if_status)
                 return False
             raise
         return True
 
     def update_ingests(
-        self, updates: Mapping[str, Mapping[str, Any]], *, only_if_status: Iterable[str],
+        self, updates: Mapping[str, Changes], *, only_if_status: Iterable[str],
         only_if: tuple[str, Any] | None = None,
     ) -> set[str]:
         """`update_ingest` of many records (`updates`: id -> fields), in transactions of up
@@ -141,13 +168,29 @@ class IngestRecords:
                 except Exception as exc:
                     if not is_conditional_failure(exc):
                         raise
+                    self._refuse_transition(ingest_id, updates[ingest_id], statuses)
         return changed
+
+    def _refuse_transition(self, ingest_id: str, fields: Mapping[str, Any],
+                           only_if_status: Iterable[str] | None) -> None:
+        """After a refused write that set a status: raise TransitionError when the lifecycle
+        refused it (the record's status is one the caller accepts, but the change from it
+        is not allowed); a missing record, or one in a status the caller did not accept (a
+        later writer settled it), is the caller's plain False."""
+        target = fields.get("status")
+        if target is None:
+            return
+        record = self.get_ingest(ingest_id)
+        if record is None or allowed(record.status, target):
+            return
+        if only_if_status is None or record.status in set(only_if_status):
+            raise TransitionError(ingest_id, record.status, target)
 
     def _update(self, ingest_id: str, fields: Mapping[str, Any],
                 only_if_status: Iterable[str] | None,
                 only_if: tuple[str, Any] | None = None) -> dict[str, Any]:
         """The UpdateItem arguments that set `fields` (None removes) under the conditions."""
-        fields = {**self._final_fields(fields), "updated_at": iso(utcnow())}
+        fields = {**self._final_fields(Changes.of(fields)), "updated_at": iso(utcnow())}
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
         sets: list[str] = []
@@ -163,6 +206,7 @@ class IngestRecords:
         if removes:
             expression += " REMOVE " + ", ".join(removes)
         condition = "attribute_exists(pk)"
+        only_if_status = _allowed_sources(ingest_id, fields.get("status"), only_if_status)
         if only_if_status is not None:
             statuses = sorted(set(only_if_status))
             names["#status"] = "status"
@@ -263,4 +307,4 @@ class IngestRecords:
 
     def swept(self, ingest_id: str) -> None:
         """Nothing is left to clean for this record: drop it from the sweep index."""
-        self.update_ingest(ingest_id, {"sweep": None, "sweep_after": None})
+        self.update_ingest(ingest_id, Changes(sweep=None, sweep_after=None))

@@ -15,8 +15,9 @@ per attempt: `branch_attempt_<n>`, `job_started_at_a<n>_t<m>`) are kept in `extr
 written back unchanged, so a read-modify-write never drops them. An empty list is not
 stored (it reads back as absent, like None): no writer stores one.
 
-Writers still name the fields they set (`Ledger.update_ingest(id, {"status": ...})`):
-an update changes only those attributes, conditionally, never the whole item.
+Writers name the fields they set (`Ledger.update_ingest(id, status=...)`, checked by
+`changes.Changes`): an update changes only those attributes, conditionally, never the
+whole item.
 
 Records are read by attribute (`record.status`, `record.field_value(name)` for one not
 declared); they are not mappings: `dataclasses.replace` makes a changed copy and
@@ -29,8 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, ClassVar, Literal, TypeGuard, get_args
+from typing import Any, ClassVar, TypeGuard
 
+from contracts.lifecycle import STATUSES, Status
 from ingestion import constants as c
 from ingestion.ledger.schema import (
     KIND_BATCH,
@@ -42,10 +44,8 @@ from ingestion.ledger.schema import (
 )
 from ingestion.naming import parse_iso
 
-# The statuses of ingestion/constants.py (a test keeps the two the same).
-Status = Literal["RECEIVED", "HELD", "QUEUED", "RUNNING", "PUBLISHED", "AUDIT_FAILED",
-                 "REJECTED", "JOB_FAILED", "PUBLISH_FAILED", "DISCARDED", "SPLIT"]
-STATUSES: frozenset[str] = frozenset(get_args(Status))
+# A record's status is one of the lifecycle's (contracts/lifecycle.py).
+_STATUS_FIELDS = frozenset({"status", "previous_status"})
 
 
 def plain_value(value: Any) -> Any:
@@ -294,6 +294,8 @@ def record_from_item(item: Mapping[str, Any]) -> Record:
         if name in (PARTITION_KEY, "kind") or value is None:
             continue
         if name in declared:
+            if name in _STATUS_FIELDS and value in STATUSES:
+                value = Status(value)
             known[name] = tuple(value) if name in _TUPLES else value
         else:
             extra[name] = value

@@ -34,6 +34,14 @@ from openlineage.client.facet_v2 import (
     schema_dataset,
 )
 
+from contracts.lifecycle import (
+    AUDIT_FAILED,
+    JOB_FAILED,
+    PUBLISH_FAILED,
+    PUBLISHED,
+    REJECTED,
+    SPLIT,
+)
 from contracts.report import (
     PASSED,
     SOURCE_REJECTED,
@@ -42,15 +50,12 @@ from contracts.report import (
     SourceVerdict,
     TableWrite,
 )
-from contracts.state import AUDIT_FAILED, JOB_FAILED, PUBLISH_FAILED, PUBLISHED, REJECTED
 from ingestion.lineage.facets import (
     PRODUCER,
     NessieReferenceDatasetFacet,
     WapIngestRunFacet,
 )
 
-SPLIT = "SPLIT"  # ingestion.constants.SPLIT (a batch's files queued again alone)
-DISCARDED = "DISCARDED"
 _RUN_NAMESPACE = uuid.UUID("6f1c3f0e-5a43-4f7e-9d7e-2f0b9c1c7a11")
 _EVENT_TYPE = {PUBLISHED: RunState.COMPLETE, AUDIT_FAILED: RunState.FAIL,
                REJECTED: RunState.FAIL, JOB_FAILED: RunState.FAIL,

@@ -3,6 +3,7 @@ ledger, the audit report and the pure builders (`events`, `metrics`). Never rais
 
 from __future__ import annotations
 
+from contracts.lifecycle import FAILED_STATUSES, PUBLISHED
 from ingestion import metrics
 from ingestion.config import Settings
 from ingestion.ledger import BatchRecord, Ledger, LedgerRecord, tables_of
@@ -10,8 +11,6 @@ from ingestion.lineage import events
 from ingestion.lineage.transport import emit_quietly
 from ingestion.log import logger
 from ingestion.naming import utcnow
-
-_KEPT_FOR_REVIEW = frozenset({"AUDIT_FAILED", "REJECTED", "JOB_FAILED", "PUBLISH_FAILED"})
 
 
 def inputs_of(ledger: Ledger, record: LedgerRecord) -> list[events.LineageInput]:
@@ -69,8 +68,8 @@ def record_outcome(settings: Settings, ledger: Ledger, record: LedgerRecord, *,
 def outcome_of(record: LedgerRecord) -> events.Outcome:
     """The ledger's outcome of an ingest as the event carries it."""
     status = record.status or ""
-    published = status == "PUBLISHED"
-    branch_open = status in _KEPT_FOR_REVIEW and record.branch and not record.branch_deleted_at
+    published = status == PUBLISHED
+    branch_open = status in FAILED_STATUSES and record.branch and not record.branch_deleted_at
     return events.Outcome(
         status=status, reason=record.error, reason_code=record.reason_code,
         reference="main" if published else record.branch,

@@ -17,7 +17,7 @@ from ingestion.ingest import (
     release_all_and_start_next,
     run_from_fields,
 )
-from ingestion.ledger import IngestRecord, Ledger
+from ingestion.ledger import Changes, IngestRecord, Ledger
 from ingestion.lineage import record as lineage
 from ingestion.log import logger
 from ingestion.naming import iso, utcnow
@@ -122,7 +122,7 @@ def finish(
         fields["branch_deleted_at"] = fields["finished_at"]
     recorded = ledger.update_ingest(
         ingest_id,
-        {k: v for k, v in fields.items() if v is not None},
+        Changes.of({k: v for k, v in fields.items() if v is not None}),
         only_if_status={c.RUNNING, c.RECEIVED, c.QUEUED},
     )
     record = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)

@@ -58,9 +58,8 @@ def publish(
                           record.published_hash, record=False)
     snapshots = dict(audited.snapshots) if audited.snapshots else None
     # Recorded before merging, so whoever checks a failure later can ask Nessie about it.
-    ledger.update_ingest(ingest_id, {"audited_hash": from_hash,
-                                     "audited_snapshot_id": str(snapshot_id),
-                                     "audited_snapshots": snapshots})
+    ledger.update_ingest(ingest_id, audited_hash=from_hash,
+                         audited_snapshot_id=str(snapshot_id), audited_snapshots=snapshots)
     expected = snapshots or {table: snapshot_id}
     if main_holds_all(nessie, expected):
         # The merge went through; its answer was lost. Only if the audited commit is the
@@ -117,7 +116,7 @@ def _published(
     main_hash: str | None, *, record: bool = True,
 ) -> Outcome:
     if record:
-        ledger.update_ingest(ingest_id, {"published_branch": branch, "published_hash": main_hash})
+        ledger.update_ingest(ingest_id, published_branch=branch, published_hash=main_hash)
     deleted = delete_branch_quietly(nessie, branch)
     return replace(base, status=c.PUBLISHED, main_hash=main_hash, branch_deleted=deleted)
 
@@ -141,7 +140,7 @@ def _rebase(
     if proposed == run.branch:
         proposed = run_branch_name(current, now + timedelta(seconds=1))
     branch = ledger.set_once(ingest_id, f"branch_attempt_{attempt}", proposed)
-    ledger.update_ingest(ingest_id, {"rebase_reason": reason})
+    ledger.update_ingest(ingest_id, rebase_reason=reason)
     nessie.ensure_branch_from_main(branch)
     # The conflicting branch holds a stale copy of the same rows: drop it.
     nessie.delete_branch(run.branch)

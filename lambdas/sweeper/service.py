@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from contracts.alert import BLOCKED
 from ingestion import aws, compaction_runs
 from ingestion import constants as c
 from ingestion.alerts import alert_event, send_alert_quietly
@@ -31,14 +32,12 @@ from ingestion.ledger import (
     is_multi_table,
     tables_of,
 )
-from ingestion.lineage.record import record_outcome
+from ingestion.lifecycle import settle
 from ingestion.log import logger
 from ingestion.naming import iso, parse_iso, utcnow
 from ingestion.nessie import NessieClient
 from ingestion.published import delete_branch_quietly, main_holds_ingest
 from ingestion.staging import delete_staged
-
-BLOCKED = "BLOCKED"  # the alert's outcome for a table its next file cannot start on
 
 
 @dataclass
@@ -118,12 +117,8 @@ def _adopt_orphan(
     if not record.staged_at:
         reason = ("the trigger could not stage the uploaded version and gave up; "
                   "upload the file again")
-        if ledger.update_ingest(ingest_id, {"status": c.JOB_FAILED, "error": reason,
-                                            "finished_at": iso(now)},
-                                only_if_status={c.RECEIVED}):
-            failed = ledger.get_ingest(ingest_id) or record
-            send_alert_quietly(alert_event(failed, outcome=c.JOB_FAILED, reason=reason))
-            record_outcome(settings, ledger, failed)
+        settle(settings, ledger, record, c.JOB_FAILED, reason, only_if_status={c.RECEIVED},
+               at=now)
         return
     if is_multi_table(record):  # a dataset: its config declares its tables
         start_or_fail(settings, ledger, nessie, record)  # takes every lock, in order
@@ -137,7 +132,7 @@ def _adopt_orphan(
                           settings=settings)
         return
     if ledger.acquire_or_enqueue(record.table, ingest_id) == LOCK_QUEUED:
-        ledger.update_ingest(ingest_id, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
+        ledger.update_ingest(ingest_id, status=c.QUEUED, only_if_status={c.RECEIVED})
     else:
         start_or_fail(settings, ledger, nessie, ledger.get_ingest(ingest_id) or record)
     report.restarted.append(ingest_id)
@@ -162,8 +157,8 @@ def _expire_held(settings: Settings, ledger: Ledger, now: datetime, report: Swee
                   f"first file ({len(records)} file{'s' * (len(records) != 1)} held); upload "
                   "the marker to ingest them, or the files again")
         expired = [record for record in records if ledger.update_ingest(
-            record.ingest_id, {"status": c.REJECTED, "error": reason,
-                               "finished_at": iso(now)}, only_if_status={c.HELD})]
+            record.ingest_id, status=c.REJECTED, error=reason, finished_at=iso(now),
+            only_if_status={c.HELD})]
         if expired:
             send_alert_quietly(alert_event(ledger.get_ingest(expired[0].ingest_id)
                                            or expired[0], outcome=c.REJECTED, reason=reason))
@@ -182,28 +177,26 @@ def _clean_up(
         finished = parse_iso(record.finished_at or record.updated_at or "")
         expires = finished + timedelta(days=settings.branch_retention_days)
         if expires > now:  # still open for inspection: come back when it expires
-            ledger.update_ingest(iid, {"sweep_after": iso(expires)})
+            ledger.update_ingest(iid, sweep_after=iso(expires))
             return
         nessie.delete_branch(branch)
-        ledger.update_ingest(iid, {
-            "status": c.DISCARDED,
-            "previous_status": status,
-            "branch_deleted_at": iso(now),
-            "discard_reason": f"branch older than {settings.branch_retention_days} days",
-        }, only_if_status={status})
+        ledger.update_ingest(
+            iid, status=c.DISCARDED, previous_status=status, branch_deleted_at=iso(now),
+            discard_reason=f"branch older than {settings.branch_retention_days} days",
+            only_if_status={status})
         report.discarded_branches.append(branch)
         return  # DISCARDED is final too: the staged copy goes on the next pass
     if branch and not record.branch_deleted_at:  # published, but its delete after the merge failed
         if not delete_branch_quietly(nessie, branch):
             return
-        ledger.update_ingest(iid, {"branch_deleted_at": iso(now)})
+        ledger.update_ingest(iid, branch_deleted_at=iso(now))
         report.deleted_branches.append(branch)
     # A file's staged copy; a multi-table dataset's frozen config (its runs are over).
     staged = (record.staged_uri if isinstance(record, IngestRecord)
               else record.dataset_config_uri)
     if staged and record.staged_at and not record.staged_deleted_at:
         delete_staged(aws.client("s3"), staged)
-        ledger.update_ingest(iid, {"staged_deleted_at": iso(now)})
+        ledger.update_ingest(iid, staged_deleted_at=iso(now))
         report.deleted_staged.append(staged)
     ledger.swept(iid)
 
@@ -263,20 +256,13 @@ def _recover_lock(
     )
     _cancel_job_run(settings, record.job_run_id)
     if main_holds_ingest(nessie, table, record):  # died after the merge: it is published
-        fields = {"status": c.PUBLISHED, "error": None, "finished_at": iso(now)}
-        if delete_branch_quietly(nessie, record.branch):
-            fields["branch_deleted_at"] = iso(now)
-        if ledger.update_ingest(active, fields, only_if_status={c.RUNNING}):
-            record_outcome(settings, ledger, ledger.get_ingest(active) or record,
-                           job_started_at=record.job_started_at)
-    elif ledger.update_ingest(
-        active,
-        {"status": c.JOB_FAILED, "error": reason, "finished_at": iso(now)},
-        only_if_status={c.RUNNING},
-    ):
-        fresh = ledger.get_ingest(active) or record
-        send_alert_quietly(alert_event(fresh, outcome=c.JOB_FAILED, reason=reason))
-        record_outcome(settings, ledger, fresh, job_started_at=record.job_started_at)
+        deleted = delete_branch_quietly(nessie, record.branch)
+        settle(settings, ledger, record, c.PUBLISHED, None, only_if_status={c.RUNNING},
+               alert=False, fields={"branch_deleted_at": iso(now)} if deleted else None,
+               at=now, job_started_at=record.job_started_at)
+    else:
+        settle(settings, ledger, record, c.JOB_FAILED, reason, only_if_status={c.RUNNING},
+               at=now, job_started_at=record.job_started_at)
     release_and_start_next(settings, ledger, nessie, table, active)
     report.recovered_locks.append(table)
     logger.warning(
@@ -306,7 +292,7 @@ def _alert_blocked_once(ledger: Ledger, record: Record, lock: TableLock,
     """One alert per blocked file: which table waits, since when, and why."""
     iid, table = record.ingest_id, lock.table
     if record.blocked_alerted_at or not ledger.update_ingest(
-            iid, {"blocked_alerted_at": iso(now)}, only_if_status=c.PENDING_STATUSES):
+            iid, blocked_alerted_at=iso(now), only_if_status=c.PENDING_STATUSES):
         return
     since = lock.active_since or record.created_at
     waiting = len(lock.queue)

@@ -20,18 +20,18 @@ from botocore.exceptions import ClientError
 
 from contracts.batching import MANIFEST_MARKER, MAX_MANIFEST_BYTES, SUCCESS_MARKER
 from ingestion import constants as c
-from ingestion.alerts import alert_event, send_alert_quietly
 from ingestion.config import Settings
 from ingestion.ingest import start_or_fail
 from ingestion.ledger import (
     KIND_BATCH,
     LOCK_QUEUED,
     BatchRecord,
+    Changes,
     IngestRecord,
     Ledger,
     Record,
 )
-from ingestion.lineage.record import record_outcome
+from ingestion.lifecycle import announce
 from ingestion.naming import file_name, ingest_id, iso, route_key, s3_uri, utcnow
 from ingestion.nessie import NessieClient
 from lambdas.trigger.events import ObjectCreated
@@ -81,7 +81,7 @@ def complete_dataset(
     if isinstance(batch, BatchRecord):  # a retry after a stop between record and join
         join_members(ledger, batch_id, batch.members)
     if ledger.acquire_or_enqueue(table, batch_id) == LOCK_QUEUED:
-        ledger.update_ingest(batch_id, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
+        ledger.update_ingest(batch_id, status=c.QUEUED, only_if_status={c.RECEIVED})
         return c.QUEUED, batch_id, None
     started = start_or_fail(settings, ledger, nessie, ledger.get_ingest(batch_id) or batch)
     return started.status or "?", batch_id, started.error
@@ -172,8 +172,8 @@ def join_members(ledger: Ledger, batch_id: str, members: Sequence[str],
     """Make the files the dataset's (RUNNING in it, or REJECTED with its `problem`): only
     those still waiting are changed, so it is safe to repeat (a retried trigger does, in
     case the one before stopped between recording the dataset and joining its files)."""
-    joined = {"status": c.REJECTED if problem else c.RUNNING, "batch_id": batch_id,
-              "error": problem, "finished_at": iso(utcnow()) if problem else None}
+    joined = Changes(status=c.REJECTED if problem else c.RUNNING, batch_id=batch_id,
+                     error=problem, finished_at=iso(utcnow()) if problem else None)
     ledger.update_ingests({member: joined for member in members}, only_if_status=_JOINABLE)
 
 
@@ -203,8 +203,7 @@ def record_batch(settings: Settings, ledger: Ledger, batch_id: str, table: str |
     join_members(ledger, batch_id, ids, problem)
     batch = ledger.get_ingest(batch_id)
     assert batch is not None
-    if created and problem:
-        send_alert_quietly(alert_event(batch, outcome=c.REJECTED, reason=problem))
-        record_outcome(settings, ledger, batch)
+    if created and problem:  # recorded ended: announced as `settle` would
+        announce(settings, ledger, batch, c.REJECTED, problem)
     return batch
 

@@ -31,7 +31,7 @@ from ingestion.config import Settings
 from ingestion.exceptions import SourceVersionGoneError, UnroutableKeyError
 from ingestion.ingest import start_or_fail
 from ingestion.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, IngestRecord, Ledger, Record
-from ingestion.lineage.record import record_outcome
+from ingestion.lifecycle import settle
 from ingestion.naming import (
     file_name,
     ingest_id,
@@ -145,7 +145,7 @@ def handle_object(
             return TriggerResult(obj.key, c.REJECTED, iid, table, unknown)
         return _not_pending(obj, ledger.get_ingest(iid) or record)
     if intake.by_marker:  # waits for its dataset's marker
-        ledger.update_ingest(iid, {"status": c.HELD, "dataset": dataset_prefix(obj.key)},
+        ledger.update_ingest(iid, status=c.HELD, dataset=dataset_prefix(obj.key),
                              only_if_status={c.RECEIVED})
         held = ledger.get_ingest(iid) or record
         if held.status != c.HELD:
@@ -155,7 +155,7 @@ def handle_object(
     if lock == LOCK_NOT_PENDING:  # finished while this duplicate was on its way
         return _not_pending(obj, ledger.get_ingest(iid) or record)
     if lock == LOCK_QUEUED:
-        ledger.update_ingest(iid, {"status": c.QUEUED}, only_if_status={c.RECEIVED})
+        ledger.update_ingest(iid, status=c.QUEUED, only_if_status={c.RECEIVED})
         return TriggerResult(obj.key, c.QUEUED, iid, table)
     started = start_or_fail(settings, ledger, nessie, ledger.get_ingest(iid) or record)
     return TriggerResult(obj.key, started.status or "?", iid, table)
@@ -226,9 +226,9 @@ def _multi_table_drop(
         intake = intakes[table]
         record = _recorded_and_staged(part, settings, ledger, s3, intake, table, member_of)
         if intake.config_error and record.is_pending:  # the dataset's alert names it
-            ledger.update_ingest(record.ingest_id, {
-                "status": c.REJECTED, "error": intake.config_error,
-                "reason_code": CONFIG_ERROR, "finished_at": iso(utcnow())},
+            ledger.update_ingest(
+                record.ingest_id, status=c.REJECTED, error=intake.config_error,
+                reason_code=CONFIG_ERROR, finished_at=iso(utcnow()),
                 only_if_status=c.PENDING_STATUSES)
             record = _ingest(ledger.get_ingest(record.ingest_id)) or record
         return record
@@ -256,15 +256,10 @@ def _stage(
         stage_version(s3, bucket=obj.bucket, key=obj.key, version_id=obj.version_id,
                       etag=obj.etag, target=record.staged_uri)
     except SourceVersionGoneError as exc:
-        reason = str(exc)
-        if ledger.update_ingest(iid, {"status": c.REJECTED, "error": reason},
-                                only_if_status={c.RECEIVED}):
-            rejected = ledger.get_ingest(iid) or record
-            if not quiet:
-                send_alert_quietly(alert_event(rejected, outcome=c.REJECTED, reason=reason))
-            record_outcome(settings, ledger, rejected)
+        settle(settings, ledger, record, c.REJECTED, str(exc), only_if_status={c.RECEIVED},
+               alert=not quiet)
         return _ingest(ledger.get_ingest(iid)) or record
-    ledger.update_ingest(iid, {"staged_at": iso(utcnow())})
+    ledger.update_ingest(iid, staged_at=iso(utcnow()))
     return _ingest(ledger.get_ingest(iid)) or record
 
 

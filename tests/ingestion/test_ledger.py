@@ -14,6 +14,7 @@ from ingestion.ledger import (
     LOCK_ACTIVE,
     LOCK_NOT_PENDING,
     LOCK_QUEUED,
+    Changes,
     Ledger,
     Successor,
     batch_id,
@@ -308,7 +309,7 @@ def test_reads_during_concurrent_updates_see_whole_items(ledger):
             fields = {f"f{n}": n for n in range(size)}
             stale = {f"f{n}": None for n in range(size, 40)}
             try:
-                ledger.update_ingest("e" * 16, {**fields, **stale})
+                ledger.update_ingest("e" * 16, Changes({**fields, **stale}))  # undeclared
             except BaseException as exc:
                 errors.append(exc)
             i += 1
@@ -358,7 +359,8 @@ def test_many_records_are_read_and_changed_in_batches_each_under_its_condition(l
     found = ledger.get_ingests([*ids, "f" * 16])
     assert set(found) == set(ids) and found[ids[0]].status == "QUEUED"
 
-    changed = ledger.update_ingests({i: {"status": "RUNNING", "n": n} for n, i in enumerate(ids)},
+    changed = ledger.update_ingests({i: Changes({"n": n}, status="RUNNING")  # n: undeclared
+                                     for n, i in enumerate(ids)},
                                     only_if_status={"QUEUED"}, only_if=("batch_id", "b" * 16))
     assert changed == set(ids) - {ids[7], ids[120]}
     after = ledger.get_ingests(ids)
@@ -430,3 +432,64 @@ def test_the_interleaving_test_finds_the_deadlock_of_tables_taken_as_listed(ledg
     # The control: the same interleavings with each run's own order do deadlock.
     stuck = [seed for seed in range(12) if _interleave(ledger, seed, _acquire_as_listed)[1]]
     assert stuck
+
+
+def test_a_status_change_the_lifecycle_does_not_allow_is_refused(ledger):
+    """The ledger's writes check the lifecycle's table (in the write's own condition): a
+    change not in it raises and writes nothing, whether or not the caller named the status
+    it expects; a caller whose expected status is gone still gets a plain False."""
+    from contracts.lifecycle import TransitionError
+
+    ledger.create_ingest("a" * 16, {"table": "s.t", "status": "PUBLISHED"})
+    with pytest.raises(TransitionError, match="from PUBLISHED to RUNNING"):
+        ledger.update_ingest("a" * 16, {"status": "RUNNING", "error": "late"})
+    with pytest.raises(TransitionError, match="from PUBLISHED to QUEUED"):
+        ledger.update_ingest("a" * 16, {"status": "QUEUED"}, only_if_status={"PUBLISHED"})
+    with pytest.raises(TransitionError, match="from PUBLISHED to REJECTED"):
+        ledger.update_ingests({"a" * 16: {"status": "REJECTED"}},
+                              only_if_status={"PUBLISHED", "RUNNING"})
+    with pytest.raises(TransitionError, match="'PUBLISHD' is not a status"):
+        ledger.update_ingest("a" * 16, {"status": "PUBLISHD"})
+    record = ledger.get_ingest("a" * 16)
+    assert record.status == "PUBLISHED" and record.error is None
+
+    ledger.create_ingest("b" * 16, {"table": "s.t", "status": "RECEIVED"})
+    assert not ledger.update_ingest("b" * 16, {"status": "PUBLISHED"},
+                                    only_if_status={"RUNNING"})  # someone else's: no error
+    assert ledger.get_ingest("b" * 16).status == "RECEIVED"
+
+
+def test_every_status_change_the_lifecycle_lists_is_accepted_and_no_other(ledger):
+    from contracts.lifecycle import TRANSITIONS, Status, TransitionError
+
+    for number, (source, target) in enumerate(
+            (source, target) for source in Status for target in Status):
+        iid = f"{number:016x}"
+        ledger.create_ingest(iid, {"table": "s.t", "status": source.value})
+        if target in TRANSITIONS[source] or target == source:  # (keeping it is no change)
+            assert ledger.update_ingest(iid, {"status": target.value}), (source, target)
+            assert ledger.get_ingest(iid).status == target
+        else:
+            with pytest.raises(TransitionError):
+                ledger.update_ingest(iid, {"status": target.value})
+            assert ledger.get_ingest(iid).status == source
+
+
+def test_an_update_names_only_fields_the_records_declare(ledger):
+    """A misspelt field fails where the change is made, before anything is written; an
+    attribute the records do not declare is set only as such (`extra`)."""
+    ledger.create_ingest("a" * 16, {"table": "s.t", "status": "RECEIVED"})
+    with pytest.raises(TypeError, match="not a field of a ledger record: stauts"):
+        ledger.update_ingest("a" * 16, stauts="RUNNING")
+    with pytest.raises(TypeError, match="not a field of a ledger record: finised_at"):
+        ledger.update_ingest("a" * 16, {"status": "RUNNING", "finised_at": "now"})
+    with pytest.raises(TypeError, match="not a field of a ledger record: eror"):
+        ledger.update_ingests({"a" * 16: {"eror": "x"}}, only_if_status={"RECEIVED"})
+    with pytest.raises(TypeError, match="declared fields passed as extra: status"):
+        Changes({"status": "RUNNING"})
+    record = ledger.get_ingest("a" * 16)
+    assert record.status == "RECEIVED" and not record.extra
+
+    assert ledger.update_ingest("a" * 16, Changes({"files_after": 3}, error="kept"))
+    record = ledger.get_ingest("a" * 16)
+    assert record.error == "kept" and record.extra == {"files_after": 3}

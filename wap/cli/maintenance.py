@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from contracts.lifecycle import Status
 from wap.text import size_text
 
 
@@ -58,7 +59,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(render.to_json({"runs": runs}))
             for run in [] if as_json else runs:
                 console.print(compaction.line_of(run), soft_wrap=True, markup=False)
-            return all(run["status"] == "PUBLISHED" for run in runs)
+            return all(run["status"] == Status.PUBLISHED for run in runs)
 
         if not _run(work):
             raise typer.Exit(3)

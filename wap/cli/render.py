@@ -16,6 +16,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from contracts.lifecycle import Status
 from contracts.report import CheckResult, samples_title
 from ingestion.ledger import QueueStat
 from ingestion.ledger.records import record_attributes, tables_of
@@ -482,7 +483,7 @@ def show_json(view: IngestView) -> dict[str, Any]:
 
 def ingest_json(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"ingests": list(outcomes),
-            "all_published": all(o["status"] == "PUBLISHED" for o in outcomes)}
+            "all_published": all(o["status"] == Status.PUBLISHED for o in outcomes)}
 
 
 def doctor_json(checks: Sequence[Any], label: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from contracts.table_config import (
 )
 from ingestion import constants as c
 from ingestion.exceptions import AuditedCommitMismatchError, MergeConflictError
-from ingestion.ledger import BatchRecord, IngestRecord, QueueStat, Record, tables_of
+from ingestion.ledger import BatchRecord, Changes, IngestRecord, QueueStat, Record, tables_of
 from ingestion.naming import TableRef, iso, utcnow
 from ingestion.nessie import MergeMeta
 from ingestion.published import merge_audited_commit
@@ -237,7 +237,7 @@ def _members_follow(backend: Backend, record: Record, status: str,
     if not isinstance(record, BatchRecord) or not record.members:
         return
     backend.ledger.update_ingests(
-        {member: {"status": status, **fields} for member in record.members},
+        {member: Changes(status=status, **fields) for member in record.members},
         only_if_status={record.status}, only_if=("batch_id", record.ingest_id))
 
 
@@ -428,12 +428,11 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     _members_follow(backend, record, c.PUBLISHED, {**published, "finished_at": now})
     backend.ledger.update_ingest(
         iid,
-        {"status": c.PUBLISHED, "audit_error": record.error, "published_branch": branch,
-         **published},
+        status=c.PUBLISHED, audit_error=record.error, published_branch=branch, **published,
         only_if_status={status},
     )
     backend.nessie.delete_branch(branch, audited)
-    backend.ledger.update_ingest(iid, {"branch_deleted_at": iso(utcnow())})
+    backend.ledger.update_ingest(iid, branch_deleted_at=iso(utcnow()))
     backend.changed()
     send_review(backend, backend.ledger.get_ingest(iid) or record)
     return Published(ingest_id=iid, branch=branch, main_hash=main_hash, message=message)
@@ -465,7 +464,7 @@ def discard(
     _members_follow(backend, record, c.DISCARDED, discarded)
     backend.ledger.update_ingest(
         iid,
-        {"status": c.DISCARDED, "branch_deleted_at": iso(utcnow()), **discarded},
+        status=c.DISCARDED, branch_deleted_at=iso(utcnow()), **discarded,
         only_if_status={status},
     )
     backend.changed()
