@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 from contracts import timestamps
 from contracts.report import ERROR, FAILED, METRICS, PASSED, SCAN, WRITE, CheckResult
 from contracts.table_config import PARSE_ERRORS, CheckSpec, TableConfig, parse_max_age
-from spark_jobs.errors import TableConfigError, describe
+from spark_jobs.errors import TableConfigError, as_job_error, classify, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.literals import literal
 from spark_jobs.metrics import ColumnStats, SnapshotStats
@@ -438,7 +438,72 @@ def compile_checks(spark: SparkSession, config: TableConfig,
         if spec.kind == "expression":
             check.referenced = _validate_expression(spark, spec.params["sql"], schema, where)
         compiled.append(check)
+    if compiled:
+        analyse_audit_queries(_empty_frame(spark, schema), compiled)
     return compiled
+
+
+def analyse_audit_queries(empty: DataFrame, checks: list[Check]) -> None:
+    """Build every query the write and the audit run with the checks' SQL on `empty` (a
+    frame of the table's schema without rows): Spark analyses a query when it is built,
+    so a check it refuses anywhere (an IN subquery inside an aggregate, say) is refused
+    here, before anything is written. Whatever Spark's error class, an analysis error is
+    the config's: TableConfigError naming the check. A failure to reach the JVM at all
+    stays infrastructure (`config_fault`).
+
+    All checks are analysed together (four analyses per run); only when that fails is
+    each built alone, to name the culprit.
+    """
+    try:
+        _build_audit_queries(empty, checks)
+        return
+    except Exception as exc:
+        config_fault(exc, "the audit's queries cannot be analysed")
+    for check in checks:
+        try:
+            _build_audit_queries(empty, [check])
+        except Exception as exc:
+            config_fault(exc, f"check {check.spec.name!r}")
+            raise TableConfigError(
+                f"check {check.spec.name!r} ({check.spec.kind}): Spark cannot run it in the "
+                f"audit: {_first_line(exc)}") from exc
+
+
+def _build_audit_queries(empty: DataFrame, checks: list[Check]) -> None:
+    """The shapes the checks take in the job (audit.py, per_source.py, writer.py): one
+    aggregation (the scan), the same grouped by file (a batch's verdicts), observed
+    during the write, and the violation predicates selected and filtered (samples)."""
+    aggregates = [F.count(F.lit(1)).alias("__rows")]
+    for index, check in enumerate(checks):
+        aggregates += check.aggregates(f"c{index}_")
+    empty.agg(*aggregates)
+    empty.groupBy(F.lit("file").alias("__file")).agg(*aggregates)
+    observed = [aggregates[0]] + [aggregate for index, check in enumerate(checks)
+                                  if check.observable
+                                  for aggregate in check.aggregates(f"c{index}_")]
+    empty.observe("wap_analysis", *observed)  # by name: no listener is registered
+    flags = [check.violation().alias(f"__v{index}") for index, check in enumerate(checks)
+             if check.violation() is not None]
+    if flags:
+        flagged = F.lit(False)
+        for index, check in enumerate(checks):
+            if check.violation() is not None:
+                flagged = flagged | F.col(f"__v{index}")
+        empty.select("*", *flags).where(flagged)
+
+
+def config_fault(exc: BaseException, what: str) -> None:
+    """Return when analysing a check failed because of the check (anything Spark's
+    analysis raises, whatever its class); raise the InfrastructureError when a known
+    infrastructure cause failed it (the JVM gateway gone, out of memory, a catalog a
+    subquery names that does not answer)."""
+    verdict = classify(exc)
+    if verdict.known and not verdict.is_input:
+        raise as_job_error(exc, f"{what}: {describe(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def default_required_checks(schema: T.StructType) -> list[CheckSpec]:
@@ -468,8 +533,12 @@ def _validate_expression(spark: SparkSession, sql: str, schema: T.StructType,
             # `where` refuses aggregates and window functions: the expression is per row.
             empty.where(F.expr(sql))
     except (AnalysisException, ParseException, PySparkException) as exc:
-        message = str(exc).strip().splitlines()[0]
-        raise TableConfigError(f"{where}: invalid SQL expression {sql!r}: {message}") from exc
+        raise TableConfigError(f"{where}: invalid SQL expression {sql!r}: "
+                               f"{_first_line(exc)}") from exc
+    except Exception as exc:  # any other analysis error is the SQL's too (config_fault)
+        config_fault(exc, f"{where}: analysing {sql!r}")
+        raise TableConfigError(f"{where}: invalid SQL expression {sql!r}: "
+                               f"{_first_line(exc)}") from exc
     if not isinstance(result_type, T.BooleanType):
         raise TableConfigError(f"{where}: expression {sql!r} is {result_type.simpleString()}, "
                           "not boolean")

@@ -33,6 +33,7 @@ from spark_jobs.schema_policy import SchemaPlan
 from spark_jobs.sources import PARQUET_READER, expand_sources, read_sources
 from spark_jobs.text_sources import (
     SourceReader,
+    damaged_text_error,
     data_schema,
     every_column,
     has_parse_errors_column,
@@ -103,7 +104,8 @@ def usable_sources(spark: SparkSession, sources: list[str],
 
 def leave_out_undecodable(spark: SparkSession, usable: Usable,
                           reader: SourceReader = PARQUET_READER) -> bool:
-    """After a write the rows refused (a page that does not decode behind a valid footer):
+    """After a write the rows refused (a page that does not decode behind a valid footer,
+    a gzip stream that ends early):
     find the files whose rows do not decode, by halves, and leave their sources out.
 
     A group decodes in one read (Spark's `noop` sink decodes every column without writing);
@@ -121,6 +123,9 @@ def leave_out_undecodable(spark: SparkSession, usable: Usable,
             reason = str(exc)
         except Exception as exc:
             error = as_job_error(exc, f"the rows of {files[0]} do not decode: {describe(exc)}")
+            if not isinstance(error, InputRejectedError):
+                # A gzip stream that ends early fails as an IOException would.
+                error = damaged_text_error(spark, reader, files) or error
             if not isinstance(error, InputRejectedError):
                 raise error from exc
             reason = str(error)

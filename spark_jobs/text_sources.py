@@ -18,6 +18,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import logging
 import zlib
 from dataclasses import dataclass, field
 
@@ -39,7 +40,10 @@ from spark_jobs import hadoop_fs
 from spark_jobs.errors import InputRejectedError, TableConfigError, as_job_error, describe
 from spark_jobs.identifiers import quote
 
+log = logging.getLogger(__name__)
 PARSE_ERROR = "__wap_parse_error"
+REPLACED_TEXT = "__wap_replaced_text"
+REPLACEMENT = "\ufffd"
 # Samples of unparsable rows kept in the report (all of them are counted).
 PARSE_ERROR_SAMPLES = 20
 SAMPLE_TEXT = 500
@@ -47,6 +51,8 @@ HEADER_BYTES = 64 * 1024
 # How far the failure path reads a file to number the lines of its samples.
 LOCATE_MAX_BYTES = 1024**3
 LOCATE_CHUNK = 8 * 1024 * 1024
+# How much of a file the stream checks (gzip, encoding) read per call to the JVM.
+STREAM_CHUNK = 8 * 1024 * 1024
 # Spark prunes `from_json` to the fields a query reads; a value of an unread field that
 # does not fit its type would then not count as a parse error.
 JSON_PRUNING_CONF = "spark.sql.optimizer.enableJsonExpressionOptimization"
@@ -121,6 +127,19 @@ def parsed_rows(frame: DataFrame) -> DataFrame:
 def parse_error_count() -> Column:
     """Aggregate: how many rows did not parse."""
     return F.count_if(F.col(PARSE_ERROR).isNotNull())
+
+
+def replaced_text_count(frame: DataFrame) -> Column:
+    """Aggregate: how many parsed rows hold U+FFFD in a string column, the character
+    Spark's CSV reader puts in place of bytes its encoding does not allow (the one sign
+    of them it leaves). Only then are the files' bytes checked (`encoding_error`)."""
+    seen = F.lit(False)
+    for f in frame.schema.fields:
+        if isinstance(f.dataType, T.StringType) and f.name != PARSE_ERROR:
+            seen = seen | F.col(quote(f.name)).contains(REPLACEMENT)
+    if has_parse_errors_column(frame):
+        seen = F.col(PARSE_ERROR).isNull() & seen
+    return F.count_if(seen)
 
 
 def every_column(frame: DataFrame) -> Column:
@@ -222,8 +241,11 @@ def _read_jsonl(spark: SparkSession, reader: SourceReader, uris: list[str]) -> D
     known = F.array(*(F.lit(name) for name in schema.names))
     unknown = F.size(F.array_except(F.json_object_keys(F.col("value")), known)) > 0
     staged = lines.select(F.col("value"), parsed.alias("row"))
+    # Bytes UTF-8 does not allow: decoding replaces them, so the round trip differs
+    # (the line is an unparsable row, never written altered).
+    invalid = F.encode(F.col("value"), "UTF-8") != F.col("value").cast("binary")
     failed = (F.col("row").isNull() | F.col(f"row.{PARSE_ERROR}").isNotNull()
-              | unknown)
+              | unknown | invalid)
     try:
         frame = staged.select(*(F.col("row").getField(name).alias(name)
                                 for name in schema.names),
@@ -320,6 +342,106 @@ def _decode(data: bytes, encoding: str) -> str:
     if data.startswith(UTF8_BOM):
         data = data[len(UTF8_BOM):]
     return data.decode("utf-8" if encoding == "UTF-8" else "latin-1", errors="replace")
+
+
+def damaged_text_error(spark: SparkSession, reader: SourceReader, files: list[str]
+                       ) -> InputRejectedError | None:
+    """After reading the sources failed for a cause that is not the input's (Hadoop says
+    `Unexpected end of input stream [EOFException]` or `gzip stream CRC failure`, much as
+    S3 says a read failed): the first gzip'd text source whose stream is damaged, as
+    the input's rejection; None when every gzip stream is sound, and the failure stands.
+    One streaming read of each gzip'd source, on this failure path only."""
+    for uri in files:
+        fmt = reader.format(uri)
+        if fmt.kind == PARQUET or not fmt.gzip:
+            continue
+        try:
+            problem = stream_problem(spark, uri, fmt, utf8=False)
+        except Exception:  # the storage fails too: the original failure stands
+            log.exception("cannot read %s to check its gzip stream", uri)
+            return None
+        if problem:
+            return InputRejectedError(problem)
+    return None
+
+
+def encoding_error(spark: SparkSession, reader: SourceReader, files: list[str]
+                   ) -> InputRejectedError | None:
+    """The first UTF-8 text source that holds bytes UTF-8 does not allow (Spark would
+    have written U+FFFD in their place), as the input's rejection naming the line and the
+    byte; None when every such file is valid (its U+FFFD are its own). Called only when
+    the write saw a U+FFFD; one streaming read of each UTF-8 text source."""
+    for uri in files:
+        fmt = reader.format(uri)
+        if fmt.kind == PARQUET or (fmt.kind == CSV and reader.csv.encoding != "UTF-8"):
+            continue
+        problem = stream_problem(spark, uri, fmt, utf8=True)
+        if problem:
+            return InputRejectedError(problem)
+    return None
+
+
+def stream_problem(spark: SparkSession, uri: str, fmt: SourceFormat, utf8: bool
+                   ) -> str | None:
+    """What is wrong with a text file's bytes, read once as a stream: a gzip stream that
+    is damaged or ends early, or (`utf8`) a byte sequence UTF-8 does not allow, with
+    where; None when the file is sound. Concatenated gzip members are one stream, as
+    Hadoop reads them."""
+    name = file_name(uri)
+    size = hadoop_fs.list_files(spark, uri)[0].size
+    inflate = zlib.decompressobj(wbits=31) if fmt.gzip else None
+    decoder = codecs.getincrementaldecoder("utf-8")() if utf8 else None
+    offset = text_bytes = 0
+    line = 1
+    while offset < size:
+        chunk = hadoop_fs.read_range(spark, uri, offset, min(STREAM_CHUNK, size - offset))
+        if not chunk:
+            break
+        offset += len(chunk)
+        data = chunk
+        if inflate is not None:
+            try:
+                data, inflate = _inflate(inflate, chunk)
+            except zlib.error as exc:
+                return (f"{name}: the gzip stream is damaged ({exc}) within its first "
+                        f"{offset} bytes, after {text_bytes} bytes of text (line {line}); "
+                        "upload the file again")
+        if decoder is not None:
+            pending = decoder.getstate()[0]  # a character's first bytes, from before
+            try:
+                decoder.decode(data)
+            except UnicodeDecodeError as exc:
+                bad = (pending + data)[exc.start]
+                position = text_bytes - len(pending) + exc.start
+                line += data.count(b"\n", 0, max(exc.start - len(pending), 0))
+                hint = ("save it as UTF-8, or declare `csv: {encoding: latin-1}` if it is "
+                        "Latin-1") if fmt.kind == CSV else "JSON Lines are UTF-8: save it so"
+                return (f"{name}: not valid UTF-8, its declared encoding: byte 0x{bad:02x} "
+                        f"at line {line} (byte offset {position} of the text); {hint}")
+        line += data.count(b"\n")
+        text_bytes += len(data)
+    if inflate is not None and not inflate.eof:
+        return (f"{name}: the gzip stream ends early after {offset} bytes ({text_bytes} "
+                f"bytes of text, line {line}): the upload was cut short, or the file lacks "
+                "gzip's 8-byte trailer; upload the whole file again")
+    if decoder is not None:
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return (f"{name}: not valid UTF-8, its declared encoding: it ends inside a "
+                    f"character at line {line} (byte offset {text_bytes} of the text)")
+    return None
+
+
+def _inflate(inflate, chunk: bytes):
+    """The text in `chunk` and the decompressor for what follows (a new one for each
+    gzip member after the first)."""
+    data = inflate.decompress(chunk)
+    while inflate.eof and inflate.unused_data:
+        rest = inflate.unused_data
+        inflate = zlib.decompressobj(wbits=31)
+        data += inflate.decompress(rest)
+    return data, inflate
 
 
 def parse_error_samples(spark: SparkSession, frame: DataFrame, origin: dict[str, str],

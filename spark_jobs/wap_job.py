@@ -52,6 +52,7 @@ from spark_jobs.errors import (
     InputRejectedError,
     ReportWriteError,
     TableConfigError,
+    WapJobError,
     classify,
 )
 from spark_jobs.identifiers import (
@@ -74,7 +75,9 @@ from spark_jobs.sources import read_sources, read_strict
 from spark_jobs.text_sources import (
     SourceReader,
     check_parse_options,
+    damaged_text_error,
     data_schema,
+    encoding_error,
     every_column,
     has_parse_errors_column,
     parse_error_count,
@@ -82,6 +85,7 @@ from spark_jobs.text_sources import (
     parsed_rows,
 )
 from spark_jobs.writer import (
+    AppendResult,
     CatalogTable,
     append,
     check_iceberg_types,
@@ -295,8 +299,10 @@ def _run(spark, args: JobArgs, report: Report):
         observe = observation_aggregates(checks) if observe_checks else None
         strict = read_strict(spark, files, reader) if parse_check is not None else None
         try:
-            written = append(spark, ref, frame, plan, args.ingest_id, files, observe,
-                             recorded=recorded_sources(args, usable), strict=strict)
+            written = _append_text_checked(
+                spark, reader, files, lambda: append(
+                    spark, ref, frame, plan, args.ingest_id, files, observe,
+                    recorded=recorded_sources(args, usable), strict=strict))
         except InputRejectedError as exc:
             if classify(exc.__cause__ or exc).cause in EVALUATION_ERROR_CLASSES:  # a check's sql?
                 config_error = expression_failing_on(
@@ -308,8 +314,10 @@ def _run(spark, args: JobArgs, report: Report):
                     spark, usable, reader):
                 raise
             frame, files = read_sources(spark, usable.uris, reader), usable.uris
-            written = append(spark, ref, frame, plan, args.ingest_id, files, observe,
-                             recorded=recorded_sources(args, usable))
+            written = _append_text_checked(
+                spark, reader, files, lambda: append(
+                    spark, ref, frame, plan, args.ingest_id, files, observe,
+                    recorded=recorded_sources(args, usable)))
         step = report.timed("append_s", step)
         report.timings["observe_wait_s"] = written.observe_wait_s
     else:
@@ -337,6 +345,27 @@ def _run(spark, args: JobArgs, report: Report):
         report.timed("audit_per_source_s", start)
     report.judge(verdicts)
     return ref, written
+
+
+def _append_text_checked(spark, reader: SourceReader, files: list[str],
+                         write: Callable[[], AppendResult]) -> AppendResult:
+    """`write()`, with the text sources' bytes as the judge of what went wrong: a write
+    that failed for a cause not the input's, behind which a gzip stream is damaged, is
+    the file's fault; a write that saw U+FFFD in a value is the file's fault when a UTF-8
+    source holds bytes UTF-8 does not allow (Spark replaced them). Both InputRejectedError
+    naming the file and where (the rows written on the branch are never published)."""
+    try:
+        written = write()
+    except WapJobError as exc:
+        damaged = damaged_text_error(spark, reader, files) if exc.infrastructure else None
+        if damaged is not None:
+            raise damaged from exc
+        raise
+    if written.replaced_text:
+        invalid = encoding_error(spark, reader, files)
+        if invalid is not None:
+            raise invalid
+    return written
 
 
 def source_reader(config: TableConfig, existing: StructType | None,

@@ -32,11 +32,13 @@ from spark_jobs.parquet_footer import named_columns
 from spark_jobs.schema_policy import SchemaPlan
 from spark_jobs.text_sources import (
     PARSE_ERROR,
+    REPLACED_TEXT,
     data_schema,
     has_parse_errors_column,
     is_malformed_row,
     parse_error_count,
     parsed_rows,
+    replaced_text_count,
 )
 
 INGEST_ID_PROPERTY = "wap.ingest-id"
@@ -74,6 +76,10 @@ class AppendResult:
     # Rows of text sources that did not parse (not written), counted by the write
     # itself; None for parquet sources, or when the count did not arrive.
     parse_errors: int | None = None
+    # True when a written text value holds U+FFFD, what Spark puts in place of bytes
+    # invalid in the declared encoding (or the file's own U+FFFD): the run then checks
+    # the files' bytes (text_sources.encoding_error). Unknown counts as seen.
+    replaced_text: bool = False
 
 
 def load_table(spark: SparkSession, ref: CatalogTable):
@@ -223,7 +229,8 @@ def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
     """
     if strict is not None:  # clean CSV, the common case: no corrupt-record bookkeeping
         try:
-            found = _write(spark, ref, strict, plan, ingest_id, sources, observe, recorded)
+            found = _write(spark, ref, strict, plan, ingest_id, sources, observe, recorded,
+                           True)  # text: positional, as tests spy on _write's arguments
             found.parse_errors = 0
             return found
         except Exception as exc:
@@ -235,12 +242,15 @@ def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
 
 def _write(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: SchemaPlan,
            ingest_id: str, sources: list[str], observe: list[Column] | None,
-           recorded: list[str] | None) -> AppendResult:
+           recorded: list[str] | None, text: bool = False) -> AppendResult:
     counted = None
-    if has_parse_errors_column(frame):  # counted as they stream by, then left out
+    parse_errors = has_parse_errors_column(frame)
+    if parse_errors or text:  # counted as they stream by (unparsable rows: left out)
         # Named per table: a multi-table dataset writes its tables side by side.
         counted = Observation(f"wap_parse_{ingest_id}:{ref.namespace}.{ref.table}")
-        frame = frame.observe(counted, parse_error_count().alias(PARSE_ERROR))
+        frame = frame.observe(counted, *(
+            [parse_error_count().alias(PARSE_ERROR)] if parse_errors else []),
+            replaced_text_count(frame).alias(REPLACED_TEXT))
     shaped = parsed_rows(frame).select(*plan.projection(data_schema(frame)))
     observation = None
     if observe:
@@ -266,7 +276,9 @@ def _write(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
     found.reused = False
     if counted is not None:
         values = _observed_values(counted)
-        found.parse_errors = None if values is None else int(values[PARSE_ERROR])
+        if parse_errors:
+            found.parse_errors = None if values is None else int(values[PARSE_ERROR])
+        found.replaced_text = values is None or bool(values[REPLACED_TEXT])
     if observation is not None:
         started = time.perf_counter()
         found.observed = _observed_values(observation)

@@ -10,7 +10,10 @@ import decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
+from pyspark.sql import types as T
 
+from contracts.table_config import parse_table_config_text
 from spark_jobs.wap_job import run_ingest
 from tests.fixtures.spark_files import write_parquet
 
@@ -83,3 +86,43 @@ def test_a_config_spark_refuses_at_run_time_is_a_config_error(lake, ingest, tmp_
     assert (report["outcome"], report["reason_code"]) == ("rejected", "config_error"), (
         report["outcome"], report["reason"])
     assert named in report["reason"]
+
+
+@pytest.mark.parametrize("sql", [
+    "order_id IN (SELECT id FROM range(5))",
+    "EXISTS (SELECT 1 FROM range(1) WHERE id = order_id)",
+    "order_id NOT IN (SELECT id FROM range(5))",
+], ids=["in-subquery", "correlated-exists", "not-in-subquery"])
+def test_a_check_whose_sql_the_audit_cannot_run_is_rejected_in_one_run(lake, ingest, tmp_path,
+                                                                        sql):
+    # Spark analyses these per row, but refuses them inside the audit's aggregates: the
+    # job builds those queries on an empty frame of the table before the write, so
+    # whatever Spark's error class, the config is at fault (rejected, not retried).
+    source = write_parquet(tmp_path / "orders.parquet", ORDERS)
+    config = f"checks:\n  - {{kind: expression, name: known_ids, sql: \"{sql}\"}}\n"
+    args = ingest("badcfg.subquery", [source], config=config)
+    report = run_ingest(lake, args)
+
+    assert (report["outcome"], report["reason_code"]) == ("rejected", "config_error"), (
+        report["outcome"], report["reason"])
+    assert "known_ids" in report["reason"] and "subquer" in report["reason"].lower()
+    assert report["snapshot_id"] is None  # decided before anything was written
+
+
+def test_an_analysis_that_cannot_reach_the_jvm_stays_an_error(lake, monkeypatch):
+    # The queries are analysed in the driver JVM: a gateway failure there is not the
+    # config's fault.
+    from py4j.protocol import Py4JNetworkError
+
+    from spark_jobs import checks
+    from spark_jobs.errors import InfrastructureError
+
+    def gone(*_args, **_kwargs):
+        raise Py4JNetworkError("Answer from Java side is empty")
+
+    monkeypatch.setattr(checks, "_build_audit_queries", gone)
+    config = parse_table_config_text(
+        "checks:\n  - {kind: expression, name: e, sql: 'order_id > 0'}\n", yaml=yaml)
+    schema = T.StructType([T.StructField("order_id", T.LongType())])
+    with pytest.raises(InfrastructureError):
+        checks.compile_checks(lake, config, schema)
