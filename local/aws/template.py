@@ -30,8 +30,8 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What `cdk synth` reads from the repository (cdk.json's watch list plus the CLI's inputs).
-SOURCE_INPUTS = ("contracts", "infra", "lambdas", "statemachine", "spark_jobs", "tables",
-                 "requirements-lambda.txt",
+SOURCE_INPUTS = ("contracts", "infra", "ingestion", "lambdas", "statemachine", "spark_jobs",
+                 "tables", "requirements-lambda.txt",
                  "requirements-lambda-maintenance.txt", "cdk.json")
 # Installed packages whose versions shape the template (PyYAML is vendored into the job zip).
 TOOL_PACKAGES = ("aws-cdk-lib", "constructs", "cdk-nag", "PyYAML")

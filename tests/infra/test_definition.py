@@ -36,7 +36,7 @@ def test_missing_file_is_a_clear_error(tmp_path):
 
 
 def test_synthesis_fails_on_an_unknown_substitution(tmp_path):
-    for name in ("lambdas", "contracts", "spark_jobs", "tables"):
+    for name in ("lambdas", "contracts", "ingestion", "spark_jobs", "tables"):
         (tmp_path / name).symlink_to(REPO / name)
     shutil.copy(REPO / "requirements-lambda.txt", tmp_path)
     shutil.copy(REPO / "requirements-lambda-maintenance.txt", tmp_path)
