@@ -8,7 +8,8 @@ from contracts import catalog_ui as ui
 def test_paths():
     assert ui.tree_path("main") == "/tree/main"
     assert ui.tree_path("a/b", ["sales"]) == "/tree/a%2Fb/sales"
-    assert ui.content_path("main@abc", ["sales", "my table"]) == "/content/main@abc/sales/my%20table"
+    assert ui.content_path("main@abc", ["sales", "my table"]) == \
+        "/content/main@abc/sales/my%20table"
     assert ui.commits_path("main") == "/commits/main"
     assert ui.commits_path("main", "abc") == "/commits/main/abc"
     assert ui.diff_path("wap_x") == "/diff/wap_x"
