@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.doc import bench_parser, publish
+from contracts.properties import INGEST_ID_PROPERTY
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "wap_job"
@@ -234,7 +235,7 @@ class Bench:
         target = f"{catalog}.bench.{table}"
         frame = self.spark.read.parquet(source.as_uri())
         writing = time.perf_counter()
-        frame.writeTo(target).option("snapshot-property.wap.ingest-id", ingest_id).append()
+        frame.writeTo(target).option(f"snapshot-property.{INGEST_ID_PROPERTY}", ingest_id).append()
         written = time.perf_counter()
         violations = [self.spark.sql(f"SELECT count(*) FROM {target} WHERE {predicate}")
                       .first()[0] for _, predicate in CHECKS]

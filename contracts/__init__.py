@@ -8,8 +8,13 @@ dashboard. It imports nothing else of ours (tests/test_import_rules.py).
 - `contracts.state`: the state machine's payloads (`ExecutionInput`, `ExecutionState`,
   `Run`, `Outcome`, `FinishResult`).
 - `contracts.alert`: the alert event (`AlertEvent`).
-- `contracts.naming`: identifiers, ingest ids, Nessie reference names, WAP branch names.
+- `contracts.naming`: identifiers, table names, ingest ids, Nessie reference names, WAP branch
+  names.
 - `contracts.timestamps`: dates and timestamps in table configs, parsed alike on 3.9 and 3.11.
+- `contracts.job_args`: the Spark job's arguments (`JobArgs`, `SmokeArgs`, `CompactionArgs`).
+- `contracts.layout`: S3 key prefixes, marker files and which object names are data.
+- `contracts.properties`: the `wap.*` properties of snapshots and merge commits.
+- `contracts.catalog_ui`: the catalog UI's paths and URLs.
 """
 
 from contracts.fields import ContractError

@@ -24,8 +24,6 @@ DEFAULT_MAX_BYTES = 1024**3
 DEFAULT_MARKER_TIMEOUT_SECONDS = 24 * 3600
 ARRIVAL_EVENT, ARRIVAL_MARKER = "event", "marker"
 ARRIVALS = (ARRIVAL_EVENT, ARRIVAL_MARKER)
-# The objects that complete a dataset of an `arrival: marker` table.
-SUCCESS_MARKER, MANIFEST_MARKER = "_SUCCESS", "_manifest.json"
 # A manifest (one table's or a multi-table dataset's) is read whole, up to this size.
 MAX_MANIFEST_BYTES = 10 * 1024 * 1024
 _DURATION = re.compile(r"(\d+)\s*([smhd])")

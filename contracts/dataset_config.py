@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.config_text import yaml_error_text
-from contracts.naming import DATASETS_NAMESPACE, is_identifier
+from contracts.layout import is_manifest_path
+from contracts.naming import DATASETS_NAMESPACE, is_identifier, table_parts
 from contracts.table_config import SEVERITIES, CheckSpec, TableConfigError, config_text
 
 FOREIGN_KEY, ROW_COUNT_RELATION = "foreign_key", "row_count_relation"
@@ -103,9 +104,8 @@ def parse_dataset_config_bytes(data: bytes, source: str, *, yaml: Any) -> Datase
 
 
 def _is_table(value: Any) -> bool:
-    parts = value.split(".") if isinstance(value, str) else []
-    return (len(parts) == 2 and all(is_identifier(part) for part in parts)
-            and parts[0] != DATASETS_NAMESPACE)
+    parts = table_parts(value)
+    return parts is not None and parts[0] != DATASETS_NAMESPACE
 
 
 def _parse_relation(entry: Any, index: int, config: DatasetConfig, where: str) -> CheckSpec:
@@ -189,8 +189,7 @@ def parse_tables_manifest(raw: Any, config: DatasetConfig, where: str,
         for entry in entries:
             path = entry.get("path") if isinstance(entry, dict) else None
             size = entry.get("size") if isinstance(entry, dict) else None
-            if (not isinstance(path, str) or not path or path.startswith("/")
-                    or ".." in path.split("/") or path.rsplit("/", 1)[-1].startswith(("_", "."))
+            if (not is_manifest_path(path)
                     or not isinstance(size, int) or isinstance(size, bool) or size < 0):
                 raise TableConfigError(
                     f"{where}: tables.{table} entry {entry!r} needs a relative `path` to a "

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 
 IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 IDENTIFIER_RULE = "lower-case letters, digits and _, not starting with a digit"
+TABLE_NAME_RULE = f"<namespace>.<table>, each in {IDENTIFIER_RULE}"
 # The source bucket's top folder of multi-table datasets (docs/datasets.md): never a table's
 # namespace, so `<namespace>/<table>/` routing and dataset drops cannot meet.
 DATASETS_NAMESPACE = "_datasets"
@@ -33,6 +34,20 @@ BRANCH_PREFIX = "wap_"
 def is_identifier(name: object) -> bool:
     """Whether `name` is a namespace or table identifier we accept."""
     return isinstance(name, str) and IDENTIFIER.fullmatch(name) is not None
+
+
+def table_parts(name: object) -> tuple[str, str] | None:
+    """`(namespace, table)` of a table name `<namespace>.<table>` (TABLE_NAME_RULE), None
+    when `name` is not one."""
+    parts = name.split(".") if isinstance(name, str) else []
+    if len(parts) != 2 or not all(is_identifier(part) for part in parts):
+        return None
+    return parts[0], parts[1]
+
+
+def is_table_name(name: object) -> bool:
+    """Whether `name` is a table name `<namespace>.<table>` (TABLE_NAME_RULE)."""
+    return table_parts(name) is not None
 
 
 def is_ref_name(name: object) -> bool:

@@ -10,7 +10,10 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from ingestion.staging import STAGING_PREFIX  # noqa: F401 (one definition, re-exported)
+from contracts.layout import REPORTS_PREFIX, STAGING_PREFIX
+from contracts.layout import TABLES_PREFIX as TABLES_CONFIG_PREFIX
+
+__all__ = ["REPORTS_PREFIX", "STAGING_PREFIX", "TABLES_CONFIG_PREFIX"]  # contracts/layout.py
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Built Lambda code, dependency layer and job package (gitignored, reused across synths).
@@ -68,8 +71,6 @@ NESSIE_TABLE_KEY = "k"
 
 # --- Storage -----------------------------------------------------------------
 JOB_CODE_PREFIX = "jobs/"
-TABLES_CONFIG_PREFIX = "tables/"
-REPORTS_PREFIX = "reports/"
 EMR_LOGS_PREFIX = "emr-logs/"
 WAREHOUSE_PREFIX = "warehouse/"
 REPORT_RETENTION_DAYS = 400

@@ -28,6 +28,7 @@ from typing import Any
 from contracts.alert import AlertEvent
 from contracts.compaction import CompactionVerdict
 from contracts.naming import hex_id
+from contracts.properties import INGEST_ID_PROPERTY, MAINTENANCE_PROPERTY
 from ingestion import constants as c
 from ingestion.alerts import alert_event
 from ingestion.exceptions import (
@@ -155,7 +156,7 @@ def _merge_once(nessie: NessieClient, start: CompactionStart, verdict: Compactio
             message=f"compaction of {start.table}: {verdict.files_before} -> "
                     f"{verdict.files_after} data files",
             author=AUTHOR,
-            properties={"wap.ingest-id": start.run_id, "wap.maintenance": "compaction"}))
+            properties={INGEST_ID_PROPERTY: start.run_id, MAINTENANCE_PROPERTY: "compaction"}))
 
 
 def _failed(ledger: Ledger, alert: Callable[[AlertEvent], Any], start: CompactionStart,

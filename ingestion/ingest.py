@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from contracts import naming as rules
+from contracts.job_args import CompactionArgs, JobArgs, RunArgs, SmokeArgs
 from contracts.state import ExecutionInput, Run
 from ingestion import aws
 from ingestion import constants as c
@@ -67,37 +68,27 @@ def job_arguments(
     report_uri: str, all_or_nothing: bool = False, source_origins: list[str] | None = None,
     dataset: str | None = None, source_tables: list[str] | None = None,
     dataset_config_uri: str | None = None,
-) -> list[str]:
-    """`spark_jobs/wap_job.py` arguments (docs/contracts.md). A multi-table `dataset` gives
-    each source's table (`source_tables`), the config its trigger froze when it took the
-    locks (`dataset_config_uri`; the deployed one for a batch recorded without it) and
+) -> JobArgs:
+    """The job's arguments for an ingest (contracts/job_args.py). A multi-table `dataset`
+    gives each source's table (`source_tables`), the config its trigger froze when it took
+    the locks (`dataset_config_uri`; the deployed one for a batch recorded without it) and
     reads its table configs by prefix."""
-    args = [arg for uri in source_uris for arg in ("--source", uri)]
-    if source_origins:  # one per source, same order: what the snapshot names
-        args += [arg for uri in source_origins for arg in ("--source-origin", uri)]
+    dataset_uri = None
     if dataset:
-        args += [arg for name in source_tables or () for arg in ("--source-table", name)]
         dataset_uri = dataset_config_uri or settings.dataset_config_uri(dataset)
         if not dataset_uri or not settings.tables_config_prefix:
             raise ValueError(f"dataset {dataset}: no table config prefix is deployed")
-        args += ["--dataset-config-uri", dataset_uri]
-    args += [
-        "--table",
-        table,
-        "--branch",
-        branch,
-        "--ingest-id",
-        ingest_id,
-        "--report-uri",
-        report_uri,
-    ]
     config_uri = (settings.table_config_uri(table) if not dataset
                   else settings.tables_config_prefix.rstrip("/") + "/")
-    if config_uri:
-        args += ["--table-config-uri", config_uri]
-    if all_or_nothing:  # a dataset: one source the job cannot use rejects the whole run
-        args.append("--all-or-nothing")
-    return args
+    return JobArgs(
+        sources=list(source_uris), table=table, branch=branch, ingest_id=ingest_id,
+        report_uri=report_uri, table_config_uri=config_uri or None,
+        # a dataset: one source the job cannot use rejects the whole run
+        all_or_nothing=all_or_nothing,
+        # one per source, same order: what the snapshot names
+        source_origins=tuple(source_origins or ()),
+        dataset_config_uri=dataset_uri,
+        source_tables=tuple(source_tables or ()) if dataset else ())
 
 
 def start_job_run(
@@ -133,7 +124,7 @@ def start_job_run(
 def start_smoke_run(settings: Settings, run_id: str, branch: str, report_uri: str) -> str:
     """Start `wap doctor`'s smoke run of the job (spark_jobs/smoke.py): the same entry point,
     archive, jars and Spark conf as an ingest's run; return its id."""
-    arguments = ["--smoke", "--branch", branch, "--report-uri", report_uri]
+    arguments = SmokeArgs(branch=branch, report_uri=report_uri)
     return _submit(settings, arguments, action="start the smoke run", client_token=run_id,
                    name=f"wap-doctor-{run_id}", log_uri=settings.log_uri(f"doctor-{run_id}"),
                    tags={"wap:doctor": run_id})
@@ -143,19 +134,19 @@ def start_compaction_run(settings: Settings, *, run_id: str, table: str, branch:
                          report_uri: str, target_file_size: int, min_files: int) -> str:
     """Start the job's compaction mode (`--compact`, spark_jobs/compaction.py) on `branch`:
     the same entry point, archive, jars, Spark conf and role as an ingest; return its id."""
-    arguments = ["--compact", "--table", table, "--branch", branch, "--run-id", run_id,
-                 "--report-uri", report_uri, "--target-file-size", str(target_file_size),
-                 "--min-files", str(min_files)]
+    arguments = CompactionArgs(table=table, branch=branch, run_id=run_id,
+                               report_uri=report_uri, target_file_size=target_file_size,
+                               min_files=min_files)
     return _submit(settings, arguments, action=f"start the compaction run {run_id}",
                    client_token=run_id, name=f"wap-compact-{table}-{run_id}",
                    log_uri=settings.log_uri(run_id),
                    tags={"wap:ingest-id": run_id, "wap:table": table})
 
 
-def _submit(settings: Settings, arguments: list[str], *, action: str, client_token: str,
+def _submit(settings: Settings, arguments: RunArgs, *, action: str, client_token: str,
             name: str, log_uri: str, tags: dict[str, str]) -> str:
     submit: dict[str, Any] = {"entryPoint": settings.job_entrypoint,
-                              "entryPointArguments": arguments}
+                              "entryPointArguments": arguments.to_args()}
     spark_parameters = settings.job_spark_parameters or ""
     if settings.job_py_files:
         spark_parameters = f"{spark_parameters} --py-files {shlex.quote(settings.job_py_files)}"

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from contracts import naming as rules
+from contracts.layout import file_name, is_marker
 from contracts.naming import BRANCH_PREFIX, IDENTIFIER, INGEST_ID, NESSIE_REF_NAME, ingest_id
 from ingestion.exceptions import UnroutableKeyError
 
-__all__ = ["BRANCH_PREFIX", "IDENTIFIER", "INGEST_ID", "NESSIE_REF_NAME", "ingest_id"]
+__all__ = ["BRANCH_PREFIX", "IDENTIFIER", "INGEST_ID", "NESSIE_REF_NAME", "file_name", "ingest_id",
+           "is_marker"]
 
 
 @dataclass(frozen=True)
@@ -26,22 +28,10 @@ class TableRef:
     @classmethod
     def parse(cls, qualified: str) -> TableRef:
         """Parse `ns.table`; raise ValueError when it is not two valid identifiers."""
-        parts = qualified.split(".")
-        if len(parts) != 2 or not all(rules.is_identifier(p) for p in parts):
+        parts = rules.table_parts(qualified)
+        if parts is None:
             raise ValueError(f"not a table identifier ns.table: {qualified!r}")
-        return cls(parts[0], parts[1])
-
-
-def file_name(key: str) -> str:
-    return key.rsplit("/", 1)[-1]
-
-
-def is_marker(key: str) -> bool:
-    """True for keys that are not data: folders, `_SUCCESS`, `_`- or `.`-prefixed names."""
-    if not key or key.endswith("/"):
-        return True
-    name = file_name(key)
-    return name.startswith(("_", "."))
+        return cls(*parts)
 
 
 def route_key(key: str) -> TableRef:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from contracts.layout import STAGING_PREFIX, staged_key
 from ingestion.exceptions import SourceVersionGoneError
-from ingestion.naming import file_name, s3_uri, split_s3_uri
+from ingestion.naming import s3_uri, split_s3_uri
 
-STAGING_PREFIX = "staging/"
+__all__ = ["STAGING_PREFIX"]  # infra grants by it
 # Server-side copies: CopyObject up to this size, a managed multipart copy above it
 # (parts copied in parallel, about 1 GB/s, so 100 GB fit the trigger's timeout).
 _MULTIPART_THRESHOLD = 256 * 1024**2
@@ -24,7 +25,7 @@ _CONCURRENCY = 16
 
 def staged_uri(artifacts_bucket: str, ingest_id: str, key: str) -> str:
     """Where an ingest's staged copy lives."""
-    return s3_uri(artifacts_bucket, f"{STAGING_PREFIX}{ingest_id}/{file_name(key)}")
+    return s3_uri(artifacts_bucket, staged_key(ingest_id, key))
 
 
 def frozen_config_uri(artifacts_bucket: str, ingest_id: str, name: str, data: bytes) -> str:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
-_BARE = re.compile(r"[a-z_][a-z0-9_]*")
+from contracts.naming import IDENTIFIER, table_parts
+
+# A name is left bare only when it is one of our identifiers (contracts/naming.py).
+_BARE = IDENTIFIER
 # DuckDB's `reserved` and `type_function` keywords (`duckdb_keywords()`): not usable as bare
 # column names. A test checks the list against the pinned DuckDB.
 KEYWORDS = frozenset(
@@ -112,8 +114,8 @@ _PREDICATES: dict[str, Callable[[list[str], Any], str | None]] = {
 
 def table_sql(table: str) -> str | None:
     """`ns.table` as SQL (each part an identifier); None unless it is a valid table name."""
-    parts = str(table).split(".")
-    if len(parts) != 2 or not all(_BARE.fullmatch(p) for p in parts):
+    parts = table_parts(str(table))
+    if parts is None:
         return None
     return ".".join(ident(p) for p in parts)
 

@@ -21,12 +21,12 @@ maintenance Lambda created the branch and publishes from the report (contracts/c
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from contracts.compaction import REPORT_KIND, REPORT_VERSION
+from contracts.job_args import CompactionArgs
 from spark_jobs.catalog import catalog_conf, configure_run_catalog, nessie_branch_hash
 from spark_jobs.identifiers import (
     quote,
@@ -37,8 +37,6 @@ from spark_jobs.identifiers import (
     validate_ingest_id,
 )
 from spark_jobs.report import write_report
-
-COMPACT_FLAG = "--compact"
 
 # rewrite_data_files(table, options): what Iceberg's procedure does; tests hand in a faulty
 # one. Returns the procedure's result row as a dict.
@@ -167,29 +165,17 @@ def compact(spark: Any, *, template: str, run_catalog: str, table: str, branch: 
         added_files=int(answer.get("added_data_files_count") or 0))
 
 
-def parse_job_args(argv: list[str]) -> argparse.Namespace:
-    """`--compact --table T --branch B --run-id R --report-uri U [--target-file-size N]
-    [--min-files M] [--catalog lake]`; argparse exits 2 on bad usage, before Spark starts."""
-    parser = argparse.ArgumentParser(prog="wap_job --compact")
-    parser.add_argument(COMPACT_FLAG, action="store_true", required=True)
-    parser.add_argument("--table", required=True, help="<namespace>.<table>")
-    parser.add_argument("--branch", required=True, help="a fresh branch from main")
-    parser.add_argument("--run-id", required=True, help="the maintenance run's ledger id")
-    parser.add_argument("--report-uri", required=True, help="where the result JSON goes")
-    parser.add_argument("--target-file-size", type=int, default=128 * 1024 * 1024)
-    parser.add_argument("--min-files", type=int, default=5)
-    parser.add_argument("--catalog", default="lake", help="catalog conf template name")
-    args = parser.parse_args(argv)
+def check_job_args(args: CompactionArgs) -> CompactionArgs:
+    """`args` (contracts/job_args.py) if its names are valid; InvalidArgumentError before
+    Spark starts if not."""
     split_table_name(args.table)
     validate_branch(args.branch)
     validate_ingest_id(args.run_id)
     validate_identifier(args.catalog, "catalog")
-    if args.target_file_size < 1 or args.min_files < 1:
-        parser.error("--target-file-size and --min-files must be positive")
     return args
 
 
-def run_job(spark: Any, args: argparse.Namespace) -> dict:
+def run_job(spark: Any, args: CompactionArgs) -> dict:
     """Compact on the branch and write the result to `--report-uri` (ReportWriteError when
     that fails); any other failure propagates, so the run ends FAILED with its reason."""
     result = compact(spark, template=args.catalog, run_catalog=f"wap_{args.run_id[:8]}",

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from contracts.layout import is_hidden_name
 from contracts.table_config import MAX_CONFIG_BYTES
 from spark_jobs.errors import TableConfigError, TooLargeError, as_job_error, describe
 
@@ -103,7 +104,7 @@ def list_files(spark, uri: str) -> list[FileInfo]:
     while iterator.hasNext():
         item = iterator.next()
         name = item.getPath().getName()
-        if name.startswith((".", "_")):
+        if is_hidden_name(name):
             continue  # Hadoop/Spark markers such as _SUCCESS and .crc files
         files.append(FileInfo(item.getPath().toString(), int(item.getLen())))
     return sorted(files, key=lambda f: f.uri)

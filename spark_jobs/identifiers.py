@@ -1,6 +1,6 @@
 """Validation and quoting of every name that reaches Spark SQL, a URL or a catalog.
 
-Table identifiers are ours to restrict (`[a-z_][a-z0-9_]*`); column names come from
+Table identifiers are ours to restrict (contracts/naming.py); column names come from
 files and may be anything (`select`, `my col`), so they are always backtick-quoted.
 """
 
@@ -15,9 +15,11 @@ MAX_BRANCH_NAME = 250
 
 
 def validate_identifier(name: str, what: str = "identifier") -> str:
-    """Return `name` if it matches `[a-z_][a-z0-9_]*`, else raise InvalidArgumentError."""
+    """Return `name` if it is an identifier (contracts/naming.py), else raise
+    InvalidArgumentError."""
     if not naming.is_identifier(name):
-        raise InvalidArgumentError(f"invalid {what} {name!r}: must match [a-z_][a-z0-9_]*")
+        raise InvalidArgumentError(
+            f"invalid {what} {name!r}: must match {naming.IDENTIFIER.pattern}")
     return name
 
 

@@ -9,12 +9,12 @@ API v2, opens the catalog on it, drops the branch, and writes a report of every 
 
 from __future__ import annotations
 
-import argparse
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from contracts.job_args import SmokeArgs
 from spark_jobs.catalog import (
     CATALOG_PREFIX,
     catalog_conf,
@@ -24,23 +24,16 @@ from spark_jobs.catalog import (
 from spark_jobs.identifiers import validate_branch
 from spark_jobs.report import write_report
 
-SMOKE_FLAG = "--smoke"
 DEFAULT_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO"
 
 
-def parse_smoke_args(argv: list[str]) -> argparse.Namespace:
-    """`--smoke --branch <name> --report-uri <uri> [--catalog lake]`."""
-    parser = argparse.ArgumentParser(prog="wap_job --smoke")
-    parser.add_argument(SMOKE_FLAG, action="store_true", required=True)
-    parser.add_argument("--branch", required=True)
-    parser.add_argument("--report-uri", required=True)
-    parser.add_argument("--catalog", default="lake")
-    args = parser.parse_args(argv)
+def check_smoke_args(args: SmokeArgs) -> SmokeArgs:
+    """`args` (contracts/job_args.py) if its branch is a valid Nessie reference name."""
     validate_branch(args.branch)
     return args
 
 
-def run_smoke(spark, args: argparse.Namespace) -> dict[str, Any]:
+def run_smoke(spark, args: SmokeArgs) -> dict[str, Any]:
     """Run every step (a failed step does not stop the independent ones); write the report."""
     steps: list[dict[str, Any]] = []
 

@@ -35,6 +35,7 @@ from contracts.formats import (
     format_of,
     unsupported_format_text,
 )
+from contracts.layout import table_config_key
 from contracts.table_config import CsvOptions, ParseOptions
 from spark_jobs import hadoop_fs
 from spark_jobs.errors import InputRejectedError, TableConfigError, as_job_error, describe
@@ -70,7 +71,7 @@ class SourceReader:
     # declared), when a text source is refused (`text_schema`).
     schema: T.StructType | None = None
     table: str = "the table"
-    config_name: str = "tables/<namespace>.<table>.yaml"
+    config_name: str = table_config_key("<namespace>.<table>")
     # Each CSV's header columns, read once: a run reads a source more than once (the
     # plan, the strict write, the counting write, the per-file verdicts).
     headers: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)

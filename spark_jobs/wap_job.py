@@ -14,14 +14,12 @@ The job exits 0 whenever it wrote a report (whatever the outcome), 1 when it cou
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 if __package__ in (None, ""):  # `spark-submit spark_jobs/wap_job.py` without the zip
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -30,6 +28,14 @@ import yaml
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StringType, StructType
 
+from contracts.job_args import (
+    CompactionArgs,
+    JobArgs,
+    JobArgsError,
+    SmokeArgs,
+    parse_run_args,
+)
+from contracts.layout import table_config_key
 from contracts.report import FAILED, SCAN, WRITE
 from contracts.table_config import (
     TableConfig,
@@ -98,6 +104,7 @@ from spark_jobs.writer import (
     spark_schema,
 )
 
+T = TypeVar("T")
 log = logging.getLogger("wap_job")
 OBSERVE_CONF = "spark.wap.audit.observe-on-write"  # auto (default) | true | false
 OBSERVE_MAX_BYTES_CONF = "spark.wap.audit.observe-max-bytes"
@@ -106,85 +113,20 @@ OBSERVE_MAX_BYTES_CONF = "spark.wap.audit.observe-max-bytes"
 DEFAULT_OBSERVE_MAX_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class JobArgs:
-    """The job's arguments (docs/contracts.md, "Spark job arguments")."""
-
-    sources: list[str]
-    table: str
-    branch: str
-    ingest_id: str
-    report_uri: str
-    table_config_uri: str | None = None
-    catalog: str = "lake"
-    # A dataset (docs/batches.md): one source the job cannot use rejects the whole run.
-    all_or_nothing: bool = False
-    # Each source's uploaded object version (`s3://bucket/key?versionId=V`), in the order of
-    # `sources`: the pipeline reads staged copies, the snapshot names what was uploaded.
-    source_origins: tuple[str, ...] = ()
-    # A multi-table dataset (docs/datasets.md): its config, and each source's table in the
-    # order of `sources`; `table` is then the dataset's first table.
-    dataset_config_uri: str | None = None
-    source_tables: tuple[str, ...] = ()
-
-    @cached_property
-    def _origins(self) -> dict[str, str]:
-        # Not zip(strict=True): EMR Serverless images run Python 3.9 (docs/contracts.md).
-        if len(self.source_origins) != len(self.sources):
-            raise ValueError(f"{len(self.source_origins)} source origins for "
-                             f"{len(self.sources)} sources")
-        return dict(zip(self.sources, self.source_origins))  # noqa: B905
-
-    def origin(self, source: str) -> str:
-        """The uploaded object version `source` is a copy of (itself without origins)."""
-        return self._origins[source] if self.source_origins else source
-
-    @property
-    def run_catalog(self) -> str:
-        """The per-run catalog name, `wap_<first 8 chars of the ingest id>`."""
-        return f"wap_{self.ingest_id[:8]}"
-
-
 def parse_args(argv: list[str] | None = None) -> JobArgs:
-    """Parse spark-submit arguments; argparse exits 2 on malformed usage."""
-    parser = argparse.ArgumentParser(prog="wap_job", description=__doc__.splitlines()[0])
-    parser.add_argument("--source", action="append", required=True, dest="sources",
-                        help="source parquet URI (repeatable; a directory means its files)")
-    parser.add_argument("--table", required=True, help="<namespace>.<table>")
-    parser.add_argument("--branch", required=True, help="Nessie branch to write to")
-    parser.add_argument("--ingest-id", required=True)
-    parser.add_argument("--report-uri", required=True, help="where the JSON report goes")
-    parser.add_argument("--table-config-uri", default=None,
-                        help="YAML table config (a URI ending in / gets <ns>.<table>.yaml)")
-    parser.add_argument("--catalog", default="lake", help="catalog conf template name")
-    parser.add_argument("--all-or-nothing", action="store_true",
-                        help="a dataset: a source that cannot be used rejects the whole run")
-    parser.add_argument("--source-origin", action="append", default=[],
-                        dest="source_origins",
-                        help="the uploaded object a --source is a copy of (s3://bucket/key"
-                             "?versionId=V): one per --source, in the same order; the "
-                             "snapshot's wap.source names these")
-    parser.add_argument("--dataset-config-uri", default=None,
-                        help="a multi-table dataset's YAML config (tables/datasets/<name>."
-                             "yaml): write every table on the branch, then check relations")
-    parser.add_argument("--source-table", action="append", default=[], dest="source_tables",
-                        help="with --dataset-config-uri: the table of a --source, one per "
-                             "--source in the same order")
-    parsed = parser.parse_args(argv)
-    for flag, given in (("--source-origin", parsed.source_origins),
-                        ("--source-table", parsed.source_tables)):
-        if given and len(given) != len(parsed.sources):
-            parser.error(f"{flag}: give one per --source, in the same order "
-                         f"({len(given)} for {len(parsed.sources)} sources)")
-    if bool(parsed.dataset_config_uri) != bool(parsed.source_tables):
-        parser.error("--dataset-config-uri and --source-table go together")
-    return JobArgs(sources=parsed.sources, table=parsed.table, branch=parsed.branch,
-                   ingest_id=parsed.ingest_id, report_uri=parsed.report_uri,
-                   table_config_uri=parsed.table_config_uri, catalog=parsed.catalog,
-                   all_or_nothing=parsed.all_or_nothing,
-                   source_origins=tuple(parsed.source_origins),
-                   dataset_config_uri=parsed.dataset_config_uri,
-                   source_tables=tuple(parsed.source_tables))
+    """Parse an ingest's spark-submit arguments (contracts/job_args.py); exits 2 on
+    malformed usage, naming the argument."""
+    return _or_exit(JobArgs.from_args, sys.argv[1:] if argv is None else argv)
+
+
+def _or_exit(parse: Callable[[list[str]], T], argv: list[str]) -> T:
+    """`parse(argv)`, or exit 2 with the message on stderr as argparse would: malformed
+    arguments are the caller's mistake, found before Spark starts."""
+    try:
+        return parse(argv)
+    except JobArgsError as exc:
+        print(f"usage error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
 
 
 def recorded_sources(args: JobArgs, usable) -> list[str]:
@@ -378,7 +320,7 @@ def source_reader(config: TableConfig, existing: StructType | None,
         schema = StructType([*(existing.fields if existing is not None else []),
                              *(f for f in declared.fields if f.name.casefold() not in have)])
     return SourceReader(configured=config.format, csv=config.csv, parse=config.parse,
-                        schema=schema, table=table, config_name=f"tables/{table}.yaml")
+                        schema=schema, table=table, config_name=table_config_key(table))
 
 
 def _parse_errors(spark, check: ParseErrorsCheck, written, frame: DataFrame, usable,
@@ -455,14 +397,15 @@ INGEST, SMOKE, COMPACT = "ingest", "smoke", "compact"
 
 def _parse(argv: list[str]) -> tuple[str, object]:
     """(which run: an ingest, `wap doctor`'s smoke run or a compaction, its parsed
-    arguments); argparse exits 2 on bad usage, before Spark starts."""
-    from spark_jobs.smoke import SMOKE_FLAG, parse_smoke_args
+    arguments); exits 2 on malformed arguments, before Spark starts."""
+    from spark_jobs.smoke import check_smoke_args
 
-    if SMOKE_FLAG in argv:
-        return SMOKE, parse_smoke_args(argv)
-    if compaction.COMPACT_FLAG in argv:
-        return COMPACT, compaction.parse_job_args(argv)
-    return INGEST, parse_args(argv)
+    args = _or_exit(parse_run_args, argv)
+    if isinstance(args, SmokeArgs):
+        return SMOKE, check_smoke_args(args)
+    if isinstance(args, CompactionArgs):
+        return COMPACT, compaction.check_job_args(args)
+    return INGEST, args
 
 
 def run(spark, argv: list[str]) -> dict:

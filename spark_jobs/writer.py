@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import types as T
 
+from contracts.properties import INGEST_ID_PROPERTY, SOURCE_PROPERTY
 from contracts.table_config import ColumnSpec, PartitionField
 from spark_jobs.errors import (
     InputRejectedError,
@@ -41,8 +42,6 @@ from spark_jobs.text_sources import (
     replaced_text_count,
 )
 
-INGEST_ID_PROPERTY = "wap.ingest-id"
-SOURCE_PROPERTY = "wap.source"
 MAX_SOURCE_PROPERTY = 2000
 OBSERVATION_TIMEOUT_S = 30.0
 log = logging.getLogger(__name__)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from urllib.parse import quote, urlsplit
 
-# Nessie's web UI (projectnessie/nessie ui/src/App.tsx) routes `/tree/<ref>/<namespace path>`
-# to a ref's listing and `/content/<ref>/<key elements...>` to one table.
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+from contracts.catalog_ui import branch_url as nessie_branch_url
+from contracts.catalog_ui import table_url as nessie_table_url
+
+__all__ = ["nessie_branch_url", "nessie_table_url"]  # contracts/catalog_ui.py, for the alert
+
 _EXECUTION_ARN = re.compile(
     r"^arn:(?P<partition>aws[a-z-]*):states:(?P<region>[a-z0-9-]+):\d{12}:"
     r"(?:execution|express):[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?$"
@@ -17,21 +19,6 @@ _CONSOLE_DOMAINS = {
     "aws-us-gov": "console.amazonaws-us-gov.com",
     "aws-cn": "console.amazonaws.cn",
 }
-
-
-def nessie_branch_url(ui_base: str | None, branch: str) -> str | None:
-    """The Nessie UI page listing what is on `branch`."""
-    if not ui_base:
-        return None
-    return f"{ui_base.rstrip('/')}/tree/{quote(branch, safe='')}"
-
-
-def nessie_table_url(ui_base: str | None, branch: str, table: str) -> str | None:
-    """The Nessie UI page of `table` (`ns.table`) as seen on `branch`."""
-    elements = table.split(".")
-    if not ui_base or not all(_IDENTIFIER.match(e) for e in elements):
-        return None
-    return f"{ui_base.rstrip('/')}/content/{quote(branch, safe='')}/{'/'.join(elements)}"
 
 
 def execution_console_url(execution_arn: str) -> str | None:

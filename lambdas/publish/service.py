@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
+from contracts.properties import ACTION_PROPERTY, INGEST_ID_PROPERTY
 from contracts.state import ExecutionState, Outcome, Run
 from ingestion import constants as c
 from ingestion.config import Settings
@@ -92,7 +93,7 @@ def publish(
     meta = MergeMeta(
         message=f"wap: publish ingest {ingest_id} ({what}) from {branch}, audit passed",
         author="wap-publish",
-        properties={"wap.ingest-id": ingest_id, "wap.action": "publish",
+        properties={INGEST_ID_PROPERTY: ingest_id, ACTION_PROPERTY: "publish",
                     "wap.snapshot-id": str(snapshot_id)},
     )
     try:

@@ -18,7 +18,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from contracts.batching import MANIFEST_MARKER, MAX_MANIFEST_BYTES, SUCCESS_MARKER
+from contracts.batching import MAX_MANIFEST_BYTES
+from contracts.layout import MANIFEST_MARKER, is_hidden_name, is_manifest_path
 from ingestion import constants as c
 from ingestion.config import Settings
 from ingestion.ingest import start_or_fail
@@ -42,11 +43,6 @@ _JOINABLE = frozenset({c.HELD, c.RECEIVED})
 
 class DatasetError(ValueError):
     """The marker cannot complete its dataset (the message says which file and why)."""
-
-
-def is_dataset_marker(key: str) -> bool:
-    """`_SUCCESS` or `_manifest.json`: the objects that complete a dataset."""
-    return file_name(key) in (SUCCESS_MARKER, MANIFEST_MARKER)
 
 
 def dataset_prefix(key: str) -> str:
@@ -98,7 +94,7 @@ def _listed_parts(marker: ObjectCreated, s3: Any) -> tuple[list[ObjectCreated], 
         pages = s3.get_paginator("list_objects_v2").paginate(Bucket=marker.bucket,
                                                              Prefix=prefix)
         listed = [(obj["Key"], None) for page in pages for obj in page.get("Contents", [])
-                  if not file_name(obj["Key"]).startswith(("_", "."))]
+                  if not is_hidden_name(file_name(obj["Key"]))]
     if not listed:
         raise DatasetError(f"{s3_uri(marker.bucket, marker.key)} completes no files: "
                            f"nothing under {prefix}")
@@ -145,16 +141,16 @@ def _manifest(marker: ObjectCreated, s3: Any) -> list[tuple[str, int]]:
         if len(body) > MAX_MANIFEST_BYTES:
             raise ValueError(f"larger than {MAX_MANIFEST_BYTES} bytes")
         files = json.loads(body)["files"]
-        listed = [(dataset_prefix(marker.key) + entry["path"], entry["size"]) for entry in files]
+        entries = [(entry["path"], entry["size"]) for entry in files]
     except (ValueError, KeyError, TypeError) as exc:
         raise DatasetError(f"{where} is not a manifest like "
                            '{"files": [{"path": "part-0.parquet", "size": 123}]}: '
                            f"{exc}") from exc
-    for path, size in listed:
-        if ".." in path.split("/") or not isinstance(size, int) or isinstance(size, bool):
-            raise DatasetError(f"{where}: entry {path!r} needs a relative path and a size "
-                               "in bytes")
-    return listed
+    for path, size in entries:
+        if not is_manifest_path(path) or not isinstance(size, int) or isinstance(size, bool):
+            raise DatasetError(f"{where}: entry {path!r} needs a relative path to a data "
+                               "file (not _ or . prefixed) and a size in bytes")
+    return [(dataset_prefix(marker.key) + path, size) for path, size in entries]
 
 
 def problem_of(members: list[IngestRecord]) -> str | None:

@@ -31,6 +31,7 @@ from contracts.dataset_config import (
     parse_dataset_config_bytes,
     parse_tables_manifest,
 )
+from contracts.layout import is_hidden_name
 from contracts.naming import IDENTIFIER_RULE, is_identifier
 from contracts.table_config import MAX_CONFIG_BYTES, TableConfigError
 from ingestion import aws
@@ -129,7 +130,7 @@ def _unlisted(marker: ObjectCreated, s3: Any, prefix: str,
     extra = sorted(obj["Key"][len(prefix):] for page in pages
                    for obj in page.get("Contents", [])
                    if obj["Key"] not in named
-                   and not file_name(obj["Key"]).startswith(("_", ".")))
+                   and not is_hidden_name(file_name(obj["Key"])))
     if not extra:
         return None
     shown = ", ".join(extra[:MAX_NAMED_UNLISTED]) + (

@@ -7,7 +7,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from contracts.batching import MANIFEST_MARKER
 from contracts.config_text import CONFIG_ERROR
 from contracts.dataset_config import DATASETS_PREFIX, dataset_drop
 from contracts.formats import (
@@ -18,6 +17,7 @@ from contracts.formats import (
     format_of,
     unsupported_format_text,
 )
+from contracts.layout import MANIFEST_MARKER, is_dataset_marker
 from ingestion import aws
 from ingestion import constants as c
 from ingestion.alerts import alert_event, send_alert_quietly
@@ -43,7 +43,7 @@ from ingestion.naming import (
 )
 from ingestion.nessie import NessieClient
 from ingestion.staging import stage_version, staged_uri
-from lambdas.trigger.datasets import complete_dataset, dataset_prefix, is_dataset_marker
+from lambdas.trigger.datasets import complete_dataset, dataset_prefix
 from lambdas.trigger.events import ObjectCreated
 from lambdas.trigger.multi_table import complete_multi_table_dataset
 

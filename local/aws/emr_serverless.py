@@ -16,6 +16,7 @@ differ from what it runs with.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 import logging
@@ -32,13 +33,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from contracts.job_args import JobArgs, RunArgs, parse_run_args
 from local.aws import job_waits
 
 _log = logging.getLogger(__name__)
 
 # A job: contract arguments (docs/contracts.md) with local file:// URIs -> report dict or None.
 JobFunction = Callable[[list[str]], Any]
-STAGED_ARGS = ("--source", "--table-config-uri", "--dataset-config-uri")
 # spark-submit options that take one value (EMR Serverless passes them on as given).
 SUBMIT_OPTIONS = frozenset({
     "--conf", "--jars", "--py-files", "--files", "--archives", "--class", "--packages",
@@ -102,19 +103,14 @@ class _Run:
     cancel: threading.Event = field(default_factory=threading.Event)
 
 
-def _as_given(report: bytes, argv: list[str], local_argv: list[str]) -> bytes:
+def _as_given(report: bytes, staged: dict[str, str]) -> bytes:
     """The report as the job on EMR writes it: naming its sources by the `s3://` URIs it
-    was given, not the local copies the double ran it on (each copy's URI, as a JSON
-    string, is unique: it holds the argument's position)."""
+    was given, not the local copies the double ran it on (`staged`: local copy -> given;
+    each copy's URI, as a JSON string, is unique: it holds the copy's position)."""
     text = report.decode("utf-8")
-    for given, local in zip(argv, local_argv, strict=True):
-        if given != local and given.startswith("s3://"):
-            text = text.replace(json.dumps(local)[1:-1], json.dumps(given)[1:-1])
+    for local, given in staged.items():
+        text = text.replace(json.dumps(local)[1:-1], json.dumps(given)[1:-1])
     return text.encode("utf-8")
-
-
-def _arg_values(argv: list[str], name: str) -> list[str]:
-    return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == name]
 
 
 class LocalEmrServerless:
@@ -282,14 +278,15 @@ class LocalEmrServerless:
             check_submit = getattr(self._job, "check_submit", None)
             if check_submit is not None:
                 check_submit(submission)
-            local_argv, report_uri, local_report = self._stage(argv, workdir)
-            result = self._job(local_argv)
+            args = parse_run_args(argv)  # malformed: the run fails, as the job exits 2
+            local_args, staged, local_report = self._stage(args, workdir)
+            result = self._job(local_args.to_args())
             if run.cancel.is_set():
                 raise _Cancelled()
             body = (local_report.read_bytes() if local_report.exists() else
                     json.dumps(result).encode() if isinstance(result, dict) else None)
             if body is not None:
-                self._put(report_uri, _as_given(body, argv, local_argv), look_first=True)
+                self._put(args.report_uri, _as_given(body, staged), look_first=True)
             job_run.state = "SUCCESS"
             log_lines.append("SUCCESS")
         except _Cancelled:
@@ -307,40 +304,55 @@ class LocalEmrServerless:
             self._write_log(job_run, "\n".join(log_lines))
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _stage(self, argv: list[str], workdir: Path) -> tuple[list[str], str, Path]:
-        """Copy s3:// inputs to local files and point the report at a local file."""
-        local = list(argv)
-        for i, arg in enumerate(argv[:-1]):
-            value = argv[i + 1]
-            if arg == "--table-config-uri" and value.startswith("s3://") and value.endswith("/"):
-                # A multi-table dataset reads `<prefix><table>.yaml` for each of its tables.
-                folder = workdir / "in" / str(i)
-                folder.mkdir(parents=True, exist_ok=True)
-                for table in self._dataset_tables(argv):
-                    body = self._get(f"{value}{table}.yaml", missing_ok=True)
-                    if body is not None:
-                        (folder / f"{table}.yaml").write_bytes(body)
-                local[i + 1] = f"file://{folder}/"
-            elif arg in STAGED_ARGS and value.startswith("s3://"):
-                # The object's own name, as EMR's job reads it from S3 (glob characters,
-                # spaces and all), in a folder per argument; a raw file: URI, as an s3://
-                # one is not %-encoded either.
-                target = workdir / "in" / str(i) / value.rsplit("/", 1)[-1]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                body = self._get(value, missing_ok=arg != "--source")
-                if body is not None:  # a missing table config stays missing (job defaults)
-                    target.write_bytes(body)
-                local[i + 1] = f"file://{target}"
-        report_uri = _arg_values(argv, "--report-uri")[0]
+    def _stage(self, args: RunArgs, workdir: Path) -> tuple[RunArgs, dict[str, str], Path]:
+        """`args` with s3:// inputs copied to local files and the report pointed at a local
+        file; and the local copies' URIs, each to the s3:// URI it was given as."""
+        staged: dict[str, str] = {}
+
+        def stage(uri: str | None, *, missing_ok: bool = True) -> str | None:
+            if not uri or not uri.startswith("s3://"):
+                return uri
+            # The object's own name, as EMR's job reads it from S3 (glob characters, spaces
+            # and all), in a folder per input; a raw file: URI, as an s3:// one is not
+            # %-encoded either.
+            target = workdir / "in" / str(len(staged)) / uri.rsplit("/", 1)[-1]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            body = self._get(uri, missing_ok=missing_ok)
+            if body is not None:  # a missing table config stays missing (job defaults)
+                target.write_bytes(body)
+            staged[f"file://{target}"] = uri
+            return f"file://{target}"
+
+        def stage_prefix(prefix: str, tables: list[str]) -> str:
+            # A multi-table dataset reads `<prefix><table>.yaml` for each of its tables.
+            folder = workdir / "in" / str(len(staged))
+            folder.mkdir(parents=True, exist_ok=True)
+            for table in tables:
+                body = self._get(f"{prefix}{table}.yaml", missing_ok=True)
+                if body is not None:
+                    (folder / f"{table}.yaml").write_bytes(body)
+            staged[f"file://{folder}/"] = prefix
+            return f"file://{folder}/"
+
         local_report = workdir / "out" / "report.json"
         local_report.parent.mkdir(parents=True, exist_ok=True)
-        local[local.index("--report-uri") + 1] = local_report.as_uri()
-        return local, report_uri, local_report
+        changes: dict[str, Any] = {"report_uri": local_report.as_uri()}
+        if args.report_uri.startswith("s3://"):
+            staged[local_report.as_uri()] = args.report_uri
+        if isinstance(args, JobArgs):
+            changes["sources"] = [stage(uri, missing_ok=False) for uri in args.sources]
+            config = args.table_config_uri
+            changes["table_config_uri"] = (
+                stage_prefix(config, self._dataset_tables(args))
+                if config and config.startswith("s3://") and config.endswith("/")
+                else stage(config))
+            changes["dataset_config_uri"] = stage(args.dataset_config_uri)
+        return dataclasses.replace(args, **changes), staged, local_report
 
-    def _dataset_tables(self, argv: list[str]) -> list[str]:
+    def _dataset_tables(self, args: JobArgs) -> list[str]:
         """The tables a dataset run reads configs for: its config's, else its sources'."""
-        tables = list(dict.fromkeys(_arg_values(argv, "--source-table")))
-        uri = (_arg_values(argv, "--dataset-config-uri") or [None])[0]
+        tables = list(dict.fromkeys(args.source_tables))
+        uri = args.dataset_config_uri
         body = self._get(uri, missing_ok=True) if uri else None
         if body is not None:
             import yaml

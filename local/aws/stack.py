@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from contracts.layout import TABLES_PREFIX
 from infra.constants import DEFAULT_REGION
 from local.aws import job_waits
 from local.aws.emr_serverless import JobFunction, LocalEmrServerless
@@ -443,7 +444,7 @@ class LocalAwsStack:
             # Table configs, and multi-table dataset configs under datasets/ (as deployed).
             for path in sorted([*root.glob("*.yaml"), *root.glob("datasets/*.yaml")]):
                 s3.put_object(Bucket=s.artifacts_bucket,
-                              Key=f"tables/{path.relative_to(root).as_posix()}",
+                              Key=f"{TABLES_PREFIX}{path.relative_to(root).as_posix()}",
                               Body=path.read_bytes())
 
     def _create_emr_application(self, resolver: Resolver) -> None:

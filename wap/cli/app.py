@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from contracts.catalog_ui import branch_diff_url, branch_url
 from ingestion import constants as c
 from ingestion.exceptions import WapError
 from ingestion.ledger import IngestRecord, Record
@@ -357,7 +358,7 @@ def serve(
         try:
             base = server.url
             console.print(
-                f"Catalog of {home.root} on {base}: UI {base}/tree/main, "
+                f"Catalog of {home.root} on {base}: UI {branch_url(base, 'main')}, "
                 f"Nessie API {base}/api/v2 (Ctrl-C to stop)",
                 soft_wrap=True,
                 markup=False,
@@ -371,7 +372,8 @@ def serve(
             for ref in server.store.list_refs():
                 if ref.type == "BRANCH" and ref.name.startswith(BRANCH_PREFIX):
                     console.print(
-                        f"  {ref.name}: {base}/tree/{ref.name}   diff: {base}/diff/{ref.name}",
+                        f"  {ref.name}: {branch_url(base, ref.name)}   "
+                        f"diff: {branch_diff_url(base, ref.name)}",
                         soft_wrap=True,
                         markup=False,
                     )

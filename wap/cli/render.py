@@ -10,7 +10,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
-from urllib.parse import quote
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -412,6 +411,7 @@ def alert_links(message: dict[str, Any]) -> list[str]:
 
 def inspect_lines(view: IngestView, ui_base: str | None, *, wap: str, local: bool) -> list[str]:
     """How to look at an open branch: its catalog UI pages, and a `wap query` per failed check."""
+    from contracts.catalog_ui import branch_diff_url
     from ingestion.alerting.links import nessie_branch_url, nessie_table_url
 
     branch, table = view.record.branch, view.record.table
@@ -425,7 +425,7 @@ def inspect_lines(view: IngestView, ui_base: str | None, *, wap: str, local: boo
         if table_url:
             lines.append(f"  {table} on the branch: {table_url}")
         if local:
-            lines.append(f"  against main: {ui_base.rstrip('/')}/diff/{quote(branch, safe='')}")
+            lines.append(f"  against main: {branch_diff_url(ui_base, branch)}")
             lines.append(f"  (open them while `{wap} serve` or `{wap} dashboard` runs)")
     queries = [
         (check.name, violation_query(check.to_dict(), table))

@@ -163,6 +163,7 @@ def _stop_group(process: subprocess.Popen[Any]) -> None:
 def serve_catalog(home: str | None) -> Any:
     """The home's catalog UI on its fixed address while the dashboard runs (the ingest pages
     link there); None, with a note on stderr, when it cannot be served (taken port, no state)."""
+    from contracts.catalog_ui import branch_url
     from wap.runtime.catalog_server import catalog_port, start_catalog
     from wap.runtime.home import HomeError, WapHome
 
@@ -171,7 +172,8 @@ def serve_catalog(home: str | None) -> Any:
     except HomeError as exc:
         print(f"The dashboard does not serve the catalog UI: {exc}", file=sys.stderr)
         return None
-    print(f"Catalog UI (the ingest pages link to it) on {server.url}/tree/main", flush=True)
+    print(f"Catalog UI (the ingest pages link to it) on {branch_url(server.url, 'main')}",
+          flush=True)
     return server
 
 

@@ -507,6 +507,7 @@ def nessie_links(
 ) -> list[tuple[str, str]]:
     """(label, URL) of the branch and of the table on it in the Nessie UI (http(s) only);
     `with_diff` adds the local catalog UI's page of what the branch adds to main."""
+    from contracts.catalog_ui import branch_diff_url
     from ingestion.alerting.links import nessie_branch_url, nessie_table_url
 
     if (
@@ -525,7 +526,7 @@ def nessie_links(
         if table_url:
             links.append((f"{table} on the branch", table_url))
     if with_diff and branch_url:
-        links.append(("the branch against main", branch_url.replace("/tree/", "/diff/", 1)))
+        links.append(("the branch against main", branch_diff_url(ui_base, branch)))
     main_url = nessie_branch_url(ui_base, c.MAIN_BRANCH)
     if main_url:
         links.append(("main", main_url))

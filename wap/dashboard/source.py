@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contracts.layout import CONFIG_SUFFIX, TABLES_PREFIX
 from ingestion import constants as c
 from ingestion.exceptions import WapError
 from ingestion.naming import utcnow
@@ -25,9 +26,6 @@ from wap.ops.backend import Backend
 from wap.ops.backends import NoLocalState, Target, open_backend
 from wap.runtime.embedded_stack import tables_dir_from_env
 from wap.runtime.home import HomeError, WapHome
-
-TABLES_PREFIX = "tables/"
-_CONFIG_SUFFIX = ".yaml"
 
 # The embedded stack runs moto, whose patching is process-wide: one local backend at a time.
 _LOCAL_OPEN = threading.Lock()
@@ -261,7 +259,7 @@ class _ConfigStore:
             self.directory = getattr(options, "tables_dir", None) or tables_dir_from_env()
 
     def location(self, table: str) -> str:
-        name = f"{table}{_CONFIG_SUFFIX}"
+        name = f"{table}{CONFIG_SUFFIX}"
         if self.bucket:
             return f"s3://{self.bucket}/{TABLES_PREFIX}{name}"
         return str(Path(self.directory or ".") / name)
@@ -285,6 +283,6 @@ class _ConfigStore:
         else:
             directory = Path(self.directory or ".")
             keys = (
-                [p.name for p in directory.glob(f"*{_CONFIG_SUFFIX}")] if directory.is_dir() else []
+                [p.name for p in directory.glob(f"*{CONFIG_SUFFIX}")] if directory.is_dir() else []
             )
-        return [k[: -len(_CONFIG_SUFFIX)] for k in keys if k.endswith(_CONFIG_SUFFIX)]
+        return [k[: -len(CONFIG_SUFFIX)] for k in keys if k.endswith(CONFIG_SUFFIX)]

@@ -9,13 +9,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from contracts.batching import MANIFEST_MARKER, MAX_MANIFEST_BYTES
+from contracts.batching import MAX_MANIFEST_BYTES
 from contracts.dataset_config import (
     DATASETS_PREFIX,
     DatasetConfig,
     parse_dataset_config_bytes,
     parse_tables_manifest,
 )
+from contracts.layout import MANIFEST_MARKER, is_hidden_name, is_manifest_path
 from contracts.naming import IDENTIFIER_RULE, is_identifier
 from contracts.table_config import MAX_CONFIG_BYTES, TableConfigError
 from ingestion.naming import utcnow
@@ -62,7 +63,7 @@ def read_drop(name: str, folder: Path, tables_dir: Path | None) -> DatasetDrop:
         for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
             parse_table(sub.name)
             files[sub.name] = [(f"{sub.name}/{p.name}", p) for p in sorted(sub.iterdir())
-                               if p.is_file() and not p.name.startswith(("_", "."))]
+                               if p.is_file() and not is_hidden_name(p.name)]
         if not files:
             raise InvalidInputError(
                 f"{folder} has neither a {MANIFEST_MARKER} nor a subfolder per table named "
@@ -97,7 +98,7 @@ def _from_manifest(path: Path, folder: Path) -> dict[str, list[tuple[str, Path]]
     for table, entries in files.items():
         parse_table(table)
         for rel, local in entries:
-            if ".." in Path(rel).parts or Path(rel).is_absolute() or not local.is_file():
+            if not is_manifest_path(rel) or not local.is_file():
                 raise InvalidInputError(f"{path}: {rel!r} is not a file under {folder}")
     return files
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contracts.layout import CONFIG_SUFFIX, TABLES_PREFIX
 from contracts.table_config import MaintenanceOptions, TableConfigError, parse_table_config_text
 from ingestion.maintenance.gc import (  # noqa: F401 (gc_options: `wap gc`'s, re-exported)
     GcOptions,
@@ -126,8 +127,6 @@ def gc_json(report: GcReport | None, options: GcOptions) -> dict[str, Any]:
     }
 
 
-TABLES_PREFIX = "tables/"  # infra/constants.py TABLES_CONFIG_PREFIX, in the artifacts bucket
-CONFIG_SUFFIX = ".yaml"
 
 
 def table_maintenance(backend: Backend) -> dict[str, MaintenanceOptions]:

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from contracts.formats import SNIFF_BYTES, content_problem, format_of, unsupported_format_text
+from contracts.layout import is_hidden_name
 from contracts.naming import BRANCH_PREFIX, INGEST_ID, NESSIE_REF_NAME, ingest_id
+from contracts.properties import ACTION_PROPERTY, INGEST_ID_PROPERTY
 from contracts.report import PASSED, AuditReport, CheckResult, ReportError
 from contracts.table_config import (
     MAX_CONFIG_BYTES,
@@ -393,8 +395,8 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
         message=message,
         author=actor,
         properties={
-            "wap.ingest-id": iid,
-            "wap.action": "manual-publish",
+            INGEST_ID_PROPERTY: iid,
+            ACTION_PROPERTY: "manual-publish",
             "wap.reviewed-by": actor,
             "wap.reason": reason,
         },
@@ -494,7 +496,7 @@ def check_source_file(path: Path, configured_format: str | None = None) -> None:
         raise InvalidInputError(f"no such file: {path}")
     if not path.is_file():
         raise InvalidInputError(f"not a file: {path}")
-    if path.name.startswith(("_", ".")):
+    if is_hidden_name(path.name):
         raise InvalidInputError(
             f"{path.name}: names starting with _ or . are marker files "
             "the trigger ignores; rename the file"

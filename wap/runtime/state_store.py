@@ -16,6 +16,7 @@ from decimal import Decimal
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from contracts.layout import REPORTS_PREFIX, STAGING_PREFIX
 from ingestion import constants as c
 from ingestion.ledger import KIND_BATCH, KIND_INGEST, KIND_TABLE
 from ingestion.naming import iso, utcnow
@@ -24,7 +25,7 @@ from wap.runtime.ledger_db import LedgerDatabase, LedgerJournal, from_dynamo, pk
 
 # Artifacts worth keeping; `tables/` is uploaded from the tables directory on every start.
 # staging/: the staged copies a queued or failed ingest still reads (a re-run, a rebase).
-ARTIFACT_PREFIXES = ("reports/", "logs/", "staging/")
+ARTIFACT_PREFIXES = (REPORTS_PREFIX, "logs/", STAGING_PREFIX)
 INTERRUPTED_REASON = (
     "interrupted: the wap process stopped before this ingest finished "
     "(local mode runs ingests inside the wap command)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from html import escape
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -19,6 +19,8 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from contracts.catalog_ui import commits_path, content_path, diff_path, tree_path
+from contracts.properties import INGEST_ID_PROPERTY, SOURCE_PROPERTY
 from lakeview.check_sql import first_rows_query
 
 from .pages import (
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 MAX_CELL = 200
-_WAP_PROPERTIES = ("wap.ingest-id", "wap.source")
+_WAP_PROPERTIES = (INGEST_ID_PROPERTY, SOURCE_PROPERTY)
 
 
 def e(value: Any) -> str:
@@ -51,29 +53,8 @@ def _finalize(value: Any) -> Any:
     return value if isinstance(value, Markup) else Markup(e(value))  # noqa: S704 (escaped)
 
 
-def _seg(value: str) -> str:
-    return quote(value, safe="")
-
-
-def _ref(value: str) -> str:
-    """A reference segment: `name` or `name@hash` (names never hold '@', so it stays)."""
-    return quote(value, safe="@")
-
-
-def tree_url(ref: str, path: Sequence[str] = ()) -> str:
-    return "/".join(["/tree", _ref(ref), *(_seg(p) for p in path)])
-
-
-def content_url(ref: str, key: Sequence[str]) -> str:
-    return "/".join(["/content", _ref(ref), *(_seg(p) for p in key)])
-
-
-def commits_url(ref: str, hash_: str | None = None) -> str:
-    return f"/commits/{_ref(ref)}" + (f"/{_seg(hash_)}" if hash_ else "")
-
-
-def diff_url(ref: str) -> str:
-    return f"/diff/{_ref(ref)}"
+# The UI's paths (contracts/catalog_ui.py), under the names the templates use.
+tree_url, content_url, commits_url, diff_url = tree_path, content_path, commits_path, diff_path
 
 
 def _cell(value: Any) -> Any:

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from contracts.properties import INGEST_ID_PROPERTY
 from lakeview import iceberg
 from lakeview.exceptions import TableReadError
 
@@ -350,4 +351,4 @@ def _open(content: dict[str, Any] | None, properties: dict[str, str]) -> Any:
 def _ingest_of(info: iceberg.TableInfo | None) -> str | None:
     if info is None or info.current is None:
         return None
-    return info.current.summary.get("wap.ingest-id")
+    return info.current.summary.get(INGEST_ID_PROPERTY)

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 import yaml
 
+from contracts.layout import table_config_key
 from contracts.table_config import TableConfigError, default_config, parse_table_config_text
 from wap.dashboard import shaping
 from wap.dashboard.source import TablePage
@@ -114,7 +115,7 @@ def _maintenance(data: TablePage) -> None:
 
 
 def _config(data: TablePage) -> None:
-    where = data.config_uri or f"tables/{data.table}.yaml"
+    where = data.config_uri or table_config_key(data.table)
     st.subheader("Configured checks")
     if data.config_text is None:
         st.info(

@@ -1,0 +1,17 @@
+"""The `wap.*` properties our commits carry, defined once (docs/contracts.md).
+
+The job sets them on the Iceberg snapshot it appends (`snapshot-property.<name>`), the
+publish and compaction merges on their Nessie commits' metadata; the Nessie UI stand-in,
+`wap`, the dashboard and the job itself (finding its own snapshot again) read them back.
+"""
+
+from __future__ import annotations
+
+# The ingest (or batch, or maintenance run) a snapshot or merge belongs to.
+INGEST_ID_PROPERTY = "wap.ingest-id"
+# The uploaded object versions a snapshot's rows came from, comma-separated.
+SOURCE_PROPERTY = "wap.source"
+# What made a merge: `publish`, `manual-publish`.
+ACTION_PROPERTY = "wap.action"
+# The maintenance a merge carries out: `compaction`.
+MAINTENANCE_PROPERTY = "wap.maintenance"
