@@ -15,26 +15,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contracts import lifecycle
 from contracts.alert import AlertEvent
 from contracts.fields import ContractError, Reader, drop_none
-from contracts.lifecycle import Status
+from contracts.lifecycle import (  # noqa: F401 (the final outcomes, re-exported)
+    AUDIT_FAILED,
+    FINAL_STATUSES,
+    JOB_FAILED,
+    PUBLISH_FAILED,
+    PUBLISHED,
+    REJECTED,
+    RUNNING,
+)
 
 STATE_VERSION = 1
 KNOWN_STATE_VERSIONS = (1,)
 
 # `outcome.status`. The final ones are the ledger's statuses of a finished ingest
 # (contracts/lifecycle.py); the others are only the state machine's.
-RUNNING = Status.RUNNING
 PASSED = "PASSED"
 JOB_ERROR = "JOB_ERROR"  # an infrastructure error: retry after `retry_in_seconds`
 REBASED = "REBASED"  # main moved: publish started a new run on a fresh branch
-PUBLISHED = Status.PUBLISHED
-AUDIT_FAILED = Status.AUDIT_FAILED
-REJECTED = Status.REJECTED
-JOB_FAILED = Status.JOB_FAILED
-PUBLISH_FAILED = Status.PUBLISH_FAILED
-FINAL_STATUSES = lifecycle.FINAL_STATUSES
 OUTCOME_STATUSES = (RUNNING, PASSED, JOB_ERROR, REBASED, *FINAL_STATUSES)
 
 class StateError(ContractError):
