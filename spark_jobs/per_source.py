@@ -137,12 +137,6 @@ def leave_out_undecodable(spark: SparkSession, usable: Usable,
         search(files[middle:])
 
     search(usable.uris)
-    return leave_out(usable, bad)
-
-
-def leave_out(usable: Usable, bad: dict[str, str]) -> bool:
-    """Leave out the sources of the files in `bad` (file URI -> reason), each rejected
-    with its file's reason; whether any was. NoUsableSourceError when none is left."""
     for uri in bad:  # a source with several files goes as a whole
         source = usable.owner.get(uri)
         if source is not None and source not in usable.rejected:

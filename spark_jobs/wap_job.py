@@ -265,8 +265,8 @@ def _run(spark, args: JobArgs, report: Report):
         report.timings["observe_wait_s"] = written.observe_wait_s
     else:
         written = reused
-        # The first run judged the text sources' bytes while writing: judge them again.
-        if recheck_reused(spark, ref, reused, usable, reader,
+        # The first run judged the sources' bytes while writing: judge them again.
+        if recheck_reused(spark, ref, reused, usable, reader, recorded_sources(args, usable),
                           leaves_out=len(args.sources) > 1 and not args.all_or_nothing):
             frame, files = read_sources(spark, usable.uris, reader), usable.uris
     report.snapshot_id, report.rows_written = written.snapshot_id, written.rows_written
