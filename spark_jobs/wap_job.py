@@ -76,6 +76,7 @@ from spark_jobs.per_source import (
     usable_sources,
 )
 from spark_jobs.report import REJECTED, Report, utc_now, write_report
+from spark_jobs.reuse import recheck_reused
 from spark_jobs.schema_policy import plan_schema
 from spark_jobs.sources import read_sources, read_strict
 from spark_jobs.text_sources import (
@@ -264,6 +265,10 @@ def _run(spark, args: JobArgs, report: Report):
         report.timings["observe_wait_s"] = written.observe_wait_s
     else:
         written = reused
+        # The first run judged the sources' bytes while writing: judge them again.
+        if recheck_reused(spark, ref, reused, usable, reader, recorded_sources(args, usable),
+                          leaves_out=len(args.sources) > 1 and not args.all_or_nothing):
+            frame, files = read_sources(spark, usable.uris, reader), usable.uris
     report.snapshot_id, report.rows_written = written.snapshot_id, written.rows_written
     report.reused_snapshot, report.schema_changes = written.reused, changes
     report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)

@@ -120,3 +120,31 @@ def test_in_a_batch_a_cut_gzip_is_rejected_alone(lake, ingest, tmp_path):
     assert verdicts["cut.csv.gz"]["status"] == "rejected", verdicts
     assert "gzip stream ends early" in verdicts["cut.csv.gz"]["reason"]
     assert (verdicts["good.csv"]["status"], report["rows_written"]) == ("passed", 1), report
+
+
+# --- a repeated run (its report lost) reuses the branch snapshot: the same verdict -------
+
+def test_a_repeated_run_rejects_bytes_invalid_in_utf8_again(lake, ingest, tmp_path):
+    data = b"order_id,customer,amount\n1,ann,1.00\n2,b\xff\xfeb,2.00\n3,cy,3.00\n"
+    args = ingest("damaged.again", [_write(tmp_path, "names.csv", data)],
+                  config=SCHEMA + "csv: {encoding: utf-8}\n")
+    first = run_ingest(lake, args)  # its rows are on the branch; say its report was lost
+
+    second = run_ingest(lake, args)
+
+    assert second["reused_snapshot"] or second["snapshot_id"] is None, second
+    assert _rejected(second) == _rejected(first)
+
+
+def test_a_repeated_batch_rejects_its_cut_gzip_alone_again(lake, ingest, tmp_path):
+    whole = gzip.compress(CSV_ROWS.encode())
+    sources = [_write(tmp_path, "good.csv", b"order_id,customer,amount\n1,ann,1.00\n"),
+               _write(tmp_path, "cut.csv.gz", whole[:len(whole) // 2])]
+    args = ingest("damaged.batchagain", sources, config=SCHEMA)
+    first = run_ingest(lake, args)
+
+    second = run_ingest(lake, args)
+
+    assert second["reused_snapshot"], second
+    assert (second["outcome"], second["rows_written"]) == (first["outcome"], 1), second
+    assert second["sources"] == first["sources"]

@@ -203,3 +203,20 @@ def test_a_file_whose_pages_do_not_decode_is_left_out_in_the_same_run(lake, ness
     assert [got[f"g{i}.parquet"]["status"] for i in range(6)] == ["passed"] * 6
     assert report["rows_written"] == 24
     assert read_on_ref(lake, nessie, args.branch, "batch.badpage").count() == 24
+
+
+def test_a_repeated_batch_leaves_out_the_file_whose_pages_do_not_decode_again(
+        lake, ingest, tmp_path):
+    # The first run's report was lost: the second reuses its snapshot, and must not
+    # call passed a file whose rows that snapshot does not hold.
+    sources = [write_parquet(tmp_path / f"g{i}.parquet", orders(10 * i)) for i in range(3)]
+    sources.insert(1, _bad_page(tmp_path / "bad-page.parquet"))
+    args = ingest("batch.badpageagain", sources)
+    first = run_ingest(lake, args)
+
+    second = run_ingest(lake, args)
+
+    assert second["reused_snapshot"], second
+    assert (second["outcome"], second["rows_written"]) == (first["outcome"],
+                                                           first["rows_written"]), second
+    assert second["sources"] == first["sources"]
