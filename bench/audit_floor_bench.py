@@ -50,8 +50,9 @@ ROWS_SHOWN = ("seed", "query", "column", "metrics", "audit", "scan", "samples")
 Steps = dict[str, Callable[[], object]]
 
 
-def _audit_parts(spark, snapshot_id: int,
-                 source_bytes: int) -> tuple[Steps, list[str], Callable[[], list]]:
+def _audit_parts(
+    spark, snapshot_id: int, source_bytes: int
+) -> tuple[Steps, list[str], Callable[[], list]]:
     """The timed steps, built from the job's own config parsing, checks and audit; the
     checks the scan settles; and the data-read count (`_data_read`) on the same setup."""
     import yaml
@@ -69,8 +70,11 @@ def _audit_parts(spark, snapshot_id: int,
 
     checks = compile_checks(spark, parse_table_config_text(TABLE_CONFIG, yaml=yaml), rows().schema)
     checked = {name for check in checks for name in check.spec.columns}
-    dictionary = {c.column for c in checks if c.spec.kind == "accepted_values"
-                  and isinstance(c.types[c.column], StringType)}
+    dictionary = {
+        c.column
+        for c in checks
+        if c.spec.kind == "accepted_values" and isinstance(c.types[c.column], StringType)
+    }
     now = dt.datetime.now(dt.UTC)
 
     def metrics():
@@ -88,8 +92,10 @@ def _audit_parts(spark, snapshot_id: int,
     results = run_audit(checks, stats, rows, now, observed=observed, timings=probe)
     scanned = [i for i, r in enumerate(results) if r.settled_by == SCAN]
     if not scanned or "audit_samples_s" not in probe:
-        raise SystemExit("the dirty file no longer leaves checks to the scan or fails any: "
-                         "this benchmark measures nothing")
+        raise SystemExit(
+            "the dirty file no longer leaves checks to the scan or fails any: "
+            "this benchmark measures nothing"
+        )
     one_column = CHECKS[scanned[0]][1]
 
     def audit() -> dict[str, float]:
@@ -98,18 +104,31 @@ def _audit_parts(spark, snapshot_id: int,
         return timings
 
     def volume() -> list[Read]:
-        return _data_read(spark, checks, scanned, lambda: run_audit(
-            checks, stats, rows, now, observed=observed, label=VOLUME_LABEL), rows)
+        return _data_read(
+            spark,
+            checks,
+            scanned,
+            lambda: run_audit(checks, stats, rows, now, observed=observed, label=VOLUME_LABEL),
+            rows,
+        )
 
-    return {
-        "seed": lambda: [spark.sql(f"SELECT count(*) FROM {TABLE} WHERE {predicate}").first()
-                         for _, predicate in CHECKS],
-        "query": lambda: spark.sql(f"SELECT count(*) FROM {TABLE}").first(),
-        "column": lambda: spark.sql(f"SELECT count_if({one_column}) FROM {TABLE}").first(),
-        "metrics": metrics,
-        "audit": audit,  # scan and samples, each timed by run_audit's own timers
-    }, [f"{checks[i].spec.kind}:{','.join(checks[i].spec.columns) or checks[i].spec.name}"
-        for i in scanned], volume
+    return (
+        {
+            "seed": lambda: [
+                spark.sql(f"SELECT count(*) FROM {TABLE} WHERE {predicate}").first()
+                for _, predicate in CHECKS
+            ],
+            "query": lambda: spark.sql(f"SELECT count(*) FROM {TABLE}").first(),
+            "column": lambda: spark.sql(f"SELECT count_if({one_column}) FROM {TABLE}").first(),
+            "metrics": metrics,
+            "audit": audit,  # scan and samples, each timed by run_audit's own timers
+        },
+        [
+            f"{checks[i].spec.kind}:{','.join(checks[i].spec.columns) or checks[i].spec.name}"
+            for i in scanned
+        ],
+        volume,
+    )
 
 
 @dataclass
@@ -148,8 +167,9 @@ def scan_width(frame) -> int:
     return max(int(leaves.apply(i).output().size()) for i in range(leaves.size()))
 
 
-def _data_read(spark, checks, scanned: list[int], audit: Callable[[], object],
-               rows: Callable) -> list[Read]:
+def _data_read(
+    spark, checks, scanned: list[int], audit: Callable[[], object], rows: Callable
+) -> list[Read]:
     """One seed audit and one of ours (`audit`, labelled VOLUME_LABEL), each query in
     its own job group; what each read."""
     from spark_jobs.audit import count_aggregates, job_group, job_group_ids
@@ -160,15 +180,26 @@ def _data_read(spark, checks, scanned: list[int], audit: Callable[[], object],
         group = f"{VOLUME_LABEL}-seed-{index}"
         with job_group(spark, group, "seed query"):
             spark.sql(query).first()
-        reads.append(Read(f"seed: `{predicate}`", *input_of_group(spark, group),
-                          columns=scan_width(spark.sql(query))))
+        reads.append(
+            Read(
+                f"seed: `{predicate}`",
+                *input_of_group(spark, group),
+                columns=scan_width(spark.sql(query)),
+            )
+        )
     audit()
     groups = job_group_ids(VOLUME_LABEL)
     one_pass = rows().agg(*count_aggregates(checks, scanned))  # what the job's pass runs
-    reads.append(Read("ours: the aggregation pass", *input_of_group(spark, groups["scan"]),
-                      columns=scan_width(one_pass)))
-    reads.append(Read("ours: violating rows (LIMITed query)",
-                      *input_of_group(spark, groups["samples"])))
+    reads.append(
+        Read(
+            "ours: the aggregation pass",
+            *input_of_group(spark, groups["scan"]),
+            columns=scan_width(one_pass),
+        )
+    )
+    reads.append(
+        Read("ours: violating rows (LIMITed query)", *input_of_group(spark, groups["samples"]))
+    )
     return reads
 
 
@@ -180,8 +211,9 @@ def run(scale: float, repeats: int) -> tuple[dict[str, float], list[str], list[R
 
     tmp = Path(tempfile.mkdtemp(prefix="audit-floor-"))
     server = start_server(str(tmp / "nessie.db"))
-    spark = build_local_spark((tmp / "warehouse").as_uri(), server.api_v2,
-                              app_name="audit-floor-bench")
+    spark = build_local_spark(
+        (tmp / "warehouse").as_uri(), server.api_v2, app_name="audit-floor-bench"
+    )
     try:
         _, dirty = generate(scale)
         spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
@@ -192,7 +224,7 @@ def run(scale: float, repeats: int) -> tuple[dict[str, float], list[str], list[R
             step()
         times: dict[str, list[float]] = {name: [] for name in ROWS_SHOWN}
         for repeat in range(repeats):
-            for name in STEPS[repeat % len(STEPS):] + STEPS[:repeat % len(STEPS)]:
+            for name in STEPS[repeat % len(STEPS) :] + STEPS[: repeat % len(STEPS)]:
                 start = time.perf_counter()
                 result = parts[name]()
                 times[name].append(time.perf_counter() - start)
@@ -209,8 +241,14 @@ def run(scale: float, repeats: int) -> tuple[dict[str, float], list[str], list[R
     return medians, scanned, reads, width
 
 
-def render(scale: float, medians: dict[str, float], scanned: list[str], repeats: int,
-           reads: list[Read], width: int) -> str:
+def render(
+    scale: float,
+    medians: dict[str, float],
+    scanned: list[str],
+    repeats: int,
+    reads: list[Read],
+    width: int,
+) -> str:
     """The markdown tables (also printed)."""
     seed = medians["seed"]
     labels = {
@@ -219,19 +257,24 @@ def render(scale: float, medians: dict[str, float], scanned: list[str], repeats:
         "column": "one `count_if` pass over one column",
         "metrics": "our metrics phase (manifests + dictionary pages)",
         "audit": "our audit after the metrics: aggregation pass + samples (wall)",
-        "scan": f"- of which the aggregation pass ({len(scanned)} checks: "
-                f"{', '.join(scanned)})",
+        "scan": f"- of which the aggregation pass ({len(scanned)} checks: {', '.join(scanned)})",
         "samples": "- of which sampling violating rows (alongside the pass)",
     }
-    lines = [f"SF {scale:g}, dirty data, median of {repeats}:", "",
-             "| step | s | x seed audit |", "|---|---|---|"]
+    lines = [
+        f"SF {scale:g}, dirty data, median of {repeats}:",
+        "",
+        "| step | s | x seed audit |",
+        "|---|---|---|",
+    ]
     for name in ROWS_SHOWN:
-        lines.append(f"| {labels[name]} | {medians[name]:.3f} | "
-                     f"{medians[name] / seed:.2f} |")
+        lines.append(f"| {labels[name]} | {medians[name]:.3f} | {medians[name] / seed:.2f} |")
     floor = medians["metrics"] + medians["audit"]
-    lines += ["", f"metrics + audit = {floor:.3f} s = {floor / seed:.2f} x the seed's audit "
-              f"(the target allows 0.50 for everything: this, preparing the write and "
-              f"any observation during it)."]
+    lines += [
+        "",
+        f"metrics + audit = {floor:.3f} s = {floor / seed:.2f} x the seed's audit "
+        f"(the target allows 0.50 for everything: this, preparing the write and "
+        f"any observation during it).",
+    ]
     return "\n".join([*lines, "", *render_reads(reads, width)])
 
 
@@ -239,9 +282,13 @@ def render_reads(reads: list[Read], width: int) -> list[str]:
     """What each side read, and the floor that puts under the overhead ratio."""
     seed = [r for r in reads if r.name.startswith("seed")]
     ours = [r for r in reads if not r.name.startswith("seed")]
-    lines = ["What each side reads from the data files (one more run of each; Spark's task "
-             "input metrics, which the machine's load does not move):", "",
-             "| query | columns scanned | rows read | bytes read |", "|---|---|---|---|"]
+    lines = [
+        "What each side reads from the data files (one more run of each; Spark's task "
+        "input metrics, which the machine's load does not move):",
+        "",
+        "| query | columns scanned | rows read | bytes read |",
+        "|---|---|---|---|",
+    ]
     for read in reads:
         columns = "-" if read.columns is None else str(read.columns)
         lines.append(f"| {read.name} | {columns} | {read.rows:,} | {read.bytes:,} |")
@@ -250,16 +297,19 @@ def render_reads(reads: list[Read], width: int) -> list[str]:
     # The sampled rows counted with every column of the table: an upper bound for ours.
     our_values = sum(r.rows * (width if r.columns is None else r.columns) for r in ours)
     ratio = our_values / seed_values if seed_values else float("nan")
-    lines += ["", f"Column values decoded (rows read x columns scanned; the sampled rows "
-              f"counted with all {width} columns): ours {our_values:,}, the seed's "
-              f"{seed_values:,} ({reading} of its 10 queries read rows, the others are "
-              f"answered from file metrics or dictionary pages): **{ratio:.2f}**. Bytes "
-              "overstate the LIMITed query: parquet fetches a row group's column chunks "
-              "whole but decodes only the pages it uses. Exact counts need every column "
-              "that holds violations decoded once, so where decoding decides the time (big "
-              "files on few cores) the overhead ratio tends to this figure, whatever is "
-              "settled from metrics; where the fixed cost per query decides it (small files, "
-              "many cores), to the ratio of queries run."]
+    lines += [
+        "",
+        f"Column values decoded (rows read x columns scanned; the sampled rows "
+        f"counted with all {width} columns): ours {our_values:,}, the seed's "
+        f"{seed_values:,} ({reading} of its 10 queries read rows, the others are "
+        f"answered from file metrics or dictionary pages): **{ratio:.2f}**. Bytes "
+        "overstate the LIMITed query: parquet fetches a row group's column chunks "
+        "whole but decodes only the pages it uses. Exact counts need every column "
+        "that holds violations decoded once, so where decoding decides the time (big "
+        "files on few cores) the overhead ratio tends to this figure, whatever is "
+        "settled from metrics; where the fixed cost per query decides it (small files, "
+        "many cores), to the ratio of queries run.",
+    ]
     return lines
 
 
@@ -273,8 +323,15 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     medians, scanned, reads, width = run(scale, repeats)
     text = render(scale, medians, scanned, repeats, reads, width)
-    publish(args, argv, module="bench.audit_floor_bench", section="audit_floor_bench",
-            title="What auditing dirty data costs at least", text=text, started=started)
+    publish(
+        args,
+        argv,
+        module="bench.audit_floor_bench",
+        section="audit_floor_bench",
+        title="What auditing dirty data costs at least",
+        text=text,
+        started=started,
+    )
     return 0
 
 

@@ -62,8 +62,12 @@ def bad_files(rows: int) -> dict[int, bytes]:
     text = pa.table({"order_id": pa.array([10**9], pa.int64()), "amount": pa.array(["1.0"])})
     buffer = io.BytesIO()
     pq.write_table(text, buffer)
-    negative = pa.table({"order_id": pa.array(range(2 * 10**9, 2 * 10**9 + rows), pa.int64()),
-                         "amount": pa.array([-1.0] * rows, pa.float64())})
+    negative = pa.table(
+        {
+            "order_id": pa.array(range(2 * 10**9, 2 * 10**9 + rows), pa.int64()),
+            "amount": pa.array([-1.0] * rows, pa.float64()),
+        }
+    )
     failing = io.BytesIO()
     pq.write_table(negative, failing)
     return {17: corrupt, 42: buffer.getvalue(), 88: failing.getvalue()}
@@ -74,8 +78,11 @@ def _job_runs(backend: Any, table: str, records: Sequence[Record]) -> int:
     lacks (one 100-file run listed 98 runs for 100 published files; counted, not hidden)."""
     emr = backend.stack.aws.client("emr-serverless")
     application = backend.stack.aws.application_id
-    listed = {run["id"] for run in emr.list_job_runs(applicationId=application)["jobRuns"]
-              if run["name"].startswith(f"wap-{table}-")}
+    listed = {
+        run["id"]
+        for run in emr.list_job_runs(applicationId=application)["jobRuns"]
+        if run["name"].startswith(f"wap-{table}-")
+    }
     named = {r.job_run_id for r in records if r.job_run_id}
     if named - listed:
         print(f"note: {len(named - listed)} job run(s) of {table} missing from EMR's list")
@@ -90,10 +97,8 @@ def _run_seconds(backend: Any, record: Record) -> float:
 def per_file_seconds(backend: Any, table: str) -> float:
     """What one more file adds to a run: the table's largest batch against its one-file
     run (the burst's first file runs alone), from the job's own timings."""
-    batches = [b for b in backend.ledger.list_batches() if b.table == table
-               and b.report_uri]
-    alone = [r for r in backend.ledger.list_ingests(table=table)
-             if not r.batch_id and r.report_uri]
+    batches = [b for b in backend.ledger.list_batches() if b.table == table and b.report_uri]
+    alone = [r for r in backend.ledger.list_ingests(table=table) if not r.batch_id and r.report_uri]
     if not batches or not alone:
         return 0.0
     batch = max(batches, key=lambda b: len(b.members or []))
@@ -107,8 +112,10 @@ def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: fl
 
     namespace, name = table.split(".")
     started = time.perf_counter()
-    ids = [upload_for_ingest(backend, f"{namespace}/{name}/part-{index:05d}.parquet", body)
-           for index, body in enumerate(files)]
+    ids = [
+        upload_for_ingest(backend, f"{namespace}/{name}/part-{index:05d}.parquet", body)
+        for index, body in enumerate(files)
+    ]
     records = wait_final(backend, ids, timeout, poll=0.2, what=table, started=started)
     seconds = time.perf_counter() - started
     statuses: dict[str, int] = {}
@@ -126,37 +133,47 @@ def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured, Meas
     with scratch_with_tables("wap-burst-bench-", {MIXED_TABLE: MIXED_CONFIG}) as scratch:
         target = Target(home=str(scratch / "home"))
         # The bench's tables have no config and are not on main yet: let uploads create them.
-        with open_backend(target, run_ingests=True, mutates=True, create=True,
-                          create_tables=True) as backend:
+        with open_backend(
+            target, run_ingests=True, mutates=True, create=True, create_tables=True
+        ) as backend:
             # JIT, class loading and Spark's first plans must not count against the baseline.
             ingest_at_once(backend, WARM_UP_TABLE, [parquet_bytes(0, 10)], timeout)
-            single = ingest_at_once(backend, SINGLE_TABLE, [parquet_bytes(0, files * rows)],
-                                    timeout)
+            single = ingest_at_once(
+                backend, SINGLE_TABLE, [parquet_bytes(0, files * rows)], timeout
+            )
             burst = ingest_at_once(
-                backend, BURST_TABLE, [parquet_bytes(i * rows, rows) for i in range(files)],
-                timeout)
+                backend, BURST_TABLE, [parquet_bytes(i * rows, rows) for i in range(files)], timeout
+            )
             bad = {position % files: body for position, body in bad_files(rows).items()}
             mixed = ingest_at_once(
-                backend, MIXED_TABLE,
-                [bad.get(i) or parquet_bytes(i * rows, rows) for i in range(files)], timeout)
+                backend,
+                MIXED_TABLE,
+                [bad.get(i) or parquet_bytes(i * rows, rows) for i in range(files)],
+                timeout,
+            )
             per_file = per_file_seconds(backend, BURST_TABLE)
         return single, burst, mixed, per_file
 
 
 def render(single: Measured, burst: Measured, mixed: Measured) -> str:
     """The markdown table: runs, wall time, and the burst's ratio to the single file."""
+
     def row(label: str, m: Measured, ratio: str) -> str:
         outcomes = ", ".join(f"{n} {s}" for s, n in sorted(m.statuses.items()))
-        return (f"| {label} | {m.files} | {m.rows:,} | {m.job_runs} | {m.seconds:.1f} | "
-                f"{ratio} | {outcomes} |")
+        return (
+            f"| {label} | {m.files} | {m.rows:,} | {m.job_runs} | {m.seconds:.1f} | "
+            f"{ratio} | {outcomes} |"
+        )
 
-    return "\n".join([
-        "| what | files | rows written | job runs | wall s | ratio | outcomes |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
-        row("one file (baseline)", single, "1.0"),
-        row("burst, dropped at once", burst, f"{burst.seconds / single.seconds:.1f}x"),
-        row("burst with 3 bad files", mixed, f"{mixed.seconds / single.seconds:.1f}x"),
-    ])
+    return "\n".join(
+        [
+            "| what | files | rows written | job runs | wall s | ratio | outcomes |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+            row("one file (baseline)", single, "1.0"),
+            row("burst, dropped at once", burst, f"{burst.seconds / single.seconds:.1f}x"),
+            row("burst with 3 bad files", mixed, f"{mixed.seconds / single.seconds:.1f}x"),
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,17 +185,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--rows", type=int, default=1000, help="rows per file of the burst")
     parser.add_argument("--timeout", type=float, default=3600)
-    parser.add_argument("--fixed", type=float, default=60.0,
-                        help="the cost model's fixed seconds per run on AWS (assumed)")
+    parser.add_argument(
+        "--fixed",
+        type=float,
+        default=60.0,
+        help="the cost model's fixed seconds per run on AWS (assumed)",
+    )
     args = parser.parse_args(argv)
     files, rows = (5, 200) if args.quick else (args.files, args.rows)
     started = time.perf_counter()
     single, burst, mixed, per_file = run(files, rows, args.timeout)
-    text = render(single, burst, mixed) + "\n\n" + cost_model.render(fixed=args.fixed,
-                                                                     per_file=per_file)
-    publish(args, argv, module="bench.burst_bench", section="burst_bench",
-            title=f"A burst of {files} files against one file of the same rows (real local "
-            "flow)", text=text, started=started)
+    text = (
+        render(single, burst, mixed)
+        + "\n\n"
+        + cost_model.render(fixed=args.fixed, per_file=per_file)
+    )
+    publish(
+        args,
+        argv,
+        module="bench.burst_bench",
+        section="burst_bench",
+        title=f"A burst of {files} files against one file of the same rows (real local flow)",
+        text=text,
+        started=started,
+    )
     return 0
 
 

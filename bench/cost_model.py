@@ -38,8 +38,9 @@ class Cost:
     last_published_s: float  # when the last file was published, from the first arrival
 
 
-def simulate(interval: float, *, fixed: float, per_file: float, max_files: int,
-             files: int = FILES) -> Cost:
+def simulate(
+    interval: float, *, fixed: float, per_file: float, max_files: int, files: int = FILES
+) -> Cost:
     """Runs and billed worker-seconds for `files` arrivals `interval` seconds apart."""
     arrivals = [i * interval for i in range(files)]
     now, taken, runs, billed = 0.0, 0, 0, 0.0
@@ -72,7 +73,8 @@ def render(*, fixed: float, per_file: float, max_files: int = 500) -> str:
         lines.append(
             f"| {label} | {single.runs:,} | {single.worker_seconds:,.0f} | "
             f"{_duration(single.last_published_s)} | {batched.runs:,} | "
-            f"{batched.worker_seconds:,.0f} | {_duration(batched.last_published_s)} |")
+            f"{batched.worker_seconds:,.0f} | {_duration(batched.last_published_s)} |"
+        )
     return "\n".join(lines)
 
 

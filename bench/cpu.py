@@ -14,7 +14,7 @@ def _stat(pid: int) -> list[str] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:  # gone between the listing and the read
         return None
-    return text[text.rindex(")") + 2:].split()  # fields after the command name
+    return text[text.rindex(")") + 2 :].split()  # fields after the command name
 
 
 def tree_cpu_seconds(root: int | None = None) -> float:

@@ -48,17 +48,27 @@ class Measured:
 def write_files(folder: Path, orders: int, per_order: int) -> tuple[Path, Path]:
     """orders.parquet and items.parquet (every item names an order) in `folder`."""
     ids = pa.array(range(orders), pa.int64())
-    pq.write_table(pa.table({"order_id": ids, "customer": pa.array([i % 997 for i in
-                                                                    range(orders)], pa.int64()),
-                             "amount": pa.array([float(i % 500) for i in range(orders)])}),
-                   folder / "orders.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "order_id": ids,
+                "customer": pa.array([i % 997 for i in range(orders)], pa.int64()),
+                "amount": pa.array([float(i % 500) for i in range(orders)]),
+            }
+        ),
+        folder / "orders.parquet",
+    )
     item_ids = pa.array([i // per_order for i in range(orders * per_order)], pa.int64())
-    pq.write_table(pa.table({"order_id": item_ids,
-                             "sku": pa.array([f"sku-{i % 1000}" for i in
-                                              range(orders * per_order)]),
-                             "quantity": pa.array([1 + i % 5 for i in
-                                                   range(orders * per_order)], pa.int64())}),
-                   folder / "items.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "order_id": item_ids,
+                "sku": pa.array([f"sku-{i % 1000}" for i in range(orders * per_order)]),
+                "quantity": pa.array([1 + i % 5 for i in range(orders * per_order)], pa.int64()),
+            }
+        ),
+        folder / "items.parquet",
+    )
     return folder / "orders.parquet", folder / "items.parquet"
 
 
@@ -73,18 +83,26 @@ def _main_commits(backend: Any) -> int:
     return sum(1 for _ in backend.nessie.commit_log("main"))
 
 
-def _measured(backend: Any, record: Any, seconds: float, cpu: float,
-              commits_before: int) -> Measured:
+def _measured(
+    backend: Any, record: Any, seconds: float, cpu: float, commits_before: int
+) -> Measured:
     """An ingest's measure once final: its wall and CPU seconds (`seconds`, `cpu`), the job
     runs and merges into main it took, and its job's own timings."""
     timings = job_timings(backend, record)
-    return Measured(seconds, _job_runs(backend, record.ingest_id),
-                    _main_commits(backend) - commits_before, (record.status,),
-                    float(timings.get("total_s", 0.0)), timings, cpu)
+    return Measured(
+        seconds,
+        _job_runs(backend, record.ingest_id),
+        _main_commits(backend) - commits_before,
+        (record.status,),
+        float(timings.get("total_s", 0.0)),
+        timings,
+        cpu,
+    )
 
 
-def one_after_the_other(backend: Any, ns: str, files: tuple[Path, Path],
-                        timeout: float) -> tuple[Measured, Measured]:
+def one_after_the_other(
+    backend: Any, ns: str, files: tuple[Path, Path], timeout: float
+) -> tuple[Measured, Measured]:
     """Each table alone, the second uploaded once the first is final."""
     from wap.ops.operations import upload_for_ingest
 
@@ -92,8 +110,13 @@ def one_after_the_other(backend: Any, ns: str, files: tuple[Path, Path],
     for table, path in zip(("orders", "order_items"), files, strict=True):
         before, cpu, started = _main_commits(backend), tree_cpu_seconds(), time.perf_counter()
         key = f"{ns}/{table}/{path.name}"
-        [record] = wait_final(backend, [upload_for_ingest(backend, key, path.read_bytes())],
-                              timeout, poll=0.1, what=key)
+        [record] = wait_final(
+            backend,
+            [upload_for_ingest(backend, key, path.read_bytes())],
+            timeout,
+            poll=0.1,
+            what=key,
+        )
         seconds, cpu = time.perf_counter() - started, tree_cpu_seconds() - cpu
         measured.append(_measured(backend, record, seconds, cpu, before))
     return measured[0], measured[1]
@@ -103,9 +126,14 @@ def as_dataset(backend: Any, ns: str, files: tuple[Path, Path], timeout: float) 
     """Both tables as one multi-table dataset (drop, manifest, one run, one merge)."""
     from wap.ops.datasets import DatasetDrop, drop_dataset
 
-    drop = DatasetDrop(f"{ns}_shop", files[0].parent, {
-        f"{ns}.orders": [("orders/orders.parquet", files[0])],
-        f"{ns}.order_items": [("items/items.parquet", files[1])]})
+    drop = DatasetDrop(
+        f"{ns}_shop",
+        files[0].parent,
+        {
+            f"{ns}.orders": [("orders/orders.parquet", files[0])],
+            f"{ns}.order_items": [("items/items.parquet", files[1])],
+        },
+    )
     before, cpu, started = _main_commits(backend), tree_cpu_seconds(), time.perf_counter()
     dropped = drop_dataset(backend, drop)
     [record] = wait_final(backend, [dropped.ingest_id], timeout, poll=0.1, what=dropped.key)
@@ -118,16 +146,19 @@ def run(orders: int, per_order: int, repeats: int, timeout: float) -> list[dict[
     from wap.ops.backends import Target, open_backend
 
     rounds = []
-    with scratch_with_tables("wap-dataset-bench-", {}) as scratch, \
-            tempfile.TemporaryDirectory() as data:
+    with (
+        scratch_with_tables("wap-dataset-bench-", {}) as scratch,
+        tempfile.TemporaryDirectory() as data,
+    ):
         datasets = scratch / "tables" / "datasets"
         datasets.mkdir()
         files = write_files(Path(data), orders, per_order)
         for number in range(repeats + 1):  # round 0 warms up the JVM and Spark's plans
             (datasets / f"ds{number}_shop.yaml").write_text(DATASET.format(ns=f"ds{number}"))
         target = Target(home=str(scratch / "home"))
-        with open_backend(target, run_ingests=True, mutates=True, create=True,
-                          create_tables=True) as backend:
+        with open_backend(
+            target, run_ingests=True, mutates=True, create=True, create_tables=True
+        ) as backend:
             for number in range(repeats + 1):
                 first, second = one_after_the_other(backend, f"seq{number}", files, timeout)
                 together = as_dataset(backend, f"ds{number}", files, timeout)
@@ -139,12 +170,12 @@ def run(orders: int, per_order: int, repeats: int, timeout: float) -> list[dict[
 def render(rounds: list[dict[str, Any]], orders: int, per_order: int) -> str:
     """Medians over the rounds, and the ratios the issue sets targets for (paired: each
     round's dataset against the same round's single-table ingests)."""
+
     def median(key: str, field: str = "seconds") -> float:
         return statistics.median(getattr(r[key], field) for r in rounds)
 
     def ratio(field: str, against) -> float:
-        return statistics.median(getattr(r["dataset"], field) / against(r, field)
-                                 for r in rounds)
+        return statistics.median(getattr(r["dataset"], field) / against(r, field) for r in rounds)
 
     def larger(r: dict[str, Any], field: str) -> float:
         return max(getattr(r["orders"], field), getattr(r["items"], field))
@@ -153,21 +184,33 @@ def render(rounds: list[dict[str, Any]], orders: int, per_order: int) -> str:
         return getattr(r["orders"], field) + getattr(r["items"], field)
 
     def ratio_of_floor() -> float:
-        return statistics.median(r["dataset"].cpu_seconds / cores() / larger(r, "seconds")
-                                 for r in rounds)
+        return statistics.median(
+            r["dataset"].cpu_seconds / cores() / larger(r, "seconds") for r in rounds
+        )
 
     last = rounds[-1]
-    rows = [(label, last[key].job_runs, last[key].merges, median(key),
-             median(key, "job_seconds"), median(key, "cpu_seconds"), last[key].statuses[0])
-            for label, key in (("orders alone", "orders"), ("items alone", "items"))]
+    rows = [
+        (
+            label,
+            last[key].job_runs,
+            last[key].merges,
+            median(key),
+            median(key, "job_seconds"),
+            median(key, "cpu_seconds"),
+            last[key].statuses[0],
+        )
+        for label, key in (("orders alone", "orders"), ("items alone", "items"))
+    ]
     lines = [
         f"{orders:,} orders and {orders * per_order:,} items (a foreign key and a row-count "
         f"relation between them), median of {len(rounds)} round(s), same stack:",
         "",
         "| what | job runs | merges into main | wall s | job s | cpu s | outcome |",
         "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
-        *(f"| {label} | {runs} | {merges} | {wall:.2f} | {job:.2f} | {cpu:.2f} | {status} |"
-          for label, runs, merges, wall, job, cpu, status in rows),
+        *(
+            f"| {label} | {runs} | {merges} | {wall:.2f} | {job:.2f} | {cpu:.2f} | {status} |"
+            for label, runs, merges, wall, job, cpu, status in rows
+        ),
         f"| both, one after the other | {last['orders'].job_runs + last['items'].job_runs} | "
         f"{last['orders'].merges + last['items'].merges} | "
         f"{statistics.median(both(r, 'seconds') for r in rounds):.2f} | "
@@ -210,11 +253,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     orders, repeats = (1000, 1) if args.quick else (args.orders, args.repeats)
     started = time.perf_counter()
-    text = render(run(orders, args.items_per_order, repeats, args.timeout), orders,
-                  args.items_per_order)
-    publish(args, argv, module="bench.dataset_bench", section="dataset_bench",
-            title="A two-table dataset against the two tables ingested one after the other "
-            "(real local flow)", text=text, started=started)
+    text = render(
+        run(orders, args.items_per_order, repeats, args.timeout), orders, args.items_per_order
+    )
+    publish(
+        args,
+        argv,
+        module="bench.dataset_bench",
+        section="dataset_bench",
+        title="A two-table dataset against the two tables ingested one after the other "
+        "(real local flow)",
+        text=text,
+        started=started,
+    )
     return 0
 
 

@@ -14,9 +14,11 @@ def write_section(name: str, title: str, command: str, text: str) -> None:
     """Replace (or append) the section between `<!-- name:start -->` and `<!-- name:end -->`;
     text outside the markers (hand-written analysis) is kept."""
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    section = (f"{start}\n## {title}\n\n"
-               f"`{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n\n"
-               f"{text}\n{end}")
+    section = (
+        f"{start}\n## {title}\n\n"
+        f"`{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n\n"
+        f"{text}\n{end}"
+    )
     current = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
     if start in current and end in current:
         before, rest = current.split(start, 1)
@@ -42,8 +44,16 @@ def bench_parser(module: str, quick: str) -> argparse.ArgumentParser:
     return parser
 
 
-def publish(args: argparse.Namespace, argv: list[str] | None, *, module: str, section: str,
-            title: str, text: str, started: float | None = None) -> None:
+def publish(
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    *,
+    module: str,
+    section: str,
+    title: str,
+    text: str,
+    started: float | None = None,
+) -> None:
     """Print a benchmark's `text` (and how long it took, from `started`); unless it ran
     `--quick` or `--no-doc`, write it to its section under the command it was run by."""
     print(text)

@@ -33,11 +33,14 @@ def _write(folder: Path, parents: int, orders: int, per_order: int, old_keys: in
     earlier.mkdir()
     step = max(1, parents // 16)  # 16 files, each a key range, as appends leave them
     for start in range(0, parents, step):
-        pq.write_table(pa.table({"order_id": pa.array(range(start, min(start + step, parents)),
-                                                      pa.int64())}),
-                       earlier / f"part-{start:012d}.parquet")
-    pq.write_table(pa.table({"order_id": pa.array(range(parents, parents + orders), pa.int64())}),
-                   folder / "orders.parquet")
+        pq.write_table(
+            pa.table({"order_id": pa.array(range(start, min(start + step, parents)), pa.int64())}),
+            earlier / f"part-{start:012d}.parquet",
+        )
+    pq.write_table(
+        pa.table({"order_id": pa.array(range(parents, parents + orders), pa.int64())}),
+        folder / "orders.parquet",
+    )
     items = [parents + i // per_order for i in range(orders * per_order)]
     items[:old_keys] = [i * max(1, parents // max(1, old_keys)) for i in range(old_keys)]
     pq.write_table(pa.table({"order_id": pa.array(items, pa.int64())}), folder / "items.parquet")
@@ -51,8 +54,9 @@ def run(parents_list: list[int], repeats: int, old_keys: int) -> list[tuple[int,
     config = parse_dataset_config(yaml.safe_load(CONFIG), "shop")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        spark = build_local_spark((Path(tmp) / "warehouse").as_uri(),
-                                  "http://127.0.0.1:9/api/v2", app_name="wap-fk-bench")
+        spark = build_local_spark(
+            (Path(tmp) / "warehouse").as_uri(), "http://127.0.0.1:9/api/v2", app_name="wap-fk-bench"
+        )
         try:
             for parents in parents_list:
                 folder = Path(tmp) / f"p{parents}"
@@ -77,8 +81,12 @@ def _measure(spark, config, folder: Path, repeats: int) -> tuple[float, float]:
 
     def check() -> int:
         [result] = evaluate_relations(
-            spark, config, {"s.order_items": items, "s.orders": new_orders},
-            {"s.orders": earlier}, {"s.orders": 100_000, "s.order_items": 1})
+            spark,
+            config,
+            {"s.order_items": items, "s.orders": new_orders},
+            {"s.orders": earlier},
+            {"s.orders": 100_000, "s.order_items": 1},
+        )
         return result.violations
 
     timed: dict[str, list[float]] = {"old": [], "new": []}
@@ -94,12 +102,17 @@ def _measure(spark, config, folder: Path, repeats: int) -> tuple[float, float]:
 
 def render(rows: list[tuple[int, float, float]], old_keys: int) -> str:
     """The table: seconds each way and their ratio per parent size."""
-    lines = [f"A drop of 100,000 orders and 300,000 items ({old_keys} of them naming orders "
-             "already on main), its foreign key checked against a parent of N earlier rows:",
-             "", "| earlier parent rows | whole parent anti-joined s | check s | check / "
-             "whole parent |", "| ---: | ---: | ---: | ---: |"]
-    lines += [f"| {parents:,} | {old:.2f} | {new:.2f} | **{new / old:.2f}x** |"
-              for parents, old, new in rows]
+    lines = [
+        f"A drop of 100,000 orders and 300,000 items ({old_keys} of them naming orders "
+        "already on main), its foreign key checked against a parent of N earlier rows:",
+        "",
+        "| earlier parent rows | whole parent anti-joined s | check s | check / whole parent |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {parents:,} | {old:.2f} | {new:.2f} | **{new / old:.2f}x** |"
+        for parents, old, new in rows
+    ]
     return "\n".join(lines)
 
 
@@ -115,8 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     parents = [20_000] if args.quick else [int(p) for p in args.parents.split(",")]
     repeats = 1 if args.quick else args.repeats
     text = render(run(parents, repeats, args.old_keys), args.old_keys)
-    publish(args, argv, module="bench.foreign_key_bench", section="foreign_key_bench",
-            title="A dataset's foreign key as the parent table grows", text=text)
+    publish(
+        args,
+        argv,
+        module="bench.foreign_key_bench",
+        section="foreign_key_bench",
+        title="A dataset's foreign key as the parent table grows",
+        text=text,
+    )
     return 0
 
 

@@ -39,15 +39,23 @@ def build_home(root: Path, ingests: int) -> Path:
     items = []
     for number in range(ingests):
         iid = f"{number:016x}"
-        items.append({
-            "pk": f"ingest#{iid}", "kind": "ingest", "ingest_id": iid,
-            "table": f"hist.t{number % 20}", "status": "PUBLISHED",
-            "key": f"hist/t{number % 20}/part-{number}.parquet",
-            "source_uri": f"s3://wap-source/hist/t{number % 20}/part-{number}.parquet",
-            "created_at": f"2026-01-01T00:{(number // 60) % 60:02d}:{number % 60:02d}Z",
-            "updated_at": "2026-01-02T00:00:00Z", "finished_at": "2026-01-02T00:00:00Z",
-            "rows_written": 1000, "size": 20_000, "attempts": 1,
-        })
+        items.append(
+            {
+                "pk": f"ingest#{iid}",
+                "kind": "ingest",
+                "ingest_id": iid,
+                "table": f"hist.t{number % 20}",
+                "status": "PUBLISHED",
+                "key": f"hist/t{number % 20}/part-{number}.parquet",
+                "source_uri": f"s3://wap-source/hist/t{number % 20}/part-{number}.parquet",
+                "created_at": f"2026-01-01T00:{(number // 60) % 60:02d}:{number % 60:02d}Z",
+                "updated_at": "2026-01-02T00:00:00Z",
+                "finished_at": "2026-01-02T00:00:00Z",
+                "rows_written": 1000,
+                "size": 20_000,
+                "attempts": 1,
+            }
+        )
     write_ledger_items(home, items)
     return root
 
@@ -68,9 +76,14 @@ def time_cold_runs(root: Path) -> float:
     """Seconds one cold `wap --home ROOT runs` process takes, as a person types it."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", "from wap.cli import main; main()",
-                           "--home", str(root), "runs"], cwd=REPO, env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", "from wap.cli import main; main()", "--home", str(root), "runs"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"wap runs failed: {done.stderr[-2000:]}")
     return time.perf_counter() - started
@@ -111,8 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     repeats = args.repeats or (1 if args.quick else 5)
 
     with tempfile.TemporaryDirectory(prefix="wap-history-") as tmp:
-        homes = {"empty": build_home(Path(tmp) / "empty", 0),
-                 "big": build_home(Path(tmp) / "big", ingests)}
+        homes = {
+            "empty": build_home(Path(tmp) / "empty", 0),
+            "big": build_home(Path(tmp) / "big", ingests),
+        }
         for root in homes.values():  # warm-up: the synthesized template, imports, caches
             time_start(root)
         starts: dict[str, list[float]] = {name: [] for name in homes}
@@ -127,21 +142,36 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     ratios = {}
-    for label, samples in (("stack start (in process)", starts),
-                           ("cold `wap runs` (a new process)", cold),
-                           ("one ingest's ledger writes", writes)):
+    for label, samples in (
+        ("stack start (in process)", starts),
+        ("cold `wap runs` (a new process)", cold),
+        ("one ingest's ledger writes", writes),
+    ):
         empty, big = statistics.median(samples["empty"]), statistics.median(samples["big"])
         ratios[label] = big / empty
-        rows.append(f"| {label} | {empty * 1000:.1f} ms | {big * 1000:.1f} ms | "
-                    f"**{big / empty:.2f} x** |")
-    table = "\n".join([
-        f"| what | empty home (baseline) | home with {ingests:,} ingests | ratio |",
-        "| --- | --- | --- | --- |", *rows])
+        rows.append(
+            f"| {label} | {empty * 1000:.1f} ms | {big * 1000:.1f} ms | **{big / empty:.2f} x** |"
+        )
+    table = "\n".join(
+        [
+            f"| what | empty home (baseline) | home with {ingests:,} ingests | ratio |",
+            "| --- | --- | --- | --- |",
+            *rows,
+        ]
+    )
     verdict = all(ratio <= TARGET_RATIO for ratio in ratios.values())
-    text = (f"{table}\n\nMedians of {repeats} repeat(s), homes alternating. Target: at most "
-            f"{TARGET_RATIO} x: {'met' if verdict else 'NOT met'}.")
-    publish(args, argv, module="bench.history_bench", section="history",
-            title="Local mode as history grows", text=text)
+    text = (
+        f"{table}\n\nMedians of {repeats} repeat(s), homes alternating. Target: at most "
+        f"{TARGET_RATIO} x: {'met' if verdict else 'NOT met'}."
+    )
+    publish(
+        args,
+        argv,
+        module="bench.history_bench",
+        section="history",
+        title="Local mode as history grows",
+        text=text,
+    )
     return 0
 
 

@@ -36,13 +36,18 @@ print(json.dumps({"seconds": elapsed,
 
 # What the Lambda config reads at import time; values only need to be well-formed.
 _ENV = {
-    "AWS_DEFAULT_REGION": "eu-west-1", "AWS_REGION": "eu-west-1",
-    "AWS_EC2_METADATA_DISABLED": "true", "PATH": "/usr/bin:/bin",
-    "WAP_LEDGER_TABLE": "ledger", "WAP_NESSIE_URI": "http://nessie:19120/api/v1",
-    "WAP_NESSIE_UI_URL": "http://nessie:19120", "WAP_EMR_APPLICATION_ID": "00abc",
+    "AWS_DEFAULT_REGION": "eu-west-1",
+    "AWS_REGION": "eu-west-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "PATH": "/usr/bin:/bin",
+    "WAP_LEDGER_TABLE": "ledger",
+    "WAP_NESSIE_URI": "http://nessie:19120/api/v1",
+    "WAP_NESSIE_UI_URL": "http://nessie:19120",
+    "WAP_EMR_APPLICATION_ID": "00abc",
     "WAP_EMR_EXECUTION_ROLE_ARN": "arn:aws:iam::123456789012:role/job",
     "WAP_JOB_ENTRYPOINT": "s3://artifacts/jobs/spark_jobs/wap_job.py",
-    "WAP_REPORTS_PREFIX": "s3://artifacts/reports/", "WAP_LOGS_PREFIX": "s3://artifacts/emr-logs/",
+    "WAP_REPORTS_PREFIX": "s3://artifacts/reports/",
+    "WAP_LOGS_PREFIX": "s3://artifacts/emr-logs/",
     "WAP_STATE_MACHINE_ARN": "arn:aws:states:eu-west-1:123456789012:stateMachine:ingest",
     "WAP_SLACK_CHANNEL": "#data-alerts",
 }
@@ -50,9 +55,21 @@ _ENV = {
 
 def _timed_import(python: str, paths: list[Path], module: str) -> tuple[float, list[str]]:
     result = subprocess.run(
-        [python, "-I", "-S", "-B", "-c", _TIMED_IMPORT,
-         json.dumps([list(map(str, paths)), module])],
-        capture_output=True, text=True, env=_ENV, check=False, timeout=120)
+        [
+            python,
+            "-I",
+            "-S",
+            "-B",
+            "-c",
+            _TIMED_IMPORT,
+            json.dumps([list(map(str, paths)), module]),
+        ],
+        capture_output=True,
+        text=True,
+        env=_ENV,
+        check=False,
+        timeout=120,
+    )
     if result.returncode != 0:
         raise RuntimeError(f"importing {module} failed:\n{result.stderr[-2000:]}")
     report = json.loads(result.stdout.strip().splitlines()[-1])
@@ -83,19 +100,28 @@ def main(argv: list[str] | None = None) -> int:
     from bench.doc import bench_parser
 
     bench_parser("bench.lambda_sizes", "the same run (it is quick already)").parse_args(
-        [] if argv is None else argv)
+        [] if argv is None else argv
+    )
     tree = SourceTree()
     python = bundling.lambda_python()
     shared = bundling.dependency_layer(requirements=tree.lambda_requirements) / "python"
-    iceberg = bundling.dependency_layer(requirements=[
-        tree.lambda_requirements, tree.iceberg_lambda_requirements]) / "python"
+    iceberg = (
+        bundling.dependency_layer(
+            requirements=[tree.lambda_requirements, tree.iceberg_lambda_requirements]
+        )
+        / "python"
+    )
     runtime = bundling.runtime_site()
     layer_mb = bundling.tree_size(shared) / 1e6
     baseline_ms, _ = _median_ms(python, [runtime], "boto3")
-    print(f"interpreter: {python}  (median of {RUNS} fresh processes per figure; -B: no .pyc "
-          "is written, and the layer ships none, so every import compiles: the cold worst case)")
-    print(f"baseline: import boto3 = {baseline_ms:.0f} ms; bare interpreter start = "
-          f"{_process_ms(python):.0f} ms; dependency layer = {layer_mb:.1f} MB")
+    print(
+        f"interpreter: {python}  (median of {RUNS} fresh processes per figure; -B: no .pyc "
+        "is written, and the layer ships none, so every import compiles: the cold worst case)"
+    )
+    print(
+        f"baseline: import boto3 = {baseline_ms:.0f} ms; bare interpreter start = "
+        f"{_process_ms(python):.0f} ms; dependency layer = {layer_mb:.1f} MB"
+    )
     print(f"{'lambda':<11} {'code MB':>8} {'total MB':>9} {'import ms':>10} {'x boto3':>8}  heavy")
     trigger_ok = True
     for spec in FUNCTIONS:
@@ -105,14 +131,17 @@ def main(argv: list[str] | None = None) -> int:
         total_mb = code_mb + bundling.tree_size(layer) / 1e6
         module = spec.handler.rsplit(".", 1)[0]
         import_ms, heavy = _median_ms(python, [code, layer, runtime], module)
-        print(f"{spec.name:<11} {code_mb:>8.2f} {total_mb:>9.1f} {import_ms:>10.0f} "
-              f"{import_ms / baseline_ms:>8.2f}  {','.join(heavy) or '-'}")
+        print(
+            f"{spec.name:<11} {code_mb:>8.2f} {total_mb:>9.1f} {import_ms:>10.0f} "
+            f"{import_ms / baseline_ms:>8.2f}  {','.join(heavy) or '-'}"
+        )
         if spec.name == "trigger":
-            trigger_ok = (total_mb <= SIZE_TARGET_MB and import_ms <= IMPORT_TARGET_MS
-                          and not heavy)
+            trigger_ok = total_mb <= SIZE_TARGET_MB and import_ms <= IMPORT_TARGET_MS and not heavy
     verdict = "meets" if trigger_ok else "MISSES"
-    print(f"trigger {verdict} the targets (<= {SIZE_TARGET_MB:.0f} MB unpacked, "
-          f"<= {IMPORT_TARGET_MS:.0f} ms cold import, no pyarrow/pyspark)")
+    print(
+        f"trigger {verdict} the targets (<= {SIZE_TARGET_MB:.0f} MB unpacked, "
+        f"<= {IMPORT_TARGET_MS:.0f} ms cold import, no pyarrow/pyspark)"
+    )
     return 0 if trigger_ok else 1
 
 

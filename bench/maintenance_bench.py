@@ -36,9 +36,13 @@ checks:
 
 
 def parquet_bytes(first_id: int, rows: int, amount: float) -> bytes:
-    table = pa.table({"order_id": pa.array(range(first_id, first_id + rows), pa.int64()),
-                      "amount": pa.array([amount] * rows, pa.float64()),
-                      "note": pa.array([f"order {i}" for i in range(rows)], pa.string())})
+    table = pa.table(
+        {
+            "order_id": pa.array(range(first_id, first_id + rows), pa.int64()),
+            "amount": pa.array([amount] * rows, pa.float64()),
+            "note": pa.array([f"order {i}" for i in range(rows)], pa.string()),
+        }
+    )
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     return buffer.getvalue()
@@ -48,8 +52,10 @@ def drop_all(backend: Any, bodies: list[bytes], prefix: str, timeout: float) -> 
     """Upload every file at once; their records once all are final."""
     from wap.ops.operations import upload_for_ingest
 
-    ids = [upload_for_ingest(backend, f"bench/drops/{prefix}-{index:05d}.parquet", body)
-           for index, body in enumerate(bodies)]
+    ids = [
+        upload_for_ingest(backend, f"bench/drops/{prefix}-{index:05d}.parquet", body)
+        for index, body in enumerate(bodies)
+    ]
     records = wait_final(backend, ids, timeout, poll=0.5, what=f"the {prefix} drops")
     backend.settle(timeout)
     return records
@@ -94,12 +100,14 @@ def run(drops: int, rows: int, failed: int, timeout: float) -> dict[str, Any]:
     out: dict[str, Any] = {"drops": drops, "rows": rows, "failed": failed}
     with scratch_with_tables("wap-maintenance-bench-", {TABLE: CONFIG}) as scratch:
         target = Target(home=str(scratch / "home"))
-        with open_backend(target, run_ingests=True, mutates=True, create=True,
-                          create_tables=True) as backend:
+        with open_backend(
+            target, run_ingests=True, mutates=True, create=True, create_tables=True
+        ) as backend:
             warehouse = Path(backend.stack.home.warehouse)
             started = time.perf_counter()
-            records = drop_all(backend, [parquet_bytes(i * rows, rows, 1.0)
-                                         for i in range(drops)], "good", timeout)
+            records = drop_all(
+                backend, [parquet_bytes(i * rows, rows, 1.0) for i in range(drops)], "good", timeout
+            )
             out["ingest_s"] = time.perf_counter() - started
             out["published"] = sum(r.status == "PUBLISHED" for r in records)
             files, size, location = main_files(backend)
@@ -111,20 +119,28 @@ def run(drops: int, rows: int, failed: int, timeout: float) -> dict[str, Any]:
             out["compaction_s"] = time.perf_counter() - started
             out["compaction_status"] = done.status
             files, size, location = main_files(backend)
-            out.update(files_after=files, bytes_after=size,
-                       target_files=-(-out["bytes_before"] // options.target_file_size) + 1)
+            out.update(
+                files_after=files,
+                bytes_after=size,
+                target_files=-(-out["bytes_before"] // options.target_file_size) + 1,
+            )
             out["scan_after_s"], out["scan_rows_after"] = scan_seconds(location)
 
             before = warehouse_files(warehouse)
-            bad = drop_all(backend, [parquet_bytes(10**9 + i * rows, rows, -1.0)
-                                     for i in range(failed)], "bad", timeout)
+            bad = drop_all(
+                backend,
+                [parquet_bytes(10**9 + i * rows, rows, -1.0) for i in range(failed)],
+                "bad",
+                timeout,
+            )
             out["audit_failed"] = sum(r.status == "AUDIT_FAILED" for r in bad)
             written = {p: s for p, s in warehouse_files(warehouse).items() if p not in before}
             out["failed_bytes_written"] = sum(written.values())
             for record in bad:
                 ops.discard(backend, record.ingest_id, actor="bench", reason="benchmark")
-            live = collect_garbage(backend, GcOptions(retention=timedelta(days=3650),
-                                                      grace=timedelta(0)))
+            live = collect_garbage(
+                backend, GcOptions(retention=timedelta(days=3650), grace=timedelta(0))
+            )
             reachable = set(warehouse_files(warehouse)) - {f.path for f in live.garbage}
             started = time.perf_counter()
             report = collect_garbage(backend, GcOptions(grace=timedelta(0), delete=True))
@@ -132,46 +148,50 @@ def run(drops: int, rows: int, failed: int, timeout: float) -> dict[str, Any]:
             deleted = {f.path: f.size for f in report.garbage}
             out["gc_deleted_bytes"] = sum(deleted.values())
             out["gc_reclaimed_of_failed"] = sum(s for p, s in deleted.items() if p in written)
-            out["gc_deleted_reachable_bytes"] = sum(s for p, s in deleted.items()
-                                                    if p in reachable)
-            out["gc_missing_after"] = len(collect_garbage(backend, GcOptions(
-                retention=timedelta(days=3650), grace=timedelta(0))).missing)
+            out["gc_deleted_reachable_bytes"] = sum(s for p, s in deleted.items() if p in reachable)
+            out["gc_missing_after"] = len(
+                collect_garbage(
+                    backend, GcOptions(retention=timedelta(days=3650), grace=timedelta(0))
+                ).missing
+            )
         return out
 
 
 def render(m: dict[str, Any]) -> str:
     """The markdown tables of one run."""
     mib = 1024 * 1024
-    return "\n".join([
-        f"{m['drops']} ingests of {m['rows']:,} rows (`max_files: 1`), then `wap maintain` "
-        f"(target file size 128 MiB, min 5 files); {m['published']} published in "
-        f"{m['ingest_s']:.0f} s; compaction {m['compaction_status']} in "
-        f"{m['compaction_s']:.1f} s.",
-        "",
-        "| | data files on main | bytes | full scan s (pyiceberg, median of 3) | rows |",
-        "| --- | ---: | ---: | ---: | ---: |",
-        f"| before | {m['files_before']} | {m['bytes_before']:,} | {m['scan_before_s']:.3f} | "
-        f"{m['scan_rows_before']:,} |",
-        f"| after | {m['files_after']} | {m['bytes_after']:,} | {m['scan_after_s']:.3f} | "
-        f"{m['scan_rows_after']:,} |",
-        f"| ratio | {m['files_before'] / max(m['files_after'], 1):.0f}x fewer (target: at "
-        f"most {m['target_files']}) | | {m['scan_before_s'] / m['scan_after_s']:.1f}x faster "
-        "(target: 3x) | |",
-        "",
-        f"{m['failed']} ingests that fail their audit ({m['audit_failed']} AUDIT_FAILED), "
-        f"their branches discarded, then `wap gc --delete` (grace 0, retention 7 d) in "
-        f"{m['gc_s']:.1f} s:",
-        "",
-        "| bytes the failed ingests wrote | reclaimed of those | ratio (target: all) | "
-        "deleted in all | deleted that a live reference reaches (target: 0) | marked files "
-        "missing after |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
-        f"| {m['failed_bytes_written']:,} ({m['failed_bytes_written'] / mib:.2f} MiB) | "
-        f"{m['gc_reclaimed_of_failed']:,} | "
-        f"{m['gc_reclaimed_of_failed'] / max(m['failed_bytes_written'], 1):.2f} | "
-        f"{m['gc_deleted_bytes']:,} | {m['gc_deleted_reachable_bytes']:,} | "
-        f"{m['gc_missing_after']} |",
-    ])
+    return "\n".join(
+        [
+            f"{m['drops']} ingests of {m['rows']:,} rows (`max_files: 1`), then `wap maintain` "
+            f"(target file size 128 MiB, min 5 files); {m['published']} published in "
+            f"{m['ingest_s']:.0f} s; compaction {m['compaction_status']} in "
+            f"{m['compaction_s']:.1f} s.",
+            "",
+            "| | data files on main | bytes | full scan s (pyiceberg, median of 3) | rows |",
+            "| --- | ---: | ---: | ---: | ---: |",
+            f"| before | {m['files_before']} | {m['bytes_before']:,} | {m['scan_before_s']:.3f} | "
+            f"{m['scan_rows_before']:,} |",
+            f"| after | {m['files_after']} | {m['bytes_after']:,} | {m['scan_after_s']:.3f} | "
+            f"{m['scan_rows_after']:,} |",
+            f"| ratio | {m['files_before'] / max(m['files_after'], 1):.0f}x fewer (target: at "
+            f"most {m['target_files']}) | | {m['scan_before_s'] / m['scan_after_s']:.1f}x faster "
+            "(target: 3x) | |",
+            "",
+            f"{m['failed']} ingests that fail their audit ({m['audit_failed']} AUDIT_FAILED), "
+            f"their branches discarded, then `wap gc --delete` (grace 0, retention 7 d) in "
+            f"{m['gc_s']:.1f} s:",
+            "",
+            "| bytes the failed ingests wrote | reclaimed of those | ratio (target: all) | "
+            "deleted in all | deleted that a live reference reaches (target: 0) | marked files "
+            "missing after |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: |",
+            f"| {m['failed_bytes_written']:,} ({m['failed_bytes_written'] / mib:.2f} MiB) | "
+            f"{m['gc_reclaimed_of_failed']:,} | "
+            f"{m['gc_reclaimed_of_failed'] / max(m['failed_bytes_written'], 1):.2f} | "
+            f"{m['gc_deleted_bytes']:,} | {m['gc_deleted_reachable_bytes']:,} | "
+            f"{m['gc_missing_after']} |",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,8 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     drops, failed = (8, 3) if args.quick else (args.drops, args.failed)
     measured = run(drops, args.rows, failed, args.timeout)
     text = render(measured)
-    publish(args, argv, module="bench.maintenance_bench", section="maintenance_bench",
-            title="Maintenance: compaction and garbage collection", text=text)
+    publish(
+        args,
+        argv,
+        module="bench.maintenance_bench",
+        section="maintenance_bench",
+        title="Maintenance: compaction and garbage collection",
+        text=text,
+    )
     return 0
 
 

@@ -87,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     """
     from bench.doc import bench_parser
 
-    parser = bench_parser("bench.nessie_bench", f"{QUICK_REQUESTS} requests per operation "
-                          "(it writes no doc section either way)")
+    parser = bench_parser(
+        "bench.nessie_bench",
+        f"{QUICK_REQUESTS} requests per operation (it writes no doc section either way)",
+    )
     parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "--requests",

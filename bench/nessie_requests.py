@@ -7,6 +7,7 @@ from typing import Any
 
 BRANCH = "BRANCH"
 
+
 def reference_body(name: str, hash_: str, type_: str = BRANCH) -> dict[str, Any]:
     """`Reference` body (create/assign source); Nessie refuses one without a hash."""
     return {"type": type_, "name": name, "hash": hash_}

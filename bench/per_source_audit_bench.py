@@ -52,8 +52,9 @@ def run(scale: float, files: int, repeats: int) -> tuple[dict[str, float], int, 
     from spark_jobs.checks import compile_checks
 
     tmp = Path(tempfile.mkdtemp(prefix="per-source-audit-"))
-    spark = build_local_spark((tmp / "warehouse").as_uri(), "http://127.0.0.1:9/api/v2",
-                              app_name="per-source-audit-bench")
+    spark = build_local_spark(
+        (tmp / "warehouse").as_uri(), "http://127.0.0.1:9/api/v2", app_name="per-source-audit-bench"
+    )
     try:
         _, dirty = generate(scale)
         paths = split(dirty, tmp / "parts", files)
@@ -66,21 +67,26 @@ def run(scale: float, files: int, repeats: int) -> tuple[dict[str, float], int, 
             return int(rows.agg(*aggregates).first()[0])
 
         def grouped() -> int:
-            return len(rows.groupBy(F.input_file_name().alias("_source"))
-                       .agg(*aggregates).collect())
+            return len(
+                rows.groupBy(F.input_file_name().alias("_source")).agg(*aggregates).collect()
+            )
 
         def per_file() -> int:
-            return sum(int(spark.read.parquet(p.as_uri()).agg(*aggregates).first()[0])
-                       for p in paths)
+            return sum(
+                int(spark.read.parquet(p.as_uri()).agg(*aggregates).first()[0]) for p in paths
+            )
 
         parts: dict[str, Callable[[], int]] = {
-            "one pass": one_pass, "grouped": grouped, "per file": per_file}
+            "one pass": one_pass,
+            "grouped": grouped,
+            "per file": per_file,
+        }
         for step in parts.values():  # JIT warm-up, not measured
             step()
         total, verdicts = one_pass(), grouped()
         times: dict[str, list[float]] = {name: [] for name in STEPS}
         for repeat in range(repeats):
-            for name in STEPS[repeat % len(STEPS):] + STEPS[:repeat % len(STEPS)]:
+            for name in STEPS[repeat % len(STEPS) :] + STEPS[: repeat % len(STEPS)]:
                 start = time.perf_counter()
                 parts[name]()
                 times[name].append(time.perf_counter() - start)
@@ -93,8 +99,12 @@ def run(scale: float, files: int, repeats: int) -> tuple[dict[str, float], int, 
 def render(medians: dict[str, float], rows: int, files: int, verdicts: int) -> str:
     """The markdown table: seconds and the multiple of the one pass."""
     base = medians["one pass"]
-    lines = [f"{rows:,} rows in {files} files; the grouped pass gave {verdicts} verdicts.", "",
-             "| audit aggregation | median s | x one pass |", "| --- | ---: | ---: |"]
+    lines = [
+        f"{rows:,} rows in {files} files; the grouped pass gave {verdicts} verdicts.",
+        "",
+        "| audit aggregation | median s | x one pass |",
+        "| --- | ---: | ---: |",
+    ]
     lines += [f"| {name} | {medians[name]:.2f} | {medians[name] / base:.1f} |" for name in STEPS]
     return "\n".join(lines)
 
@@ -108,14 +118,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    scale, files, repeats = (0.01, 10, 1) if args.quick else (args.scale, args.files,
-                                                               args.repeats)
+    scale, files, repeats = (0.01, 10, 1) if args.quick else (args.scale, args.files, args.repeats)
     started = time.perf_counter()
     medians, rows, verdicts = run(scale, files, repeats)
     text = render(medians, rows, files, verdicts)
-    publish(args, argv, module="bench.per_source_audit_bench", section="per_source_audit_bench",
-            title="Per-file verdicts: the audit pass grouped by source file", text=text,
-            started=started)
+    publish(
+        args,
+        argv,
+        module="bench.per_source_audit_bench",
+        section="per_source_audit_bench",
+        title="Per-file verdicts: the audit pass grouped by source file",
+        text=text,
+        started=started,
+    )
     return 0
 
 

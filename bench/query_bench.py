@@ -141,8 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    publish(args, argv, module="bench.query_bench", section="query_bench",
-            title="Cold `wap query` vs cold `wap show`", text=text, started=started)
+    publish(
+        args,
+        argv,
+        module="bench.query_bench",
+        section="query_bench",
+        title="Cold `wap query` vs cold `wap show`",
+        text=text,
+        started=started,
+    )
     return 0
 
 

@@ -37,8 +37,15 @@ def scratch_with_tables(prefix: str, configs: dict[str, str]) -> Iterator[Path]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def wait_final(backend: Any, ids: Sequence[str], timeout: float, *, poll: float,
-               what: str, started: float | None = None) -> list[Any]:
+def wait_final(
+    backend: Any,
+    ids: Sequence[str],
+    timeout: float,
+    *,
+    poll: float,
+    what: str,
+    started: float | None = None,
+) -> list[Any]:
     """The ledger records of `ids` once every one has a final status; TimeoutError (naming
     `what`) when some are not final `timeout` seconds after `started` (time.perf_counter(),
     default now)."""

@@ -51,7 +51,8 @@ class AlertEvent:
             raise AlertEventError(f"alert event must be a JSON object, got {type(event).__name__}")
         read = Reader(event, "alert event", AlertEventError)
         values: dict[str, Any] = {
-            "alert_version": read.version("alert_version", KNOWN_ALERT_VERSIONS, default=1)}
+            "alert_version": read.version("alert_version", KNOWN_ALERT_VERSIONS, default=1)
+        }
         for name in _REQUIRED:
             value = event.get(name)
             if not isinstance(value, str) or not value.strip():

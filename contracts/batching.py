@@ -28,8 +28,15 @@ ARRIVALS = (ARRIVAL_EVENT, ARRIVAL_MARKER)
 MAX_MANIFEST_BYTES = 10 * 1024 * 1024
 _DURATION = re.compile(r"(\d+)\s*([smhd])")
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
-          "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_UNITS = {
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
 _SIZE = re.compile(r"(\d+)\s*([a-z]*)")
 
 
@@ -55,21 +62,26 @@ class BatchLimits:
         if section is None:
             return cls()
         if not isinstance(section, dict):
-            raise BatchConfigError(f"{where}: expected a mapping with max_files and/or "
-                                   f"max_bytes, got {type(section).__name__}")
+            raise BatchConfigError(
+                f"{where}: expected a mapping with max_files and/or "
+                f"max_bytes, got {type(section).__name__}"
+            )
         unknown = sorted(set(section) - {"max_files", "max_bytes", "marker_timeout"})
         if unknown:
             raise BatchConfigError(f"{where}: unknown key(s) {unknown}")
         max_files = section.get("max_files", DEFAULT_MAX_FILES)
         if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files < 1:
-            raise BatchConfigError(f"{where}.max_files must be a whole number >= 1, "
-                                   f"got {max_files!r}")
-        return cls(max_files=max_files,
-                   max_bytes=parse_size(section.get("max_bytes", DEFAULT_MAX_BYTES),
-                                        f"{where}.max_bytes"),
-                   marker_timeout_seconds=parse_duration(
-                       section.get("marker_timeout", DEFAULT_MARKER_TIMEOUT_SECONDS),
-                       f"{where}.marker_timeout"))
+            raise BatchConfigError(
+                f"{where}.max_files must be a whole number >= 1, got {max_files!r}"
+            )
+        return cls(
+            max_files=max_files,
+            max_bytes=parse_size(section.get("max_bytes", DEFAULT_MAX_BYTES), f"{where}.max_bytes"),
+            marker_timeout_seconds=parse_duration(
+                section.get("marker_timeout", DEFAULT_MARKER_TIMEOUT_SECONDS),
+                f"{where}.marker_timeout",
+            ),
+        )
 
     def take(self, sizes: list[int]) -> int:
         """How many of the queued files (their sizes, in arrival order) one run takes:
@@ -84,14 +96,20 @@ class BatchLimits:
 
 def parse_size(value: Any, where: str = "size") -> int:
     """`1GiB`, `500 MB`, `1048576` -> bytes; raise BatchConfigError for anything else."""
-    return _quantity(value, _SIZE, {"": 1, **_UNITS}, where,
-                     "a positive number of bytes such as 1048576, 500MB or 1GiB")
+    return _quantity(
+        value,
+        _SIZE,
+        {"": 1, **_UNITS},
+        where,
+        "a positive number of bytes such as 1048576, 500MB or 1GiB",
+    )
 
 
 def parse_duration(value: Any, where: str = "duration") -> int:
     """`90s`, `30m`, `6h`, `2d` or a number of seconds -> seconds; BatchConfigError else."""
-    return _quantity(value, _DURATION, _DURATION_UNITS, where,
-                     "a duration such as 90s, 30m, 6h or 2d")
+    return _quantity(
+        value, _DURATION, _DURATION_UNITS, where, "a duration such as 90s, 30m, 6h or 2d"
+    )
 
 
 def _quantity(value: Any, pattern: re.Pattern, units: dict, where: str, expected: str) -> int:

@@ -45,13 +45,18 @@ class CompactionVerdict:
         CompactionReportError naming what is missing or wrong."""
         try:
             before, after = data["before"], data["after"]
-            verdict = cls(table=str(data["table"]), branch=str(data["branch"]),
-                          passed=data["passed"], changed=data["changed"],
-                          reason=data.get("reason"),
-                          files_before=int(before["data_files"]),
-                          files_after=int(after["data_files"]), rows=int(after["rows"]),
-                          head_hash=data.get("head_hash"),
-                          snapshot_id=after.get("snapshot_id"))
+            verdict = cls(
+                table=str(data["table"]),
+                branch=str(data["branch"]),
+                passed=data["passed"],
+                changed=data["changed"],
+                reason=data.get("reason"),
+                files_before=int(before["data_files"]),
+                files_after=int(after["data_files"]),
+                rows=int(after["rows"]),
+                head_hash=data.get("head_hash"),
+                snapshot_id=after.get("snapshot_id"),
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise CompactionReportError(f"not a compaction report: {exc!r}") from exc
         if not isinstance(verdict.passed, bool) or not isinstance(verdict.changed, bool):

@@ -29,8 +29,7 @@ from contracts.table_config import SEVERITIES, CheckSpec, TableConfigError, conf
 
 FOREIGN_KEY, ROW_COUNT_RELATION = "foreign_key", "row_count_relation"
 RELATION_KINDS = (FOREIGN_KEY, ROW_COUNT_RELATION)
-_KEYS = {FOREIGN_KEY: {"table", "column", "references"},
-         ROW_COUNT_RELATION: {"expression"}}
+_KEYS = {FOREIGN_KEY: {"table", "column", "references"}, ROW_COUNT_RELATION: {"expression"}}
 _COMMON = {"kind", "name", "severity"}
 
 
@@ -56,29 +55,38 @@ def parse_dataset_config(raw: Any, name: str, source: str = "dataset config") ->
     if not is_identifier(name):
         raise TableConfigError(f"{source}: dataset name {name!r} is not an identifier")
     if not isinstance(raw, dict):
-        raise TableConfigError(f"{source}: expected a mapping with `tables`, got "
-                               f"{type(raw).__name__}")
+        raise TableConfigError(
+            f"{source}: expected a mapping with `tables`, got {type(raw).__name__}"
+        )
     unknown = sorted(set(raw) - {"tables", "checks"})
     if unknown:
         raise TableConfigError(f"{source}: unknown key(s) {unknown}")
     tables = raw.get("tables")
-    if not isinstance(tables, list) or len(tables) < 2 or not all(
-            _is_table(table) for table in tables):
-        raise TableConfigError(f"{source}: `tables` must list two or more tables as "
-                               "<namespace>.<table>")
+    if (
+        not isinstance(tables, list)
+        or len(tables) < 2
+        or not all(_is_table(table) for table in tables)
+    ):
+        raise TableConfigError(
+            f"{source}: `tables` must list two or more tables as <namespace>.<table>"
+        )
     if len(set(tables)) != len(tables):
         raise TableConfigError(f"{source}: `tables` names a table twice")
     config = DatasetConfig(name=name, tables=tuple(sorted(tables)))
     short = [config.short_name(table) for table in config.tables]
     if len(set(short)) != len(short):
-        raise TableConfigError(f"{source}: tables {', '.join(config.tables)} give the "
-                               f"row-count names {', '.join(short)}, which repeat; rename "
-                               "a table or split the dataset")
+        raise TableConfigError(
+            f"{source}: tables {', '.join(config.tables)} give the "
+            f"row-count names {', '.join(short)}, which repeat; rename "
+            "a table or split the dataset"
+        )
     checks = raw.get("checks") or []
     if not isinstance(checks, list):
         raise TableConfigError(f"{source}: `checks` must be a list")
-    specs = tuple(_parse_relation(entry, index, config, f"{source}: checks[{index}]")
-                  for index, entry in enumerate(checks))
+    specs = tuple(
+        _parse_relation(entry, index, config, f"{source}: checks[{index}]")
+        for index, entry in enumerate(checks)
+    )
     names = [spec.name for spec in specs]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -89,7 +97,7 @@ def parse_dataset_config(raw: Any, name: str, source: str = "dataset config") ->
 def dataset_name_of(uri: str) -> str:
     """The dataset a config file is for: its file name without `.yaml`."""
     name = uri.rstrip("/").rsplit("/", 1)[-1]
-    return name[:-len(".yaml")] if name.endswith(".yaml") else name
+    return name[: -len(".yaml")] if name.endswith(".yaml") else name
 
 
 def parse_dataset_config_bytes(data: bytes, source: str, *, yaml: Any) -> DatasetConfig:
@@ -110,13 +118,16 @@ def _is_table(value: Any) -> bool:
 
 def _parse_relation(entry: Any, index: int, config: DatasetConfig, where: str) -> CheckSpec:
     if not isinstance(entry, dict) or entry.get("kind") not in RELATION_KINDS:
-        raise TableConfigError(f"{where}: expected a mapping with kind "
-                               f"{' or '.join(RELATION_KINDS)}")
+        raise TableConfigError(
+            f"{where}: expected a mapping with kind {' or '.join(RELATION_KINDS)}"
+        )
     kind = entry["kind"]
     params = {key: value for key, value in entry.items() if key not in _COMMON}
     if set(params) != _KEYS[kind]:
-        raise TableConfigError(f"{where} ({kind}): takes {', '.join(sorted(_KEYS[kind]))}; "
-                               f"got {', '.join(sorted(params)) or 'none'}")
+        raise TableConfigError(
+            f"{where} ({kind}): takes {', '.join(sorted(_KEYS[kind]))}; "
+            f"got {', '.join(sorted(params)) or 'none'}"
+        )
     severity = entry.get("severity", "error")
     if severity not in SEVERITIES:
         raise TableConfigError(f"{where}: severity must be error or warn, got {severity!r}")
@@ -124,18 +135,23 @@ def _parse_relation(entry: Any, index: int, config: DatasetConfig, where: str) -
         child, parent = params["table"], params["references"]
         parent_table, _, parent_column = str(parent).rpartition(".")
         if child not in config.tables or parent_table not in config.tables:
-            raise TableConfigError(f"{where}: `table` and `references` must name tables of "
-                                   f"the dataset ({', '.join(config.tables)})")
+            raise TableConfigError(
+                f"{where}: `table` and `references` must name tables of "
+                f"the dataset ({', '.join(config.tables)})"
+            )
         if not isinstance(params["column"], str) or not params["column"] or not parent_column:
-            raise TableConfigError(f"{where}: `column` and the column of `references` "
-                                   "(<namespace>.<table>.<column>) must be given")
+            raise TableConfigError(
+                f"{where}: `column` and the column of `references` "
+                "(<namespace>.<table>.<column>) must be given"
+            )
         default = f"{child.split('.')[1]}_{params['column']}_foreign_key"
-        params = {**params, "references_table": parent_table,
-                  "references_column": parent_column}
+        params = {**params, "references_table": parent_table, "references_column": parent_column}
     else:
         if not isinstance(params["expression"], str) or not params["expression"].strip():
-            raise TableConfigError(f"{where}: expression must be a non-empty boolean "
-                                   "expression over the tables' row counts")
+            raise TableConfigError(
+                f"{where}: expression must be a non-empty boolean "
+                "expression over the tables' row counts"
+            )
         default = f"row_count_relation_{index}"
     name = entry.get("name") or default
     if not isinstance(name, str):
@@ -155,19 +171,21 @@ def dataset_drop(key: str) -> tuple[str, str] | None:
     relative to."""
     if not key.startswith(DATASETS_PREFIX):
         return None
-    parts = key[len(DATASETS_PREFIX):].split("/")
+    parts = key[len(DATASETS_PREFIX) :].split("/")
     if len(parts) < 3 or not parts[0] or not parts[1]:
         return None
     return parts[0], key.rsplit("/", 1)[0] + "/"
 
 
-def parse_tables_manifest(raw: Any, config: DatasetConfig, where: str,
-                          ) -> dict[str, list[tuple[str, int]]]:
+def parse_tables_manifest(
+    raw: Any,
+    config: DatasetConfig,
+    where: str,
+) -> dict[str, list[tuple[str, int]]]:
     """`{"tables": {"ns.table": [{"path": "orders/part-0.parquet", "size": 123}]}}`: every
     table of the dataset, its files relative to the manifest's folder with their sizes.
     A table with no new rows lists `[]`. Raise TableConfigError naming what is wrong."""
-    example = ('{"tables": {"sales.orders": [{"path": "orders/part-0.parquet", '
-               '"size": 123}], ...}}')
+    example = '{"tables": {"sales.orders": [{"path": "orders/part-0.parquet", "size": 123}], ...}}'
     tables = raw.get("tables") if isinstance(raw, dict) else None
     if not isinstance(tables, dict) or set(raw) != {"tables"}:
         raise TableConfigError(f"{where} is not a dataset manifest like {example}")
@@ -179,7 +197,8 @@ def parse_tables_manifest(raw: Any, config: DatasetConfig, where: str,
             f"({', '.join(config.tables)}) and no other"
             + (f"; missing {', '.join(missing)}" if missing else "")
             + (f"; not in the dataset: {', '.join(unknown)}" if unknown else "")
-            + " (a table without new rows lists [])")
+            + " (a table without new rows lists [])"
+        )
     files: dict[str, list[tuple[str, int]]] = {}
     for table in config.tables:
         entries = tables[table]
@@ -189,11 +208,16 @@ def parse_tables_manifest(raw: Any, config: DatasetConfig, where: str,
         for entry in entries:
             path = entry.get("path") if isinstance(entry, dict) else None
             size = entry.get("size") if isinstance(entry, dict) else None
-            if (not is_manifest_path(path)
-                    or not isinstance(size, int) or isinstance(size, bool) or size < 0):
+            if (
+                not is_manifest_path(path)
+                or not isinstance(size, int)
+                or isinstance(size, bool)
+                or size < 0
+            ):
                 raise TableConfigError(
                     f"{where}: tables.{table} entry {entry!r} needs a relative `path` to a "
-                    "data file (not _ or . prefixed) and its `size` in bytes")
+                    "data file (not _ or . prefixed) and its `size` in bytes"
+                )
             files[table].append((path, size))
     paths = [path for entries in files.values() for path, _ in entries]
     if len(set(paths)) != len(paths):

@@ -19,8 +19,13 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "contracts.md"
 
 # Block name -> the models it documents, in order.
 BLOCKS = {
-    "state": (state.ExecutionInput, state.ExecutionState, state.Run, state.Outcome,
-              state.FinishResult),
+    "state": (
+        state.ExecutionInput,
+        state.ExecutionState,
+        state.Run,
+        state.Outcome,
+        state.FinishResult,
+    ),
     "report": (report.AuditReport, report.CheckResult),
     "alert": (alert.AlertEvent,),
 }
@@ -28,15 +33,22 @@ BLOCKS = {
 VOCABULARIES = {
     state.ExecutionInput: {"state_version": state.KNOWN_STATE_VERSIONS},
     state.Outcome: {"status": state.OUTCOME_STATUSES},
-    report.AuditReport: {"report_version": report.KNOWN_REPORT_VERSIONS,
-                         "outcome": report.OUTCOMES},
-    report.CheckResult: {"severity": report.SEVERITIES, "status": report.CHECK_STATUSES,
-                         "settled_by": report.SETTLED_BY},
+    report.AuditReport: {
+        "report_version": report.KNOWN_REPORT_VERSIONS,
+        "outcome": report.OUTCOMES,
+    },
+    report.CheckResult: {
+        "severity": report.SEVERITIES,
+        "status": report.CHECK_STATUSES,
+        "settled_by": report.SETTLED_BY,
+    },
     alert.AlertEvent: {"alert_version": alert.KNOWN_ALERT_VERSIONS},
 }
 # Fields whose JSON name or place differs from the attribute.
-JSON_NAMES = {(state.ExecutionState, "job_timeout_seconds"): "config.job_timeout_seconds",
-              (state.FinishResult, "alert_needed"): "alert_needed"}
+JSON_NAMES = {
+    (state.ExecutionState, "job_timeout_seconds"): "config.job_timeout_seconds",
+    (state.FinishResult, "alert_needed"): "alert_needed",
+}
 
 
 def _default(item: dataclasses.Field) -> str:
@@ -77,8 +89,7 @@ def block(name: str) -> str:
 
 
 def _pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(<!-- contracts:{name} -->)(.*?)(<!-- /contracts:{name} -->)",
-                      re.DOTALL)
+    return re.compile(rf"(<!-- contracts:{name} -->)(.*?)(<!-- /contracts:{name} -->)", re.DOTALL)
 
 
 def render(text: str) -> str:
@@ -102,8 +113,9 @@ def stale_blocks(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m contracts.doc",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m contracts.doc", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--check", action="store_true", help="only report stale blocks")
     parser.add_argument("--doc", type=Path, default=DOC)
     args = parser.parse_args(argv)
@@ -111,8 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = stale_blocks(text)
         if stale:
-            print(f"{args.doc}: stale blocks {stale}; run python -m contracts.doc",
-                  file=sys.stderr)
+            print(f"{args.doc}: stale blocks {stale}; run python -m contracts.doc", file=sys.stderr)
         return 1 if stale else 0
     updated = render(text)
     if updated != text:

@@ -45,8 +45,9 @@ class Reader:
         if value is None and not required:
             return None
         if not isinstance(value, str) or not value:
-            raise self.fail(name, "a non-empty string" if required
-                            else "a non-empty string or null")
+            raise self.fail(
+                name, "a non-empty string" if required else "a non-empty string or null"
+            )
         return value
 
     def text(self, name: str) -> str | None:
@@ -56,15 +57,19 @@ class Reader:
             return value
         raise self.fail(name, "a string or null")
 
-    def integer(self, name: str, *, required: bool = True, default: Any = None,
-            minimum: int | None = None) -> Any:
+    def integer(
+        self, name: str, *, required: bool = True, default: Any = None, minimum: int | None = None
+    ) -> Any:
         """An integer (a JSON bool is not one); `default` for a missing or null optional."""
         value = self.data.get(name)
         if value is None and not required:
             return default
         bound = "" if minimum is None else f" >= {minimum}"
-        if isinstance(value, bool) or not isinstance(value, int) or (
-                minimum is not None and value < minimum):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or (minimum is not None and value < minimum)
+        ):
             raise self.fail(name, f"an integer{bound}" + ("" if required else " or null"))
         return value
 
@@ -77,8 +82,7 @@ class Reader:
             raise self.fail(name, "true, false or null")
         return value
 
-    def choice(self, name: str, allowed: tuple[str, ...], *, required: bool = True
-               ) -> str | None:
+    def choice(self, name: str, allowed: tuple[str, ...], *, required: bool = True) -> str | None:
         """One of `allowed`; None for a missing or null optional field."""
         value = self.data.get(name)
         if value is None and not required:
@@ -112,8 +116,7 @@ class Reader:
             return value
         raise self.fail(name, "a JSON object or null")
 
-    def version(self, name: str, known: tuple[int, ...], *, default: int | None = None
-                ) -> int:
+    def version(self, name: str, known: tuple[int, ...], *, default: int | None = None) -> int:
         """A contract version this code knows; `default` only when the field is absent
         (payloads written before the field existed)."""
         value = self.data.get(name)

@@ -68,54 +68,77 @@ def format_of(name: str, configured: str | None = None) -> SourceFormat | None:
 
 def unsupported_format_text(name: str) -> str:
     """What a file of no known format is told."""
-    return (f"unsupported file type {name!r}: the file names a format by its extension "
-            f"({supported_names()}), or the table config sets `format:` (parquet, csv, "
-            "jsonl)")
+    return (
+        f"unsupported file type {name!r}: the file names a format by its extension "
+        f"({supported_names()}), or the table config sets `format:` (parquet, csv, "
+        "jsonl)"
+    )
 
 
-def content_problem(name: str, fmt: SourceFormat, head: bytes, tail: bytes,
-                    size: int | None) -> str | None:
+def content_problem(
+    name: str, fmt: SourceFormat, head: bytes, tail: bytes, size: int | None
+) -> str | None:
     """Why the bytes of `name` do not match `fmt`, or None.
 
     `head`: its first bytes (up to SNIFF_BYTES), `tail`: its last 4 bytes.
     """
     if fmt.kind == PARQUET:
         if len(head) < 4 or len(tail) < 4 or (size is not None and size < MIN_PARQUET_BYTES):
-            return (f"not a parquet file: {name} is too short to hold a parquet footer "
-                    "(empty or cut off: upload it again)")
+            return (
+                f"not a parquet file: {name} is too short to hold a parquet footer "
+                "(empty or cut off: upload it again)"
+            )
         if head[:4] != PARQUET_MAGIC or tail[-4:] != PARQUET_MAGIC:
-            hint = (" (is it a CSV or another format renamed .parquet? name it by its "
-                    "format: .csv, .jsonl)")
-            return (f"not a parquet file: {name} does not start and end with the parquet "
-                    f"magic bytes PAR1{hint}")
+            hint = (
+                " (is it a CSV or another format renamed .parquet? name it by its "
+                "format: .csv, .jsonl)"
+            )
+            return (
+                f"not a parquet file: {name} does not start and end with the parquet "
+                f"magic bytes PAR1{hint}"
+            )
         return None
     if fmt.gzip:
         if head[:2] != GZIP_MAGIC:
-            return (f"not a gzip file: {name} ends in .gz but does not start with gzip's "
-                    "magic bytes; drop the .gz from its name, or compress it with gzip")
+            return (
+                f"not a gzip file: {name} ends in .gz but does not start with gzip's "
+                "magic bytes; drop the .gz from its name, or compress it with gzip"
+            )
         head = _gunzip_head(head)
         if head is None:
-            return (f"not a gzip file: {name} ends in .gz but its first bytes do not "
-                    "decompress (corrupt or cut off: compress it again and upload it)")
+            return (
+                f"not a gzip file: {name} ends in .gz but its first bytes do not "
+                "decompress (corrupt or cut off: compress it again and upload it)"
+            )
     elif head[:2] == GZIP_MAGIC:
-        return (f"not a {fmt.kind} file: {name} is gzip-compressed; name it "
-                f"{name}{GZIP_SUFFIX} so it is decompressed")
+        return (
+            f"not a {fmt.kind} file: {name} is gzip-compressed; name it "
+            f"{name}{GZIP_SUFFIX} so it is decompressed"
+        )
     if head[:4] == PARQUET_MAGIC:
-        return (f"not a {fmt.kind} file: {name} is a parquet file (it starts with PAR1); "
-                "name it .parquet, in a table whose config does not set another `format:`")
+        return (
+            f"not a {fmt.kind} file: {name} is a parquet file (it starts with PAR1); "
+            "name it .parquet, in a table whose config does not set another `format:`"
+        )
     if b"\x00" in head:
-        return (f"not a {fmt.kind} file: {name} holds binary data (a NUL byte in its first "
-                f"{len(head)} bytes); export it as text (UTF-8 or Latin-1), or name it by "
-                "its real format")
+        return (
+            f"not a {fmt.kind} file: {name} holds binary data (a NUL byte in its first "
+            f"{len(head)} bytes); export it as text (UTF-8 or Latin-1), or name it by "
+            "its real format"
+        )
     if fmt.kind == JSONL:
-        first = head[len(UTF8_BOM):] if head.startswith(UTF8_BOM) else head
+        first = head[len(UTF8_BOM) :] if head.startswith(UTF8_BOM) else head
         first = first.lstrip()
         if first[:1] == b"[":
-            return (f"not JSON Lines: {name} holds a JSON array; write one JSON object per "
-                    "line instead (e.g. `jq -c '.[]' file.json > file.jsonl`)")
+            return (
+                f"not JSON Lines: {name} holds a JSON array; write one JSON object per "
+                "line instead (e.g. `jq -c '.[]' file.json > file.jsonl`)"
+            )
         if first and first[:1] != b"{":
-            return (f"not JSON Lines: {name} does not start with a JSON object ({{); each "
-                    "line must be one JSON object")
+            return (
+                f"not JSON Lines: {name} does not start with a JSON object ({{); each "
+                "line must be one JSON object"
+            )
     return None
 
 

@@ -69,11 +69,15 @@ class JobArgs:
     def __post_init__(self) -> None:
         if not self.sources:
             raise JobArgsError("--source: at least one is required")
-        for flag, given in (("--source-origin", self.source_origins),
-                            ("--source-table", self.source_tables)):
+        for flag, given in (
+            ("--source-origin", self.source_origins),
+            ("--source-table", self.source_tables),
+        ):
             if given and len(given) != len(self.sources):
-                raise JobArgsError(f"{flag}: give one per --source, in the same order "
-                                   f"({len(given)} for {len(self.sources)} sources)")
+                raise JobArgsError(
+                    f"{flag}: give one per --source, in the same order "
+                    f"({len(given)} for {len(self.sources)} sources)"
+                )
         if bool(self.dataset_config_uri) != bool(self.source_tables):
             raise JobArgsError("--dataset-config-uri and --source-table go together")
 
@@ -96,8 +100,16 @@ class JobArgs:
         if self.dataset_config_uri:
             args += _repeated("--source-table", self.source_tables)
             args += ["--dataset-config-uri", self.dataset_config_uri]
-        args += ["--table", self.table, "--branch", self.branch, "--ingest-id", self.ingest_id,
-                 "--report-uri", self.report_uri]
+        args += [
+            "--table",
+            self.table,
+            "--branch",
+            self.branch,
+            "--ingest-id",
+            self.ingest_id,
+            "--report-uri",
+            self.report_uri,
+        ]
         if self.table_config_uri:
             args += ["--table-config-uri", self.table_config_uri]
         if self.all_or_nothing:
@@ -116,19 +128,23 @@ class JobArgs:
         parser.add_argument("--table-config-uri", default=None)
         parser.add_argument("--catalog", default=DEFAULT_CATALOG)
         parser.add_argument("--all-or-nothing", action="store_true")
-        parser.add_argument("--source-origin", action="append", default=[],
-                            dest="source_origins")
+        parser.add_argument("--source-origin", action="append", default=[], dest="source_origins")
         parser.add_argument("--dataset-config-uri", default=None)
-        parser.add_argument("--source-table", action="append", default=[],
-                            dest="source_tables")
+        parser.add_argument("--source-table", action="append", default=[], dest="source_tables")
         parsed = parser.parse_args(list(argv))
-        return cls(sources=parsed.sources, table=parsed.table, branch=parsed.branch,
-                   ingest_id=parsed.ingest_id, report_uri=parsed.report_uri,
-                   table_config_uri=parsed.table_config_uri, catalog=parsed.catalog,
-                   all_or_nothing=parsed.all_or_nothing,
-                   source_origins=tuple(parsed.source_origins),
-                   dataset_config_uri=parsed.dataset_config_uri,
-                   source_tables=tuple(parsed.source_tables))
+        return cls(
+            sources=parsed.sources,
+            table=parsed.table,
+            branch=parsed.branch,
+            ingest_id=parsed.ingest_id,
+            report_uri=parsed.report_uri,
+            table_config_uri=parsed.table_config_uri,
+            catalog=parsed.catalog,
+            all_or_nothing=parsed.all_or_nothing,
+            source_origins=tuple(parsed.source_origins),
+            dataset_config_uri=parsed.dataset_config_uri,
+            source_tables=tuple(parsed.source_tables),
+        )
 
 
 @dataclass(frozen=True)
@@ -141,8 +157,14 @@ class SmokeArgs:
 
     def to_args(self) -> list[str]:
         """`--smoke --branch B --report-uri U [--catalog C]`."""
-        return [SMOKE_FLAG, "--branch", self.branch, "--report-uri", self.report_uri,
-                *_catalog(self.catalog)]
+        return [
+            SMOKE_FLAG,
+            "--branch",
+            self.branch,
+            "--report-uri",
+            self.report_uri,
+            *_catalog(self.catalog),
+        ]
 
     @classmethod
     def from_args(cls, argv: Sequence[str]) -> SmokeArgs:
@@ -180,10 +202,22 @@ class CompactionArgs:
     def to_args(self) -> list[str]:
         """`--compact --table T --branch B --run-id R --report-uri U --target-file-size N
         --min-files M [--catalog C]`."""
-        return [COMPACT_FLAG, "--table", self.table, "--branch", self.branch,
-                "--run-id", self.run_id, "--report-uri", self.report_uri,
-                "--target-file-size", str(self.target_file_size),
-                "--min-files", str(self.min_files), *_catalog(self.catalog)]
+        return [
+            COMPACT_FLAG,
+            "--table",
+            self.table,
+            "--branch",
+            self.branch,
+            "--run-id",
+            self.run_id,
+            "--report-uri",
+            self.report_uri,
+            "--target-file-size",
+            str(self.target_file_size),
+            "--min-files",
+            str(self.min_files),
+            *_catalog(self.catalog),
+        ]
 
     @classmethod
     def from_args(cls, argv: Sequence[str]) -> CompactionArgs:
@@ -198,9 +232,15 @@ class CompactionArgs:
         parser.add_argument("--min-files", type=int, default=DEFAULT_MIN_FILES)
         parser.add_argument("--catalog", default=DEFAULT_CATALOG)
         parsed = parser.parse_args(list(argv))
-        return cls(table=parsed.table, branch=parsed.branch, run_id=parsed.run_id,
-                   report_uri=parsed.report_uri, target_file_size=parsed.target_file_size,
-                   min_files=parsed.min_files, catalog=parsed.catalog)
+        return cls(
+            table=parsed.table,
+            branch=parsed.branch,
+            run_id=parsed.run_id,
+            report_uri=parsed.report_uri,
+            target_file_size=parsed.target_file_size,
+            min_files=parsed.min_files,
+            catalog=parsed.catalog,
+        )
 
 
 # A runtime alias: Union, as `X | Y` is 3.10+ and the job runs on 3.9.

@@ -60,5 +60,10 @@ def staged_key(ingest_id: str, key: str) -> str:
 def is_manifest_path(path: object) -> bool:
     """Whether a manifest entry's `path` is one we read: relative to the manifest's folder
     (not absolute, no `..`) and naming a data file (not `_`- or `.`-prefixed)."""
-    return (isinstance(path, str) and bool(path) and not path.startswith("/")
-            and ".." not in path.split("/") and not is_hidden_name(file_name(path)))
+    return (
+        isinstance(path, str)
+        and bool(path)
+        and not path.startswith("/")
+        and ".." not in path.split("/")
+        and not is_hidden_name(file_name(path))
+    )

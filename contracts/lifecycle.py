@@ -55,11 +55,9 @@ STATUSES: frozenset[Status] = frozenset(Status)
 PENDING_STATUSES: frozenset[Status] = frozenset({RECEIVED, QUEUED})
 # Failures whose branch is left open for inspection (and later swept): what an alert
 # reports and lineage calls kept for review.
-FAILED_STATUSES: frozenset[Status] = frozenset({AUDIT_FAILED, REJECTED, JOB_FAILED,
-                                                PUBLISH_FAILED})
+FAILED_STATUSES: frozenset[Status] = frozenset({AUDIT_FAILED, REJECTED, JOB_FAILED, PUBLISH_FAILED})
 # How an execution ends: the state machine's final outcomes (contracts/state.py).
-FINAL_STATUSES: tuple[Status, ...] = (PUBLISHED, AUDIT_FAILED, REJECTED, JOB_FAILED,
-                                      PUBLISH_FAILED)
+FINAL_STATUSES: tuple[Status, ...] = (PUBLISHED, AUDIT_FAILED, REJECTED, JOB_FAILED, PUBLISH_FAILED)
 # Nothing more runs: the record expires and is swept.
 TERMINAL_STATUSES: frozenset[Status] = frozenset({*FINAL_STATUSES, DISCARDED, SPLIT})
 # Statuses a record is created with (a bad upload is rejected when recorded).
@@ -110,7 +108,8 @@ class TransitionError(ValueError):
             message = f"{target!r} is not a status (one of {', '.join(Status)})"
         else:
             allowed_from = ", ".join(sorted(predecessors(target))) or "no status"
-            message = (f"the status cannot change from {source} to {target} (only from "
-                       f"{allowed_from})")
+            message = (
+                f"the status cannot change from {source} to {target} (only from {allowed_from})"
+            )
         super().__init__(f"ingest {ingest_id}: {message}")
         self.ingest_id, self.source, self.target = ingest_id, source, target

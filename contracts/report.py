@@ -44,8 +44,11 @@ PARSE_ERRORS_KIND = "parse_errors"
 
 def samples_title(kind: str) -> str:
     """What a check's samples are called wherever they are shown (alert, CLI, UI)."""
-    return ("Unparsable lines (file, line, text)" if kind == PARSE_ERRORS_KIND
-            else "Sample violating rows")
+    return (
+        "Unparsable lines (file, line, text)"
+        if kind == PARSE_ERRORS_KIND
+        else "Sample violating rows"
+    )
 
 
 class ReportError(ContractError):
@@ -80,8 +83,13 @@ class SourceVerdict:
         return ", ".join(self.failed_checks) or self.reason or self.status
 
     def to_dict(self) -> dict[str, Any]:
-        return {"uri": self.uri, "status": self.status, "rows": self.rows,
-                "failed_checks": list(self.failed_checks), "reason": self.reason}
+        return {
+            "uri": self.uri,
+            "status": self.status,
+            "rows": self.rows,
+            "failed_checks": list(self.failed_checks),
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,17 +107,22 @@ class TableWrite:
     def from_dict(cls, data: Any, where: str = "table") -> TableWrite:
         """Parse and check one table entry; raise ReportError naming the field."""
         read = Reader(data, where, ReportError)
-        return cls(table=read.string("table"),
-                   snapshot_id=read.integer("snapshot_id", required=False),
-                   rows_written=read.integer("rows_written", required=False, default=0,
-                                             minimum=0),
-                   source_uris=read.strings("source_uris"),
-                   schema_changes=read.objects("schema_changes"))
+        return cls(
+            table=read.string("table"),
+            snapshot_id=read.integer("snapshot_id", required=False),
+            rows_written=read.integer("rows_written", required=False, default=0, minimum=0),
+            source_uris=read.strings("source_uris"),
+            schema_changes=read.objects("schema_changes"),
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"table": self.table, "snapshot_id": self.snapshot_id,
-                "rows_written": self.rows_written, "source_uris": list(self.source_uris),
-                "schema_changes": [dict(change) for change in self.schema_changes]}
+        return {
+            "table": self.table,
+            "snapshot_id": self.snapshot_id,
+            "rows_written": self.rows_written,
+            "source_uris": list(self.source_uris),
+            "schema_changes": [dict(change) for change in self.schema_changes],
+        }
 
 
 @dataclass(frozen=True)
@@ -218,23 +231,29 @@ class AuditReport:
             branch=read.string("branch"),
             outcome=read.choice("outcome", OUTCOMES),
             source_uris=read.strings("source_uris"),
-            sources=tuple(SourceVerdict.from_dict(source, f"{where}.sources[{index}]")
-                          for index, source in enumerate(read.objects("sources"))),
+            sources=tuple(
+                SourceVerdict.from_dict(source, f"{where}.sources[{index}]")
+                for index, source in enumerate(read.objects("sources"))
+            ),
             branch_hash=read.string("branch_hash", required=False),
             snapshot_id=read.integer("snapshot_id", required=False),
             rows_written=read.integer("rows_written", required=False, default=0, minimum=0),
             reused_snapshot=bool(read.flag("reused_snapshot")),
             schema_changes=read.objects("schema_changes"),
             table_schema=_columns(read.objects("table_schema"), f"{where}.table_schema"),
-            checks=tuple(CheckResult.from_dict(check, f"{where}.checks[{index}]")
-                         for index, check in enumerate(read.objects("checks"))),
+            checks=tuple(
+                CheckResult.from_dict(check, f"{where}.checks[{index}]")
+                for index, check in enumerate(read.objects("checks"))
+            ),
             reason=read.text("reason"),
             reason_code=read.string("reason_code", required=False),
             timings=dict(timings),
             started_at=read.string("started_at", required=False),
             finished_at=read.string("finished_at", required=False),
-            tables=tuple(TableWrite.from_dict(entry, f"{where}.tables[{index}]")
-                         for index, entry in enumerate(read.objects("tables"))),
+            tables=tuple(
+                TableWrite.from_dict(entry, f"{where}.tables[{index}]")
+                for index, entry in enumerate(read.objects("tables"))
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -267,8 +286,11 @@ class AuditReport:
         """The snapshot the run committed to each table it wrote (one entry for a
         single-table run that wrote)."""
         if self.tables:
-            return {entry.table: entry.snapshot_id for entry in self.tables
-                    if entry.snapshot_id is not None}
+            return {
+                entry.table: entry.snapshot_id
+                for entry in self.tables
+                if entry.snapshot_id is not None
+            }
         return {} if self.snapshot_id is None else {self.table: self.snapshot_id}
 
     @property
@@ -277,8 +299,10 @@ class AuditReport:
         return tuple(check for check in self.checks if check.blocking)
 
 
-def _columns(columns: tuple[Mapping[str, Any], ...], where: str,
-             ) -> tuple[Mapping[str, Any], ...]:
+def _columns(
+    columns: tuple[Mapping[str, Any], ...],
+    where: str,
+) -> tuple[Mapping[str, Any], ...]:
     """`table_schema` entries: each names a column and its type (strings)."""
     for index, column in enumerate(columns):
         read = Reader(column, f"{where}[{index}]", ReportError)

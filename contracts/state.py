@@ -37,6 +37,7 @@ JOB_ERROR = "JOB_ERROR"  # an infrastructure error: retry after `retry_in_second
 REBASED = "REBASED"  # main moved: publish started a new run on a fresh branch
 OUTCOME_STATUSES = (RUNNING, PASSED, JOB_ERROR, REBASED, *FINAL_STATUSES)
 
+
 class StateError(ContractError):
     """A state machine payload does not match the contract (the message names the field)."""
 
@@ -61,8 +62,9 @@ def _snapshots(read: Reader, name: str) -> dict[str, str] | None:
         return None
     result = {}
     for table, snapshot in value.items():
-        parsed = _snapshot_id(Reader({"id": snapshot}, f"{read.where}.{name}.{table}",
-                                     StateError), "id")
+        parsed = _snapshot_id(
+            Reader({"id": snapshot}, f"{read.where}.{name}.{table}", StateError), "id"
+        )
         if parsed is None:
             raise read.fail(name, "snapshot ids (strings of digits) by table")
         result[str(table)] = parsed
@@ -159,22 +161,24 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         """The `outcome` object (fields without a value are left out)."""
-        return drop_none({
-            "status": self.status,
-            "reason": self.reason,
-            "job_run_id": self.job_run_id,
-            "job_state": self.job_state,
-            "report_uri": self.report_uri,
-            "log_uri": self.log_uri,
-            "branch_hash": self.branch_hash,
-            "snapshot_id": self.snapshot_id,
-            "rows_written": self.rows_written,
-            "retry_in_seconds": self.retry_in_seconds,
-            "main_hash": self.main_hash,
-            "branch_deleted": self.branch_deleted,
-            "run": None if self.run is None else self.run.to_dict(),
-            "snapshots": None if self.snapshots is None else dict(self.snapshots),
-        })
+        return drop_none(
+            {
+                "status": self.status,
+                "reason": self.reason,
+                "job_run_id": self.job_run_id,
+                "job_state": self.job_state,
+                "report_uri": self.report_uri,
+                "log_uri": self.log_uri,
+                "branch_hash": self.branch_hash,
+                "snapshot_id": self.snapshot_id,
+                "rows_written": self.rows_written,
+                "retry_in_seconds": self.retry_in_seconds,
+                "main_hash": self.main_hash,
+                "branch_deleted": self.branch_deleted,
+                "run": None if self.run is None else self.run.to_dict(),
+                "snapshots": None if self.snapshots is None else dict(self.snapshots),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -235,8 +239,7 @@ class ExecutionState(ExecutionInput):
         outcome = read.mapping("outcome")
         return cls(
             **_input_fields(read, where),
-            job_timeout_seconds=config.integer("job_timeout_seconds", required=False,
-                                               minimum=1),
+            job_timeout_seconds=config.integer("job_timeout_seconds", required=False, minimum=1),
             outcome=None if outcome is None else Outcome.from_dict(outcome, f"{where}.outcome"),
             error=read.mapping("error"),
         )
@@ -275,6 +278,10 @@ class FinishResult:
             next_ingest_id=read.string("next_ingest_id", required=False),
         )
         if read.flag("alert_needed", default=None) is not result.alert_needed:
-            raise read.fail("alert_needed", f"{str(result.alert_needed).lower()} (as the alert is "
-                            + ("present" if result.alert else "null") + ")")
+            raise read.fail(
+                "alert_needed",
+                f"{str(result.alert_needed).lower()} (as the alert is "
+                + ("present" if result.alert else "null")
+                + ")",
+            )
         return result

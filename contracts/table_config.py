@@ -30,8 +30,18 @@ from contracts.formats import FORMATS
 
 # The largest config either reader takes (a bigger one is refused as a config error).
 MAX_CONFIG_BYTES = 1024 * 1024
-TOP_LEVEL_KEYS = ("schema_policy", "partition_by", "schema", "checks", "batch", "arrival",
-                  "format", "csv", "parse", "maintenance")
+TOP_LEVEL_KEYS = (
+    "schema_policy",
+    "partition_by",
+    "schema",
+    "checks",
+    "batch",
+    "arrival",
+    "format",
+    "csv",
+    "parse",
+    "maintenance",
+)
 SCHEMA_POLICIES = ("strict", "additive", "any")
 SEVERITIES = ("error", "warn")
 
@@ -52,15 +62,38 @@ CHECK_PARAMS: dict[str, tuple[set[str], set[str]]] = {
 }
 PARSE_ERRORS = "parse_errors"
 # `encoding:` values of a CSV and the name the reader knows them by.
-ENCODINGS = {"utf-8": "UTF-8", "utf8": "UTF-8", "latin-1": "ISO-8859-1",
-             "latin1": "ISO-8859-1", "iso-8859-1": "ISO-8859-1"}
-NEEDS_COLUMNS = {"not_null", "unique", "accepted_values", "range", "regex", "null_fraction",
-                 "freshness"}
+ENCODINGS = {
+    "utf-8": "UTF-8",
+    "utf8": "UTF-8",
+    "latin-1": "ISO-8859-1",
+    "latin1": "ISO-8859-1",
+    "iso-8859-1": "ISO-8859-1",
+}
+NEEDS_COLUMNS = {
+    "not_null",
+    "unique",
+    "accepted_values",
+    "range",
+    "regex",
+    "null_fraction",
+    "freshness",
+}
 SINGLE_COLUMN = NEEDS_COLUMNS - {"not_null", "unique"}
 COMMON_KEYS = {"kind", "name", "severity", "column", "columns"}
 PARTITION_RE = re.compile(r"^\s*(?:(\w+)\s*\(\s*(?:(\d+)\s*,\s*)?([^()]+?)\s*\)|([^()]+?))\s*$")
-TRANSFORMS = {"identity", "year", "years", "month", "months", "day", "days", "hour", "hours",
-              "bucket", "truncate"}
+TRANSFORMS = {
+    "identity",
+    "year",
+    "years",
+    "month",
+    "months",
+    "day",
+    "days",
+    "hour",
+    "hours",
+    "bucket",
+    "truncate",
+}
 AGE_RE = re.compile(r"^(\d+)\s*([smhd])$")
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -167,8 +200,7 @@ def default_config() -> TableConfig:
     Iceberg `required` columns get a not_null check too; that is added where the table
     schema is known (`checks.default_required_checks`).
     """
-    return TableConfig(checks=(CheckSpec(name="row_count", kind="row_count",
-                                         params={"min": 1}),))
+    return TableConfig(checks=(CheckSpec(name="row_count", kind="row_count", params={"min": 1}),))
 
 
 def config_text(data: bytes, source: str) -> str:
@@ -187,8 +219,7 @@ def too_large_text(source: str) -> str:
     return f"{source}: larger than {MAX_CONFIG_BYTES} bytes"
 
 
-def parse_table_config_text(text: str, source: str = "table config", *, yaml: Any
-                            ) -> TableConfig:
+def parse_table_config_text(text: str, source: str = "table config", *, yaml: Any) -> TableConfig:
     """Parse the YAML text of a config; raise TableConfigError naming the bad entry.
 
     `yaml` is the PyYAML module (its `safe_load` and `YAMLError`): the contracts import
@@ -207,17 +238,21 @@ def parse_table_config(raw: Any, source: str = "table config") -> TableConfig:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise TableConfigError(f"{source}: expected a mapping at the top level, "
-                               f"got {type(raw).__name__}")
+        raise TableConfigError(
+            f"{source}: expected a mapping at the top level, got {type(raw).__name__}"
+        )
     unknown = set(raw) - set(TOP_LEVEL_KEYS)
     if unknown:
         raise TableConfigError(f"{source}: unknown key(s) {sorted(unknown)}")
     policy = raw.get("schema_policy", "additive")
     if policy not in SCHEMA_POLICIES:
-        raise TableConfigError(f"{source}: schema_policy must be one of {SCHEMA_POLICIES}, "
-                               f"got {policy!r}")
-    checks = tuple(_parse_check(entry, i, source)
-                   for i, entry in enumerate(_as_list(raw.get("checks"), "checks", source)))
+        raise TableConfigError(
+            f"{source}: schema_policy must be one of {SCHEMA_POLICIES}, got {policy!r}"
+        )
+    checks = tuple(
+        _parse_check(entry, i, source)
+        for i, entry in enumerate(_as_list(raw.get("checks"), "checks", source))
+    )
     names = [check.name for check in checks]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -229,8 +264,7 @@ def parse_table_config(raw: Any, source: str = "table config") -> TableConfig:
         raise TableConfigError(str(exc)) from exc
     fmt = raw.get("format")
     if fmt is not None and fmt not in FORMATS:
-        raise TableConfigError(f"{source}: format must be one of {', '.join(FORMATS)}, "
-                               f"got {fmt!r}")
+        raise TableConfigError(f"{source}: format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     return TableConfig(
         batch=batch,
         arrival=arrival,
@@ -239,11 +273,13 @@ def parse_table_config(raw: Any, source: str = "table config") -> TableConfig:
         parse=_parse_options(raw.get("parse"), f"{source}: parse"),
         maintenance=_parse_maintenance(raw.get("maintenance"), f"{source}: maintenance"),
         schema_policy=policy,
-        partition_by=tuple(_parse_partition(entry, source)
-                           for entry in _as_list(raw.get("partition_by"), "partition_by",
-                                                 source)),
-        columns=tuple(_parse_column(entry, source)
-                      for entry in _as_list(raw.get("schema"), "schema", source)),
+        partition_by=tuple(
+            _parse_partition(entry, source)
+            for entry in _as_list(raw.get("partition_by"), "partition_by", source)
+        ),
+        columns=tuple(
+            _parse_column(entry, source) for entry in _as_list(raw.get("schema"), "schema", source)
+        ),
         checks=checks,
         from_file=True,
     )
@@ -273,8 +309,9 @@ def _parse_check(entry: Any, index: int, source: str) -> CheckSpec:
         raise TableConfigError(f"{where}: expected a mapping with `kind`")
     kind = entry.get("kind")
     if kind not in CHECK_PARAMS:
-        raise TableConfigError(f"{where}: unknown check kind {kind!r}; "
-                               f"known: {', '.join(sorted(CHECK_PARAMS))}")
+        raise TableConfigError(
+            f"{where}: unknown check kind {kind!r}; known: {', '.join(sorted(CHECK_PARAMS))}"
+        )
     required, optional = CHECK_PARAMS[kind]
     params = {key: value for key, value in entry.items() if key not in COMMON_KEYS}
     unknown = set(params) - required - optional
@@ -314,15 +351,18 @@ def _check_columns(entry: dict, kind: str, where: str) -> tuple[str, ...]:
 def _validate_params(kind: str, params: dict, where: str) -> None:
     if kind == "accepted_values":
         values = params["values"]
-        if not isinstance(values, list) or not values or any(
-                isinstance(v, (dict, list)) for v in values):
+        if (
+            not isinstance(values, list)
+            or not values
+            or any(isinstance(v, (dict, list)) for v in values)
+        ):
             raise TableConfigError(f"{where}: values must be a non-empty list of scalars")
     elif kind in ("range", "row_count"):
         if "min" not in params and "max" not in params:
             raise TableConfigError(f"{where} ({kind}): needs `min` and/or `max`")
         if kind == "row_count" and any(
-                not isinstance(params.get(k, 0), int) or params.get(k, 0) < 0
-                for k in ("min", "max")):
+            not isinstance(params.get(k, 0), int) or params.get(k, 0) < 0 for k in ("min", "max")
+        ):
             raise TableConfigError(f"{where}: row_count min/max must be non-negative integers")
     elif kind == "regex":
         pattern = params["pattern"]
@@ -364,13 +404,17 @@ def _parse_partition(entry: Any, source: str) -> PartitionField:
 
 
 def _parse_column(entry: Any, source: str) -> ColumnSpec:
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) \
-            or not isinstance(entry.get("type"), str):
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("name"), str)
+        or not isinstance(entry.get("type"), str)
+    ):
         raise TableConfigError(f"{source}: schema entries need `name` and `type` strings")
     unknown = set(entry) - {"name", "type", "required"}
     if unknown:
-        raise TableConfigError(f"{source}: schema entry {entry['name']!r}: unknown key(s) "
-                               f"{sorted(unknown)}")
+        raise TableConfigError(
+            f"{source}: schema entry {entry['name']!r}: unknown key(s) {sorted(unknown)}"
+        )
     return ColumnSpec(entry["name"], entry["type"], bool(entry.get("required", False)))
 
 
@@ -390,31 +434,41 @@ def _section(value: Any, keys: tuple[str, ...], where: str) -> dict:
 
 
 def _parse_csv(value: Any, where: str) -> CsvOptions:
-    section = _section(value, ("header", "delimiter", "quote", "escape", "null_value",
-                               "encoding", "multiline"), where)
+    section = _section(
+        value,
+        ("header", "delimiter", "quote", "escape", "null_value", "encoding", "multiline"),
+        where,
+    )
     defaults = CsvOptions()
     for key in ("header", "multiline"):
         if not isinstance(section.get(key, True), bool):
             raise TableConfigError(f"{where}: {key} must be true or false")
     for key in ("delimiter", "quote", "escape"):
         if key in section and (not isinstance(section[key], str) or len(section[key]) != 1):
-            raise TableConfigError(f"{where}: {key} must be one character, got "
-                                   f"{section[key]!r} (write a tab as \"\\t\")")
+            raise TableConfigError(
+                f'{where}: {key} must be one character, got {section[key]!r} (write a tab as "\\t")'
+            )
     if not isinstance(section.get("null_value", ""), str):
         raise TableConfigError(f"{where}: null_value must be a string")
     encoding = str(section.get("encoding", "utf-8")).strip().lower()
     if encoding not in ENCODINGS:
-        raise TableConfigError(f"{where}: encoding must be utf-8 or latin-1, got "
-                               f"{section['encoding']!r}")
+        raise TableConfigError(
+            f"{where}: encoding must be utf-8 or latin-1, got {section['encoding']!r}"
+        )
     delimiter = section.get("delimiter", defaults.delimiter)
     if delimiter in (section.get("quote", defaults.quote), "\n", "\r"):
-        raise TableConfigError(f"{where}: the delimiter {delimiter!r} cannot be the quote "
-                               "or a line break")
-    return CsvOptions(header=section.get("header", True), delimiter=delimiter,
-                      quote=section.get("quote", defaults.quote),
-                      escape=section.get("escape", defaults.escape),
-                      null_value=section.get("null_value", ""), encoding=ENCODINGS[encoding],
-                      multiline=section.get("multiline", True))
+        raise TableConfigError(
+            f"{where}: the delimiter {delimiter!r} cannot be the quote or a line break"
+        )
+    return CsvOptions(
+        header=section.get("header", True),
+        delimiter=delimiter,
+        quote=section.get("quote", defaults.quote),
+        escape=section.get("escape", defaults.escape),
+        null_value=section.get("null_value", ""),
+        encoding=ENCODINGS[encoding],
+        multiline=section.get("multiline", True),
+    )
 
 
 def _parse_options(value: Any, where: str) -> ParseOptions:
@@ -440,8 +494,7 @@ def _maintenance_size(value: Any, where: str) -> int:
 
 
 def _maintenance_duration(value: Any, where: str) -> int:
-    if value == 0 or (isinstance(value, str) and value.strip() in ("0", "0s", "0m", "0h",
-                                                                   "0d")):
+    if value == 0 or (isinstance(value, str) and value.strip() in ("0", "0s", "0m", "0h", "0d")):
         return 0  # a retention or grace of nothing is a choice (tests, a scratch table)
     return _batch_rule(parse_duration, value, where)
 
@@ -459,15 +512,16 @@ def _parse_maintenance(value: Any, where: str) -> MaintenanceOptions:
     defaults = MaintenanceOptions()
     min_files = section.get("min_files", defaults.min_files)
     if not _count(min_files) or min_files < 2:
-        raise TableConfigError(f"{where}.min_files must be a whole number >= 2, "
-                               f"got {min_files!r}")
+        raise TableConfigError(f"{where}.min_files must be a whole number >= 2, got {min_files!r}")
     return MaintenanceOptions(
-        target_file_size=_maintenance_size(section["target_file_size"],
-                                           f"{where}.target_file_size")
-        if "target_file_size" in section else defaults.target_file_size,
+        target_file_size=_maintenance_size(section["target_file_size"], f"{where}.target_file_size")
+        if "target_file_size" in section
+        else defaults.target_file_size,
         min_files=min_files,
         retention=_maintenance_duration(section["retention"], f"{where}.retention")
-        if "retention" in section else defaults.retention,
+        if "retention" in section
+        else defaults.retention,
         grace=_maintenance_duration(section["grace"], f"{where}.grace")
-        if "grace" in section else defaults.grace,
+        if "grace" in section
+        else defaults.grace,
     )

@@ -32,8 +32,15 @@ def parse_timestamp(text: str) -> date | datetime:
         if part["hour"] is None:
             return day
         fraction = (part["fraction"] or "").ljust(6, "0")[:6]
-        at = datetime(day.year, day.month, day.day, int(part["hour"]), int(part["minute"]),
-                      int(part["second"] or 0), int(fraction or 0))
+        at = datetime(
+            day.year,
+            day.month,
+            day.day,
+            int(part["hour"]),
+            int(part["minute"]),
+            int(part["second"] or 0),
+            int(fraction or 0),
+        )
     except ValueError as exc:
         raise ValueError(f"{text!r} is not a valid date or timestamp: {exc}") from None
     offset = part["offset"]

@@ -19,11 +19,12 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     # unconfigured deploy somewhere nobody chose.
     settings = DeploySettings.from_context(app.node.try_get_context)
     WapStack(
-        app, settings.stack_name, settings=settings,
-        env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"),
-                            region=settings.region),
+        app,
+        settings.stack_name,
+        settings=settings,
+        env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=settings.region),
         description="Write-Audit-Publish ingestion: S3 -> EMR Serverless (Iceberg on Nessie) "
-                    "-> audited merge",
+        "-> audited merge",
     )
     cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
     return app

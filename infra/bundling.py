@@ -93,8 +93,7 @@ def shared_files(root: Path, packages: Sequence[str] = SHARED_PACKAGES) -> list[
     return files
 
 
-def function_code(name: str, *, lambdas_dir: Path,
-                  build_dir: Path = constants.BUILD_DIR) -> Path:
+def function_code(name: str, *, lambdas_dir: Path, build_dir: Path = constants.BUILD_DIR) -> Path:
     """Directory with `lambdas/__init__.py`, the package `name` (bundled_packages) and the
     LAMBDA_PACKAGES beside `lambdas/`."""
     package = lambdas_dir / name
@@ -103,8 +102,9 @@ def function_code(name: str, *, lambdas_dir: Path,
     files = [lambdas_dir / "__init__.py"]
     for member in sorted(bundled_packages(name)):
         files += _source_files(lambdas_dir / member)
-    files = [path for path in files if path.is_file()] + shared_files(lambdas_dir.parent,
-                                                                        LAMBDA_PACKAGES)
+    files = [path for path in files if path.is_file()] + shared_files(
+        lambdas_dir.parent, LAMBDA_PACKAGES
+    )
     digest = _digest((str(p.relative_to(lambdas_dir.parent)), p.read_bytes()) for p in files)
     final = build_dir / "lambda" / "code" / f"{name}-{digest}"
     if final.is_dir():
@@ -115,8 +115,9 @@ def function_code(name: str, *, lambdas_dir: Path,
     return _publish(staging, final)
 
 
-def dependency_layer(*, requirements: Path | Sequence[Path],
-                     build_dir: Path = constants.BUILD_DIR) -> Path:
+def dependency_layer(
+    *, requirements: Path | Sequence[Path], build_dir: Path = constants.BUILD_DIR
+) -> Path:
     """Layer directory (`python/...`) with the pinned Lambda requirements for Python 3.12 x86_64
     (several files: resolved together, so the packages agree).
 
@@ -124,19 +125,40 @@ def dependency_layer(*, requirements: Path | Sequence[Path],
     for the Lambda platform (wheels only, so no compiler and no Docker).
     """
     files = [requirements] if isinstance(requirements, Path) else list(requirements)
-    flags = ["--platform", LAMBDA_PLATFORM, "--only-binary=:all:", "--implementation", "cp",
-             "--python-version", LAMBDA_PYTHON_VERSION]
-    digest = _digest([*(("requirements", path.read_bytes()) for path in files),
-                      ("flags", " ".join(flags).encode())])
+    flags = [
+        "--platform",
+        LAMBDA_PLATFORM,
+        "--only-binary=:all:",
+        "--implementation",
+        "cp",
+        "--python-version",
+        LAMBDA_PYTHON_VERSION,
+    ]
+    digest = _digest(
+        [
+            *(("requirements", path.read_bytes()) for path in files),
+            ("flags", " ".join(flags).encode()),
+        ]
+    )
     final = build_dir / "lambda" / f"deps-{digest}"
     if final.is_dir():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".deps-", dir=final.parent))
     target = staging / "python"
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-               "--no-compile", "--target", str(target),
-               *(arg for path in files for arg in ("-r", str(path))), *flags]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-compile",
+        "--target",
+        str(target),
+        *(arg for path in files for arg in ("-r", str(path))),
+        *flags,
+    ]
     result = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
     if result.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
@@ -144,7 +166,8 @@ def dependency_layer(*, requirements: Path | Sequence[Path],
             f"pip could not build the Lambda dependency layer from "
             f"{', '.join(map(str, files))} "
             f"(needs the package index once; later synths reuse {final.parent}):\n"
-            f"{result.stderr.strip()[-2000:]}")
+            f"{result.stderr.strip()[-2000:]}"
+        )
     for name in (*RUNTIME_PROVIDED, "bin"):
         shutil.rmtree(target / name, ignore_errors=True)
     for dist_info in target.glob("*.dist-info"):
@@ -153,8 +176,7 @@ def dependency_layer(*, requirements: Path | Sequence[Path],
     return _publish(staging, final)
 
 
-def spark_job_package(*, spark_jobs_dir: Path,
-                      build_dir: Path = constants.BUILD_DIR) -> Path:
+def spark_job_package(*, spark_jobs_dir: Path, build_dir: Path = constants.BUILD_DIR) -> Path:
     """Directory deployed under `jobs/`: `wap_job.py` (entry point) + `spark_jobs.zip` (py-files).
 
     Built by the job's own packager (`spark_jobs.package.build`), cached by the
@@ -167,11 +189,14 @@ def spark_job_package(*, spark_jobs_dir: Path,
     files = [p for p in _source_files(spark_jobs_dir) if p.suffix == ".py"]
     shared = shared_files(spark_jobs_dir.parent)
     yaml_files = [p for p in _source_files(Path(yaml.__file__).parent) if p.suffix == ".py"]
-    digest = _digest([("layout", b"spark_jobs.package.build"),
-                      *((str(p.relative_to(spark_jobs_dir)), p.read_bytes()) for p in files),
-                      *((str(p.relative_to(spark_jobs_dir.parent)), p.read_bytes())
-                        for p in shared),
-                      *((f"yaml/{p.name}", p.read_bytes()) for p in yaml_files)])
+    digest = _digest(
+        [
+            ("layout", b"spark_jobs.package.build"),
+            *((str(p.relative_to(spark_jobs_dir)), p.read_bytes()) for p in files),
+            *((str(p.relative_to(spark_jobs_dir.parent)), p.read_bytes()) for p in shared),
+            *((f"yaml/{p.name}", p.read_bytes()) for p in yaml_files),
+        ]
+    )
     final = build_dir / "spark" / f"job-{digest}"
     if final.is_dir():
         return final
@@ -187,8 +212,10 @@ def iceberg_runtime_jar() -> Path:
     Raises BundlingError naming what to install when the wheel or its jar is missing,
     so a synth never falls back to some other Iceberg build.
     """
-    install = (f"install {constants.ICEBERG_RUNTIME_WHEEL} (requirements.txt; "
-               "`make setup` does): its jar is the Iceberg runtime the job runs with")
+    install = (
+        f"install {constants.ICEBERG_RUNTIME_WHEEL} (requirements.txt; "
+        "`make setup` does): its jar is the Iceberg runtime the job runs with"
+    )
     try:
         import snowpark_connect_deps_iceberg
     except ImportError as exc:
@@ -236,13 +263,20 @@ def lambda_python() -> str:
     """
     import glob
 
-    candidates = [os.environ.get("WAP_LAMBDA_PYTHON"), shutil.which("python3.12"),
-                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))]
+    candidates = [
+        os.environ.get("WAP_LAMBDA_PYTHON"),
+        shutil.which("python3.12"),
+        *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12"))),
+    ]
     for candidate in candidates:
         if not candidate:
             continue
-        probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],  # noqa: S603
-                               capture_output=True, text=True, check=False)
+        probe = subprocess.run(  # noqa: S603 (a Python found on this machine)
+            [candidate, "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if probe.returncode == 0 and probe.stdout.strip() == "(3, 12)":
             return candidate
     return sys.executable

@@ -22,34 +22,48 @@ class NessieCatalog(Construct):
     `listener` (its `connections` is what clients are allowed into), and the URLs.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc,
-                 subnets: ec2.SubnetSelection, access_logs: s3.IBucket,
-                 removal_policy: RemovalPolicy, ui_allowed_cidr: str | None,
-                 image_tag: str = constants.NESSIE_IMAGE_TAG) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        subnets: ec2.SubnetSelection,
+        access_logs: s3.IBucket,
+        removal_policy: RemovalPolicy,
+        ui_allowed_cidr: str | None,
+        image_tag: str = constants.NESSIE_IMAGE_TAG,
+    ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.table_prefix = names.NESSIE_TABLE_PREFIX.of(stack.stack_name)
         self.tables = [
             dynamodb.Table(
-                self, f"{suffix.title()}Table",
+                self,
+                f"{suffix.title()}Table",
                 table_name=f"{self.table_prefix}_{suffix}",
-                partition_key=dynamodb.Attribute(name=constants.NESSIE_TABLE_KEY,
-                                                 type=dynamodb.AttributeType.STRING),
+                partition_key=dynamodb.Attribute(
+                    name=constants.NESSIE_TABLE_KEY, type=dynamodb.AttributeType.STRING
+                ),
                 billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
                 point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                    point_in_time_recovery_enabled=True),
+                    point_in_time_recovery_enabled=True
+                ),
                 encryption=dynamodb.TableEncryption.AWS_MANAGED,
                 removal_policy=removal_policy,
             )
             for suffix in constants.NESSIE_TABLE_SUFFIXES
         ]
 
-        cluster = ecs.Cluster(self, "Cluster", vpc=vpc,
-                              container_insights_v2=ecs.ContainerInsights.ENABLED)
-        task = ecs.FargateTaskDefinition(self, "Task", cpu=constants.NESSIE_CPU,
-                                         memory_limit_mib=constants.NESSIE_MEMORY_MIB)
-        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS,
-                                  removal_policy=removal_policy)
+        cluster = ecs.Cluster(
+            self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
+        )
+        task = ecs.FargateTaskDefinition(
+            self, "Task", cpu=constants.NESSIE_CPU, memory_limit_mib=constants.NESSIE_MEMORY_MIB
+        )
+        log_group = logs.LogGroup(
+            self, "Logs", retention=logs.RetentionDays.THREE_MONTHS, removal_policy=removal_policy
+        )
         task.add_container(
             "nessie",
             image=ecs.ContainerImage.from_registry(f"{constants.NESSIE_IMAGE}:{image_tag}"),
@@ -60,8 +74,10 @@ class NessieCatalog(Construct):
                 # The task role, via the container credentials endpoint.
                 "QUARKUS_DYNAMODB_AWS_CREDENTIALS_TYPE": "default",
             },
-            port_mappings=[ecs.PortMapping(container_port=constants.NESSIE_API_PORT),
-                           ecs.PortMapping(container_port=constants.NESSIE_MANAGEMENT_PORT)],
+            port_mappings=[
+                ecs.PortMapping(container_port=constants.NESSIE_API_PORT),
+                ecs.PortMapping(container_port=constants.NESSIE_MANAGEMENT_PORT),
+            ],
             logging=ecs.LogDrivers.aws_logs(stream_prefix="nessie", log_group=log_group),
         )
         for table in self.tables:
@@ -70,37 +86,63 @@ class NessieCatalog(Construct):
         # One task: Nessie caches objects per process, and more replicas would need its
         # cache-invalidation settings (peer addresses + tokens) to stay consistent.
         self.service = ecs.FargateService(
-            self, "Service", cluster=cluster, task_definition=task, desired_count=1,
-            vpc_subnets=subnets, assign_public_ip=False,
-            min_healthy_percent=0, max_healthy_percent=100,
+            self,
+            "Service",
+            cluster=cluster,
+            task_definition=task,
+            desired_count=1,
+            vpc_subnets=subnets,
+            assign_public_ip=False,
+            min_healthy_percent=0,
+            max_healthy_percent=100,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
             # Operators reach the UI through an SSM port-forwarding session (README.md, Deploy).
             enable_execute_command=True,
         )
         self.load_balancer = elbv2.ApplicationLoadBalancer(
-            self, "Alb", vpc=vpc, internet_facing=False, vpc_subnets=subnets,
-            drop_invalid_header_fields=True)
+            self,
+            "Alb",
+            vpc=vpc,
+            internet_facing=False,
+            vpc_subnets=subnets,
+            drop_invalid_header_fields=True,
+        )
         self.load_balancer.log_access_logs(access_logs, prefix="alb/nessie")
         self.listener = self.load_balancer.add_listener(
-            "Http", port=constants.NESSIE_LISTENER_PORT, protocol=elbv2.ApplicationProtocol.HTTP,
-            open=False)
+            "Http",
+            port=constants.NESSIE_LISTENER_PORT,
+            protocol=elbv2.ApplicationProtocol.HTTP,
+            open=False,
+        )
         self.listener.add_targets(
-            "Nessie", port=constants.NESSIE_API_PORT, protocol=elbv2.ApplicationProtocol.HTTP,
-            targets=[self.service.load_balancer_target(
-                container_name="nessie", container_port=constants.NESSIE_API_PORT)],
+            "Nessie",
+            port=constants.NESSIE_API_PORT,
+            protocol=elbv2.ApplicationProtocol.HTTP,
+            targets=[
+                self.service.load_balancer_target(
+                    container_name="nessie", container_port=constants.NESSIE_API_PORT
+                )
+            ],
             health_check=elbv2.HealthCheck(
-                port=str(constants.NESSIE_MANAGEMENT_PORT), path=constants.NESSIE_HEALTH_PATH,
-                healthy_http_codes="200", interval=Duration.seconds(15)),
+                port=str(constants.NESSIE_MANAGEMENT_PORT),
+                path=constants.NESSIE_HEALTH_PATH,
+                healthy_http_codes="200",
+                interval=Duration.seconds(15),
+            ),
             deregistration_delay=Duration.seconds(15),
         )
         # The target group health check uses the management port, which add_targets doesn't open.
         self.service.connections.allow_from(
-            self.load_balancer, ec2.Port.tcp(constants.NESSIE_MANAGEMENT_PORT),
-            "ALB health check on Nessie's management port")
+            self.load_balancer,
+            ec2.Port.tcp(constants.NESSIE_MANAGEMENT_PORT),
+            "ALB health check on Nessie's management port",
+        )
         if ui_allowed_cidr:
             self.listener.connections.allow_from(
-                ec2.Peer.ipv4(ui_allowed_cidr), ec2.Port.tcp(constants.NESSIE_LISTENER_PORT),
-                "Operators' network to the Nessie UI")
+                ec2.Peer.ipv4(ui_allowed_cidr),
+                ec2.Port.tcp(constants.NESSIE_LISTENER_PORT),
+                "Operators' network to the Nessie UI",
+            )
 
         base = f"http://{self.load_balancer.load_balancer_dns_name}"
         self.base_url = base
@@ -108,15 +150,28 @@ class NessieCatalog(Construct):
         self.api_v2_uri = f"{base}/api/v2"
         self.ui_url = base
 
-        NagSuppressions.add_resource_suppressions(task, [
-            {"id": "AwsSolutions-ECS2",
-             "reason": "Only non-secret settings (store type, table prefix, region) are passed as "
-                       "environment variables; Nessie gets AWS credentials from the task role."},
-        ], apply_to_children=True)
-        NagSuppressions.add_resource_suppressions(task.task_role, [
-            {"id": "AwsSolutions-IAM5",
-             "reason": "ECS Exec (operator port forwarding to the UI) needs ssmmessages channels, "
-                       "which have no resource-level permissions; DynamoDB index wildcards come "
-                       "from grant_read_write_data on Nessie's own tables.",
-             "applies_to": ["Resource::*"]},
-        ], apply_to_children=True)
+        NagSuppressions.add_resource_suppressions(
+            task,
+            [
+                {
+                    "id": "AwsSolutions-ECS2",
+                    "reason": "Only non-secret settings (store type, table prefix, region) are "
+                    "passed as environment variables; Nessie gets AWS credentials from the "
+                    "task role.",
+                },
+            ],
+            apply_to_children=True,
+        )
+        NagSuppressions.add_resource_suppressions(
+            task.task_role,
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "ECS Exec (operator port forwarding to the UI) needs ssmmessages "
+                    "channels, which have no resource-level permissions; DynamoDB index "
+                    "wildcards come from grant_read_write_data on Nessie's own tables.",
+                    "applies_to": ["Resource::*"],
+                },
+            ],
+            apply_to_children=True,
+        )

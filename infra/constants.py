@@ -179,37 +179,60 @@ _C = Capability
 # Read from the handlers' calls: start_ingest (branch, StartJobRun, StartExecution, ledger),
 # alerts sent directly through ingestion.alerting (Slack token, report), EMR and SFN
 # polling.
-_START_INGEST = {_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB, _C.START_EXECUTION,
-                 _C.TABLE_CONFIG_READ, _C.LINEAGE_KEY_READ}  # (START, or FAIL if it cannot)
+_START_INGEST = {
+    _C.LEDGER_READ,
+    _C.LEDGER_WRITE,
+    _C.NESSIE,
+    _C.START_JOB,
+    _C.START_EXECUTION,
+    _C.TABLE_CONFIG_READ,
+    _C.LINEAGE_KEY_READ,
+}  # (START, or FAIL if it cannot)
 _ALERTS = {_C.SLACK_TOKEN_READ, _C.REPORTS_READ}
 FUNCTIONS: tuple[FunctionSpec, ...] = (
     # S3 event -> format check (its first bytes; a parquet file's last 4 too), staged
     # copy of that exact version (a server-side multipart copy: large objects need
     # minutes), ledger, branch, job run, execution.
     # It alerts only ingests that never ran (rejected, or unable to start): no report.
-    FunctionSpec("trigger", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.SOURCE_READ,
-                                       _C.STAGING_WRITE}),
-                 timeout_seconds=TRIGGER_TIMEOUT_SECONDS),
+    FunctionSpec(
+        "trigger",
+        frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.SOURCE_READ, _C.STAGING_WRITE}),
+        timeout_seconds=TRIGGER_TIMEOUT_SECONDS,
+    ),
     FunctionSpec("job_status", frozenset({_C.WATCH_JOB, _C.REPORTS_READ})),
     # The next try of a job run after an infrastructure error, on the same branch.
     FunctionSpec("retry_job", frozenset({_C.LEDGER_READ, _C.LEDGER_WRITE, _C.START_JOB})),
     # Merge, or rebase: new branch + job re-run that the state machine then waits for.
-    FunctionSpec("publish", frozenset({_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE,
-                                       _C.START_JOB}), timeout_seconds=120),
+    FunctionSpec(
+        "publish",
+        frozenset({_C.LEDGER_READ, _C.LEDGER_WRITE, _C.NESSIE, _C.START_JOB}),
+        timeout_seconds=120,
+    ),
     FunctionSpec("alert", frozenset(_ALERTS)),
     # Records the outcome (asking Nessie first whether main holds it), cancels the job run
     # of an ingest given up, frees the table and starts the next queued ingest.
     # (start_or_fail alerts an ingest that cannot start: the Slack token.) A finished batch's
     # report gives each of its files its own outcome.
-    FunctionSpec("finish", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.CANCEL_JOB,
-                                      _C.REPORTS_READ})),
+    FunctionSpec(
+        "finish", frozenset({*_START_INGEST, _C.SLACK_TOKEN_READ, _C.CANCEL_JOB, _C.REPORTS_READ})
+    ),
     # Recovers locks of ended executions, cancels their job runs, deletes expired branches
     # and staged copies of final ingests, alerts; concludes compactions whose job run ended
     # (reads the run and its result, merges, starts the next ingest: grants it has anyway).
-    FunctionSpec("sweeper", frozenset({*_START_INGEST, *_ALERTS, _C.WATCH_EXECUTION,
-                                       _C.WATCH_JOB, _C.STAGING_DELETE,
-                                       _C.LEDGER_QUERY_INDEXES}),
-                 timeout_seconds=300),
+    FunctionSpec(
+        "sweeper",
+        frozenset(
+            {
+                *_START_INGEST,
+                *_ALERTS,
+                _C.WATCH_EXECUTION,
+                _C.WATCH_JOB,
+                _C.STAGING_DELETE,
+                _C.LEDGER_QUERY_INDEXES,
+            }
+        ),
+        timeout_seconds=300,
+    ),
     # Daily garbage collection across Nessie references: reads Nessie and the lake's
     # metadata, lists the warehouse, deletes only with -c gcDelete=true (LAKE_DELETE is added
     # by the stack then), keeps each table's health for the dashboard. Reads each table's
@@ -217,10 +240,21 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     # in the ledger, starts the job's compaction run and reads its state and result, merges,
     # alerts, then starts the next queued ingest (_START_INGEST); finds the compactions
     # running through the ledger's status index.
-    FunctionSpec("maintenance", frozenset({*_START_INGEST, _C.LAKE_READ,
-                                           _C.MAINTENANCE_SUMMARY_WRITE, _C.READ_JOB,
-                                           _C.REPORTS_READ, _C.SLACK_TOKEN_READ,
-                                           _C.LEDGER_QUERY_INDEXES}),
-                 timeout_seconds=MAINTENANCE_TIMEOUT_SECONDS,
-                 memory_mib=MAINTENANCE_MEMORY_MIB, reads_iceberg=True),
+    FunctionSpec(
+        "maintenance",
+        frozenset(
+            {
+                *_START_INGEST,
+                _C.LAKE_READ,
+                _C.MAINTENANCE_SUMMARY_WRITE,
+                _C.READ_JOB,
+                _C.REPORTS_READ,
+                _C.SLACK_TOKEN_READ,
+                _C.LEDGER_QUERY_INDEXES,
+            }
+        ),
+        timeout_seconds=MAINTENANCE_TIMEOUT_SECONDS,
+        memory_mib=MAINTENANCE_MEMORY_MIB,
+        reads_iceberg=True,
+    ),
 )

@@ -43,7 +43,8 @@ class Definition:
             raise DefinitionError(
                 f"{self.path} uses substitutions the CDK stack does not provide: "
                 f"{', '.join('${' + name + '}' for name in unknown)}. Add them to "
-                "infra/pipeline.py (state machine substitutions) or rename them.")
+                "infra/pipeline.py (state machine substitutions) or rename them."
+            )
 
     def task_resources(self, values: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
         """(Resource, Parameters/Arguments) of every Task state, nested states included."""
@@ -51,7 +52,8 @@ class Definition:
             document = json.loads(self.render(values))
         except json.JSONDecodeError as exc:
             raise DefinitionError(
-                f"{self.path} is not valid JSON after substitution: {exc}") from exc
+                f"{self.path} is not valid JSON after substitution: {exc}"
+            ) from exc
         found: list[tuple[str, dict[str, Any]]] = []
         _walk_states(document, found)
         return found
@@ -61,8 +63,9 @@ def _walk_states(node: Any, found: list[tuple[str, dict[str, Any]]]) -> None:
     states = node.get("States", {}) if isinstance(node, dict) else {}
     for state in states.values():
         if state.get("Type") == "Task":
-            found.append((state["Resource"],
-                          state.get("Parameters") or state.get("Arguments") or {}))
+            found.append(
+                (state["Resource"], state.get("Parameters") or state.get("Arguments") or {})
+            )
         for branch in state.get("Branches", []):
             _walk_states(branch, found)
         for key in ("Iterator", "ItemProcessor"):

@@ -32,8 +32,10 @@ class DerivedName:
 STATE_MACHINE = DerivedName("the Step Functions state machine", "-ingest", 80)
 EMR_APPLICATION = DerivedName("the EMR Serverless application", "-spark", 64)
 NESSIE_TABLE_PREFIX = DerivedName(
-    "Nessie's DynamoDB tables", "-nessie",
-    255 - 1 - max(len(s) for s in constants.NESSIE_TABLE_SUFFIXES))  # <prefix>_<suffix>
+    "Nessie's DynamoDB tables",
+    "-nessie",
+    255 - 1 - max(len(s) for s in constants.NESSIE_TABLE_SUFFIXES),
+)  # <prefix>_<suffix>
 DERIVED = (STATE_MACHINE, EMR_APPLICATION, NESSIE_TABLE_PREFIX)
 
 

@@ -18,30 +18,45 @@ class Network(Construct):
     The gateway endpoints are free and keep S3/DynamoDB traffic off the NAT.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, nat_gateways: int,
-                 removal_policy: RemovalPolicy) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        nat_gateways: int,
+        removal_policy: RemovalPolicy,
+    ) -> None:
         super().__init__(scope, construct_id)
         flow_log_group = logs.LogGroup(
-            self, "FlowLogs", retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=removal_policy)
+            self,
+            "FlowLogs",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=removal_policy,
+        )
         self.vpc = ec2.Vpc(
-            self, "Vpc",
+            self,
+            "Vpc",
             max_azs=2,
             nat_gateways=nat_gateways,
             subnet_configuration=[
-                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC,
-                                        cidr_mask=24),
-                ec2.SubnetConfiguration(name="private",
-                                        subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
-                                        cidr_mask=20),
+                ec2.SubnetConfiguration(
+                    name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
+                ),
+                ec2.SubnetConfiguration(
+                    name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20
+                ),
             ],
             gateway_endpoints={
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
                 "DynamoDb": ec2.GatewayVpcEndpointOptions(
-                    service=ec2.GatewayVpcEndpointAwsService.DYNAMODB),
+                    service=ec2.GatewayVpcEndpointAwsService.DYNAMODB
+                ),
             },
-            flow_logs={"All": ec2.FlowLogOptions(
-                destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
-                traffic_type=ec2.FlowLogTrafficType.REJECT)},
+            flow_logs={
+                "All": ec2.FlowLogOptions(
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
+                    traffic_type=ec2.FlowLogTrafficType.REJECT,
+                )
+            },
         )
         self.private_subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)

@@ -26,88 +26,167 @@ ALARMED_OUTCOMES = (JOB_FAILED, PUBLISH_FAILED)
 _ONE_DAY = Duration.days(1)  # the maintenance run's cadence: one point per run
 
 
-def total(metric_name: str, statistic: str = "Sum",
-          period: Duration = _FIVE_MINUTES) -> cloudwatch.Metric:
+def total(
+    metric_name: str, statistic: str = "Sum", period: Duration = _FIVE_MINUTES
+) -> cloudwatch.Metric:
     """A metric over all tables (the document's dimension set without `Table`)."""
-    return cloudwatch.Metric(namespace=constants.METRICS_NAMESPACE, metric_name=metric_name,
-                             statistic=statistic, period=period)
+    return cloudwatch.Metric(
+        namespace=constants.METRICS_NAMESPACE,
+        metric_name=metric_name,
+        statistic=statistic,
+        period=period,
+    )
 
 
-def per_table(metric_name: str, statistic: str = "Sum", label: str = "",
-              period: Duration = _FIVE_MINUTES) -> cloudwatch.IMetric:
+def per_table(
+    metric_name: str, statistic: str = "Sum", label: str = "", period: Duration = _FIVE_MINUTES
+) -> cloudwatch.IMetric:
     """One line per table that reported `metric_name`."""
     return cloudwatch.MathExpression(
-        expression=(f"SEARCH('{{{constants.METRICS_NAMESPACE},{m.TABLE_DIMENSION}}} "
-                    f"MetricName=\"{metric_name}\"', '{statistic}', "
-                    f"{int(period.to_seconds())})"),
-        using_metrics={}, label=label or metric_name, period=period)
+        expression=(
+            f"SEARCH('{{{constants.METRICS_NAMESPACE},{m.TABLE_DIMENSION}}} "
+            f"MetricName=\"{metric_name}\"', '{statistic}', "
+            f"{int(period.to_seconds())})"
+        ),
+        using_metrics={},
+        label=label or metric_name,
+        period=period,
+    )
 
 
 class IngestObservability(Construct):
     """`dashboard` and `alarms` (one per outcome in ALARMED_OUTCOMES, notifying `topic`)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, topic: sns.ITopic,
-                 dead_letter_queue: sqs.IQueue) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        topic: sns.ITopic,
+        dead_letter_queue: sqs.IQueue,
+    ) -> None:
         super().__init__(scope, construct_id)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         for status in ALARMED_OUTCOMES:
             name = m.OUTCOME_METRICS[status]
             alarm = cloudwatch.Alarm(
-                self, f"{name}Alarm", metric=total(name), threshold=1, evaluation_periods=1,
+                self,
+                f"{name}Alarm",
+                metric=total(name),
+                threshold=1,
+                evaluation_periods=1,
                 comparison_operator=(
-                    cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD),
+                    cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+                ),
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                 alarm_description=f"An ingest ended {status} (the service, not the data, "
-                                  "failed): the Slack alert names it; see `wap runs`")
+                "failed): the Slack alert names it; see `wap runs`",
+            )
             alarm.add_alarm_action(actions.SnsAction(topic))
             self.alarms[status] = alarm
 
         queue_service = {"service": constants.service_name("sweeper")}
         self.dashboard = cloudwatch.Dashboard(
-            self, "Dashboard", default_interval=Duration.days(1),
+            self,
+            "Dashboard",
+            default_interval=Duration.days(1),
             widgets=[
-                [cloudwatch.GraphWidget(
-                    title="Outcomes by table", width=12, stacked=True,
-                    left=[per_table(name, label=name) for name in m.OUTCOME_METRICS.values()]),
-                 cloudwatch.AlarmStatusWidget(
-                    title="Outcome alarms", width=12, alarms=list(self.alarms.values()))],
-                [cloudwatch.GraphWidget(
-                    title="Upload to publish (seconds)", width=8,
-                    left=[total(m.UPLOAD_TO_PUBLISH, "p50"), total(m.UPLOAD_TO_PUBLISH, "p90"),
-                          per_table(m.UPLOAD_TO_PUBLISH, "Maximum")]),
-                 cloudwatch.GraphWidget(
-                    title="Job duration (seconds)", width=8,
-                    left=[total(m.JOB_DURATION, "Average"), per_table(m.JOB_DURATION, "Maximum")]),
-                 cloudwatch.GraphWidget(
-                    title="Files per run", width=8,
-                    left=[total(m.FILES_PER_RUN, "Average"), total(m.FILES_PER_RUN, "Maximum")])],
-                [cloudwatch.GraphWidget(
-                    title="Queued files by table", width=8,
-                    left=[cloudwatch.MathExpression(
-                        expression=(f"SEARCH('{{{constants.METRICS_NAMESPACE},"
-                                    f"{m.TABLE_DIMENSION},service}} MetricName=\"QueueDepth\"',"
-                                    " 'Maximum', 300)"),
-                        using_metrics={}, label="QueueDepth", period=_FIVE_MINUTES)]),
-                 cloudwatch.GraphWidget(
-                    title="Oldest queued file (seconds)", width=8,
-                    left=[cloudwatch.Metric(
-                        namespace=constants.METRICS_NAMESPACE,
-                        metric_name="OldestQueuedAgeSeconds", dimensions_map=queue_service,
-                        statistic="Maximum", period=_FIVE_MINUTES)]),
-                 cloudwatch.GraphWidget(
-                    title="Undelivered S3 events and lineage events", width=8,
-                    left=[dead_letter_queue.metric_approximate_number_of_messages_visible(
-                              period=_FIVE_MINUTES, statistic="Maximum"),
-                          total(m.LINEAGE_NOT_SENT)])],
+                [
+                    cloudwatch.GraphWidget(
+                        title="Outcomes by table",
+                        width=12,
+                        stacked=True,
+                        left=[per_table(name, label=name) for name in m.OUTCOME_METRICS.values()],
+                    ),
+                    cloudwatch.AlarmStatusWidget(
+                        title="Outcome alarms", width=12, alarms=list(self.alarms.values())
+                    ),
+                ],
+                [
+                    cloudwatch.GraphWidget(
+                        title="Upload to publish (seconds)",
+                        width=8,
+                        left=[
+                            total(m.UPLOAD_TO_PUBLISH, "p50"),
+                            total(m.UPLOAD_TO_PUBLISH, "p90"),
+                            per_table(m.UPLOAD_TO_PUBLISH, "Maximum"),
+                        ],
+                    ),
+                    cloudwatch.GraphWidget(
+                        title="Job duration (seconds)",
+                        width=8,
+                        left=[
+                            total(m.JOB_DURATION, "Average"),
+                            per_table(m.JOB_DURATION, "Maximum"),
+                        ],
+                    ),
+                    cloudwatch.GraphWidget(
+                        title="Files per run",
+                        width=8,
+                        left=[total(m.FILES_PER_RUN, "Average"), total(m.FILES_PER_RUN, "Maximum")],
+                    ),
+                ],
+                [
+                    cloudwatch.GraphWidget(
+                        title="Queued files by table",
+                        width=8,
+                        left=[
+                            cloudwatch.MathExpression(
+                                expression=(
+                                    f"SEARCH('{{{constants.METRICS_NAMESPACE},"
+                                    f'{m.TABLE_DIMENSION},service}} MetricName="QueueDepth"\','
+                                    " 'Maximum', 300)"
+                                ),
+                                using_metrics={},
+                                label="QueueDepth",
+                                period=_FIVE_MINUTES,
+                            )
+                        ],
+                    ),
+                    cloudwatch.GraphWidget(
+                        title="Oldest queued file (seconds)",
+                        width=8,
+                        left=[
+                            cloudwatch.Metric(
+                                namespace=constants.METRICS_NAMESPACE,
+                                metric_name="OldestQueuedAgeSeconds",
+                                dimensions_map=queue_service,
+                                statistic="Maximum",
+                                period=_FIVE_MINUTES,
+                            )
+                        ],
+                    ),
+                    cloudwatch.GraphWidget(
+                        title="Undelivered S3 events and lineage events",
+                        width=8,
+                        left=[
+                            dead_letter_queue.metric_approximate_number_of_messages_visible(
+                                period=_FIVE_MINUTES, statistic="Maximum"
+                            ),
+                            total(m.LINEAGE_NOT_SENT),
+                        ],
+                    ),
+                ],
                 # Each garbage collection's measure of every table (lambdas/maintenance/).
-                [cloudwatch.GraphWidget(
-                    title="Data files on main by table", width=8,
-                    left=[per_table(m.DATA_FILES, "Maximum", period=_ONE_DAY)]),
-                 cloudwatch.GraphWidget(
-                    title="Average data file size by table (bytes)", width=8,
-                    left=[per_table(m.AVERAGE_FILE_BYTES, "Average", period=_ONE_DAY)]),
-                 cloudwatch.GraphWidget(
-                    title="Reclaimable bytes (unreferenced lake files)", width=8,
-                    left=[total(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY),
-                          per_table(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY)])],
-            ])
+                [
+                    cloudwatch.GraphWidget(
+                        title="Data files on main by table",
+                        width=8,
+                        left=[per_table(m.DATA_FILES, "Maximum", period=_ONE_DAY)],
+                    ),
+                    cloudwatch.GraphWidget(
+                        title="Average data file size by table (bytes)",
+                        width=8,
+                        left=[per_table(m.AVERAGE_FILE_BYTES, "Average", period=_ONE_DAY)],
+                    ),
+                    cloudwatch.GraphWidget(
+                        title="Reclaimable bytes (unreferenced lake files)",
+                        width=8,
+                        left=[
+                            total(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY),
+                            per_table(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY),
+                        ],
+                    ),
+                ],
+            ],
+        )

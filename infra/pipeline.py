@@ -27,9 +27,12 @@ _LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 
 def state_machine_arn(scope: Construct, name: str) -> str:
     """ARN of the state machine built from its name (breaks the SM -> Lambda -> SM cycle)."""
-    return Stack.of(scope).format_arn(service="states", resource="stateMachine",
-                                      resource_name=name,
-                                      arn_format=ArnFormat.COLON_RESOURCE_NAME)
+    return Stack.of(scope).format_arn(
+        service="states",
+        resource="stateMachine",
+        resource_name=name,
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
 
 
 class Pipeline(Construct):
@@ -39,54 +42,89 @@ class Pipeline(Construct):
     Grants between these and other constructs' resources are wired by the stack.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, functions: Sequence[FunctionSpec],
-                 environment: Mapping[str, str], vpc: ec2.IVpc, subnets: ec2.SubnetSelection,
-                 source: s3.IBucket, artifacts: s3.IBucket, state_machine_name: str,
-                 substitutions: Mapping[str, str], removal_policy: RemovalPolicy,
-                 source_tree: constants.SourceTree) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        functions: Sequence[FunctionSpec],
+        environment: Mapping[str, str],
+        vpc: ec2.IVpc,
+        subnets: ec2.SubnetSelection,
+        source: s3.IBucket,
+        artifacts: s3.IBucket,
+        state_machine_name: str,
+        substitutions: Mapping[str, str],
+        removal_policy: RemovalPolicy,
+        source_tree: constants.SourceTree,
+    ) -> None:
         super().__init__(scope, construct_id)
         self.state_machine_name = state_machine_name
         self.state_machine_arn = state_machine_arn(self, state_machine_name)
         self.ledger = _ledger_table(self, removal_policy)
         self.dead_letter_queue = sqs.Queue(
-            self, "IngestDlq", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-            retention_period=Duration.days(14))
+            self,
+            "IngestDlq",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
 
         self.layer = _dependency_layer(
-            self, "Dependencies", [source_tree.lambda_requirements],
-            "Pinned requirements-lambda.txt (boto3 comes with the runtime)")
+            self,
+            "Dependencies",
+            [source_tree.lambda_requirements],
+            "Pinned requirements-lambda.txt (boto3 comes with the runtime)",
+        )
         # The Lambdas that read Iceberg metadata get a layer of both requirement files
         # (resolved together) in place of the shared one: the others stay small.
-        self.iceberg_layer = _dependency_layer(
-            self, "IcebergDependencies",
-            [source_tree.lambda_requirements, source_tree.iceberg_lambda_requirements],
-            "Pinned requirements-lambda.txt + requirements-lambda-maintenance.txt",
-        ) if any(spec.reads_iceberg for spec in functions) else None
+        self.iceberg_layer = (
+            _dependency_layer(
+                self,
+                "IcebergDependencies",
+                [source_tree.lambda_requirements, source_tree.iceberg_lambda_requirements],
+                "Pinned requirements-lambda.txt + requirements-lambda-maintenance.txt",
+            )
+            if any(spec.reads_iceberg for spec in functions)
+            else None
+        )
         self.nessie_clients = ec2.SecurityGroup(
-            self, "NessieClients", vpc=vpc, allow_all_outbound=True,
-            description="Lambdas that call Nessie (and Slack through the NAT)")
+            self,
+            "NessieClients",
+            vpc=vpc,
+            allow_all_outbound=True,
+            description="Lambdas that call Nessie (and Slack through the NAT)",
+        )
         self.specs = {spec.name: spec for spec in functions}
         self.functions: dict[str, lambda_.Function] = {}
         for spec in functions:
             in_vpc = Capability.NESSIE in spec.capabilities
             # (iceberg_layer exists whenever a spec reads Iceberg.)
             layer = self.iceberg_layer if spec.reads_iceberg else self.layer
-            log_group = logs.LogGroup(self, f"{_camel(spec.name)}Logs",
-                                      retention=logs.RetentionDays.THREE_MONTHS,
-                                      removal_policy=removal_policy)
+            log_group = logs.LogGroup(
+                self,
+                f"{_camel(spec.name)}Logs",
+                retention=logs.RetentionDays.THREE_MONTHS,
+                removal_policy=removal_policy,
+            )
             self.functions[spec.name] = lambda_.Function(
-                self, _camel(spec.name),
+                self,
+                _camel(spec.name),
                 runtime=lambda_.Runtime.PYTHON_3_12,
                 architecture=lambda_.Architecture.X86_64,
                 handler=spec.handler,
-                code=lambda_.Code.from_asset(str(bundling.function_code(
-                    spec.name, lambdas_dir=source_tree.lambdas_dir))),
+                code=lambda_.Code.from_asset(
+                    str(bundling.function_code(spec.name, lambdas_dir=source_tree.lambdas_dir))
+                ),
                 layers=[layer],
                 memory_size=spec.memory_mib,
                 timeout=Duration.seconds(spec.timeout_seconds),
-                environment={**environment, "WAP_LEDGER_TABLE": self.ledger.table_name,
-                             "POWERTOOLS_SERVICE_NAME": constants.service_name(spec.name),
-                             "POWERTOOLS_METRICS_NAMESPACE": constants.METRICS_NAMESPACE},
+                environment={
+                    **environment,
+                    "WAP_LEDGER_TABLE": self.ledger.table_name,
+                    "POWERTOOLS_SERVICE_NAME": constants.service_name(spec.name),
+                    "POWERTOOLS_METRICS_NAMESPACE": constants.METRICS_NAMESPACE,
+                },
                 tracing=lambda_.Tracing.ACTIVE,
                 log_group=log_group,
                 vpc=vpc if in_vpc else None,
@@ -98,54 +136,86 @@ class Pipeline(Construct):
             )
 
         self.ingest_rule = events.Rule(
-            self, "SourceObjectCreated",
+            self,
+            "SourceObjectCreated",
             description="Parquet dropped into the source bucket starts an ingest",
             event_pattern=events.EventPattern(
-                source=["aws.s3"], detail_type=["Object Created"],
-                detail={"bucket": {"name": [source.bucket_name]}}),
-            targets=[targets.LambdaFunction(
-                self.functions["trigger"], dead_letter_queue=self.dead_letter_queue,
-                retry_attempts=constants.EVENT_RETRY_ATTEMPTS,
-                max_event_age=Duration.hours(constants.EVENT_MAX_AGE_HOURS))],
+                source=["aws.s3"],
+                detail_type=["Object Created"],
+                detail={"bucket": {"name": [source.bucket_name]}},
+            ),
+            targets=[
+                targets.LambdaFunction(
+                    self.functions["trigger"],
+                    dead_letter_queue=self.dead_letter_queue,
+                    retry_attempts=constants.EVENT_RETRY_ATTEMPTS,
+                    max_event_age=Duration.hours(constants.EVENT_MAX_AGE_HOURS),
+                )
+            ],
         )
-        self.sweeper_schedule = events.Rule(
-            self, "SweeperSchedule", description="Recover stuck table locks and stale branches",
-            schedule=events.Schedule.rate(Duration.minutes(constants.SWEEPER_RATE_MINUTES)),
-            targets=[targets.LambdaFunction(self.functions["sweeper"],
-                                            retry_attempts=2)],
-        ) if "sweeper" in self.functions else None
-        self.maintenance_schedule = events.Rule(
-            self, "MaintenanceSchedule",
-            description="Garbage collection across Nessie references: measure every table, "
-                        "report (or, with gcDelete, delete) unreferenced lake files",
-            schedule=events.Schedule.rate(Duration.days(constants.MAINTENANCE_RATE_DAYS)),
-            targets=[targets.LambdaFunction(self.functions["maintenance"], retry_attempts=0)],
-        ) if "maintenance" in self.functions else None
+        self.sweeper_schedule = (
+            events.Rule(
+                self,
+                "SweeperSchedule",
+                description="Recover stuck table locks and stale branches",
+                schedule=events.Schedule.rate(Duration.minutes(constants.SWEEPER_RATE_MINUTES)),
+                targets=[targets.LambdaFunction(self.functions["sweeper"], retry_attempts=2)],
+            )
+            if "sweeper" in self.functions
+            else None
+        )
+        self.maintenance_schedule = (
+            events.Rule(
+                self,
+                "MaintenanceSchedule",
+                description="Garbage collection across Nessie references: measure every table, "
+                "report (or, with gcDelete, delete) unreferenced lake files",
+                schedule=events.Schedule.rate(Duration.days(constants.MAINTENANCE_RATE_DAYS)),
+                targets=[targets.LambdaFunction(self.functions["maintenance"], retry_attempts=0)],
+            )
+            if "maintenance" in self.functions
+            else None
+        )
 
         self.definition = definition.load(source_tree.state_machine_file)
-        arn_substitutions = {spec.substitution: self.functions[spec.name].function_arn
-                             for spec in functions}
+        arn_substitutions = {
+            spec.substitution: self.functions[spec.name].function_arn for spec in functions
+        }
         self.substitutions = {**substitutions, **arn_substitutions}
         self.definition.require(self.substitutions.keys())
-        sm_logs = logs.LogGroup(self, "StateMachineLogs", retention=logs.RetentionDays.THREE_MONTHS,
-                                removal_policy=removal_policy)
+        sm_logs = logs.LogGroup(
+            self,
+            "StateMachineLogs",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=removal_policy,
+        )
         self.state_machine = sfn.StateMachine(
-            self, "Ingest",
+            self,
+            "Ingest",
             state_machine_name=state_machine_name,
             definition_body=sfn.DefinitionBody.from_string(self.definition.text),
-            definition_substitutions={name: self.substitutions[name]
-                                      for name in sorted(self.definition.placeholders)},
-            logs=sfn.LogOptions(destination=sm_logs, level=sfn.LogLevel.ALL,
-                                include_execution_data=True),
+            definition_substitutions={
+                name: self.substitutions[name] for name in sorted(self.definition.placeholders)
+            },
+            logs=sfn.LogOptions(
+                destination=sm_logs, level=sfn.LogLevel.ALL, include_execution_data=True
+            ),
             tracing_enabled=True,
         )
         self._grant_integrations(functions)
         for role in [self.state_machine.role, *(f.role for f in self.functions.values())]:
-            NagSuppressions.add_resource_suppressions(role, [{
-                "id": "AwsSolutions-IAM5",
-                "reason": "X-Ray trace upload (and, for the state machine, CloudWatch Logs "
-                          "delivery) have no resource-level permissions.",
-                "applies_to": ["Resource::*"]}], apply_to_children=True)
+            NagSuppressions.add_resource_suppressions(
+                role,
+                [
+                    {
+                        "id": "AwsSolutions-IAM5",
+                        "reason": "X-Ray trace upload (and, for the state machine, CloudWatch Logs "
+                        "delivery) have no resource-level permissions.",
+                        "applies_to": ["Resource::*"],
+                    }
+                ],
+                apply_to_children=True,
+            )
 
     def _grant_integrations(self, functions: Sequence[FunctionSpec]) -> None:
         """Let the state machine's role invoke exactly the Lambdas its Task states name."""
@@ -154,8 +224,11 @@ class Pipeline(Construct):
         # Render with the placeholders themselves, so ARNs stay recognisable.
         arn_names = {spec.substitution for spec in functions}
         resources = self.definition.task_resources(
-            {name: "${" + name + "}" if name in arn_names else str(value)
-             for name, value in self.substitutions.items()})
+            {
+                name: "${" + name + "}" if name in arn_names else str(value)
+                for name, value in self.substitutions.items()
+            }
+        )
         unknown, invoked = [], []
         for resource, parameters in resources:
             target = resource
@@ -168,20 +241,26 @@ class Pipeline(Construct):
         if invoked:
             # The definition names unqualified function ARNs; `grant_invoke` would also
             # allow every version and alias (`<arn>:*`), which nothing invokes.
-            role.add_to_principal_policy(iam.PolicyStatement(
-                actions=["lambda:InvokeFunction"], resources=sorted(set(invoked))))
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=["lambda:InvokeFunction"], resources=sorted(set(invoked))
+                )
+            )
         if unknown:
             raise definition.DefinitionError(
                 f"{self.definition.path}: Task resources {sorted(set(unknown))} are not our "
                 "Lambdas; grant the state machine role exactly what they need in "
-                "infra/pipeline.py")
+                "infra/pipeline.py"
+            )
 
 
-def _dependency_layer(scope: Construct, construct_id: str, requirements: Sequence[Path],
-                      description: str) -> lambda_.LayerVersion:
+def _dependency_layer(
+    scope: Construct, construct_id: str, requirements: Sequence[Path], description: str
+) -> lambda_.LayerVersion:
     """A Python 3.12 x86_64 layer of the pinned `requirements` (resolved together)."""
     return lambda_.LayerVersion(
-        scope, construct_id,
+        scope,
+        construct_id,
         code=lambda_.Code.from_asset(str(bundling.dependency_layer(requirements=requirements))),
         compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
         compatible_architectures=[lambda_.Architecture.X86_64],
@@ -195,11 +274,13 @@ def _ledger_table(scope: Construct, removal_policy: RemovalPolicy) -> dynamodb.T
 
     schema = table_schema()
     table = dynamodb.Table(
-        scope, "Ledger",
+        scope,
+        "Ledger",
         partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
         billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
         point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True),
+            point_in_time_recovery_enabled=True
+        ),
         encryption=dynamodb.TableEncryption.AWS_MANAGED,
         time_to_live_attribute=TTL_ATTRIBUTE,
         removal_policy=removal_policy,

@@ -33,30 +33,30 @@ class PreInitializedCapacity:
 class DeploySettings:
     """Everything that differs between environments; context keys in brackets."""
 
-    stack_name: str = constants.STACK_NAME          # [stackName]
-    region: str = constants.DEFAULT_REGION          # [region]
-    slack_channel: str = "#data-alerts"             # [slackChannel]
-    nessie_endpoint: str | None = None              # [nessieEndpoint] existing Nessie base URL
-    nessie_ui_allowed_cidr: str | None = None       # [nessieUiAllowedCidr]
-    nessie_ui_url: str | None = None                # [nessieUiUrl] link base in Slack alerts
-    nat_gateways: int = 1                           # [natGateways]
+    stack_name: str = constants.STACK_NAME  # [stackName]
+    region: str = constants.DEFAULT_REGION  # [region]
+    slack_channel: str = "#data-alerts"  # [slackChannel]
+    nessie_endpoint: str | None = None  # [nessieEndpoint] existing Nessie base URL
+    nessie_ui_allowed_cidr: str | None = None  # [nessieUiAllowedCidr]
+    nessie_ui_url: str | None = None  # [nessieUiUrl] link base in Slack alerts
+    nat_gateways: int = 1  # [natGateways]
     emr_release_label: str = constants.EMR_RELEASE_LABEL  # [emrReleaseLabel]
-    emr_max_cpu: str = constants.EMR_MAX_CPU        # [emrMaxCpu]
+    emr_max_cpu: str = constants.EMR_MAX_CPU  # [emrMaxCpu]
     emr_max_memory: str = constants.EMR_MAX_MEMORY  # [emrMaxMemory]
     emr_pre_initialized: PreInitializedCapacity | None = None  # [emrPreInitializedExecutors]
-    destroy_data_on_delete: bool = False            # [destroyDataOnDelete] dev stacks only
-    alarm_email: str | None = None                  # [alarmEmail]
+    destroy_data_on_delete: bool = False  # [destroyDataOnDelete] dev stacks only
+    alarm_email: str | None = None  # [alarmEmail]
     queue_alarm_minutes: int = constants.QUEUE_ALARM_MINUTES  # [queueAlarmMinutes]
     blocked_start_minutes: int = constants.BLOCKED_START_MINUTES  # [blockedStartMinutes]
     # An upload for a table with no config and no table on main creates it; off, such an
     # upload is refused (`unknown_table`) naming the closest known tables.
-    create_tables_from_uploads: bool = False        # [createTablesFromUploads]
+    create_tables_from_uploads: bool = False  # [createTablesFromUploads]
     # OpenLineage receiver (Marquez, DataHub...) and the secret holding its API key.
-    lineage_url: str | None = None                  # [lineageUrl] unset: no events sent
-    lineage_api_key_secret_arn: str | None = None   # [lineageApiKeySecretArn]
+    lineage_url: str | None = None  # [lineageUrl] unset: no events sent
+    lineage_api_key_secret_arn: str | None = None  # [lineageApiKeySecretArn]
     # The daily garbage collection deletes what it finds unreferenced (the lake keeps a
     # deleted file recoverable for 30 days); off, it only reports and measures.
-    gc_delete: bool = False                         # [gcDelete]
+    gc_delete: bool = False  # [gcDelete]
 
     @classmethod
     def from_context(cls, get: Any) -> DeploySettings:
@@ -64,19 +64,22 @@ class DeploySettings:
         stack_name = _text(get, "stackName", constants.STACK_NAME)
         if not _STACK_NAME.match(stack_name):
             raise SettingsError(
-                f"stackName {stack_name!r}: a letter first, then letters, digits and '-' only")
+                f"stackName {stack_name!r}: a letter first, then letters, digits and '-' only"
+            )
         limit, named_by = names.longest_stack_name()
         if len(stack_name) > limit:
             raise SettingsError(
                 f"stackName {stack_name!r} has {len(stack_name)} characters; at most {limit}, "
-                f"because {named_by} is named after it")
+                f"because {named_by} is named after it"
+            )
         region = _text(get, "region", constants.DEFAULT_REGION)
         if not _REGION.match(region):
             raise SettingsError(f"region {region!r} is not an AWS region name")
         channel = _text(get, "slackChannel", "#data-alerts")
         if not _CHANNEL.match(channel):
             raise SettingsError(
-                f"slackChannel {channel!r}: use '#name' (lower case) or a channel id (C0123ABCD)")
+                f"slackChannel {channel!r}: use '#name' (lower case) or a channel id (C0123ABCD)"
+            )
         endpoint = _optional_text(get, "nessieEndpoint")
         if endpoint is not None:
             parsed = urlparse(endpoint)
@@ -104,8 +107,9 @@ class DeploySettings:
         if not match or tuple(map(int, match.groups())) < (7, 12, 0):
             raise SettingsError(f"emrReleaseLabel {label!r}: need emr-7.12.0 or later")
         executors = _integer(get, "emrPreInitializedExecutors", 0, low=0, high=50)
-        pre_initialized = (PreInitializedCapacity(drivers=1, executors=executors)
-                           if executors else None)
+        pre_initialized = (
+            PreInitializedCapacity(drivers=1, executors=executors) if executors else None
+        )
         lineage_url, lineage_key = _lineage(get)
         return cls(
             lineage_url=lineage_url,
@@ -124,10 +128,16 @@ class DeploySettings:
             destroy_data_on_delete=_boolean(get, "destroyDataOnDelete", False),
             alarm_email=_optional_text(get, "alarmEmail"),
             # At least two sweeps: the age is measured once per sweep.
-            queue_alarm_minutes=_integer(get, "queueAlarmMinutes", constants.QUEUE_ALARM_MINUTES,
-                                         low=2 * constants.SWEEPER_RATE_MINUTES, high=7 * 24 * 60),
-            blocked_start_minutes=_integer(get, "blockedStartMinutes",
-                                           constants.BLOCKED_START_MINUTES, low=1, high=24 * 60),
+            queue_alarm_minutes=_integer(
+                get,
+                "queueAlarmMinutes",
+                constants.QUEUE_ALARM_MINUTES,
+                low=2 * constants.SWEEPER_RATE_MINUTES,
+                high=7 * 24 * 60,
+            ),
+            blocked_start_minutes=_integer(
+                get, "blockedStartMinutes", constants.BLOCKED_START_MINUTES, low=1, high=24 * 60
+            ),
             create_tables_from_uploads=_boolean(get, "createTablesFromUploads", False),
             gc_delete=_boolean(get, "gcDelete", False),
         )
@@ -143,8 +153,10 @@ def _lineage(get: Any) -> tuple[str | None, str | None]:
     if url is not None:
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname or "@" in parsed.netloc:
-            raise SettingsError("lineageUrl: expected http(s)://host[:port][/path], without "
-                                "credentials (the API key goes in lineageApiKeySecretArn)")
+            raise SettingsError(
+                "lineageUrl: expected http(s)://host[:port][/path], without "
+                "credentials (the API key goes in lineageApiKeySecretArn)"
+            )
         url = url.rstrip("/")
     secret = _optional_text(get, "lineageApiKeySecretArn")
     if secret is not None:

@@ -32,42 +32,71 @@ def state_machine_values() -> dict[str, str]:
 class WapStack(Stack):
     """Storage, catalog, compute, pipeline and alerts of the WAP ingestion service."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
-                 source_tree: SourceTree | None = None,
-                 functions: tuple[FunctionSpec, ...] = constants.FUNCTIONS, **kwargs) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: DeploySettings,
+        source_tree: SourceTree | None = None,
+        functions: tuple[FunctionSpec, ...] = constants.FUNCTIONS,
+        **kwargs,
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         source_tree = source_tree or SourceTree()
         # RETAIN_ON_UPDATE_OR_DELETE (CloudFormation's RetainExceptOnCreate): a first deploy that
         # rolls back deletes what it created, so running it again does not fail on names that
         # "already exist"; once created, data outlives an update or a stack deletion.
-        removal = (RemovalPolicy.DESTROY if settings.destroy_data_on_delete
-                   else RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
+        removal = (
+            RemovalPolicy.DESTROY
+            if settings.destroy_data_on_delete
+            else RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
+        )
 
-        network = Network(self, "Network", nat_gateways=settings.nat_gateways,
-                          removal_policy=removal)
-        storage = Storage(self, "Storage", removal_policy=removal,
-                          auto_delete_objects=settings.destroy_data_on_delete)
+        network = Network(
+            self, "Network", nat_gateways=settings.nat_gateways, removal_policy=removal
+        )
+        storage = Storage(
+            self,
+            "Storage",
+            removal_policy=removal,
+            auto_delete_objects=settings.destroy_data_on_delete,
+        )
         catalog: NessieCatalog | None = None
         if settings.nessie_endpoint:
             base = settings.nessie_endpoint
             nessie_v1, nessie_v2, nessie_ui = f"{base}/api/v1", f"{base}/api/v2", base
         else:
             catalog = NessieCatalog(
-                self, "Catalog", vpc=network.vpc, subnets=network.private_subnets,
-                access_logs=storage.access_logs, removal_policy=removal,
-                ui_allowed_cidr=settings.nessie_ui_allowed_cidr)
+                self,
+                "Catalog",
+                vpc=network.vpc,
+                subnets=network.private_subnets,
+                access_logs=storage.access_logs,
+                removal_policy=removal,
+                ui_allowed_cidr=settings.nessie_ui_allowed_cidr,
+            )
             nessie_v1, nessie_v2, nessie_ui = catalog.api_v1_uri, catalog.api_v2_uri, catalog.ui_url
         # Where operators open the UI (e.g. through a port forward), used in Slack links.
         nessie_ui = settings.nessie_ui_url or nessie_ui
 
         compute = SparkCompute(
-            self, "Compute", vpc=network.vpc, subnets=network.private_subnets,
-            artifacts=storage.artifacts, release_label=settings.emr_release_label,
-            max_cpu=settings.emr_max_cpu, max_memory=settings.emr_max_memory,
-            pre_initialized=settings.emr_pre_initialized, nessie_uri_v2=nessie_v2,
-            warehouse_uri=storage.warehouse_uri, source_tree=source_tree)
-        alert_channel = AlertChannel(self, "Alerts", removal_policy=removal,
-                                     alarm_email=settings.alarm_email)
+            self,
+            "Compute",
+            vpc=network.vpc,
+            subnets=network.private_subnets,
+            artifacts=storage.artifacts,
+            release_label=settings.emr_release_label,
+            max_cpu=settings.emr_max_cpu,
+            max_memory=settings.emr_max_memory,
+            pre_initialized=settings.emr_pre_initialized,
+            nessie_uri_v2=nessie_v2,
+            warehouse_uri=storage.warehouse_uri,
+            source_tree=source_tree,
+        )
+        alert_channel = AlertChannel(
+            self, "Alerts", removal_policy=removal, alarm_email=settings.alarm_email
+        )
 
         state_machine_name = names.STATE_MACHINE.of(self.stack_name)
         environment = {
@@ -95,23 +124,41 @@ class WapStack(Stack):
             "WAP_CREATE_TABLES_FROM_UPLOADS": str(settings.create_tables_from_uploads).lower(),
             "WAP_LINEAGE_NAMESPACE": self.stack_name,
             **({"WAP_LINEAGE_URL": settings.lineage_url} if settings.lineage_url else {}),
-            **({"WAP_LINEAGE_API_KEY_SECRET_ARN": settings.lineage_api_key_secret_arn}
-               if settings.lineage_api_key_secret_arn else {}),
+            **(
+                {"WAP_LINEAGE_API_KEY_SECRET_ARN": settings.lineage_api_key_secret_arn}
+                if settings.lineage_api_key_secret_arn
+                else {}
+            ),
         }
         pipeline = Pipeline(
-            self, "Pipeline", functions=_as_deployed(functions, gc_delete=settings.gc_delete),
+            self,
+            "Pipeline",
+            functions=_as_deployed(functions, gc_delete=settings.gc_delete),
             environment=environment,
-            vpc=network.vpc, subnets=network.private_subnets, source=storage.source,
-            artifacts=storage.artifacts, state_machine_name=state_machine_name,
-            substitutions=state_machine_values(), removal_policy=removal,
-            source_tree=source_tree)
-        PipelineAlarms(self, "Alarms", topic=alert_channel.topic,
-                       state_machine=pipeline.state_machine,
-                       dead_letter_queue=pipeline.dead_letter_queue, functions=pipeline.functions,
-                       queue_alarm_minutes=settings.queue_alarm_minutes)
-        self.observability = IngestObservability(self, "Observability",
-                                                 topic=alert_channel.topic,
-                                                 dead_letter_queue=pipeline.dead_letter_queue)
+            vpc=network.vpc,
+            subnets=network.private_subnets,
+            source=storage.source,
+            artifacts=storage.artifacts,
+            state_machine_name=state_machine_name,
+            substitutions=state_machine_values(),
+            removal_policy=removal,
+            source_tree=source_tree,
+        )
+        PipelineAlarms(
+            self,
+            "Alarms",
+            topic=alert_channel.topic,
+            state_machine=pipeline.state_machine,
+            dead_letter_queue=pipeline.dead_letter_queue,
+            functions=pipeline.functions,
+            queue_alarm_minutes=settings.queue_alarm_minutes,
+        )
+        self.observability = IngestObservability(
+            self,
+            "Observability",
+            topic=alert_channel.topic,
+            dead_letter_queue=pipeline.dead_letter_queue,
+        )
 
         self._grant_job_role(storage, compute)
         if "maintenance" in pipeline.functions:
@@ -121,9 +168,11 @@ class WapStack(Stack):
             _grant_lineage_key(pipeline, settings.lineage_api_key_secret_arn)
         if catalog is not None:
             catalog.listener.connections.allow_default_port_from(
-                pipeline.nessie_clients, "Lambdas to the Nessie API")
+                pipeline.nessie_clients, "Lambdas to the Nessie API"
+            )
             catalog.listener.connections.allow_default_port_from(
-                compute.security_group, "Spark workers to the Nessie API")
+                compute.security_group, "Spark workers to the Nessie API"
+            )
 
         self.storage, self.catalog, self.compute = storage, catalog, compute
         self.pipeline, self.alert_channel = pipeline, alert_channel
@@ -135,16 +184,18 @@ class WapStack(Stack):
         CfnOutput(self, "StateMachineArn", value=pipeline.state_machine.state_machine_arn)
         CfnOutput(self, "LedgerTableName", value=pipeline.ledger.table_name)
         if "maintenance" in pipeline.functions:  # `wap --aws maintain` invokes it
-            CfnOutput(self, "MaintenanceFunctionName",
-                      value=pipeline.functions["maintenance"].function_name)
+            CfnOutput(
+                self,
+                "MaintenanceFunctionName",
+                value=pipeline.functions["maintenance"].function_name,
+            )
         CfnOutput(self, "SlackSecretArn", value=alert_channel.slack_token.secret_arn)
         CfnOutput(self, "AlarmTopicArn", value=alert_channel.topic.topic_arn)
         # Where `wap publish` / `discard --aws` send the OpenLineage event of a review.
         if settings.lineage_url:
             CfnOutput(self, "LineageUrl", value=settings.lineage_url)
         if settings.lineage_api_key_secret_arn:
-            CfnOutput(self, "LineageApiKeySecretArn",
-                      value=settings.lineage_api_key_secret_arn)
+            CfnOutput(self, "LineageApiKeySecretArn", value=settings.lineage_api_key_secret_arn)
         if catalog is not None:
             CfnOutput(self, "NessieClusterName", value=catalog.service.cluster.cluster_name)
             CfnOutput(self, "NessieServiceName", value=catalog.service.service_name)
@@ -164,32 +215,57 @@ class WapStack(Stack):
         storage.artifacts.grant_put(role, f"{constants.REPORTS_PREFIX}*")
         storage.artifacts.grant_put(role, f"{constants.EMR_LOGS_PREFIX}*")
 
-    def _grant_functions(self, pipeline: Pipeline, storage: Storage, compute: SparkCompute,
-                         alert_channel: AlertChannel) -> None:
+    def _grant_functions(
+        self,
+        pipeline: Pipeline,
+        storage: Storage,
+        compute: SparkCompute,
+        alert_channel: AlertChannel,
+    ) -> None:
         application_arn = compute.application_arn
         job_runs = f"{application_arn}/jobruns/*"
         executions = self.format_arn(
-            service="states", resource="execution",
+            service="states",
+            resource="execution",
             resource_name=f"{pipeline.state_machine_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME)
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         for name, function in pipeline.functions.items():
             capabilities = pipeline.specs[name].capabilities
             # Not CDK's grant_*_data: those add every index and stream action. Only the
             # sweeper queries an index; nothing scans or reads streams.
             if Capability.LEDGER_READ in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query",
-                             "dynamodb:ConditionCheckItem", "dynamodb:DescribeTable"],
-                    resources=[pipeline.ledger.table_arn]))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=[
+                            "dynamodb:GetItem",
+                            "dynamodb:BatchGetItem",
+                            "dynamodb:Query",
+                            "dynamodb:ConditionCheckItem",
+                            "dynamodb:DescribeTable",
+                        ],
+                        resources=[pipeline.ledger.table_arn],
+                    )
+                )
             if Capability.LEDGER_QUERY_INDEXES in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["dynamodb:Query"],
-                    resources=[f"{pipeline.ledger.table_arn}/index/*"]))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["dynamodb:Query"],
+                        resources=[f"{pipeline.ledger.table_arn}/index/*"],
+                    )
+                )
             if Capability.LEDGER_WRITE in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-                             "dynamodb:BatchWriteItem"],
-                    resources=[pipeline.ledger.table_arn]))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=[
+                            "dynamodb:PutItem",
+                            "dynamodb:UpdateItem",
+                            "dynamodb:DeleteItem",
+                            "dynamodb:BatchWriteItem",
+                        ],
+                        resources=[pipeline.ledger.table_arn],
+                    )
+                )
             if Capability.SOURCE_READ in capabilities:
                 storage.source.grant_read(function)
             if Capability.STAGING_WRITE in capabilities:
@@ -204,56 +280,92 @@ class WapStack(Stack):
                 alert_channel.slack_token.grant_read(function)
             if Capability.LAKE_READ in capabilities:
                 # Not grant_read: the listing and the metadata reads only (no versions, ACLs).
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["s3:ListBucket"], resources=[storage.lake.bucket_arn]))
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["s3:GetObject"],
-                    resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")]))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["s3:ListBucket"], resources=[storage.lake.bucket_arn]
+                    )
+                )
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["s3:GetObject"],
+                        resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")],
+                    )
+                )
             if Capability.LAKE_DELETE in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["s3:DeleteObject"],
-                    resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")]))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["s3:DeleteObject"],
+                        resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")],
+                    )
+                )
             if Capability.MAINTENANCE_SUMMARY_WRITE in capabilities:
                 # The folder of the summary the Lambda puts (reports/maintenance/).
                 from ingestion.maintenance.health import summary_uri
 
                 folder = summary_uri(constants.REPORTS_PREFIX).rsplit("/", 1)[0]
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["s3:PutObject"],
-                    resources=[storage.artifacts.arn_for_objects(f"{folder}/*")]))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["s3:PutObject"],
+                        resources=[storage.artifacts.arn_for_objects(f"{folder}/*")],
+                    )
+                )
             if Capability.START_JOB in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["emr-serverless:StartJobRun", "emr-serverless:TagResource"],
-                    resources=[application_arn, job_runs]))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["emr-serverless:StartJobRun", "emr-serverless:TagResource"],
+                        resources=[application_arn, job_runs],
+                    )
+                )
                 # Only to EMR Serverless: the job's role cannot be passed to anything else.
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["iam:PassRole"], resources=[compute.execution_role.role_arn],
-                    conditions={"StringEquals": {
-                        "iam:PassedToService": "emr-serverless.amazonaws.com"}}))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["iam:PassRole"],
+                        resources=[compute.execution_role.role_arn],
+                        conditions={
+                            "StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}
+                        },
+                    )
+                )
             # WATCH_JOB is READ_JOB and CANCEL_JOB: one statement of what they add up to.
-            job_actions = [action for action, granted_by in (
-                ("emr-serverless:GetJobRun", {Capability.WATCH_JOB, Capability.READ_JOB}),
-                ("emr-serverless:CancelJobRun", {Capability.WATCH_JOB, Capability.CANCEL_JOB}),
-            ) if granted_by & capabilities]
+            job_actions = [
+                action
+                for action, granted_by in (
+                    ("emr-serverless:GetJobRun", {Capability.WATCH_JOB, Capability.READ_JOB}),
+                    ("emr-serverless:CancelJobRun", {Capability.WATCH_JOB, Capability.CANCEL_JOB}),
+                )
+                if granted_by & capabilities
+            ]
             if job_actions:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=job_actions, resources=[job_runs]))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(actions=job_actions, resources=[job_runs])
+                )
             if Capability.START_EXECUTION in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["states:StartExecution"], resources=[pipeline.state_machine_arn]))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["states:StartExecution"], resources=[pipeline.state_machine_arn]
+                    )
+                )
             if Capability.WATCH_EXECUTION in capabilities:
-                function.add_to_role_policy(iam.PolicyStatement(
-                    actions=["states:DescribeExecution"], resources=[executions]))
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["states:DescribeExecution"], resources=[executions]
+                    )
+                )
 
 
-def _as_deployed(functions: tuple[FunctionSpec, ...], *,
-                 gc_delete: bool) -> tuple[FunctionSpec, ...]:
+def _as_deployed(
+    functions: tuple[FunctionSpec, ...], *, gc_delete: bool
+) -> tuple[FunctionSpec, ...]:
     """`functions` with what the deploy settings add: with -c gcDelete=true the maintenance
     Lambda may also delete under warehouse/ (LAKE_DELETE)."""
     if not gc_delete:
         return functions
-    return tuple(replace(spec, capabilities=spec.capabilities | {Capability.LAKE_DELETE})
-                 if spec.name == "maintenance" else spec for spec in functions)
+    return tuple(
+        replace(spec, capabilities=spec.capabilities | {Capability.LAKE_DELETE})
+        if spec.name == "maintenance"
+        else spec
+        for spec in functions
+    )
 
 
 def _configure_maintenance(pipeline: Pipeline, storage: Storage, *, gc_delete: bool) -> None:
@@ -262,8 +374,9 @@ def _configure_maintenance(pipeline: Pipeline, storage: Storage, *, gc_delete: b
     from ingestion import constants as c
 
     pipeline.functions["maintenance"].add_environment(c.ENV_WAREHOUSE_URI, storage.warehouse_uri)
-    pipeline.functions["maintenance"].add_environment(c.ENV_GC_DELETE,
-                                                      "true" if gc_delete else "false")
+    pipeline.functions["maintenance"].add_environment(
+        c.ENV_GC_DELETE, "true" if gc_delete else "false"
+    )
 
 
 def _grant_lineage_key(pipeline: Pipeline, secret_arn: str) -> None:
@@ -271,44 +384,61 @@ def _grant_lineage_key(pipeline: Pipeline, secret_arn: str) -> None:
     existing secret, `-c lineageApiKeySecretArn`; nothing else in Secrets Manager)."""
     for name, function in pipeline.functions.items():
         if Capability.LINEAGE_KEY_READ in pipeline.specs[name].capabilities:
-            function.add_to_role_policy(iam.PolicyStatement(
-                actions=["secretsmanager:GetSecretValue"], resources=[secret_arn]))
+            function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["secretsmanager:GetSecretValue"], resources=[secret_arn]
+                )
+            )
 
 
 def _suppress_framework_findings(stack: Stack) -> None:
     """Findings on what CDK itself generates (roles of Lambdas, custom resources)."""
-    lambda_basic = ("Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                    "AWSLambdaBasicExecutionRole")
-    lambda_vpc = ("Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                  "AWSLambdaVPCAccessExecutionRole")
-    NagSuppressions.add_stack_suppressions(stack, [
-        NagPackSuppression(
-            id="AwsSolutions-IAM4",
-            reason="AWS managed basic/VPC execution policies of Lambda roles only grant writing "
-                   "their own logs and managing their ENIs.",
-            applies_to=[lambda_basic, lambda_vpc]),
-        NagPackSuppression(
-            id="AwsSolutions-IAM5",
-            reason="Wildcards are scoped to this stack's resources: objects under one bucket "
-                   "prefix (or CDK's asset bucket), job runs of our EMR application, executions "
-                   "of our state machine, versions of our functions, indexes of our tables; "
-                   "the action wildcards are CDK's grant_* sets (GetObject*, List*, ...).",
-            applies_to=[
-                {"regex": "/^Action::s3:(GetObject|GetBucket|List|DeleteObject|PutObject|Abort)"
-                          "\\*$/g"},
-                {"regex": "/^Action::kms:(GenerateDataKey|ReEncrypt)\\*$/g"},
-                {"regex": "/^Resource::<.*(Bucket|Source|Lake|Artifacts)[A-Za-z0-9]*\\.Arn>/.*$/g"},
-                {"regex": "/^Resource::arn:<AWS::Partition>:s3:::cdk-.*$/g"},
-                {"regex": "/^Resource::<.*Spark.*\\.Arn>/jobruns/\\*$/g"},
-                {"regex": "/^Resource::arn:<AWS::Partition>:states:[^:]+:<AWS::AccountId>:"
-                          "execution:.*:\\*$/g"},
-                {"regex": "/^Resource::<.*(Table|Ledger)[A-Za-z0-9]*\\.Arn>/index/\\*$/g"},
-                {"regex": "/^Resource::<.*\\.Arn>:\\*$/g"},
-            ]),
-        NagPackSuppression(
-            id="AwsSolutions-L1",
-            reason="The Lambdas are pinned to python3.12: the dependency layer is built for cp312 "
-                   "and that is the version the team tests; CDK's own custom-resource handlers "
-                   "pick their runtimes themselves.",
-        ),
-    ])
+    lambda_basic = (
+        "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+    )
+    lambda_vpc = (
+        "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
+    )
+    NagSuppressions.add_stack_suppressions(
+        stack,
+        [
+            NagPackSuppression(
+                id="AwsSolutions-IAM4",
+                reason="AWS managed basic/VPC execution policies of Lambda roles only grant "
+                "writing their own logs and managing their ENIs.",
+                applies_to=[lambda_basic, lambda_vpc],
+            ),
+            NagPackSuppression(
+                id="AwsSolutions-IAM5",
+                reason="Wildcards are scoped to this stack's resources: objects under one bucket "
+                "prefix (or CDK's asset bucket), job runs of our EMR application, executions "
+                "of our state machine, versions of our functions, indexes of our tables; "
+                "the action wildcards are CDK's grant_* sets (GetObject*, List*, ...).",
+                applies_to=[
+                    {
+                        "regex": "/^Action::s3:"
+                        "(GetObject|GetBucket|List|DeleteObject|PutObject|Abort)\\*$/g"
+                    },
+                    {"regex": "/^Action::kms:(GenerateDataKey|ReEncrypt)\\*$/g"},
+                    {
+                        "regex": "/^Resource::<.*(Bucket|Source|Lake|Artifacts)"
+                        "[A-Za-z0-9]*\\.Arn>/.*$/g"
+                    },
+                    {"regex": "/^Resource::arn:<AWS::Partition>:s3:::cdk-.*$/g"},
+                    {"regex": "/^Resource::<.*Spark.*\\.Arn>/jobruns/\\*$/g"},
+                    {
+                        "regex": "/^Resource::arn:<AWS::Partition>:states:[^:]+:<AWS::AccountId>:"
+                        "execution:.*:\\*$/g"
+                    },
+                    {"regex": "/^Resource::<.*(Table|Ledger)[A-Za-z0-9]*\\.Arn>/index/\\*$/g"},
+                    {"regex": "/^Resource::<.*\\.Arn>:\\*$/g"},
+                ],
+            ),
+            NagPackSuppression(
+                id="AwsSolutions-L1",
+                reason="The Lambdas are pinned to python3.12: the dependency layer is built for "
+                "cp312 and that is the version the team tests; CDK's own custom-resource handlers "
+                "pick their runtimes themselves.",
+            ),
+        ],
+    )

@@ -15,18 +15,20 @@ def alert_event(
 ) -> AlertEvent:
     """The alert for an ingest that did not publish, from its ledger record, built and
     checked by the one definition of the event; raises AlertEventError naming a bad field."""
-    return AlertEvent.from_dict({
-        "ingest_id": record.ingest_id,
-        # A multi-table dataset's alert is about every table it would have published.
-        "table": ", ".join(tables_of(record)) or "unknown",
-        "source_uri": record.source_uri,
-        "outcome": outcome,
-        "reason": reason,
-        "branch": record.branch,
-        "report_uri": record.report_uri,
-        "execution_arn": execution_arn or record.execution_arn,
-        "log_uri": record.log_uri,
-    })
+    return AlertEvent.from_dict(
+        {
+            "ingest_id": record.ingest_id,
+            # A multi-table dataset's alert is about every table it would have published.
+            "table": ", ".join(tables_of(record)) or "unknown",
+            "source_uri": record.source_uri,
+            "outcome": outcome,
+            "reason": reason,
+            "branch": record.branch,
+            "report_uri": record.report_uri,
+            "execution_arn": execution_arn or record.execution_arn,
+            "log_uri": record.log_uri,
+        }
+    )
 
 
 def send_alert_quietly(event: AlertEvent) -> bool:

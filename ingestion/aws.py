@@ -12,14 +12,28 @@ from ingestion.exceptions import AwsUnavailableError
 
 T = TypeVar("T")
 # Error codes AWS APIs use for throttling and failures on their side (retry-safe).
-_TRANSIENT_CODES = frozenset({
-    "Throttling", "ThrottlingException", "ThrottledException", "TooManyRequestsException",
-    "RequestLimitExceeded", "RequestThrottled", "RequestThrottledException", "SlowDown",
-    "ProvisionedThroughputExceededException", "ServiceUnavailable",
-    "ServiceUnavailableException", "InternalServerError", "InternalServerException",
-    "InternalFailure", "InternalError", "RequestTimeout", "RequestTimeoutException",
-    "TransactionConflictException",
-})
+_TRANSIENT_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "SlowDown",
+        "ProvisionedThroughputExceededException",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "InternalServerError",
+        "InternalServerException",
+        "InternalFailure",
+        "InternalError",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "TransactionConflictException",
+    }
+)
 
 
 _creating = threading.Lock()
@@ -70,8 +84,10 @@ def is_transient(exc: BaseException) -> bool:
         ReadTimeoutError,
     )
 
-    if isinstance(exc, EndpointConnectionError | ConnectionClosedError | ConnectTimeoutError
-                  | ReadTimeoutError):
+    if isinstance(
+        exc,
+        EndpointConnectionError | ConnectionClosedError | ConnectTimeoutError | ReadTimeoutError,
+    ):
         return True
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
@@ -115,8 +131,9 @@ def read_bytes_s3(uri: str, max_bytes: int | None = None) -> bytes | None:
     s3 = client("s3")
     extra = {"Range": f"bytes=0-{max_bytes}"} if max_bytes else {}
     try:
-        return call(f"read {uri}",
-                    lambda: s3.get_object(Bucket=bucket, Key=key, **extra)["Body"].read())
+        return call(
+            f"read {uri}", lambda: s3.get_object(Bucket=bucket, Key=key, **extra)["Body"].read()
+        )
     except s3.exceptions.NoSuchKey:
         return None
 

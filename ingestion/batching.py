@@ -118,8 +118,9 @@ MAX_SUGGESTIONS = 3  # close table names an `unknown_table` rejection offers
 MAX_LISTED = 10  # known tables it lists when none is close
 
 
-def unknown_table_reason(settings: Settings, nessie: NessieClient, table: str,
-                         intake: Intake) -> str | None:
+def unknown_table_reason(
+    settings: Settings, nessie: NessieClient, table: str, intake: Intake
+) -> str | None:
     """Why an upload for `table` is refused as `unknown_table`, or None when it may run.
 
     A table is known when it has a config (`intake.configured`) or is on main. Otherwise
@@ -135,19 +136,23 @@ def unknown_table_reason(settings: Settings, nessie: NessieClient, table: str,
     known = sorted(set(configured_tables(settings)) | set(nessie.iceberg_tables(c.MAIN_BRANCH)))
     close = difflib.get_close_matches(table, known, n=MAX_SUGGESTIONS, cutoff=0.6)
     config = settings.table_config_uri(table)
-    reason = (f"unknown table {table} (no config{' ' + config if config else ''}, "
-              "not on main)")
+    reason = f"unknown table {table} (no config{' ' + config if config else ''}, not on main)"
     if close:
         reason += f"; did you mean {' or '.join(close)}?"
     elif known:
         more = len(known) - MAX_LISTED
-        reason += (f"; known tables: {', '.join(known[:MAX_LISTED])}"
-                   + (f" and {more} more" if more > 0 else "") + ".")
+        reason += (
+            f"; known tables: {', '.join(known[:MAX_LISTED])}"
+            + (f" and {more} more" if more > 0 else "")
+            + "."
+        )
     else:
         reason += "; no table is configured or on main yet."
-    return (f"{reason} Nothing was created: to create {table}, add its config, or let "
-            "uploads create tables (deploy with -c createTablesFromUploads=true; locally "
-            "`wap ingest --create`)")
+    return (
+        f"{reason} Nothing was created: to create {table}, add its config, or let "
+        "uploads create tables (deploy with -c createTablesFromUploads=true; locally "
+        "`wap ingest --create`)"
+    )
 
 
 def configured_tables(settings: Settings) -> list[str]:
@@ -165,7 +170,7 @@ def configured_tables(settings: Settings) -> list[str]:
 
     tables = []
     for found in aws.call(f"list the table configs under s3://{bucket}/{prefix}", listed):
-        name = found[len(prefix):].removesuffix(".yaml")
+        name = found[len(prefix) :].removesuffix(".yaml")
         if not found.endswith(".yaml") or "/" in name:
             continue
         try:
@@ -175,14 +180,29 @@ def configured_tables(settings: Settings) -> list[str]:
     return tables
 
 
-def reject_for_config(ledger: Ledger, record: LedgerRecord, reason: str,
-                      reason_code: str = CONFIG_ERROR, *, settings: Settings) -> bool:
+def reject_for_config(
+    ledger: Ledger,
+    record: LedgerRecord,
+    reason: str,
+    reason_code: str = CONFIG_ERROR,
+    *,
+    settings: Settings,
+) -> bool:
     """Record a pending file REJECTED (`config_error`, or the `reason_code` given, e.g.
     `unknown_table`), alerted once, with its metrics and lineage; False when another
     invocation already settled it."""
-    return settle(settings, ledger, record, c.REJECTED, reason,
-                  only_if_status=c.PENDING_STATUSES,
-                  fields={"reason_code": reason_code}) is not None
+    return (
+        settle(
+            settings,
+            ledger,
+            record,
+            c.REJECTED,
+            reason,
+            only_if_status=c.PENDING_STATUSES,
+            fields={"reason_code": reason_code},
+        )
+        is not None
+    )
 
 
 def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], int]:
@@ -197,9 +217,9 @@ def queue_taker(ledger: Ledger, limits: BatchLimits) -> Callable[[list[str]], in
         # The files that may run together, from the head; the limits (and "a run takes
         # at least one file") are the contract's `BatchLimits.take`.
         sizes: list[int] = []
-        records = ledger.get_ingests(queue[:limits.max_files])
+        records = ledger.get_ingests(queue[: limits.max_files])
         group = _rerun_group(records.get(queue[0])) if queue else None
-        for queued in queue[:limits.max_files]:
+        for queued in queue[: limits.max_files]:
             record = records.get(queued)
             alone = not isinstance(record, IngestRecord) or bool(record.solo)
             if sizes and (alone or _rerun_group(record) != group):
@@ -225,24 +245,28 @@ def staged_uri_of(record: LedgerRecord) -> str | None:
 def open_batch(ledger: Ledger, table: str, successor: Successor) -> BatchRecord:
     """The batch record of `successor` (created once) with its members marked RUNNING in it."""
     found = ledger.get_ingests(successor.members)
-    members = [found.get(member) or IngestRecord(ingest_id=member)
-               for member in successor.members]
+    members = [found.get(member) or IngestRecord(ingest_id=member) for member in successor.members]
     first = members[0]
     more = len(members) - 1
-    ledger.create_ingest(successor.id, {
-        "table": table,
-        "members": list(successor.members),
-        "sources": [staged_uri_of(member) for member in members],
-        "files": len(members),
-        "source_uri": f"{first.source_uri} (+{more} more file{'s' * (more != 1)})",
-        "size": sum(int(member.size or 0) for member in members),
-        "attempts": 0,
-        "status": c.RECEIVED,
-        "staged_at": iso(utcnow()),
-    }, kind=KIND_BATCH)
+    ledger.create_ingest(
+        successor.id,
+        {
+            "table": table,
+            "members": list(successor.members),
+            "sources": [staged_uri_of(member) for member in members],
+            "files": len(members),
+            "source_uri": f"{first.source_uri} (+{more} more file{'s' * (more != 1)})",
+            "size": sum(int(member.size or 0) for member in members),
+            "attempts": 0,
+            "status": c.RECEIVED,
+            "staged_at": iso(utcnow()),
+        },
+        kind=KIND_BATCH,
+    )
     running = Changes(status=c.RUNNING, batch_id=successor.id, solo=None, rerun_group=None)
-    ledger.update_ingests({member: running for member in successor.members},
-                          only_if_status=c.PENDING_STATUSES)
+    ledger.update_ingests(
+        {member: running for member in successor.members}, only_if_status=c.PENDING_STATUSES
+    )
     record = ledger.get_ingest(successor.id)
     assert isinstance(record, BatchRecord)
     return record
@@ -269,14 +293,19 @@ def settle_members(ledger: Ledger, batch: BatchRecord) -> list[str]:
         if verdict.get("status") == SOURCE_REJECTED and not batch.all_or_nothing:
             _reject(ledger, batch, member, verdict)
             continue
-        fields: dict[str, Any] = {"status": status, "finished_at": now,
-                                  "error": batch.error,
-                                  "report_uri": batch.report_uri,
-                                  "log_uri": batch.log_uri}
+        fields: dict[str, Any] = {
+            "status": status,
+            "finished_at": now,
+            "error": batch.error,
+            "report_uri": batch.report_uri,
+            "log_uri": batch.log_uri,
+        }
         if status == c.PUBLISHED:
-            fields.update(snapshot_id=snapshots.get(table_of.get(member), batch.snapshot_id),
-                          rows_written=verdict.get("rows"),
-                          published_hash=batch.published_hash)
+            fields.update(
+                snapshot_id=snapshots.get(table_of.get(member), batch.snapshot_id),
+                rows_written=verdict.get("rows"),
+                published_hash=batch.published_hash,
+            )
         updates[member] = Changes(**fields)
     _update_members(ledger, batch, updates)
     return []
@@ -310,12 +339,14 @@ def failing_files(batch: BatchRecord) -> str | None:
         return None
     shown = "; ".join(failing[:MAX_NAMED_FILES])
     more = len(failing) - MAX_NAMED_FILES
-    return (f"{len(failing)} of {len(names)} files failed: {shown}"
-            + (f"; and {more} more (wap show {batch.ingest_id})" if more > 0 else ""))
+    return f"{len(failing)} of {len(names)} files failed: {shown}" + (
+        f"; and {more} more (wap show {batch.ingest_id})" if more > 0 else ""
+    )
 
 
-def _split(ledger: Ledger, batch: BatchRecord, members: list[str],
-           verdicts: dict[str, dict[str, Any]]) -> list[str]:
+def _split(
+    ledger: Ledger, batch: BatchRecord, members: list[str], verdicts: dict[str, dict[str, Any]]
+) -> list[str]:
     rejected = [m for m in members if verdicts.get(m, {}).get("status") == SOURCE_REJECTED]
     passed = [m for m in members if verdicts.get(m, {}).get("status") == SOURCE_PASSED]
     # A member without a verdict (the report has none: the run stopped as a whole) is not
@@ -327,9 +358,14 @@ def _split(ledger: Ledger, batch: BatchRecord, members: list[str],
     queued = {"status": c.QUEUED, "batch_id": None, "split_from": split_from}  # (+ its group)
     if failed:
         alone = failed + [m for m in members if m not in verdicts]
-        _update_members(ledger, batch, {
-            **{m: Changes(**queued) for m in passed},
-            **{m: Changes(**queued, solo=True) for m in alone}})
+        _update_members(
+            ledger,
+            batch,
+            {
+                **{m: Changes(**queued) for m in passed},
+                **{m: Changes(**queued, solo=True) for m in alone},
+            },
+        )
         # The group goes first (it publishes in one more run), then each failing file.
         return passed + alone
     # The batch failed as a whole and no file on its own (a key repeated across two
@@ -338,36 +374,54 @@ def _split(ledger: Ledger, batch: BatchRecord, members: list[str],
     remaining = [m for m in members if m not in rejected]
     middle = (len(remaining) + 1) // 2
     halves = [half for half in (remaining[:middle], remaining[middle:]) if half]
-    _update_members(ledger, batch, {
-        member: Changes(**queued, **({RERUN_GROUP: f"{split_from}/{number}"} if len(half) > 1
-                                     else {"solo": True}))
-        for number, half in enumerate(halves, start=1) for member in half})
+    _update_members(
+        ledger,
+        batch,
+        {
+            member: Changes(
+                **queued,
+                **({RERUN_GROUP: f"{split_from}/{number}"} if len(half) > 1 else {"solo": True}),
+            )
+            for number, half in enumerate(halves, start=1)
+            for member in half
+        },
+    )
     return [member for half in halves for member in half]
 
 
-def _reject(ledger: Ledger, batch: BatchRecord, member: str,
-            verdict: Mapping[str, Any]) -> None:
+def _reject(ledger: Ledger, batch: BatchRecord, member: str, verdict: Mapping[str, Any]) -> None:
     reason = verdict.get("reason") or "the job could not read this file"
-    if _update_member(ledger, batch, member, Changes(
-            status=c.REJECTED, error=reason, finished_at=iso(utcnow()),
-            report_uri=batch.report_uri, log_uri=batch.log_uri)):
+    if _update_member(
+        ledger,
+        batch,
+        member,
+        Changes(
+            status=c.REJECTED,
+            error=reason,
+            finished_at=iso(utcnow()),
+            report_uri=batch.report_uri,
+            log_uri=batch.log_uri,
+        ),
+    ):
         record = ledger.get_ingest(member) or IngestRecord(ingest_id=member, table=batch.table)
         # The record keeps the batch's report (its verdict is there), but the alert must
         # speak of this file only: not the batch's rows, files, checks and samples.
-        send_alert_quietly(alert_event(replace(record, report_uri=None, branch=None),
-                                       outcome=c.REJECTED, reason=reason))
+        send_alert_quietly(
+            alert_event(
+                replace(record, report_uri=None, branch=None), outcome=c.REJECTED, reason=reason
+            )
+        )
 
 
-def _update_member(ledger: Ledger, batch: BatchRecord, member: str,
-                   fields: Changes) -> bool:
+def _update_member(ledger: Ledger, batch: BatchRecord, member: str, fields: Changes) -> bool:
     return member in _update_members(ledger, batch, {member: fields})
 
 
-def _update_members(ledger: Ledger, batch: BatchRecord,
-                    updates: Mapping[str, Changes]) -> set[str]:
+def _update_members(ledger: Ledger, batch: BatchRecord, updates: Mapping[str, Changes]) -> set[str]:
     """Change members still RUNNING in this batch (a settled one is left as it is)."""
-    return ledger.update_ingests(updates, only_if_status={c.RUNNING},
-                                 only_if=("batch_id", batch.ingest_id))
+    return ledger.update_ingests(
+        updates, only_if_status={c.RUNNING}, only_if=("batch_id", batch.ingest_id)
+    )
 
 
 def _member_verdicts(batch: BatchRecord) -> dict[str, dict[str, Any]]:
@@ -389,8 +443,10 @@ def _member_verdicts(batch: BatchRecord) -> dict[str, dict[str, Any]]:
     for member, source in batch.member_sources.items():
         verdict = by_source.get(source)
         if verdict is not None:
-            verdicts[member] = {"status": verdict.status, "rows": verdict.rows,
-                                "reason": verdict.reason,
-                                "failed_checks": list(verdict.failed_checks)}
+            verdicts[member] = {
+                "status": verdict.status,
+                "rows": verdict.rows,
+                "reason": verdict.reason,
+                "failed_checks": list(verdict.failed_checks),
+            }
     return verdicts
-

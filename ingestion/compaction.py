@@ -70,8 +70,9 @@ class CompactionOutcome:
     verdict: CompactionVerdict | None = None
 
 
-def begin(ledger: Ledger, nessie: NessieClient, table: str,
-          now: datetime | None = None) -> CompactionStart:
+def begin(
+    ledger: Ledger, nessie: NessieClient, table: str, now: datetime | None = None
+) -> CompactionStart:
     """Record the run and take `table`'s lock (status RUNNING, its branch named).
 
     Raises `UnknownTableError` for a table main does not have and `TableBusyError` while
@@ -90,8 +91,9 @@ def begin(ledger: Ledger, nessie: NessieClient, table: str,
     ledger.create_ingest(run_id, {"table": table, "status": c.RECEIVED, "source_uri": SOURCE})
     if ledger.acquire_or_enqueue(table, run_id) != LOCK_ACTIVE:
         ledger.release(table, run_id)  # out of the queue: an ingest must not start it
-        ledger.update_ingest(run_id, status=c.REJECTED, finished_at=iso(utcnow()),
-                             error="the table was busy")
+        ledger.update_ingest(
+            run_id, status=c.REJECTED, finished_at=iso(utcnow()), error="the table was busy"
+        )
         raise TableBusyError(f"{table} is busy (an ingest took it): try again when it is free")
     ledger.update_ingest(run_id, status=c.RUNNING, branch=branch)
     return CompactionStart(run_id, table, branch)
@@ -103,9 +105,15 @@ def open_branch(ledger: Ledger, nessie: NessieClient, start: CompactionStart) ->
     return str(ledger.set_once(start.run_id, BASE_HASH_FIELD, base))
 
 
-def conclude(ledger: Ledger, nessie: NessieClient, start: CompactionStart, *,
-             verdict: CompactionVerdict | None, job_error: str | None,
-             alert: Callable[[AlertEvent], Any]) -> CompactionOutcome:
+def conclude(
+    ledger: Ledger,
+    nessie: NessieClient,
+    start: CompactionStart,
+    *,
+    verdict: CompactionVerdict | None,
+    job_error: str | None,
+    alert: Callable[[AlertEvent], Any],
+) -> CompactionOutcome:
     """Publish a passed compaction, or record and alert why it was not (`verdict` None: the
     job failed with `job_error`; a merge Nessie refused: PUBLISH_FAILED). Does not release
     the table. Raises `RetryableError` (Nessie unreachable) with nothing recorded."""
@@ -119,14 +127,18 @@ def conclude(ledger: Ledger, nessie: NessieClient, start: CompactionStart, *,
     # Exactly what the audit saw: the job's head when it says, else the branch's (the
     # in-process run audits it and nothing else writes to the branch meanwhile).
     head = verdict.head_hash or nessie.branch_hash(start.branch) or base
-    numbers = {"files_before": verdict.files_before, "files_after": verdict.files_after,
-               "rows_after": verdict.rows}
+    numbers = {
+        "files_before": verdict.files_before,
+        "files_after": verdict.files_after,
+        "rows_after": verdict.rows,
+    }
     merged = None
     if verdict.changed:
         # Recorded first: a run that dies after the merge is found published by the sweeper
         # (main_holds_ingest), as an ingest's is.
-        ledger.update_ingest(start.run_id, audited_hash=head,
-                             audited_snapshot_id=str(verdict.snapshot_id))
+        ledger.update_ingest(
+            start.run_id, audited_hash=head, audited_snapshot_id=str(verdict.snapshot_id)
+        )
         try:
             merged = _merge_once(nessie, start, verdict, head)
         except RetryableError:
@@ -137,37 +149,59 @@ def conclude(ledger: Ledger, nessie: NessieClient, start: CompactionStart, *,
     nessie.delete_branch(start.branch, head)
     done = iso(utcnow())
     reason = None if verdict.changed else "nothing to rewrite"
-    ledger.update_ingest(start.run_id, Changes(
-        numbers, status=c.PUBLISHED, finished_at=done, branch_deleted_at=done,
-        audited_hash=head, published_hash=merged, rows_written=0, error=reason))
-    return CompactionOutcome(start.run_id, start.table, start.branch, c.PUBLISHED, reason,
-                             merged, verdict)
+    ledger.update_ingest(
+        start.run_id,
+        Changes(
+            numbers,
+            status=c.PUBLISHED,
+            finished_at=done,
+            branch_deleted_at=done,
+            audited_hash=head,
+            published_hash=merged,
+            rows_written=0,
+            error=reason,
+        ),
+    )
+    return CompactionOutcome(
+        start.run_id, start.table, start.branch, c.PUBLISHED, reason, merged, verdict
+    )
 
 
-def _merge_once(nessie: NessieClient, start: CompactionStart, verdict: CompactionVerdict,
-                head: str) -> str:
+def _merge_once(
+    nessie: NessieClient, start: CompactionStart, verdict: CompactionVerdict, head: str
+) -> str:
     """Merge the audited head unless an earlier try already did (main's table is at the
     audited snapshot: an outcome is checked before it is recorded); main's hash after."""
     if nessie.main_holds(start.table, verdict.snapshot_id):
         return nessie.main_hash()
     return merge_audited_commit(
-        nessie, table=start.table, branch=start.branch, audited_hash=head,
-        snapshot_id=verdict.snapshot_id, meta=MergeMeta(
+        nessie,
+        table=start.table,
+        branch=start.branch,
+        audited_hash=head,
+        snapshot_id=verdict.snapshot_id,
+        meta=MergeMeta(
             message=f"compaction of {start.table}: {verdict.files_before} -> "
-                    f"{verdict.files_after} data files",
+            f"{verdict.files_after} data files",
             author=AUTHOR,
-            properties={INGEST_ID_PROPERTY: start.run_id, MAINTENANCE_PROPERTY: "compaction"}))
+            properties={INGEST_ID_PROPERTY: start.run_id, MAINTENANCE_PROPERTY: "compaction"},
+        ),
+    )
 
 
-def _failed(ledger: Ledger, alert: Callable[[AlertEvent], Any], start: CompactionStart,
-            status: str, reason: str | None,
-            verdict: CompactionVerdict | None) -> CompactionOutcome:
+def _failed(
+    ledger: Ledger,
+    alert: Callable[[AlertEvent], Any],
+    start: CompactionStart,
+    status: str,
+    reason: str | None,
+    verdict: CompactionVerdict | None,
+) -> CompactionOutcome:
     ledger.update_ingest(start.run_id, status=status, error=reason, finished_at=iso(utcnow()))
     record = ledger.get_ingest(start.run_id)
     if record is not None:
         alert(alert_event(record, outcome=status, reason=reason))
-    return CompactionOutcome(start.run_id, start.table, start.branch, status, reason,
-                             None, verdict)
+    return CompactionOutcome(start.run_id, start.table, start.branch, status, reason, None, verdict)
 
 
 def start_of(record: Any) -> CompactionStart:

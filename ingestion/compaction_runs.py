@@ -43,41 +43,74 @@ ENDED = frozenset({"SUCCESS", "FAILED", "CANCELLED"})
 MAX_REPORT_BYTES = 1024 * 1024
 
 
-def start(settings: Settings, ledger: Ledger, nessie: NessieClient, table: str,
-          options: MaintenanceOptions) -> dict[str, Any]:
+def start(
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieClient,
+    table: str,
+    options: MaintenanceOptions,
+) -> dict[str, Any]:
     """Take the table and start its compaction job run; what was started (status RUNNING),
     or the outcome when it could not start (JOB_FAILED, alerted, the table handed on).
     Raises `UnknownTableError` and `TableBusyError` before anything is recorded held."""
     begun = rules.begin(ledger, nessie, table)
-    _send_lineage(settings, begun, lambda: events.start_event(
-        namespace=settings.lineage_namespace, ingest_id=begun.run_id, table=begun.table,
-        inputs=[], branch=begun.branch, attempt=1, at=utcnow(), kind=events.COMPACTION))
+    _send_lineage(
+        settings,
+        begun,
+        lambda: events.start_event(
+            namespace=settings.lineage_namespace,
+            ingest_id=begun.run_id,
+            table=begun.table,
+            inputs=[],
+            branch=begun.branch,
+            attempt=1,
+            at=utcnow(),
+            kind=events.COMPACTION,
+        ),
+    )
     try:
         rules.open_branch(ledger, nessie, begun)
         report_uri = settings.report_uri(begun.table, begun.run_id, 1)
         ledger.update_ingest(begun.run_id, Changes({REPORT_FIELD: report_uri}))
         job_run_id = start_compaction_run(
-            settings, run_id=begun.run_id, table=begun.table, branch=begun.branch,
-            report_uri=report_uri, target_file_size=options.target_file_size,
-            min_files=options.min_files)
-        ledger.update_ingest(begun.run_id, job_run_id=job_run_id,
-                             log_uri=job_log_uri(settings, begun.run_id, job_run_id))
+            settings,
+            run_id=begun.run_id,
+            table=begun.table,
+            branch=begun.branch,
+            report_uri=report_uri,
+            target_file_size=options.target_file_size,
+            min_files=options.min_files,
+        )
+        ledger.update_ingest(
+            begun.run_id,
+            job_run_id=job_run_id,
+            log_uri=job_log_uri(settings, begun.run_id, job_run_id),
+        )
     except Exception as exc:
         logger.exception("compaction could not start", extra={"run_id": begun.run_id})
         try:
-            done = rules.conclude(ledger, nessie, begun, verdict=None,
-                                  job_error=f"could not start: {type(exc).__name__}: {exc}",
-                                  alert=send_alert_quietly)
+            done = rules.conclude(
+                ledger,
+                nessie,
+                begun,
+                verdict=None,
+                job_error=f"could not start: {type(exc).__name__}: {exc}",
+                alert=send_alert_quietly,
+            )
         finally:
             _send_outcome(settings, ledger, begun)
             release_and_start_next(settings, ledger, nessie, begun.table, begun.run_id)
         return outcome_json(done)
-    return {"run_id": begun.run_id, "table": begun.table, "branch": begun.branch,
-            "status": RUNNING, "job_run_id": job_run_id}
+    return {
+        "run_id": begun.run_id,
+        "table": begun.table,
+        "branch": begun.branch,
+        "status": RUNNING,
+        "job_run_id": job_run_id,
+    }
 
 
-def finish(settings: Settings, ledger: Ledger, nessie: NessieClient,
-           run_id: str) -> dict[str, Any]:
+def finish(settings: Settings, ledger: Ledger, nessie: NessieClient, run_id: str) -> dict[str, Any]:
     """Conclude the compaction `run_id` if its job run ended; `{"status": "RUNNING", ...}`
     while it runs, its outcome once concluded (asked again: the recorded outcome).
     Raises `NotACompactionError` for an id that names no compaction."""
@@ -89,29 +122,50 @@ def finish(settings: Settings, ledger: Ledger, nessie: NessieClient,
         return recorded_json(record)
     job_run_id = record.job_run_id
     if not job_run_id:  # `start` is still on its way (or died: the sweeper frees the table)
-        return {"run_id": run_id, "table": begun.table, "branch": begun.branch,
-                "status": RUNNING, "job_state": None}
-    run = aws.call(f"read job run {job_run_id}", aws.client("emr-serverless").get_job_run,
-                   applicationId=settings.emr_application_id, jobRunId=job_run_id)["jobRun"]
+        return {
+            "run_id": run_id,
+            "table": begun.table,
+            "branch": begun.branch,
+            "status": RUNNING,
+            "job_state": None,
+        }
+    run = aws.call(
+        f"read job run {job_run_id}",
+        aws.client("emr-serverless").get_job_run,
+        applicationId=settings.emr_application_id,
+        jobRunId=job_run_id,
+    )["jobRun"]
     if run["state"] not in ENDED:
         ledger.renew_lease(begun.table, run_id)
-        return {"run_id": run_id, "table": begun.table, "branch": begun.branch,
-                "status": RUNNING, "job_state": run["state"]}
+        return {
+            "run_id": run_id,
+            "table": begun.table,
+            "branch": begun.branch,
+            "status": RUNNING,
+            "job_state": run["state"],
+        }
     # One finisher (the CLI and the daily run may ask at once): the first to set the claim
     # concludes; a claimer that dies leaves the lock to the sweeper when its lease ends
     # (main_holds_ingest then says whether the merge went through).
     claim = f"{iso(utcnow())} {uuid.uuid4().hex[:8]}"
     if ledger.set_once(run_id, CLAIM_FIELD, claim) != claim:
-        return {"run_id": run_id, "table": begun.table, "branch": begun.branch,
-                "status": RUNNING, "job_state": run["state"], "concluding": True}
+        return {
+            "run_id": run_id,
+            "table": begun.table,
+            "branch": begun.branch,
+            "status": RUNNING,
+            "job_state": run["state"],
+            "concluding": True,
+        }
     verdict, job_error = None, None
     if run["state"] == "SUCCESS":
         verdict, job_error = _read_verdict(record.field_value(REPORT_FIELD))
     else:
         job_error = f"job run {job_run_id} ended {run['state']}: {run.get('stateDetails', '')}"
     try:
-        done = rules.conclude(ledger, nessie, begun, verdict=verdict, job_error=job_error,
-                              alert=send_alert_quietly)
+        done = rules.conclude(
+            ledger, nessie, begun, verdict=verdict, job_error=job_error, alert=send_alert_quietly
+        )
     except RetryableError:
         # Still held and RUNNING: the next caller (a sweep at the latest) concludes it.
         ledger.update_ingest(run_id, Changes({CLAIM_FIELD: None}))
@@ -121,8 +175,9 @@ def finish(settings: Settings, ledger: Ledger, nessie: NessieClient,
     return outcome_json(done)
 
 
-def _send_lineage(settings: Settings, begun: rules.CompactionStart,
-                  build: Callable[[], Any]) -> None:
+def _send_lineage(
+    settings: Settings, begun: rules.CompactionStart, build: Callable[[], Any]
+) -> None:
     """Send one OpenLineage event of the run (job `compaction.<table>`, as `wap maintain`
     sends them), when the stack has a receiver; never raises."""
     if not settings.lineage_url:
@@ -137,10 +192,20 @@ def _send_lineage(settings: Settings, begun: rules.CompactionStart,
 
 def _send_outcome(settings: Settings, ledger: Ledger, begun: rules.CompactionStart) -> None:
     """COMPLETE or FAIL: the outcome the ledger recorded."""
-    _send_lineage(settings, begun, lambda: events.outcome_event(
-        namespace=settings.lineage_namespace, ingest_id=begun.run_id, table=begun.table,
-        inputs=[], outcome=outcome_of(ledger.get_ingest(begun.run_id)), report=None,
-        at=utcnow(), kind=events.COMPACTION))
+    _send_lineage(
+        settings,
+        begun,
+        lambda: events.outcome_event(
+            namespace=settings.lineage_namespace,
+            ingest_id=begun.run_id,
+            table=begun.table,
+            inputs=[],
+            outcome=outcome_of(ledger.get_ingest(begun.run_id)),
+            report=None,
+            at=utcnow(),
+            kind=events.COMPACTION,
+        ),
+    )
 
 
 def _read_verdict(uri: str | None) -> tuple[CompactionVerdict | None, str | None]:
@@ -162,18 +227,29 @@ def _read_verdict(uri: str | None) -> tuple[CompactionVerdict | None, str | None
 def outcome_json(done: rules.CompactionOutcome) -> dict[str, Any]:
     """A concluded compaction, as `wap maintain --json` shows one run."""
     verdict = done.verdict
-    return {"run_id": done.run_id, "table": done.table, "status": done.status,
-            "branch": done.branch, "reason": done.reason, "main_hash": done.main_hash,
-            "files_before": verdict.files_before if verdict else None,
-            "files_after": verdict.files_after if verdict else None,
-            "rows": verdict.rows if verdict else None}
+    return {
+        "run_id": done.run_id,
+        "table": done.table,
+        "status": done.status,
+        "branch": done.branch,
+        "reason": done.reason,
+        "main_hash": done.main_hash,
+        "files_before": verdict.files_before if verdict else None,
+        "files_after": verdict.files_after if verdict else None,
+        "rows": verdict.rows if verdict else None,
+    }
 
 
 def recorded_json(record: Any) -> dict[str, Any]:
     """A compaction's recorded outcome, asked again (the numbers of a published one)."""
-    return {"run_id": record.ingest_id, "table": record.table, "status": record.status,
-            "branch": record.branch, "reason": record.error,
-            "main_hash": record.published_hash,
-            "files_before": record.field_value("files_before"),
-            "files_after": record.field_value("files_after"),
-            "rows": record.field_value("rows_after")}
+    return {
+        "run_id": record.ingest_id,
+        "table": record.table,
+        "status": record.status,
+        "branch": record.branch,
+        "reason": record.error,
+        "main_hash": record.published_hash,
+        "files_before": record.field_value("files_before"),
+        "files_after": record.field_value("files_after"),
+        "rows": record.field_value("rows_after"),
+    }

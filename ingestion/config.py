@@ -105,9 +105,7 @@ def _dir(prefix: str) -> str:
     return prefix if prefix.endswith("/") else prefix + "/"
 
 
-def _positive_int(
-    env: Mapping[str, str], name: str, default: int, *, minimum: int = 1
-) -> int:
+def _positive_int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 1) -> int:
     raw = env.get(name)
     if raw in (None, ""):
         return default

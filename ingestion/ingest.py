@@ -64,9 +64,17 @@ def reader_uris(record: LedgerRecord) -> list[str]:
 
 
 def job_arguments(
-    settings: Settings, *, source_uris: list[str], table: str, branch: str, ingest_id: str,
-    report_uri: str, all_or_nothing: bool = False, source_origins: list[str] | None = None,
-    dataset: str | None = None, source_tables: list[str] | None = None,
+    settings: Settings,
+    *,
+    source_uris: list[str],
+    table: str,
+    branch: str,
+    ingest_id: str,
+    report_uri: str,
+    all_or_nothing: bool = False,
+    source_origins: list[str] | None = None,
+    dataset: str | None = None,
+    source_tables: list[str] | None = None,
     dataset_config_uri: str | None = None,
 ) -> JobArgs:
     """The job's arguments for an ingest (contracts/job_args.py). A multi-table `dataset`
@@ -78,17 +86,25 @@ def job_arguments(
         dataset_uri = dataset_config_uri or settings.dataset_config_uri(dataset)
         if not dataset_uri or not settings.tables_config_prefix:
             raise ValueError(f"dataset {dataset}: no table config prefix is deployed")
-    config_uri = (settings.table_config_uri(table) if not dataset
-                  else settings.tables_config_prefix.rstrip("/") + "/")
+    config_uri = (
+        settings.table_config_uri(table)
+        if not dataset
+        else settings.tables_config_prefix.rstrip("/") + "/"
+    )
     return JobArgs(
-        sources=list(source_uris), table=table, branch=branch, ingest_id=ingest_id,
-        report_uri=report_uri, table_config_uri=config_uri or None,
+        sources=list(source_uris),
+        table=table,
+        branch=branch,
+        ingest_id=ingest_id,
+        report_uri=report_uri,
+        table_config_uri=config_uri or None,
         # a dataset: one source the job cannot use rejects the whole run
         all_or_nothing=all_or_nothing,
         # one per source, same order: what the snapshot names
         source_origins=tuple(source_origins or ()),
         dataset_config_uri=dataset_uri,
-        source_tables=tuple(source_tables or ()) if dataset else ())
+        source_tables=tuple(source_tables or ()) if dataset else (),
+    )
 
 
 def start_job_run(
@@ -108,45 +124,90 @@ def start_job_run(
     dataset_config_uri: str | None = None,
 ) -> str:
     """Start (or find, by clientToken) the Spark job run of one attempt; return its id."""
-    arguments = job_arguments(settings, source_uris=source_uris, table=table, branch=branch,
-                              ingest_id=ingest_id, report_uri=report_uri,
-                              all_or_nothing=all_or_nothing, source_origins=source_origins,
-                              dataset=dataset, source_tables=source_tables,
-                              dataset_config_uri=dataset_config_uri)
-    return _submit(settings, arguments, action=f"start the job run of {ingest_id}",
-                   client_token=client_token(ingest_id, attempt, job_try),
-                   name=f"wap-{table}-{ingest_id}-{attempt}" + (
-                       f"-t{job_try}" if job_try > 1 else ""),
-                   log_uri=settings.log_uri(ingest_id),
-                   tags={"wap:ingest-id": ingest_id, "wap:table": table})
+    arguments = job_arguments(
+        settings,
+        source_uris=source_uris,
+        table=table,
+        branch=branch,
+        ingest_id=ingest_id,
+        report_uri=report_uri,
+        all_or_nothing=all_or_nothing,
+        source_origins=source_origins,
+        dataset=dataset,
+        source_tables=source_tables,
+        dataset_config_uri=dataset_config_uri,
+    )
+    return _submit(
+        settings,
+        arguments,
+        action=f"start the job run of {ingest_id}",
+        client_token=client_token(ingest_id, attempt, job_try),
+        name=f"wap-{table}-{ingest_id}-{attempt}" + (f"-t{job_try}" if job_try > 1 else ""),
+        log_uri=settings.log_uri(ingest_id),
+        tags={"wap:ingest-id": ingest_id, "wap:table": table},
+    )
 
 
 def start_smoke_run(settings: Settings, run_id: str, branch: str, report_uri: str) -> str:
     """Start `wap doctor`'s smoke run of the job (spark_jobs/smoke.py): the same entry point,
     archive, jars and Spark conf as an ingest's run; return its id."""
     arguments = SmokeArgs(branch=branch, report_uri=report_uri)
-    return _submit(settings, arguments, action="start the smoke run", client_token=run_id,
-                   name=f"wap-doctor-{run_id}", log_uri=settings.log_uri(f"doctor-{run_id}"),
-                   tags={"wap:doctor": run_id})
+    return _submit(
+        settings,
+        arguments,
+        action="start the smoke run",
+        client_token=run_id,
+        name=f"wap-doctor-{run_id}",
+        log_uri=settings.log_uri(f"doctor-{run_id}"),
+        tags={"wap:doctor": run_id},
+    )
 
 
-def start_compaction_run(settings: Settings, *, run_id: str, table: str, branch: str,
-                         report_uri: str, target_file_size: int, min_files: int) -> str:
+def start_compaction_run(
+    settings: Settings,
+    *,
+    run_id: str,
+    table: str,
+    branch: str,
+    report_uri: str,
+    target_file_size: int,
+    min_files: int,
+) -> str:
     """Start the job's compaction mode (`--compact`, spark_jobs/compaction.py) on `branch`:
     the same entry point, archive, jars, Spark conf and role as an ingest; return its id."""
-    arguments = CompactionArgs(table=table, branch=branch, run_id=run_id,
-                               report_uri=report_uri, target_file_size=target_file_size,
-                               min_files=min_files)
-    return _submit(settings, arguments, action=f"start the compaction run {run_id}",
-                   client_token=run_id, name=f"wap-compact-{table}-{run_id}",
-                   log_uri=settings.log_uri(run_id),
-                   tags={"wap:ingest-id": run_id, "wap:table": table})
+    arguments = CompactionArgs(
+        table=table,
+        branch=branch,
+        run_id=run_id,
+        report_uri=report_uri,
+        target_file_size=target_file_size,
+        min_files=min_files,
+    )
+    return _submit(
+        settings,
+        arguments,
+        action=f"start the compaction run {run_id}",
+        client_token=run_id,
+        name=f"wap-compact-{table}-{run_id}",
+        log_uri=settings.log_uri(run_id),
+        tags={"wap:ingest-id": run_id, "wap:table": table},
+    )
 
 
-def _submit(settings: Settings, arguments: RunArgs, *, action: str, client_token: str,
-            name: str, log_uri: str, tags: dict[str, str]) -> str:
-    submit: dict[str, Any] = {"entryPoint": settings.job_entrypoint,
-                              "entryPointArguments": arguments.to_args()}
+def _submit(
+    settings: Settings,
+    arguments: RunArgs,
+    *,
+    action: str,
+    client_token: str,
+    name: str,
+    log_uri: str,
+    tags: dict[str, str],
+) -> str:
+    submit: dict[str, Any] = {
+        "entryPoint": settings.job_entrypoint,
+        "entryPointArguments": arguments.to_args(),
+    }
     spark_parameters = settings.job_spark_parameters or ""
     if settings.job_py_files:
         spark_parameters = f"{spark_parameters} --py-files {shlex.quote(settings.job_py_files)}"
@@ -154,7 +215,9 @@ def _submit(settings: Settings, arguments: RunArgs, *, action: str, client_token
         submit["sparkSubmitParameters"] = spark_parameters.strip()
     emr = aws.client("emr-serverless")
     # Idempotent by clientToken, so a throttled or failed call is safe to retry.
-    response = aws.call(action, emr.start_job_run,
+    response = aws.call(
+        action,
+        emr.start_job_run,
         applicationId=settings.emr_application_id,
         clientToken=client_token,
         executionRoleArn=settings.emr_execution_role_arn,
@@ -166,7 +229,8 @@ def _submit(settings: Settings, arguments: RunArgs, *, action: str, client_token
         # EMR's own cap is a backstop behind job_status' (which does not count time queued
         # for capacity), so it allows both.
         executionTimeoutMinutes=max(
-            settings.job_timeout_minutes + settings.job_queue_timeout_minutes, 5),
+            settings.job_timeout_minutes + settings.job_queue_timeout_minutes, 5
+        ),
         tags=tags,
     )
     return response["jobRunId"]
@@ -178,11 +242,16 @@ def cancel_job_run(settings: Settings, job_run_id: str) -> bool:
     Raises `AwsUnavailableError` on transient failures, any other error as it is.
     """
     try:
-        aws.call(f"cancel job run {job_run_id}", aws.client("emr-serverless").cancel_job_run,
-                 applicationId=settings.emr_application_id, jobRunId=job_run_id)
+        aws.call(
+            f"cancel job run {job_run_id}",
+            aws.client("emr-serverless").cancel_job_run,
+            applicationId=settings.emr_application_id,
+            jobRunId=job_run_id,
+        )
     except Exception as exc:
         if (getattr(exc, "response", None) or {}).get("Error", {}).get(
-                "Code") != "ValidationException":
+            "Code"
+        ) != "ValidationException":
             raise
         return False
     return True
@@ -201,10 +270,13 @@ def start_execution(settings: Settings, execution_input: ExecutionInput) -> str:
     ingest_id = execution_input.ingest_id
     sfn = aws.client("stepfunctions")
     try:
-        return aws.call(f"start the execution of {ingest_id}", sfn.start_execution,
-                        stateMachineArn=settings.state_machine_arn,
-                        name=ingest_id,
-                        input=json.dumps(execution_input.to_dict()))["executionArn"]
+        return aws.call(
+            f"start the execution of {ingest_id}",
+            sfn.start_execution,
+            stateMachineArn=settings.state_machine_arn,
+            name=ingest_id,
+            input=json.dumps(execution_input.to_dict()),
+        )["executionArn"]
     except sfn.exceptions.ExecutionAlreadyExists:
         # A retried invocation: the first one got this far. Execution ARNs are derived.
         return execution_arn(settings.state_machine_arn, ingest_id)
@@ -227,19 +299,30 @@ def start_ingest(
     if is_multi_table(record):  # a multi-table dataset takes every table's lock, in order
         waiting_at = ledger.acquire_in_order(tables_of(record), ingest_id)
         if waiting_at is not None:  # queued there: the table's release starts it again
-            ledger.update_ingest(ingest_id, status=c.QUEUED, waiting_for=waiting_at,
-                                 only_if_status=c.PENDING_STATUSES)
+            ledger.update_ingest(
+                ingest_id,
+                status=c.QUEUED,
+                waiting_for=waiting_at,
+                only_if_status=c.PENDING_STATUSES,
+            )
             return ledger.get_ingest(ingest_id) or record
     branch = ledger.set_once(ingest_id, "branch", run_branch_name(record, utcnow()))
     nessie.ensure_branch_from_main(branch)
     run = launch_job_run(settings, ledger, record, attempt=1, job_try=1, branch=branch)
     staged_uri = record.staged_uri if isinstance(record, IngestRecord) else None
-    execution_input = ExecutionInput(ingest_id=ingest_id, table=table, run=run,
-                                     source_uri=record.source_uri, staged_uri=staged_uri)
+    execution_input = ExecutionInput(
+        ingest_id=ingest_id,
+        table=table,
+        run=run,
+        source_uri=record.source_uri,
+        staged_uri=staged_uri,
+    )
     arn = start_execution(settings, execution_input)
     ledger.update_ingest(
         ingest_id,
-        status=c.RUNNING, execution_arn=arn, **run_fields(run),
+        status=c.RUNNING,
+        execution_arn=arn,
+        **run_fields(run),
         only_if_status=c.PENDING_STATUSES,
     )
     started = ledger.get_ingest(ingest_id) or record
@@ -255,7 +338,12 @@ def run_branch_name(record: LedgerRecord, at: datetime) -> str:
 
 
 def launch_job_run(
-    settings: Settings, ledger: Ledger, record: LedgerRecord, *, attempt: int, job_try: int,
+    settings: Settings,
+    ledger: Ledger,
+    record: LedgerRecord,
+    *,
+    attempt: int,
+    job_try: int,
     branch: str,
 ) -> Run:
     """Start (or find) the job run of `attempt` (a branch) and `job_try` (a retry on it) for
@@ -282,9 +370,15 @@ def launch_job_run(
         dataset_config_uri=record.dataset_config_uri if multi else None,
     )
     started_at = ledger.set_once(ingest_id, started_at_field(attempt, job_try), iso(utcnow()))
-    return Run(attempt=attempt, job_try=job_try, branch=branch, job_run_id=job_run_id,
-               report_uri=report_uri, log_uri=job_log_uri(settings, ingest_id, job_run_id),
-               started_at=started_at)
+    return Run(
+        attempt=attempt,
+        job_try=job_try,
+        branch=branch,
+        job_run_id=job_run_id,
+        report_uri=report_uri,
+        log_uri=job_log_uri(settings, ingest_id, job_run_id),
+        started_at=started_at,
+    )
 
 
 def _table_of(record: LedgerRecord) -> str:
@@ -295,8 +389,14 @@ def _table_of(record: LedgerRecord) -> str:
 
 def run_fields(run: Run) -> Changes:
     """The ledger fields that name an ingest's current job run."""
-    return Changes(branch=run.branch, job_run_id=run.job_run_id, attempts=run.attempt,
-                   job_tries=run.job_try, report_uri=run.report_uri, log_uri=run.log_uri)
+    return Changes(
+        branch=run.branch,
+        job_run_id=run.job_run_id,
+        attempts=run.attempt,
+        job_tries=run.job_try,
+        report_uri=run.report_uri,
+        log_uri=run.log_uri,
+    )
 
 
 def run_from_fields(record: LedgerRecord) -> Run | None:
@@ -304,12 +404,21 @@ def run_from_fields(record: LedgerRecord) -> Run | None:
     record names no complete run."""
     attempt, job_try = int(record.attempts or 0), int(record.job_tries or 0)
     started_at = record.started_at(attempt, job_try)
-    if attempt < 1 or job_try < 1 or not (record.branch and record.job_run_id
-                                          and record.report_uri and started_at):
+    if (
+        attempt < 1
+        or job_try < 1
+        or not (record.branch and record.job_run_id and record.report_uri and started_at)
+    ):
         return None
-    return Run(attempt=attempt, job_try=job_try, branch=record.branch,
-               job_run_id=record.job_run_id, report_uri=record.report_uri,
-               log_uri=record.log_uri, started_at=started_at)
+    return Run(
+        attempt=attempt,
+        job_try=job_try,
+        branch=record.branch,
+        job_run_id=record.job_run_id,
+        report_uri=record.report_uri,
+        log_uri=record.log_uri,
+        started_at=started_at,
+    )
 
 
 def start_or_fail(
@@ -327,8 +436,7 @@ def start_or_fail(
         ingest_id, table = record.ingest_id, _table_of(record)
         reason = f"the ingest could not be started: {exc}"
         logger.error(reason, extra={"ingest_id": ingest_id, "table": table})
-        settle(settings, ledger, record, c.JOB_FAILED, reason,
-               only_if_status=c.PENDING_STATUSES)
+        settle(settings, ledger, record, c.JOB_FAILED, reason, only_if_status=c.PENDING_STATUSES)
         release_all_and_start_next(settings, ledger, nessie, record)
         return ledger.get_ingest(ingest_id) or record
 
@@ -340,9 +448,12 @@ def release_all_and_start_next(
     dataset's, in lock order); returns the successor of its first table. The run's files
     are settled once, however many tables it has."""
     requeue = _settle(ledger, record.ingest_id)  # only a one-table batch splits
-    successors = [_release_to_next(settings, ledger, nessie, table, record.ingest_id,
-                                   requeue if number == 0 else [])
-                  for number, table in enumerate(tables_of(record))]
+    successors = [
+        _release_to_next(
+            settings, ledger, nessie, table, record.ingest_id, requeue if number == 0 else []
+        )
+        for number, table in enumerate(tables_of(record))
+    ]
     return successors[0] if successors else None
 
 
@@ -356,8 +467,7 @@ def release_and_start_next(
     at the head of the queue). A retryable failure to start the successor is logged, not
     raised: the successor holds the lock in a pending state, which the sweeper restarts.
     """
-    return _release_to_next(settings, ledger, nessie, table, ingest_id,
-                            _settle(ledger, ingest_id))
+    return _release_to_next(settings, ledger, nessie, table, ingest_id, _settle(ledger, ingest_id))
 
 
 def _settle(ledger: Ledger, ingest_id: str) -> list[str]:
@@ -366,8 +476,14 @@ def _settle(ledger: Ledger, ingest_id: str) -> list[str]:
     return settle_members(ledger, holder) if isinstance(holder, BatchRecord) else []
 
 
-def _release_to_next(settings: Settings, ledger: Ledger, nessie: NessieClient, table: str,
-                     ingest_id: str, requeue: list[str]) -> str | None:
+def _release_to_next(
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieClient,
+    table: str,
+    ingest_id: str,
+    requeue: list[str],
+) -> str | None:
     """Free `table` (`requeue` back at its queue's head) and start its successor."""
     intake = table_intake(settings, table)
     take = queue_taker(ledger, intake.limits)
@@ -376,8 +492,11 @@ def _release_to_next(settings: Settings, ledger: Ledger, nessie: NessieClient, t
         if successor is None:
             return None
         requeue, ingest_id = [], successor.id
-        record = (open_batch(ledger, table, successor) if successor.is_batch
-                  else ledger.get_ingest(successor.id))
+        record = (
+            open_batch(ledger, table, successor)
+            if successor.is_batch
+            else ledger.get_ingest(successor.id)
+        )
         if record is None:  # a lock entry without a record: skip it
             continue
         if intake.config_error and not record.is_batch:  # (a dataset's job refuses it)

@@ -38,13 +38,13 @@ def settle(
     `finished_at`, with `fields` besides) if its status is still one of `only_if_status`;
     then `announce` it. Returns the settled record as re-read, or None when another
     writer settled it first (nothing is sent: that writer did)."""
-    changes = Changes(status=status, error=reason, finished_at=iso(at or utcnow()),
-                      **(fields or {}))
+    changes = Changes(
+        status=status, error=reason, finished_at=iso(at or utcnow()), **(fields or {})
+    )
     if not ledger.update_ingest(record.ingest_id, changes, only_if_status=only_if_status):
         return None
     settled = ledger.get_ingest(record.ingest_id) or record
-    announce(settings, ledger, settled, status, reason, alert=alert,
-             job_started_at=job_started_at)
+    announce(settings, ledger, settled, status, reason, alert=alert, job_started_at=job_started_at)
     return settled
 
 

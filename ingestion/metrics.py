@@ -19,8 +19,13 @@ from contracts.state import AUDIT_FAILED, JOB_FAILED, PUBLISH_FAILED, PUBLISHED,
 NAMESPACE = "WAP/Ingest"  # infra.constants.METRICS_NAMESPACE, set as POWERTOOLS_METRICS_NAMESPACE
 TABLE_DIMENSION = "Table"
 # Outcome counts, by the ledger status they count.
-OUTCOME_METRICS = {PUBLISHED: "Published", AUDIT_FAILED: "AuditFailed", REJECTED: "Rejected",
-                   JOB_FAILED: "JobFailed", PUBLISH_FAILED: "PublishFailed"}
+OUTCOME_METRICS = {
+    PUBLISHED: "Published",
+    AUDIT_FAILED: "AuditFailed",
+    REJECTED: "Rejected",
+    JOB_FAILED: "JobFailed",
+    PUBLISH_FAILED: "PublishFailed",
+}
 UPLOAD_TO_PUBLISH = "UploadToPublishSeconds"  # from the (first) upload to main holding it
 JOB_DURATION = "JobDurationSeconds"  # from the job run's start to the recorded outcome
 FILES_PER_RUN = "FilesPerRun"
@@ -33,26 +38,39 @@ AVERAGE_FILE_BYTES = "AverageDataFileBytes"
 RECLAIMABLE_BYTES = "ReclaimableBytes"
 TABLE_HEALTH_METRICS = (DATA_FILES, AVERAGE_FILE_BYTES, RECLAIMABLE_BYTES)
 
-_UNITS = {UPLOAD_TO_PUBLISH: "Seconds", JOB_DURATION: "Seconds", AVERAGE_FILE_BYTES: "Bytes",
-          RECLAIMABLE_BYTES: "Bytes"}
+_UNITS = {
+    UPLOAD_TO_PUBLISH: "Seconds",
+    JOB_DURATION: "Seconds",
+    AVERAGE_FILE_BYTES: "Bytes",
+    RECLAIMABLE_BYTES: "Bytes",
+}
 
 
-def emit(values: Mapping[str, float], *, table: str | None = None,
-         stream: IO[str] | None = None, total: bool = True) -> dict:
+def emit(
+    values: Mapping[str, float],
+    *,
+    table: str | None = None,
+    stream: IO[str] | None = None,
+    total: bool = True,
+) -> dict:
     """Write one EMF document with `values` (metric name -> value) and return it; with a
     table, each value counts for that table and (unless `total` is False: a gauge such as
     a file size does not add up over tables) for all tables together."""
-    dimensions: list[list[str]] = ([[TABLE_DIMENSION], []] if total else [[TABLE_DIMENSION]]
-                                   ) if table else [[]]
+    dimensions: list[list[str]] = (
+        ([[TABLE_DIMENSION], []] if total else [[TABLE_DIMENSION]]) if table else [[]]
+    )
     document: dict = {
         "_aws": {
             "Timestamp": int(time.time() * 1000),
-            "CloudWatchMetrics": [{
-                "Namespace": os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or NAMESPACE,
-                "Dimensions": dimensions,
-                "Metrics": [{"Name": name, "Unit": _UNITS.get(name, "Count")}
-                            for name in values],
-            }],
+            "CloudWatchMetrics": [
+                {
+                    "Namespace": os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or NAMESPACE,
+                    "Dimensions": dimensions,
+                    "Metrics": [
+                        {"Name": name, "Unit": _UNITS.get(name, "Count")} for name in values
+                    ],
+                }
+            ],
         },
         **{name: value for name, value in values.items()},
     }
@@ -71,8 +89,14 @@ def _log_stream() -> IO[str]:
     return getattr(handler, "stream", None) or sys.stdout
 
 
-def outcome_values(status: str, *, files: int, created_at: str | None,
-                   job_started_at: str | None, finished_at: str | None) -> dict[str, float]:
+def outcome_values(
+    status: str,
+    *,
+    files: int,
+    created_at: str | None,
+    job_started_at: str | None,
+    finished_at: str | None,
+) -> dict[str, float]:
     """The metrics of one recorded outcome: its count, the files of the run, the job's
     duration and, when published, the time from upload to main."""
     from ingestion.naming import parse_iso
@@ -97,8 +121,9 @@ def outcome_values(status: str, *, files: int, created_at: str | None,
     return values
 
 
-def table_health_values(*, data_files: int, data_bytes: int,
-                        reclaimable_bytes: int) -> dict[str, float]:
+def table_health_values(
+    *, data_files: int, data_bytes: int, reclaimable_bytes: int
+) -> dict[str, float]:
     """One table's health metrics from a garbage collection's row (no average without data
     files: zero would read as a tiny file)."""
     values: dict[str, float] = {DATA_FILES: data_files, RECLAIMABLE_BYTES: reclaimable_bytes}

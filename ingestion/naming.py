@@ -10,8 +10,15 @@ from contracts.layout import file_name, is_marker
 from contracts.naming import BRANCH_PREFIX, IDENTIFIER, INGEST_ID, NESSIE_REF_NAME, ingest_id
 from ingestion.exceptions import UnroutableKeyError
 
-__all__ = ["BRANCH_PREFIX", "IDENTIFIER", "INGEST_ID", "NESSIE_REF_NAME", "file_name", "ingest_id",
-           "is_marker"]
+__all__ = [
+    "BRANCH_PREFIX",
+    "IDENTIFIER",
+    "INGEST_ID",
+    "NESSIE_REF_NAME",
+    "file_name",
+    "ingest_id",
+    "is_marker",
+]
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,8 @@ def route_key(key: str) -> TableRef:
         raise UnroutableKeyError(
             f"key {key!r}: {namespace}/ is for multi-table datasets: "
             f"{namespace}/<dataset>/<drop>/<files> and that drop's _manifest.json "
-            "(docs/datasets.md)")
+            "(docs/datasets.md)"
+        )
     for label, value in (("namespace", namespace), ("table", table)):
         if not rules.is_identifier(value):
             raise UnroutableKeyError(

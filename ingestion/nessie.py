@@ -132,8 +132,11 @@ class NessieClient:
     def references(self) -> list[Ref]:
         """Every reference, with its head commit time."""
         body = self._v2_call("GET", "trees", "list references", params={"fetch": "ALL"})
-        return [_ref_from_v2(r) for r in body.get("references", [])
-                if isinstance(r, dict) and isinstance(r.get("name"), str)]
+        return [
+            _ref_from_v2(r)
+            for r in body.get("references", [])
+            if isinstance(r, dict) and isinstance(r.get("name"), str)
+        ]
 
     def reference(self, name: str) -> Ref | None:
         """The reference `name`, or None when it does not exist."""
@@ -233,24 +236,29 @@ class NessieClient:
     def contents_at(self, ref: str, commit_hash: str) -> list[Content]:
         """Every Iceberg table and view at `ref@commit_hash`, whatever its key (garbage
         collection must see the files of contents `wap` cannot name, too)."""
-        path = (f"trees/{quote(check_ref_name(ref), safe='')}@{check_hash(commit_hash)}"
-                "/entries")
+        path = f"trees/{quote(check_ref_name(ref), safe='')}@{check_hash(commit_hash)}/entries"
         found: list[Content] = []
         params: dict[str, Any] = {"content": "true", "max-records": 250}
         while True:
-            body = self._v2_call("GET", path, f"list contents of {ref}@{commit_hash[:12]}",
-                                 params=params)
+            body = self._v2_call(
+                "GET", path, f"list contents of {ref}@{commit_hash[:12]}", params=params
+            )
             for entry in body.get("entries", []):
                 content = entry.get("content") or {}
                 location = content.get("metadataLocation")
                 if entry.get("type") not in ("ICEBERG_TABLE", "ICEBERG_VIEW") or not isinstance(
-                        location, str):
+                    location, str
+                ):
                     continue
                 snapshot = content.get("snapshotId")
-                found.append(Content(
-                    key=".".join(entry.get("name", {}).get("elements", [])),
-                    type=entry["type"], metadata_location=location,
-                    snapshot_id=int(snapshot) if isinstance(snapshot, int) else None))
+                found.append(
+                    Content(
+                        key=".".join(entry.get("name", {}).get("elements", [])),
+                        type=entry["type"],
+                        metadata_location=location,
+                        snapshot_id=int(snapshot) if isinstance(snapshot, int) else None,
+                    )
+                )
             if not body.get("hasMore") or not body.get("token"):
                 return found
             params = {**params, "page-token": body["token"]}
@@ -263,8 +271,9 @@ class NessieClient:
             spec += f"@{check_hash(head)}"
         params: dict[str, Any] = {"max-records": 250}
         while True:
-            body = self._v2_call("GET", f"trees/{spec}/history", f"read the log of {ref}",
-                                 params=params)
+            body = self._v2_call(
+                "GET", f"trees/{spec}/history", f"read the log of {ref}", params=params
+            )
             for entry in body.get("logEntries", []):
                 meta = entry.get("commitMeta") or {}
                 if isinstance(meta.get("hash"), str):
@@ -320,7 +329,12 @@ class NessieClient:
     # ---- transports ------------------------------------------------------------------------
 
     def _v1_call(
-        self, action: str, fn: Any, *args: Any, missing_ok: bool = False, **kwargs: Any,
+        self,
+        action: str,
+        fn: Any,
+        *args: Any,
+        missing_ok: bool = False,
+        **kwargs: Any,
     ) -> Any:
         """pynessie's `fn(*args)`, its failures as our errors; None for a missing reference
         or content when `missing_ok`."""
@@ -335,7 +349,12 @@ class NessieClient:
             raise translated from exc
 
     def _v2_call(
-        self, method: str, path: str, action: str, *, params: dict[str, Any] | None = None,
+        self,
+        method: str,
+        path: str,
+        action: str,
+        *,
+        params: dict[str, Any] | None = None,
         json: Any = None,
     ) -> dict[str, Any]:
         import requests
@@ -346,8 +365,7 @@ class NessieClient:
             )
         except requests.RequestException as exc:
             raise NessieUnavailableError(
-                f"Nessie at {self.base} unreachable while trying to {action}: "
-                f"{type(exc).__name__}"
+                f"Nessie at {self.base} unreachable while trying to {action}: {type(exc).__name__}"
             ) from exc
         if response.status_code < 400:
             try:

@@ -21,8 +21,14 @@ MERGE_TRIES = 2  # a second try absorbs main moving between reading its hash and
 
 
 def merge_audited_commit(
-    nessie: NessieClient, *, table: str, branch: str, audited_hash: str, snapshot_id: int,
-    meta: MergeMeta, snapshots: Mapping[str, Any] | None = None,
+    nessie: NessieClient,
+    *,
+    table: str,
+    branch: str,
+    audited_hash: str,
+    snapshot_id: int,
+    meta: MergeMeta,
+    snapshots: Mapping[str, Any] | None = None,
 ) -> str:
     """Merge exactly `branch@audited_hash` into main, if that commit holds the audited
     snapshot of `table` (of a multi-table dataset: every table's, `snapshots`); return
@@ -31,8 +37,9 @@ def merge_audited_commit(
     Raises `AuditedCommitMismatchError` when the commit holds another snapshot (nothing
     is merged) and `MergeConflictError` when main changed the same table on every try.
     """
-    mismatch = snapshot_mismatch(nessie, branch, audited_hash,
-                                 dict(snapshots) if snapshots else {table: snapshot_id})
+    mismatch = snapshot_mismatch(
+        nessie, branch, audited_hash, dict(snapshots) if snapshots else {table: snapshot_id}
+    )
     if mismatch:
         raise AuditedCommitMismatchError(mismatch)
     conflict: MergeConflictError | None = None
@@ -45,15 +52,18 @@ def merge_audited_commit(
     raise conflict
 
 
-def snapshot_mismatch(nessie: NessieClient, branch: str, commit: str,
-                      snapshots: Mapping[str, Any]) -> str | None:
+def snapshot_mismatch(
+    nessie: NessieClient, branch: str, commit: str, snapshots: Mapping[str, Any]
+) -> str | None:
     """Why `branch@commit` is not the audited commit: the first table whose snapshot there
     is not the audited one (`snapshots`: table -> snapshot id); None when all match."""
     for name, expected in snapshots.items():
         held = nessie.table_snapshot(name, branch, commit)
         if held != int(expected):
-            return (f"{branch}@{commit} holds snapshot {held} of {name}, but the report "
-                    f"audited snapshot {expected}")
+            return (
+                f"{branch}@{commit} holds snapshot {held} of {name}, but the report "
+                f"audited snapshot {expected}"
+            )
     return None
 
 
@@ -63,9 +73,12 @@ def audited_snapshot(record: LedgerRecord | None, reported: str | None = None) -
     return (record.audited_snapshot_id if record else None) or reported
 
 
-def audited_snapshots(record: LedgerRecord | None, table: str | None,
-                      reported: str | None = None,
-                      reported_snapshots: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def audited_snapshots(
+    record: LedgerRecord | None,
+    table: str | None,
+    reported: str | None = None,
+    reported_snapshots: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Every table's audited snapshot: a multi-table dataset's (ledger, else the state's
     `outcome.snapshots`), else `{table: audited_snapshot(...)}`; {} when none is known."""
     many = (record.audited_snapshots if record else None) or reported_snapshots
@@ -76,8 +89,11 @@ def audited_snapshots(record: LedgerRecord | None, table: str | None,
 
 
 def main_holds_ingest(
-    nessie: NessieClient, table: str | None, record: LedgerRecord | None,
-    reported: str | None = None, reported_snapshots: Mapping[str, Any] | None = None,
+    nessie: NessieClient,
+    table: str | None,
+    record: LedgerRecord | None,
+    reported: str | None = None,
+    reported_snapshots: Mapping[str, Any] | None = None,
 ) -> bool:
     """True when main's table is at the ingest's audited snapshot (the merge went through;
     a multi-table dataset: every table at its own, which one merge put there together).
@@ -91,8 +107,9 @@ def main_holds_ingest(
 def main_holds_all(nessie: NessieClient, snapshots: Mapping[str, Any]) -> bool:
     """True when main holds every table at its snapshot (`snapshots`: table -> snapshot
     id); False for none. Raises `NessieUnavailableError` when Nessie cannot say."""
-    return bool(snapshots) and all(nessie.main_holds(name, int(snapshot))
-                                   for name, snapshot in snapshots.items())
+    return bool(snapshots) and all(
+        nessie.main_holds(name, int(snapshot)) for name, snapshot in snapshots.items()
+    )
 
 
 def delete_branch_quietly(nessie: NessieClient, branch: str | None) -> bool:
@@ -102,7 +119,8 @@ def delete_branch_quietly(nessie: NessieClient, branch: str | None) -> bool:
     try:
         nessie.delete_branch(branch)
     except Exception:
-        logger.exception("could not delete the published branch; the sweeper retries",
-                         extra={"branch": branch})
+        logger.exception(
+            "could not delete the published branch; the sweeper retries", extra={"branch": branch}
+        )
         return False
     return True

@@ -34,8 +34,7 @@ def frozen_config_uri(artifacts_bucket: str, ingest_id: str, name: str, data: by
     takes the dataset's name from it). The digest of the bytes makes the key the copy's
     own: two invocations that read different bytes never overwrite each other's."""
     digest = hashlib.sha256(data).hexdigest()[:16]
-    return s3_uri(artifacts_bucket,
-                  f"{STAGING_PREFIX}{ingest_id}/config-{digest}/{name}.yaml")
+    return s3_uri(artifacts_bucket, f"{STAGING_PREFIX}{ingest_id}/config-{digest}/{name}.yaml")
 
 
 def put_frozen(s3: Any, uri: str, data: bytes) -> None:
@@ -62,9 +61,12 @@ def stage_version(
     elif etag:
         extra["CopySourceIfMatch"] = f'"{etag.strip(chr(34))}"'
     target_bucket, target_key = split_s3_uri(target)
-    config = TransferConfig(multipart_threshold=_MULTIPART_THRESHOLD,
-                            multipart_chunksize=_PART_SIZE, max_concurrency=_CONCURRENCY,
-                            use_threads=True)
+    config = TransferConfig(
+        multipart_threshold=_MULTIPART_THRESHOLD,
+        multipart_chunksize=_PART_SIZE,
+        max_concurrency=_CONCURRENCY,
+        use_threads=True,
+    )
     try:
         s3.copy(source, target_bucket, target_key, ExtraArgs=extra or None, Config=config)
     except ClientError as exc:
@@ -73,7 +75,8 @@ def stage_version(
             version = version_id or etag
             raise SourceVersionGoneError(
                 f"version {version} of {s3_uri(bucket, key)} no longer exists "
-                "(deleted or overwritten before it could be staged)") from exc
+                "(deleted or overwritten before it could be staged)"
+            ) from exc
         raise
 
 

@@ -60,7 +60,8 @@ def problems(event: Any) -> list[str]:
     except (AttributeError, ValueError):
         found.append("run.runId must be a UUID")
     if not isinstance(job, dict) or not all(
-            isinstance(job.get(key), str) and job[key] for key in ("namespace", "name")):
+        isinstance(job.get(key), str) and job[key] for key in ("namespace", "name")
+    ):
         found.append("job.namespace and job.name are required")
     return found
 
@@ -68,8 +69,9 @@ def problems(event: Any) -> list[str]:
 class LineageReceiver(BackgroundServer):
     """Start with `start()`; `url` is the base URL the OpenLineage client is given."""
 
-    def __init__(self, directory: Path | None = None, *, api_key: str | None = None,
-                 port: int = 0) -> None:
+    def __init__(
+        self, directory: Path | None = None, *, api_key: str | None = None, port: int = 0
+    ) -> None:
         self.directory = Path(directory) if directory is not None else None
         self.api_key = api_key
         self.events: list[dict[str, Any]] = []

@@ -16,8 +16,9 @@ class BackgroundServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         # A short poll interval keeps stop() fast (shutdown waits for one poll).
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        name=name, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name=name, daemon=True
+        )
 
     @property
     def url(self) -> str:

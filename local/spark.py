@@ -15,9 +15,16 @@ from spark_jobs.conf import job_spark_conf, lake_catalog_conf
 __all__ = ["build_local_spark", "iceberg_runtime_jar", "lake_catalog_conf"]
 
 
-def build_local_spark(warehouse_uri: str, nessie_uri_v2: str, *, app_name: str = "wap-local",
-                      cores: int = 2, driver_memory: str = "4g",
-                      extra_conf: dict[str, str] | None = None, jvm_output: int | None = None):
+def build_local_spark(
+    warehouse_uri: str,
+    nessie_uri_v2: str,
+    *,
+    app_name: str = "wap-local",
+    cores: int = 2,
+    driver_memory: str = "4g",
+    extra_conf: dict[str, str] | None = None,
+    jvm_output: int | None = None,
+):
     """Create (or return) the process-wide local SparkSession with the `lake` catalog.
 
     `jvm_output`: a file descriptor for the JVM's stdout and stderr (log4j's console
@@ -39,8 +46,11 @@ def build_local_spark(warehouse_uri: str, nessie_uri_v2: str, *, app_name: str =
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
     )
-    job_conf = job_spark_conf(iceberg_jar=str(iceberg_runtime_jar()),
-                              nessie_uri_v2=nessie_uri_v2, warehouse_uri=warehouse_uri)
+    job_conf = job_spark_conf(
+        iceberg_jar=str(iceberg_runtime_jar()),
+        nessie_uri_v2=nessie_uri_v2,
+        warehouse_uri=warehouse_uri,
+    )
     for key, value in {**job_conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     if jvm_output is not None:

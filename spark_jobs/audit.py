@@ -49,8 +49,11 @@ SAMPLE_TEXT = 200
 
 def job_group_ids(label: str) -> dict[str, str]:
     """Spark job groups of the audit's queries, so tests and the UI can count them."""
-    return {"scan": f"wap-audit-scan-{label}", "samples": f"wap-audit-samples-{label}",
-            "main": f"wap-audit-main-{label}"}
+    return {
+        "scan": f"wap-audit-scan-{label}",
+        "samples": f"wap-audit-samples-{label}",
+        "main": f"wap-audit-main-{label}",
+    }
 
 
 @contextmanager
@@ -71,8 +74,11 @@ def observed_checks(checks: list[Check]) -> list[int]:
     """Indexes of the checks counted during the write: those file metrics will not
     decide anyway (a check metrics cannot settle after all, e.g. a range some values
     break, goes to the scan pass)."""
-    return [index for index, check in enumerate(checks)
-            if check.observable and not check.metrics_may_settle()]
+    return [
+        index
+        for index, check in enumerate(checks)
+        if check.observable and not check.metrics_may_settle()
+    ]
 
 
 def count_aggregates(checks: list[Check], indexes: list[int]) -> list[Column]:
@@ -89,11 +95,16 @@ def observation_aggregates(checks: list[Check]) -> list[Column]:
     return count_aggregates(checks, observed_checks(checks))
 
 
-def run_audit(checks: list[Check], stats: SnapshotStats | None,
-              new_rows: Callable[[], DataFrame], now: dt.datetime,
-              main_rows: Callable[[], DataFrame | None] | None = None,
-              label: str = "run", timings: dict | None = None,
-              observed: dict | None = None) -> list[CheckResult]:
+def run_audit(
+    checks: list[Check],
+    stats: SnapshotStats | None,
+    new_rows: Callable[[], DataFrame],
+    now: dt.datetime,
+    main_rows: Callable[[], DataFrame | None] | None = None,
+    label: str = "run",
+    timings: dict | None = None,
+    observed: dict | None = None,
+) -> list[CheckResult]:
     """Evaluate `checks` on the rows of one snapshot; results in config order.
 
     `observed`: the values of `observation_aggregates(checks)` from the write, only
@@ -129,13 +140,14 @@ class _Queries:
                 yield
             finally:
                 key = f"audit_{phase}_s"
-                self.timings[key] = round(self.timings.get(key, 0.0)
-                                          + time.perf_counter() - start, 3)
+                self.timings[key] = round(
+                    self.timings.get(key, 0.0) + time.perf_counter() - start, 3
+                )
 
 
-def _settle_without_reading(checks: list[Check], stats: SnapshotStats | None,
-                            now: dt.datetime, observed: dict | None
-                            ) -> tuple[dict[int, CheckResult], list[int]]:
+def _settle_without_reading(
+    checks: list[Check], stats: SnapshotStats | None, now: dt.datetime, observed: dict | None
+) -> tuple[dict[int, CheckResult], list[int]]:
     """The checks the snapshot's file metrics or the write's observation decide, and the
     indexes of the rest. A check against main is always left pending: its batch count
     is only half of its answer."""
@@ -145,8 +157,9 @@ def _settle_without_reading(checks: list[Check], stats: SnapshotStats | None,
     for index, check in enumerate(checks):
         settled = check.settle(stats, now) if stats is not None else None
         if settled is None and index in in_observation:
-            settled = replace(check.finish(observed, f"c{index}_", int(observed[ROWS]), now),
-                              settled_by=WRITE)
+            settled = replace(
+                check.finish(observed, f"c{index}_", int(observed[ROWS]), now), settled_by=WRITE
+            )
         if settled is None or check.needs_main:
             pending.append(index)
         else:
@@ -154,8 +167,14 @@ def _settle_without_reading(checks: list[Check], stats: SnapshotStats | None,
     return results, pending
 
 
-def _scan(checks: list[Check], pending: list[int], rows: DataFrame, now: dt.datetime,
-          queries: _Queries, early: Future | None) -> dict[int, CheckResult]:
+def _scan(
+    checks: list[Check],
+    pending: list[int],
+    rows: DataFrame,
+    now: dt.datetime,
+    queries: _Queries,
+    early: Future | None,
+) -> dict[int, CheckResult]:
     """The pending checks' counts from one aggregation pass over the new rows."""
     try:
         with queries.run(rows, "scan", "audit: one aggregation pass"):
@@ -163,14 +182,20 @@ def _scan(checks: list[Check], pending: list[int], rows: DataFrame, now: dt.date
     except Exception as exc:  # e.g. an expression that fails at runtime under ANSI mode
         log.exception("audit aggregation failed")
         raise_if_infrastructure(exc, "the audit scan failed", early)
-        return {index: _errored(checks[index], f"evaluation failed: {describe(exc)}")
-                for index in pending}
+        return {
+            index: _errored(checks[index], f"evaluation failed: {describe(exc)}")
+            for index in pending
+        }
 
 
-def _look_up_on_main(checks: list[Check], pending: list[int],
-                     results: dict[int, CheckResult], rows: DataFrame,
-                     main_rows: Callable[[], DataFrame | None] | None,
-                     queries: _Queries) -> dict[int, CheckResult]:
+def _look_up_on_main(
+    checks: list[Check],
+    pending: list[int],
+    results: dict[int, CheckResult],
+    rows: DataFrame,
+    main_rows: Callable[[], DataFrame | None] | None,
+    queries: _Queries,
+) -> dict[int, CheckResult]:
     """The checks against main, their batch counts completed with the keys on main
     (a check whose batch count already errored stays as it is)."""
     looked_up = {}
@@ -188,8 +213,13 @@ def _look_up_on_main(checks: list[Check], pending: list[int],
     return looked_up
 
 
-def _add_samples(checks: list[Check], results: dict[int, CheckResult],
-                 rows: DataFrame | None, early: Future | None, queries: _Queries) -> None:
+def _add_samples(
+    checks: list[Check],
+    results: dict[int, CheckResult],
+    rows: DataFrame | None,
+    early: Future | None,
+    queries: _Queries,
+) -> None:
     """Put up to SAMPLES violating rows on each failed check, ahead of any rows the
     lookup on main found."""
     failed = _failed_predicates(checks, results)
@@ -198,8 +228,9 @@ def _add_samples(checks: list[Check], results: dict[int, CheckResult],
     try:
         picked = early.result() if early is not None else None
         with queries.run(rows, "samples", "audit: violating rows"):
-            found = _samples(rows, checks, failed,
-                             {i: results[i].violations for i in failed}, picked)
+            found = _samples(
+                rows, checks, failed, {i: results[i].violations for i in failed}, picked
+            )
     except Exception:  # samples help a human; their absence must not hide the counts
         log.exception("sampling violating rows failed")
         found = {}
@@ -208,8 +239,7 @@ def _add_samples(checks: list[Check], results: dict[int, CheckResult],
         results[index] = replace(result, samples=(*samples, *result.samples)[:SAMPLES])
 
 
-def raise_if_infrastructure(exc: BaseException, what: str,
-                            early: Future | None = None) -> None:
+def raise_if_infrastructure(exc: BaseException, what: str, early: Future | None = None) -> None:
     """An audit query that storage or the catalog broke decided nothing about the data:
     the run is an error, not a failed check. Only causes known to be infrastructure
     count here; others (a check's SQL failing on a value under ANSI mode) stay errors
@@ -225,11 +255,14 @@ def _errored(check: Check, message: str) -> CheckResult:
     return replace(check.result(None, SCAN), status=ERROR, message=message)
 
 
-def _one_pass(checks: list[Check], pending: list[int], rows: DataFrame,
-              now: dt.datetime) -> dict[int, CheckResult]:
+def _one_pass(
+    checks: list[Check], pending: list[int], rows: DataFrame, now: dt.datetime
+) -> dict[int, CheckResult]:
     values = rows.agg(*count_aggregates(checks, pending)).first().asDict()
-    return {index: checks[index].finish(values, f"c{index}_", int(values[ROWS]), now)
-            for index in pending}
+    return {
+        index: checks[index].finish(values, f"c{index}_", int(values[ROWS]), now)
+        for index in pending
+    }
 
 
 def keys_on_main(check: Check, rows: DataFrame, main: DataFrame) -> DataFrame:
@@ -242,8 +275,12 @@ def keys_on_main(check: Check, rows: DataFrame, main: DataFrame) -> DataFrame:
     return rows.where(check._keys_present()).alias("b").join(main_keys, condition, "left_semi")
 
 
-def _against_main(check: Check, batch: CheckResult, rows: DataFrame,
-                  main_rows: Callable[[], DataFrame | None] | None) -> CheckResult:
+def _against_main(
+    check: Check,
+    batch: CheckResult,
+    rows: DataFrame,
+    main_rows: Callable[[], DataFrame | None] | None,
+) -> CheckResult:
     """Add the batch rows whose key is already on main to the batch's duplicates."""
     main = main_rows() if main_rows is not None else None
     if main is None:
@@ -253,10 +290,16 @@ def _against_main(check: Check, batch: CheckResult, rows: DataFrame,
     if not found:
         return batch
     violations = (batch.violations or 0) + found
-    return replace(batch, violations=violations, observed=violations, status=FAILED,
-                   settled_by=SCAN,
-                   samples=tuple(_jsonable_row(row.asDict(recursive=True))
-                                 for row in hits.limit(SAMPLES).collect()))
+    return replace(
+        batch,
+        violations=violations,
+        observed=violations,
+        status=FAILED,
+        settled_by=SCAN,
+        samples=tuple(
+            _jsonable_row(row.asDict(recursive=True)) for row in hits.limit(SAMPLES).collect()
+        ),
+    )
 
 
 @dataclass
@@ -269,16 +312,22 @@ class _Picked:
     complete: bool  # fewer rows than the limit: every violating row was seen
 
 
-def _failed_predicates(checks: list[Check],
-                       results: dict[int, CheckResult]) -> dict[int, Column]:
+def _failed_predicates(checks: list[Check], results: dict[int, CheckResult]) -> dict[int, Column]:
     """The violation predicate of each decided check that failed and has one."""
-    return {index: checks[index].violation() for index, result in sorted(results.items())
-            if result.status == FAILED and checks[index].violation() is not None}
+    return {
+        index: checks[index].violation()
+        for index, result in sorted(results.items())
+        if result.status == FAILED and checks[index].violation() is not None
+    }
 
 
-def _sample_alongside_scan(rows: DataFrame | None, checks: list[Check],
-                           known: dict[int, Column], pending: list[int],
-                           queries: _Queries) -> Future | None:
+def _sample_alongside_scan(
+    rows: DataFrame | None,
+    checks: list[Check],
+    known: dict[int, Column],
+    pending: list[int],
+    queries: _Queries,
+) -> Future | None:
     """Start the sampling query in the background when a check has already failed.
 
     Its samples are needed whatever the scan finds, and the sampling query is mostly
@@ -287,9 +336,13 @@ def _sample_alongside_scan(rows: DataFrame | None, checks: list[Check],
     """
     if rows is None or not pending or not known:
         return None
-    riders = {index: checks[index].violation() for index in pending
-              if checks[index].per_row_violation and not checks[index].needs_main
-              and checks[index].violation() is not None}
+    riders = {
+        index: checks[index].violation()
+        for index in pending
+        if checks[index].per_row_violation
+        and not checks[index].needs_main
+        and checks[index].violation() is not None
+    }
     predicates = dict(sorted({**known, **riders}.items()))
 
     def pick() -> _Picked | None:
@@ -314,7 +367,7 @@ def _sample_columns(rows: DataFrame, checks: list[Check], indexes) -> list[str]:
     for index in indexes:
         wanted += [c for c in checks[index].sample_columns() if c not in wanted]
     leading = [c for c in rows.columns[:SAMPLE_LEADING_COLUMNS] if c not in wanted]
-    return leading[:max(0, SAMPLE_COLUMNS - len(wanted))] + wanted
+    return leading[: max(0, SAMPLE_COLUMNS - len(wanted))] + wanted
 
 
 def _pick(rows: DataFrame, checks: list[Check], predicates: dict) -> _Picked:
@@ -322,14 +375,20 @@ def _pick(rows: DataFrame, checks: list[Check], predicates: dict) -> _Picked:
     rows per check, for data with many violations a fraction of one partition."""
     columns = _sample_columns(rows, checks, predicates)
     limit = min(SAMPLE_SCAN_LIMIT * len(predicates), SAMPLE_SCAN_CAP)
-    records = [row.asDict(recursive=True)
-               for row in _flagged(rows, columns, predicates).limit(limit).collect()]
+    records = [
+        row.asDict(recursive=True)
+        for row in _flagged(rows, columns, predicates).limit(limit).collect()
+    ]
     return _Picked(set(predicates), columns, records, complete=len(records) < limit)
 
 
-def _samples(rows: DataFrame, checks: list[Check], predicates: dict,
-             violations: dict[int, int | None],
-             picked: _Picked | None = None) -> dict[int, list[dict]]:
+def _samples(
+    rows: DataFrame,
+    checks: list[Check],
+    predicates: dict,
+    violations: dict[int, int | None],
+    picked: _Picked | None = None,
+) -> dict[int, list[dict]]:
     """Up to SAMPLES violating rows per failed check.
 
     First the LIMITed query (`picked`, when it already ran alongside the scan for these
@@ -338,8 +397,9 @@ def _samples(rows: DataFrame, checks: list[Check], predicates: dict,
     such check.
     """
     wanted = _sample_columns(rows, checks, predicates)
-    if picked is None or not (set(predicates) <= picked.checks
-                              and set(wanted) <= set(picked.columns)):
+    if picked is None or not (
+        set(predicates) <= picked.checks and set(wanted) <= set(picked.columns)
+    ):
         picked = _pick(rows, checks, predicates)
     samples: dict[int, list[dict]] = {index: [] for index in predicates}
     for record in picked.records:
@@ -349,18 +409,26 @@ def _samples(rows: DataFrame, checks: list[Check], predicates: dict,
                 samples[index].append(_jsonable_row(shown))
     if picked.complete:
         return samples
-    short = {index: pred for index, pred in predicates.items()
-             if len(samples[index]) < min(SAMPLES, violations.get(index) or SAMPLES)}
+    short = {
+        index: pred
+        for index, pred in predicates.items()
+        if len(samples[index]) < min(SAMPLES, violations.get(index) or SAMPLES)
+    }
     if short:
         exploded = _flagged(rows, wanted, short).select(
             *[col(c) for c in wanted],
-            F.explode(F.array_compact(F.array(*[F.when(F.col(f"__v{i}"), F.lit(i))
-                                                for i in short]))).alias("__check"))
+            F.explode(
+                F.array_compact(F.array(*[F.when(F.col(f"__v{i}"), F.lit(i)) for i in short]))
+            ).alias("__check"),
+        )
         per_check = Window.partitionBy("__check").orderBy("__check")
         for index in short:
             samples[index] = []
-        for row in (exploded.withColumn("__n", F.row_number().over(per_check))
-                    .where(F.col("__n") <= SAMPLES).collect()):
+        for row in (
+            exploded.withColumn("__n", F.row_number().over(per_check))
+            .where(F.col("__n") <= SAMPLES)
+            .collect()
+        ):
             record = row.asDict(recursive=True)
             index = record.pop("__check")
             record.pop("__n")
@@ -374,9 +442,9 @@ def _flagged(rows: DataFrame, wanted: list[str], predicates: dict) -> DataFrame:
     any_flag = flags[0]
     for flag in flags[1:]:
         any_flag = any_flag | flag
-    return rows.select(*[col(c) for c in wanted],
-                       *[pred.alias(f"__v{i}") for i, pred in predicates.items()]
-                       ).where(any_flag)
+    return rows.select(
+        *[col(c) for c in wanted], *[pred.alias(f"__v{i}") for i, pred in predicates.items()]
+    ).where(any_flag)
 
 
 def _jsonable_row(row: dict) -> dict:

@@ -25,8 +25,15 @@ from spark_jobs.identifiers import quote
 from spark_jobs.literals import literal
 from spark_jobs.metrics import ColumnStats, SnapshotStats
 
-NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
-           T.DecimalType)
+NUMERIC = (
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.FloatType,
+    T.DoubleType,
+    T.DecimalType,
+)
 ORDERED = (*NUMERIC, T.DateType, T.TimestampType, T.TimestampNTZType, T.StringType)
 ATOMIC = (*ORDERED, T.BooleanType)
 TIME_TYPES = (T.DateType, T.TimestampType, T.TimestampNTZType)
@@ -78,8 +85,9 @@ class Check:
         """Aggregate expressions for the one-pass scan, aliased under `prefix`."""
         return [F.count_if(self.violation()).alias(f"{prefix}v")]
 
-    def finish(self, values: dict[str, Any], prefix: str, rows: int,
-               now: dt.datetime) -> CheckResult:
+    def finish(
+        self, values: dict[str, Any], prefix: str, rows: int, now: dt.datetime
+    ) -> CheckResult:
         return self.result(values[f"{prefix}v"], SCAN)
 
     def violation(self) -> Column | None:
@@ -94,16 +102,27 @@ class Check:
     def _build_violation(self) -> Column | None:
         return None
 
-    def result(self, violations: int | None, settled_by: str, observed: Any = None,
-               failed: bool | None = None) -> CheckResult:
+    def result(
+        self,
+        violations: int | None,
+        settled_by: str,
+        observed: Any = None,
+        failed: bool | None = None,
+    ) -> CheckResult:
         """The report's entry for this check (`contracts.report.CheckResult`)."""
         if failed is None:
             failed = bool(violations)
         return CheckResult(
-            name=self.spec.name, kind=self.spec.kind, columns=self.spec.columns,
-            severity=self.spec.severity, status=FAILED if failed else PASSED,
-            violations=violations, threshold=self.threshold(),
-            observed=violations if observed is None else observed, settled_by=settled_by)
+            name=self.spec.name,
+            kind=self.spec.kind,
+            columns=self.spec.columns,
+            severity=self.spec.severity,
+            status=FAILED if failed else PASSED,
+            violations=violations,
+            threshold=self.threshold(),
+            observed=violations if observed is None else observed,
+            settled_by=settled_by,
+        )
 
     def _stats(self, stats: SnapshotStats) -> tuple[ColumnStats, int | None]:
         """Column stats and the number of non-null values (None when unknown)."""
@@ -115,8 +134,9 @@ class Check:
     def _bounds_usable(self, column: ColumnStats) -> bool:
         if not isinstance(self.types[self.column], EXACT_BOUNDS) or not column.bounds_known:
             return False
-        return column.nan_count == 0 or not isinstance(self.types[self.column],
-                                                      (T.FloatType, T.DoubleType))
+        return column.nan_count == 0 or not isinstance(
+            self.types[self.column], (T.FloatType, T.DoubleType)
+        )
 
 
 class NotNull(Check):
@@ -124,8 +144,10 @@ class NotNull(Check):
         return True
 
     def settle(self, stats, now):
-        counts = [stats.columns.get(name, ColumnStats(null_count=None)).null_count
-                  for name in self.spec.columns]
+        counts = [
+            stats.columns.get(name, ColumnStats(null_count=None)).null_count
+            for name in self.spec.columns
+        ]
         if any(count is None for count in counts):
             return None
         if len(counts) == 1:
@@ -163,9 +185,10 @@ class Unique(Check):
 
     def aggregates(self, prefix):
         # Duplicates = rows with a non-null key minus distinct keys: exact, no join.
-        return [F.count_if(self._keys_present()).alias(f"{prefix}n"),
-                F.count_distinct(*[col(name) for name in self.spec.columns])
-                .alias(f"{prefix}d")]
+        return [
+            F.count_if(self._keys_present()).alias(f"{prefix}n"),
+            F.count_distinct(*[col(name) for name in self.spec.columns]).alias(f"{prefix}d"),
+        ]
 
     def finish(self, values, prefix, rows, now):
         return self.result(int(values[f"{prefix}n"]) - int(values[f"{prefix}d"]), SCAN)
@@ -205,7 +228,8 @@ class AcceptedValues(Check):
     def _build_violation(self):
         type_ = self.types[self.column]
         return col(self.column).isNotNull() & ~col(self.column).isin(
-            *[literal(value, type_) for value in self.accepted()])
+            *[literal(value, type_) for value in self.accepted()]
+        )
 
 
 class Range(Check):
@@ -213,8 +237,10 @@ class Range(Check):
         return isinstance(self.types[self.column], EXACT_BOUNDS)
 
     def threshold(self):
-        return {"min": _jsonable(self.spec.params.get("min")),
-                "max": _jsonable(self.spec.params.get("max"))}
+        return {
+            "min": _jsonable(self.spec.params.get("min")),
+            "max": _jsonable(self.spec.params.get("max")),
+        }
 
     def _limits(self) -> tuple[Any, Any]:
         type_ = self.types[self.column]
@@ -285,8 +311,12 @@ class NullFraction(Check):
 
     def _judge(self, nulls: int, rows: int, settled_by: str) -> CheckResult:
         fraction = nulls / rows if rows else 0.0
-        return self.result(nulls, settled_by, observed=round(fraction, 6),
-                           failed=fraction > self.spec.params["max"])
+        return self.result(
+            nulls,
+            settled_by,
+            observed=round(fraction, 6),
+            failed=fraction > self.spec.params["max"],
+        )
 
     def settle(self, stats, now):
         nulls = stats.columns.get(self.column, ColumnStats(null_count=None)).null_count
@@ -321,29 +351,32 @@ class Freshness(Check):
     def threshold(self):
         return {"max_age_s": parse_max_age(self.spec.params["max_age"])}
 
-    def _judge(self, newest_micros: int | None, now: dt.datetime,
-               settled_by: str) -> CheckResult:
+    def _judge(self, newest_micros: int | None, now: dt.datetime, settled_by: str) -> CheckResult:
         if newest_micros is None:
             return self.result(1, settled_by, observed=None, failed=True)
         now_micros = (now - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
         age_s = round((now_micros - newest_micros) / 1e6, 3)
         failed = age_s > self.threshold()["max_age_s"]
-        return self.result(1 if failed else 0, settled_by, observed={"age_s": age_s},
-                           failed=failed)
+        return self.result(1 if failed else 0, settled_by, observed={"age_s": age_s}, failed=failed)
 
     def settle(self, stats, now):
         column, non_null = self._stats(stats)
         if non_null == 0:
             return self._judge(None, now, METRICS)
         type_ = self.types[self.column]
-        if non_null is None or not column.bounds_known or column.upper is None \
-                or not isinstance(type_, (T.TimestampType, T.DateType)):
+        if (
+            non_null is None
+            or not column.bounds_known
+            or column.upper is None
+            or not isinstance(type_, (T.TimestampType, T.DateType))
+        ):
             return None
         upper = column.upper
         if isinstance(upper, dt.date) and not isinstance(upper, dt.datetime):
             upper = dt.datetime.combine(upper, dt.time())
-        return self._judge((upper - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1),
-                           now, METRICS)
+        return self._judge(
+            (upper - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1), now, METRICS
+        )
 
     def aggregates(self, prefix):
         return [F.unix_micros(F.max(col(self.column)).cast("timestamp")).alias(f"{prefix}v")]
@@ -360,8 +393,9 @@ class ParseErrorsCheck:
     def __init__(self, spec: CheckSpec):
         self.spec = spec
 
-    def result(self, count: int | None, samples: tuple[dict, ...] = (),
-               settled_by: str = WRITE) -> CheckResult:
+    def result(
+        self, count: int | None, samples: tuple[dict, ...] = (), settled_by: str = WRITE
+    ) -> CheckResult:
         """The report's entry for `count` unparsable rows (None: not counted: error)."""
         limit = int(self.spec.params.get("max", 0))
         status = ERROR if count is None else FAILED if count > limit else PASSED
@@ -369,12 +403,23 @@ class ParseErrorsCheck:
         if count is None:
             message = "the rows that did not parse could not be counted"
         elif count:
-            message = (f"{count} row(s) did not parse and were not written; samples show "
-                       "their file, line and text")
-        return CheckResult(name=self.spec.name, kind=self.spec.kind, columns=(),
-                           severity=self.spec.severity, status=status, violations=count,
-                           threshold={"max": limit}, observed=count, settled_by=settled_by,
-                           samples=samples, message=message)
+            message = (
+                f"{count} row(s) did not parse and were not written; samples show "
+                "their file, line and text"
+            )
+        return CheckResult(
+            name=self.spec.name,
+            kind=self.spec.kind,
+            columns=(),
+            severity=self.spec.severity,
+            status=status,
+            violations=count,
+            threshold={"max": limit},
+            observed=count,
+            settled_by=settled_by,
+            samples=samples,
+            message=message,
+        )
 
 
 def parse_errors_check(config: TableConfig, reads_text: bool) -> ParseErrorsCheck | None:
@@ -389,19 +434,27 @@ def parse_errors_check(config: TableConfig, reads_text: bool) -> ParseErrorsChec
 
 
 CHECK_CLASSES: dict[str, type[Check]] = {
-    "not_null": NotNull, "unique": Unique, "accepted_values": AcceptedValues, "range": Range,
-    "regex": Regex, "row_count": RowCount, "null_fraction": NullFraction,
-    "expression": Expression, "freshness": Freshness,
+    "not_null": NotNull,
+    "unique": Unique,
+    "accepted_values": AcceptedValues,
+    "range": Range,
+    "regex": Regex,
+    "row_count": RowCount,
+    "null_fraction": NullFraction,
+    "expression": Expression,
+    "freshness": Freshness,
 }
 # kind -> Spark types its column may have.
 ALLOWED_TYPES: dict[str, tuple[type, ...]] = {
-    "unique": ATOMIC, "accepted_values": ATOMIC, "range": ORDERED,
-    "regex": (T.StringType,), "freshness": TIME_TYPES,
+    "unique": ATOMIC,
+    "accepted_values": ATOMIC,
+    "range": ORDERED,
+    "regex": (T.StringType,),
+    "freshness": TIME_TYPES,
 }
 
 
-def compile_checks(spark: SparkSession, config: TableConfig,
-                   schema: T.StructType) -> list[Check]:
+def compile_checks(spark: SparkSession, config: TableConfig, schema: T.StructType) -> list[Check]:
     """Bind the config's checks to `schema` (the table schema after this write).
 
     Raises TableConfigError for a missing column, a type the check cannot take, a regex
@@ -417,12 +470,15 @@ def compile_checks(spark: SparkSession, config: TableConfig,
         where = f"check {spec.name!r} ({spec.kind})"
         for name in spec.columns:
             if name not in types:
-                raise TableConfigError(f"{where}: column {name!r} is not in the table; "
-                                  f"columns: {', '.join(types)}")
+                raise TableConfigError(
+                    f"{where}: column {name!r} is not in the table; columns: {', '.join(types)}"
+                )
             allowed = ALLOWED_TYPES.get(spec.kind)
             if allowed and not isinstance(types[name], allowed):
-                raise TableConfigError(f"{where}: column {name!r} has type "
-                                  f"{types[name].simpleString()}, which {spec.kind} cannot check")
+                raise TableConfigError(
+                    f"{where}: column {name!r} has type "
+                    f"{types[name].simpleString()}, which {spec.kind} cannot check"
+                )
         check = CHECK_CLASSES[spec.kind](spec, types)
         if spec.kind == "regex":
             _validate_java_regex(spark, spec.params["pattern"], where)
@@ -434,7 +490,8 @@ def compile_checks(spark: SparkSession, config: TableConfig,
                 getattr(check, convert)()
             except (TypeError, ValueError, ArithmeticError) as exc:
                 raise TableConfigError(
-                    f"{where}: {what} do not fit the column type: {exc}") from exc
+                    f"{where}: {what} do not fit the column type: {exc}"
+                ) from exc
         if spec.kind == "expression":
             check.referenced = _validate_expression(spark, spec.params["sql"], schema, where)
         compiled.append(check)
@@ -466,7 +523,8 @@ def analyse_audit_queries(empty: DataFrame, checks: list[Check]) -> None:
             config_fault(exc, f"check {check.spec.name!r}")
             raise TableConfigError(
                 f"check {check.spec.name!r} ({check.spec.kind}): Spark cannot run it in the "
-                f"audit: {_first_line(exc)}") from exc
+                f"audit: {_first_line(exc)}"
+            ) from exc
 
 
 def _build_audit_queries(empty: DataFrame, checks: list[Check]) -> None:
@@ -478,12 +536,18 @@ def _build_audit_queries(empty: DataFrame, checks: list[Check]) -> None:
         aggregates += check.aggregates(f"c{index}_")
     empty.agg(*aggregates)
     empty.groupBy(F.lit("file").alias("__file")).agg(*aggregates)
-    observed = [aggregates[0]] + [aggregate for index, check in enumerate(checks)
-                                  if check.observable
-                                  for aggregate in check.aggregates(f"c{index}_")]
+    observed = [aggregates[0]] + [
+        aggregate
+        for index, check in enumerate(checks)
+        if check.observable
+        for aggregate in check.aggregates(f"c{index}_")
+    ]
     empty.observe("wap_analysis", *observed)  # by name: no listener is registered
-    flags = [check.violation().alias(f"__v{index}") for index, check in enumerate(checks)
-             if check.violation() is not None]
+    flags = [
+        check.violation().alias(f"__v{index}")
+        for index, check in enumerate(checks)
+        if check.violation() is not None
+    ]
     if flags:
         flagged = F.lit(False)
         for index, check in enumerate(checks):
@@ -508,8 +572,11 @@ def _first_line(exc: BaseException) -> str:
 
 def default_required_checks(schema: T.StructType) -> list[CheckSpec]:
     """not_null on every Iceberg `required` column (part of the defaults)."""
-    return [CheckSpec(name=f"{f.name}_not_null", kind="not_null", columns=(f.name,))
-            for f in schema.fields if not f.nullable]
+    return [
+        CheckSpec(name=f"{f.name}_not_null", kind="not_null", columns=(f.name,))
+        for f in schema.fields
+        if not f.nullable
+    ]
 
 
 def _validate_java_regex(spark: SparkSession, pattern: str, where: str) -> None:
@@ -519,8 +586,9 @@ def _validate_java_regex(spark: SparkSession, pattern: str, where: str) -> None:
         raise TableConfigError(f"{where}: bad regex {pattern!r}: {describe(exc)}") from exc
 
 
-def _validate_expression(spark: SparkSession, sql: str, schema: T.StructType,
-                         where: str) -> tuple[str, ...]:
+def _validate_expression(
+    spark: SparkSession, sql: str, schema: T.StructType, where: str
+) -> tuple[str, ...]:
     """Analyse `sql` against `schema`; return the top-level columns it reads."""
     from pyspark.errors import PySparkException
     from pyspark.sql.utils import AnalysisException, ParseException
@@ -533,15 +601,18 @@ def _validate_expression(spark: SparkSession, sql: str, schema: T.StructType,
             # `where` refuses aggregates and window functions: the expression is per row.
             empty.where(F.expr(sql))
     except (AnalysisException, ParseException, PySparkException) as exc:
-        raise TableConfigError(f"{where}: invalid SQL expression {sql!r}: "
-                               f"{_first_line(exc)}") from exc
+        raise TableConfigError(
+            f"{where}: invalid SQL expression {sql!r}: {_first_line(exc)}"
+        ) from exc
     except Exception as exc:  # any other analysis error is the SQL's too (config_fault)
         config_fault(exc, f"{where}: analysing {sql!r}")
-        raise TableConfigError(f"{where}: invalid SQL expression {sql!r}: "
-                               f"{_first_line(exc)}") from exc
+        raise TableConfigError(
+            f"{where}: invalid SQL expression {sql!r}: {_first_line(exc)}"
+        ) from exc
     if not isinstance(result_type, T.BooleanType):
-        raise TableConfigError(f"{where}: expression {sql!r} is {result_type.simpleString()}, "
-                          "not boolean")
+        raise TableConfigError(
+            f"{where}: expression {sql!r} is {result_type.simpleString()}, not boolean"
+        )
     references = selected._jdf.queryExecution().analyzed().references().toSeq()
     names = {references.apply(i).name() for i in range(references.size())}
     return tuple(f.name for f in schema.fields if f.name in names)
@@ -552,8 +623,9 @@ def _empty_frame(spark: SparkSession, schema: T.StructType) -> DataFrame:
     `createDataFrame([], schema)` costs ten times more)."""
     jvm = spark._jvm
     jschema = jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
-    return DataFrame(spark._jsparkSession.createDataFrame(jvm.java.util.ArrayList(), jschema),
-                     spark)
+    return DataFrame(
+        spark._jsparkSession.createDataFrame(jvm.java.util.ArrayList(), jschema), spark
+    )
 
 
 def _coerce(value: Any, type_: T.DataType) -> Any:
@@ -610,5 +682,6 @@ def expression_failing_on(rows: DataFrame, checks: list[Check]) -> TableConfigEr
             return TableConfigError(
                 f"checks: {check.spec.name}: expression {sql!r} fails on the data: "
                 f"{describe(exc)}. Make it hold for every row (e.g. try_cast, try_divide, "
-                "a CASE guard), or remove it")
+                "a CASE guard), or remove it"
+            )
     return None

@@ -74,7 +74,10 @@ class CompactionResult:
     def passed(self) -> bool:
         """Same rows, same digests: the content is unchanged."""
         return (self.before.rows, self.before.xxhash64_sum, self.before.hash32_sum) == (
-            self.after.rows, self.after.xxhash64_sum, self.after.hash32_sum)
+            self.after.rows,
+            self.after.xxhash64_sum,
+            self.after.hash32_sum,
+        )
 
     @property
     def reason(self) -> str | None:
@@ -82,17 +85,25 @@ class CompactionResult:
         if self.passed:
             return None
         if self.before.rows != self.after.rows:
-            return (f"compaction changed the row count of {self.table}: "
-                    f"{self.before.rows} before, {self.after.rows} after")
-        return (f"compaction changed the content of {self.table} (same {self.after.rows} "
-                "rows, different row digest)")
+            return (
+                f"compaction changed the row count of {self.table}: "
+                f"{self.before.rows} before, {self.after.rows} after"
+            )
+        return (
+            f"compaction changed the content of {self.table} (same {self.after.rows} "
+            "rows, different row digest)"
+        )
 
     def to_dict(self) -> dict:
         """The result as JSON-ready data (the maintenance run's report)."""
         from dataclasses import asdict
 
-        return {**asdict(self), "passed": self.passed, "changed": self.changed,
-                "reason": self.reason}
+        return {
+            **asdict(self),
+            "passed": self.passed,
+            "changed": self.changed,
+            "reason": self.reason,
+        }
 
 
 def iceberg_rewrite(spark: Any, catalog: str, table: str, options: dict) -> dict:
@@ -102,7 +113,8 @@ def iceberg_rewrite(spark: Any, catalog: str, table: str, options: dict) -> dict
     pairs = ", ".join(f"'{k}', '{int(v)}'" for k, v in sorted(options.items()))
     row = spark.sql(
         f"CALL {quote(catalog)}.system.rewrite_data_files("
-        f"table => '{namespace}.{name}', options => map({pairs}))").collect()[0]
+        f"table => '{namespace}.{name}', options => map({pairs}))"
+    ).collect()[0]
     return row.asDict()
 
 
@@ -111,18 +123,21 @@ def content(spark: Any, catalog: str, table: str, snapshot_id: int | None) -> Co
     namespace, name = split_table_name(table)
     if snapshot_id is None:
         return Content(None, 0, "0", "0", 0)
-    frame = (spark.read.option("snapshot-id", str(snapshot_id))
-             .table(quote_parts(catalog, namespace, name)))
+    frame = spark.read.option("snapshot-id", str(snapshot_id)).table(
+        quote_parts(catalog, namespace, name)
+    )
     columns = ", ".join(_hashable(field) for field in frame.schema.fields)
     frame.createOrReplaceTempView("_wap_compaction_audit")
     row = spark.sql(
         f"SELECT count(*) AS n, "  # noqa: S608 (quoted column names)
         f"CAST(coalesce(sum(CAST(xxhash64({columns}) AS DECIMAL(20, 0))), 0) AS STRING) AS x, "
         f"CAST(coalesce(sum(CAST(hash({columns}) AS BIGINT)), 0) AS STRING) AS h "
-        f"FROM _wap_compaction_audit").collect()[0]
+        f"FROM _wap_compaction_audit"
+    ).collect()[0]
     files = spark.sql(
         f"SELECT count(*) FROM {quote_parts(catalog, namespace, name)}.files "  # noqa: S608
-        f"VERSION AS OF {int(snapshot_id)}").collect()[0][0]
+        f"VERSION AS OF {int(snapshot_id)}"
+    ).collect()[0][0]
     return Content(snapshot_id, int(row["n"]), row["x"], row["h"], int(files))
 
 
@@ -139,13 +154,22 @@ def current_snapshot(spark: Any, catalog: str, table: str) -> int | None:
     namespace, name = split_table_name(table)
     rows = spark.sql(
         f"SELECT snapshot_id FROM {quote_parts(catalog, namespace, name)}.history "  # noqa: S608
-        "WHERE is_current_ancestor ORDER BY made_current_at DESC LIMIT 1").collect()
+        "WHERE is_current_ancestor ORDER BY made_current_at DESC LIMIT 1"
+    ).collect()
     return int(rows[0][0]) if rows else None
 
 
-def compact(spark: Any, *, template: str, run_catalog: str, table: str, branch: str,
-            target_file_size: int, min_files: int,
-            rewrite: Rewrite = iceberg_rewrite) -> CompactionResult:
+def compact(
+    spark: Any,
+    *,
+    template: str,
+    run_catalog: str,
+    table: str,
+    branch: str,
+    target_file_size: int,
+    min_files: int,
+    rewrite: Rewrite = iceberg_rewrite,
+) -> CompactionResult:
     """Rewrite `table`'s small files on `branch` (a fresh branch from main) and audit it.
 
     `run_catalog` is configured as a copy of `template` at `branch`
@@ -154,15 +178,24 @@ def compact(spark: Any, *, template: str, run_catalog: str, table: str, branch: 
     configure_run_catalog(spark, template, run_catalog, branch)
     before_id = current_snapshot(spark, run_catalog, table)
     before = content(spark, run_catalog, table, before_id)
-    answer = rewrite(spark, run_catalog, table, {
-        "target-file-size-bytes": target_file_size,
-        "min-input-files": min_files,
-    })
+    answer = rewrite(
+        spark,
+        run_catalog,
+        table,
+        {
+            "target-file-size-bytes": target_file_size,
+            "min-input-files": min_files,
+        },
+    )
     after = content(spark, run_catalog, table, current_snapshot(spark, run_catalog, table))
     return CompactionResult(
-        table=table, branch=branch, before=before, after=after,
+        table=table,
+        branch=branch,
+        before=before,
+        after=after,
         rewritten_files=int(answer.get("rewritten_data_files_count") or 0),
-        added_files=int(answer.get("added_data_files_count") or 0))
+        added_files=int(answer.get("added_data_files_count") or 0),
+    )
 
 
 def check_job_args(args: CompactionArgs) -> CompactionArgs:
@@ -178,14 +211,25 @@ def check_job_args(args: CompactionArgs) -> CompactionArgs:
 def run_job(spark: Any, args: CompactionArgs) -> dict:
     """Compact on the branch and write the result to `--report-uri` (ReportWriteError when
     that fails); any other failure propagates, so the run ends FAILED with its reason."""
-    result = compact(spark, template=args.catalog, run_catalog=f"wap_{args.run_id[:8]}",
-                     table=args.table, branch=args.branch,
-                     target_file_size=args.target_file_size, min_files=args.min_files,
-                     # Looked up when called, not bound at import: a test may replace it.
-                     rewrite=iceberg_rewrite)
+    result = compact(
+        spark,
+        template=args.catalog,
+        run_catalog=f"wap_{args.run_id[:8]}",
+        table=args.table,
+        branch=args.branch,
+        target_file_size=args.target_file_size,
+        min_files=args.min_files,
+        # Looked up when called, not bound at import: a test may replace it.
+        rewrite=iceberg_rewrite,
+    )
     # What the publisher merges: exactly the head this job audited, never a newer one.
     head = nessie_branch_hash(catalog_conf(spark, args.catalog), args.catalog, args.branch)
-    report = {"report_version": REPORT_VERSION, "kind": REPORT_KIND, "run_id": args.run_id,
-              "head_hash": head, **result.to_dict()}
+    report = {
+        "report_version": REPORT_VERSION,
+        "kind": REPORT_KIND,
+        "run_id": args.run_id,
+        "head_hash": head,
+        **result.to_dict(),
+    }
     write_report(spark, args.report_uri, report)
     return report

@@ -17,8 +17,9 @@ HADOOP_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO"
 SESSION_TIME_ZONE = "UTC"
 
 
-def lake_catalog_conf(nessie_uri_v2: str, warehouse_uri: str, catalog: str = CATALOG,
-                      ref: str = "main") -> dict[str, str]:
+def lake_catalog_conf(
+    nessie_uri_v2: str, warehouse_uri: str, catalog: str = CATALOG, ref: str = "main"
+) -> dict[str, str]:
     """Spark conf of an Iceberg catalog backed by Nessie (API v2 base URI)."""
     prefix = f"spark.sql.catalog.{catalog}"
     return {
@@ -33,8 +34,9 @@ def lake_catalog_conf(nessie_uri_v2: str, warehouse_uri: str, catalog: str = CAT
     }
 
 
-def job_spark_conf(*, iceberg_jar: str, nessie_uri_v2: str, warehouse_uri: str,
-                   catalog: str = CATALOG) -> dict[str, str]:
+def job_spark_conf(
+    *, iceberg_jar: str, nessie_uri_v2: str, warehouse_uri: str, catalog: str = CATALOG
+) -> dict[str, str]:
     """Everything the job needs from Spark: the Iceberg jar alone, its extensions, the catalog."""
     return {
         # Only this jar: EMR Serverless adds its own Iceberg build only when spark.jars names it.

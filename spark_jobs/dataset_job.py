@@ -32,8 +32,9 @@ from spark_jobs.writer import CatalogTable, create_namespace, load_table, rows_a
 
 def load_dataset_config(spark, uri: str) -> DatasetConfig:
     """The dataset's config at `uri`; TableConfigError when it is missing or invalid."""
-    data = hadoop_fs.read_config(spark, uri, "dataset config",
-                                 f"{uri} is larger than {MAX_CONFIG_BYTES} bytes")
+    data = hadoop_fs.read_config(
+        spark, uri, "dataset config", f"{uri} is larger than {MAX_CONFIG_BYTES} bytes"
+    )
     if data is None:
         raise TableConfigError(f"no dataset config at {uri}")
     return parse_dataset_config_bytes(data, uri, yaml=yaml)
@@ -48,36 +49,57 @@ def run_dataset(spark, args, report: Report, run_table: Callable) -> None:
     modules do not import each other."""
     config = load_dataset_config(spark, args.dataset_config_uri)
     if args.table != config.tables[0]:
-        raise TableConfigError(f"--table must be the dataset's first table {config.tables[0]}, "
-                               f"not {args.table}")
+        raise TableConfigError(
+            f"--table must be the dataset's first table {config.tables[0]}, not {args.table}"
+        )
     unknown = sorted(set(args.source_tables) - set(config.tables))
     if unknown:
-        raise TableConfigError(f"dataset {config.name} has no table {', '.join(unknown)} "
-                               f"(its tables: {', '.join(config.tables)})")
+        raise TableConfigError(
+            f"dataset {config.name} has no table {', '.join(unknown)} "
+            f"(its tables: {', '.join(config.tables)})"
+        )
     conf = configure_run_catalog(spark, args.catalog, args.run_catalog, args.branch)
-    chosen = {table: [i for i, owner in enumerate(args.source_tables) if owner == table]
-              for table in config.tables}
-    refs = {table: CatalogTable(args.run_catalog, *split_table_name(table))
-            for table in config.tables}
+    chosen = {
+        table: [i for i, owner in enumerate(args.source_tables) if owner == table]
+        for table in config.tables
+    }
+    refs = {
+        table: CatalogTable(args.run_catalog, *split_table_name(table)) for table in config.tables
+    }
     for table in config.tables:
         if not chosen[table] and load_table(spark, refs[table]) is None:
-            raise _on_table(TableConfigError(
-                f"the drop brings no files for {table}, which does not exist yet"), table)
+            raise _on_table(
+                TableConfigError(f"the drop brings no files for {table}, which does not exist yet"),
+                table,
+            )
     # Namespaces first, one after another: the tables' writes then touch different keys
     # only, which Nessie commits side by side on one branch.
     for namespace in dict.fromkeys(split_table_name(t)[0] for t in config.tables if chosen[t]):
         create_namespace(spark, CatalogTable(args.run_catalog, namespace, "_"))
-    writes = {table: (sub_args, Report(ingest_id=args.ingest_id, table=table,
-                                       source_uris=sub_args.sources, branch=args.branch))
-              for table, indexes in chosen.items() if indexes
-              for sub_args in [_table_args(args, table, indexes)]}
+    writes = {
+        table: (
+            sub_args,
+            Report(
+                ingest_id=args.ingest_id,
+                table=table,
+                source_uris=sub_args.sources,
+                branch=args.branch,
+            ),
+        )
+        for table, indexes in chosen.items()
+        if indexes
+        for sub_args in [_table_args(args, table, indexes)]
+    }
     # Each table is written and audited in its own thread: Spark runs their jobs side by
     # side, so the dataset takes about as long as its largest table, not their sum.
     writes_started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, len(writes)),
-                            thread_name_prefix="dataset-table") as pool:
-        futures = {table: pool.submit(_timed_run, run_table, spark, sub_args, sub)
-                   for table, (sub_args, sub) in writes.items()}
+    with ThreadPoolExecutor(
+        max_workers=max(1, len(writes)), thread_name_prefix="dataset-table"
+    ) as pool:
+        futures = {
+            table: pool.submit(_timed_run, run_table, spark, sub_args, sub)
+            for table, (sub_args, sub) in writes.items()
+        }
         results = {}
         for table, future in futures.items():
             try:
@@ -100,14 +122,22 @@ def run_dataset(spark, args, report: Report, run_table: Callable) -> None:
         report.timings.update({f"{table}.{key}": value for key, value in sub.timings.items()})
         # The table as this run left it (its snapshot), whatever the other thread committed.
         new_rows[table] = rows_added(spark, ref, written)
-        earlier_rows[table] = (None if written.parent_id is None else  # a new table
-                               spark.read.format("iceberg")
-                               .option("snapshot-id", written.parent_id).load(ref.sql))
+        earlier_rows[table] = (
+            None
+            if written.parent_id is None
+            # a new table
+            else spark.read.format("iceberg").option("snapshot-id", written.parent_id).load(ref.sql)
+        )
         added[table] = written.rows_written
-        parts.append(TableWrite(table=table, snapshot_id=written.snapshot_id,
-                                rows_written=written.rows_written,
-                                source_uris=tuple(sub_args.sources),
-                                schema_changes=tuple(sub.schema_changes)))
+        parts.append(
+            TableWrite(
+                table=table,
+                snapshot_id=written.snapshot_id,
+                rows_written=written.rows_written,
+                source_uris=tuple(sub_args.sources),
+                schema_changes=tuple(sub.schema_changes),
+            )
+        )
     report.timed("tables_s", writes_started)
     start = time.perf_counter()
     report.checks += evaluate_relations(spark, config, new_rows, earlier_rows, added)
@@ -132,14 +162,20 @@ def _timed_run(run_table: Callable, spark, args, report: Report):
 
 def _table_args(args, table: str, indexes: list[int]):
     """The single-table arguments of one table of the dataset (its sources, in order)."""
-    return replace(args, table=table, sources=[args.sources[i] for i in indexes],
-                   source_origins=tuple(args.source_origins[i] for i in indexes)
-                   if args.source_origins else (),
-                   all_or_nothing=True, dataset_config_uri=None, source_tables=())
+    return replace(
+        args,
+        table=table,
+        sources=[args.sources[i] for i in indexes],
+        source_origins=tuple(args.source_origins[i] for i in indexes)
+        if args.source_origins
+        else (),
+        all_or_nothing=True,
+        dataset_config_uri=None,
+        source_tables=(),
+    )
 
 
 def _on_table(exc: Exception, table: str) -> Exception:
     """`exc`, marked with the table it happened on (the report's reason names it)."""
     exc.dataset_table = table  # type: ignore[attr-defined]
     return exc
-

@@ -84,76 +84,103 @@ class ReportWriteError(WapJobError):
 
 
 # Spark error classes (`SparkThrowable.getErrorClass()`, the part before the first dot).
-INPUT_ERROR_CLASSES = frozenset({
-    "CANNOT_READ_FILE_FOOTER",  # the footer of a file with valid magic bytes does not decode
-    "CANNOT_MERGE_SCHEMAS",  # the source files' schemas conflict (mergeSchema)
-    "CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE",
-    # Spark 4's null in a NOT NULL column; Spark 3.5 throws a bare NullPointerException
-    # instead (see _is_not_null_assertion).
-    "NOT_NULL_ASSERT_VIOLATION",
-    # What a file holds that Spark cannot take (hints in INPUT_HINTS):
-    "INCONSISTENT_BEHAVIOR_CROSS_VERSION",  # dates before 1582 from an unknown writer
-    "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION",  # decimal(40, x): Spark stops at 38
-    "COLUMN_ALREADY_EXISTS",  # two columns of one name
-    "_LEGACY_ERROR_TEMP_1173",  # Spark 3.5's "Illegal Parquet type" (nanos, time64)
-    "PARQUET_TYPE_ILLEGAL", "PARQUET_TYPE_NOT_SUPPORTED", "PARQUET_TYPE_NOT_RECOGNIZED",
-    # An expression of a check that fails on the data (the config's, see checks.py).
-    "CAST_INVALID_INPUT", "CAST_OVERFLOW", "DIVIDE_BY_ZERO", "ARITHMETIC_OVERFLOW",
-    "USER_RAISED_EXCEPTION", "INVALID_ARRAY_INDEX", "INVALID_ARRAY_INDEX_IN_ELEMENT_AT",
-})
+INPUT_ERROR_CLASSES = frozenset(
+    {
+        "CANNOT_READ_FILE_FOOTER",  # the footer of a file with valid magic bytes does not decode
+        "CANNOT_MERGE_SCHEMAS",  # the source files' schemas conflict (mergeSchema)
+        "CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE",
+        # Spark 4's null in a NOT NULL column; Spark 3.5 throws a bare NullPointerException
+        # instead (see _is_not_null_assertion).
+        "NOT_NULL_ASSERT_VIOLATION",
+        # What a file holds that Spark cannot take (hints in INPUT_HINTS):
+        "INCONSISTENT_BEHAVIOR_CROSS_VERSION",  # dates before 1582 from an unknown writer
+        "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION",  # decimal(40, x): Spark stops at 38
+        "COLUMN_ALREADY_EXISTS",  # two columns of one name
+        "_LEGACY_ERROR_TEMP_1173",  # Spark 3.5's "Illegal Parquet type" (nanos, time64)
+        "PARQUET_TYPE_ILLEGAL",
+        "PARQUET_TYPE_NOT_SUPPORTED",
+        "PARQUET_TYPE_NOT_RECOGNIZED",
+        # An expression of a check that fails on the data (the config's, see checks.py).
+        "CAST_INVALID_INPUT",
+        "CAST_OVERFLOW",
+        "DIVIDE_BY_ZERO",
+        "ARITHMETIC_OVERFLOW",
+        "USER_RAISED_EXCEPTION",
+        "INVALID_ARRAY_INDEX",
+        "INVALID_ARRAY_INDEX_IN_ELEMENT_AT",
+    }
+)
 # What to do about each input cause, added to the reason (by error class or class).
 INPUT_HINTS = {
-    "INCONSISTENT_BEHAVIOR_CROSS_VERSION":
+    "INCONSISTENT_BEHAVIOR_CROSS_VERSION": (
         "the file holds dates before 1582-10-15 or timestamps before 1900 and does not say "
         "which calendar wrote them; rewrite it with a writer that records it (Spark 3+, "
-        "parquet-mr with the proleptic Gregorian calendar), or drop those values",
-    "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION":
+        "parquet-mr with the proleptic Gregorian calendar), or drop those values"
+    ),
+    "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION": (
         "Spark and Iceberg hold decimals of at most 38 digits: write that column as "
-        "decimal(38, s) or less, or as a string",
+        "decimal(38, s) or less, or as a string"
+    ),
     "COLUMN_ALREADY_EXISTS": "rename one of the two columns of that name",
-    "_LEGACY_ERROR_TEMP_1173":
+    "_LEGACY_ERROR_TEMP_1173": (
         "Spark cannot read nanosecond timestamps nor time-of-day (time32/time64) columns: "
         "write timestamps in microseconds (pyarrow: coerce_timestamps='us') and times as a "
-        "string or a number",
-    "UNSUPPORTED_CODEC":
+        "string or a number"
+    ),
+    "UNSUPPORTED_CODEC": (
         "the file is compressed with a codec the job cannot decode (e.g. brotli, lz4_raw): "
-        "write it with snappy, zstd, gzip or no compression",
+        "write it with snappy, zstd, gzip or no compression"
+    ),
 }
 INPUT_HINTS["PARQUET_TYPE_ILLEGAL"] = INPUT_HINTS["_LEGACY_ERROR_TEMP_1173"]
 UNSUPPORTED_CODEC = "UNSUPPORTED_CODEC"
 # Causes of an expression failing on a row: a check's `sql` that is not total (checks.py).
-EVALUATION_ERROR_CLASSES = frozenset({
-    "CAST_INVALID_INPUT", "CAST_OVERFLOW", "DIVIDE_BY_ZERO", "ARITHMETIC_OVERFLOW",
-    "USER_RAISED_EXCEPTION", "INVALID_ARRAY_INDEX", "INVALID_ARRAY_INDEX_IN_ELEMENT_AT"})
+EVALUATION_ERROR_CLASSES = frozenset(
+    {
+        "CAST_INVALID_INPUT",
+        "CAST_OVERFLOW",
+        "DIVIDE_BY_ZERO",
+        "ARITHMETIC_OVERFLOW",
+        "USER_RAISED_EXCEPTION",
+        "INVALID_ARRAY_INDEX",
+        "INVALID_ARRAY_INDEX_IN_ELEMENT_AT",
+    }
+)
 _CODEC_CLASS = re.compile(r"^[\w.$]+\.\w+Codec$")  # a compression codec's class
-INFRASTRUCTURE_ERROR_CLASSES = frozenset({
-    "PATH_NOT_FOUND",  # a source is a staged copy the trigger just made: missing = not ours
-})
+INFRASTRUCTURE_ERROR_CLASSES = frozenset(
+    {
+        "PATH_NOT_FOUND",  # a source is a staged copy the trigger just made: missing = not ours
+    }
+)
 # Java classes, matched against every class in a cause's hierarchy.
-INPUT_CLASSES = frozenset({
-    "org.apache.parquet.io.ParquetDecodingException",  # the bytes of a page do not decode
-    "shaded.parquet.org.apache.thrift.protocol.TProtocolException",  # page header (thrift)
-    "org.apache.thrift.protocol.TProtocolException",  # the same from an unshaded parquet
-    # Iceberg refusing the schema or partition spec the file or the config asks for
-    # (e.g. day() on a double at CREATE TABLE).
-    "org.apache.iceberg.exceptions.ValidationException",
-})
-INFRASTRUCTURE_CLASSES = frozenset({
-    # Every filesystem and network failure: S3 503/throttling, access denied, a missing
-    # file, no FileSystem for a scheme, connection refused, timeouts.
-    "java.io.IOException",
-    "java.io.UncheckedIOException",
-    "org.apache.iceberg.exceptions.RuntimeIOException",
-    "org.apache.iceberg.exceptions.NotFoundException",  # a file Iceberg's metadata names
-    "org.apache.iceberg.exceptions.CommitFailedException",
-    "org.apache.iceberg.exceptions.CommitStateUnknownException",
-    "org.apache.iceberg.exceptions.ServiceFailureException",
-    "org.apache.iceberg.exceptions.ServiceUnavailableException",
-    "java.lang.ClassNotFoundException",  # a jar missing from the cluster
-    "java.lang.LinkageError",  # NoClassDefFoundError and friends
-    "java.lang.VirtualMachineError",  # out of memory
-    "java.util.concurrent.TimeoutException",
-})
+INPUT_CLASSES = frozenset(
+    {
+        "org.apache.parquet.io.ParquetDecodingException",  # the bytes of a page do not decode
+        "shaded.parquet.org.apache.thrift.protocol.TProtocolException",  # page header (thrift)
+        "org.apache.thrift.protocol.TProtocolException",  # the same from an unshaded parquet
+        # Iceberg refusing the schema or partition spec the file or the config asks for
+        # (e.g. day() on a double at CREATE TABLE).
+        "org.apache.iceberg.exceptions.ValidationException",
+    }
+)
+INFRASTRUCTURE_CLASSES = frozenset(
+    {
+        # Every filesystem and network failure: S3 503/throttling, access denied, a missing
+        # file, no FileSystem for a scheme, connection refused, timeouts.
+        "java.io.IOException",
+        "java.io.UncheckedIOException",
+        "org.apache.iceberg.exceptions.RuntimeIOException",
+        "org.apache.iceberg.exceptions.NotFoundException",  # a file Iceberg's metadata names
+        "org.apache.iceberg.exceptions.CommitFailedException",
+        "org.apache.iceberg.exceptions.CommitStateUnknownException",
+        "org.apache.iceberg.exceptions.ServiceFailureException",
+        "org.apache.iceberg.exceptions.ServiceUnavailableException",
+        "java.lang.ClassNotFoundException",  # a jar missing from the cluster
+        "java.lang.LinkageError",  # NoClassDefFoundError and friends
+        "java.lang.VirtualMachineError",  # out of memory
+        "java.util.concurrent.TimeoutException",
+    }
+)
 INFRASTRUCTURE_PACKAGES = (
     "org.projectnessie.",  # Nessie's client: unreachable, HTTP 4xx/5xx, conflicts
     "com.amazonaws.",  # AWS SDK v1 (EMRFS)
@@ -212,8 +239,9 @@ def classify(exc: BaseException) -> Verdict:
     return Verdict(INFRASTRUCTURE, UNKNOWN)
 
 
-def as_job_error(exc: BaseException, message: str,
-                 input_error: type[WapJobError] = InputRejectedError) -> WapJobError:
+def as_job_error(
+    exc: BaseException, message: str, input_error: type[WapJobError] = InputRejectedError
+) -> WapJobError:
     """`input_error(message)` when the input caused `exc`, else an InfrastructureError
     whose message ends with the deciding cause (`[NessieUnavailableException]`)."""
     if isinstance(exc, WapJobError):
@@ -273,12 +301,15 @@ def _classify_throwable(throwable: Any) -> Verdict | None:
     hierarchy = _hierarchy(throwable)
     name = hierarchy[0]
     if name == "java.lang.ClassNotFoundException" and _CODEC_CLASS.match(
-            str(throwable.getMessage() or "").strip()):
+        str(throwable.getMessage() or "").strip()
+    ):
         return Verdict(INPUT, UNSUPPORTED_CODEC, throwable)  # the file's codec, not a jar
     if any(cls in INPUT_CLASSES for cls in hierarchy):
         return Verdict(INPUT, name, throwable)
-    if any(cls in INFRASTRUCTURE_CLASSES or cls.startswith(INFRASTRUCTURE_PACKAGES)
-           for cls in hierarchy):
+    if any(
+        cls in INFRASTRUCTURE_CLASSES or cls.startswith(INFRASTRUCTURE_PACKAGES)
+        for cls in hierarchy
+    ):
         return Verdict(INFRASTRUCTURE, name, throwable)
     if name == "java.lang.NullPointerException" and _is_not_null_assertion(throwable):
         return Verdict(INPUT, NOT_NULL_NPE, throwable)
@@ -286,7 +317,8 @@ def _classify_throwable(throwable: Any) -> Verdict | None:
     if name == "java.lang.IllegalArgumentException" and origin.startswith("org.apache.iceberg."):
         return Verdict(INPUT, name, throwable)  # Iceberg refusing a transform, a width
     if name == "java.lang.RuntimeException" and (
-            origin.endswith(".RaiseError") or ".expressions.GeneratedClass" in origin):
+        origin.endswith(".RaiseError") or ".expressions.GeneratedClass" in origin
+    ):
         # Spark 3.5's assert_true/raise_error: a bare RuntimeException from the expression
         # or the generated code it is inlined in (Spark 4: USER_RAISED_EXCEPTION).
         return Verdict(INPUT, "USER_RAISED_EXCEPTION", throwable)
@@ -305,6 +337,7 @@ def _classify_python(exc: BaseException) -> Verdict | None:
         Py4JError = ()
     try:
         import yaml
+
         yaml_error: tuple[type[BaseException], ...] = (yaml.YAMLError,)
     except ImportError:
         yaml_error = ()
@@ -324,8 +357,7 @@ def _error_class(throwable: Any) -> str | None:
     except ImportError:
         return None
     gateway = SparkContext._gateway
-    if gateway is None or not is_instance_of(gateway, throwable,
-                                             "org.apache.spark.SparkThrowable"):
+    if gateway is None or not is_instance_of(gateway, throwable, "org.apache.spark.SparkThrowable"):
         return None
     error_class = throwable.getErrorClass()
     return str(error_class).split(".", 1)[0] if error_class else None
@@ -351,8 +383,10 @@ def _is_not_null_assertion(throwable: Any) -> bool:
     if len(frames) == 0:
         return False
     origin = str(frames[0].getClassName())
-    if not (origin == "org.apache.spark.sql.catalyst.expressions.objects.AssertNotNull"
-            or origin.startswith("org.apache.spark.sql.catalyst.expressions.GeneratedClass")):
+    if not (
+        origin == "org.apache.spark.sql.catalyst.expressions.objects.AssertNotNull"
+        or origin.startswith("org.apache.spark.sql.catalyst.expressions.GeneratedClass")
+    ):
         return False
     return str(throwable.getMessage() or "").startswith(NOT_NULL_MESSAGE)
 
@@ -394,11 +428,14 @@ def _describe_java(chain: list[Any]) -> str:
         return str(chain[-1].toString())
     # A wrapper that only adds context in front of its cause's message reads better
     # ("can not read class ...PageHeader: don't know what type: 15").
-    while holder > 0 and messages[holder - 1].endswith(messages[holder]) \
-            and "\n" not in messages[holder - 1]:
+    while (
+        holder > 0
+        and messages[holder - 1].endswith(messages[holder])
+        and "\n" not in messages[holder - 1]
+    ):
         holder -= 1
     text = messages[holder]
-    below = [str(cause.getClass().getName()) for cause in chain[holder + 1:]]
+    below = [str(cause.getClass().getName()) for cause in chain[holder + 1 :]]
     below = [name for name in below if name not in text]
     if below:
         text = f"{text.splitlines()[0]} (caused by {', '.join(dict.fromkeys(below))})"

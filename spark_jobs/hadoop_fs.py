@@ -58,8 +58,9 @@ def read_config(spark, uri: str, what: str, too_large: str) -> bytes | None:
     except TooLargeError as exc:
         raise TableConfigError(too_large) from exc
     except Exception as exc:
-        raise as_job_error(exc, f"cannot read the {what} {uri}: {describe(exc)}",
-                           TableConfigError) from exc
+        raise as_job_error(
+            exc, f"cannot read the {what} {uri}: {describe(exc)}", TableConfigError
+        ) from exc
 
 
 def read_range(spark, uri: str, offset: int, length: int) -> bytes:

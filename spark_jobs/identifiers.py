@@ -19,7 +19,8 @@ def validate_identifier(name: str, what: str = "identifier") -> str:
     InvalidArgumentError."""
     if not naming.is_identifier(name):
         raise InvalidArgumentError(
-            f"invalid {what} {name!r}: must match {naming.IDENTIFIER.pattern}")
+            f"invalid {what} {name!r}: must match {naming.IDENTIFIER.pattern}"
+        )
     return name
 
 
@@ -43,7 +44,8 @@ def validate_ingest_id(ingest_id: str) -> str:
     if not naming.is_ingest_id(ingest_id):
         raise InvalidArgumentError(
             f"invalid ingest id {ingest_id!r}: expected {naming.INGEST_ID_LENGTH} lower-case "
-            "hex characters")
+            "hex characters"
+        )
     return ingest_id
 
 

@@ -29,5 +29,8 @@ def java_iterable(items) -> list:
 def java_map(mapping, keep=None) -> dict[Any, Any]:
     """A `java.util.Map` as a dict; `keep(key)` picks the keys to fetch values of."""
     keys = mapping.keySet().toArray()
-    return {key: mapping.get(key) for key in (keys[index] for index in range(len(keys)))
-            if keep is None or keep(key)}
+    return {
+        key: mapping.get(key)
+        for key in (keys[index] for index in range(len(keys)))
+        if keep is None or keep(key)
+    }

@@ -42,7 +42,7 @@ def compact_unscaled(value: Decimal, data_type: T.DecimalType) -> int | None:
     if scaled != scaled.to_integral_value():
         return None
     unscaled = int(scaled)
-    return unscaled if abs(unscaled) < 10 ** data_type.precision else None
+    return unscaled if abs(unscaled) < 10**data_type.precision else None
 
 
 def _jvm_decimal_literal(unscaled: int, data_type: T.DecimalType) -> Column | None:
@@ -53,7 +53,8 @@ def _jvm_decimal_literal(unscaled: int, data_type: T.DecimalType) -> Column | No
         types = jvm.org.apache.spark.sql.types
         value = types.Decimal.apply(unscaled, data_type.precision, data_type.scale)
         expression = jvm.org.apache.spark.sql.catalyst.expressions.Literal.create(
-            value, types.DecimalType(data_type.precision, data_type.scale))
+            value, types.DecimalType(data_type.precision, data_type.scale)
+        )
         return Column(jvm.org.apache.spark.sql.Column(expression))
     except Exception:  # a Spark whose internals moved: correct, only slower
         return None

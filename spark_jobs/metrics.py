@@ -46,11 +46,17 @@ class SnapshotStats:
 def load_iceberg_table(spark, name: str):
     """The Java Iceberg `Table` behind a Spark table name (quoted multi-part)."""
     return spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-        spark._jsparkSession, name)
+        spark._jsparkSession, name
+    )
 
 
-def snapshot_stats(spark, table, snapshot_id: int, columns: set[str] | None = None,
-                   dictionary_columns: set[str] = frozenset()) -> SnapshotStats:
+def snapshot_stats(
+    spark,
+    table,
+    snapshot_id: int,
+    columns: set[str] | None = None,
+    dictionary_columns: set[str] = frozenset(),
+) -> SnapshotStats:
     """Merge the metrics of the data files `snapshot_id` added, per top-level column.
 
     `columns`: only these (the checked ones); every py4j call costs, tables are wide.
@@ -113,7 +119,9 @@ def _add_dictionary_values(spark, location: str, distinct: dict[str, set | None]
     try:
         reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
             jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
-                jvm.org.apache.hadoop.fs.Path(location), spark._jsc.hadoopConfiguration()))
+                jvm.org.apache.hadoop.fs.Path(location), spark._jsc.hadoopConfiguration()
+            )
+        )
     except Exception:
         log.warning("cannot open %s for its dictionaries", location, exc_info=True)
         distinct.update(dict.fromkeys(distinct))
@@ -122,8 +130,9 @@ def _add_dictionary_values(spark, location: str, distinct: dict[str, set | None]
         footer = reader.getFooter()
         # Only top-level primitive columns: their leaf index is fixed for every row group.
         leaves = {}
-        for index, descriptor in enumerate(java_list(footer.getFileMetaData().getSchema()
-                                                     .getColumns())):
+        for index, descriptor in enumerate(
+            java_list(footer.getFileMetaData().getSchema().getColumns())
+        ):
             path = list(descriptor.getPath())
             if len(path) == 1 and path[0] in distinct:
                 leaves[index] = (path[0], descriptor)
@@ -134,8 +143,9 @@ def _add_dictionary_values(spark, location: str, distinct: dict[str, set | None]
             chunks = block.getColumns()
             for index, (name, descriptor) in leaves.items():
                 if distinct[name] is not None:
-                    distinct[name] = _chunk_values(chunks.get(index), descriptor, dictionaries,
-                                                   distinct[name])
+                    distinct[name] = _chunk_values(
+                        chunks.get(index), descriptor, dictionaries, distinct[name]
+                    )
     except Exception:
         log.warning("cannot read the dictionaries of %s", location, exc_info=True)
         distinct.update(dict.fromkeys(distinct))
@@ -145,8 +155,11 @@ def _add_dictionary_values(spark, location: str, distinct: dict[str, set | None]
 
 def _chunk_values(chunk, descriptor, dictionaries, values: set) -> set | None:
     chunk_stats = chunk.getStatistics()
-    if chunk_stats is not None and chunk_stats.isNumNullsSet() \
-            and chunk_stats.getNumNulls() == chunk.getValueCount():
+    if (
+        chunk_stats is not None
+        and chunk_stats.isNumNullsSet()
+        and chunk_stats.getNumNulls() == chunk.getValueCount()
+    ):
         return values  # only nulls in this row group
     encodings = chunk.getEncodingStats()
     if encodings is None or encodings.hasNonDictionaryEncodedPages():
@@ -155,8 +168,9 @@ def _chunk_values(chunk, descriptor, dictionaries, values: set) -> set | None:
     if page is None:
         return None
     dictionary = page.getEncoding().initDictionary(descriptor, page)
-    values.update(dictionary.decodeToBinary(i).toStringUsingUTF8()
-                  for i in range(dictionary.getMaxId() + 1))
+    values.update(
+        dictionary.decodeToBinary(i).toStringUsingUTF8() for i in range(dictionary.getMaxId() + 1)
+    )
     return values
 
 

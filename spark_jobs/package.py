@@ -26,8 +26,11 @@ SKIP_SUFFIXES = (".pyc", ".so", ".pyd", ".md")
 
 def _python_files(root: Path, arcroot: str):
     for path in sorted(root.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts \
-                and not path.name.endswith(SKIP_SUFFIXES):
+        if (
+            path.is_file()
+            and "__pycache__" not in path.parts
+            and not path.name.endswith(SKIP_SUFFIXES)
+        ):
             yield path, f"{arcroot}/{path.relative_to(root).as_posix()}"
 
 
@@ -52,8 +55,9 @@ def build(out_dir: str | Path) -> tuple[Path, Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_jobs.package",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m spark_jobs.package", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("out_dir", nargs="?", default="build/job")
     args = parser.parse_args(argv)
     entry, archive = build(args.out_dir)

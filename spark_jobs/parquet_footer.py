@@ -47,10 +47,16 @@ def footer_problems(spark, uri: str) -> list[str]:
                 problems.append(f"column {name!r} is {logical.lower()}")
             elif logical in ("DATE",) or logical.startswith("TIMESTAMP("):
                 problems.append(f"column {name!r} holds dates or timestamps")
-        codecs = {str(chunk.getCodec().name()) for block in footer.getBlocks()
-                  for chunk in block.getColumns()}
-        problems += [f"compressed with {codec.lower()}" for codec in sorted(codecs)
-                     if codec not in READABLE_CODECS]
+        codecs = {
+            str(chunk.getCodec().name())
+            for block in footer.getBlocks()
+            for chunk in block.getColumns()
+        }
+        problems += [
+            f"compressed with {codec.lower()}"
+            for codec in sorted(codecs)
+            if codec not in READABLE_CODECS
+        ]
         return problems
     except Exception:
         return []
@@ -72,8 +78,11 @@ def explain(spark, uris: list[str], only_dates: bool = False) -> str:
     """` (file: problem; ...)` for the files whose footers show problems, else ''."""
     parts = []
     for uri in uris[:20]:
-        problems = [p for p in footer_problems(spark, uri)
-                    if only_dates == p.endswith("holds dates or timestamps")]
+        problems = [
+            p
+            for p in footer_problems(spark, uri)
+            if only_dates == p.endswith("holds dates or timestamps")
+        ]
         if problems:
             parts.append(f"{uri.rsplit('/', 1)[-1]}: {', '.join(problems)}")
     return f" ({'; '.join(parts)})" if parts else ""

@@ -58,10 +58,13 @@ class Usable:
         return [info.uri for info in self.files]
 
 
-def usable_sources(spark: SparkSession, sources: list[str],
-                   plan: Callable[[T.StructType], object],
-                   all_or_nothing: bool = False,
-                   reader: SourceReader = PARQUET_READER) -> tuple[Usable, DataFrame]:
+def usable_sources(
+    spark: SparkSession,
+    sources: list[str],
+    plan: Callable[[T.StructType], object],
+    all_or_nothing: bool = False,
+    reader: SourceReader = PARQUET_READER,
+) -> tuple[Usable, DataFrame]:
     """The sources to write and their merged rows; the rest rejected one by one.
 
     `plan(schema)` is the table's schema plan for rows of that schema (raises
@@ -102,8 +105,9 @@ def usable_sources(spark: SparkSession, sources: list[str],
     return usable, read_sources(spark, usable.uris, reader)
 
 
-def leave_out_undecodable(spark: SparkSession, usable: Usable,
-                          reader: SourceReader = PARQUET_READER) -> bool:
+def leave_out_undecodable(
+    spark: SparkSession, usable: Usable, reader: SourceReader = PARQUET_READER
+) -> bool:
     """After a write the rows refused (a page that does not decode behind a valid footer,
     a gzip stream that ends early):
     find the files whose rows do not decode, by halves, and leave their sources out.
@@ -150,12 +154,18 @@ def leave_out_undecodable(spark: SparkSession, usable: Usable,
     return bool(bad)
 
 
-def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
-                  checks: list[Check], now: dt.datetime, *,
-                  failed_on_main: Callable[[], DataFrame | None] | None = None,
-                  batch_failed: frozenset[str] = frozenset(),
-                  reader: SourceReader = PARQUET_READER,
-                  parse_errors: ParseErrorsCheck | None = None) -> dict[str, SourceVerdict]:
+def judge_sources(
+    spark: SparkSession,
+    usable: Usable,
+    target: T.StructType,
+    checks: list[Check],
+    now: dt.datetime,
+    *,
+    failed_on_main: Callable[[], DataFrame | None] | None = None,
+    batch_failed: frozenset[str] = frozenset(),
+    reader: SourceReader = PARQUET_READER,
+    parse_errors: ParseErrorsCheck | None = None,
+) -> dict[str, SourceVerdict]:
     """Each written source's verdict from one aggregation grouped by source file; the
     checks against main that failed for the batch (`batch_failed`, by name) also look
     each file's keys up on main (`failed_on_main` gives main's rows). With text sources,
@@ -163,10 +173,14 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
     read = read_sources(spark, usable.uris, reader)
     frame = read.select("*", F.input_file_name().alias(SOURCE_COLUMN))
     shaped = parsed_rows(frame).select(
-        *SchemaPlan(target=target).projection(data_schema(read)), SOURCE_COLUMN)
+        *SchemaPlan(target=target).projection(data_schema(read)), SOURCE_COLUMN
+    )
     by_path = {hadoop_fs.path_key(uri): source for uri, source in usable.owner.items()}
-    unparsed = _unparsed_by_source(frame, by_path) \
-        if has_parse_errors_column(frame) and parse_errors is not None else {}
+    unparsed = (
+        _unparsed_by_source(frame, by_path)
+        if has_parse_errors_column(frame) and parse_errors is not None
+        else {}
+    )
     indexes = list(range(len(checks)))
     try:
         grouped = shaped.groupBy(SOURCE_COLUMN).agg(*count_aggregates(checks, indexes)).collect()
@@ -174,15 +188,19 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
         raise_if_infrastructure(exc, "the per-source audit failed")
         log.exception("per-source audit failed")
         reason = f"its checks could not be evaluated on their own: {describe(exc)}"
-        return {source: SourceVerdict(uri=source, status=SOURCE_FAILED, reason=reason)
-                for source in set(usable.owner.values())}
+        return {
+            source: SourceVerdict(uri=source, status=SOURCE_FAILED, reason=reason)
+            for source in set(usable.owner.values())
+        }
     groups = {}
     for group in grouped:
         values = group.asDict()
         source = by_path.get(hadoop_fs.path_key(values[SOURCE_COLUMN]))
         if source is None:
-            raise RuntimeError(f"the per-source audit read {values[SOURCE_COLUMN]}, which is "
-                               "not one of the run's sources")
+            raise RuntimeError(
+                f"the per-source audit read {values[SOURCE_COLUMN]}, which is "
+                "not one of the run's sources"
+            )
         groups.setdefault(source, []).append(values)
     if len(groups) < len(set(usable.owner.values())):
         # A file without rows has no group: judge it on the aggregates of no rows.
@@ -201,16 +219,22 @@ def judge_sources(spark: SparkSession, usable: Usable, target: T.StructType,
         if parse_errors.result(count).blocking:
             failed.setdefault(source, []).append(parse_errors.spec.name)
     for check in checks:
-        if check.needs_main and check.spec.severity == "error" and (
-                check.spec.name in batch_failed):
+        if (
+            check.needs_main
+            and check.spec.severity == "error"
+            and (check.spec.name in batch_failed)
+        ):
             for source in _sources_with_keys_on_main(shaped, check, failed_on_main, by_path):
                 failed.setdefault(source, []).append(check.spec.name)
     verdicts = {}
     for source in dict.fromkeys(usable.owner.values()):
         names = tuple(dict.fromkeys(failed.get(source, [])))
-        verdicts[source] = SourceVerdict(uri=source, status=SOURCE_FAILED if names
-                                         else SOURCE_PASSED, rows=rows.get(source, 0),
-                                         failed_checks=names)
+        verdicts[source] = SourceVerdict(
+            uri=source,
+            status=SOURCE_FAILED if names else SOURCE_PASSED,
+            rows=rows.get(source, 0),
+            failed_checks=names,
+        )
     return verdicts
 
 
@@ -218,17 +242,23 @@ def _unparsed_by_source(frame: DataFrame, by_path: dict[str, str]) -> dict[str, 
     """How many rows of each text source did not parse (one grouped count; it reads
     every column, so each value is parsed as the write parsed it)."""
     counts: dict[str, int] = {}
-    for row in frame.groupBy(SOURCE_COLUMN).agg(
-            parse_error_count().alias("n"), every_column(frame).alias("_")).collect():
+    for row in (
+        frame.groupBy(SOURCE_COLUMN)
+        .agg(parse_error_count().alias("n"), every_column(frame).alias("_"))
+        .collect()
+    ):
         source = by_path.get(hadoop_fs.path_key(row[SOURCE_COLUMN]))
         if source is not None:
             counts[source] = counts.get(source, 0) + int(row["n"])
     return counts
 
 
-def _sources_with_keys_on_main(shaped: DataFrame, check: Check,
-                               main_rows: Callable[[], DataFrame | None] | None,
-                               by_path: dict[str, str]) -> list[str]:
+def _sources_with_keys_on_main(
+    shaped: DataFrame,
+    check: Check,
+    main_rows: Callable[[], DataFrame | None] | None,
+    by_path: dict[str, str],
+) -> list[str]:
     """The sources with a key already on main: one join, grouped by source file. A lookup
     that fails leaves the files as they were (the batch's own result still stands)."""
     main = main_rows() if main_rows is not None else None
@@ -255,8 +285,10 @@ def rejected_verdicts_of(exc: BaseException) -> dict[str, SourceVerdict]:
 
 
 def _rejected(reasons: dict[str, str]) -> dict[str, SourceVerdict]:
-    return {source: SourceVerdict(uri=source, status=SOURCE_REJECTED, rows=0, reason=reason)
-            for source, reason in reasons.items()}
+    return {
+        source: SourceVerdict(uri=source, status=SOURCE_REJECTED, rows=0, reason=reason)
+        for source, reason in reasons.items()
+    }
 
 
 class NoUsableSourceError(InputRejectedError):
@@ -268,8 +300,9 @@ class NoUsableSourceError(InputRejectedError):
 
 
 def _none_usable(usable: Usable) -> NoUsableSourceError:
-    return NoUsableSourceError("no source can be used: " + "; ".join(usable.rejected.values()),
-                               dict(usable.rejected))
+    return NoUsableSourceError(
+        "no source can be used: " + "; ".join(usable.rejected.values()), dict(usable.rejected)
+    )
 
 
 def _owner(file_uri: str, sources: list[str]) -> str:
@@ -280,5 +313,3 @@ def _owner(file_uri: str, sources: list[str]) -> str:
         if path == root or path.startswith(root.rstrip("/") + "/"):
             return source
     return sources[0]
-
-

@@ -27,9 +27,13 @@ LOOKUP_KEYS = 10_000
 NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
 
 
-def evaluate_relations(spark: SparkSession, config: DatasetConfig,
-                       new_rows: dict[str, DataFrame], earlier_rows: dict[str, DataFrame | None],
-                       added: dict[str, int]) -> list[CheckResult]:
+def evaluate_relations(
+    spark: SparkSession,
+    config: DatasetConfig,
+    new_rows: dict[str, DataFrame],
+    earlier_rows: dict[str, DataFrame | None],
+    added: dict[str, int],
+) -> list[CheckResult]:
     """The dataset's checks in config order. `new_rows`: each table's rows this dataset
     wrote (an empty frame of its schema when none); `earlier_rows`: each table as it was
     before (None: the dataset creates it), so the branch holds both; `added`: rows written
@@ -44,19 +48,25 @@ def evaluate_relations(spark: SparkSession, config: DatasetConfig,
     return results
 
 
-def _foreign_key(spec: CheckSpec, new_rows: dict[str, DataFrame],
-                 earlier_rows: dict[str, DataFrame | None], added: dict[str, int]) -> CheckResult:
+def _foreign_key(
+    spec: CheckSpec,
+    new_rows: dict[str, DataFrame],
+    earlier_rows: dict[str, DataFrame | None],
+    added: dict[str, int],
+) -> CheckResult:
     params = spec.params
     child_table, column = params["table"], params["column"]
     parent_table, parent_column = params["references_table"], params["references_column"]
     child_type = _column_type(new_rows[child_table], column, child_table, spec)
     parent_type = _column_type(new_rows[parent_table], parent_column, parent_table, spec)
-    comparable = child_type == parent_type or (isinstance(child_type, NUMERIC)
-                                               and isinstance(parent_type, NUMERIC))
+    comparable = child_type == parent_type or (
+        isinstance(child_type, NUMERIC) and isinstance(parent_type, NUMERIC)
+    )
     if not comparable:
         raise TableConfigError(
             f"check {spec.name!r}: {child_table}.{column} is {child_type.simpleString()} "
-            f"but {parent_table}.{parent_column} is {parent_type.simpleString()}")
+            f"but {parent_table}.{parent_column} is {parent_type.simpleString()}"
+        )
     keys = _keys(new_rows[child_table], column).where(F.col("key").isNotNull())
     if added.get(parent_table, 0):
         keys_left = keys.join(_keys(new_rows[parent_table], parent_column), "key", "left_anti")
@@ -64,22 +74,39 @@ def _foreign_key(spec: CheckSpec, new_rows: dict[str, DataFrame],
         keys_left = keys
     earlier = earlier_rows.get(parent_table)
     if earlier is not None and parent_column.casefold() not in {
-            name.casefold() for name in earlier.columns}:
+        name.casefold() for name in earlier.columns
+    }:
         earlier = None  # the drop adds the column: no earlier row has a key
     orphans = keys_left if earlier is None else _not_in(keys_left, _keys(earlier, parent_column))
     count = orphans.count()
     samples = ()
     if count:
-        top = (orphans.groupBy("key").agg(F.count(F.lit(1)).alias("rows"))
-               .orderBy(F.desc("rows"), F.asc("key")).limit(SAMPLES).collect())
+        top = (
+            orphans.groupBy("key")
+            .agg(F.count(F.lit(1)).alias("rows"))
+            .orderBy(F.desc("rows"), F.asc("key"))
+            .limit(SAMPLES)
+            .collect()
+        )
         samples = tuple({column: row["key"], "rows": row["rows"]} for row in top)
     return CheckResult(
-        name=spec.name, kind=spec.kind, columns=(column,), severity=spec.severity,
-        status=FAILED if count else PASSED, violations=count,
-        threshold={"references": f"{parent_table}.{parent_column}"}, observed=count,
-        settled_by=SCAN, samples=samples,
-        message=(f"{count} new {child_table} row(s) name a {column} that no "
-                 f"{parent_table} row has (main plus this dataset)") if count else None)
+        name=spec.name,
+        kind=spec.kind,
+        columns=(column,),
+        severity=spec.severity,
+        status=FAILED if count else PASSED,
+        violations=count,
+        threshold={"references": f"{parent_table}.{parent_column}"},
+        observed=count,
+        settled_by=SCAN,
+        samples=samples,
+        message=(
+            f"{count} new {child_table} row(s) name a {column} that no "
+            f"{parent_table} row has (main plus this dataset)"
+        )
+        if count
+        else None,
+    )
 
 
 def _keys(frame: DataFrame, column: str) -> DataFrame:
@@ -90,18 +117,23 @@ def _not_in(keys: DataFrame, parents: DataFrame) -> DataFrame:
     """The rows of `keys` whose key `parents` lacks. While their distinct keys are few they
     are looked up by an IN filter, for which Iceberg can skip the data files whose key
     range holds none of them; many are anti-joined (a scan of every parent row)."""
-    distinct = [row["key"] for row in keys.select("key").distinct().limit(LOOKUP_KEYS + 1)
-                .collect()]
+    distinct = [
+        row["key"] for row in keys.select("key").distinct().limit(LOOKUP_KEYS + 1).collect()
+    ]
     if len(distinct) > LOOKUP_KEYS:
         return keys.join(parents, "key", "left_anti")
-    found = ({row["key"] for row in parents.where(F.col("key").isin(distinct)).distinct()
-              .collect()} if distinct else set())
+    found = (
+        {row["key"] for row in parents.where(F.col("key").isin(distinct)).distinct().collect()}
+        if distinct
+        else set()
+    )
     missing = [key for key in distinct if key not in found]
     return keys.where(F.col("key").isin(missing)) if missing else keys.limit(0)
 
 
-def _row_count_relation(spark: SparkSession, spec: CheckSpec, config: DatasetConfig,
-                        added: dict[str, int]) -> CheckResult:
+def _row_count_relation(
+    spark: SparkSession, spec: CheckSpec, config: DatasetConfig, added: dict[str, int]
+) -> CheckResult:
     counts = {config.short_name(table): int(added.get(table, 0)) for table in config.tables}
     expression = spec.params["expression"]
     # A VALUES row is a local relation: evaluated on the driver, no Spark job (a frame
@@ -113,25 +145,33 @@ def _row_count_relation(spark: SparkSession, spec: CheckSpec, config: DatasetCon
     try:
         selected = row.select(F.expr(expression).alias("holds"))
         if not isinstance(selected.schema["holds"].dataType, T.BooleanType):
-            raise TableConfigError(f"check {spec.name!r}: expression {expression!r} is not "
-                                   "boolean")
+            raise TableConfigError(f"check {spec.name!r}: expression {expression!r} is not boolean")
         holds = selected.first()["holds"]
     except TableConfigError:
         raise
     except Exception as exc:
         raise TableConfigError(
             f"check {spec.name!r}: expression {expression!r} over the row counts "
-            f"({', '.join(counts)}) does not analyse: {describe(exc)}") from exc
+            f"({', '.join(counts)}) does not analyse: {describe(exc)}"
+        ) from exc
     return CheckResult(
-        name=spec.name, kind=spec.kind, columns=(), severity=spec.severity,
-        status=PASSED if holds else FAILED, violations=0 if holds else 1,
-        threshold=expression, observed=counts, settled_by=SCAN,
-        message=None if holds else f"{expression} does not hold for the rows added: {counts}")
+        name=spec.name,
+        kind=spec.kind,
+        columns=(),
+        severity=spec.severity,
+        status=PASSED if holds else FAILED,
+        violations=0 if holds else 1,
+        threshold=expression,
+        observed=counts,
+        settled_by=SCAN,
+        message=None if holds else f"{expression} does not hold for the rows added: {counts}",
+    )
 
 
 def _column_type(frame: DataFrame, column: str, table: str, spec: CheckSpec) -> T.DataType:
     fields = {field.name: field.dataType for field in frame.schema.fields}
     if column not in fields:
-        raise TableConfigError(f"check {spec.name!r}: {table} has no column {column!r}; "
-                               f"columns: {', '.join(fields)}")
+        raise TableConfigError(
+            f"check {spec.name!r}: {table} has no column {column!r}; columns: {', '.join(fields)}"
+        )
     return fields[column]

@@ -71,9 +71,12 @@ class Report:
             self.outcome, self.reason, self.reason_code = PASSED, None, None
             return
         self.outcome, self.reason_code = FAILED_OUTCOME, contract.AUDIT_FAILED_CODE
-        parts = [f"{c.name} ({c.status}" + (f", {c.violations} violation(s)"
-                                           if c.violations is not None else "") + ")"
-                 for c in bad]
+        parts = [
+            f"{c.name} ({c.status}"
+            + (f", {c.violations} violation(s)" if c.violations is not None else "")
+            + ")"
+            for c in bad
+        ]
         self.reason = f"{len(bad)} error-severity check(s) did not pass: " + "; ".join(parts)
 
     def fail(self, exc: BaseException, table: str | None = None) -> None:
@@ -98,21 +101,30 @@ class Report:
         if failing and self.outcome == PASSED:
             named = "; ".join(f"{_name(v.uri)} ({v.why})" for v in failing[:10])
             self.outcome, self.reason_code = FAILED_OUTCOME, contract.AUDIT_FAILED_CODE
-            self.reason = (f"{len(failing)} of {len(self.source_uris)} source files fail "
-                           f"their checks on their own: {named}")
+            self.reason = (
+                f"{len(failing)} of {len(self.source_uris)} source files fail "
+                f"their checks on their own: {named}"
+            )
         self.sources = [verdicts.get(uri) or self._own_verdict(uri) for uri in self.source_uris]
         self.sources = [v for v in self.sources if v is not None]
 
     def _own_verdict(self, uri: str) -> contract.SourceVerdict | None:
         """A single source's verdict: the run's outcome (none for an infrastructure error)."""
-        status = {PASSED: contract.SOURCE_PASSED, FAILED_OUTCOME: contract.SOURCE_FAILED,
-                  REJECTED: contract.SOURCE_REJECTED}.get(self.outcome or "")
+        status = {
+            PASSED: contract.SOURCE_PASSED,
+            FAILED_OUTCOME: contract.SOURCE_FAILED,
+            REJECTED: contract.SOURCE_REJECTED,
+        }.get(self.outcome or "")
         if status is None or len(self.source_uris) != 1:
             return None
         failed = tuple(c.name for c in self.checks if c.blocking)
-        return contract.SourceVerdict(uri=uri, status=status, rows=self.rows_written,
-                                      failed_checks=failed if status != REJECTED else (),
-                                      reason=self.reason if status == REJECTED else None)
+        return contract.SourceVerdict(
+            uri=uri,
+            status=status,
+            rows=self.rows_written,
+            failed_checks=failed if status != REJECTED else (),
+            reason=self.reason if status == REJECTED else None,
+        )
 
     def to_report(self) -> contract.AuditReport:
         """The finished report (its `total_s` timing is taken now).

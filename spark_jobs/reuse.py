@@ -22,9 +22,15 @@ from spark_jobs.text_sources import PARQUET, SourceReader, encoding_error, repla
 from spark_jobs.writer import MAX_SOURCE_PROPERTY, AppendResult, CatalogTable, rows_added
 
 
-def recheck_reused(spark: SparkSession, ref: CatalogTable, reused: AppendResult,
-                   usable: Usable, reader: SourceReader, recorded: list[str],
-                   leaves_out: bool) -> bool:
+def recheck_reused(
+    spark: SparkSession,
+    ref: CatalogTable,
+    reused: AppendResult,
+    usable: Usable,
+    reader: SourceReader,
+    recorded: list[str],
+    leaves_out: bool,
+) -> bool:
     """The first run's verdict on the sources, for a run reusing `reused`. `recorded`:
     what this run's write would name in `wap.source`; with `leaves_out` (a batch that is
     not all-or-nothing) and a snapshot that names less, the files whose rows do not

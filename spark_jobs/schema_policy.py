@@ -39,8 +39,7 @@ class SchemaPlan:
             elif present[target.name].simpleString() == target.dataType.simpleString():
                 columns.append(F.col(quote(target.name)))
             else:
-                columns.append(F.col(quote(target.name)).cast(target.dataType)
-                               .alias(target.name))
+                columns.append(F.col(quote(target.name)).cast(target.dataType).alias(target.name))
         return columns
 
 
@@ -54,10 +53,13 @@ def plan_schema(table: T.StructType | None, file: T.StructType, policy: str) -> 
     decisions = _decide_columns(table, file, policy)
     problems = [d.problem for d in decisions if d.problem is not None]
     if problems:
-        raise SchemaPolicyError(f"schema policy {policy!r} rejects the file: "
-                                + "; ".join(problems))
-    return SchemaPlan(target=T.StructType([d.field for d in decisions if d.field is not None]),
-                      changes=[d.change for d in decisions if d.change is not None])
+        raise SchemaPolicyError(
+            f"schema policy {policy!r} rejects the file: " + "; ".join(problems)
+        )
+    return SchemaPlan(
+        target=T.StructType([d.field for d in decisions if d.field is not None]),
+        changes=[d.change for d in decisions if d.change is not None],
+    )
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,14 @@ class _Decision:
 def _new_table(file: T.StructType) -> SchemaPlan:
     # New tables take the file's columns as optional: a later file may lack values.
     target = T.StructType([T.StructField(f.name, f.dataType, True) for f in file.fields])
-    return SchemaPlan(target=target, create=True,
-                      changes=[{"change": "create_table", "column": f.name,
-                                "type": f.dataType.simpleString()} for f in file.fields])
+    return SchemaPlan(
+        target=target,
+        create=True,
+        changes=[
+            {"change": "create_table", "column": f.name, "type": f.dataType.simpleString()}
+            for f in file.fields
+        ],
+    )
 
 
 def _decide_columns(table: T.StructType, file: T.StructType, policy: str) -> list[_Decision]:
@@ -85,12 +92,18 @@ def _decide_columns(table: T.StructType, file: T.StructType, policy: str) -> lis
     file_fields = {f.name: f for f in file.fields}
     file_lower = {name.lower() for name in file_fields}
     table_lower = {name.lower() for name in table_fields}
-    kept = [_shared_column(tfield, file_fields[name], policy) if name in file_fields
-            else _missing_column(tfield, file_lower, policy)
-            for name, tfield in table_fields.items()]
+    kept = [
+        _shared_column(tfield, file_fields[name], policy)
+        if name in file_fields
+        else _missing_column(tfield, file_lower, policy)
+        for name, tfield in table_fields.items()
+    ]
     # A name differing from a table column only in case is reported as that column's problem.
-    added = [_new_column(ffield, policy) for name, ffield in file_fields.items()
-             if name.lower() not in table_lower]
+    added = [
+        _new_column(ffield, policy)
+        for name, ffield in file_fields.items()
+        if name.lower() not in table_lower
+    ]
     return kept + added
 
 
@@ -104,34 +117,49 @@ def _missing_column(tfield: T.StructField, file_lower: set[str], policy: str) ->
         return _Decision(tfield)
     if policy == "additive":
         return _Decision(problem=f"required column {name!r} is missing from the file")
-    return _Decision(T.StructField(name, tfield.dataType, True),
-                     change={"change": "make_optional", "column": name})
+    return _Decision(
+        T.StructField(name, tfield.dataType, True),
+        change={"change": "make_optional", "column": name},
+    )
 
 
 def _shared_column(tfield: T.StructField, ffield: T.StructField, policy: str) -> _Decision:
     name, have, got = tfield.name, tfield.dataType, ffield.dataType
     if _same(got, have):
         return _Decision(tfield)
-    mismatch = (f"column {name!r} is {got.simpleString()} in the file "
-                f"but {have.simpleString()} in the table")
+    mismatch = (
+        f"column {name!r} is {got.simpleString()} in the file "
+        f"but {have.simpleString()} in the table"
+    )
     if policy == "strict":
         return _Decision(problem=mismatch)
     if _widens(got, have):
         # The file is narrower than the table: cast on write, the table stays.
         return _Decision(tfield)
     if _widens(have, got):
-        return _Decision(T.StructField(name, got, tfield.nullable),
-                         change={"change": "widen_type", "column": name,
-                                 "from": have.simpleString(), "type": got.simpleString()})
+        return _Decision(
+            T.StructField(name, got, tfield.nullable),
+            change={
+                "change": "widen_type",
+                "column": name,
+                "from": have.simpleString(),
+                "type": got.simpleString(),
+            },
+        )
     return _Decision(problem=f"{mismatch}; Iceberg cannot change that type")
 
 
 def _new_column(ffield: T.StructField, policy: str) -> _Decision:
     if policy == "strict":
         return _Decision(problem=f"column {ffield.name!r} is new (not in the table)")
-    return _Decision(T.StructField(ffield.name, ffield.dataType, True),
-                     change={"change": "add_column", "column": ffield.name,
-                             "type": ffield.dataType.simpleString()})
+    return _Decision(
+        T.StructField(ffield.name, ffield.dataType, True),
+        change={
+            "change": "add_column",
+            "column": ffield.name,
+            "type": ffield.dataType.simpleString(),
+        },
+    )
 
 
 def _same(a: T.DataType, b: T.DataType) -> bool:

@@ -51,23 +51,32 @@ def run_smoke(spark, args: SmokeArgs) -> dict[str, Any]:
     def load(class_name: str) -> Callable[[], str]:
         def check() -> str:
             loaded = spark._jvm.java.lang.Class.forName(
-                class_name, True, spark._jvm.Thread.currentThread().getContextClassLoader())
+                class_name, True, spark._jvm.Thread.currentThread().getContextClassLoader()
+            )
             return loaded.getName()
+
         return check
 
-    step("load org.apache.iceberg.nessie.NessieCatalog",
-         load("org.apache.iceberg.nessie.NessieCatalog"))
+    step(
+        "load org.apache.iceberg.nessie.NessieCatalog",
+        load("org.apache.iceberg.nessie.NessieCatalog"),
+    )
     step(f"load FileIO {file_io}", load(file_io))
     branch = urllib.parse.quote(args.branch, safe="")
 
     def create() -> str:
         main = nessie_request(conf, args.catalog, "GET", "/trees/-")["reference"]
         created = nessie_request(
-            conf, args.catalog, "POST", f"/trees?name={branch}&type=BRANCH",
-            {"type": "BRANCH", "name": main["name"], "hash": main["hash"]})
+            conf,
+            args.catalog,
+            "POST",
+            f"/trees?name={branch}&type=BRANCH",
+            {"type": "BRANCH", "name": main["name"], "hash": main["hash"]},
+        )
         return f"{args.branch} at {created['reference']['hash'][:12]}"
 
     if step("create a Nessie branch", create):
+
         def open_catalog() -> str:
             run_catalog = "wap_doctor"
             configure_run_catalog(spark, args.catalog, run_catalog, args.branch)
@@ -82,7 +91,12 @@ def run_smoke(spark, args: SmokeArgs) -> dict[str, Any]:
 
         step("open the Iceberg catalog on the branch", open_catalog)
         step("drop the Nessie branch", drop)
-    report = {"report_version": 1, "kind": "smoke", "branch": args.branch,
-              "ok": all(s["ok"] for s in steps), "steps": steps}
+    report = {
+        "report_version": 1,
+        "kind": "smoke",
+        "branch": args.branch,
+        "ok": all(s["ok"] for s in steps),
+        "steps": steps,
+    }
     write_report(spark, args.report_uri, report)
     return report

@@ -27,8 +27,9 @@ from spark_jobs.text_sources import (
 PARQUET_READER = SourceReader()
 
 
-def expand_sources(spark: SparkSession, uris: list[str],
-                   reader: SourceReader = PARQUET_READER) -> list[hadoop_fs.FileInfo]:
+def expand_sources(
+    spark: SparkSession, uris: list[str], reader: SourceReader = PARQUET_READER
+) -> list[hadoop_fs.FileInfo]:
     """Every data file under the source URIs (with its size), each vetted.
 
     InputRejectedError for a file whose bytes do not match its format; InfrastructureError
@@ -50,8 +51,9 @@ def expand_sources(spark: SparkSession, uris: list[str],
     return files
 
 
-def read_sources(spark: SparkSession, files: list[str],
-                 reader: SourceReader = PARQUET_READER) -> DataFrame:
+def read_sources(
+    spark: SparkSession, files: list[str], reader: SourceReader = PARQUET_READER
+) -> DataFrame:
     """The rows of `files` as one DataFrame: parquet schemas merged across files, text
     parsed to the reader's schema; with text sources, the frame carries `PARSE_ERROR`
     (text_sources.py)."""
@@ -63,8 +65,9 @@ def read_sources(spark: SparkSession, files: list[str],
     return union_all(frames)
 
 
-def read_strict(spark: SparkSession, files: list[str],
-                reader: SourceReader = PARQUET_READER) -> DataFrame | None:
+def read_strict(
+    spark: SparkSession, files: list[str], reader: SourceReader = PARQUET_READER
+) -> DataFrame | None:
     """The rows of `files` for a write that stops at the first CSV row that does not
     parse (no `PARSE_ERROR` column); None unless every text source is CSV."""
     by_format = reader.by_format(files)
@@ -82,11 +85,16 @@ def _read_parquet(spark: SparkSession, files: list[str]) -> DataFrame:
         frame = reader.parquet(*(hadoop_fs.literal_path(uri) for uri in files))
         schema = frame.schema  # forces the footer read here, where errors get a reason
     except Exception as exc:
-        raise as_job_error(exc, f"cannot read the parquet footer/schema of {', '.join(files)}: "
-                                f"{describe(exc)}{named_columns(spark, exc, files)}") from exc
+        raise as_job_error(
+            exc,
+            f"cannot read the parquet footer/schema of {', '.join(files)}: "
+            f"{describe(exc)}{named_columns(spark, exc, files)}",
+        ) from exc
     if not schema.fields:  # Spark reads it, then fails deep in the write or CREATE TABLE
-        raise InputRejectedError(f"{', '.join(files)} has no columns: there is nothing to "
-                                 "write (a parquet file with a schema but no fields)")
+        raise InputRejectedError(
+            f"{', '.join(files)} has no columns: there is nothing to "
+            "write (a parquet file with a schema but no fields)"
+        )
     return frame
 
 

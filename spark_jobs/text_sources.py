@@ -99,7 +99,8 @@ class SourceReader:
                 f"{self.table} has no schema yet (nothing is inferred). Declare its columns "
                 f"under `schema:` in {self.config_name}, e.g.\n"
                 "  schema:\n    - {name: id, type: bigint}\n"
-                "    - {name: amount, type: 'decimal(10,2)'}")
+                "    - {name: amount, type: 'decimal(10,2)'}"
+            )
         return self.schema
 
 
@@ -150,8 +151,9 @@ def every_column(frame: DataFrame) -> Column:
     return F.bit_xor(F.xxhash64(*columns))
 
 
-def read_text(spark: SparkSession, reader: SourceReader, fmt_files: dict[str, list[str]]
-              ) -> DataFrame:
+def read_text(
+    spark: SparkSession, reader: SourceReader, fmt_files: dict[str, list[str]]
+) -> DataFrame:
     """The rows of CSV (`csv`) and JSON Lines (`jsonl`) files as one frame, typed by the
     reader's schema, with `PARSE_ERROR` (the raw text of a row that did not parse)."""
     frames = [_read_csv(spark, reader, uri) for uri in fmt_files.get(CSV, [])]
@@ -171,8 +173,7 @@ def union_all(frames: list[DataFrame]) -> DataFrame:
             result = result.unionByName(frame, allowMissingColumns=True)
         _ = result.schema  # analysed here, where an error gets its reason
     except Exception as exc:
-        raise as_job_error(exc, f"the sources' columns do not line up: {describe(exc)}"
-                           ) from exc
+        raise as_job_error(exc, f"the sources' columns do not line up: {describe(exc)}") from exc
     return result
 
 
@@ -200,8 +201,9 @@ def is_malformed_row(exc: BaseException) -> bool:
     return False
 
 
-def _read_csv(spark: SparkSession, reader: SourceReader, uri: str,
-              strict: bool = False) -> DataFrame:
+def _read_csv(
+    spark: SparkSession, reader: SourceReader, uri: str, strict: bool = False
+) -> DataFrame:
     fmt = reader.format(uri)
     schema = reader.text_schema(uri, fmt)
     options = reader.csv
@@ -211,19 +213,28 @@ def _read_csv(spark: SparkSession, reader: SourceReader, uri: str,
             reader.headers[uri] = _header(spark, uri, fmt, options, schema)
         names = reader.headers[uri]
     types = {f.name: f.dataType for f in schema.fields}
-    read_schema = T.StructType([T.StructField(name, types[name], True) for name in names]
-                               + ([] if strict else
-                                  [T.StructField(PARSE_ERROR, T.StringType(), True)]))
-    opts = {"header": str(options.header).lower(), "enforceSchema": "true",
-            "sep": options.delimiter, "quote": options.quote, "escape": options.escape,
-            "nullValue": options.null_value, "encoding": options.encoding,
-            "multiLine": str(options.multiline).lower(),
-            **({"mode": "FAILFAST"} if strict else
-               {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": PARSE_ERROR}),
-            **_datetime_options(reader.parse)}
+    read_schema = T.StructType(
+        [T.StructField(name, types[name], True) for name in names]
+        + ([] if strict else [T.StructField(PARSE_ERROR, T.StringType(), True)])
+    )
+    opts = {
+        "header": str(options.header).lower(),
+        "enforceSchema": "true",
+        "sep": options.delimiter,
+        "quote": options.quote,
+        "escape": options.escape,
+        "nullValue": options.null_value,
+        "encoding": options.encoding,
+        "multiLine": str(options.multiline).lower(),
+        **(
+            {"mode": "FAILFAST"}
+            if strict
+            else {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": PARSE_ERROR}
+        ),
+        **_datetime_options(reader.parse),
+    }
     try:
-        frame = spark.read.schema(read_schema).options(**opts).csv(
-            hadoop_fs.literal_path(uri))
+        frame = spark.read.schema(read_schema).options(**opts).csv(hadoop_fs.literal_path(uri))
         _ = frame.schema  # bad options fail here
     except Exception as exc:
         raise _option_error(exc, uri) from exc
@@ -236,21 +247,27 @@ def _read_jsonl(spark: SparkSession, reader: SourceReader, uris: list[str]) -> D
     with_error = T.StructType([*schema.fields, T.StructField(PARSE_ERROR, T.StringType())])
     lines = spark.read.text(*(hadoop_fs.literal_path(uri) for uri in uris))
     lines = lines.where(F.trim(F.col("value")) != "")  # blank lines hold no row
-    parsed = F.from_json(F.col("value"), with_error,
-                         {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": PARSE_ERROR,
-                          **_datetime_options(reader.parse)})
+    parsed = F.from_json(
+        F.col("value"),
+        with_error,
+        {
+            "mode": "PERMISSIVE",
+            "columnNameOfCorruptRecord": PARSE_ERROR,
+            **_datetime_options(reader.parse),
+        },
+    )
     known = F.array(*(F.lit(name) for name in schema.names))
     unknown = F.size(F.array_except(F.json_object_keys(F.col("value")), known)) > 0
     staged = lines.select(F.col("value"), parsed.alias("row"))
     # Bytes UTF-8 does not allow: decoding replaces them, so the round trip differs
     # (the line is an unparsable row, never written altered).
     invalid = F.encode(F.col("value"), "UTF-8") != F.col("value").cast("binary")
-    failed = (F.col("row").isNull() | F.col(f"row.{PARSE_ERROR}").isNotNull()
-              | unknown | invalid)
+    failed = F.col("row").isNull() | F.col(f"row.{PARSE_ERROR}").isNotNull() | unknown | invalid
     try:
-        frame = staged.select(*(F.col("row").getField(name).alias(name)
-                                for name in schema.names),
-                              F.when(failed, F.col("value")).alias(PARSE_ERROR))
+        frame = staged.select(
+            *(F.col("row").getField(name).alias(name) for name in schema.names),
+            F.when(failed, F.col("value")).alias(PARSE_ERROR),
+        )
         _ = frame.schema  # bad options fail here
     except Exception as exc:
         raise _option_error(exc, uris[0]) from exc
@@ -261,9 +278,11 @@ def check_parse_options(spark: SparkSession, parse: ParseOptions) -> None:
     """TableConfigError for a pattern or zone Java cannot use (checked before any write:
     Spark itself would only fail each value, turning every row into a parse error)."""
     jvm = spark._jvm
-    checks = {"timestamp_format": jvm.java.time.format.DateTimeFormatter.ofPattern,
-              "date_format": jvm.java.time.format.DateTimeFormatter.ofPattern,
-              "time_zone": jvm.java.time.ZoneId.of}
+    checks = {
+        "timestamp_format": jvm.java.time.format.DateTimeFormatter.ofPattern,
+        "date_format": jvm.java.time.format.DateTimeFormatter.ofPattern,
+        "time_zone": jvm.java.time.ZoneId.of,
+    }
     for key, check in checks.items():
         value = getattr(parse, key)
         if value is None:
@@ -271,13 +290,17 @@ def check_parse_options(spark: SparkSession, parse: ParseOptions) -> None:
         try:
             check(value)
         except Exception as exc:
-            raise TableConfigError(f"parse: {key} {value!r} cannot be used: "
-                                   f"{describe(exc)}") from exc
+            raise TableConfigError(
+                f"parse: {key} {value!r} cannot be used: {describe(exc)}"
+            ) from exc
 
 
 def _datetime_options(parse: ParseOptions) -> dict[str, str]:
-    names = {"timestamp_format": "timestampFormat", "date_format": "dateFormat",
-             "time_zone": "timeZone"}
+    names = {
+        "timestamp_format": "timestampFormat",
+        "date_format": "dateFormat",
+        "time_zone": "timeZone",
+    }
     return {names[key]: value for key, value in vars(parse).items() if value is not None}
 
 
@@ -285,13 +308,13 @@ def _option_error(exc: BaseException, uri: str) -> Exception:
     """A reader that refuses its options (a bad pattern or zone) refuses the config."""
     error = as_job_error(exc, f"cannot read {uri}: {describe(exc)}")
     if isinstance(error, InputRejectedError):
-        return TableConfigError(f"csv/parse options cannot read {file_name(uri)}: "
-                                f"{describe(exc)}")
+        return TableConfigError(f"csv/parse options cannot read {file_name(uri)}: {describe(exc)}")
     return error
 
 
-def _header(spark: SparkSession, uri: str, fmt: SourceFormat, options: CsvOptions,
-            schema: T.StructType) -> list[str]:
+def _header(
+    spark: SparkSession, uri: str, fmt: SourceFormat, options: CsvOptions, schema: T.StructType
+) -> list[str]:
     """The table columns a CSV's header names, in its order; InputRejectedError when it
     names a column twice, or one the schema does not have."""
     name = file_name(uri)
@@ -301,8 +324,10 @@ def _header(spark: SparkSession, uri: str, fmt: SourceFormat, options: CsvOption
     except csv.Error as exc:
         raise InputRejectedError(f"{name}: the header line does not parse: {exc}") from exc
     if not header or all(not value.strip() for value in header):
-        raise InputRejectedError(f"{name}: the first line is not a header (it is empty); "
-                                 "a file without one needs `csv: {header: false}`")
+        raise InputRejectedError(
+            f"{name}: the first line is not a header (it is empty); "
+            "a file without one needs `csv: {header: false}`"
+        )
     by_name = {f.name: f.name for f in schema.fields}
     by_folded = {f.name.casefold(): f.name for f in schema.fields}
     columns, unknown = [], []
@@ -315,7 +340,8 @@ def _header(spark: SparkSession, uri: str, fmt: SourceFormat, options: CsvOption
             f"{name}: header column(s) {', '.join(map(repr, unknown))} are not in the "
             f"table's schema ({', '.join(schema.names)}); declare them "
             "under `schema:` in the table config (with `schema_policy: additive`), or "
-            "rename them")
+            "rename them"
+        )
     repeated = sorted({c for c in columns if columns.count(c) > 1})
     if repeated:
         raise InputRejectedError(f"{name}: the header names {', '.join(repeated)} twice")
@@ -324,8 +350,12 @@ def _header(spark: SparkSession, uri: str, fmt: SourceFormat, options: CsvOption
 
 def _dialect(options: CsvOptions) -> dict:
     doubled = options.escape == options.quote
-    return {"delimiter": options.delimiter, "quotechar": options.quote,
-            "doublequote": doubled, "escapechar": None if doubled else options.escape}
+    return {
+        "delimiter": options.delimiter,
+        "quotechar": options.quote,
+        "doublequote": doubled,
+        "escapechar": None if doubled else options.escape,
+    }
 
 
 def _head_bytes(spark: SparkSession, uri: str, fmt: SourceFormat) -> bytes:
@@ -341,12 +371,13 @@ def _head_bytes(spark: SparkSession, uri: str, fmt: SourceFormat) -> bytes:
 
 def _decode(data: bytes, encoding: str) -> str:
     if data.startswith(UTF8_BOM):
-        data = data[len(UTF8_BOM):]
+        data = data[len(UTF8_BOM) :]
     return data.decode("utf-8" if encoding == "UTF-8" else "latin-1", errors="replace")
 
 
-def damaged_text_error(spark: SparkSession, reader: SourceReader, files: list[str]
-                       ) -> InputRejectedError | None:
+def damaged_text_error(
+    spark: SparkSession, reader: SourceReader, files: list[str]
+) -> InputRejectedError | None:
     """After reading the sources failed for a cause that is not the input's (Hadoop says
     `Unexpected end of input stream [EOFException]` or `gzip stream CRC failure`, much as
     S3 says a read failed): the first gzip'd text source whose stream is damaged, as
@@ -366,8 +397,9 @@ def damaged_text_error(spark: SparkSession, reader: SourceReader, files: list[st
     return None
 
 
-def encoding_error(spark: SparkSession, reader: SourceReader, files: list[str]
-                   ) -> InputRejectedError | None:
+def encoding_error(
+    spark: SparkSession, reader: SourceReader, files: list[str]
+) -> InputRejectedError | None:
     """The first UTF-8 text source that holds bytes UTF-8 does not allow (Spark would
     have written U+FFFD in their place), as the input's rejection naming the line and the
     byte; None when every such file is valid (its U+FFFD are its own). Called only when
@@ -382,8 +414,7 @@ def encoding_error(spark: SparkSession, reader: SourceReader, files: list[str]
     return None
 
 
-def stream_problem(spark: SparkSession, uri: str, fmt: SourceFormat, utf8: bool
-                   ) -> str | None:
+def stream_problem(spark: SparkSession, uri: str, fmt: SourceFormat, utf8: bool) -> str | None:
     """What is wrong with a text file's bytes, read once as a stream: a gzip stream that
     is damaged or ends early, or (`utf8`) a byte sequence UTF-8 does not allow, with
     where; None when the file is sound. Concatenated gzip members are one stream, as
@@ -404,9 +435,11 @@ def stream_problem(spark: SparkSession, uri: str, fmt: SourceFormat, utf8: bool
             try:
                 data, inflate = _inflate(inflate, chunk)
             except zlib.error as exc:
-                return (f"{name}: the gzip stream is damaged ({exc}) within its first "
-                        f"{offset} bytes, after {text_bytes} bytes of text (line {line}); "
-                        "upload the file again")
+                return (
+                    f"{name}: the gzip stream is damaged ({exc}) within its first "
+                    f"{offset} bytes, after {text_bytes} bytes of text (line {line}); "
+                    "upload the file again"
+                )
         if decoder is not None:
             pending = decoder.getstate()[0]  # a character's first bytes, from before
             try:
@@ -415,22 +448,31 @@ def stream_problem(spark: SparkSession, uri: str, fmt: SourceFormat, utf8: bool
                 bad = (pending + data)[exc.start]
                 position = text_bytes - len(pending) + exc.start
                 line += data.count(b"\n", 0, max(exc.start - len(pending), 0))
-                hint = ("save it as UTF-8, or declare `csv: {encoding: latin-1}` if it is "
-                        "Latin-1") if fmt.kind == CSV else "JSON Lines are UTF-8: save it so"
-                return (f"{name}: not valid UTF-8, its declared encoding: byte 0x{bad:02x} "
-                        f"at line {line} (byte offset {position} of the text); {hint}")
+                hint = (
+                    ("save it as UTF-8, or declare `csv: {encoding: latin-1}` if it is Latin-1")
+                    if fmt.kind == CSV
+                    else "JSON Lines are UTF-8: save it so"
+                )
+                return (
+                    f"{name}: not valid UTF-8, its declared encoding: byte 0x{bad:02x} "
+                    f"at line {line} (byte offset {position} of the text); {hint}"
+                )
         line += data.count(b"\n")
         text_bytes += len(data)
     if inflate is not None and not inflate.eof:
-        return (f"{name}: the gzip stream ends early after {offset} bytes ({text_bytes} "
-                f"bytes of text, line {line}): the upload was cut short, or the file lacks "
-                "gzip's 8-byte trailer; upload the whole file again")
+        return (
+            f"{name}: the gzip stream ends early after {offset} bytes ({text_bytes} "
+            f"bytes of text, line {line}): the upload was cut short, or the file lacks "
+            "gzip's 8-byte trailer; upload the whole file again"
+        )
     if decoder is not None:
         try:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError:
-            return (f"{name}: not valid UTF-8, its declared encoding: it ends inside a "
-                    f"character at line {line} (byte offset {text_bytes} of the text)")
+            return (
+                f"{name}: not valid UTF-8, its declared encoding: it ends inside a "
+                f"character at line {line} (byte offset {text_bytes} of the text)"
+            )
     return None
 
 
@@ -445,17 +487,26 @@ def _inflate(inflate, chunk: bytes):
     return data, inflate
 
 
-def parse_error_samples(spark: SparkSession, frame: DataFrame, origin: dict[str, str],
-                        reader: SourceReader, limit: int = PARSE_ERROR_SAMPLES) -> list[dict]:
+def parse_error_samples(
+    spark: SparkSession,
+    frame: DataFrame,
+    origin: dict[str, str],
+    reader: SourceReader,
+    limit: int = PARSE_ERROR_SAMPLES,
+) -> list[dict]:
     """Up to `limit` rows that did not parse, in file order, each with its file (as
     `origin` names it: file URI -> what the user uploaded), line number and raw text.
     Runs on the failure path only: one LIMITed query, then each file with samples read
     up to its last sample's line to number the lines."""
     # The hash keeps every column read (and so parsed), as in the write.
     every = F.xxhash64(*(F.col(quote(c)) for c in frame.columns)).alias("__every")
-    picked = (frame.select("*", F.input_file_name().alias("__file"))
-              .where(F.col(PARSE_ERROR).isNotNull())
-              .select("__file", PARSE_ERROR, every).limit(limit).collect())
+    picked = (
+        frame.select("*", F.input_file_name().alias("__file"))
+        .where(F.col(PARSE_ERROR).isNotNull())
+        .select("__file", PARSE_ERROR, every)
+        .limit(limit)
+        .collect()
+    )
     by_file: dict[str, list[str]] = {}
     for row in picked:
         by_file.setdefault(row["__file"], []).append(row[PARSE_ERROR])
@@ -466,14 +517,19 @@ def parse_error_samples(spark: SparkSession, frame: DataFrame, origin: dict[str,
         lines = _locate(spark, source, texts, reader)
         # One line per text (_locate). Not zip(strict=True): EMR runs Python 3.9.
         for text, line in zip(texts, lines):  # noqa: B905
-            samples.append({"line": line, "file": origin.get(source, source),
-                            "text": text if len(text) <= SAMPLE_TEXT
-                            else text[:SAMPLE_TEXT] + "…"})
+            samples.append(
+                {
+                    "line": line,
+                    "file": origin.get(source, source),
+                    "text": text if len(text) <= SAMPLE_TEXT else text[:SAMPLE_TEXT] + "…",
+                }
+            )
     return samples
 
 
-def _locate(spark: SparkSession, uri: str, texts: list[str], reader: SourceReader
-            ) -> list[int | None]:
+def _locate(
+    spark: SparkSession, uri: str, texts: list[str], reader: SourceReader
+) -> list[int | None]:
     """The line each text starts on in `uri` (1-based), matched in order by its first
     line; None for a text not found within LOCATE_MAX_BYTES."""
     fmt = reader.format(uri)
@@ -510,6 +566,16 @@ def _lines(spark: SparkSession, uri: str, fmt: SourceFormat, encoding: str):
         yield pending
 
 
-__all__ = ["CSV", "JSONL", "PARQUET", "PARSE_ERROR", "SourceReader", "data_schema",
-           "every_column", "parse_error_count", "parse_error_samples", "parsed_rows",
-           "read_text"]
+__all__ = [
+    "CSV",
+    "JSONL",
+    "PARQUET",
+    "PARSE_ERROR",
+    "SourceReader",
+    "data_schema",
+    "every_column",
+    "parse_error_count",
+    "parse_error_samples",
+    "parsed_rows",
+    "read_text",
+]

@@ -162,8 +162,12 @@ def run_ingest(spark, args: JobArgs) -> dict:
 
     Raises ReportWriteError only when the report itself cannot be written.
     """
-    report = Report(ingest_id=args.ingest_id, table=args.table,
-                    source_uris=list(args.sources), branch=args.branch)
+    report = Report(
+        ingest_id=args.ingest_id,
+        table=args.table,
+        source_uris=list(args.sources),
+        branch=args.branch,
+    )
     dataset = bool(args.dataset_config_uri)
     try:
         if dataset:
@@ -180,8 +184,9 @@ def run_ingest(spark, args: JobArgs) -> dict:
             report.fail(exc, table=table)  # the reason names the dataset's table
         kind = "dataset" if dataset else "ingest"
         if report.outcome == REJECTED:  # a dataset's reason names the table
-            log.warning("%s %s rejected: %s", kind, args.ingest_id,
-                        report.reason if dataset else exc)
+            log.warning(
+                "%s %s rejected: %s", kind, args.ingest_id, report.reason if dataset else exc
+            )
         else:
             log.exception("%s %s stopped by an error", kind, args.ingest_id)
     result = report.to_dict()
@@ -212,8 +217,7 @@ def _run(spark, args: JobArgs, report: Report):
         return plan_schema(base, schema, config.schema_policy)
 
     step = report.timed("vet_s", clock)
-    usable, frame = usable_sources(spark, args.sources, plan_for, args.all_or_nothing,
-                                   reader)
+    usable, frame = usable_sources(spark, args.sources, plan_for, args.all_or_nothing, reader)
     parse_check = parse_errors_check(config, has_parse_errors_column(frame))
     files = usable.uris
     observe_checks = observe_on_write(spark, sum(info.size for info in usable.files))
@@ -225,14 +229,17 @@ def _run(spark, args: JobArgs, report: Report):
         plan = plan_for(data_schema(frame))
         if declared is not None:  # a new table takes the config's columns
             plan.create = True
-            plan.changes = [{"change": "create_table", "column": f.name,
-                             "type": f.dataType.simpleString()} for f in plan.target.fields]
+            plan.changes = [
+                {"change": "create_table", "column": f.name, "type": f.dataType.simpleString()}
+                for f in plan.target.fields
+            ]
         check_iceberg_types(spark, plan.target)
         check_partitioning(config.partition_by, plan.target)
         plan_target, changes = plan.target, plan.changes
     checks = compile_checks(spark, config, plan_target)  # config errors before any write
-    report.table_schema = [{"name": f.name, "type": f.dataType.simpleString()}
-                           for f in plan_target.fields]
+    report.table_schema = [
+        {"name": f.name, "type": f.dataType.simpleString()} for f in plan_target.fields
+    ]
     report.timed("plan_s", step)
     clock = step = report.timed("read_s", clock)
 
@@ -243,31 +250,65 @@ def _run(spark, args: JobArgs, report: Report):
         strict = read_strict(spark, files, reader) if parse_check is not None else None
         try:
             written = _append_text_checked(
-                spark, reader, files, lambda: append(
-                    spark, ref, frame, plan, args.ingest_id, files, observe,
-                    recorded=recorded_sources(args, usable), strict=strict))
+                spark,
+                reader,
+                files,
+                lambda: append(
+                    spark,
+                    ref,
+                    frame,
+                    plan,
+                    args.ingest_id,
+                    files,
+                    observe,
+                    recorded=recorded_sources(args, usable),
+                    strict=strict,
+                ),
+            )
         except InputRejectedError as exc:
             if classify(exc.__cause__ or exc).cause in EVALUATION_ERROR_CLASSES:  # a check's sql?
                 config_error = expression_failing_on(
-                    parsed_rows(frame).select(*plan.projection(data_schema(frame))), checks)
+                    parsed_rows(frame).select(*plan.projection(data_schema(frame))), checks
+                )
                 if config_error is not None:
                     raise config_error from exc
             # In a batch, a file whose pages do not decode is left out, not the batch.
-            if len(args.sources) == 1 or args.all_or_nothing or not leave_out_undecodable(
-                    spark, usable, reader):
+            if (
+                len(args.sources) == 1
+                or args.all_or_nothing
+                or not leave_out_undecodable(spark, usable, reader)
+            ):
                 raise
             frame, files = read_sources(spark, usable.uris, reader), usable.uris
             written = _append_text_checked(
-                spark, reader, files, lambda: append(
-                    spark, ref, frame, plan, args.ingest_id, files, observe,
-                    recorded=recorded_sources(args, usable)))
+                spark,
+                reader,
+                files,
+                lambda: append(
+                    spark,
+                    ref,
+                    frame,
+                    plan,
+                    args.ingest_id,
+                    files,
+                    observe,
+                    recorded=recorded_sources(args, usable),
+                ),
+            )
         step = report.timed("append_s", step)
         report.timings["observe_wait_s"] = written.observe_wait_s
     else:
         written = reused
         # The first run judged the sources' bytes while writing: judge them again.
-        if recheck_reused(spark, ref, reused, usable, reader, recorded_sources(args, usable),
-                          leaves_out=len(args.sources) > 1 and not args.all_or_nothing):
+        if recheck_reused(
+            spark,
+            ref,
+            reused,
+            usable,
+            reader,
+            recorded_sources(args, usable),
+            leaves_out=len(args.sources) > 1 and not args.all_or_nothing,
+        ):
             frame, files = read_sources(spark, usable.uris, reader), usable.uris
     report.snapshot_id, report.rows_written = written.snapshot_id, written.rows_written
     report.reused_snapshot, report.schema_changes = written.reused, changes
@@ -277,25 +318,36 @@ def _run(spark, args: JobArgs, report: Report):
 
     report.checks = _audit(spark, ref, written, checks, args, report)
     if parse_check is not None:
-        report.checks.insert(0, _parse_errors(spark, parse_check, written, frame, usable,
-                                              args, reader))
+        report.checks.insert(
+            0, _parse_errors(spark, parse_check, written, frame, usable, args, reader)
+        )
     report.timed("audit_s", clock)
     report.settle()
     verdicts = rejected_verdicts(usable)
     if len(args.sources) > 1:  # a batch: each written file's own checks, in one pass
         start = time.perf_counter()
         failed = frozenset(check.name for check in report.checks if check.status == FAILED)
-        verdicts.update(judge_sources(spark, usable, plan_target, checks, utc_now(),
-                                      failed_on_main=_main_rows(spark, args, ref),
-                                      batch_failed=failed, reader=reader,
-                                      parse_errors=parse_check))
+        verdicts.update(
+            judge_sources(
+                spark,
+                usable,
+                plan_target,
+                checks,
+                utc_now(),
+                failed_on_main=_main_rows(spark, args, ref),
+                batch_failed=failed,
+                reader=reader,
+                parse_errors=parse_check,
+            )
+        )
         report.timed("audit_per_source_s", start)
     report.judge(verdicts)
     return ref, written
 
 
-def _append_text_checked(spark, reader: SourceReader, files: list[str],
-                         write: Callable[[], AppendResult]) -> AppendResult:
+def _append_text_checked(
+    spark, reader: SourceReader, files: list[str], write: Callable[[], AppendResult]
+) -> AppendResult:
     """`write()`, with the text sources' bytes as the judge of what went wrong: a write
     that failed for a cause not the input's, behind which a gzip stream is damaged, is
     the file's fault; a write that saw U+FFFD in a value is the file's fault when a UTF-8
@@ -315,21 +367,39 @@ def _append_text_checked(spark, reader: SourceReader, files: list[str],
     return written
 
 
-def source_reader(config: TableConfig, existing: StructType | None,
-                  declared: StructType | None, table: str) -> SourceReader:
+def source_reader(
+    config: TableConfig, existing: StructType | None, declared: StructType | None, table: str
+) -> SourceReader:
     """How this run reads its sources; text values parse to the table's schema plus
     the columns the config declares that it lacks (or to the declared schema alone)."""
     schema = existing
     if declared is not None:
         have = {f.name.casefold() for f in existing.fields} if existing is not None else set()
-        schema = StructType([*(existing.fields if existing is not None else []),
-                             *(f for f in declared.fields if f.name.casefold() not in have)])
-    return SourceReader(configured=config.format, csv=config.csv, parse=config.parse,
-                        schema=schema, table=table, config_name=table_config_key(table))
+        schema = StructType(
+            [
+                *(existing.fields if existing is not None else []),
+                *(f for f in declared.fields if f.name.casefold() not in have),
+            ]
+        )
+    return SourceReader(
+        configured=config.format,
+        csv=config.csv,
+        parse=config.parse,
+        schema=schema,
+        table=table,
+        config_name=table_config_key(table),
+    )
 
 
-def _parse_errors(spark, check: ParseErrorsCheck, written, frame: DataFrame, usable,
-                  args: JobArgs, reader: SourceReader):
+def _parse_errors(
+    spark,
+    check: ParseErrorsCheck,
+    written,
+    frame: DataFrame,
+    usable,
+    args: JobArgs,
+    reader: SourceReader,
+):
     """The parse_errors result: the count the write observed (counted again by one query
     when it did not arrive, or the snapshot was reused), samples with their lines when
     there are any."""
@@ -349,8 +419,12 @@ def _parse_errors(spark, check: ParseErrorsCheck, written, frame: DataFrame, usa
 def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Report):
     start = time.perf_counter()
     checked = {name for check in checks for name in check.spec.columns}
-    dictionary = {check.column for check in checks if check.spec.kind == "accepted_values"
-                  and isinstance(check.types[check.column], StringType)}
+    dictionary = {
+        check.column
+        for check in checks
+        if check.spec.kind == "accepted_values"
+        and isinstance(check.types[check.column], StringType)
+    }
     stats = snapshot_stats(spark, written.table, written.snapshot_id, checked, dictionary)
     report.timed("audit_metrics_s", start)
 
@@ -360,16 +434,27 @@ def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Rep
     observed = written.observed
     if observed is not None and int(observed[ROWS]) != stats.record_count:
         # A re-executed task (shuffle retry, speculation) counted its rows twice.
-        log.warning("write observed %s rows, the snapshot added %s: auditing by scan",
-                    observed[ROWS], stats.record_count)
+        log.warning(
+            "write observed %s rows, the snapshot added %s: auditing by scan",
+            observed[ROWS],
+            stats.record_count,
+        )
         observed = None
-    return run_audit(checks, stats, new_rows, utc_now(), _main_rows(spark, args, ref),
-                     label=args.ingest_id,
-                     timings=report.timings, observed=observed)
+    return run_audit(
+        checks,
+        stats,
+        new_rows,
+        utc_now(),
+        _main_rows(spark, args, ref),
+        label=args.ingest_id,
+        timings=report.timings,
+        observed=observed,
+    )
 
 
 def _main_rows(spark, args: JobArgs, ref: CatalogTable) -> Callable[[], DataFrame | None]:
     """main's rows of the table, read when called (None while main has no such table)."""
+
     def main_rows() -> DataFrame | None:
         main_ref = CatalogTable(args.catalog, ref.namespace, ref.table)
         return spark.table(main_ref.sql) if spark.catalog.tableExists(main_ref.sql) else None
@@ -452,11 +537,16 @@ def main(argv: list[str] | None = None) -> int:
     if kind == SMOKE:
         return 0 if report["ok"] else 1
     if kind == COMPACT:
-        log.info("compaction %s: %s", args.run_id, "passed" if report["passed"] else
-                 report["reason"])
+        log.info(
+            "compaction %s: %s", args.run_id, "passed" if report["passed"] else report["reason"]
+        )
         return 0
-    log.info("ingest %s: %s%s", args.ingest_id, report["outcome"],
-             f" ({report['reason']})" if report["reason"] else "")
+    log.info(
+        "ingest %s: %s%s",
+        args.ingest_id,
+        report["outcome"],
+        f" ({report['reason']})" if report["reason"] else "",
+    )
     return 0
 
 

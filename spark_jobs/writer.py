@@ -103,8 +103,9 @@ def declared_schema(spark: SparkSession, columns: tuple[ColumnSpec, ...]) -> T.S
         try:
             type_ = _parse_datatype_string(column.type)
         except Exception as exc:
-            raise TableConfigError(f"schema column {column.name!r}: unknown type "
-                              f"{column.type!r}") from exc
+            raise TableConfigError(
+                f"schema column {column.name!r}: unknown type {column.type!r}"
+            ) from exc
         fields.append(T.StructField(column.name, type_, not column.required))
     return T.StructType(fields)
 
@@ -114,19 +115,21 @@ def check_iceberg_types(spark: SparkSession, schema: T.StructType) -> None:
     jvm = spark._jvm
     try:  # one call for the common case; field by field only to name the culprit
         jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(
-            jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
+            jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
+        )
         return
     except Exception:  # noqa: S110 - the loop below raises the readable error
         pass
     for field in schema.fields:
         try:
             jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(
-                jvm.org.apache.spark.sql.types.DataType.fromJson(
-                    T.StructType([field]).json()))
+                jvm.org.apache.spark.sql.types.DataType.fromJson(T.StructType([field]).json())
+            )
         except Exception as exc:
             raise SchemaPolicyError(
                 f"column {field.name!r} has type {field.dataType.simpleString()}, which an "
-                f"Iceberg table cannot store: {describe(exc)}") from exc
+                f"Iceberg table cannot store: {describe(exc)}"
+            ) from exc
 
 
 def check_partitioning(partition_by: tuple[PartitionField, ...], schema: T.StructType) -> None:
@@ -143,12 +146,17 @@ def create_namespace(spark: SparkSession, ref: CatalogTable) -> None:
     try:
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     except Exception as exc:
-        raise as_job_error(exc, f"cannot create namespace {ref.namespace}: "
-                                f"{describe(exc)}", TableConfigError) from exc
+        raise as_job_error(
+            exc, f"cannot create namespace {ref.namespace}: {describe(exc)}", TableConfigError
+        ) from exc
 
 
-def prepare_table(spark: SparkSession, ref: CatalogTable, plan: SchemaPlan,
-                  partition_by: tuple[PartitionField, ...]) -> None:
+def prepare_table(
+    spark: SparkSession,
+    ref: CatalogTable,
+    plan: SchemaPlan,
+    partition_by: tuple[PartitionField, ...],
+) -> None:
     """Create the namespace and table on the branch when missing, then evolve the schema.
 
     TableConfigError / SchemaPolicyError when Iceberg refuses what the config or the file
@@ -158,17 +166,24 @@ def prepare_table(spark: SparkSession, ref: CatalogTable, plan: SchemaPlan,
         create_namespace(spark, ref)
         columns = ", ".join(
             f"{quote(f.name)} {_sql_type(spark, f.dataType)}" + ("" if f.nullable else " NOT NULL")
-            for f in plan.target.fields)
+            for f in plan.target.fields
+        )
         partitioning = ""
         if partition_by:
-            partitioning = " PARTITIONED BY (" + ", ".join(
-                _partition_sql(part) for part in partition_by) + ")"
+            partitioning = (
+                " PARTITIONED BY (" + ", ".join(_partition_sql(part) for part in partition_by) + ")"
+            )
         try:
-            spark.sql(f"CREATE TABLE {ref.sql} ({columns}) USING iceberg{partitioning} "
-                      "TBLPROPERTIES ('format-version' = '2')")
+            spark.sql(
+                f"CREATE TABLE {ref.sql} ({columns}) USING iceberg{partitioning} "
+                "TBLPROPERTIES ('format-version' = '2')"
+            )
         except Exception as exc:
-            raise as_job_error(exc, f"cannot create table {ref.namespace}.{ref.table}: "
-                                    f"{describe(exc)}", TableConfigError) from exc
+            raise as_job_error(
+                exc,
+                f"cannot create table {ref.namespace}.{ref.table}: {describe(exc)}",
+                TableConfigError,
+            ) from exc
         return
     for change in plan.changes:
         column = quote(change["column"])
@@ -186,9 +201,12 @@ def prepare_table(spark: SparkSession, ref: CatalogTable, plan: SchemaPlan,
         try:
             spark.sql(statement)
         except Exception as exc:
-            raise as_job_error(exc, f"cannot {change['change'].replace('_', ' ')} "
-                                    f"{change['column']!r}: {describe(exc)}",
-                               SchemaPolicyError) from exc
+            raise as_job_error(
+                exc,
+                f"cannot {change['change'].replace('_', ' ')} "
+                f"{change['column']!r}: {describe(exc)}",
+                SchemaPolicyError,
+            ) from exc
 
 
 def find_ingest_snapshot(table, ingest_id: str) -> AppendResult | None:
@@ -208,16 +226,23 @@ def rows_added(spark: SparkSession, ref: CatalogTable, written) -> DataFrame:
     if written.parent_id is None:
         reader = reader.option("snapshot-id", written.snapshot_id)
     else:
-        reader = (reader.option("start-snapshot-id", written.parent_id)
-                  .option("end-snapshot-id", written.snapshot_id))
+        reader = reader.option("start-snapshot-id", written.parent_id).option(
+            "end-snapshot-id", written.snapshot_id
+        )
     return reader.load(ref.sql)
 
 
-def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: SchemaPlan,
-           ingest_id: str, sources: list[str],
-           observe: list[Column] | None = None,
-           recorded: list[str] | None = None,
-           strict: DataFrame | None = None) -> AppendResult:
+def append(
+    spark: SparkSession,
+    ref: CatalogTable,
+    frame: DataFrame,
+    plan: SchemaPlan,
+    ingest_id: str,
+    sources: list[str],
+    observe: list[Column] | None = None,
+    recorded: list[str] | None = None,
+    strict: DataFrame | None = None,
+) -> AppendResult:
     """Append the file rows shaped for the table; the snapshot is stamped with the ingest
     and `recorded` (default: `sources`), the objects it came from, as `wap.source`.
 
@@ -228,8 +253,9 @@ def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
     """
     if strict is not None:  # clean CSV, the common case: no corrupt-record bookkeeping
         try:
-            found = _write(spark, ref, strict, plan, ingest_id, sources, observe, recorded,
-                           True)  # text: positional, as tests spy on _write's arguments
+            found = _write(
+                spark, ref, strict, plan, ingest_id, sources, observe, recorded, True
+            )  # text: positional, as tests spy on _write's arguments
             found.parse_errors = 0
             return found
         except Exception as exc:
@@ -239,39 +265,58 @@ def append(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
     return _write(spark, ref, frame, plan, ingest_id, sources, observe, recorded)
 
 
-def _write(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: SchemaPlan,
-           ingest_id: str, sources: list[str], observe: list[Column] | None,
-           recorded: list[str] | None, text: bool = False) -> AppendResult:
+def _write(
+    spark: SparkSession,
+    ref: CatalogTable,
+    frame: DataFrame,
+    plan: SchemaPlan,
+    ingest_id: str,
+    sources: list[str],
+    observe: list[Column] | None,
+    recorded: list[str] | None,
+    text: bool = False,
+) -> AppendResult:
     counted = None
     parse_errors = has_parse_errors_column(frame)
     if parse_errors or text:  # counted as they stream by (unparsable rows: left out)
         # Named per table: a multi-table dataset writes its tables side by side.
         counted = Observation(f"wap_parse_{ingest_id}:{ref.namespace}.{ref.table}")
-        frame = frame.observe(counted, *(
-            [parse_error_count().alias(PARSE_ERROR)] if parse_errors else []),
-            replaced_text_count(frame).alias(REPLACED_TEXT))
+        frame = frame.observe(
+            counted,
+            *([parse_error_count().alias(PARSE_ERROR)] if parse_errors else []),
+            replaced_text_count(frame).alias(REPLACED_TEXT),
+        )
     shaped = parsed_rows(frame).select(*plan.projection(data_schema(frame)))
     observation = None
     if observe:
         observation = Observation(f"wap_audit_{ingest_id}:{ref.namespace}.{ref.table}")
         shaped = shaped.observe(observation, *observe)
     try:
-        (shaped.writeTo(ref.sql)
-         .option(f"snapshot-property.{INGEST_ID_PROPERTY}", ingest_id)
-         .option(f"snapshot-property.{SOURCE_PROPERTY}",
-                 ",".join(recorded or sources)[:MAX_SOURCE_PROPERTY])
-         .append())
+        (
+            shaped.writeTo(ref.sql)
+            .option(f"snapshot-property.{INGEST_ID_PROPERTY}", ingest_id)
+            .option(
+                f"snapshot-property.{SOURCE_PROPERTY}",
+                ",".join(recorded or sources)[:MAX_SOURCE_PROPERTY],
+            )
+            .append()
+        )
     except Exception as exc:
         verdict = classify(exc)
         if verdict.is_input:
-            raise InputRejectedError(with_hint(
-                f"the rows could not be written: {_write_reason(exc, not_null_column(verdict))}"
-                f"{named_columns(spark, exc, sources)}", verdict)) from exc
+            raise InputRejectedError(
+                with_hint(
+                    f"the rows could not be written: {_write_reason(exc, not_null_column(verdict))}"
+                    f"{named_columns(spark, exc, sources)}",
+                    verdict,
+                )
+            ) from exc
         raise as_job_error(exc, f"the rows could not be written: {describe(exc)}") from exc
     found = find_ingest_snapshot(load_iceberg_table(spark, ref.sql), ingest_id)
     if found is None:
-        raise RuntimeError(f"append committed but no snapshot carries {INGEST_ID_PROPERTY}="
-                           f"{ingest_id}")
+        raise RuntimeError(
+            f"append committed but no snapshot carries {INGEST_ID_PROPERTY}={ingest_id}"
+        )
     found.reused = False
     if counted is not None:
         values = _observed_values(counted)
@@ -285,8 +330,9 @@ def _write(spark: SparkSession, ref: CatalogTable, frame: DataFrame, plan: Schem
     return found
 
 
-def _observed_values(observation: Observation,
-                     timeout_s: float = OBSERVATION_TIMEOUT_S) -> dict | None:
+def _observed_values(
+    observation: Observation, timeout_s: float = OBSERVATION_TIMEOUT_S
+) -> dict | None:
     """The observed metrics, or None when they cannot be had (then the audit scans).
 
     Spark hands them over from its listener bus thread, slightly after the write
@@ -299,8 +345,7 @@ def _observed_values(observation: Observation,
         deadline = time.monotonic() + timeout_s
         while not field.get(observation._jo).isDefined():
             if time.monotonic() > deadline:
-                log.warning("metrics observed during the write did not arrive in %ss",
-                            timeout_s)
+                log.warning("metrics observed during the write did not arrive in %ss", timeout_s)
                 return None
             time.sleep(0.01)
         return java_map(observation._jo.getAsJava())
@@ -310,11 +355,13 @@ def _observed_values(observation: Observation,
 
 
 def _result(snapshot, table, reused: bool) -> AppendResult:
-    return AppendResult(table=table, snapshot_id=int(snapshot.snapshotId()),
-                        parent_id=None if snapshot.parentId() is None
-                        else int(snapshot.parentId()),
-                        rows_written=int(snapshot.summary().get("added-records") or 0),
-                        reused=reused)
+    return AppendResult(
+        table=table,
+        snapshot_id=int(snapshot.snapshotId()),
+        parent_id=None if snapshot.parentId() is None else int(snapshot.parentId()),
+        rows_written=int(snapshot.summary().get("added-records") or 0),
+        reused=reused,
+    )
 
 
 def _write_reason(exc: BaseException, null_column: str | None) -> str:

@@ -170,8 +170,10 @@ def _files(report: AuditReport | None) -> str | None:
     lines = [f"*Files:* {len(report.sources)} in this run, {len(failing)} did not pass"]
     used = len(lines[0])
     for shown, verdict in enumerate(failing):
-        line = (f"• {_code(verdict.uri.rsplit('/', 1)[-1], 120)} {_value(verdict.status, 20)}: "
-                f"{_value(verdict.why, 160)}")
+        line = (
+            f"• {_code(verdict.uri.rsplit('/', 1)[-1], 120)} {_value(verdict.status, 20)}: "
+            f"{_value(verdict.why, 160)}"
+        )
         if shown == _MAX_FILES_SHOWN or used + len(line) > _MAX_FILES_TEXT:
             lines.append(f"…and {len(failing) - shown} more: see the report's `sources`")
             break
@@ -192,11 +194,15 @@ def _branch(event: AlertEvent, nessie_ui_url: str | None) -> str | None:
     if table_url:
         text += f" · {_link(table_url, 'table on this branch')}"
     if event.outcome == AUDIT_FAILED:
-        text += ("\nThe branch stays open: inspect it, then publish it after review "
-                 "(`wap publish`) or discard it (`wap discard`).")
+        text += (
+            "\nThe branch stays open: inspect it, then publish it after review "
+            "(`wap publish`) or discard it (`wap discard`)."
+        )
     else:  # only an audited branch can be published by hand
-        text += ("\nThe branch stays open because the job wrote to it: inspect it, then "
-                 "discard it (`wap discard`) and upload fixed data.")
+        text += (
+            "\nThe branch stays open because the job wrote to it: inspect it, then "
+            "discard it (`wap discard`) and upload fixed data."
+        )
     return text
 
 
@@ -234,8 +240,7 @@ def _check_text(index: int, check: CheckResult) -> str:
     budget = MAX_SECTION_TEXT - len(text) - len(f"\n{title}:\n``````") - 40
     samples: list[str] = []
     for position, sample in enumerate(check.samples):
-        line = _sample_line(_unparsed_line(sample) if check.kind == PARSE_ERRORS_KIND
-                            else sample)
+        line = _sample_line(_unparsed_line(sample) if check.kind == PARSE_ERRORS_KIND else sample)
         if sum(len(s) + 1 for s in samples) + len(line) > budget:
             samples.append(f"… {len(check.samples) - position} more")
             break
@@ -323,8 +328,15 @@ def build_message(
         },
         # A failed audit's reason lists the failed checks, which the checks section below
         # lists with their details: say it there only.
-        _section(_summary(event, report, with_reason=not (
-            checks and report is not None and report.reason_code == AUDIT_FAILED_CODE))),
+        _section(
+            _summary(
+                event,
+                report,
+                with_reason=not (
+                    checks and report is not None and report.reason_code == AUDIT_FAILED_CODE
+                ),
+            )
+        ),
     ]
     files = _files(report)
     if files:

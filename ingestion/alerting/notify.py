@@ -55,7 +55,11 @@ def send_alert(
         raise
     report, checks, problem = _read_report(alert, s3)
     message = build_message(
-        alert, report, checks, nessie_ui_url=config.nessie_ui_url, report_problem=problem,
+        alert,
+        report,
+        checks,
+        nessie_ui_url=config.nessie_ui_url,
+        report_problem=problem,
         aws_console_links=config.aws_console_links,
     )
     result = {"ingest_id": alert.ingest_id, "table": alert.table, "outcome": alert.outcome}
@@ -94,9 +98,7 @@ def _client_from_secret(
     return build_client(token, base_url=config.slack_api_url, retry=retry)
 
 
-def _read_report(
-    alert: AlertEvent, s3
-) -> tuple[AuditReport | None, list[CheckResult], str | None]:
+def _read_report(alert: AlertEvent, s3) -> tuple[AuditReport | None, list[CheckResult], str | None]:
     if not alert.report_uri:
         return None, [], None
     try:

@@ -78,8 +78,11 @@ def _read_file(path: Path) -> bytes:
 def failed_checks(report: AuditReport) -> list[CheckResult]:
     """Checks whose status is not `passed` (at most MAX_SAMPLES samples each), error
     severity first, then by violations."""
-    failures = [replace(check, samples=check.samples[:MAX_SAMPLES])
-                for check in report.checks if check.status != PASSED]
+    failures = [
+        replace(check, samples=check.samples[:MAX_SAMPLES])
+        for check in report.checks
+        if check.status != PASSED
+    ]
     # Stable sort: report order within each group.
     failures.sort(key=lambda f: (f.severity != "error", -(f.violations or 0)))
     return failures

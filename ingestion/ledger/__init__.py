@@ -68,13 +68,45 @@ from ingestion.ledger.store import LedgerStore
 from ingestion.naming import object_version_uri
 
 __all__ = [
-    "DEFAULT_LEASE", "DEFAULT_RECORD_TTL", "INDEXES", "INDEX_BY_KIND", "INDEX_BY_STATUS",
-    "INDEX_BY_TABLE", "INDEX_SWEEP", "KIND_BATCH", "KIND_INGEST", "KIND_TABLE", "LOCK_ACTIVE",
-    "LOCK_NOT_PENDING", "LOCK_QUEUED", "PARTITION_KEY", "STATUSES", "SWEEP_PENDING",
-    "TTL_ATTRIBUTE", "_INDEXES", "BatchRecord", "Changes", "IngestRecord", "Ledger", "LedgerRecord",
-    "QueueStat", "Record", "Status", "Successor", "TableLock", "batch_id", "is_multi_table",
-    "lock_from_item", "lock_to_item", "plain_value", "record_from_item", "record_to_item",
-    "started_at_field", "storable_item", "table_schema", "tables_of",
+    "DEFAULT_LEASE",
+    "DEFAULT_RECORD_TTL",
+    "INDEXES",
+    "INDEX_BY_KIND",
+    "INDEX_BY_STATUS",
+    "INDEX_BY_TABLE",
+    "INDEX_SWEEP",
+    "KIND_BATCH",
+    "KIND_INGEST",
+    "KIND_TABLE",
+    "LOCK_ACTIVE",
+    "LOCK_NOT_PENDING",
+    "LOCK_QUEUED",
+    "PARTITION_KEY",
+    "STATUSES",
+    "SWEEP_PENDING",
+    "TTL_ATTRIBUTE",
+    "_INDEXES",
+    "BatchRecord",
+    "Changes",
+    "IngestRecord",
+    "Ledger",
+    "LedgerRecord",
+    "QueueStat",
+    "Record",
+    "Status",
+    "Successor",
+    "TableLock",
+    "batch_id",
+    "is_multi_table",
+    "lock_from_item",
+    "lock_to_item",
+    "plain_value",
+    "record_from_item",
+    "record_to_item",
+    "started_at_field",
+    "storable_item",
+    "table_schema",
+    "tables_of",
 ]
 
 
@@ -125,8 +157,9 @@ class Ledger:
 
     # ---- ingest and batch records (ingests.py) --------------------------------------------
 
-    def create_ingest(self, ingest_id: str, fields: Mapping[str, Any], *,
-                      kind: str = KIND_INGEST) -> bool:
+    def create_ingest(
+        self, ingest_id: str, fields: Mapping[str, Any], *, kind: str = KIND_INGEST
+    ) -> bool:
         return self.ingests.create_ingest(ingest_id, fields, kind=kind)
 
     def get_ingest(self, ingest_id: str) -> Record | None:
@@ -135,8 +168,14 @@ class Ledger:
     def get_ingests(self, ingest_ids: Iterable[str]) -> dict[str, Record]:
         return self.ingests.get_ingests(ingest_ids)
 
-    def update_ingest(self, ingest_id: str, changes: Changes | None = None, *,
-                      only_if_status: Iterable[str] | None = None, **fields: Any) -> bool:
+    def update_ingest(
+        self,
+        ingest_id: str,
+        changes: Changes | None = None,
+        *,
+        only_if_status: Iterable[str] | None = None,
+        **fields: Any,
+    ) -> bool:
         """Set the record's fields, named as keywords (checked: `Changes`) or given as one
         `Changes`; False when its status is not in `only_if_status` (see IngestRecords)."""
         if changes is None:
@@ -145,17 +184,21 @@ class Ledger:
             raise TypeError("update_ingest takes one Changes or keyword fields, not both")
         return self.ingests.update_ingest(ingest_id, changes, only_if_status=only_if_status)
 
-    def update_ingests(self, updates: Mapping[str, Changes], *,
-                       only_if_status: Iterable[str],
-                       only_if: tuple[str, Any] | None = None) -> set[str]:
-        return self.ingests.update_ingests(updates, only_if_status=only_if_status,
-                                           only_if=only_if)
+    def update_ingests(
+        self,
+        updates: Mapping[str, Changes],
+        *,
+        only_if_status: Iterable[str],
+        only_if: tuple[str, Any] | None = None,
+    ) -> set[str]:
+        return self.ingests.update_ingests(updates, only_if_status=only_if_status, only_if=only_if)
 
     def set_once(self, ingest_id: str, name: str, value: Any) -> Any:
         return self.ingests.set_once(ingest_id, name, value)
 
-    def list_ingests(self, *, table: str | None = None,
-                     statuses: Iterable[str] | None = None) -> list[Record]:
+    def list_ingests(
+        self, *, table: str | None = None, statuses: Iterable[str] | None = None
+    ) -> list[Record]:
         return self.ingests.list_ingests(table=table, statuses=statuses)
 
     def newest_ingests(self, limit: int, *, table: str | None = None) -> list[Record]:
@@ -193,9 +236,13 @@ class Ledger:
     def renew_lease(self, table: str, ingest_id: str) -> bool:
         return self.locks.renew_lease(table, ingest_id)
 
-    def release(self, table: str, ingest_id: str,
-                take: Callable[[list[str]], int] | None = None,
-                requeue: Sequence[str] = ()) -> Successor | None:
+    def release(
+        self,
+        table: str,
+        ingest_id: str,
+        take: Callable[[list[str]], int] | None = None,
+        requeue: Sequence[str] = (),
+    ) -> Successor | None:
         return self.locks.release(table, ingest_id, take=take, requeue=requeue)
 
     def _mutate_lock(self, table: str, change: Callable[[TableLock], bool]) -> None:

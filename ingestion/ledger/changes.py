@@ -31,8 +31,10 @@ class Changes(Mapping[str, Any]):
     def __init__(self, extra: Mapping[str, Any] | None = None, /, **declared: Any) -> None:
         unknown = sorted(set(declared) - UPDATABLE)
         if unknown:
-            raise TypeError(f"not a field of a ledger record: {', '.join(unknown)} (an "
-                            "attribute the records do not declare goes in `extra`)")
+            raise TypeError(
+                f"not a field of a ledger record: {', '.join(unknown)} (an "
+                "attribute the records do not declare goes in `extra`)"
+            )
         shadowing = sorted(set(extra or ()) & (UPDATABLE | {"ingest_id", "kind"}))
         if shadowing:
             raise TypeError(f"declared fields passed as extra: {', '.join(shadowing)}")

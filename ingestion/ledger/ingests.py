@@ -51,8 +51,9 @@ def _oldest_first(records: Iterable[Record]) -> list[Record]:
     return sorted(records, key=lambda r: (r.created_at or "", r.ingest_id))
 
 
-def _allowed_sources(ingest_id: str, target: str | None,
-                     only_if_status: Iterable[str] | None) -> frozenset[str] | None:
+def _allowed_sources(
+    ingest_id: str, target: str | None, only_if_status: Iterable[str] | None
+) -> frozenset[str] | None:
     """The statuses a record may have for the write: those the caller accepts, of the ones
     the lifecycle allows to change to `target` (when the write sets a status). Raises
     TransitionError when none is left: the change could never be made."""
@@ -65,8 +66,7 @@ def _allowed_sources(ingest_id: str, target: str | None,
     if accepted is not None:
         sources &= accepted
     if not sources:
-        raise TransitionError(ingest_id, "/".join(sorted(accepted or ())) or "any status",
-                              target)
+        raise TransitionError(ingest_id, "/".join(sorted(accepted or ())) or "any status", target)
     return sources
 
 
@@ -83,16 +83,19 @@ class IngestRecords:
         """Put a new ingest (or batch) record; False (and no write) when the id is already
         recorded."""
         now = iso(utcnow())
-        record = record_from_item({
-            **self._final_fields(fields),
-            "kind": kind,
-            "ingest_id": ingest_id,
-            "created_at": now,
-            "updated_at": now,
-        })
+        record = record_from_item(
+            {
+                **self._final_fields(fields),
+                "kind": kind,
+                "ingest_id": ingest_id,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
         try:
-            self._store.table.put_item(Item=record_to_item(record),
-                                       ConditionExpression="attribute_not_exists(pk)")
+            self._store.table.put_item(
+                Item=record_to_item(record), ConditionExpression="attribute_not_exists(pk)"
+            )
         except Exception as exc:
             if is_conditional_failure(exc):
                 return False
@@ -110,8 +113,9 @@ class IngestRecords:
         return fields
 
     def get_ingest(self, ingest_id: str) -> Record | None:
-        item = self._store.table.get_item(Key=ingest_key(ingest_id),
-                                          ConsistentRead=True).get("Item")
+        item = self._store.table.get_item(Key=ingest_key(ingest_id), ConsistentRead=True).get(
+            "Item"
+        )
         return record_from_item(item) if item else None
 
     def update_ingest(
@@ -138,7 +142,10 @@ class IngestRecords:
         return True
 
     def update_ingests(
-        self, updates: Mapping[str, Changes], *, only_if_status: Iterable[str],
+        self,
+        updates: Mapping[str, Changes],
+        *,
+        only_if_status: Iterable[str],
         only_if: tuple[str, Any] | None = None,
     ) -> set[str]:
         """`update_ingest` of many records (`updates`: id -> fields), in transactions of up
@@ -149,17 +156,21 @@ class IngestRecords:
         changed: set[str] = set()
         ids = list(updates)
         for start in range(0, len(ids), TRANSACTION_ITEMS):
-            chunk = ids[start:start + TRANSACTION_ITEMS]
+            chunk = ids[start : start + TRANSACTION_ITEMS]
             writes = [self._update(i, updates[i], statuses, only_if) for i in chunk]
             try:
-                self._store.client.transact_write_items(TransactItems=[
-                    {"Update": {"TableName": self._store.table_name, **write}}
-                    for write in writes])
+                self._store.client.transact_write_items(
+                    TransactItems=[
+                        {"Update": {"TableName": self._store.table_name, **write}}
+                        for write in writes
+                    ]
+                )
                 changed.update(chunk)
                 continue
             except Exception as exc:
-                if not (getattr(exc, "response", None) or {}).get("CancellationReasons") and \
-                        not is_conditional_failure(exc):
+                if not (getattr(exc, "response", None) or {}).get(
+                    "CancellationReasons"
+                ) and not is_conditional_failure(exc):
                     raise
             for ingest_id, write in zip(chunk, writes, strict=True):
                 try:
@@ -171,8 +182,9 @@ class IngestRecords:
                     self._refuse_transition(ingest_id, updates[ingest_id], statuses)
         return changed
 
-    def _refuse_transition(self, ingest_id: str, fields: Mapping[str, Any],
-                           only_if_status: Iterable[str] | None) -> None:
+    def _refuse_transition(
+        self, ingest_id: str, fields: Mapping[str, Any], only_if_status: Iterable[str] | None
+    ) -> None:
         """After a refused write that set a status: raise TransitionError when the lifecycle
         refused it (the record's status is one the caller accepts, but the change from it
         is not allowed); a missing record, or one in a status the caller did not accept (a
@@ -186,9 +198,13 @@ class IngestRecords:
         if only_if_status is None or record.status in set(only_if_status):
             raise TransitionError(ingest_id, record.status, target)
 
-    def _update(self, ingest_id: str, fields: Mapping[str, Any],
-                only_if_status: Iterable[str] | None,
-                only_if: tuple[str, Any] | None = None) -> dict[str, Any]:
+    def _update(
+        self,
+        ingest_id: str,
+        fields: Mapping[str, Any],
+        only_if_status: Iterable[str] | None,
+        only_if: tuple[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """The UpdateItem arguments that set `fields` (None removes) under the conditions."""
         fields = {**self._final_fields(Changes.of(fields)), "updated_at": iso(utcnow())}
         names: dict[str, str] = {}
@@ -216,9 +232,13 @@ class IngestRecords:
         if only_if is not None:
             names["#only"], values[":only"] = only_if
             condition += " AND #only = :only"
-        return {"Key": ingest_key(ingest_id), "UpdateExpression": expression,
-                "ConditionExpression": condition, "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": storable_item(values)}
+        return {
+            "Key": ingest_key(ingest_id),
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": storable_item(values),
+        }
 
     def get_ingests(self, ingest_ids: Iterable[str]) -> dict[str, Record]:
         """Many records by id (consistent reads, up to 100 per request); absent ids are
@@ -226,7 +246,7 @@ class IngestRecords:
         ids = list(dict.fromkeys(ingest_ids))
         found: dict[str, Record] = {}
         for start in range(0, len(ids), BATCH_GET_ITEMS):
-            keys = [ingest_key(i) for i in ids[start:start + BATCH_GET_ITEMS]]
+            keys = [ingest_key(i) for i in ids[start : start + BATCH_GET_ITEMS]]
             request = {self._store.table_name: {"Keys": keys, "ConsistentRead": True}}
             for attempt in range(LOCK_ATTEMPTS):
                 page = self._store.table.meta.client.batch_get_item(RequestItems=request)
@@ -262,8 +282,9 @@ class IngestRecords:
         query = self._store.query
         wanted = set(statuses) if statuses is not None else None
         if wanted is not None:
-            items = [i for status in sorted(wanted)
-                     for i in query(INDEX_BY_STATUS, "status", status)]
+            items = [
+                i for status in sorted(wanted) for i in query(INDEX_BY_STATUS, "status", status)
+            ]
             if table is not None:
                 items = [i for i in items if i.get("table") == table]
         elif table is not None:
@@ -276,11 +297,13 @@ class IngestRecords:
         """The `limit` newest ingest records (of one table), newest first: one index page,
         whatever the history holds (`list_ingests` reads it all)."""
         if table is not None:
-            items = self._store.query(INDEX_BY_TABLE, "table", table, newest_first=True,
-                                      limit=limit, kind=KIND_INGEST)
+            items = self._store.query(
+                INDEX_BY_TABLE, "table", table, newest_first=True, limit=limit, kind=KIND_INGEST
+            )
         else:
-            items = self._store.query(INDEX_BY_KIND, "kind", KIND_INGEST, newest_first=True,
-                                      limit=limit)
+            items = self._store.query(
+                INDEX_BY_KIND, "kind", KIND_INGEST, newest_first=True, limit=limit
+            )
         return [record_from_item(i) for i in items if i.get("kind") == KIND_INGEST][:limit]
 
     def list_batches(self, *, status: str | None = None) -> list[BatchRecord]:
@@ -289,21 +312,28 @@ class IngestRecords:
         if status is None:
             items = self._store.query(INDEX_BY_KIND, "kind", KIND_BATCH)
         else:
-            items = [i for i in self._store.query(INDEX_BY_STATUS, "status", status)
-                     if i.get("kind") == KIND_BATCH]
+            items = [
+                i
+                for i in self._store.query(INDEX_BY_STATUS, "status", status)
+                if i.get("kind") == KIND_BATCH
+            ]
         return _oldest_first(record_from_item(i) for i in items)  # type: ignore[return-value]
 
     def with_status(self, status: str) -> list[Record]:
         """Every ingest and batch record of `status`, oldest first: one query of the status
         index (eventually consistent: re-read before acting)."""
-        return _oldest_first(record_from_item(i)
-                             for i in self._store.query(INDEX_BY_STATUS, "status", status)
-                             if i.get("kind") in (KIND_INGEST, KIND_BATCH))
+        return _oldest_first(
+            record_from_item(i)
+            for i in self._store.query(INDEX_BY_STATUS, "status", status)
+            if i.get("kind") in (KIND_INGEST, KIND_BATCH)
+        )
 
     def due_for_sweep(self, now: datetime) -> list[Record]:
         """Final records with a branch or staged copy left to clean, due by `now`."""
-        return [record_from_item(i)
-                for i in self._store.query(INDEX_SWEEP, "sweep", SWEEP_PENDING, until=iso(now))]
+        return [
+            record_from_item(i)
+            for i in self._store.query(INDEX_SWEEP, "sweep", SWEEP_PENDING, until=iso(now))
+        ]
 
     def swept(self, ingest_id: str) -> None:
         """Nothing is left to clean for this record: drop it from the sweep index."""

@@ -54,8 +54,9 @@ class QueueStat:
 class TableLocks:
     """The lock/queue items of the ledger (`ingests`: where the queued ingests are read)."""
 
-    def __init__(self, store: LedgerStore, ingests: IngestRecords, *,
-                 lease: timedelta = DEFAULT_LEASE) -> None:
+    def __init__(
+        self, store: LedgerStore, ingests: IngestRecords, *, lease: timedelta = DEFAULT_LEASE
+    ) -> None:
         self._store = store
         self._ingests = ingests
         self._lease = lease
@@ -66,8 +67,10 @@ class TableLocks:
 
     def list_locks(self) -> list[TableLock]:
         """Every table's lock item (from an index: re-read with `get_lock` before acting)."""
-        return [lock_from_item(i["table"], i)
-                for i in self._store.query(INDEX_BY_KIND, "kind", KIND_TABLE)]
+        return [
+            lock_from_item(i["table"], i)
+            for i in self._store.query(INDEX_BY_KIND, "kind", KIND_TABLE)
+        ]
 
     def queues(self, now: datetime) -> list[QueueStat]:
         """Every table with queued ingests, by table name (consistent reads of each lock)."""
@@ -104,27 +107,42 @@ class TableLocks:
                     lock.active, lock.active_since = ingest_id, iso(now)
                     lock.lease_expires_at = iso(now + self._lease)
                     lock.version = expected + 1
-                    self._write_if_pending(ingest_id, {"Put": {
-                        "Item": lock_to_item(lock, iso(utcnow())),
-                        "ConditionExpression": "attribute_not_exists(pk) OR version = :v",
-                        "ExpressionAttributeValues": {":v": expected},
-                    }})
+                    self._write_if_pending(
+                        ingest_id,
+                        {
+                            "Put": {
+                                "Item": lock_to_item(lock, iso(utcnow())),
+                                "ConditionExpression": "attribute_not_exists(pk) OR version = :v",
+                                "ExpressionAttributeValues": {":v": expected},
+                            }
+                        },
+                    )
                     return LOCK_ACTIVE
                 # Appending needs no version check: DynamoDB applies concurrent updates of
                 # one item one after another, so a burst of enqueuers does not collide.
-                self._write_if_pending(ingest_id, {"Update": {
-                    "Key": lock_key(table),
-                    "UpdateExpression": "SET #q = list_append(if_not_exists(#q, :empty), :ids), "
-                                        "version = version + :one, updated_at = :now, "
-                                        "created_at = if_not_exists(created_at, :now)",
-                    "ConditionExpression": "attribute_exists(active) AND active <> :id "
-                                           "AND NOT contains(#q, :id) "
-                                           "AND NOT contains(#b, :id)",
-                    "ExpressionAttributeNames": {"#q": "queue", "#b": "batch"},
-                    "ExpressionAttributeValues": {":empty": [], ":ids": [ingest_id],
-                                                  ":one": 1, ":id": ingest_id,
-                                                  ":now": iso(utcnow())},
-                }})
+                self._write_if_pending(
+                    ingest_id,
+                    {
+                        "Update": {
+                            "Key": lock_key(table),
+                            "UpdateExpression": "SET #q = "
+                            "list_append(if_not_exists(#q, :empty), :ids), "
+                            "version = version + :one, updated_at = :now, "
+                            "created_at = if_not_exists(created_at, :now)",
+                            "ConditionExpression": "attribute_exists(active) AND active <> :id "
+                            "AND NOT contains(#q, :id) "
+                            "AND NOT contains(#b, :id)",
+                            "ExpressionAttributeNames": {"#q": "queue", "#b": "batch"},
+                            "ExpressionAttributeValues": {
+                                ":empty": [],
+                                ":ids": [ingest_id],
+                                ":one": 1,
+                                ":id": ingest_id,
+                                ":now": iso(utcnow()),
+                            },
+                        }
+                    },
+                )
                 return LOCK_QUEUED
             except _IngestNotPending:
                 return LOCK_NOT_PENDING
@@ -191,8 +209,11 @@ class TableLocks:
                 count = min(max(1, take(queue) if take else 1), len(queue))
                 members, lock.queue = queue[:count], queue[count:]
                 now = utcnow()
-                nxt = batch_id(table, members, lock.version) if len(members) > 1 else (
-                    members[0] if members else None)
+                nxt = (
+                    batch_id(table, members, lock.version)
+                    if len(members) > 1
+                    else (members[0] if members else None)
+                )
                 lock.active, lock.batch = nxt, members if len(members) > 1 else []
                 lock.active_since = iso(now) if nxt else None
                 lock.lease_expires_at = iso(now + self._lease) if nxt else None
@@ -238,19 +259,26 @@ class TableLocks:
         # The resource's client serialises Python values itself (boto3's transformation
         # injector), so items and values are given as plain Python here.
         statuses = sorted(PENDING_STATUSES)
-        (kind, spec), = write.items()
+        ((kind, spec),) = write.items()
         try:
-            self._store.client.transact_write_items(TransactItems=[
-                {"ConditionCheck": {
-                    "TableName": self._store.table_name,
-                    "Key": ingest_key(ingest_id),
-                    "ConditionExpression": "#s IN (" + ", ".join(
-                        f":s{i}" for i in range(len(statuses))) + ")",
-                    "ExpressionAttributeNames": {"#s": "status"},
-                    "ExpressionAttributeValues": {f":s{i}": s for i, s in enumerate(statuses)},
-                }},
-                {kind: {"TableName": self._store.table_name, **spec}},
-            ])
+            self._store.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "ConditionCheck": {
+                            "TableName": self._store.table_name,
+                            "Key": ingest_key(ingest_id),
+                            "ConditionExpression": "#s IN ("
+                            + ", ".join(f":s{i}" for i in range(len(statuses)))
+                            + ")",
+                            "ExpressionAttributeNames": {"#s": "status"},
+                            "ExpressionAttributeValues": {
+                                f":s{i}": s for i, s in enumerate(statuses)
+                            },
+                        }
+                    },
+                    {kind: {"TableName": self._store.table_name, **spec}},
+                ]
+            )
         except Exception as exc:
             reasons = (getattr(exc, "response", None) or {}).get("CancellationReasons") or []
             codes = [r.get("Code") for r in reasons]

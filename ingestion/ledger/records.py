@@ -236,8 +236,7 @@ class BatchRecord(LedgerRecord):
 
 
 Record = IngestRecord | BatchRecord
-_RECORD_TYPES: dict[str, type[LedgerRecord]] = {KIND_INGEST: IngestRecord,
-                                                 KIND_BATCH: BatchRecord}
+_RECORD_TYPES: dict[str, type[LedgerRecord]] = {KIND_INGEST: IngestRecord, KIND_BATCH: BatchRecord}
 _TUPLES = frozenset({"members", "sources", "tables", "source_tables"})
 
 
@@ -326,16 +325,27 @@ class TableLock:
 
     def lease_expired(self, now: datetime) -> bool:
         """True when an active holder's lease ran out (it neither finished nor renewed)."""
-        return bool(self.active and self.lease_expires_at
-                    and parse_iso(self.lease_expires_at) <= now)
+        return bool(
+            self.active and self.lease_expires_at and parse_iso(self.lease_expires_at) <= now
+        )
 
     def waiting(self, ingest_id: str) -> bool:
         """Whether `ingest_id` waits here: queued, or a member of the batch holding it."""
         return ingest_id in self.queue or ingest_id in self.batch
 
 
-_LOCK_ATTRIBUTES = frozenset({"active", "active_since", "queue", "batch", "handed_over_from",
-                              "lease_expires_at", "created_at", "version"})
+_LOCK_ATTRIBUTES = frozenset(
+    {
+        "active",
+        "active_since",
+        "queue",
+        "batch",
+        "handed_over_from",
+        "lease_expires_at",
+        "created_at",
+        "version",
+    }
+)
 # Written on every put from the lock itself, never kept in `extra`.
 _LOCK_DERIVED = frozenset({PARTITION_KEY, "kind", "table", "updated_at"})
 
@@ -355,25 +365,28 @@ def lock_from_item(table: str, item: Mapping[str, Any] | None) -> TableLock:
         lease_expires_at=plain.get("lease_expires_at"),
         created_at=plain.get("created_at"),
         version=int(plain.get("version", 0)),
-        extra={k: v for k, v in plain.items()
-               if k not in _LOCK_ATTRIBUTES and k not in _LOCK_DERIVED},
+        extra={
+            k: v for k, v in plain.items() if k not in _LOCK_ATTRIBUTES and k not in _LOCK_DERIVED
+        },
     )
 
 
 def lock_to_item(lock: TableLock, now: str) -> dict[str, Any]:
     """The lock's item as written at `now` (its `updated_at`; `created_at` when new)."""
-    return storable_item({
-        **lock.extra,
-        **lock_key(lock.table),
-        "kind": KIND_TABLE,
-        "table": lock.table,
-        "active": lock.active,
-        "active_since": lock.active_since,
-        "lease_expires_at": lock.lease_expires_at,
-        "queue": lock.queue,
-        "batch": lock.batch or None,
-        "handed_over_from": lock.handed_over_from,
-        "version": lock.version,
-        "created_at": lock.created_at or now,
-        "updated_at": now,
-    })
+    return storable_item(
+        {
+            **lock.extra,
+            **lock_key(lock.table),
+            "kind": KIND_TABLE,
+            "table": lock.table,
+            "active": lock.active,
+            "active_since": lock.active_since,
+            "lease_expires_at": lock.lease_expires_at,
+            "queue": lock.queue,
+            "batch": lock.batch or None,
+            "handed_over_from": lock.handed_over_from,
+            "version": lock.version,
+            "created_at": lock.created_at or now,
+            "updated_at": now,
+        }
+    )

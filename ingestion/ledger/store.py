@@ -30,8 +30,13 @@ def is_conditional_failure(exc: Exception) -> bool:
 class LedgerStore:
     """The ledger table (a boto3 resource's Table and its client), shared by the parts."""
 
-    def __init__(self, table_name: str, dynamodb_resource: Any = None, *,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        dynamodb_resource: Any = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         if dynamodb_resource is None:
             from ingestion import aws
 
@@ -47,8 +52,15 @@ class LedgerStore:
         self.sleep(random.uniform(0, min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt)))
 
     def query(
-        self, index: str, key: str, value: str, *, until: str | None = None,
-        newest_first: bool = False, limit: int | None = None, kind: str | None = None,
+        self,
+        index: str,
+        key: str,
+        value: str,
+        *,
+        until: str | None = None,
+        newest_first: bool = False,
+        limit: int | None = None,
+        kind: str | None = None,
     ) -> list[dict[str, Any]]:
         """Items of one index key; with `limit`, stop once that many (of `kind`) are read."""
         from boto3.dynamodb.conditions import Attr, Key
@@ -58,8 +70,11 @@ class LedgerStore:
         if until is not None:
             condition = condition & Key(range_key).lte(until)
         items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"IndexName": index, "KeyConditionExpression": condition,
-                                  "ScanIndexForward": not newest_first}
+        kwargs: dict[str, Any] = {
+            "IndexName": index,
+            "KeyConditionExpression": condition,
+            "ScanIndexForward": not newest_first,
+        }
         if kind is not None:
             kwargs["FilterExpression"] = Attr("kind").eq(kind)
         if limit is not None:

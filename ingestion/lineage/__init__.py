@@ -10,5 +10,13 @@ from ingestion.lineage.events import (
 )
 from ingestion.lineage.transport import RetryPolicy, emit_quietly
 
-__all__ = ["LineageInput", "Outcome", "RetryPolicy", "emit_quietly", "outcome_event",
-           "review_event", "run_id", "start_event"]
+__all__ = [
+    "LineageInput",
+    "Outcome",
+    "RetryPolicy",
+    "emit_quietly",
+    "outcome_event",
+    "review_event",
+    "run_id",
+    "start_event",
+]

@@ -57,9 +57,14 @@ from ingestion.lineage.facets import (
 )
 
 _RUN_NAMESPACE = uuid.UUID("6f1c3f0e-5a43-4f7e-9d7e-2f0b9c1c7a11")
-_EVENT_TYPE = {PUBLISHED: RunState.COMPLETE, AUDIT_FAILED: RunState.FAIL,
-               REJECTED: RunState.FAIL, JOB_FAILED: RunState.FAIL,
-               PUBLISH_FAILED: RunState.FAIL, SPLIT: RunState.ABORT}
+_EVENT_TYPE = {
+    PUBLISHED: RunState.COMPLETE,
+    AUDIT_FAILED: RunState.FAIL,
+    REJECTED: RunState.FAIL,
+    JOB_FAILED: RunState.FAIL,
+    PUBLISH_FAILED: RunState.FAIL,
+    SPLIT: RunState.ABORT,
+}
 # Check kinds whose violations count a column's nulls (the `dataQualityMetrics` nullCount).
 _NULL_COUNTING = ("not_null",)
 
@@ -108,119 +113,255 @@ class Outcome:
     review_reason: str | None = None
 
 
-def start_event(*, namespace: str, ingest_id: str, table: str, inputs: Sequence[LineageInput],
-                branch: str, attempt: int, at: datetime, kind: str = INGEST,
-                tables: Sequence[str] = ()) -> RunEvent:
+def start_event(
+    *,
+    namespace: str,
+    ingest_id: str,
+    table: str,
+    inputs: Sequence[LineageInput],
+    branch: str,
+    attempt: int,
+    at: datetime,
+    kind: str = INGEST,
+    tables: Sequence[str] = (),
+) -> RunEvent:
     """START: the job run was submitted; it writes `table` (a multi-table dataset: each of
     `tables`) on `branch`."""
-    facet = WapIngestRunFacet(ingestId=ingest_id, table=table, attempt=attempt,
-                              files=len(inputs), producer=PRODUCER)
-    return _event(RunState.START, namespace=namespace, ingest_id=ingest_id, table=table, at=at,
-                  kind=kind, run_facets={"wap_ingest": facet},
-                  inputs=[_input(i) for i in inputs],
-                  outputs=[_output(namespace, name, NessieReferenceDatasetFacet(
-                      reference=branch, producer=PRODUCER)) for name in tables or (table,)])
+    facet = WapIngestRunFacet(
+        ingestId=ingest_id, table=table, attempt=attempt, files=len(inputs), producer=PRODUCER
+    )
+    return _event(
+        RunState.START,
+        namespace=namespace,
+        ingest_id=ingest_id,
+        table=table,
+        at=at,
+        kind=kind,
+        run_facets={"wap_ingest": facet},
+        inputs=[_input(i) for i in inputs],
+        outputs=[
+            _output(
+                namespace, name, NessieReferenceDatasetFacet(reference=branch, producer=PRODUCER)
+            )
+            for name in tables or (table,)
+        ],
+    )
 
 
-def outcome_event(*, namespace: str, ingest_id: str, table: str,
-                  inputs: Sequence[LineageInput], outcome: Outcome,
-                  report: AuditReport | None, at: datetime, kind: str = INGEST) -> RunEvent:
+def outcome_event(
+    *,
+    namespace: str,
+    ingest_id: str,
+    table: str,
+    inputs: Sequence[LineageInput],
+    outcome: Outcome,
+    report: AuditReport | None,
+    at: datetime,
+    kind: str = INGEST,
+) -> RunEvent:
     """COMPLETE / FAIL / ABORT: the recorded outcome, with every check of `report` (when the
     job wrote one) as an assertion and its counts as metrics."""
     event_type = _EVENT_TYPE.get(outcome.status, RunState.FAIL)
-    return _outcome(event_type, namespace=namespace, ingest_id=ingest_id, table=table,
-                    inputs=inputs, outcome=outcome, report=report, at=at, kind=kind)
+    return _outcome(
+        event_type,
+        namespace=namespace,
+        ingest_id=ingest_id,
+        table=table,
+        inputs=inputs,
+        outcome=outcome,
+        report=report,
+        at=at,
+        kind=kind,
+    )
 
 
-def review_event(*, namespace: str, ingest_id: str, table: str,
-                 inputs: Sequence[LineageInput], outcome: Outcome,
-                 report: AuditReport | None, at: datetime) -> RunEvent:
+def review_event(
+    *,
+    namespace: str,
+    ingest_id: str,
+    table: str,
+    inputs: Sequence[LineageInput],
+    outcome: Outcome,
+    report: AuditReport | None,
+    at: datetime,
+) -> RunEvent:
     """OTHER: a person published (or discarded) an ingest after its run ended; the outcome
     names the reviewer and the reason. (A run has one terminal event; this one adds to it.)"""
-    return _outcome(RunState.OTHER, namespace=namespace, ingest_id=ingest_id, table=table,
-                    inputs=inputs, outcome=outcome, report=report, at=at)
+    return _outcome(
+        RunState.OTHER,
+        namespace=namespace,
+        ingest_id=ingest_id,
+        table=table,
+        inputs=inputs,
+        outcome=outcome,
+        report=report,
+        at=at,
+    )
 
 
-def _outcome(event_type: RunState, *, namespace: str, ingest_id: str, table: str,
-             inputs: Sequence[LineageInput], outcome: Outcome, report: AuditReport | None,
-             at: datetime, kind: str = INGEST) -> RunEvent:
-    run_facets: dict = {"wap_ingest": WapIngestRunFacet(
-        ingestId=ingest_id, table=table, status=outcome.status, reason=outcome.reason,
-        reasonCode=outcome.reason_code or (report.reason_code if report else None),
-        reviewBranch=outcome.review_branch, attempt=outcome.attempt, files=len(inputs),
-        reportUri=outcome.report_uri, reviewer=outcome.reviewer,
-        reviewReason=outcome.review_reason, producer=PRODUCER)}
+def _outcome(
+    event_type: RunState,
+    *,
+    namespace: str,
+    ingest_id: str,
+    table: str,
+    inputs: Sequence[LineageInput],
+    outcome: Outcome,
+    report: AuditReport | None,
+    at: datetime,
+    kind: str = INGEST,
+) -> RunEvent:
+    run_facets: dict = {
+        "wap_ingest": WapIngestRunFacet(
+            ingestId=ingest_id,
+            table=table,
+            status=outcome.status,
+            reason=outcome.reason,
+            reasonCode=outcome.reason_code or (report.reason_code if report else None),
+            reviewBranch=outcome.review_branch,
+            attempt=outcome.attempt,
+            files=len(inputs),
+            reportUri=outcome.report_uri,
+            reviewer=outcome.reviewer,
+            reviewReason=outcome.review_reason,
+            producer=PRODUCER,
+        )
+    }
     if event_type == RunState.FAIL and outcome.reason:
         run_facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
-            message=outcome.reason, programmingLanguage="python", producer=PRODUCER)
+            message=outcome.reason, programmingLanguage="python", producer=PRODUCER
+        )
     if report is not None and len(report.tables) > 1:  # a multi-table dataset: every table
         # The same reference and hash for all (one merge), each its own snapshot and rows.
-        outputs = [_table_output(namespace, entry.table, outcome, report,
-                                 snapshot=None if entry.snapshot_id is None
-                                 else str(entry.snapshot_id), written=entry)
-                   for entry in report.tables]
+        outputs = [
+            _table_output(
+                namespace,
+                entry.table,
+                outcome,
+                report,
+                snapshot=None if entry.snapshot_id is None else str(entry.snapshot_id),
+                written=entry,
+            )
+            for entry in report.tables
+        ]
     else:
         snapshot_id = outcome.snapshot_id or (
-            str(report.snapshot_id) if report and report.snapshot_id is not None else None)
-        outputs = [_table_output(
-            namespace, table, outcome, report, snapshot=snapshot_id, written=report,
-            column_metrics=_null_counts(report.checks) if report is not None else None,
-            schema=report.table_schema if report is not None else ())]
-    return _event(event_type, namespace=namespace, ingest_id=ingest_id, table=table, at=at,
-                  kind=kind, run_facets=run_facets,
-                  inputs=[_input(source, report, _verdict(report, index, len(inputs)))
-                          for index, source in enumerate(inputs)],
-                  outputs=outputs)
+            str(report.snapshot_id) if report and report.snapshot_id is not None else None
+        )
+        outputs = [
+            _table_output(
+                namespace,
+                table,
+                outcome,
+                report,
+                snapshot=snapshot_id,
+                written=report,
+                column_metrics=_null_counts(report.checks) if report is not None else None,
+                schema=report.table_schema if report is not None else (),
+            )
+        ]
+    return _event(
+        event_type,
+        namespace=namespace,
+        ingest_id=ingest_id,
+        table=table,
+        at=at,
+        kind=kind,
+        run_facets=run_facets,
+        inputs=[
+            _input(source, report, _verdict(report, index, len(inputs)))
+            for index, source in enumerate(inputs)
+        ],
+        outputs=outputs,
+    )
 
 
-def _table_output(namespace: str, table: str, outcome: Outcome, report: AuditReport | None,
-                  *, snapshot: str | None, written: AuditReport | TableWrite | None,
-                  column_metrics: dict | None = None,
-                  schema: Sequence[Mapping[str, Any]] = ()) -> OutputDataset:
+def _table_output(
+    namespace: str,
+    table: str,
+    outcome: Outcome,
+    report: AuditReport | None,
+    *,
+    snapshot: str | None,
+    written: AuditReport | TableWrite | None,
+    column_metrics: dict | None = None,
+    schema: Sequence[Mapping[str, Any]] = (),
+) -> OutputDataset:
     """One table the run wrote: its Nessie reference and `snapshot`, its `schema`, and the
     rows and files `written` (the report, or a multi-table dataset's entry for the table)
     with `column_metrics`, when the job reported them."""
     facets: dict = {}
     if outcome.reference:
         facets["wap_nessie"] = NessieReferenceDatasetFacet(
-            reference=outcome.reference, hash=outcome.hash or (report and report.branch_hash),
-            snapshotId=snapshot, producer=PRODUCER)
+            reference=outcome.reference,
+            hash=outcome.hash or (report and report.branch_hash),
+            snapshotId=snapshot,
+            producer=PRODUCER,
+        )
     if snapshot:
         facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
-            datasetVersion=snapshot, producer=PRODUCER)
+            datasetVersion=snapshot, producer=PRODUCER
+        )
     if schema:
         facets["schema"] = schema_dataset.SchemaDatasetFacet(
-            fields=[schema_dataset.SchemaDatasetFacetFields(
-                        name=str(column["name"]), type=str(column["type"]))
-                    for column in schema],
-            producer=PRODUCER)
+            fields=[
+                schema_dataset.SchemaDatasetFacetFields(
+                    name=str(column["name"]), type=str(column["type"])
+                )
+                for column in schema
+            ],
+            producer=PRODUCER,
+        )
     output_facets: dict = {}
     if written is not None:
-        facets["dataQualityMetrics"] = (
-            data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(
-                rowCount=written.rows_written, columnMetrics=column_metrics or {},
-                fileCount=len(written.source_uris) or None, producer=PRODUCER))
+        facets["dataQualityMetrics"] = data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(
+            rowCount=written.rows_written,
+            columnMetrics=column_metrics or {},
+            fileCount=len(written.source_uris) or None,
+            producer=PRODUCER,
+        )
         output_facets["outputStatistics"] = (
             output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
-                rowCount=written.rows_written, producer=PRODUCER))
-    return OutputDataset(namespace=catalog_namespace(namespace), name=table,
-                         facets=facets, outputFacets=output_facets)
+                rowCount=written.rows_written, producer=PRODUCER
+            )
+        )
+    return OutputDataset(
+        namespace=catalog_namespace(namespace),
+        name=table,
+        facets=facets,
+        outputFacets=output_facets,
+    )
 
 
-def _event(event_type: RunState, *, namespace: str, ingest_id: str, table: str, at: datetime,
-           run_facets: dict, inputs: list[InputDataset], outputs: list[OutputDataset],
-           kind: str = INGEST) -> RunEvent:
-    job_type = job_type_job.JobTypeJobFacet(processingType="BATCH", integration="WAP",
-                                            jobType=kind.upper(), producer=PRODUCER)
-    return RunEvent(eventType=event_type, eventTime=at.isoformat(),
-                    run=Run(runId=run_id(ingest_id), facets=run_facets),
-                    job=Job(namespace=namespace, name=job_name(table, kind),
-                            facets={"jobType": job_type}),
-                    inputs=inputs, outputs=outputs, producer=PRODUCER)
+def _event(
+    event_type: RunState,
+    *,
+    namespace: str,
+    ingest_id: str,
+    table: str,
+    at: datetime,
+    run_facets: dict,
+    inputs: list[InputDataset],
+    outputs: list[OutputDataset],
+    kind: str = INGEST,
+) -> RunEvent:
+    job_type = job_type_job.JobTypeJobFacet(
+        processingType="BATCH", integration="WAP", jobType=kind.upper(), producer=PRODUCER
+    )
+    return RunEvent(
+        eventType=event_type,
+        eventTime=at.isoformat(),
+        run=Run(runId=run_id(ingest_id), facets=run_facets),
+        job=Job(namespace=namespace, name=job_name(table, kind), facets={"jobType": job_type}),
+        inputs=inputs,
+        outputs=outputs,
+        producer=PRODUCER,
+    )
 
 
-def _input(source: LineageInput, report: AuditReport | None = None,
-           verdict: SourceVerdict | None = None) -> InputDataset:
+def _input(
+    source: LineageInput, report: AuditReport | None = None, verdict: SourceVerdict | None = None
+) -> InputDataset:
     """An S3 object version as OpenLineage names S3 data: namespace `s3://bucket`, name the
     key; the version id as the dataset version. With the audit report: every check as an
     assertion about this input (`dataQualityAssertions` is an input facet) and its counts.
@@ -233,26 +374,41 @@ def _input(source: LineageInput, report: AuditReport | None = None,
     version = parse_qs(parts.query).get("versionId", [None])[0]
     if version:
         facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
-            datasetVersion=version, producer=PRODUCER)
+            datasetVersion=version, producer=PRODUCER
+        )
     input_facets: dict = {}
     if report is not None:
-        failed_here = (set(verdict.failed_checks)
-                       if verdict is not None and verdict.status != SOURCE_REJECTED else None)
+        failed_here = (
+            set(verdict.failed_checks)
+            if verdict is not None and verdict.status != SOURCE_REJECTED
+            else None
+        )
         input_facets["dataQualityAssertions"] = (
             data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
                 assertions=[_assertion(check, failed_here) for check in report.checks],
-                producer=PRODUCER))
+                producer=PRODUCER,
+            )
+        )
         single = verdict is None
-        rows = source.rows if source.rows is not None else (
-            verdict.rows if verdict is not None else report.rows_written)
+        rows = (
+            source.rows
+            if source.rows is not None
+            else (verdict.rows if verdict is not None else report.rows_written)
+        )
         input_facets["dataQualityMetrics"] = (
             data_quality_metrics_input_dataset.DataQualityMetricsInputDatasetFacet(
                 rowCount=rows,
                 # Null counts are measured over the run's rows: an input's own only alone.
                 columnMetrics=_null_counts(report.checks, input_metrics=True) if single else {},
-                producer=PRODUCER))
-    return InputDataset(namespace=f"s3://{parts.netloc}", name=parts.path.lstrip("/"),
-                        facets=facets, inputFacets=input_facets)
+                producer=PRODUCER,
+            )
+        )
+    return InputDataset(
+        namespace=f"s3://{parts.netloc}",
+        name=parts.path.lstrip("/"),
+        facets=facets,
+        inputFacets=input_facets,
+    )
 
 
 def _verdict(report: AuditReport | None, index: int, inputs: int) -> SourceVerdict | None:
@@ -264,12 +420,15 @@ def _verdict(report: AuditReport | None, index: int, inputs: int) -> SourceVerdi
 
 
 def _output(namespace: str, table: str, nessie: NessieReferenceDatasetFacet) -> OutputDataset:
-    return OutputDataset(namespace=catalog_namespace(namespace), name=table,
-                         facets={"wap_nessie": nessie})
+    return OutputDataset(
+        namespace=catalog_namespace(namespace), name=table, facets={"wap_nessie": nessie}
+    )
 
 
-def _assertion(check: CheckResult, failed_here: set[str] | None = None,
-               ) -> data_quality_assertions_dataset.Assertion:
+def _assertion(
+    check: CheckResult,
+    failed_here: set[str] | None = None,
+) -> data_quality_assertions_dataset.Assertion:
     """A check as an assertion: its kind, name, columns, severity, and whether it passed
     (a check that could not be evaluated did not pass); `failed_here`: the checks one
     input's own rows failed, when the run had several."""
@@ -277,18 +436,22 @@ def _assertion(check: CheckResult, failed_here: set[str] | None = None,
     if failed_here is not None and check.blocking:
         passed = check.name not in failed_here
     return data_quality_assertions_dataset.Assertion(
-        assertion=check.kind, success=passed, name=check.name,
-        column=",".join(check.columns) or None, severity=check.severity,
+        assertion=check.kind,
+        success=passed,
+        name=check.name,
+        column=",".join(check.columns) or None,
+        severity=check.severity,
         expected=None if check.threshold is None else str(check.threshold),
         actual=None if check.violations is None else str(check.violations),
-        params={})
+        params={},
+    )
 
 
 def _null_counts(checks: Sequence[CheckResult], *, input_metrics: bool = False) -> dict:
     """Null counts where a check measured them (a not_null check's violations)."""
-    metrics = (data_quality_metrics_input_dataset if input_metrics
-               else data_quality_metrics_dataset)
-    return {check.columns[0]: metrics.ColumnMetrics(nullCount=check.violations)
-            for check in checks
-            if check.kind in _NULL_COUNTING and len(check.columns) == 1
-            and check.violations is not None}
+    metrics = data_quality_metrics_input_dataset if input_metrics else data_quality_metrics_dataset
+    return {
+        check.columns[0]: metrics.ColumnMetrics(nullCount=check.violations)
+        for check in checks
+        if check.kind in _NULL_COUNTING and len(check.columns) == 1 and check.violations is not None
+    }

@@ -25,40 +25,60 @@ def files_of(record: LedgerRecord) -> int:
     return len(record.members) if isinstance(record, BatchRecord) else 1
 
 
-def send_start(settings: Settings, ledger: Ledger, record: LedgerRecord, *, branch: str,
-               attempt: int) -> None:
+def send_start(
+    settings: Settings, ledger: Ledger, record: LedgerRecord, *, branch: str, attempt: int
+) -> None:
     """START of the ingest's run, once its job run is submitted."""
     if not settings.lineage_url or not record.table:
         return
     try:
         event = events.start_event(
-            namespace=settings.lineage_namespace, ingest_id=record.ingest_id,
-            table=record.table, inputs=inputs_of(ledger, record), branch=branch,
-            attempt=attempt, at=utcnow(), tables=tables_of(record))
+            namespace=settings.lineage_namespace,
+            ingest_id=record.ingest_id,
+            table=record.table,
+            inputs=inputs_of(ledger, record),
+            branch=branch,
+            attempt=attempt,
+            at=utcnow(),
+            tables=tables_of(record),
+        )
     except Exception:
         logger.exception("could not build the OpenLineage START event")
         return
     emit_quietly(settings, [event], table=record.table)
 
 
-def record_outcome(settings: Settings, ledger: Ledger, record: LedgerRecord, *,
-                   job_started_at: str | None = None) -> None:
+def record_outcome(
+    settings: Settings, ledger: Ledger, record: LedgerRecord, *, job_started_at: str | None = None
+) -> None:
     """The metrics of the outcome the ledger recorded for `record`, and its terminal
     OpenLineage event (with the audit report's checks when the job wrote one)."""
     status, table = record.status or "", record.table
     try:
-        metrics.emit(metrics.outcome_values(
-            status, files=files_of(record), created_at=record.created_at,
-            job_started_at=job_started_at, finished_at=record.finished_at), table=table)
+        metrics.emit(
+            metrics.outcome_values(
+                status,
+                files=files_of(record),
+                created_at=record.created_at,
+                job_started_at=job_started_at,
+                finished_at=record.finished_at,
+            ),
+            table=table,
+        )
     except Exception:
         logger.exception("could not emit the outcome metrics")
     if not settings.lineage_url or not table:
         return
     try:
         event = events.outcome_event(
-            namespace=settings.lineage_namespace, ingest_id=record.ingest_id, table=table,
-            inputs=inputs_of(ledger, record), outcome=outcome_of(record),
-            report=_report(record.report_uri), at=utcnow())
+            namespace=settings.lineage_namespace,
+            ingest_id=record.ingest_id,
+            table=table,
+            inputs=inputs_of(ledger, record),
+            outcome=outcome_of(record),
+            report=_report(record.report_uri),
+            at=utcnow(),
+        )
     except Exception:
         logger.exception("could not build the OpenLineage outcome event")
         return
@@ -71,13 +91,18 @@ def outcome_of(record: LedgerRecord) -> events.Outcome:
     published = status == PUBLISHED
     branch_open = status in FAILED_STATUSES and record.branch and not record.branch_deleted_at
     return events.Outcome(
-        status=status, reason=record.error, reason_code=record.reason_code,
+        status=status,
+        reason=record.error,
+        reason_code=record.reason_code,
         reference="main" if published else record.branch,
         hash=(record.published_hash or None) if published else record.branch_hash,
-        snapshot_id=record.snapshot_id, review_branch=record.branch if branch_open else None,
-        attempt=record.attempts, report_uri=record.report_uri,
+        snapshot_id=record.snapshot_id,
+        review_branch=record.branch if branch_open else None,
+        attempt=record.attempts,
+        report_uri=record.report_uri,
         reviewer=record.published_by or record.discarded_by,
-        review_reason=record.publish_reason or record.discard_reason)
+        review_reason=record.publish_reason or record.discard_reason,
+    )
 
 
 def _report(uri: str | None):

@@ -50,20 +50,38 @@ class LineageKeyError(RuntimeError):
     """The configured API key secret could not be read (the message never holds its value)."""
 
 
-def emit_quietly(settings: Settings, events: Sequence[Any], *, table: str | None = None,
-                 policy: RetryPolicy | None = None,
-                 sleep: Callable[[float], None] | None = None) -> int:
+def emit_quietly(
+    settings: Settings,
+    events: Sequence[Any],
+    *,
+    table: str | None = None,
+    policy: RetryPolicy | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> int:
     """Send `events` in order to the configured receiver; return how many it accepted.
 
     Sends nothing when no receiver is configured. Never raises.
     """
-    return emit_to(settings.lineage_url, settings.lineage_api_key_secret_arn, events,
-                   table=table, policy=policy, sleep=sleep)
+    return emit_to(
+        settings.lineage_url,
+        settings.lineage_api_key_secret_arn,
+        events,
+        table=table,
+        policy=policy,
+        sleep=sleep,
+    )
 
 
-def emit_to(url: str | None, secret_arn: str | None, events: Sequence[Any], *,
-            table: str | None = None, policy: RetryPolicy | None = None,
-            sleep: Callable[[float], None] | None = None, secrets: Any = None) -> int:
+def emit_to(
+    url: str | None,
+    secret_arn: str | None,
+    events: Sequence[Any],
+    *,
+    table: str | None = None,
+    policy: RetryPolicy | None = None,
+    sleep: Callable[[float], None] | None = None,
+    secrets: Any = None,
+) -> int:
     """`emit_quietly` to the receiver at `url` (its API key in the secret `secret_arn`,
     read with `secrets`, a Secrets Manager client: default the function's): what `wap`
     uses against a deployed stack, whose receiver its outputs name."""
@@ -84,8 +102,9 @@ def emit_to(url: str | None, secret_arn: str | None, events: Sequence[Any], *,
                 if attempt < policy.tries:
                     sleep(policy.delay(attempt))
                     continue
-                _given_up(events[index:index + 1], table,
-                          f"{_describe(exc)} after {policy.tries} tries")
+                _given_up(
+                    events[index : index + 1], table, f"{_describe(exc)} after {policy.tries} tries"
+                )
             else:
                 sent += 1
             break
@@ -94,9 +113,14 @@ def emit_to(url: str | None, secret_arn: str | None, events: Sequence[Any], *,
 
 def _given_up(events: Sequence[Any], table: str | None, why: str) -> None:
     for event in events:
-        logger.error("OpenLineage event not sent", extra={
-            "lineage_run_id": event.run.runId, "event_type": event.eventType.value,
-            "problem": why})
+        logger.error(
+            "OpenLineage event not sent",
+            extra={
+                "lineage_run_id": event.run.runId,
+                "event_type": event.eventType.value,
+                "problem": why,
+            },
+        )
     try:
         metrics.emit({metrics.LINEAGE_NOT_SENT: len(events)}, table=table)
     except Exception:  # counting must not raise either
@@ -123,10 +147,22 @@ def _transport(url: str, secret_arn: str | None, timeout: float, secrets: Any = 
     api_key = _api_key(secret_arn, secrets) if secret_arn else None
     auth = ApiKeyTokenProvider({"api_key": api_key}) if api_key else TokenProvider({})
     # urljoin keeps a base path (DataHub's /openapi/openlineage/) only with its slash.
-    return HttpTransport(HttpConfig(
-        url=url.rstrip("/") + "/", endpoint=ENDPOINT, timeout=timeout, auth=auth,
-        retry={"total": 0, "connect": 0, "read": 0, "status": 0, "redirect": 0,
-               "raise_on_status": False}))
+    return HttpTransport(
+        HttpConfig(
+            url=url.rstrip("/") + "/",
+            endpoint=ENDPOINT,
+            timeout=timeout,
+            auth=auth,
+            retry={
+                "total": 0,
+                "connect": 0,
+                "read": 0,
+                "status": 0,
+                "redirect": 0,
+                "raise_on_status": False,
+            },
+        )
+    )
 
 
 @cache
@@ -145,13 +181,15 @@ def _api_key(secret_arn: str, secrets: Any = None) -> str | None:
         raise LineageKeyError(f"cannot read the lineage API key secret: {code}") from None
     except BotoCoreError as exc:
         raise LineageKeyError(
-            f"cannot read the lineage API key secret: {type(exc).__name__}") from None
+            f"cannot read the lineage API key secret: {type(exc).__name__}"
+        ) from None
     value = (secret.get("SecretString") or "").strip()
     if value.startswith("{"):
         try:
             document = json.loads(value)
         except json.JSONDecodeError:
-            raise LineageKeyError("the lineage API key secret is JSON that does not parse"
-                                  ) from None
+            raise LineageKeyError(
+                "the lineage API key secret is JSON that does not parse"
+            ) from None
         value = str(document.get("apiKey") or "").strip() if isinstance(document, dict) else ""
     return value or None

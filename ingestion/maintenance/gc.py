@@ -88,7 +88,7 @@ class Warehouse(ABC):
 
     def table_dir(self, path: str) -> str:
         """`namespace/table_dir` of a path under the root: how sweeps are reported."""
-        rest = path[len(self.root):].lstrip("/").split("/")
+        rest = path[len(self.root) :].lstrip("/").split("/")
         return "/".join(rest[:2]) if len(rest) > 2 else "/".join(rest[:-1]) or "."
 
 
@@ -103,8 +103,7 @@ class LocalWarehouse(Warehouse):
             for name in names:
                 path = os.path.join(directory, name)
                 stat = os.stat(path)
-                yield StoredFile(path, stat.st_size,
-                                 datetime.fromtimestamp(stat.st_mtime, UTC))
+                yield StoredFile(path, stat.st_size, datetime.fromtimestamp(stat.st_mtime, UTC))
 
     def delete(self, paths: list[str]) -> None:
         for path in paths:
@@ -126,7 +125,8 @@ class S3Warehouse(Warehouse):
 
     def list_files(self) -> Iterator[StoredFile]:
         for page in self._s3.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=self.prefix):
+            Bucket=self.bucket, Prefix=self.prefix
+        ):
             for item in page.get("Contents", []):
                 modified = item["LastModified"]
                 if modified.tzinfo is None:
@@ -138,10 +138,12 @@ class S3Warehouse(Warehouse):
         for path in paths:
             if not path.startswith(self.root + "/"):
                 raise ValueError(f"refusing to delete outside the warehouse: {path}")
-            keys.append(path[len(f"s3://{self.bucket}/"):])
+            keys.append(path[len(f"s3://{self.bucket}/") :])
         for start in range(0, len(keys), 1000):  # DeleteObjects takes at most 1,000 keys
-            answer = self._s3.delete_objects(Bucket=self.bucket, Delete={
-                "Objects": [{"Key": k} for k in keys[start:start + 1000]], "Quiet": True})
+            answer = self._s3.delete_objects(
+                Bucket=self.bucket,
+                Delete={"Objects": [{"Key": k} for k in keys[start : start + 1000]], "Quiet": True},
+            )
             if answer.get("Errors"):
                 first = answer["Errors"][0]
                 raise OSError(f"S3 refused to delete {first.get('Key')}: {first.get('Code')}")
@@ -212,8 +214,9 @@ class GcReport:
 class _Marker:
     """The mark phase: which (reference, commit, table) contents are live, and their files."""
 
-    def __init__(self, catalog: Any, options: GcOptions, now: datetime,
-                 properties: dict[str, str]) -> None:
+    def __init__(
+        self, catalog: Any, options: GcOptions, now: datetime, properties: dict[str, str]
+    ) -> None:
         self.catalog, self.options, self.now = catalog, options, now
         self.properties = properties
         self.marked: set[str] = set()
@@ -260,8 +263,9 @@ class _Marker:
         main_head = ref == MAIN and superseded is None
         if commit_hash in self._seen_commits:
             before = self._seen_commits[commit_hash]
-            if not main_head and (before is None or (superseded is not None
-                                                     and superseded <= before)):
+            if not main_head and (
+                before is None or (superseded is not None and superseded <= before)
+            ):
                 return
         else:
             self.live_commits += 1
@@ -269,8 +273,9 @@ class _Marker:
         for content in self.catalog.contents_at(ref, commit_hash):
             if main_head:
                 self.main_contents[content.key] = content
-            if superseded is not None and \
-                    superseded < self.now - self.options.retention_of(content.key):
+            if superseded is not None and superseded < self.now - self.options.retention_of(
+                content.key
+            ):
                 continue  # this table's history ends sooner
             self._mark_content(content, head=superseded is None)
 
@@ -291,8 +296,10 @@ class _Marker:
             metadata = FromInputFile.table_metadata(io.new_input(where))
             self.marked.add(normalize(where))
             self.table_names.setdefault(normalize(metadata.location).rstrip("/"), content.key)
-            for stats in [*getattr(metadata, "statistics", []),
-                          *getattr(metadata, "partition_statistics", [])]:
+            for stats in [
+                *getattr(metadata, "statistics", []),
+                *getattr(metadata, "partition_statistics", []),
+            ]:
                 self.marked.add(normalize(stats.statistics_path))
             snapshot_id = content.snapshot_id
             if snapshot_id is None or snapshot_id < 0:
@@ -310,23 +317,31 @@ class _Marker:
                 self.marked.update(path for path, _, _ in self._live_files(io, manifest))
         except FileNotFoundError:
             if head:
-                raise GcError(f"cannot mark {content.key}: {where} is missing (a reference's "
-                              "head reads it); nothing was swept") from None
+                raise GcError(
+                    f"cannot mark {content.key}: {where} is missing (a reference's "
+                    "head reads it); nothing was swept"
+                ) from None
             # History an earlier run with a shorter retention collected: it reads nothing
             # that still exists only for it.
             self.collected_history.add(content.metadata_location)
         except (OSError, ValueError, KeyError) as exc:
             detail = " ".join(str(exc).split())[:300]
-            raise GcError(f"cannot mark {content.key} ({where}): {type(exc).__name__}: "
-                          f"{detail}; nothing was swept") from exc
+            raise GcError(
+                f"cannot mark {content.key} ({where}): {type(exc).__name__}: "
+                f"{detail}; nothing was swept"
+            ) from exc
 
     def _live_files(self, io: Any, manifest: Any) -> list[tuple[str, int, int]]:
         path = manifest.manifest_path
         if path not in self._manifests:  # manifests are immutable and shared by snapshots
             self._manifests[path] = [
-                (normalize(e.data_file.file_path), int(e.data_file.content),
-                 int(e.data_file.file_size_in_bytes))
-                for e in manifest.fetch_manifest_entry(io, discard_deleted=True)]
+                (
+                    normalize(e.data_file.file_path),
+                    int(e.data_file.content),
+                    int(e.data_file.file_size_in_bytes),
+                )
+                for e in manifest.fetch_manifest_entry(io, discard_deleted=True)
+            ]
         return self._manifests[path]
 
     def main_data(self) -> dict[str, tuple[int, int]]:
@@ -345,9 +360,16 @@ class _Marker:
             if snapshot_id is None or snapshot_id < 0:
                 snapshot_id = metadata.current_snapshot_id
             snapshot = metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
-            entries = [] if snapshot is None else [
-                entry for manifest in snapshot.manifests(io)
-                for entry in self._live_files(io, manifest) if entry[1] == 0]  # DATA
+            entries = (
+                []
+                if snapshot is None
+                else [
+                    entry
+                    for manifest in snapshot.manifests(io)
+                    for entry in self._live_files(io, manifest)
+                    if entry[1] == 0
+                ]
+            )  # DATA
             found[key] = (len(entries), sum(size for _, _, size in entries))
         return found
 
@@ -367,10 +389,15 @@ def _companion(path: str) -> str | None:
     return None
 
 
-def collect(catalog: Any, warehouse: Warehouse, options: GcOptions | None = None, *,
-            properties: dict[str, str] | None = None,
-            clock: Callable[[], datetime] | None = None,
-            between_phases: Callable[[], None] | None = None) -> GcReport:
+def collect(
+    catalog: Any,
+    warehouse: Warehouse,
+    options: GcOptions | None = None,
+    *,
+    properties: dict[str, str] | None = None,
+    clock: Callable[[], datetime] | None = None,
+    between_phases: Callable[[], None] | None = None,
+) -> GcReport:
     """Mark, list, re-mark, sweep (see the module's docstring); the report of the run.
 
     `between_phases` runs after the first mark, before the warehouse is listed and the
@@ -389,21 +416,28 @@ def collect(catalog: Any, warehouse: Warehouse, options: GcOptions | None = None
     listed = list(warehouse.list_files())
     while marker.mark_all():  # references that appeared or moved since the first mark
         pass
-    report = GcReport(started=now, cutoff=cutoff, deleted=options.delete,
-                      references=marker.references, live_commits=marker.live_commits,
-                      marked_files=len(marker.marked),
-                      collected_history=sorted(marker.collected_history))
+    report = GcReport(
+        started=now,
+        cutoff=cutoff,
+        deleted=options.delete,
+        references=marker.references,
+        live_commits=marker.live_commits,
+        marked_files=len(marker.marked),
+        collected_history=sorted(marker.collected_history),
+    )
     present = {f.path for f in listed}
     for key, (files, size) in marker.main_data().items():
         row = report.tables.setdefault(key, TableSweep(key))
         row.data_files, row.data_bytes = files, size
-    report.missing = sorted(p for p in marker.marked
-                            if p.startswith(warehouse.root + "/") and p not in present)
+    report.missing = sorted(
+        p for p in marker.marked if p.startswith(warehouse.root + "/") and p not in present
+    )
     for stored in listed:
         row = report.tables.setdefault(*_table_of(stored.path, warehouse, marker.table_names))
         companion = _companion(stored.path)
-        live = stored.path in marker.marked or (companion is not None and companion in present
-                                                and companion in marker.marked)
+        live = stored.path in marker.marked or (
+            companion is not None and companion in present and companion in marker.marked
+        )
         young = stored.modified >= min(now, now - options.grace_of(row.table))
         if live or young:
             row.live_files += 1
@@ -437,20 +471,29 @@ def _table_of(path: str, warehouse: Warehouse, names: dict[str, str]) -> tuple[s
     return label, TableSweep(label)
 
 
-def gc_options(*, delete: bool, retention_days: float | None, grace_hours: float | None,
-               tables: dict[str, MaintenanceOptions] | None = None) -> GcOptions:
+def gc_options(
+    *,
+    delete: bool,
+    retention_days: float | None,
+    grace_hours: float | None,
+    tables: dict[str, MaintenanceOptions] | None = None,
+) -> GcOptions:
     """GcOptions from the command's flags and the tables' `maintenance:` sections: a flag
     given applies to every table; without it each table's own setting (or the default)."""
     defaults = MaintenanceOptions()
     tables = tables or {}
     return GcOptions(
-        retention=timedelta(days=retention_days) if retention_days is not None
+        retention=timedelta(days=retention_days)
+        if retention_days is not None
         else timedelta(seconds=defaults.retention),
-        grace=timedelta(hours=grace_hours) if grace_hours is not None
+        grace=timedelta(hours=grace_hours)
+        if grace_hours is not None
         else timedelta(seconds=defaults.grace),
         delete=delete,
-        table_retention={} if retention_days is not None else {
-            t: timedelta(seconds=m.retention) for t, m in tables.items()},
-        table_grace={} if grace_hours is not None else {
-            t: timedelta(seconds=m.grace) for t, m in tables.items()},
+        table_retention={}
+        if retention_days is not None
+        else {t: timedelta(seconds=m.retention) for t, m in tables.items()},
+        table_grace={}
+        if grace_hours is not None
+        else {t: timedelta(seconds=m.grace) for t, m in tables.items()},
     )

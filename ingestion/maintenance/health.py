@@ -36,27 +36,42 @@ def summary(report: GcReport) -> dict[str, Any]:
             "reclaimable_bytes": row.garbage_bytes,
             "deleted_bytes": row.deleted_bytes,
         }
-    return {"summary_version": SUMMARY_VERSION, "collected_at": report.started.isoformat(),
-            "deleted": report.deleted, "reclaimable_bytes": report.garbage_bytes,
-            "tables": tables}
+    return {
+        "summary_version": SUMMARY_VERSION,
+        "collected_at": report.started.isoformat(),
+        "deleted": report.deleted,
+        "reclaimable_bytes": report.garbage_bytes,
+        "tables": tables,
+    }
 
 
 def keep_summary(report: GcReport, s3: Any, reports_prefix: str) -> None:
     """Put the run's `summary` where the dashboard reads it (`summary_uri`); raises the S3
     client's error when it cannot be put."""
     bucket, key = split_s3_uri(summary_uri(reports_prefix))
-    s3.put_object(Bucket=bucket, Key=key, ContentType="application/json",
-                  Body=json.dumps(summary(report)).encode())
+    s3.put_object(
+        Bucket=bucket,
+        Key=key,
+        ContentType="application/json",
+        Body=json.dumps(summary(report)).encode(),
+    )
 
 
 def emit_metrics(report: GcReport, *, stream: IO[str] | None = None) -> list[dict]:
     """One EMF document per table (by `Table` only: sizes and counts of different tables do
     not add up to a meaningful total), then the warehouse's reclaimable bytes over all."""
     documents = [
-        metrics.emit(metrics.table_health_values(
-            data_files=row.data_files, data_bytes=row.data_bytes,
-            reclaimable_bytes=row.garbage_bytes), table=row.table, total=False, stream=stream)
-        for row in sorted(report.tables.values(), key=lambda t: t.table)]
-    documents.append(metrics.emit({metrics.RECLAIMABLE_BYTES: report.garbage_bytes},
-                                  stream=stream))
+        metrics.emit(
+            metrics.table_health_values(
+                data_files=row.data_files,
+                data_bytes=row.data_bytes,
+                reclaimable_bytes=row.garbage_bytes,
+            ),
+            table=row.table,
+            total=False,
+            stream=stream,
+        )
+        for row in sorted(report.tables.values(), key=lambda t: t.table)
+    ]
+    documents.append(metrics.emit({metrics.RECLAIMABLE_BYTES: report.garbage_bytes}, stream=stream))
     return documents

@@ -24,8 +24,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         state = parse_state(event["state"], "finish")
     except InvalidEventError as exc:
         # Finish is where every execution ends: it must record an outcome even then.
-        logger.error("the state breaks its contract; rebuilt from the ledger",
-                     extra={"problem": str(exc)})
+        logger.error(
+            "the state breaks its contract; rebuilt from the ledger", extra={"problem": str(exc)}
+        )
         state = state_from_ledger(event["state"], ledger, exc)
     logger.append_keys(ingest_id=state.ingest_id)
     result = finish(

@@ -60,8 +60,12 @@ def state_from_ledger(raw: Any, ledger: Ledger, problem: Exception) -> Execution
     run = run_from_fields(record) if record is not None else None
     if record is None or run is None or not record.table:
         raise InvalidEventError(f"finish input names no started ingest: {problem}") from problem
-    return ExecutionState(ingest_id=record.ingest_id, table=record.table, run=run,
-                          error={"Error": "InvalidEventError", "Cause": str(problem)})
+    return ExecutionState(
+        ingest_id=record.ingest_id,
+        table=record.table,
+        run=run,
+        error={"Error": "InvalidEventError", "Cause": str(problem)},
+    )
 
 
 def finish(
@@ -81,15 +85,22 @@ def finish(
     record = ledger.get_ingest(ingest_id)
     branch_deleted = bool(outcome and outcome.branch_deleted)
     if status in (c.JOB_FAILED, c.PUBLISH_FAILED) and main_holds_ingest(
-            nessie, table, record, outcome.snapshot_id if outcome else None,
-            outcome.snapshots if outcome else None):
-        logger.warning("recorded as published: main holds the audited snapshot",
-                       extra={"ingest_id": ingest_id, "would_have_been": status})
+        nessie,
+        table,
+        record,
+        outcome.snapshot_id if outcome else None,
+        outcome.snapshots if outcome else None,
+    ):
+        logger.warning(
+            "recorded as published: main holds the audited snapshot",
+            extra={"ingest_id": ingest_id, "would_have_been": status},
+        )
         status, reason = c.PUBLISHED, None
         branch_deleted = delete_branch_quietly(nessie, run.branch)
     if is_batch(record) and record.all_or_nothing and status != c.PUBLISHED:
-        named = failing_files(replace(record, report_uri=(outcome and outcome.report_uri)
-                                      or run.report_uri))
+        named = failing_files(
+            replace(record, report_uri=(outcome and outcome.report_uri) or run.report_uri)
+        )
         reason = f"{reason}; {named}" if reason and named else reason or named
     elif is_batch(record) and status in (c.AUDIT_FAILED, c.REJECTED):
         # Its files are judged one by one when the table is handed on (settle_members).

@@ -43,30 +43,47 @@ def check_job(
     except ValueError as exc:
         raise InvalidEventError(f"job_status input: run.started_at: {exc}") from exc
     emr = aws.client("emr-serverless")
-    job = aws.call(f"poll job run {job_run_id}", emr.get_job_run,
-                   applicationId=settings.emr_application_id, jobRunId=job_run_id)["jobRun"]
+    job = aws.call(
+        f"poll job run {job_run_id}",
+        emr.get_job_run,
+        applicationId=settings.emr_application_id,
+        jobRunId=job_run_id,
+    )["jobRun"]
     state = job["state"]
     if state in c.EMR_ACTIVE_STATES:
         overdue = _overdue(settings, job, submitted_at, timeout_seconds, now or utcnow())
         if overdue is None:
             return _about(run, state, Outcome(status=c.JOB_RUNNING))
         if cancel_job_run(settings, job_run_id):
-            return _about(run, state, Outcome(
-                status=c.JOB_FAILED, reason=f"job run {job_run_id} {overdue} and was cancelled"))
+            return _about(
+                run,
+                state,
+                Outcome(
+                    status=c.JOB_FAILED, reason=f"job run {job_run_id} {overdue} and was cancelled"
+                ),
+            )
         # It ended between the poll and the cancel: read its outcome instead.
-        job = aws.call(f"poll job run {job_run_id}", emr.get_job_run,
-                       applicationId=settings.emr_application_id, jobRunId=job_run_id)["jobRun"]
+        job = aws.call(
+            f"poll job run {job_run_id}",
+            emr.get_job_run,
+            applicationId=settings.emr_application_id,
+            jobRunId=job_run_id,
+        )["jobRun"]
         state = job["state"]
     if state == c.EMR_SUCCESS:
         outcome = outcome_from_report(report_uri, run.branch)
     elif state == c.EMR_CANCELLED:
         details = job.get("stateDetails") or "no details given"
-        return _about(run, state, Outcome(
-            status=c.JOB_FAILED, reason=f"job run {job_run_id} was cancelled: {details}"))
+        return _about(
+            run,
+            state,
+            Outcome(status=c.JOB_FAILED, reason=f"job run {job_run_id} was cancelled: {details}"),
+        )
     else:  # FAILED without a report: the job writes one for everything the input decides
         details = job.get("stateDetails") or "no details given"
-        outcome = Outcome(status=c.JOB_ERROR,
-                          reason=f"job run {job_run_id} ended {state}: {details}")
+        outcome = Outcome(
+            status=c.JOB_ERROR, reason=f"job run {job_run_id} ended {state}: {details}"
+        )
     if outcome.status == c.JOB_ERROR:
         outcome = _retry_or_fail(settings, outcome, run.job_try)
     return _about(run, state, outcome)
@@ -74,12 +91,20 @@ def check_job(
 
 def _about(run: Run, job_state: str, outcome: Outcome) -> Outcome:
     """`outcome` naming the run it is about (its id, EMR state, report and logs)."""
-    return replace(outcome, job_run_id=run.job_run_id, job_state=job_state,
-                   report_uri=run.report_uri, log_uri=run.log_uri)
+    return replace(
+        outcome,
+        job_run_id=run.job_run_id,
+        job_state=job_state,
+        report_uri=run.report_uri,
+        log_uri=run.log_uri,
+    )
 
 
 def _overdue(
-    settings: Settings, job: dict[str, Any], submitted_at: datetime, timeout_seconds: int,
+    settings: Settings,
+    job: dict[str, Any],
+    submitted_at: datetime,
+    timeout_seconds: int,
     now: datetime,
 ) -> str | None:
     """Why an active run must be given up, or None while it may go on."""
@@ -91,8 +116,10 @@ def _overdue(
     waited = (now - submitted_at).total_seconds()
     cap = timeout_seconds + settings.job_queue_timeout_minutes * 60
     if waited > cap:
-        return (f"had not finished {int(waited)} s after it was submitted (limit {cap} s: "
-                f"{timeout_seconds} s running + {settings.job_queue_timeout_minutes} min queued)")
+        return (
+            f"had not finished {int(waited)} s after it was submitted (limit {cap} s: "
+            f"{timeout_seconds} s running + {settings.job_queue_timeout_minutes} min queued)"
+        )
     return None
 
 
@@ -100,8 +127,9 @@ def _retry_or_fail(settings: Settings, outcome: Outcome, job_try: int) -> Outcom
     """An infrastructure error is retried on the same branch, a bounded number of times."""
     if job_try < settings.max_job_tries:
         return replace(outcome, retry_in_seconds=job_retry_delay(settings, job_try))
-    return replace(outcome, status=c.JOB_FAILED,
-                   reason=f"{outcome.reason} (gave up after {job_try} tries)")
+    return replace(
+        outcome, status=c.JOB_FAILED, reason=f"{outcome.reason} (gave up after {job_try} tries)"
+    )
 
 
 def outcome_from_report(report_uri: str, branch: str | None) -> Outcome:
@@ -112,27 +140,35 @@ def outcome_from_report(report_uri: str, branch: str | None) -> Outcome:
     """
     data = aws.read_json_s3(report_uri)
     if data is None:
-        return Outcome(status=c.JOB_ERROR,
-                       reason=f"the job succeeded but wrote no audit report at {report_uri}")
+        return Outcome(
+            status=c.JOB_ERROR,
+            reason=f"the job succeeded but wrote no audit report at {report_uri}",
+        )
     try:
         report = AuditReport.from_dict(data, f"audit report {report_uri}")
     except ReportError as exc:
         return Outcome(status=c.JOB_FAILED, reason=str(exc))
     status = _OUTCOME_STATUS[report.outcome]
     if branch and report.branch != branch:
-        return Outcome(status=c.JOB_FAILED,
-                       reason=f"audit report {report_uri} is for branch {report.branch!r}, "
-                       f"not {branch!r}")
+        return Outcome(
+            status=c.JOB_FAILED,
+            reason=f"audit report {report_uri} is for branch {report.branch!r}, not {branch!r}",
+        )
     reason = report.reason
     if status == c.JOB_PASSED and not (report.branch_hash and report.snapshot_id is not None):
-        return Outcome(status=c.JOB_FAILED,
-                       reason=f"audit report {report_uri} passed but does not name the branch "
-                       "hash and snapshot to publish")
+        return Outcome(
+            status=c.JOB_FAILED,
+            reason=f"audit report {report_uri} passed but does not name the branch "
+            "hash and snapshot to publish",
+        )
     if status == c.JOB_ERROR and not reason:
         reason = f"the job reported an infrastructure error ({report_uri})"
     if status == c.AUDIT_FAILED and not reason:
-        failed = [check.name for check in report.checks
-                  if check.status == "failed" and check.severity == "error"]
+        failed = [
+            check.name
+            for check in report.checks
+            if check.status == "failed" and check.severity == "error"
+        ]
         reason = f"failed checks: {', '.join(failed)}"
     return Outcome(
         status=status,
@@ -142,5 +178,6 @@ def outcome_from_report(report_uri: str, branch: str | None) -> Outcome:
         snapshot_id=None if report.snapshot_id is None else str(report.snapshot_id),
         rows_written=report.rows_written,
         snapshots={table: str(snapshot) for table, snapshot in report.snapshots.items()}
-        if report.tables else None,
+        if report.tables
+        else None,
     )

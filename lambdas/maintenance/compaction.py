@@ -18,9 +18,13 @@ from ingestion.log import logger
 from ingestion.nessie import NessieClient
 
 
-def daily(settings: Settings, ledger: Ledger, nessie: NessieClient,
-          data_files: Mapping[str, int],
-          options: Mapping[str, MaintenanceOptions]) -> dict[str, list[str]]:
+def daily(
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieClient,
+    data_files: Mapping[str, int],
+    options: Mapping[str, MaintenanceOptions],
+) -> dict[str, list[str]]:
     """Finish the compactions whose job ended, then start one for each table whose data
     files on main (`data_files`, from the day's collection) reach its `min_files`. A table
     that fails is logged and left for tomorrow; the others go on."""

@@ -54,8 +54,9 @@ class _Input(InputFile):
             if self._bucket is None:
                 self._size = os.path.getsize(self._key)
             else:
-                self._size = int(_s3().head_object(Bucket=self._bucket, Key=self._key)
-                                 ["ContentLength"])
+                self._size = int(
+                    _s3().head_object(Bucket=self._bucket, Key=self._key)["ContentLength"]
+                )
         return self._size
 
     def exists(self) -> bool:

@@ -39,8 +39,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if not isinstance(table, str):
             raise InvalidEventError("compact needs {'table': 'ns.table'}")
         options = table_maintenance(settings, [table]).get(table)
-        return compaction_runs.start(settings, ledger, nessie, table,
-                                     options or MaintenanceOptions())
+        return compaction_runs.start(
+            settings, ledger, nessie, table, options or MaintenanceOptions()
+        )
     if action == ACTION_COMPACT_FINISH:
         run_id = event.get("run_id")
         if not isinstance(run_id, str):
@@ -56,8 +57,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.info("garbage collection done", extra=result)
     # Main's data files per table, as the collection just measured them (a directory no
     # table owns counts none).
-    tables = {name: sweep.data_files for name, sweep in report.tables.items()
-              if sweep.data_files > 0}
+    tables = {
+        name: sweep.data_files for name, sweep in report.tables.items() if sweep.data_files > 0
+    }
     # A table that reached main after the listing above has its config read now.
     options |= table_maintenance(settings, sorted(set(tables) - set(listed)))
     result["compaction"] = compaction.daily(settings, ledger, nessie, tables, options)

@@ -40,8 +40,9 @@ def load_maintenance_settings(env: Mapping[str, str] | None = None) -> Maintenan
     env = os.environ if env is None else env
     warehouse = env.get(c.ENV_WAREHOUSE_URI, "")
     if not warehouse.startswith("s3://"):
-        raise ConfigError(f"{c.ENV_WAREHOUSE_URI} must be the lake's s3:// warehouse, "
-                          f"got {warehouse!r}")
+        raise ConfigError(
+            f"{c.ENV_WAREHOUSE_URI} must be the lake's s3:// warehouse, got {warehouse!r}"
+        )
     raw = (env.get(c.ENV_GC_DELETE) or "false").strip().lower()
     if raw not in ("true", "false"):
         raise ConfigError(f"{c.ENV_GC_DELETE} must be true or false, got {raw!r}")
@@ -56,25 +57,38 @@ def table_maintenance(settings: Settings, tables: list[str]) -> dict[str, Mainte
         try:
             config = read_table_config(settings, table)
         except TableConfigError as exc:
-            logger.warning("table config refused: its table keeps the maintenance defaults",
-                           extra={"table": table, "error": str(exc)})
+            logger.warning(
+                "table config refused: its table keeps the maintenance defaults",
+                extra={"table": table, "error": str(exc)},
+            )
             continue
         if config is not None:
             found[table] = config.maintenance
     return found
 
 
-def run_maintenance(settings: Settings, maintenance: MaintenanceSettings, nessie: NessieClient,
-                    tables: dict[str, MaintenanceOptions],
-                    *, clock: Callable[[], datetime] | None = None) -> GcReport:
+def run_maintenance(
+    settings: Settings,
+    maintenance: MaintenanceSettings,
+    nessie: NessieClient,
+    tables: dict[str, MaintenanceOptions],
+    *,
+    clock: Callable[[], datetime] | None = None,
+) -> GcReport:
     """Collect (deleting only when `maintenance.gc_delete`; each table's retention and grace
     from `tables`, its `table_maintenance`), write each table's metrics to the log and keep
     the summary under the reports prefix; the collection's report."""
     s3 = aws.client("s3")
-    options = gc_options(delete=maintenance.gc_delete, retention_days=None, grace_hours=None,
-                         tables=tables)
-    report = collect(nessie, S3Warehouse(s3, maintenance.warehouse_uri), options,
-                     properties=dict(PROPERTIES), clock=clock)
+    options = gc_options(
+        delete=maintenance.gc_delete, retention_days=None, grace_hours=None, tables=tables
+    )
+    report = collect(
+        nessie,
+        S3Warehouse(s3, maintenance.warehouse_uri),
+        options,
+        properties=dict(PROPERTIES),
+        clock=clock,
+    )
     health.emit_metrics(report)
     health.keep_summary(report, s3, settings.reports_prefix)
     return report
@@ -82,7 +96,13 @@ def run_maintenance(settings: Settings, maintenance: MaintenanceSettings, nessie
 
 def outcome(report: GcReport) -> dict[str, Any]:
     """What the invocation returns and logs: the run in numbers."""
-    return {"deleted": report.deleted, "references": report.references,
-            "live_commits": report.live_commits, "marked_files": report.marked_files,
-            "reclaimable_files": len(report.garbage), "reclaimable_bytes": report.garbage_bytes,
-            "missing_files": len(report.missing), "tables": len(report.tables)}
+    return {
+        "deleted": report.deleted,
+        "references": report.references,
+        "live_commits": report.live_commits,
+        "marked_files": report.marked_files,
+        "reclaimable_files": len(report.garbage),
+        "reclaimable_bytes": report.garbage_bytes,
+        "missing_files": len(report.missing),
+        "tables": len(report.tables),
+    }

@@ -46,21 +46,32 @@ def publish(
     branch, attempt = run.branch, run.attempt
     audited = state.outcome
     if audited is None or not audited.branch_hash or audited.snapshot_id is None:
-        raise InvalidEventError("publish input: the outcome must name the audited branch_hash "
-                                "and snapshot_id")
+        raise InvalidEventError(
+            "publish input: the outcome must name the audited branch_hash and snapshot_id"
+        )
     from_hash, snapshot_id = audited.branch_hash, int(audited.snapshot_id)
     # What every answer carries on: the audited commit and where its run reported.
-    base = Outcome(status=c.PUBLISH_FAILED, report_uri=run.report_uri, log_uri=run.log_uri,
-                   branch_hash=from_hash, snapshot_id=str(snapshot_id),
-                   rows_written=audited.rows_written)
+    base = Outcome(
+        status=c.PUBLISH_FAILED,
+        report_uri=run.report_uri,
+        log_uri=run.log_uri,
+        branch_hash=from_hash,
+        snapshot_id=str(snapshot_id),
+        rows_written=audited.rows_written,
+    )
     record = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
     if record.published_branch == branch:  # retried after the merge was recorded
-        return _published(ledger, nessie, ingest_id, branch, base,
-                          record.published_hash, record=False)
+        return _published(
+            ledger, nessie, ingest_id, branch, base, record.published_hash, record=False
+        )
     snapshots = dict(audited.snapshots) if audited.snapshots else None
     # Recorded before merging, so whoever checks a failure later can ask Nessie about it.
-    ledger.update_ingest(ingest_id, audited_hash=from_hash,
-                         audited_snapshot_id=str(snapshot_id), audited_snapshots=snapshots)
+    ledger.update_ingest(
+        ingest_id,
+        audited_hash=from_hash,
+        audited_snapshot_id=str(snapshot_id),
+        audited_snapshots=snapshots,
+    )
     expected = snapshots or {table: snapshot_id}
     if main_holds_all(nessie, expected):
         # The merge went through; its answer was lost. Only if the audited commit is the
@@ -68,8 +79,11 @@ def publish(
         # this ingest published.
         mismatch = snapshot_mismatch(nessie, branch, from_hash, expected)
         if mismatch:
-            return replace(base, status=c.PUBLISH_FAILED,
-                           reason=f"refusing to publish: {mismatch}, which main already holds")
+            return replace(
+                base,
+                status=c.PUBLISH_FAILED,
+                reason=f"refusing to publish: {mismatch}, which main already holds",
+            )
         return _published(ledger, nessie, ingest_id, branch, base, nessie.main_hash())
     if record.branch_attempt(attempt + 1):  # retried after a rebase had begun
         return _rebase(
@@ -86,35 +100,56 @@ def publish(
     for held in tables_of(record) or (table,):
         holder = ledger.get_lock(held).active
         if holder != ingest_id:  # the sweeper gave this ingest up (its lease ran out)
-            return replace(base, status=c.PUBLISH_FAILED,
-                           reason=f"refusing to publish: ingest {ingest_id} no longer holds "
-                           f"table {held} (held by {holder})")
+            return replace(
+                base,
+                status=c.PUBLISH_FAILED,
+                reason=f"refusing to publish: ingest {ingest_id} no longer holds "
+                f"table {held} (held by {holder})",
+            )
     what = ", ".join(expected)
     meta = MergeMeta(
         message=f"wap: publish ingest {ingest_id} ({what}) from {branch}, audit passed",
         author="wap-publish",
-        properties={INGEST_ID_PROPERTY: ingest_id, ACTION_PROPERTY: "publish",
-                    "wap.snapshot-id": str(snapshot_id)},
+        properties={
+            INGEST_ID_PROPERTY: ingest_id,
+            ACTION_PROPERTY: "publish",
+            "wap.snapshot-id": str(snapshot_id),
+        },
     )
     try:
-        main_hash = merge_audited_commit(nessie, table=table, branch=branch,
-                                         audited_hash=from_hash, snapshot_id=snapshot_id,
-                                         meta=meta, snapshots=expected)
+        main_hash = merge_audited_commit(
+            nessie,
+            table=table,
+            branch=branch,
+            audited_hash=from_hash,
+            snapshot_id=snapshot_id,
+            meta=meta,
+            snapshots=expected,
+        )
     except AuditedCommitMismatchError as exc:
         return replace(base, status=c.PUBLISH_FAILED, reason=f"refusing to publish: {exc}")
     except MergeConflictError as conflict:
         reason = f"merge of {branch} into main conflicted: {conflict}"
         if attempt >= settings.max_publish_attempts:
-            return replace(base, status=c.PUBLISH_FAILED,
-                           reason=f"{reason}; gave up after {attempt} attempts "
-                           "(main keeps changing the same table)")
+            return replace(
+                base,
+                status=c.PUBLISH_FAILED,
+                reason=f"{reason}; gave up after {attempt} attempts "
+                "(main keeps changing the same table)",
+            )
         return _rebase(settings, ledger, nessie, ingest_id, table, run, base, reason=reason)
     return _published(ledger, nessie, ingest_id, branch, base, main_hash)
 
 
 def _published(
-    ledger: Ledger, nessie: NessieClient, ingest_id: str, branch: str, base: Outcome,
-    main_hash: str | None, *, record: bool = True,
+    ledger: Ledger,
+    nessie: NessieClient,
+    ingest_id: str,
+    branch: str,
+    base: Outcome,
+    main_hash: str | None,
+    *,
+    record: bool = True,
 ) -> Outcome:
     if record:
         ledger.update_ingest(ingest_id, published_branch=branch, published_hash=main_hash)

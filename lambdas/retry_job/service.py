@@ -20,8 +20,12 @@ def retry_job(settings: Settings, ledger: Ledger, state: ExecutionState) -> Run:
     record = ledger.get_ingest(ingest_id)
     if record is None:
         raise InvalidEventError(f"no ledger record for ingest {ingest_id}")
-    new_run = launch_job_run(settings, ledger, record, attempt=run.attempt,
-                             job_try=run.job_try + 1, branch=run.branch)
-    ledger.update_ingest(ingest_id, **run_fields(new_run),
-                         last_job_error=state.outcome.reason if state.outcome else None)
+    new_run = launch_job_run(
+        settings, ledger, record, attempt=run.attempt, job_try=run.job_try + 1, branch=run.branch
+    )
+    ledger.update_ingest(
+        ingest_id,
+        **run_fields(new_run),
+        last_job_error=state.outcome.reason if state.outcome else None,
+    )
     return new_run

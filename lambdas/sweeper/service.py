@@ -72,8 +72,10 @@ def sweep(
     # A multi-table dataset is a batch record its manifest's trigger starts: adopted too
     # (after the files; one read of the status index for both).
     pending = ledger.with_status(c.RECEIVED)
-    received = [*(record for record in pending if isinstance(record, IngestRecord)),
-                *(record for record in pending if is_multi_table(record))]
+    received = [
+        *(record for record in pending if isinstance(record, IngestRecord)),
+        *(record for record in pending if is_multi_table(record)),
+    ]
     for listed in received:
         try:
             _adopt_orphan(settings, ledger, nessie, listed.ingest_id, now, report)
@@ -98,7 +100,11 @@ def sweep(
 
 
 def _adopt_orphan(
-    settings: Settings, ledger: Ledger, nessie: NessieClient, ingest_id: str, now: datetime,
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieClient,
+    ingest_id: str,
+    now: datetime,
     report: SweepReport,
 ) -> None:
     """A RECEIVED ingest whose trigger gave up before it reached its table's lock (every
@@ -115,21 +121,21 @@ def _adopt_orphan(
     if lock.active == ingest_id or lock.waiting(ingest_id):
         return  # the lock recovery above takes care of it
     if not record.staged_at:
-        reason = ("the trigger could not stage the uploaded version and gave up; "
-                  "upload the file again")
-        settle(settings, ledger, record, c.JOB_FAILED, reason, only_if_status={c.RECEIVED},
-               at=now)
+        reason = (
+            "the trigger could not stage the uploaded version and gave up; upload the file again"
+        )
+        settle(settings, ledger, record, c.JOB_FAILED, reason, only_if_status={c.RECEIVED}, at=now)
         return
     if is_multi_table(record):  # a dataset: its config declares its tables
         start_or_fail(settings, ledger, nessie, record)  # takes every lock, in order
         report.restarted.append(ingest_id)
         return
     # Its trigger may have given up before it could tell whether the table is known.
-    unknown = unknown_table_reason(settings, nessie, record.table,
-                                   table_intake(settings, record.table))
+    unknown = unknown_table_reason(
+        settings, nessie, record.table, table_intake(settings, record.table)
+    )
     if unknown:
-        reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE,
-                          settings=settings)
+        reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE, settings=settings)
         return
     if ledger.acquire_or_enqueue(record.table, ingest_id) == LOCK_QUEUED:
         ledger.update_ingest(ingest_id, status=c.QUEUED, only_if_status={c.RECEIVED})
@@ -148,26 +154,46 @@ def _expire_held(settings: Settings, ledger: Ledger, now: datetime, report: Swee
     for (table, prefix), records in sorted(datasets.items()):
         if table not in timeouts:
             timeouts[table] = timedelta(
-                seconds=table_intake(settings, table).limits.marker_timeout_seconds)
+                seconds=table_intake(settings, table).limits.marker_timeout_seconds
+            )
         timeout = timeouts[table]
         oldest = min(parse_iso(record.created_at or "") for record in records)
         if now - oldest < timeout:
             continue
-        reason = (f"no _SUCCESS or _manifest.json arrived in {prefix} within {timeout} of its "
-                  f"first file ({len(records)} file{'s' * (len(records) != 1)} held); upload "
-                  "the marker to ingest them, or the files again")
-        expired = [record for record in records if ledger.update_ingest(
-            record.ingest_id, status=c.REJECTED, error=reason, finished_at=iso(now),
-            only_if_status={c.HELD})]
+        reason = (
+            f"no _SUCCESS or _manifest.json arrived in {prefix} within {timeout} of its "
+            f"first file ({len(records)} file{'s' * (len(records) != 1)} held); upload "
+            "the marker to ingest them, or the files again"
+        )
+        expired = [
+            record
+            for record in records
+            if ledger.update_ingest(
+                record.ingest_id,
+                status=c.REJECTED,
+                error=reason,
+                finished_at=iso(now),
+                only_if_status={c.HELD},
+            )
+        ]
         if expired:
-            send_alert_quietly(alert_event(ledger.get_ingest(expired[0].ingest_id)
-                                           or expired[0], outcome=c.REJECTED, reason=reason))
+            send_alert_quietly(
+                alert_event(
+                    ledger.get_ingest(expired[0].ingest_id) or expired[0],
+                    outcome=c.REJECTED,
+                    reason=reason,
+                )
+            )
             report.expired_held += [record.ingest_id for record in expired]
 
 
 def _clean_up(
-    settings: Settings, ledger: Ledger, nessie: NessieClient, record: Record,
-    now: datetime, report: SweepReport,
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieClient,
+    record: Record,
+    now: datetime,
+    report: SweepReport,
 ) -> None:
     """One final record: its branch (kept for inspection until the retention ends), then
     its staged copy (a dataset's: its frozen config) once the branch is gone; then it
@@ -181,9 +207,13 @@ def _clean_up(
             return
         nessie.delete_branch(branch)
         ledger.update_ingest(
-            iid, status=c.DISCARDED, previous_status=status, branch_deleted_at=iso(now),
+            iid,
+            status=c.DISCARDED,
+            previous_status=status,
+            branch_deleted_at=iso(now),
             discard_reason=f"branch older than {settings.branch_retention_days} days",
-            only_if_status={status})
+            only_if_status={status},
+        )
         report.discarded_branches.append(branch)
         return  # DISCARDED is final too: the staged copy goes on the next pass
     if branch and not record.branch_deleted_at:  # published, but its delete after the merge failed
@@ -192,8 +222,7 @@ def _clean_up(
         ledger.update_ingest(iid, branch_deleted_at=iso(now))
         report.deleted_branches.append(branch)
     # A file's staged copy; a multi-table dataset's frozen config (its runs are over).
-    staged = (record.staged_uri if isinstance(record, IngestRecord)
-              else record.dataset_config_uri)
+    staged = record.staged_uri if isinstance(record, IngestRecord) else record.dataset_config_uri
     if staged and record.staged_at and not record.staged_deleted_at:
         delete_staged(aws.client("s3"), staged)
         ledger.update_ingest(iid, staged_deleted_at=iso(now))
@@ -226,8 +255,10 @@ def _recover_lock(
         # ingest; one another caller is concluding, or one in-process, is alive while its
         # lease lasts, and recovered below after that.
         if record.job_run_id and not record.field_value(compaction_runs.CLAIM_FIELD):
-            if compaction_runs.finish(settings, ledger, nessie,
-                                      active)["status"] != compaction_runs.RUNNING:
+            if (
+                compaction_runs.finish(settings, ledger, nessie, active)["status"]
+                != compaction_runs.RUNNING
+            ):
                 report.recovered_locks.append(table)
             return
         if not lock.lease_expired(now):
@@ -250,19 +281,36 @@ def _recover_lock(
     reason = (
         f"execution {record.execution_arn} ended {execution_state} without "
         "recording an outcome; the sweeper freed the table"
-        if execution_state != "RUNNING" else
-        f"the ingest held table {table} past its lease ({lock.lease_expires_at}) without "
+        if execution_state != "RUNNING"
+        else f"the ingest held table {table} past its lease ({lock.lease_expires_at}) without "
         "finishing; the sweeper freed the table"
     )
     _cancel_job_run(settings, record.job_run_id)
     if main_holds_ingest(nessie, table, record):  # died after the merge: it is published
         deleted = delete_branch_quietly(nessie, record.branch)
-        settle(settings, ledger, record, c.PUBLISHED, None, only_if_status={c.RUNNING},
-               alert=False, fields={"branch_deleted_at": iso(now)} if deleted else None,
-               at=now, job_started_at=record.job_started_at)
+        settle(
+            settings,
+            ledger,
+            record,
+            c.PUBLISHED,
+            None,
+            only_if_status={c.RUNNING},
+            alert=False,
+            fields={"branch_deleted_at": iso(now)} if deleted else None,
+            at=now,
+            job_started_at=record.job_started_at,
+        )
     else:
-        settle(settings, ledger, record, c.JOB_FAILED, reason, only_if_status={c.RUNNING},
-               at=now, job_started_at=record.job_started_at)
+        settle(
+            settings,
+            ledger,
+            record,
+            c.JOB_FAILED,
+            reason,
+            only_if_status={c.RUNNING},
+            at=now,
+            job_started_at=record.job_started_at,
+        )
     release_and_start_next(settings, ledger, nessie, table, active)
     report.recovered_locks.append(table)
     logger.warning(
@@ -280,28 +328,37 @@ def _queued_behind_live_holder(ledger: Ledger, record: Record, now: datetime) ->
     if record.status != c.QUEUED or not waiting_for or waiting_for not in tables_of(record):
         return False
     lock = ledger.get_lock(waiting_for)
-    if (not lock.active or lock.active == record.ingest_id
-            or record.ingest_id not in lock.queue or lock.lease_expired(now)):
+    if (
+        not lock.active
+        or lock.active == record.ingest_id
+        or record.ingest_id not in lock.queue
+        or lock.lease_expired(now)
+    ):
         return False
     holder = ledger.get_ingest(lock.active)
     return holder is not None and not holder.is_terminal
 
 
-def _alert_blocked_once(ledger: Ledger, record: Record, lock: TableLock,
-                        now: datetime, exc: Exception) -> None:
+def _alert_blocked_once(
+    ledger: Ledger, record: Record, lock: TableLock, now: datetime, exc: Exception
+) -> None:
     """One alert per blocked file: which table waits, since when, and why."""
     iid, table = record.ingest_id, lock.table
     if record.blocked_alerted_at or not ledger.update_ingest(
-            iid, blocked_alerted_at=iso(now), only_if_status=c.PENDING_STATUSES):
+        iid, blocked_alerted_at=iso(now), only_if_status=c.PENDING_STATUSES
+    ):
         return
     since = lock.active_since or record.created_at
     waiting = len(lock.queue)
-    reason = (f"the next file of {table} could not start since {since} "
-              f"({type(exc).__name__}: {exc}); {waiting} more file{'s' * (waiting != 1)} "
-              "wait behind it. Every sweep tries again: the table runs as soon as a start "
-              "succeeds, with no action needed once the cause is fixed")
-    send_alert_quietly(alert_event(ledger.get_ingest(iid) or record, outcome=BLOCKED,
-                                   reason=reason))
+    reason = (
+        f"the next file of {table} could not start since {since} "
+        f"({type(exc).__name__}: {exc}); {waiting} more file{'s' * (waiting != 1)} "
+        "wait behind it. Every sweep tries again: the table runs as soon as a start "
+        "succeeds, with no action needed once the cause is fixed"
+    )
+    send_alert_quietly(
+        alert_event(ledger.get_ingest(iid) or record, outcome=BLOCKED, reason=reason)
+    )
 
 
 def _execution_status(execution_arn: str | None) -> str:

@@ -51,7 +51,11 @@ def dataset_prefix(key: str) -> str:
 
 
 def complete_dataset(
-    marker: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any,
+    marker: ObjectCreated,
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieClient,
+    s3: Any,
     ingest_file: Callable[[ObjectCreated], IngestRecord],
 ) -> tuple[str, str, str | None]:
     """Turn the marker's dataset into one batch and start or queue it; safe to repeat.
@@ -70,8 +74,7 @@ def complete_dataset(
             parts, problem = [], str(exc)
         members = [ingest_file(part) for part in parts]
         problem = problem or problem_of(members)
-        batch = record_batch(settings, ledger, batch_id, table, prefix, marker, members,
-                              problem)
+        batch = record_batch(settings, ledger, batch_id, table, prefix, marker, members, problem)
     if not batch.is_pending:
         return batch.status or "?", batch_id, batch.error
     if isinstance(batch, BatchRecord):  # a retry after a stop between record and join
@@ -91,18 +94,25 @@ def _listed_parts(marker: ObjectCreated, s3: Any) -> tuple[list[ObjectCreated], 
     if file_name(marker.key) == MANIFEST_MARKER:
         listed = _manifest(marker, s3)
     else:
-        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=marker.bucket,
-                                                             Prefix=prefix)
-        listed = [(obj["Key"], None) for page in pages for obj in page.get("Contents", [])
-                  if not is_hidden_name(file_name(obj["Key"]))]
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=marker.bucket, Prefix=prefix)
+        listed = [
+            (obj["Key"], None)
+            for page in pages
+            for obj in page.get("Contents", [])
+            if not is_hidden_name(file_name(obj["Key"]))
+        ]
     if not listed:
-        raise DatasetError(f"{s3_uri(marker.bucket, marker.key)} completes no files: "
-                           f"nothing under {prefix}")
+        raise DatasetError(
+            f"{s3_uri(marker.bucket, marker.key)} completes no files: nothing under {prefix}"
+        )
     return head_parts(marker, listed, s3)
 
 
-def head_parts(marker: ObjectCreated, listed: list[tuple[str, int | None]], s3: Any,
-               ) -> tuple[list[ObjectCreated], str | None]:
+def head_parts(
+    marker: ObjectCreated,
+    listed: list[tuple[str, int | None]],
+    s3: Any,
+) -> tuple[list[ObjectCreated], str | None]:
     """Each listed `(key, size)` at the version S3 has now, and why the dataset cannot run
     (a listed file missing or of another size than listed), or None."""
     parts, problems = [], []
@@ -115,12 +125,19 @@ def head_parts(marker: ObjectCreated, listed: list[tuple[str, int | None]], s3: 
             problems.append(f"{file_name(marker.key)} lists {key}, which does not exist")
             continue
         if size is not None and head["ContentLength"] != size:
-            problems.append(f"{file_name(marker.key)} lists {key} with {size} bytes, but it "
-                            f"has {head['ContentLength']}")
-        parts.append(ObjectCreated(bucket=marker.bucket, key=key,
-                                   version_id=head.get("VersionId"),
-                                   etag=head.get("ETag", "").strip('"'),
-                                   size=head["ContentLength"]))
+            problems.append(
+                f"{file_name(marker.key)} lists {key} with {size} bytes, but it "
+                f"has {head['ContentLength']}"
+            )
+        parts.append(
+            ObjectCreated(
+                bucket=marker.bucket,
+                key=key,
+                version_id=head.get("VersionId"),
+                etag=head.get("ETag", "").strip('"'),
+                size=head["ContentLength"],
+            )
+        )
     return parts, "; ".join(problems) or None
 
 
@@ -128,8 +145,9 @@ def marker_bytes(marker: ObjectCreated, s3: Any) -> bytes:
     """The manifest's bytes at the event's version: at most MAX_MANIFEST_BYTES + 1 (enough
     to tell it is too large)."""
     extra = {"VersionId": marker.version_id} if marker.version_id else {}
-    return s3.get_object(Bucket=marker.bucket, Key=marker.key,
-                         Range=f"bytes=0-{MAX_MANIFEST_BYTES}", **extra)["Body"].read()
+    return s3.get_object(
+        Bucket=marker.bucket, Key=marker.key, Range=f"bytes=0-{MAX_MANIFEST_BYTES}", **extra
+    )["Body"].read()
 
 
 def _manifest(marker: ObjectCreated, s3: Any) -> list[tuple[str, int]]:
@@ -143,13 +161,17 @@ def _manifest(marker: ObjectCreated, s3: Any) -> list[tuple[str, int]]:
         files = json.loads(body)["files"]
         entries = [(entry["path"], entry["size"]) for entry in files]
     except (ValueError, KeyError, TypeError) as exc:
-        raise DatasetError(f"{where} is not a manifest like "
-                           '{"files": [{"path": "part-0.parquet", "size": 123}]}: '
-                           f"{exc}") from exc
+        raise DatasetError(
+            f"{where} is not a manifest like "
+            '{"files": [{"path": "part-0.parquet", "size": 123}]}: '
+            f"{exc}"
+        ) from exc
     for path, size in entries:
         if not is_manifest_path(path) or not isinstance(size, int) or isinstance(size, bool):
-            raise DatasetError(f"{where}: entry {path!r} needs a relative path to a data "
-                               "file (not _ or . prefixed) and a size in bytes")
+            raise DatasetError(
+                f"{where}: entry {path!r} needs a relative path to a data "
+                "file (not _ or . prefixed) and a size in bytes"
+            )
     return [(dataset_prefix(marker.key) + path, size) for path, size in entries]
 
 
@@ -157,49 +179,67 @@ def problem_of(members: list[IngestRecord]) -> str | None:
     """Why the dataset cannot run: one of its files was rejected (all or nothing)."""
     for member in members:
         if member.status not in _JOINABLE:
-            return (f"{member.key} is {member.status}"
-                    + (f": {member.error}" if member.error else "")
-                    + "; the dataset is published all together or not at all")
+            return (
+                f"{member.key} is {member.status}"
+                + (f": {member.error}" if member.error else "")
+                + "; the dataset is published all together or not at all"
+            )
     return None
 
 
-def join_members(ledger: Ledger, batch_id: str, members: Sequence[str],
-                 problem: str | None = None) -> None:
+def join_members(
+    ledger: Ledger, batch_id: str, members: Sequence[str], problem: str | None = None
+) -> None:
     """Make the files the dataset's (RUNNING in it, or REJECTED with its `problem`): only
     those still waiting are changed, so it is safe to repeat (a retried trigger does, in
     case the one before stopped between recording the dataset and joining its files)."""
-    joined = Changes(status=c.REJECTED if problem else c.RUNNING, batch_id=batch_id,
-                     error=problem, finished_at=iso(utcnow()) if problem else None)
+    joined = Changes(
+        status=c.REJECTED if problem else c.RUNNING,
+        batch_id=batch_id,
+        error=problem,
+        finished_at=iso(utcnow()) if problem else None,
+    )
     ledger.update_ingests({member: joined for member in members}, only_if_status=_JOINABLE)
 
 
-def record_batch(settings: Settings, ledger: Ledger, batch_id: str, table: str | None,
-                 prefix: str, marker: ObjectCreated, members: list[IngestRecord],
-                 problem: str | None, extra: dict[str, Any] | None = None) -> Record:
+def record_batch(
+    settings: Settings,
+    ledger: Ledger,
+    batch_id: str,
+    table: str | None,
+    prefix: str,
+    marker: ObjectCreated,
+    members: list[IngestRecord],
+    problem: str | None,
+    extra: dict[str, Any] | None = None,
+) -> Record:
     """The dataset's batch record (created once, with `extra` fields), its members joined
     to it; a dataset that cannot run is recorded REJECTED with its files, alerted once."""
     ids = [member.ingest_id for member in members]
-    created = ledger.create_ingest(batch_id, {
-        **(extra or {}),
-        "table": table,
-        "members": ids,
-        "sources": [member.staged_uri for member in members],
-        "files": len(ids),
-        "dataset": prefix,
-        "all_or_nothing": True,
-        "source_uri": s3_uri(marker.bucket, prefix),
-        "marker_uri": s3_uri(marker.bucket, marker.key),
-        "size": sum(int(member.size or 0) for member in members),
-        "attempts": 0,
-        "status": c.REJECTED if problem else c.RECEIVED,
-        "error": problem,
-        "finished_at": iso(utcnow()) if problem else None,
-        "staged_at": iso(utcnow()),
-    }, kind=KIND_BATCH)
+    created = ledger.create_ingest(
+        batch_id,
+        {
+            **(extra or {}),
+            "table": table,
+            "members": ids,
+            "sources": [member.staged_uri for member in members],
+            "files": len(ids),
+            "dataset": prefix,
+            "all_or_nothing": True,
+            "source_uri": s3_uri(marker.bucket, prefix),
+            "marker_uri": s3_uri(marker.bucket, marker.key),
+            "size": sum(int(member.size or 0) for member in members),
+            "attempts": 0,
+            "status": c.REJECTED if problem else c.RECEIVED,
+            "error": problem,
+            "finished_at": iso(utcnow()) if problem else None,
+            "staged_at": iso(utcnow()),
+        },
+        kind=KIND_BATCH,
+    )
     join_members(ledger, batch_id, ids, problem)
     batch = ledger.get_ingest(batch_id)
     assert batch is not None
     if created and problem:  # recorded ended: announced as `settle` would
         announce(settings, ledger, batch, c.REJECTED, problem)
     return batch
-

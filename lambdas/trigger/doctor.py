@@ -38,8 +38,13 @@ def run_check(event: dict[str, Any], settings: Settings) -> dict[str, Any]:
         branch = f"wap-doctor-{run_id}"
         report_uri = settings.report_uri("_doctor", run_id, 1)
         job_run_id = start_smoke_run(settings, run_id, branch, report_uri)
-        return {"check": check, "job_run_id": job_run_id, "report_uri": report_uri,
-                "branch": branch, "application_id": settings.emr_application_id}
+        return {
+            "check": check,
+            "job_run_id": job_run_id,
+            "report_uri": report_uri,
+            "branch": branch,
+            "application_id": settings.emr_application_id,
+        }
     raise DoctorRequestError(f"unknown doctor check {check!r} (nessie, smoke_job)")
 
 

@@ -58,20 +58,27 @@ def load_dataset_config(settings: Settings, name: str) -> tuple[DatasetConfig, b
     URI), or the config is missing or invalid (in the job's words: both parse it with
     `contracts.dataset_config`)."""
     if not is_identifier(name):
-        raise TableConfigError(f"dataset name {name!r} in _datasets/{name}/ is not an "
-                               f"identifier ({IDENTIFIER_RULE})")
+        raise TableConfigError(
+            f"dataset name {name!r} in _datasets/{name}/ is not an identifier ({IDENTIFIER_RULE})"
+        )
     uri = settings.dataset_config_uri(name)
     data = aws.read_bytes_s3(uri, max_bytes=MAX_CONFIG_BYTES) if uri else None
     if data is None:
-        raise TableConfigError(f"no config for dataset {name!r}: add tables/datasets/{name}"
-                               ".yaml naming its tables (docs/datasets.md)")
+        raise TableConfigError(
+            f"no config for dataset {name!r}: add tables/datasets/{name}"
+            ".yaml naming its tables (docs/datasets.md)"
+        )
     import yaml  # pynessie's dependency (confuse) brings it into every Lambda bundle
 
     return parse_dataset_config_bytes(data, uri or name, yaml=yaml), data
 
 
 def complete_multi_table_dataset(
-    marker: ObjectCreated, settings: Settings, ledger: Ledger, nessie: NessieClient, s3: Any,
+    marker: ObjectCreated,
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieClient,
+    s3: Any,
     ingest_file: Callable[[ObjectCreated, str, dict[str, Any]], IngestRecord],
 ) -> tuple[str, str, str | None, str | None]:
     """Turn a drop's manifest into one batch over every table and start it, or queue it
@@ -94,8 +101,9 @@ def complete_multi_table_dataset(
         members, member_tables, problems = [], [], [problem] if problem else []
         member_of = {"batch_id": batch_id, "dataset": prefix}
         for table, entries in listed.items():
-            parts, missing = head_parts(marker, [(prefix + path, size)
-                                                 for path, size in entries], s3)
+            parts, missing = head_parts(
+                marker, [(prefix + path, size) for path, size in entries], s3
+            )
             problems += [missing] if missing else []
             members += [ingest_file(part, table, member_of) for part in parts]
             member_tables += [table] * len(parts)
@@ -106,10 +114,21 @@ def complete_multi_table_dataset(
             frozen = frozen_config_uri(settings.artifacts_bucket, batch_id, name, data)
             put_frozen(s3, frozen, data)
         batch = record_batch(
-            settings, ledger, batch_id, tables[0] if tables else None, prefix, marker,
-            members, problem,
-            extra={"dataset_name": name, "tables": tables, "source_tables": member_tables,
-                   "dataset_config_uri": frozen})
+            settings,
+            ledger,
+            batch_id,
+            tables[0] if tables else None,
+            prefix,
+            marker,
+            members,
+            problem,
+            extra={
+                "dataset_name": name,
+                "tables": tables,
+                "source_tables": member_tables,
+                "dataset_config_uri": frozen,
+            },
+        )
     if not batch.is_pending:
         return batch.status or "?", batch_id, batch.table, batch.error
     if isinstance(batch, BatchRecord):  # a retry after a stop between record and join
@@ -121,28 +140,36 @@ def complete_multi_table_dataset(
 MAX_NAMED_UNLISTED = 10
 
 
-def _unlisted(marker: ObjectCreated, s3: Any, prefix: str,
-              listed: dict[str, list[tuple[str, int]]]) -> str | None:
+def _unlisted(
+    marker: ObjectCreated, s3: Any, prefix: str, listed: dict[str, list[tuple[str, int]]]
+) -> str | None:
     """Why the drop cannot run when it holds data files its manifest does not list (they
     would be left out without a word); None when it holds none."""
     named = {prefix + path for entries in listed.values() for path, _ in entries}
     pages = s3.get_paginator("list_objects_v2").paginate(Bucket=marker.bucket, Prefix=prefix)
-    extra = sorted(obj["Key"][len(prefix):] for page in pages
-                   for obj in page.get("Contents", [])
-                   if obj["Key"] not in named
-                   and not is_hidden_name(file_name(obj["Key"])))
+    extra = sorted(
+        obj["Key"][len(prefix) :]
+        for page in pages
+        for obj in page.get("Contents", [])
+        if obj["Key"] not in named and not is_hidden_name(file_name(obj["Key"]))
+    )
     if not extra:
         return None
     shown = ", ".join(extra[:MAX_NAMED_UNLISTED]) + (
-        f" and {len(extra) - MAX_NAMED_UNLISTED} more" if len(extra) > MAX_NAMED_UNLISTED
-        else "")
-    return (f"{len(extra)} file(s) under {s3_uri(marker.bucket, prefix)} are not in its "
-            f"{file_name(marker.key)}: {shown}; drop it again with a manifest that lists "
-            "every file (files and manifest uploaded anew: each object version runs once)")
+        f" and {len(extra) - MAX_NAMED_UNLISTED} more" if len(extra) > MAX_NAMED_UNLISTED else ""
+    )
+    return (
+        f"{len(extra)} file(s) under {s3_uri(marker.bucket, prefix)} are not in its "
+        f"{file_name(marker.key)}: {shown}; drop it again with a manifest that lists "
+        "every file (files and manifest uploaded anew: each object version runs once)"
+    )
 
 
-def _manifest(marker: ObjectCreated, s3: Any, config: DatasetConfig,
-              ) -> dict[str, list[tuple[str, int]]]:
+def _manifest(
+    marker: ObjectCreated,
+    s3: Any,
+    config: DatasetConfig,
+) -> dict[str, list[tuple[str, int]]]:
     where = s3_uri(marker.bucket, marker.key)
     body = marker_bytes(marker, s3)
     if len(body) > MAX_MANIFEST_BYTES:

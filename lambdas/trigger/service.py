@@ -62,8 +62,9 @@ class TriggerResult:
     reason: str | None = None
 
 
-def rejection_reason(obj: ObjectCreated, s3: Any = None,
-                     intake: Intake | None = None, table: str | None = None) -> str | None:
+def rejection_reason(
+    obj: ObjectCreated, s3: Any = None, intake: Intake | None = None, table: str | None = None
+) -> str | None:
     """Why the object cannot be ingested, or None.
 
     Its format is the table config's `format:` (from `intake`), else its extension
@@ -95,19 +96,27 @@ def _content_problem(obj: ObjectCreated, fmt: SourceFormat, s3: Any) -> str | No
     SNIFF_BYTES (a parquet file: and its last 4) must be of its format."""
     extra = {"VersionId": obj.version_id} if obj.version_id else {}
     try:
-        head = s3.get_object(Bucket=obj.bucket, Key=obj.key,
-                             Range=f"bytes=0-{SNIFF_BYTES - 1}", **extra)["Body"].read()
+        head = s3.get_object(
+            Bucket=obj.bucket, Key=obj.key, Range=f"bytes=0-{SNIFF_BYTES - 1}", **extra
+        )["Body"].read()
         tail = b""
         if fmt.kind == PARQUET:
             # A file the head holds whole has its footer in it: no second request.
             whole = obj.size is not None and len(head) >= obj.size
-            tail = head[-4:] if whole else s3.get_object(
-                Bucket=obj.bucket, Key=obj.key, Range="bytes=-4", **extra)["Body"].read()
+            tail = (
+                head[-4:]
+                if whole
+                else s3.get_object(Bucket=obj.bucket, Key=obj.key, Range="bytes=-4", **extra)[
+                    "Body"
+                ].read()
+            )
     except ClientError as exc:
         # On a versioned bucket a deleted version answers NoSuchVersion, not NoSuchKey.
         if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "NoSuchVersion", "404"):
-            return (f"source object {s3_uri(obj.bucket, obj.key)} (version {obj.version}) "
-                    "no longer exists")
+            return (
+                f"source object {s3_uri(obj.bucket, obj.key)} (version {obj.version}) "
+                "no longer exists"
+            )
         raise
     return content_problem(obj.key, fmt, head, tail, obj.size)
 
@@ -140,13 +149,15 @@ def handle_object(
     # Before any branch or job: an upload must not create a table nobody asked for.
     unknown = unknown_table_reason(settings, nessie, table, intake)
     if unknown:
-        if reject_for_config(ledger, record, unknown, reason_code=c.UNKNOWN_TABLE,
-                             settings=settings):
+        if reject_for_config(
+            ledger, record, unknown, reason_code=c.UNKNOWN_TABLE, settings=settings
+        ):
             return TriggerResult(obj.key, c.REJECTED, iid, table, unknown)
         return _not_pending(obj, ledger.get_ingest(iid) or record)
     if intake.by_marker:  # waits for its dataset's marker
-        ledger.update_ingest(iid, status=c.HELD, dataset=dataset_prefix(obj.key),
-                             only_if_status={c.RECEIVED})
+        ledger.update_ingest(
+            iid, status=c.HELD, dataset=dataset_prefix(obj.key), only_if_status={c.RECEIVED}
+        )
         held = ledger.get_ingest(iid) or record
         if held.status != c.HELD:
             return _not_pending(obj, held)
@@ -162,8 +173,13 @@ def handle_object(
 
 
 def _recorded_and_staged(
-    obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any, intake: Intake,
-    table: str | None = None, member_of: dict[str, Any] | None = None,
+    obj: ObjectCreated,
+    settings: Settings,
+    ledger: Ledger,
+    s3: Any,
+    intake: Intake,
+    table: str | None = None,
+    member_of: dict[str, Any] | None = None,
 ) -> IngestRecord:
     """The object's ingest record, created (or a bad object rejected) and its version
     staged, once. `intake`: its table's (the format it is read as); `table`: the table
@@ -171,8 +187,9 @@ def _recorded_and_staged(
     dataset's file from the start (`batch_id`, `dataset`): only its dataset runs it, and
     only its dataset alerts about it."""
     iid = ingest_id(obj.bucket, obj.key, obj.version)
-    record = (_ingest(ledger.get_ingest(iid))
-              or _record_new(iid, obj, settings, ledger, s3, intake, table, member_of))
+    record = _ingest(ledger.get_ingest(iid)) or _record_new(
+        iid, obj, settings, ledger, s3, intake, table, member_of
+    )
     if record.status == c.RECEIVED and not record.staged_at:
         record = _stage(record, obj, settings, ledger, s3, quiet=member_of is not None)
     return record
@@ -190,9 +207,14 @@ def _marker(
 ) -> TriggerResult:
     """A marker completes its dataset on an `arrival: marker` table; elsewhere it is no data."""
     if obj.key.startswith(DATASETS_PREFIX):  # not where a drop's manifest belongs
-        return TriggerResult(obj.key, IGNORED, reason=(
-            f"a marker under {DATASETS_PREFIX} belongs at {DATASETS_PREFIX}<dataset>/<drop>/"
-            f"{MANIFEST_MARKER}"))
+        return TriggerResult(
+            obj.key,
+            IGNORED,
+            reason=(
+                f"a marker under {DATASETS_PREFIX} belongs at {DATASETS_PREFIX}<dataset>/<drop>/"
+                f"{MANIFEST_MARKER}"
+            ),
+        )
     try:
         table = route_key(obj.key).qualified
     except UnroutableKeyError:
@@ -203,8 +225,13 @@ def _marker(
     if not intake.by_marker:
         return TriggerResult(obj.key, IGNORED, reason="marker file")
     action, batch_id, reason = complete_dataset(
-        obj, settings, ledger, nessie, s3,
-        lambda part: _recorded_and_staged(part, settings, ledger, s3, intake))
+        obj,
+        settings,
+        ledger,
+        nessie,
+        s3,
+        lambda part: _recorded_and_staged(part, settings, ledger, s3, intake),
+    )
     return TriggerResult(obj.key, action, batch_id, table, reason)
 
 
@@ -214,27 +241,34 @@ def _multi_table_drop(
     """A file under `_datasets/<name>/<drop>/`: the drop's `_manifest.json` makes it one
     run over every table; any other file waits for it (the manifest names it)."""
     if file_name(obj.key) != MANIFEST_MARKER:
-        return TriggerResult(obj.key, IGNORED, reason="a file of a multi-table dataset: "
-                             "its drop's _manifest.json ingests it")
+        return TriggerResult(
+            obj.key,
+            IGNORED,
+            reason="a file of a multi-table dataset: its drop's _manifest.json ingests it",
+        )
 
     intakes: dict[str, Intake] = {}  # each table's config read once per drop, not per file
 
-    def ingest_file(part: ObjectCreated, table: str, member_of: dict[str, Any]
-                    ) -> IngestRecord:
+    def ingest_file(part: ObjectCreated, table: str, member_of: dict[str, Any]) -> IngestRecord:
         if table not in intakes:
             intakes[table] = table_intake(settings, table)
         intake = intakes[table]
         record = _recorded_and_staged(part, settings, ledger, s3, intake, table, member_of)
         if intake.config_error and record.is_pending:  # the dataset's alert names it
             ledger.update_ingest(
-                record.ingest_id, status=c.REJECTED, error=intake.config_error,
-                reason_code=CONFIG_ERROR, finished_at=iso(utcnow()),
-                only_if_status=c.PENDING_STATUSES)
+                record.ingest_id,
+                status=c.REJECTED,
+                error=intake.config_error,
+                reason_code=CONFIG_ERROR,
+                finished_at=iso(utcnow()),
+                only_if_status=c.PENDING_STATUSES,
+            )
             record = _ingest(ledger.get_ingest(record.ingest_id)) or record
         return record
 
     action, batch_id, table, reason = complete_multi_table_dataset(
-        obj, settings, ledger, nessie, s3, ingest_file)
+        obj, settings, ledger, nessie, s3, ingest_file
+    )
     return TriggerResult(obj.key, action, batch_id, table, reason)
 
 
@@ -244,8 +278,13 @@ def _not_pending(obj: ObjectCreated, record: Record) -> TriggerResult:
 
 
 def _stage(
-    record: IngestRecord, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any,
-    *, quiet: bool = False,
+    record: IngestRecord,
+    obj: ObjectCreated,
+    settings: Settings,
+    ledger: Ledger,
+    s3: Any,
+    *,
+    quiet: bool = False,
 ) -> IngestRecord:
     """Copy the event's object version to the ingest's staging key (once; retries rewrite
     the same bytes). A version that is gone is a recorded rejection, never a silent drop
@@ -253,19 +292,38 @@ def _stage(
     iid = record.ingest_id
     assert record.staged_uri is not None  # recorded with it when RECEIVED
     try:
-        stage_version(s3, bucket=obj.bucket, key=obj.key, version_id=obj.version_id,
-                      etag=obj.etag, target=record.staged_uri)
+        stage_version(
+            s3,
+            bucket=obj.bucket,
+            key=obj.key,
+            version_id=obj.version_id,
+            etag=obj.etag,
+            target=record.staged_uri,
+        )
     except SourceVersionGoneError as exc:
-        settle(settings, ledger, record, c.REJECTED, str(exc), only_if_status={c.RECEIVED},
-               alert=not quiet)
+        settle(
+            settings,
+            ledger,
+            record,
+            c.REJECTED,
+            str(exc),
+            only_if_status={c.RECEIVED},
+            alert=not quiet,
+        )
         return _ingest(ledger.get_ingest(iid)) or record
     ledger.update_ingest(iid, staged_at=iso(utcnow()))
     return _ingest(ledger.get_ingest(iid)) or record
 
 
 def _record_new(
-    iid: str, obj: ObjectCreated, settings: Settings, ledger: Ledger, s3: Any, intake: Intake,
-    table: str | None = None, member_of: dict[str, Any] | None = None,
+    iid: str,
+    obj: ObjectCreated,
+    settings: Settings,
+    ledger: Ledger,
+    s3: Any,
+    intake: Intake,
+    table: str | None = None,
+    member_of: dict[str, Any] | None = None,
 ) -> IngestRecord:
     """Record the ingest (conditional put: the first invocation wins); reject bad input
     (alerted unless it is a dataset's file, `member_of`: its dataset's alert names it)."""

@@ -41,11 +41,26 @@ _log = logging.getLogger(__name__)
 # A job: contract arguments (docs/contracts.md) with local file:// URIs -> report dict or None.
 JobFunction = Callable[[list[str]], Any]
 # spark-submit options that take one value (EMR Serverless passes them on as given).
-SUBMIT_OPTIONS = frozenset({
-    "--conf", "--jars", "--py-files", "--files", "--archives", "--class", "--packages",
-    "--repositories", "--exclude-packages", "--name", "--driver-memory", "--driver-cores",
-    "--executor-memory", "--executor-cores", "--num-executors", "--properties-file",
-})
+SUBMIT_OPTIONS = frozenset(
+    {
+        "--conf",
+        "--jars",
+        "--py-files",
+        "--files",
+        "--archives",
+        "--class",
+        "--packages",
+        "--repositories",
+        "--exclude-packages",
+        "--name",
+        "--driver-memory",
+        "--driver-cores",
+        "--executor-memory",
+        "--executor-cores",
+        "--num-executors",
+        "--properties-file",
+    }
+)
 
 
 class SubmitParametersError(ValueError):
@@ -192,7 +207,8 @@ class LocalEmrServerless:
             if job_run.state in ("SUCCESS", "FAILED", "CANCELLED"):
                 # As the service: a run that has ended cannot be cancelled.
                 raise ValidationException(
-                    f"Job run {job_run_id} is in a terminal state {job_run.state}")
+                    f"Job run {job_run_id} is in a terminal state {job_run.state}"
+                )
             run = executor._runs.get(job_run_id)
             job_run.state = "CANCELLING" if job_run.state == "RUNNING" else "CANCELLED"
             if run is not None:
@@ -272,8 +288,9 @@ class LocalEmrServerless:
                 raise _Cancelled()
             if fault is not None and fault.kind == "crash":
                 raise InjectedCrash(fault.message)
-            submission = parse_spark_submit(driver["entryPoint"],
-                                            driver.get("sparkSubmitParameters"))
+            submission = parse_spark_submit(
+                driver["entryPoint"], driver.get("sparkSubmitParameters")
+            )
             self.submissions[job_run.id] = submission
             check_submit = getattr(self._job, "check_submit", None)
             if check_submit is not None:
@@ -283,8 +300,13 @@ class LocalEmrServerless:
             result = self._job(local_args.to_args())
             if run.cancel.is_set():
                 raise _Cancelled()
-            body = (local_report.read_bytes() if local_report.exists() else
-                    json.dumps(result).encode() if isinstance(result, dict) else None)
+            body = (
+                local_report.read_bytes()
+                if local_report.exists()
+                else json.dumps(result).encode()
+                if isinstance(result, dict)
+                else None
+            )
             if body is not None:
                 self._put(args.report_uri, _as_given(body, staged), look_first=True)
             job_run.state = "SUCCESS"
@@ -345,7 +367,8 @@ class LocalEmrServerless:
             changes["table_config_uri"] = (
                 stage_prefix(config, self._dataset_tables(args))
                 if config and config.startswith("s3://") and config.endswith("/")
-                else stage(config))
+                else stage(config)
+            )
             changes["dataset_config_uri"] = stage(args.dataset_config_uri)
         return dataclasses.replace(args, **changes), staged, local_report
 
@@ -368,8 +391,9 @@ class LocalEmrServerless:
         if self._s3 is None:
             import boto3
 
-            keys = {f"aws_{name[4:].lower()}": value
-                    for name, value in (self.credentials or {}).items()}
+            keys = {
+                f"aws_{name[4:].lower()}": value for name, value in (self.credentials or {}).items()
+            }
             self._s3 = boto3.client("s3", **keys)
         return self._s3
 
@@ -434,8 +458,7 @@ _archive_modules: dict[Path, ModuleType] = {}
 
 
 def _in_package(name: str) -> bool:
-    return any(name == package or name.startswith(package + ".")
-               for package in _ARCHIVE_PACKAGES)
+    return any(name == package or name.startswith(package + ".") for package in _ARCHIVE_PACKAGES)
 
 
 def load_archive_job(archive: Path) -> ModuleType:
@@ -482,12 +505,12 @@ class ArchiveJob:
 
     def check_submit(self, submission: SparkSubmit) -> None:
         """Refuse a run submitted with other Spark conf than this session's, or other code."""
-        check_submission(submission, lambda key: self.spark.conf.get(key, None),
-                         self.archive.name)
+        check_submission(submission, lambda key: self.spark.conf.get(key, None), self.archive.name)
 
 
-def check_submission(submission: SparkSubmit, session_conf: Callable[[str], str | None],
-                     archive_name: str) -> None:
+def check_submission(
+    submission: SparkSubmit, session_conf: Callable[[str], str | None], archive_name: str
+) -> None:
     """Raise SubmitParametersError when the run would not run what the local job runs.
 
     Locations differ by design (the jar and the warehouse are S3 objects on AWS, local
@@ -501,11 +524,13 @@ def check_submission(submission: SparkSubmit, session_conf: Callable[[str], str 
         if key not in locations and local != value:
             raise SubmitParametersError(
                 f"the run is submitted with --conf {key}={value} but the local session "
-                f"runs the job with {key}={local}")
+                f"runs the job with {key}={local}"
+            )
     py_files = [uri.rsplit("/", 1)[-1] for uri in submission.options.get("--py-files", [])]
     if py_files != [archive_name]:
         raise SubmitParametersError(
-            f"the run is submitted with --py-files {py_files}, the local job runs {archive_name}")
+            f"the run is submitted with --py-files {py_files}, the local job runs {archive_name}"
+        )
 
 
 def spark_job(spark: Any, *, archive: Path | None = None) -> ArchiveJob:

@@ -72,8 +72,9 @@ class Statement:
     def key(self) -> tuple[str, int]:
         return self.policy, self.index
 
-    def resource_index(self, action: str, resource: str,
-                       context: Mapping[str, str] | None = None) -> int | None:
+    def resource_index(
+        self, action: str, resource: str, context: Mapping[str, str] | None = None
+    ) -> int | None:
         """Which of the statement's resources grants `action` on `resource` in the request's
         `context` (None: none). As in IAM, a condition on a key the request does not carry
         does not match."""
@@ -81,8 +82,9 @@ class Statement:
             return None
         if any((context or {}).get(key) not in values for key, values in self.conditions):
             return None
-        return next((i for i, pattern in enumerate(self.resources) if _glob(pattern, resource)),
-                    None)
+        return next(
+            (i for i, pattern in enumerate(self.resources) if _glob(pattern, resource)), None
+        )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -106,14 +108,17 @@ def statements_of(policy: str, document: Mapping[str, Any]) -> list[Statement]:
         if unsupported or operators:
             raise LocalParityError(
                 f"{policy} statement {index}: the local IAM evaluator does not judge "
-                f"{unsupported or operators}; extend local/aws/iam.py before using them")
+                f"{unsupported or operators}; extend local/aws/iam.py before using them"
+            )
         actions = raw["Action"] if isinstance(raw["Action"], list) else [raw["Action"]]
         resources = raw["Resource"] if isinstance(raw["Resource"], list) else [raw["Resource"]]
         conditions = tuple(
             (key, tuple(values) if isinstance(values, list) else (values,))
-            for key, values in raw.get("Condition", {}).get("StringEquals", {}).items())
-        result.append(Statement(policy, index, raw["Effect"], tuple(actions), tuple(resources),
-                                conditions))
+            for key, values in raw.get("Condition", {}).get("StringEquals", {}).items()
+        )
+        result.append(
+            Statement(policy, index, raw["Effect"], tuple(actions), tuple(resources), conditions)
+        )
     return result
 
 
@@ -126,8 +131,14 @@ class Principal:
     role_arn: str
     statements: list[Statement] = field(default_factory=list)
 
-    def grant(self, action: str, resource: str, *, skip: frozenset[tuple[str, int]] = frozenset(),
-              context: Mapping[str, str] | None = None) -> tuple[Statement, int] | None:
+    def grant(
+        self,
+        action: str,
+        resource: str,
+        *,
+        skip: frozenset[tuple[str, int]] = frozenset(),
+        context: Mapping[str, str] | None = None,
+    ) -> tuple[Statement, int] | None:
         """The Allow statement and its resource index that grant `action` on `resource`, or
         None (an explicit Deny wins); statements whose key is in `skip` do not count."""
         allowed = None
@@ -170,6 +181,7 @@ class CallRecord:
 
 # ---- which actions and resources a call needs ------------------------------------------------
 
+
 def _s3_object(bucket: str, key: str) -> str:
     return f"arn:aws:s3:::{bucket}/{key}"
 
@@ -191,25 +203,32 @@ def _s3_requests(operation: str, params: Mapping[str, Any]) -> list[Request]:
         return [Request(f"s3:GetObject{versioned}", _s3_object(bucket, key))]
     if operation in ("GetObjectTagging",):
         return [Request(f"s3:GetObject{versioned}Tagging", _s3_object(bucket, key))]
-    if operation in ("PutObject", "CreateMultipartUpload", "UploadPart",
-                     "CompleteMultipartUpload"):
+    if operation in ("PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload"):
         return [Request("s3:PutObject", _s3_object(bucket, key))]
     if operation == "AbortMultipartUpload":
         return [Request("s3:AbortMultipartUpload", _s3_object(bucket, key))]
     if operation in ("CopyObject", "UploadPartCopy"):
         src_bucket, src_key, src_version = _copy_source(params["CopySource"])
         read = "s3:GetObjectVersion" if src_version else "s3:GetObject"
-        return [Request(read, _s3_object(src_bucket, src_key)),
-                Request("s3:PutObject", _s3_object(bucket, key))]
+        return [
+            Request(read, _s3_object(src_bucket, src_key)),
+            Request("s3:PutObject", _s3_object(bucket, key)),
+        ]
     if operation == "DeleteObject":
         return [Request(f"s3:DeleteObject{versioned}", _s3_object(bucket, key))]
     if operation == "DeleteObjects":
-        return [Request("s3:DeleteObjectVersion" if item.get("VersionId") else "s3:DeleteObject",
-                        _s3_object(bucket, item["Key"]))
-                for item in params.get("Delete", {}).get("Objects", [])]
+        return [
+            Request(
+                "s3:DeleteObjectVersion" if item.get("VersionId") else "s3:DeleteObject",
+                _s3_object(bucket, item["Key"]),
+            )
+            for item in params.get("Delete", {}).get("Objects", [])
+        ]
     bucket_actions = {
-        "ListObjects": "s3:ListBucket", "ListObjectsV2": "s3:ListBucket",
-        "HeadBucket": "s3:ListBucket", "ListObjectVersions": "s3:ListBucketVersions",
+        "ListObjects": "s3:ListBucket",
+        "ListObjectsV2": "s3:ListBucket",
+        "HeadBucket": "s3:ListBucket",
+        "ListObjectVersions": "s3:ListBucketVersions",
         "ListMultipartUploads": "s3:ListBucketMultipartUploads",
         "GetBucketVersioning": "s3:GetBucketVersioning",
         "GetBucketLocation": "s3:GetBucketLocation",
@@ -219,52 +238,81 @@ def _s3_requests(operation: str, params: Mapping[str, Any]) -> list[Request]:
     raise UnmappedCall(f"s3:{operation}")
 
 
-def _dynamodb_requests(operation: str, params: Mapping[str, Any], arn: Callable[[str], str],
-                       ) -> list[Request]:
+def _dynamodb_requests(
+    operation: str,
+    params: Mapping[str, Any],
+    arn: Callable[[str], str],
+) -> list[Request]:
     def table(name: str, index: str | None = None) -> str:
         base = name if name.startswith("arn:") else arn(f"table/{name}")
         return f"{base}/index/{index}" if index else base
 
-    if operation in ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "DescribeTable",
-                     "DescribeTimeToLive"):
+    if operation in (
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "DescribeTable",
+        "DescribeTimeToLive",
+    ):
         return [Request(f"dynamodb:{operation}", table(params["TableName"]))]
     if operation in ("Query", "Scan"):
-        return [Request(f"dynamodb:{operation}",
-                        table(params["TableName"], params.get("IndexName")))]
+        return [
+            Request(f"dynamodb:{operation}", table(params["TableName"], params.get("IndexName")))
+        ]
     if operation in ("BatchGetItem", "BatchWriteItem"):
         return [Request(f"dynamodb:{operation}", table(name)) for name in params["RequestItems"]]
     if operation in ("TransactWriteItems", "TransactGetItems"):
-        actions = {"ConditionCheck": "ConditionCheckItem", "Put": "PutItem",
-                   "Update": "UpdateItem", "Delete": "DeleteItem", "Get": "GetItem"}
-        return [Request(f"dynamodb:{actions[kind]}", table(body["TableName"]))
-                for item in params["TransactItems"] for kind, body in item.items()]
+        actions = {
+            "ConditionCheck": "ConditionCheckItem",
+            "Put": "PutItem",
+            "Update": "UpdateItem",
+            "Delete": "DeleteItem",
+            "Get": "GetItem",
+        }
+        return [
+            Request(f"dynamodb:{actions[kind]}", table(body["TableName"]))
+            for item in params["TransactItems"]
+            for kind, body in item.items()
+        ]
     raise UnmappedCall(f"dynamodb:{operation}")
 
 
-def _emr_requests(operation: str, params: Mapping[str, Any], arn: Callable[[str], str],
-                  ) -> list[Request]:
+def _emr_requests(
+    operation: str,
+    params: Mapping[str, Any],
+    arn: Callable[[str], str],
+) -> list[Request]:
     application = arn(f"/applications/{params.get('applicationId', '')}")
     if operation == "StartJobRun":
-        requests = [Request("emr-serverless:StartJobRun", application),
-                    # EMR Serverless passes the role to itself: IAM sees the service.
-                    Request("iam:PassRole", params["executionRoleArn"],
-                            (("iam:PassedToService", EMR_SERVERLESS_PRINCIPAL),))]
+        requests = [
+            Request("emr-serverless:StartJobRun", application),
+            # EMR Serverless passes the role to itself: IAM sees the service.
+            Request(
+                "iam:PassRole",
+                params["executionRoleArn"],
+                (("iam:PassedToService", EMR_SERVERLESS_PRINCIPAL),),
+            ),
+        ]
         if params.get("tags"):
             # Tagging on create is authorized on the run being created (its id is not known).
             requests.append(Request("emr-serverless:TagResource", f"{application}/jobruns/*"))
         return requests
     if operation in ("GetJobRun", "CancelJobRun", "GetDashboardForJobRun"):
-        return [Request(f"emr-serverless:{operation}",
-                        f"{application}/jobruns/{params['jobRunId']}")]
+        return [
+            Request(f"emr-serverless:{operation}", f"{application}/jobruns/{params['jobRunId']}")
+        ]
     if operation in ("GetApplication", "ListJobRuns"):
         return [Request(f"emr-serverless:{operation}", application)]
     raise UnmappedCall(f"emr-serverless:{operation}")
 
 
-def requests_for(service: str, operation: str, params: Mapping[str, Any], *, region: str,
-                 account: str) -> list[Request]:
+def requests_for(
+    service: str, operation: str, params: Mapping[str, Any], *, region: str, account: str
+) -> list[Request]:
     """The (action, resource ARN) pairs AWS authorizes for one API call; raises
     UnmappedCall for a call this evaluator does not know."""
+
     def arn(resource: str) -> str:
         return f"arn:aws:{service}:{region}:{account}:{resource}"
 
@@ -284,8 +332,11 @@ def requests_for(service: str, operation: str, params: Mapping[str, Any], *, reg
         return [Request(f"secretsmanager:{operation}", params["SecretId"])]
     if service == "lambda" and operation == "Invoke":
         name = params["FunctionName"]
-        target = name if name.startswith("arn:") else (
-            f"arn:aws:lambda:{region}:{account}:function:{name}")
+        target = (
+            name
+            if name.startswith("arn:")
+            else (f"arn:aws:lambda:{region}:{account}:function:{name}")
+        )
         if params.get("Qualifier"):
             target = f"{target}:{params['Qualifier']}"
         return [Request("lambda:InvokeFunction", target)]
@@ -293,9 +344,10 @@ def requests_for(service: str, operation: str, params: Mapping[str, Any], *, reg
         name = params["QueueUrl"].rstrip("/").rsplit("/", 1)[-1]
         return [Request("sqs:SendMessage", f"arn:aws:sqs:{region}:{account}:{name}")]
     if service == "events" and operation == "PutEvents":
-        return [Request("events:PutEvents",
-                        arn(f"event-bus/{entry.get('EventBusName', 'default')}"))
-                for entry in params.get("Entries", [])]
+        return [
+            Request("events:PutEvents", arn(f"event-bus/{entry.get('EventBusName', 'default')}"))
+            for entry in params.get("Entries", [])
+        ]
     raise UnmappedCall(f"{service}:{operation}")
 
 
@@ -347,13 +399,21 @@ class IamEnforcer:
         """Act as if `statement` were not in `principal`'s policy (until `restore`)."""
         self.revoked.setdefault(principal, set()).add(statement.key)
 
-    def revoke_action(self, principal: str, action: str, *, resource_part: str = "",
-                      ) -> list[Statement]:
+    def revoke_action(
+        self,
+        principal: str,
+        action: str,
+        *,
+        resource_part: str = "",
+    ) -> list[Statement]:
         """Revoke every statement of `principal` that lists `action` (exactly, as written in
         the policy) on a resource containing `resource_part`; returns them."""
-        found = [s for s in self.principal(principal).statements
-                 if any(pattern.lower() == action.lower() for pattern in s.actions)
-                 and any(resource_part in r for r in s.resources)]
+        found = [
+            s
+            for s in self.principal(principal).statements
+            if any(pattern.lower() == action.lower() for pattern in s.actions)
+            and any(resource_part in r for r in s.resources)
+        ]
         for statement in found:
             self.revoke(principal, statement)
         return found
@@ -374,8 +434,10 @@ class IamEnforcer:
         global _active
         with _active_lock:
             if _active is not None:
-                raise LocalParityError("another local stack's IAM enforcement is installed: "
-                                       "one local stack per process at a time")
+                raise LocalParityError(
+                    "another local stack's IAM enforcement is installed: "
+                    "one local stack per process at a time"
+                )
             _active = self
         enforcer, original = self, BaseClient._make_api_call
         self._original = original
@@ -411,25 +473,36 @@ class IamEnforcer:
             return None
         return self._principals.get(credentials.get_frozen_credentials().access_key)
 
-    def authorize(self, principal: Principal, client: Any, operation: str,
-                  params: Mapping[str, Any]) -> None:
+    def authorize(
+        self, principal: Principal, client: Any, operation: str, params: Mapping[str, Any]
+    ) -> None:
         """Raise the service's AccessDenied unless `principal` may make this call."""
         service = client.meta.service_model.service_name
-        for request in requests_for(service, operation, params, region=self.region,
-                                    account=self.account):
+        for request in requests_for(
+            service, operation, params, region=self.region, account=self.account
+        ):
             grant = self._grant(principal, request)
             with self._lock:
-                (self.records if grant else self.denied).append(CallRecord(
-                    principal.name, f"{service}:{operation}", request.action,
-                    request.resource, grant))
+                (self.records if grant else self.denied).append(
+                    CallRecord(
+                        principal.name,
+                        f"{service}:{operation}",
+                        request.action,
+                        request.resource,
+                        grant,
+                    )
+                )
             if grant is None:
                 raise _access_denied(client, service, operation, principal, request)
 
     def _grant(self, principal: Principal, request: Request) -> tuple[str, int, int] | None:
         """The grant that allows `request` (recorded as used), or None."""
-        found = principal.grant(request.action, request.resource,
-                                skip=frozenset(self.revoked.get(principal.name, ())),
-                                context=dict(request.context))
+        found = principal.grant(
+            request.action,
+            request.resource,
+            skip=frozenset(self.revoked.get(principal.name, ())),
+            context=dict(request.context),
+        )
         if found is None:
             return None
         statement, index = found
@@ -437,17 +510,25 @@ class IamEnforcer:
             self._used.add((*statement.key, index))
         return (*statement.key, index)
 
-    def _hide_missing_key(self, principal: Principal, client: Any, operation: str,
-                          params: Mapping[str, Any], exc: Exception) -> None:
+    def _hide_missing_key(
+        self,
+        principal: Principal,
+        client: Any,
+        operation: str,
+        params: Mapping[str, Any],
+        exc: Exception,
+    ) -> None:
         """S3 answers a read of a missing key (or version) with 403 when the caller may not
         list the bucket, so keys cannot be probed; moto answers 404 regardless."""
         from botocore.exceptions import ClientError
 
-        if (client.meta.service_model.service_name != "s3"
-                or operation not in ("GetObject", "HeadObject")
-                or not isinstance(exc, ClientError)
-                or exc.response.get("Error", {}).get("Code") not in (
-                    "NoSuchKey", "NoSuchVersion", "404")):
+        if (
+            client.meta.service_model.service_name != "s3"
+            or operation not in ("GetObject", "HeadObject")
+            or not isinstance(exc, ClientError)
+            or exc.response.get("Error", {}).get("Code")
+            not in ("NoSuchKey", "NoSuchVersion", "404")
+        ):
             return
         # The grant that turns S3's 403 into the 404 the caller expects counts as used.
         listing = Request("s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}")
@@ -455,15 +536,20 @@ class IamEnforcer:
             raise _access_denied(client, "s3", operation, principal, listing) from None
 
 
-def _access_denied(client: Any, service: str, operation: str, principal: Principal,
-                   request: Request) -> Exception:
+def _access_denied(
+    client: Any, service: str, operation: str, principal: Principal, request: Request
+) -> Exception:
     code, status = _DENIED.get(service, ("AccessDeniedException", 403))
-    message = (f"User: {principal.role_arn.replace(':role/', ':assumed-role/')}/"
-               f"{principal.name} is not authorized to perform: {request.action} on "
-               f"resource: {request.resource} because no identity-based policy allows the "
-               f"{request.action} action")
-    response = {"Error": {"Code": code, "Message": message},
-                "ResponseMetadata": {"HTTPStatusCode": status}}
+    message = (
+        f"User: {principal.role_arn.replace(':role/', ':assumed-role/')}/"
+        f"{principal.name} is not authorized to perform: {request.action} on "
+        f"resource: {request.resource} because no identity-based policy allows the "
+        f"{request.action} action"
+    )
+    response = {
+        "Error": {"Code": code, "Message": message},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+    }
     return client.exceptions.from_code(code)(response, operation)
 
 

@@ -35,8 +35,15 @@ class Physical:
 class Resolver:
     """Resolves template values: bind resources by construct path, then `resolve(value, where)`."""
 
-    def __init__(self, template: StackTemplate, *, account_id: str, region: str,
-                 partition: str = "aws", url_suffix: str = "amazonaws.com") -> None:
+    def __init__(
+        self,
+        template: StackTemplate,
+        *,
+        account_id: str,
+        region: str,
+        partition: str = "aws",
+        url_suffix: str = "amazonaws.com",
+    ) -> None:
         self.template = template
         self._pseudo = {
             "AWS::AccountId": account_id,
@@ -77,8 +84,9 @@ class Resolver:
 
     def _function(self, name: str, argument: Any, where: str) -> Any:
         if name == "Fn::GetAtt":
-            logical_id, attribute = (argument.split(".", 1) if isinstance(argument, str)
-                                     else argument)
+            logical_id, attribute = (
+                argument.split(".", 1) if isinstance(argument, str) else argument
+            )
             return self._get_att(logical_id, self.resolve(attribute, where), where)
         if name == "Fn::Join":
             separator, items = argument
@@ -86,8 +94,7 @@ class Resolver:
             return separator.join(self._text(part, name, where) for part in parts)
         if name == "Fn::Sub":
             text, variables = (argument, {}) if isinstance(argument, str) else argument
-            return self._sub(text, {k: self.resolve(v, where) for k, v in variables.items()},
-                             where)
+            return self._sub(text, {k: self.resolve(v, where) for k, v in variables.items()}, where)
         if name == "Fn::Select":
             index, items = argument
             items = self.resolve(items, where)
@@ -98,8 +105,9 @@ class Resolver:
         if name == "Fn::Split":
             separator, source = argument
             return self._text(self.resolve(source, where), name, where).split(separator)
-        raise UnresolvedIntrinsic(f"{where}: {name} is not supported by the local stack "
-                                  f"({name}: {argument!r})")
+        raise UnresolvedIntrinsic(
+            f"{where}: {name} is not supported by the local stack ({name}: {argument!r})"
+        )
 
     def _ref(self, target: str, where: str) -> str:
         if target in self._pseudo:
@@ -107,7 +115,8 @@ class Resolver:
         physical = self._physical(target, f"Ref {target}", where)
         if physical.ref is None:
             raise UnresolvedIntrinsic(
-                f"{where}: Ref {target} ({self._describe(target)}) has no local value")
+                f"{where}: Ref {target} ({self._describe(target)}) has no local value"
+            )
         return physical.ref
 
     def _get_att(self, logical_id: str, attribute: str, where: str) -> str:
@@ -115,14 +124,16 @@ class Resolver:
         if attribute not in physical.attributes:
             raise UnresolvedIntrinsic(
                 f"{where}: Fn::GetAtt {logical_id}.{attribute} ({self._describe(logical_id)}) "
-                f"has no local value (bound: {sorted(physical.attributes)})")
+                f"has no local value (bound: {sorted(physical.attributes)})"
+            )
         return physical.attributes[attribute]
 
     def _physical(self, logical_id: str, intrinsic: str, where: str) -> Physical:
         if logical_id not in self._bound:
             raise UnresolvedIntrinsic(
                 f"{where}: {intrinsic} ({self._describe(logical_id)}) has no local value: "
-                "the local stack creates no such resource")
+                "the local stack creates no such resource"
+            )
         return self._bound[logical_id]
 
     def _describe(self, logical_id: str) -> str:
@@ -160,8 +171,9 @@ class Resolver:
         return str(value)
 
 
-def substitute_definition(definition: str, substitutions: Mapping[str, str],
-                          where: str = "DefinitionString") -> str:
+def substitute_definition(
+    definition: str, substitutions: Mapping[str, str], where: str = "DefinitionString"
+) -> str:
     """Step Functions' `DefinitionSubstitutions`: each `${Name}` replaced; unknown ones raise."""
     names = set(_PLACEHOLDER.findall(definition))
     missing = sorted(names - set(substitutions))

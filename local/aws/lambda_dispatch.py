@@ -69,8 +69,11 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     return {
         "errorMessage": str(exc),
         # The runtime names an init failure `Runtime.ImportModuleError`.
-        "errorType": ("Runtime.ImportModuleError" if isinstance(exc, ImportModuleError)
-                      else type(exc).__name__),
+        "errorType": (
+            "Runtime.ImportModuleError"
+            if isinstance(exc, ImportModuleError)
+            else type(exc).__name__
+        ),
         "requestId": str(uuid.uuid4()),
         "stackTrace": traceback.format_tb(exc.__traceback__),
     }
@@ -83,7 +86,8 @@ class ImportModuleError(Exception):
 def _failing_import(spec: str, exc: Exception) -> Handler:
     def handler(event: Any, context: Any) -> Any:
         raise ImportModuleError(
-            f"Unable to import module '{spec.rpartition('.')[0]}': {type(exc).__name__}: {exc}")
+            f"Unable to import module '{spec.rpartition('.')[0]}': {type(exc).__name__}: {exc}"
+        )
 
     return handler
 
@@ -131,8 +135,9 @@ class LambdaDispatcher:
         # Tests wrap a handler to inject faults: name -> wrapper(handler) -> handler.
         self.interceptors: dict[str, Callable[[Handler], Handler]] = {}
 
-    def register(self, name: str, target: str | Handler, *, sandbox: Sandbox | None = None,
-                 **context: Any) -> None:
+    def register(
+        self, name: str, target: str | Handler, *, sandbox: Sandbox | None = None, **context: Any
+    ) -> None:
         """Run `target` (a Lambda `Handler` setting or a callable) for function `name`, inside
         `sandbox` (its environment, /tmp and credentials; by default the process's environment
         with a /tmp of its own); `context` sets its LambdaContext fields (memory, timeout, ARN)."""

@@ -37,13 +37,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _current: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar(
-    "lambda_sandbox", default=None)
+    "lambda_sandbox", default=None
+)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 # Audit events that change the file system, and which of their arguments are paths.
 _PATH_EVENTS = {
-    "os.mkdir": (0,), "os.remove": (0,), "os.rmdir": (0,), "os.rename": (0, 1),
-    "os.replace": (0, 1), "os.truncate": (0,), "os.symlink": (1,), "os.link": (1,),
-    "os.chmod": (0,), "os.chown": (0,), "os.utime": (0,), "shutil.rmtree": (0,),
+    "os.mkdir": (0,),
+    "os.remove": (0,),
+    "os.rmdir": (0,),
+    "os.rename": (0, 1),
+    "os.replace": (0, 1),
+    "os.truncate": (0,),
+    "os.symlink": (1,),
+    "os.link": (1,),
+    "os.chmod": (0,),
+    "os.chown": (0,),
+    "os.utime": (0,),
+    "shutil.rmtree": (0,),
 }
 _install_lock = threading.Lock()
 _installed = False
@@ -158,7 +168,8 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     if event == "open":
         path, mode, flags = [*args, None, None, 0][:3]
         writing = (isinstance(mode, str) and any(ch in mode for ch in "wax+")) or bool(
-            (flags or 0) & _WRITE_FLAGS)
+            (flags or 0) & _WRITE_FLAGS
+        )
         if writing and _outside(path, root):
             _refuse(path)
     elif event in _PATH_EVENTS:
@@ -212,8 +223,15 @@ def _patch_boto3() -> None:
     boto3._get_default_session = default_session
 
 
-def reserved_environment(*, function_name: str, handler: str, memory_mb: int, region: str,
-                         credentials: Mapping[str, str], runtime: str) -> dict[str, str]:
+def reserved_environment(
+    *,
+    function_name: str,
+    handler: str,
+    memory_mb: int,
+    region: str,
+    credentials: Mapping[str, str],
+    runtime: str,
+) -> dict[str, str]:
     """The variables the Lambda runtime sets for every function (its role's credentials
     among them), as documented under "Defined runtime environment variables"."""
     return {

@@ -164,8 +164,9 @@ def _items_named(backend: Any, transact_items: list[dict[str, Any]]) -> list[tup
             continue
         seen.add(ident)
         current = backend.get_item(table.name, key)
-        saved.append((table.name, key,
-                      copy.deepcopy(current.to_json()["Attributes"]) if current else None))
+        saved.append(
+            (table.name, key, copy.deepcopy(current.to_json()["Attributes"]) if current else None)
+        )
     return saved
 
 

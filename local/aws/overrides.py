@@ -31,41 +31,71 @@ class Override:
 
 
 OVERRIDES: tuple[Override, ...] = (
-    Override("WAP_NESSIE_UI_URL", Kind.ENVIRONMENT,
-             "alerts outlive the command and its catalog server: they link to the fixed "
-             "address `wap serve` serves (the deploy's `-c nessieUiUrl`)"),
-    Override("WAP_SLACK_API_URL", Kind.ENVIRONMENT,
-             "the local Slack stand-in; on AWS the alert Lambda calls Slack itself",
-             in_template=False),
-    Override("WAP_LINEAGE_URL", Kind.ENVIRONMENT,
-             "the local OpenLineage receiver (a file per run under the home, or a test's); "
-             "on AWS the deploy's `-c lineageUrl`, whose synthesized value would be fixed "
-             "while the receiver's port is not",
-             in_template=False),
-    Override("WAP_AWS_CONSOLE_LINKS", Kind.ENVIRONMENT,
-             "there is no AWS console to open locally: alerts name the report, logs and "
-             "execution instead of linking them there",
-             in_template=False),
-    Override("WAP_JOB_TIMEOUT_MINUTES", Kind.ENVIRONMENT,
-             "tests time a job out in seconds (set with JobTimeoutSeconds)"),
-    Override("JobTimeoutSeconds", Kind.SUBSTITUTION,
-             "tests time a job out in seconds (set with WAP_JOB_TIMEOUT_MINUTES)"),
-    Override("PollIntervalSeconds", Kind.SUBSTITUTION,
-             "local jobs take seconds: poll every second, not every 30"),
-    Override("WAP_JOB_RETRY_BASE_SECONDS", Kind.ENVIRONMENT,
-             "no real backoff sleeps between local job tries"),
-    Override("WAP_MAX_PUBLISH_ATTEMPTS", Kind.ENVIRONMENT,
-             "tests exhaust the rebase bound in fewer runs"),
-    Override("WAP_BLOCKED_START_SECONDS", Kind.ENVIRONMENT,
-             "tests see a blocked table retried and alerted in seconds, not minutes"),
+    Override(
+        "WAP_NESSIE_UI_URL",
+        Kind.ENVIRONMENT,
+        "alerts outlive the command and its catalog server: they link to the fixed "
+        "address `wap serve` serves (the deploy's `-c nessieUiUrl`)",
+    ),
+    Override(
+        "WAP_SLACK_API_URL",
+        Kind.ENVIRONMENT,
+        "the local Slack stand-in; on AWS the alert Lambda calls Slack itself",
+        in_template=False,
+    ),
+    Override(
+        "WAP_LINEAGE_URL",
+        Kind.ENVIRONMENT,
+        "the local OpenLineage receiver (a file per run under the home, or a test's); "
+        "on AWS the deploy's `-c lineageUrl`, whose synthesized value would be fixed "
+        "while the receiver's port is not",
+        in_template=False,
+    ),
+    Override(
+        "WAP_AWS_CONSOLE_LINKS",
+        Kind.ENVIRONMENT,
+        "there is no AWS console to open locally: alerts name the report, logs and "
+        "execution instead of linking them there",
+        in_template=False,
+    ),
+    Override(
+        "WAP_JOB_TIMEOUT_MINUTES",
+        Kind.ENVIRONMENT,
+        "tests time a job out in seconds (set with JobTimeoutSeconds)",
+    ),
+    Override(
+        "JobTimeoutSeconds",
+        Kind.SUBSTITUTION,
+        "tests time a job out in seconds (set with WAP_JOB_TIMEOUT_MINUTES)",
+    ),
+    Override(
+        "PollIntervalSeconds",
+        Kind.SUBSTITUTION,
+        "local jobs take seconds: poll every second, not every 30",
+    ),
+    Override(
+        "WAP_JOB_RETRY_BASE_SECONDS",
+        Kind.ENVIRONMENT,
+        "no real backoff sleeps between local job tries",
+    ),
+    Override(
+        "WAP_MAX_PUBLISH_ATTEMPTS", Kind.ENVIRONMENT, "tests exhaust the rebase bound in fewer runs"
+    ),
+    Override(
+        "WAP_BLOCKED_START_SECONDS",
+        Kind.ENVIRONMENT,
+        "tests see a blocked table retried and alerted in seconds, not minutes",
+    ),
 )
+
 
 class LocalParityError(RuntimeError):
     """The local stack cannot run the template as AWS would (the message says why)."""
 
 
-def apply_overrides(kind: Kind, values: Mapping[str, str], overrides: Mapping[str, str],
-                    where: str) -> dict[str, str]:
+def apply_overrides(
+    kind: Kind, values: Mapping[str, str], overrides: Mapping[str, str], where: str
+) -> dict[str, str]:
     """`values` (the template's) with the overrides of `kind` applied.
 
     Raises LocalParityError for a name not in OVERRIDES, and for an override of a value
@@ -80,8 +110,7 @@ def apply_overrides(kind: Kind, values: Mapping[str, str], overrides: Mapping[st
         if override.kind is not kind:
             continue
         if override.in_template and name not in values:
-            raise LocalParityError(
-                f"{where}: the template has no {kind.value} {name} to override")
+            raise LocalParityError(f"{where}: the template has no {kind.value} {name} to override")
         result[name] = value
     return result
 

@@ -56,8 +56,9 @@ class LocalSchedule:
     def start(self) -> None:
         self._stop.clear()
         for target in self.targets:
-            thread = threading.Thread(target=self._run, args=(target,), daemon=True,
-                                      name=f"schedule-{target.rule}")
+            thread = threading.Thread(
+                target=self._run, args=(target,), daemon=True, name=f"schedule-{target.rule}"
+            )
             thread.start()
             self._threads.append(thread)
 
@@ -69,8 +70,12 @@ class LocalSchedule:
 
     def _run(self, target: ScheduledTarget) -> None:
         while not self._stop.wait(target.every_seconds):
-            event = {"source": "aws.events", "detail-type": "Scheduled Event",
-                     "resources": [target.rule], "detail": {}}
+            event = {
+                "source": "aws.events",
+                "detail-type": "Scheduled Event",
+                "resources": [target.rule],
+                "detail": {},
+            }
             try:
                 self._invoke_async(target.function, event)
             except Exception:  # a stopped dispatcher: the stack is going down

@@ -97,8 +97,11 @@ class SavedEnvironment:
 
 def create_bucket(s3: Any, name: str, region: str) -> None:
     """A bucket in `region` (S3 wants a location constraint outside us-east-1, none in it)."""
-    extra = {} if region == "us-east-1" else {
-        "CreateBucketConfiguration": {"LocationConstraint": region}}
+    extra = (
+        {}
+        if region == "us-east-1"
+        else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+    )
     s3.create_bucket(Bucket=name, **extra)
 
 
@@ -123,7 +126,8 @@ def alb_dns_name(nessie_api_v1: str) -> str:
     if parts.scheme != "http" or not parts.netloc or parts.path.rstrip("/") != "/api/v1":
         raise ValueError(
             f"nessie_api_v1 {nessie_api_v1!r}: expected http://host:port/api/v1 (the template "
-            "builds Nessie URLs as http://<load balancer>/api/v1)")
+            "builds Nessie URLs as http://<load balancer>/api/v1)"
+        )
     return parts.netloc
 
 
@@ -257,7 +261,8 @@ class LocalAwsStack:
         if self.template.region != self.settings.region:
             raise LocalParityError(
                 f"the template is for {self.template.region}, the local stack runs in "
-                f"{self.settings.region}")
+                f"{self.settings.region}"
+            )
         self._environment.set({**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region})
         make_dynamodb_requests_atomic()
         make_transactions_item_scoped()
@@ -322,15 +327,20 @@ class LocalAwsStack:
         self._resolver = resolver
         self._create_storage(resolver)
         create_ledger_table(self.client("dynamodb"), s.ledger_table)
-        resolver.bind("Pipeline/Ledger", s.ledger_table,
-                      Arn=f"arn:aws:dynamodb:{s.region}:{ACCOUNT_ID}:table/{s.ledger_table}")
+        resolver.bind(
+            "Pipeline/Ledger",
+            s.ledger_table,
+            Arn=f"arn:aws:dynamodb:{s.region}:{ACCOUNT_ID}:table/{s.ledger_table}",
+        )
         dlq_url = self.client("sqs").create_queue(QueueName="wap-ingest-dlq")["QueueUrl"]
-        resolver.bind("Pipeline/IngestDlq", dlq_url,
-                      Arn=f"arn:aws:sqs:{s.region}:{ACCOUNT_ID}:wap-ingest-dlq")
+        resolver.bind(
+            "Pipeline/IngestDlq", dlq_url, Arn=f"arn:aws:sqs:{s.region}:{ACCOUNT_ID}:wap-ingest-dlq"
+        )
         functions = self.template.functions()
         _, machine = self.template.only("AWS::StepFunctions::StateMachine")
-        roles = {name: self.template.role_of(function.properties)
-                 for name, function in functions.items()}
+        roles = {
+            name: self.template.role_of(function.properties) for name, function in functions.items()
+        }
         roles["state-machine"] = self.template.role_of(machine, "RoleArn")
         roles["job"] = self.template.logical_id("Compute/JobRole")
         role_arns = {lid: self._create_role(resolver, lid) for lid in set(roles.values())}
@@ -343,8 +353,10 @@ class LocalAwsStack:
         lambda_client = self.client("lambda")
         for name, function in functions.items():
             where = f"Lambda {function.path}"
-            variables = {key: resolver.resolve_text(value, f"{where} Environment.{key}")
-                         for key, value in function.environment.items()}
+            variables = {
+                key: resolver.resolve_text(value, f"{where} Environment.{key}")
+                for key, value in function.environment.items()
+            }
             environments[name] = apply_overrides(Kind.ENVIRONMENT, variables, overrides, where)
             configuration = {
                 "FunctionName": name,
@@ -355,8 +367,9 @@ class LocalAwsStack:
                 "Timeout": function.properties.get("Timeout", 3),
                 "Environment": {"Variables": environments[name]},
             }
-            arn = lambda_client.create_function(
-                **configuration, Code={"ZipFile": _empty_zip()})["FunctionArn"]
+            arn = lambda_client.create_function(**configuration, Code={"ZipFile": _empty_zip()})[
+                "FunctionArn"
+            ]
             resolver.bind(function.path, name, Arn=arn)
             self.functions[name] = LocalFunction(name, arn, configuration)
 
@@ -368,20 +381,34 @@ class LocalAwsStack:
             key = credentials[lid]["AWS_ACCESS_KEY_ID"]
             if principal == "state-machine":
                 key = STATE_MACHINE_INTERPRETER_KEY  # moto's interpreter signs with it
-            self.iam.add(key, Principal(principal, self.template.path(lid), role_arns[lid],
-                                        statements[lid]))
+            self.iam.add(
+                key, Principal(principal, self.template.path(lid), role_arns[lid], statements[lid])
+            )
         self.emr.credentials = credentials[roles["job"]]
         for name, function in functions.items():
             configuration = self.functions[name].configuration
-            sandbox = Sandbox(name, {**environments[name], **reserved_environment(
-                function_name=name, handler=function.handler, region=s.region,
-                memory_mb=configuration["MemorySize"], runtime=configuration["Runtime"],
-                credentials=credentials[roles[name]])})
+            sandbox = Sandbox(
+                name,
+                {
+                    **environments[name],
+                    **reserved_environment(
+                        function_name=name,
+                        handler=function.handler,
+                        region=s.region,
+                        memory_mb=configuration["MemorySize"],
+                        runtime=configuration["Runtime"],
+                        credentials=credentials[roles[name]],
+                    ),
+                },
+            )
             self.dispatcher.register(
-                name, function.handler, sandbox=sandbox,
+                name,
+                function.handler,
+                sandbox=sandbox,
                 memory_limit_in_mb=configuration["MemorySize"],
                 timeout_seconds=configuration["Timeout"],
-                invoked_function_arn=self.functions[name].arn)
+                invoked_function_arn=self.functions[name].arn,
+            )
         # The harness's own direct calls of plain functions (tests) read the process
         # environment; each handler sees only its sandbox's.
         self.env = common_environment(environments)
@@ -402,12 +429,17 @@ class LocalAwsStack:
         path, name = self.template.path(logical_id), self._role_name(logical_id)
         document = resolver.resolve(props["AssumeRolePolicyDocument"], f"role {path}")
         arn = self.client("iam").create_role(
-            RoleName=name, AssumeRolePolicyDocument=json.dumps(document))["Role"]["Arn"]
+            RoleName=name, AssumeRolePolicyDocument=json.dumps(document)
+        )["Role"]["Arn"]
         resolver.bind(path, name, Arn=arn)
         return arn
 
-    def _attach_policies(self, resolver: Resolver, logical_id: str, role_arn: str,
-                         ) -> tuple[dict[str, str], list[Statement]]:
+    def _attach_policies(
+        self,
+        resolver: Resolver,
+        logical_id: str,
+        role_arn: str,
+    ) -> tuple[dict[str, str], list[Statement]]:
         """Put the role's template policies on it. Returns the credentials of a session of
         the role (as Lambda's environment names them) and the policies' statements."""
         assert self.template is not None
@@ -416,21 +448,29 @@ class LocalAwsStack:
         for policy_id, props in self.template.policies_of(logical_id).items():
             path = self.template.path(policy_id)
             document = resolver.resolve(props["PolicyDocument"], f"policy {path}")
-            iam.put_role_policy(RoleName=name, PolicyName=policy_id,
-                                PolicyDocument=json.dumps(document))
+            iam.put_role_policy(
+                RoleName=name, PolicyName=policy_id, PolicyDocument=json.dumps(document)
+            )
             statements += statements_of(path, document)
         session = self.client("sts").assume_role(RoleArn=role_arn, RoleSessionName=name)
         c = session["Credentials"]
-        return ({"AWS_ACCESS_KEY_ID": c["AccessKeyId"],
-                 "AWS_SECRET_ACCESS_KEY": c["SecretAccessKey"],
-                 "AWS_SESSION_TOKEN": c["SessionToken"]}, statements)
+        return (
+            {
+                "AWS_ACCESS_KEY_ID": c["AccessKeyId"],
+                "AWS_SECRET_ACCESS_KEY": c["SecretAccessKey"],
+                "AWS_SESSION_TOKEN": c["SessionToken"],
+            },
+            statements,
+        )
 
     def _create_storage(self, resolver: Resolver) -> None:
         s = self.settings
         s3 = self.client("s3")
-        for path, bucket in (("Storage/Source", s.source_bucket),
-                             ("Storage/Artifacts", s.artifacts_bucket),
-                             ("Storage/Lake", s.lake_bucket)):
+        for path, bucket in (
+            ("Storage/Source", s.source_bucket),
+            ("Storage/Artifacts", s.artifacts_bucket),
+            ("Storage/Lake", s.lake_bucket),
+        ):
             create_bucket(s3, bucket, s.region)
             resolver.bind(path, bucket, Arn=f"arn:aws:s3:::{bucket}")
         s3.put_bucket_versioning(
@@ -443,9 +483,11 @@ class LocalAwsStack:
             root = Path(s.tables_dir)
             # Table configs, and multi-table dataset configs under datasets/ (as deployed).
             for path in sorted([*root.glob("*.yaml"), *root.glob("datasets/*.yaml")]):
-                s3.put_object(Bucket=s.artifacts_bucket,
-                              Key=f"{TABLES_PREFIX}{path.relative_to(root).as_posix()}",
-                              Body=path.read_bytes())
+                s3.put_object(
+                    Bucket=s.artifacts_bucket,
+                    Key=f"{TABLES_PREFIX}{path.relative_to(root).as_posix()}",
+                    Body=path.read_bytes(),
+                )
 
     def _create_emr_application(self, resolver: Resolver) -> None:
         assert self.template is not None
@@ -457,34 +499,51 @@ class LocalAwsStack:
             type=resolver.resolve_text(props["Type"], where),
         )
         self.application_id = application["applicationId"]
-        resolver.bind(self.template.path(logical_id), self.application_id,
-                      ApplicationId=self.application_id, Arn=application["arn"])
+        resolver.bind(
+            self.template.path(logical_id),
+            self.application_id,
+            ApplicationId=self.application_id,
+            Arn=application["arn"],
+        )
 
     def _create_slack_secret(self, resolver: Resolver) -> None:
         # Created empty like the deploy's (no token: alerts are not delivered) unless the
         # local stack was given the token an operator would put in.
         secrets = self.client("secretsmanager")
-        extra = {"SecretString": json.dumps({"token": self.settings.slack_token})} if (
-            self.settings.slack_token) else {}
+        extra = (
+            {"SecretString": json.dumps({"token": self.settings.slack_token})}
+            if (self.settings.slack_token)
+            else {}
+        )
         arn = secrets.create_secret(Name="wap/slack", **extra)["ARN"]
         resolver.bind("Alerts/SlackBotToken", arn)
 
     def _create_ingest_rule(self, resolver: Resolver) -> None:
         """The template's S3 "Object Created" rule (pattern and Lambda target), named locally."""
         assert self.template is not None
-        rules = {lid: r["Properties"] for lid, r in self.template.of_type(
-            "AWS::Events::Rule").items() if "EventPattern" in r["Properties"]}
+        rules = {
+            lid: r["Properties"]
+            for lid, r in self.template.of_type("AWS::Events::Rule").items()
+            if "EventPattern" in r["Properties"]
+        }
         if len(rules) != 1:
             raise LocalParityError(f"expected one event-pattern rule, found {sorted(rules)}")
         ((logical_id, props),) = rules.items()
         where = f"rule {self.template.path(logical_id)}"
         events = self.client("events")
-        events.put_rule(Name=INGEST_RULE, State=props.get("State", "ENABLED"),
-                        EventPattern=json.dumps(resolver.resolve(props["EventPattern"], where)))
+        events.put_rule(
+            Name=INGEST_RULE,
+            State=props.get("State", "ENABLED"),
+            EventPattern=json.dumps(resolver.resolve(props["EventPattern"], where)),
+        )
         # Retry policy and dead-letter queue stay the dispatcher's (two async retries).
-        events.put_targets(Rule=INGEST_RULE, Targets=[
-            {"Id": target["Id"], "Arn": resolver.resolve_text(target["Arn"], where)}
-            for target in props["Targets"]])
+        events.put_targets(
+            Rule=INGEST_RULE,
+            Targets=[
+                {"Id": target["Id"], "Arn": resolver.resolve_text(target["Arn"], where)}
+                for target in props["Targets"]
+            ],
+        )
 
     def _create_schedule_rules(self, resolver: Resolver) -> None:
         """The template's schedule rules (the sweeper's, the maintenance run's), run by
@@ -496,8 +555,10 @@ class LocalAwsStack:
             if "ScheduleExpression" not in props or props.get("State") == "DISABLED":
                 continue
             where = f"rule {self.template.path(logical_id)}"
-            scaled = {"sweeper": self.settings.sweeper_every_seconds,
-                      "maintenance": self.settings.maintenance_every_seconds}
+            scaled = {
+                "sweeper": self.settings.sweeper_every_seconds,
+                "maintenance": self.settings.maintenance_every_seconds,
+            }
             for target in props["Targets"]:
                 arn = resolver.resolve_text(target["Arn"], where)
                 if arn not in by_arn:
@@ -511,11 +572,14 @@ class LocalAwsStack:
         where = f"state machine {self.template.path(logical_id)}"
         substitutions = {
             name: resolver.resolve_text(value, f"{where} DefinitionSubstitutions.{name}")
-            for name, value in props.get("DefinitionSubstitutions", {}).items()}
+            for name, value in props.get("DefinitionSubstitutions", {}).items()
+        }
         substitutions = apply_overrides(Kind.SUBSTITUTION, substitutions, overrides, where)
         self.state_machine_definition = substitute_definition(
             resolver.resolve_text(props["DefinitionString"], f"{where} DefinitionString"),
-            substitutions, where)
+            substitutions,
+            where,
+        )
         name = resolver.resolve_text(props["StateMachineName"], where)
         self.state_machine_arn = self.client("stepfunctions").create_state_machine(
             name=name,
@@ -527,7 +591,8 @@ class LocalAwsStack:
         if expected != self.state_machine_arn:
             raise LocalParityError(
                 f"the Lambdas start executions of {expected}, the state machine is "
-                f"{self.state_machine_arn}")
+                f"{self.state_machine_arn}"
+            )
 
     # ---- using it ------------------------------------------------------------------------
 

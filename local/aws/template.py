@@ -30,9 +30,18 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What `cdk synth` reads from the repository (cdk.json's watch list plus the CLI's inputs).
-SOURCE_INPUTS = ("contracts", "ingestion", "infra", "lambdas", "statemachine", "spark_jobs",
-                 "tables", "requirements-lambda.txt",
-                 "requirements-lambda-maintenance.txt", "cdk.json")
+SOURCE_INPUTS = (
+    "contracts",
+    "ingestion",
+    "infra",
+    "lambdas",
+    "statemachine",
+    "spark_jobs",
+    "tables",
+    "requirements-lambda.txt",
+    "requirements-lambda-maintenance.txt",
+    "cdk.json",
+)
 # Installed packages whose versions shape the template (PyYAML is vendored into the job zip).
 TOOL_PACKAGES = ("aws-cdk-lib", "constructs", "cdk-nag", "PyYAML")
 ICEBERG_WHEEL = "snowpark-connect-deps-iceberg"
@@ -88,7 +97,8 @@ class StackTemplate:
         full = metadata.get("aws:cdk:path")
         if not full:
             raise TemplateError(
-                f"{logical_id} has no aws:cdk:path metadata (synthesized without the CDK CLI?)")
+                f"{logical_id} has no aws:cdk:path metadata (synthesized without the CDK CLI?)"
+            )
         relative = full.split("/", 1)[1] if "/" in full else full
         return relative.removesuffix("/Resource")
 
@@ -119,15 +129,19 @@ class StackTemplate:
     def role_of(self, properties: Mapping[str, Any], attribute: str = "Role") -> str:
         """The logical id of the role a resource's `attribute` names (`Fn::GetAtt [Role, Arn]`)."""
         value = properties.get(attribute)
-        if not (isinstance(value, Mapping) and "Fn::GetAtt" in value
-                and value["Fn::GetAtt"][1] == "Arn"):
+        if not (
+            isinstance(value, Mapping) and "Fn::GetAtt" in value and value["Fn::GetAtt"][1] == "Arn"
+        ):
             raise TemplateError(f"{attribute} {value!r} is not a role of this template")
         return value["Fn::GetAtt"][0]
 
     def policies_of(self, role_logical_id: str) -> dict[str, Mapping[str, Any]]:
         """The AWS::IAM::Policy resources attached to a role: logical id -> Properties."""
-        return {lid: r["Properties"] for lid, r in self.of_type("AWS::IAM::Policy").items()
-                if {"Ref": role_logical_id} in r["Properties"].get("Roles", [])}
+        return {
+            lid: r["Properties"]
+            for lid, r in self.of_type("AWS::IAM::Policy").items()
+            if {"Ref": role_logical_id} in r["Properties"].get("Roles", [])
+        }
 
     def functions(self) -> dict[str, FunctionResource]:
         """Our Lambdas by package name (`lambdas.<name>.handler.handler`).
@@ -145,7 +159,8 @@ class StackTemplate:
             if not handler.startswith(LAMBDA_PACKAGE_PREFIX) or handler.count(".") < 2:
                 raise TemplateError(
                     f"Lambda {path} has handler {handler!r}: the local stack runs only "
-                    f"`{LAMBDA_PACKAGE_PREFIX}<package>.<module>.<function>` handlers")
+                    f"`{LAMBDA_PACKAGE_PREFIX}<package>.<module>.<function>` handlers"
+                )
             name = handler.split(".")[1]
             if name in functions:
                 raise TemplateError(f"two Lambdas run package lambdas.{name}")
@@ -221,22 +236,33 @@ def _exclusive(lock_file: Path) -> Iterator[None]:
 def _read_cached(path: Path) -> StackTemplate | None:
     try:
         data = json.loads(path.read_text())
-        return StackTemplate(stack_name=data["stack_name"], region=data["region"],
-                             context=data["context"], key=data["key"], body=data["template"])
+        return StackTemplate(
+            stack_name=data["stack_name"],
+            region=data["region"],
+            context=data["context"],
+            key=data["key"],
+            body=data["template"],
+        )
     except (OSError, ValueError, KeyError, TypeError):  # absent or unreadable: synthesize
         return None
 
 
 def _write_cached(path: Path, template: StackTemplate) -> None:
-    data = {"key": template.key, "stack_name": template.stack_name, "region": template.region,
-            "context": dict(template.context), "template": template.body}
+    data = {
+        "key": template.key,
+        "stack_name": template.stack_name,
+        "region": template.region,
+        "context": dict(template.context),
+        "template": template.body,
+    }
     staging = path.with_name(f".{path.name}.{os.getpid()}")
     staging.write_text(json.dumps(data))
     os.replace(staging, path)  # readers see the old file or the whole new one
 
 
-def synthesize(context: Mapping[str, str], *, root: Path = REPO_ROOT,
-               key: str = "") -> StackTemplate:
+def synthesize(
+    context: Mapping[str, str], *, root: Path = REPO_ROOT, key: str = ""
+) -> StackTemplate:
     """Run `cdk synth` (the CLI under node_modules) for `context`; returns the one stack.
 
     Offline and without credentials, as tests/infra/test_cli_synth.py runs it: AWS_* and
@@ -247,25 +273,41 @@ def synthesize(context: Mapping[str, str], *, root: Path = REPO_ROOT,
     if not cli.exists():
         raise TemplateError(
             f"{cli} is missing: the local stack runs what `cdk synth` produces and needs the "
-            "pinned CDK CLI (`make setup` runs npm ci)")
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith(("AWS_", "CDK_"))}
+            "pinned CDK CLI (`make setup` runs npm ci)"
+        )
+    env = {
+        name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "CDK_"))
+    }
     # Nothing to phone home about from a local build step: no telemetry, no version check.
-    env |= {"AWS_EC2_METADATA_DISABLED": "true", "CDK_DISABLE_CLI_TELEMETRY": "true",
-            "CDK_DISABLE_VERSION_CHECK": "true",
-            "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1"}
+    env |= {
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
+        "CDK_DISABLE_VERSION_CHECK": "true",
+        "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+    }
     flags = [item for name, value in sorted(context.items()) for item in ("-c", f"{name}={value}")]
     outdir = Path(tempfile.mkdtemp(prefix="wap-synth-"))
     try:
         result = subprocess.run(  # noqa: S603 (our own CLI, fixed arguments)
             [str(cli), "synth", "--no-notices", "--quiet", "-o", str(outdir), *flags],
-            cwd=root, env=env, capture_output=True, text=True, check=False, timeout=900)
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=900,
+        )
         if result.returncode != 0:
-            raise TemplateError(f"cdk synth failed (exit {result.returncode}):\n"
-                                f"{(result.stderr or result.stdout).strip()[-3000:]}")
+            raise TemplateError(
+                f"cdk synth failed (exit {result.returncode}):\n"
+                f"{(result.stderr or result.stdout).strip()[-3000:]}"
+            )
         manifest = json.loads((outdir / "manifest.json").read_text())
-        stacks = {name: artifact for name, artifact in manifest["artifacts"].items()
-                  if artifact["type"] == "aws:cloudformation:stack"}
+        stacks = {
+            name: artifact
+            for name, artifact in manifest["artifacts"].items()
+            if artifact["type"] == "aws:cloudformation:stack"
+        }
         if len(stacks) != 1:
             raise TemplateError(f"cdk synth produced {len(stacks)} stacks: {sorted(stacks)}")
         ((artifact_id, artifact),) = stacks.items()
@@ -273,9 +315,13 @@ def synthesize(context: Mapping[str, str], *, root: Path = REPO_ROOT,
         body = json.loads((outdir / properties["templateFile"]).read_text())
     finally:
         shutil.rmtree(outdir, ignore_errors=True)
-    return StackTemplate(stack_name=properties.get("stackName", artifact_id),
-                         region=artifact["environment"].rsplit("/", 1)[-1],
-                         context=dict(context), key=key, body=body)
+    return StackTemplate(
+        stack_name=properties.get("stackName", artifact_id),
+        region=artifact["environment"].rsplit("/", 1)[-1],
+        context=dict(context),
+        key=key,
+        body=body,
+    )
 
 
 def cached_template(context: Mapping[str, str], *, root: Path = REPO_ROOT) -> StackTemplate:
@@ -299,7 +345,8 @@ def _memoized(context: tuple[tuple[str, str], ...], root: Path) -> StackTemplate
     return cached_template(dict(context), root=root)
 
 
-def stack_template(context: Mapping[str, str] | None = None, *,
-                   root: Path = REPO_ROOT) -> StackTemplate:
+def stack_template(
+    context: Mapping[str, str] | None = None, *, root: Path = REPO_ROOT
+) -> StackTemplate:
     """The synthesized template of `context`, read once per process (see `cached_template`)."""
     return _memoized(tuple(sorted((context or {}).items())), root)

@@ -267,8 +267,9 @@ class NessieStore:
             current = commit.parent
         return False
 
-    def _reachable(self, start: str, stop: Callable[[str], bool] = lambda _: False
-                   ) -> Iterator[str]:
+    def _reachable(
+        self, start: str, stop: Callable[[str], bool] = lambda _: False
+    ) -> Iterator[str]:
         """Each commit reachable from `start` through any parent, once; the parents of a
         commit for which `stop` is true are not followed."""
         seen = {start}

@@ -22,8 +22,13 @@ LINEITEM_SF001_ROWS = "60,175"
 
 def _run_quick(module: str, *args: str, timeout: float = 600) -> str:
     """The stdout of `python -m module --quick --no-doc *args`, which must exit 0."""
-    done = subprocess.run([sys.executable, "-m", module, "--quick", "--no-doc", *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--quick", "--no-doc", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout
 
@@ -48,8 +53,11 @@ def test_audit_floor_bench_counts_what_each_side_reads(quick_outputs):
     out = quick_outputs["audit_floor"]
 
     assert "| seed audit: 10 `count(*) ... WHERE` queries (baseline) |" in out
-    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:]
-            for line in out.splitlines() if line.startswith(("| seed: ", "| ours: "))}
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:]
+        for line in out.splitlines()
+        if line.startswith(("| seed: ", "| ours: "))
+    }
     assert len([name for name in rows if name.startswith("seed: ")]) == 10
     # Pruned by file metrics: no rows read, not even the file opened.
     assert rows["seed: `l_orderkey IS NULL`"] == ["1", "0", "0 |"]
@@ -83,8 +91,11 @@ def test_query_bench_times_both_commands_on_a_failed_branch(tmp_path):
 def test_burst_bench_publishes_every_file_and_counts_the_runs(quick_outputs):
     out = quick_outputs["burst"]
 
-    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:]
-            for line in out.splitlines() if line.startswith(("| one file", "| burst"))}
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:]
+        for line in out.splitlines()
+        if line.startswith(("| one file", "| burst"))
+    }
     files, written, runs = (rows["one file (baseline)"][i] for i in range(3))
     assert (files, written, runs) == ("1", "1,000", "1")
     files, written, runs = (rows["burst, dropped at once"][i] for i in range(3))
@@ -92,7 +103,8 @@ def test_burst_bench_publishes_every_file_and_counts_the_runs(quick_outputs):
     assert rows["burst, dropped at once"][-1].strip(" |") == "5 PUBLISHED"
     # A refused type change and a failed check among 5: the other 3 still publish.
     assert rows["burst with 3 bad files"][-1].strip(" |") == (
-        "1 AUDIT_FAILED, 3 PUBLISHED, 1 REJECTED")
+        "1 AUDIT_FAILED, 3 PUBLISHED, 1 REJECTED"
+    )
 
 
 @pytest.mark.slow
@@ -100,16 +112,22 @@ def test_per_source_audit_bench_gives_a_verdict_per_file(quick_outputs):
     out = quick_outputs["per_source_audit"]
 
     assert f"{LINEITEM_SF001_ROWS} rows in 10 files; the grouped pass gave 10 verdicts." in out
-    steps = [line.split(" | ")[0].lstrip("| ") for line in out.splitlines()
-             if line.startswith("| ") and "median" not in line and "---" not in line]
+    steps = [
+        line.split(" | ")[0].lstrip("| ")
+        for line in out.splitlines()
+        if line.startswith("| ") and "median" not in line and "---" not in line
+    ]
     assert steps == ["one pass", "grouped", "per file"]
 
 
 def test_history_bench_compares_an_empty_home_with_a_long_history():
     out = _run_quick("bench.history_bench")
     assert "| what | empty home (baseline) | home with 500 ingests | ratio |" in out
-    for row in ("stack start (in process)", "cold `wap runs` (a new process)",
-                "one ingest's ledger writes"):
+    for row in (
+        "stack start (in process)",
+        "cold `wap runs` (a new process)",
+        "one ingest's ledger writes",
+    ):
         assert f"| {row} |" in out
 
 

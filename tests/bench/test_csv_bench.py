@@ -18,7 +18,8 @@ ROWS = 2_000
 
 @pytest.mark.slow
 def test_csv_bench_measures_every_source_and_reads_csv_with_the_jobs_options(
-        lake, nessie, tmp_path, monkeypatch):
+    lake, nessie, tmp_path, monkeypatch
+):
     from pyspark.sql.readwriter import DataFrameReader
 
     calls: list[dict] = []
@@ -30,16 +31,18 @@ def test_csv_bench_measures_every_source_and_reads_csv_with_the_jobs_options(
 
     monkeypatch.setattr(DataFrameReader, "options", spy)
 
-    results, sizes = measure(lake, nessie.api_v2, tmp_path, generate(ROWS, tmp_path), ROWS,
-                             repeats=1)
+    results, sizes = measure(
+        lake, nessie.api_v2, tmp_path, generate(ROWS, tmp_path), ROWS, repeats=1
+    )
 
     # For csv and csv.gz: the job's counting read (with the corrupt-record column), its
     # strict read (FAILFAST: what a clean file is written from) and the baseline's plain
     # read: the same options but for those, or the ratio compares two readers.
     job = [c for c in calls if "columnNameOfCorruptRecord" in c]
     strict = [c for c in calls if c.get("mode") == "FAILFAST"]
-    plain = [c for c in calls if c.get("mode") == "PERMISSIVE"
-             and "columnNameOfCorruptRecord" not in c]
+    plain = [
+        c for c in calls if c.get("mode") == "PERMISSIVE" and "columnNameOfCorruptRecord" not in c
+    ]
     assert len(job) == len(strict) == len(plain) == 2
     expected = {k: v for k, v in job[0].items() if k != "columnNameOfCorruptRecord"}
     assert plain == [expected, expected]

@@ -17,14 +17,23 @@ def test_a_run_takes_files_in_order_up_to_either_limit_and_always_one():
 
 
 def test_limits_parse_units_and_refuse_what_they_cannot_read():
-    limits = BatchLimits.from_config({"max_files": 20, "max_bytes": "2GiB",
-                                      "marker_timeout": "30m"})
+    limits = BatchLimits.from_config(
+        {"max_files": 20, "max_bytes": "2GiB", "marker_timeout": "30m"}
+    )
     assert (limits.max_files, limits.max_bytes, limits.marker_timeout_seconds) == (
-        20, 2 * 1024**3, 1800)
+        20,
+        2 * 1024**3,
+        1800,
+    )
     assert BatchLimits.from_config(None) == BatchLimits()
     assert parse_arrival(None) == "event" and parse_arrival("marker") == "marker"
-    for section in ({"max_files": True}, {"max_bytes": "1 parsec"}, {"marker_timeout": "-1h"},
-                    {"max_file": 2}, [1]):
+    for section in (
+        {"max_files": True},
+        {"max_bytes": "1 parsec"},
+        {"marker_timeout": "-1h"},
+        {"max_file": 2},
+        [1],
+    ):
         with pytest.raises(BatchConfigError):
             BatchLimits.from_config(section)
 
@@ -35,10 +44,12 @@ def test_the_lambdas_take_the_queue_by_the_contracts_rule():
     from ingestion.batching import queue_taker
     from ingestion.ledger import IngestRecord
 
-    records = {"a": IngestRecord(ingest_id="a", size=100),
-               "b": IngestRecord(ingest_id="b", size=100),
-               "c": IngestRecord(ingest_id="c", size=1, solo=True),
-               "d": IngestRecord(ingest_id="d", size=1)}
+    records = {
+        "a": IngestRecord(ingest_id="a", size=100),
+        "b": IngestRecord(ingest_id="b", size=100),
+        "c": IngestRecord(ingest_id="c", size=1, solo=True),
+        "d": IngestRecord(ingest_id="d", size=1),
+    }
 
     class Ledger:
         def get_ingests(self, ids):

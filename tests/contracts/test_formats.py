@@ -56,8 +56,15 @@ def test_format_of_is_none_when_neither_says(name):
 
 def test_the_unsupported_text_names_every_extension_and_the_config_key():
     text = unsupported_format_text("a.txt")
-    for extension in (".parquet", ".csv", ".jsonl", ".ndjson", ".csv.gz", ".jsonl.gz",
-                      ".ndjson.gz"):
+    for extension in (
+        ".parquet",
+        ".csv",
+        ".jsonl",
+        ".ndjson",
+        ".csv.gz",
+        ".jsonl.gz",
+        ".ndjson.gz",
+    ):
         assert extension in text
     assert "'a.txt'" in text and "format:" in text
 
@@ -125,5 +132,11 @@ def test_bytes_that_do_not_match_the_format_are_refused_with_what_to_do(name, da
     assert any(remedy in problem for remedy in REMEDIES), problem
 
 
-REMEDIES = ("upload it again", "name it", "drop the .gz", "one JSON object", "export it as text",
-            "compress it again")
+REMEDIES = (
+    "upload it again",
+    "name it",
+    "drop the .gz",
+    "one JSON object",
+    "export it as text",
+    "compress it again",
+)

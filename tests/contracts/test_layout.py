@@ -7,11 +7,17 @@ import pytest
 from contracts import layout
 
 
-@pytest.mark.parametrize(("key", "marker"), [
-    ("sales/orders/part-0.csv", False), ("sales/orders/", True), ("", True),
-    ("sales/orders/_SUCCESS", True), ("sales/orders/_manifest.json", True),
-    ("sales/orders/.part-0.crc", True),
-])
+@pytest.mark.parametrize(
+    ("key", "marker"),
+    [
+        ("sales/orders/part-0.csv", False),
+        ("sales/orders/", True),
+        ("", True),
+        ("sales/orders/_SUCCESS", True),
+        ("sales/orders/_manifest.json", True),
+        ("sales/orders/.part-0.crc", True),
+    ],
+)
 def test_what_is_not_data(key, marker):
     assert layout.is_marker(key) is marker
 
@@ -24,8 +30,10 @@ def test_only_success_and_manifest_complete_a_dataset():
 
 def test_keys():
     assert layout.table_config_key("sales.orders") == "tables/sales.orders.yaml"
-    assert layout.staged_key("0123456789abcdef", "sales/orders/in/f.csv") == \
-        "staging/0123456789abcdef/f.csv"
+    assert (
+        layout.staged_key("0123456789abcdef", "sales/orders/in/f.csv")
+        == "staging/0123456789abcdef/f.csv"
+    )
 
 
 def test_the_stack_and_the_trigger_use_the_same_prefixes():

@@ -10,8 +10,18 @@ from ingestion.naming import TableRef
 from lakeview.check_sql import table_sql
 
 VALID = ["sales.orders", "_a.b_2", "s3.t"]
-INVALID = ["Sales.Orders", "sales.Orders", "sales", "a.b.c", "1a.b", "a.1b", "a-b.c", "", ".a",
-           "a."]
+INVALID = [
+    "Sales.Orders",
+    "sales.Orders",
+    "sales",
+    "a.b.c",
+    "1a.b",
+    "a.1b",
+    "a-b.c",
+    "",
+    ".a",
+    "a.",
+]
 
 
 @pytest.mark.parametrize("name", VALID)

@@ -71,8 +71,12 @@ def job_reads(monkeypatch):
         try:
             return wap_job.load_table_config(None, URI, "sales.orders")
         except Exception as exc:
-            report = Report(ingest_id="0123456789abcdef", table="sales.orders",
-                            source_uris=["s3://x/a.parquet"], branch="b")
+            report = Report(
+                ingest_id="0123456789abcdef",
+                table="sales.orders",
+                source_uris=["s3://x/a.parquet"],
+                branch="b",
+            )
             report.fail(exc)
             return report.outcome, report.reason_code, report.reason
 
@@ -81,7 +85,8 @@ def job_reads(monkeypatch):
 
 @pytest.mark.parametrize("bad", BAD.values(), ids=list(BAD))
 def test_a_config_the_job_refuses_is_refused_by_the_lambdas_in_the_same_words(
-        bad, lambda_reads, job_reads):
+    bad, lambda_reads, job_reads
+):
     data = bad if isinstance(bad, bytes) else bad.encode()
     outcome, reason_code, reason = job_reads(data)
     assert (outcome, reason_code) == ("rejected", "config_error")
@@ -93,8 +98,10 @@ def test_a_config_the_job_refuses_is_refused_by_the_lambdas_in_the_same_words(
 
 
 def test_both_take_a_good_config_and_its_batch_settings(lambda_reads, job_reads):
-    data = (b"batch: {max_files: 3, max_bytes: 1MB}\narrival: marker\n"
-            b"checks:\n  - {kind: not_null, column: id}\n")
+    data = (
+        b"batch: {max_files: 3, max_bytes: 1MB}\narrival: marker\n"
+        b"checks:\n  - {kind: not_null, column: id}\n"
+    )
     config = job_reads(data)
     intake = lambda_reads(data)
     assert intake.config_error is None
@@ -112,8 +119,10 @@ def test_both_take_a_good_config_and_its_batch_settings(lambda_reads, job_reads)
         ("csv: {delimiter: '\"'}\n", ["cannot be the quote"]),
         ("csv: {header: 'yes'}\n", ["header must be true or false"]),
         ("parse: {time_zone: 3}\n", ["time_zone must be a non-empty string"]),
-        ("checks:\n  - {kind: parse_errors, max: -1}\n",
-         ["parse_errors max must be a non-negative integer"]),
+        (
+            "checks:\n  - {kind: parse_errors, max: -1}\n",
+            ["parse_errors max must be a non-negative integer"],
+        ),
     ],
 )
 def test_a_bad_format_section_is_refused_saying_what_is_allowed(bad, fragments, lambda_reads):
@@ -128,22 +137,29 @@ def test_both_take_the_format_sections(job_reads):
 
     from contracts.table_config import CsvOptions, ParseOptions, parse_table_config_text
 
-    data = ("format: csv\ncsv: {delimiter: ';', encoding: latin-1, header: false}\n"
-            "parse: {timestamp_format: 'dd.MM.yyyy HH:mm', time_zone: Europe/Berlin}\n"
-            "checks:\n  - {kind: parse_errors, max: 5, severity: warn}\n")
+    data = (
+        "format: csv\ncsv: {delimiter: ';', encoding: latin-1, header: false}\n"
+        "parse: {timestamp_format: 'dd.MM.yyyy HH:mm', time_zone: Europe/Berlin}\n"
+        "checks:\n  - {kind: parse_errors, max: 5, severity: warn}\n"
+    )
     config = job_reads(data.encode())
     assert config == parse_table_config_text(data, URI, yaml=yaml)
     assert config.format == "csv"
     assert config.csv == CsvOptions(header=False, delimiter=";", encoding="ISO-8859-1")
-    assert config.parse == ParseOptions(timestamp_format="dd.MM.yyyy HH:mm",
-                                        time_zone="Europe/Berlin")
+    assert config.parse == ParseOptions(
+        timestamp_format="dd.MM.yyyy HH:mm", time_zone="Europe/Berlin"
+    )
     [check] = config.checks
     assert (check.kind, check.params.get("max"), check.severity) == ("parse_errors", 5, "warn")
+
 
 def test_both_take_the_maintenance_section(lambda_reads, job_reads):
     data = b"maintenance: {target_file_size: 64MiB, min_files: 3, retention: 2d, grace: 6h}\n"
     config = job_reads(data)
     assert lambda_reads(data).config_error is None
-    assert (config.maintenance.target_file_size, config.maintenance.min_files,
-            config.maintenance.retention, config.maintenance.grace) == (
-        64 * 1024 * 1024, 3, 2 * 86400, 6 * 3600)
+    assert (
+        config.maintenance.target_file_size,
+        config.maintenance.min_files,
+        config.maintenance.retention,
+        config.maintenance.grace,
+    ) == (64 * 1024 * 1024, 3, 2 * 86400, 6 * 3600)

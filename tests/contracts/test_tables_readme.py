@@ -24,8 +24,11 @@ def test_every_yaml_example_of_the_readme_parses(text):
 
 
 def test_the_complete_csv_example_declares_the_columns_its_checks_use():
-    [config] = [parse_table_config_text(text, str(README), yaml=yaml) for text in BLOCKS
-                if text.startswith("format: csv\ncsv: {")]
+    [config] = [
+        parse_table_config_text(text, str(README), yaml=yaml)
+        for text in BLOCKS
+        if text.startswith("format: csv\ncsv: {")
+    ]
     columns = {column.name for column in config.columns}
     assert config.format == "csv" and columns
     assert {c for check in config.checks for c in check.columns} <= columns

@@ -18,13 +18,23 @@ ACCEPTED = {
     "2026-01-31 10:15:30": datetime(2026, 1, 31, 10, 15, 30),
     "2026-01-31T10:15:30Z": datetime(2026, 1, 31, 10, 15, 30, tzinfo=UTC),
     "2026-01-31T10:15:30.5Z": datetime(2026, 1, 31, 10, 15, 30, 500000, tzinfo=UTC),
-    "2026-01-31T10:15:30.123456789+01:00":
-        datetime(2026, 1, 31, 10, 15, 30, 123456, tzinfo=timezone(timedelta(hours=1))),
-    "2026-01-31T10:15:30-0530":
-        datetime(2026, 1, 31, 10, 15, 30, tzinfo=timezone(-timedelta(hours=5, minutes=30))),
+    "2026-01-31T10:15:30.123456789+01:00": datetime(
+        2026, 1, 31, 10, 15, 30, 123456, tzinfo=timezone(timedelta(hours=1))
+    ),
+    "2026-01-31T10:15:30-0530": datetime(
+        2026, 1, 31, 10, 15, 30, tzinfo=timezone(-timedelta(hours=5, minutes=30))
+    ),
 }
-REFUSED = ["", "2026-1-31", "31/01/2026", "2026-02-30", "2026-01-31T25:00",
-           "2026-01-31T10:15+24:00", "yesterday", "2026-01-31Z"]
+REFUSED = [
+    "",
+    "2026-1-31",
+    "31/01/2026",
+    "2026-02-30",
+    "2026-01-31T25:00",
+    "2026-01-31T10:15+24:00",
+    "yesterday",
+    "2026-01-31Z",
+]
 
 
 @pytest.mark.parametrize(("text", "expected"), ACCEPTED.items())
@@ -58,9 +68,15 @@ def test_python_3_9_parses_every_form_as_this_python_does(tmp_path):
         "for t in json.loads(sys.argv[1]):\n"
         "    try: out.append(repr(parse_timestamp(t)))\n"
         "    except ValueError: out.append('refused')\n"
-        "print(json.dumps(out))\n")
-    result = subprocess.run([python, "-I", "-c", code, json.dumps(texts)], capture_output=True,
-                            text=True, cwd=tmp_path, check=True)
+        "print(json.dumps(out))\n"
+    )
+    result = subprocess.run(
+        [python, "-I", "-c", code, json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
     here = []
     for text in texts:
         try:

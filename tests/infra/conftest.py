@@ -11,17 +11,23 @@ from tests.fixtures.synth import CLI_FALLBACK_REGION, Synthesized, synthesize
 def synthesized(tmp_path_factory) -> Synthesized:
     """The default deployment: Nessie on Fargate, no warm EMR capacity, as `cdk synth` runs it
     without `-c region` (the CLI always exports CDK_DEFAULT_REGION)."""
-    return synthesize(tmp_path_factory.mktemp("cdk-default"), {"slackChannel": "#wap-alerts"},
-                      {"CDK_DEFAULT_REGION": CLI_FALLBACK_REGION})
+    return synthesize(
+        tmp_path_factory.mktemp("cdk-default"),
+        {"slackChannel": "#wap-alerts"},
+        {"CDK_DEFAULT_REGION": CLI_FALLBACK_REGION},
+    )
 
 
 @pytest.fixture(scope="session")
 def synthesized_external_nessie(tmp_path_factory) -> Synthesized:
     """`-c nessieEndpoint=...` with pre-initialized EMR capacity, and a daily maintenance
     run that deletes (`-c gcDelete=true`)."""
-    return synthesize(tmp_path_factory.mktemp("cdk-external"), {
-        "nessieEndpoint": "https://nessie.example.internal:19120",
-        "emrPreInitializedExecutors": "2",
-        "gcDelete": "true",
-        "stackName": "WapIngestExt",
-    })
+    return synthesize(
+        tmp_path_factory.mktemp("cdk-external"),
+        {
+            "nessieEndpoint": "https://nessie.example.internal:19120",
+            "emrPreInitializedExecutors": "2",
+            "gcDelete": "true",
+            "stackName": "WapIngestExt",
+        },
+    )

@@ -21,7 +21,10 @@ def test_templates_have_no_cfn_lint_errors(variant):
     assert templates
     result = subprocess.run(
         [str(Path(sys.executable).with_name("cfn-lint")), "--format", "json", *map(str, templates)],
-        capture_output=True, text=True, check=False)
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.stdout.strip(), result.stderr
     errors = [m for m in json.loads(result.stdout) if m["Level"] == "Error"]
     assert errors == []

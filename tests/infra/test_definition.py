@@ -20,7 +20,8 @@ def test_render_replaces_every_placeholder(tmp_path):
     loaded = definition.load(path)
     assert loaded.placeholders == {"OneFunctionArn", "Seconds"}
     assert loaded.render({"OneFunctionArn": "arn:x", "Seconds": "5"}) == (
-        '{"A": "arn:x", "B": 5, "C": "5s"}')
+        '{"A": "arn:x", "B": 5, "C": "5s"}'
+    )
 
 
 def test_unknown_placeholder_is_named(tmp_path):
@@ -43,8 +44,14 @@ def test_synthesis_fails_on_an_unknown_substitution(tmp_path):
     (tmp_path / "statemachine").mkdir()
     text = (REPO / "statemachine" / "ingest.asl.json").read_text()
     (tmp_path / "statemachine" / "ingest.asl.json").write_text(
-        text.replace('"StartAt"', '"Version": "${DefinitionRevision}",\n  "StartAt"', 1))
+        text.replace('"StartAt"', '"Version": "${DefinitionRevision}",\n  "StartAt"', 1)
+    )
     app = cdk.App(outdir=str(tmp_path / "out"))
     with pytest.raises(definition.DefinitionError, match=r"\$\{DefinitionRevision\}"):
-        WapStack(app, "Broken", settings=DeploySettings.from_context({}.get),
-                 source_tree=SourceTree(tmp_path), env=cdk.Environment(region="eu-west-1"))
+        WapStack(
+            app,
+            "Broken",
+            settings=DeploySettings.from_context({}.get),
+            source_tree=SourceTree(tmp_path),
+            env=cdk.Environment(region="eu-west-1"),
+        )

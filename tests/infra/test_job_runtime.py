@@ -31,6 +31,7 @@ def test_wheel_without_the_jar_fails_the_synth_naming_the_jar(monkeypatch, tmp_p
     fake = types.ModuleType("snowpark_connect_deps_iceberg")
     fake.__file__ = str(tmp_path / "__init__.py")
     monkeypatch.setitem(sys.modules, "snowpark_connect_deps_iceberg", fake)
-    with pytest.raises(bundling.BundlingError,
-                       match=r"iceberg-spark-runtime-3\.5_2\.12-1\.10\.2\.jar"):
+    with pytest.raises(
+        bundling.BundlingError, match=r"iceberg-spark-runtime-3\.5_2\.12-1\.10\.2\.jar"
+    ):
         bundling.iceberg_runtime_jar()

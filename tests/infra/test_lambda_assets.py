@@ -31,8 +31,9 @@ print(json.dumps({"file": module.__file__, "callable": callable(function),
 
 def _asset_dirs(synth) -> dict[str, Path]:
     """S3 object key -> staged asset directory in the cloud assembly."""
-    manifest = json.loads(next(synth.outdir.glob(f"{synth.stack.artifact_id}.assets.json"))
-                          .read_text())
+    manifest = json.loads(
+        next(synth.outdir.glob(f"{synth.stack.artifact_id}.assets.json")).read_text()
+    )
     found = {}
     for entry in manifest["files"].values():
         for destination in entry["destinations"].values():
@@ -50,14 +51,19 @@ def _fake(value: Any) -> str:
 
 
 def _our_functions(synth) -> list[dict[str, Any]]:
-    return [f["Properties"] for f in synth.of_type("AWS::Lambda::Function").values()
-            if f["Properties"]["Handler"].startswith("lambdas.")]
+    return [
+        f["Properties"]
+        for f in synth.of_type("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"].startswith("lambdas.")
+    ]
 
 
 def _layer_dirs(synth, function: dict[str, Any], assets: dict[str, Path]) -> list[Path]:
     layers = synth.of_type("AWS::Lambda::LayerVersion")
-    return [assets[layers[ref["Ref"]]["Properties"]["Content"]["S3Key"]] / "python"
-            for ref in function.get("Layers", [])]
+    return [
+        assets[layers[ref["Ref"]]["Properties"]["Content"]["S3Key"]] / "python"
+        for ref in function.get("Layers", [])
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +79,30 @@ def test_every_handler_imports_from_its_bundle(synthesized, python, tmp_path):
     for function in functions:
         code = assets[function["Code"]["S3Key"]]
         paths = [str(code), *map(str, _layer_dirs(synthesized, function, assets)), str(runtime)]
-        env = {name: _fake(value) for name, value in
-               function["Environment"]["Variables"].items()}
-        env |= {"AWS_DEFAULT_REGION": "eu-west-1", "AWS_REGION": "eu-west-1",
-                "AWS_EC2_METADATA_DISABLED": "true", "PATH": "/usr/bin:/bin"}
+        env = {name: _fake(value) for name, value in function["Environment"]["Variables"].items()}
+        env |= {
+            "AWS_DEFAULT_REGION": "eu-west-1",
+            "AWS_REGION": "eu-west-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "PATH": "/usr/bin:/bin",
+        }
         result = subprocess.run(
-            [python, "-I", "-S", "-B", "-c", IMPORT_HANDLER,
-             json.dumps([paths, function["Handler"]])],
-            capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=120)
+            [
+                python,
+                "-I",
+                "-S",
+                "-B",
+                "-c",
+                IMPORT_HANDLER,
+                json.dumps([paths, function["Handler"]]),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            check=False,
+            timeout=120,
+        )
         assert result.returncode == 0, f"{function['Handler']}:\n{result.stderr[-3000:]}"
         report = json.loads(result.stdout.strip().splitlines()[-1])
         assert report["callable"], function["Handler"]
@@ -95,8 +117,11 @@ def test_code_assets_carry_every_lambdas_package_their_sources_name(synthesized)
         code = assets[function["Code"]["S3Key"]]
         package = function["Handler"].split(".")[1]
         bundled = {p.name for p in (code / "lambdas").iterdir() if p.is_dir()}
-        referenced = {m for path in code.rglob("*.py")
-                      for m in re.findall(r"\blambdas\.(\w+)", path.read_text())}
+        referenced = {
+            m
+            for path in code.rglob("*.py")
+            for m in re.findall(r"\blambdas\.(\w+)", path.read_text())
+        }
         assert {package} | referenced <= bundled, package
         # ... and nothing else: the other handlers stay out.
         assert bundled == {package} | referenced, package
@@ -116,13 +141,19 @@ def test_bundles_leave_out_spark_arrow_and_runtime_sdk(synthesized):
 
 def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, python, tmp_path):
     assets = _asset_dirs(synthesized)
-    (deployment,) = [r["Properties"] for r in synthesized.resources.values()
-                     if r["Type"] == "Custom::CDKBucketDeployment"
-                     and r["Properties"].get("DestinationBucketKeyPrefix") == "jobs/"]
+    (deployment,) = [
+        r["Properties"]
+        for r in synthesized.resources.values()
+        if r["Type"] == "Custom::CDKBucketDeployment"
+        and r["Properties"].get("DestinationBucketKeyPrefix") == "jobs/"
+    ]
     (key,) = deployment["SourceObjectKeys"]
     package = assets[key]
-    _, trigger = next((f["Handler"], f) for f in _our_functions(synthesized)
-                      if f["Handler"].startswith("lambdas.trigger."))
+    _, trigger = next(
+        (f["Handler"], f)
+        for f in _our_functions(synthesized)
+        if f["Handler"].startswith("lambdas.trigger.")
+    )
     variables = trigger["Environment"]["Variables"]
     entry = _fake(variables["WAP_JOB_ENTRYPOINT"]).removeprefix("s3://token/jobs/")
     py_files = _fake(variables["WAP_JOB_PY_FILES"]).removeprefix("s3://token/jobs/")
@@ -130,11 +161,22 @@ def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, py
     assert (package / py_files).is_file()
     # spark-submit puts the zip on sys.path: the job's package and PyYAML import from it alone.
     result = subprocess.run(
-        [python, "-I", "-S", "-B", "-c",
-         "import sys; sys.path.insert(0, sys.argv[1]); "
-         "import yaml, contracts.table_config, spark_jobs.errors; print(yaml.__file__)",
-         str(package / py_files)],
-        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=60)
+        [
+            python,
+            "-I",
+            "-S",
+            "-B",
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); "
+            "import yaml, contracts.table_config, spark_jobs.errors; print(yaml.__file__)",
+            str(package / py_files),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert py_files in result.stdout
 
@@ -143,9 +185,12 @@ def test_local_emr_double_runs_the_job_archive_the_deploy_uploads(synthesized):
     from local.aws.emr_serverless import spark_job
 
     assets = _asset_dirs(synthesized)
-    (deployment,) = [r["Properties"] for r in synthesized.resources.values()
-                     if r["Type"] == "Custom::CDKBucketDeployment"
-                     and r["Properties"].get("DestinationBucketKeyPrefix") == "jobs/"]
+    (deployment,) = [
+        r["Properties"]
+        for r in synthesized.resources.values()
+        if r["Type"] == "Custom::CDKBucketDeployment"
+        and r["Properties"].get("DestinationBucketKeyPrefix") == "jobs/"
+    ]
     (key,) = deployment["SourceObjectKeys"]
     uploaded = assets[key] / "spark_jobs.zip"
     assert spark_job(None).archive.read_bytes() == uploaded.read_bytes()

@@ -14,15 +14,21 @@ def ledger(synthesized, monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    tables = [t["Properties"] for t in synthesized.of_type("AWS::DynamoDB::Table").values()
-              if "TableName" not in t["Properties"]]  # Nessie's tables are the named ones
+    tables = [
+        t["Properties"]
+        for t in synthesized.of_type("AWS::DynamoDB::Table").values()
+        if "TableName" not in t["Properties"]
+    ]  # Nessie's tables are the named ones
     (props,) = tables
     with mock_aws():
         dynamodb = boto3.resource("dynamodb")
-        dynamodb.create_table(TableName="ledger", KeySchema=props["KeySchema"],
-                              AttributeDefinitions=props["AttributeDefinitions"],
-                              GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"],
-                              BillingMode=props["BillingMode"])
+        dynamodb.create_table(
+            TableName="ledger",
+            KeySchema=props["KeySchema"],
+            AttributeDefinitions=props["AttributeDefinitions"],
+            GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"],
+            BillingMode=props["BillingMode"],
+        )
         yield Ledger("ledger", dynamodb_resource=dynamodb)
 
 

@@ -23,29 +23,41 @@ KEY_ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:marquez/api-key-
 def _dashboard_body(synth) -> str:
     (dashboard,) = synth.of_type("AWS::CloudWatch::Dashboard").values()
     body = dashboard["Properties"]["DashboardBody"]
-    return "".join(part if isinstance(part, str) else "<token>"
-                   for part in body["Fn::Join"][1])
+    return "".join(part if isinstance(part, str) else "<token>" for part in body["Fn::Join"][1])
 
 
 def test_job_failed_and_publish_failed_each_raise_an_alarm_on_the_topic(synthesized):
     topics = set(synthesized.of_type("AWS::SNS::Topic"))
     for name in ("JobFailed", "PublishFailed"):
-        synthesized.template.has_resource_properties("AWS::CloudWatch::Alarm", {
-            "Namespace": "WAP/Ingest", "MetricName": name, "Statistic": "Sum",
-            "Threshold": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold",
-            "TreatMissingData": "notBreaching",
-            # Over all tables: the documents' dimension set without `Table`.
-            "Dimensions": Match.absent(),
-        })
-        [alarm] = [a["Properties"] for a in synthesized.of_type("AWS::CloudWatch::Alarm").values()
-                   if a["Properties"].get("MetricName") == name]
+        synthesized.template.has_resource_properties(
+            "AWS::CloudWatch::Alarm",
+            {
+                "Namespace": "WAP/Ingest",
+                "MetricName": name,
+                "Statistic": "Sum",
+                "Threshold": 1,
+                "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+                "TreatMissingData": "notBreaching",
+                # Over all tables: the documents' dimension set without `Table`.
+                "Dimensions": Match.absent(),
+            },
+        )
+        [alarm] = [
+            a["Properties"]
+            for a in synthesized.of_type("AWS::CloudWatch::Alarm").values()
+            if a["Properties"].get("MetricName") == name
+        ]
         assert {_ref_id(action) for action in alarm["AlarmActions"]} <= topics
 
 
 def test_the_alarmed_metrics_are_the_ones_the_lambdas_write(synthesized):
-    document = metrics.emit(metrics.outcome_values(
-        "JOB_FAILED", files=1, created_at=None, job_started_at=None, finished_at=None),
-        table="sales.orders", stream=_Discard())
+    document = metrics.emit(
+        metrics.outcome_values(
+            "JOB_FAILED", files=1, created_at=None, job_started_at=None, finished_at=None
+        ),
+        table="sales.orders",
+        stream=_Discard(),
+    )
     [directive] = document["_aws"]["CloudWatchMetrics"]
     assert [] in directive["Dimensions"]  # a total the alarm can watch
     assert directive["Namespace"] == "WAP/Ingest" and document["JobFailed"] == 1
@@ -55,16 +67,29 @@ def test_the_dashboard_shows_outcomes_latency_duration_files_and_the_queues(synt
     body = _dashboard_body(synthesized)
     widgets = json.loads(body.replace("<token>", "x"))["widgets"]
     titles = {w["properties"].get("title") for w in widgets}
-    assert {"Outcomes by table", "Upload to publish (seconds)", "Job duration (seconds)",
-            "Files per run", "Queued files by table", "Oldest queued file (seconds)",
-            "Outcome alarms", "Data files on main by table",
-            "Average data file size by table (bytes)",
-            "Reclaimable bytes (unreferenced lake files)"} <= titles
-    for name in [*metrics.OUTCOME_METRICS.values(), metrics.UPLOAD_TO_PUBLISH,
-                 *metrics.TABLE_HEALTH_METRICS,
-                 metrics.JOB_DURATION, metrics.FILES_PER_RUN, "QueueDepth",
-                 "OldestQueuedAgeSeconds", "ApproximateNumberOfMessagesVisible",
-                 metrics.LINEAGE_NOT_SENT]:
+    assert {
+        "Outcomes by table",
+        "Upload to publish (seconds)",
+        "Job duration (seconds)",
+        "Files per run",
+        "Queued files by table",
+        "Oldest queued file (seconds)",
+        "Outcome alarms",
+        "Data files on main by table",
+        "Average data file size by table (bytes)",
+        "Reclaimable bytes (unreferenced lake files)",
+    } <= titles
+    for name in [
+        *metrics.OUTCOME_METRICS.values(),
+        metrics.UPLOAD_TO_PUBLISH,
+        *metrics.TABLE_HEALTH_METRICS,
+        metrics.JOB_DURATION,
+        metrics.FILES_PER_RUN,
+        "QueueDepth",
+        "OldestQueuedAgeSeconds",
+        "ApproximateNumberOfMessagesVisible",
+        metrics.LINEAGE_NOT_SENT,
+    ]:
         assert name in body, name
     # Per table: a SEARCH over the Table dimension the Lambdas write.
     assert "SEARCH('{WAP/Ingest,Table} MetricName=\\\"Published\\\"'" in body
@@ -82,10 +107,11 @@ def test_no_lineage_is_sent_and_no_secret_read_unless_the_deploy_says_so(synthes
     assert "LineageUrl" not in synthesized.template.to_json()["Outputs"]
 
 
-def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_the_key(
-        tmp_path):
-    synth = synthesize(tmp_path, {"lineageUrl": "https://marquez.example.com:5000/",
-                                  "lineageApiKeySecretArn": KEY_ARN})
+def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_the_key(tmp_path):
+    synth = synthesize(
+        tmp_path,
+        {"lineageUrl": "https://marquez.example.com:5000/", "lineageApiKeySecretArn": KEY_ARN},
+    )
     # start_ingest (START) and outcomes; maintenance starts the ingest queued behind a
     # compaction.
     senders = {"trigger", "finish", "sweeper", "maintenance"}
@@ -97,7 +123,8 @@ def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_th
         if name in senders:
             assert variables["WAP_LINEAGE_API_KEY_SECRET_ARN"] == KEY_ARN
             assert [(_actions([s]), s["Resource"]) for s in on_key] == [
-                ({"secretsmanager:GetSecretValue"}, KEY_ARN)], name
+                ({"secretsmanager:GetSecretValue"}, KEY_ARN)
+            ], name
         else:
             assert on_key == [], name
     # `wap publish` / `discard --aws` find the receiver (and its key) in the outputs.
@@ -106,12 +133,15 @@ def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_th
     assert outputs["LineageApiKeySecretArn"]["Value"] == KEY_ARN
 
 
-@pytest.mark.parametrize(("context", "message"), [
-    ({"lineageUrl": "ftp://marquez"}, "lineageUrl"),
-    ({"lineageUrl": "https://user:secret@marquez"}, "without credentials"),
-    ({"lineageApiKeySecretArn": KEY_ARN}, "needs lineageUrl"),
-    ({"lineageUrl": "https://m", "lineageApiKeySecretArn": "marquez-key"}, "not a secret"),
-])
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"lineageUrl": "ftp://marquez"}, "lineageUrl"),
+        ({"lineageUrl": "https://user:secret@marquez"}, "without credentials"),
+        ({"lineageApiKeySecretArn": KEY_ARN}, "needs lineageUrl"),
+        ({"lineageUrl": "https://m", "lineageApiKeySecretArn": "marquez-key"}, "not a secret"),
+    ],
+)
 def test_bad_lineage_settings_are_refused(context, message):
     with pytest.raises(SettingsError, match=message):
         DeploySettings.from_context(context.get)

@@ -22,10 +22,16 @@ def test_defaults_deploy_nessie_and_no_warm_capacity():
 
 
 def test_context_values_are_parsed():
-    result = settings(nessieEndpoint="http://nessie.internal:19120/", slackChannel="C0123ABCD9",
-                      emrPreInitializedExecutors="3", destroyDataOnDelete="true",
-                      nessieUiAllowedCidr="10.20.0.0/16", emrReleaseLabel="emr-7.13.1",
-                      createTablesFromUploads="true", gcDelete="true")
+    result = settings(
+        nessieEndpoint="http://nessie.internal:19120/",
+        slackChannel="C0123ABCD9",
+        emrPreInitializedExecutors="3",
+        destroyDataOnDelete="true",
+        nessieUiAllowedCidr="10.20.0.0/16",
+        emrReleaseLabel="emr-7.13.1",
+        createTablesFromUploads="true",
+        gcDelete="true",
+    )
     assert result.nessie_endpoint == "http://nessie.internal:19120"
     assert result.emr_pre_initialized.executors == 3
     assert result.emr_pre_initialized.drivers == 1
@@ -35,27 +41,30 @@ def test_context_values_are_parsed():
     assert result.gc_delete is True
 
 
-@pytest.mark.parametrize(("context", "message"), [
-    ({"slackChannel": "data alerts"}, "slackChannel"),
-    ({"nessieEndpoint": "nessie:19120"}, "nessieEndpoint"),
-    ({"nessieEndpoint": "http://nessie:19120/api/v2"}, "without /api"),
-    ({"nessieUiAllowedCidr": "0.0.0.0/0"}, "everyone"),
-    ({"nessieUiUrl": "localhost:19120"}, "nessieUiUrl"),
-    ({"nessieUiAllowedCidr": "10.0.0.1/16"}, "nessieUiAllowedCidr"),
-    ({"emrReleaseLabel": "emr-7.11.0"}, "emr-7.12.0 or later"),
-    ({"emrReleaseLabel": "emr-latest"}, "emrReleaseLabel"),
-    ({"emrPreInitializedExecutors": "many"}, "integer"),
-    ({"emrPreInitializedExecutors": "500"}, "between"),
-    ({"destroyDataOnDelete": "maybe"}, "true or false"),
-    ({"createTablesFromUploads": "sometimes"}, "createTablesFromUploads"),
-    ({"gcDelete": "soon"}, "gcDelete"),
-    ({"stackName": "wap_ingest"}, "stackName"),
-    ({"region": "europe"}, "region"),
-    ({"emrMaxCpu": "lots"}, "emrMaxCpu"),
-    ({"emrMaxMemory": "128"}, "emrMaxMemory"),
-    ({"queueAlarmMinutes": "9"}, "queueAlarmMinutes"),  # shorter than two sweeps
-    ({"blockedStartMinutes": "0"}, "blockedStartMinutes"),
-])
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"slackChannel": "data alerts"}, "slackChannel"),
+        ({"nessieEndpoint": "nessie:19120"}, "nessieEndpoint"),
+        ({"nessieEndpoint": "http://nessie:19120/api/v2"}, "without /api"),
+        ({"nessieUiAllowedCidr": "0.0.0.0/0"}, "everyone"),
+        ({"nessieUiUrl": "localhost:19120"}, "nessieUiUrl"),
+        ({"nessieUiAllowedCidr": "10.0.0.1/16"}, "nessieUiAllowedCidr"),
+        ({"emrReleaseLabel": "emr-7.11.0"}, "emr-7.12.0 or later"),
+        ({"emrReleaseLabel": "emr-latest"}, "emrReleaseLabel"),
+        ({"emrPreInitializedExecutors": "many"}, "integer"),
+        ({"emrPreInitializedExecutors": "500"}, "between"),
+        ({"destroyDataOnDelete": "maybe"}, "true or false"),
+        ({"createTablesFromUploads": "sometimes"}, "createTablesFromUploads"),
+        ({"gcDelete": "soon"}, "gcDelete"),
+        ({"stackName": "wap_ingest"}, "stackName"),
+        ({"region": "europe"}, "region"),
+        ({"emrMaxCpu": "lots"}, "emrMaxCpu"),
+        ({"emrMaxMemory": "128"}, "emrMaxMemory"),
+        ({"queueAlarmMinutes": "9"}, "queueAlarmMinutes"),  # shorter than two sweeps
+        ({"blockedStartMinutes": "0"}, "blockedStartMinutes"),
+    ],
+)
 def test_bad_context_values_are_refused_with_the_key_named(context, message):
     with pytest.raises(SettingsError, match=message):
         settings(**context)

@@ -14,8 +14,16 @@ from tests.fixtures.paths import REPO
 from tests.fixtures.synth import synthesize
 
 ASL_FILE = REPO / "statemachine" / "ingest.asl.json"
-HANDLERS = {"trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper",
-            "maintenance"}
+HANDLERS = {
+    "trigger",
+    "job_status",
+    "retry_job",
+    "publish",
+    "alert",
+    "finish",
+    "sweeper",
+    "maintenance",
+}
 
 
 def _ref_id(value: Any) -> str | None:
@@ -73,8 +81,9 @@ def _buckets(synth) -> dict[str, dict[str, Any]]:
 
 def _source_bucket_id(synth) -> str:
     """The bucket with EventBridge notifications switched on."""
-    (notification,) = [r for r in synth.resources.values()
-                        if r["Type"] == "Custom::S3BucketNotifications"]
+    (notification,) = [
+        r for r in synth.resources.values() if r["Type"] == "Custom::S3BucketNotifications"
+    ]
     props = notification["Properties"]
     assert "EventBridgeConfiguration" in props["NotificationConfiguration"]
     return _ref_id(props["BucketName"])
@@ -82,21 +91,30 @@ def _source_bucket_id(synth) -> str:
 
 # ---- storage ----------------------------------------------------------------------------
 
+
 def test_every_bucket_is_encrypted_private_and_ssl_only(synthesized):
     buckets = _buckets(synthesized)
     assert len(buckets) >= 4  # source, lake, artifacts, access logs
     policies = {
         _ref_id(p["Properties"]["Bucket"]): p["Properties"]["PolicyDocument"]["Statement"]
-        for p in synthesized.of_type("AWS::S3::BucketPolicy").values()}
+        for p in synthesized.of_type("AWS::S3::BucketPolicy").values()
+    }
     for logical_id, bucket in buckets.items():
         props = bucket["Properties"]
         (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
         assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms")
         assert props["PublicAccessBlockConfiguration"] == {
-            "BlockPublicAcls": True, "BlockPublicPolicy": True,
-            "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
-        ssl_denials = [s for s in policies.get(logical_id, []) if s["Effect"] == "Deny"
-                       and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}]
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }
+        ssl_denials = [
+            s
+            for s in policies.get(logical_id, [])
+            if s["Effect"] == "Deny"
+            and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+        ]
         assert ssl_denials, f"bucket {logical_id} accepts plain HTTP"
 
 
@@ -104,23 +122,55 @@ def test_data_buckets_log_access_and_expire_reports_and_logs(synthesized):
     buckets = _buckets(synthesized)
     logged = [b for b in buckets.values() if "LoggingConfiguration" in b["Properties"]]
     assert len(logged) == len(buckets) - 1  # all but the access-log bucket itself
-    synthesized.template.has_resource_properties("AWS::S3::Bucket", {
-        "LifecycleConfiguration": {"Rules": Match.array_with([
-            Match.object_like({"Prefix": "reports/", "Status": "Enabled",
-                               "ExpirationInDays": Match.any_value()}),
-            Match.object_like({"Prefix": "emr-logs/", "Status": "Enabled",
-                               "ExpirationInDays": Match.any_value()}),
-        ])}})
+    synthesized.template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Prefix": "reports/",
+                                "Status": "Enabled",
+                                "ExpirationInDays": Match.any_value(),
+                            }
+                        ),
+                        Match.object_like(
+                            {
+                                "Prefix": "emr-logs/",
+                                "Status": "Enabled",
+                                "ExpirationInDays": Match.any_value(),
+                            }
+                        ),
+                    ]
+                )
+            }
+        },
+    )
 
 
-def test_what_garbage_collection_deletes_in_the_lake_is_freed_after_a_recovery_window(
-        synthesized):
+def test_what_garbage_collection_deletes_in_the_lake_is_freed_after_a_recovery_window(synthesized):
     # The lake is versioned: a deleted file stays as a noncurrent version until this rule.
-    synthesized.template.has_resource_properties("AWS::S3::Bucket", {
-        "LifecycleConfiguration": {"Rules": Match.array_with([Match.object_like({
-            "Id": "free-collected-files", "Prefix": "warehouse/", "Status": "Enabled",
-            "NoncurrentVersionExpiration": {"NoncurrentDays": 30},
-            "ExpiredObjectDeleteMarker": True})])}})
+    synthesized.template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Id": "free-collected-files",
+                                "Prefix": "warehouse/",
+                                "Status": "Enabled",
+                                "NoncurrentVersionExpiration": {"NoncurrentDays": 30},
+                                "ExpiredObjectDeleteMarker": True,
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
 
 
 def test_source_bucket_is_versioned(synthesized):
@@ -130,46 +180,69 @@ def test_source_bucket_is_versioned(synthesized):
 
 # ---- pipeline -----------------------------------------------------------------------------
 
+
 def test_object_created_in_source_bucket_reaches_trigger_with_retry_and_dlq(synthesized):
     source_id = _source_bucket_id(synthesized)
     trigger_id, _ = _functions_by_handler(synthesized)["trigger"]
-    synthesized.template.has_resource_properties("AWS::Events::Rule", {
-        "EventPattern": {
-            "source": ["aws.s3"],
-            "detail-type": ["Object Created"],
-            "detail": {"bucket": {"name": [{"Ref": source_id}]}},
+    synthesized.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": {
+                "source": ["aws.s3"],
+                "detail-type": ["Object Created"],
+                "detail": {"bucket": {"name": [{"Ref": source_id}]}},
+            },
+            "Targets": [
+                Match.object_like(
+                    {
+                        "Arn": {"Fn::GetAtt": [trigger_id, "Arn"]},
+                        "DeadLetterConfig": {"Arn": {"Fn::GetAtt": [Match.any_value(), "Arn"]}},
+                        "RetryPolicy": Match.object_like(
+                            {"MaximumRetryAttempts": Match.any_value()}
+                        ),
+                    }
+                )
+            ],
         },
-        "Targets": [Match.object_like({
-            "Arn": {"Fn::GetAtt": [trigger_id, "Arn"]},
-            "DeadLetterConfig": {"Arn": {"Fn::GetAtt": [Match.any_value(), "Arn"]}},
-            "RetryPolicy": Match.object_like({"MaximumRetryAttempts": Match.any_value()}),
-        })],
-    })
+    )
 
 
 # What holds data or identity: kept when the stack is updated or deleted, but removed when a
 # first create rolls back, so `cdk deploy` can simply be run again (no "already exists").
-STATEFUL_TYPES = ("AWS::S3::Bucket", "AWS::DynamoDB::Table", "AWS::SecretsManager::Secret",
-                  "AWS::Logs::LogGroup", "AWS::KMS::Key")
+STATEFUL_TYPES = (
+    "AWS::S3::Bucket",
+    "AWS::DynamoDB::Table",
+    "AWS::SecretsManager::Secret",
+    "AWS::Logs::LogGroup",
+    "AWS::KMS::Key",
+)
 
 
 def test_stateful_resources_are_retained_except_when_a_first_create_rolls_back(synthesized):
-    stateful = {logical_id: resource for logical_id, resource in synthesized.resources.items()
-                if resource["Type"] in STATEFUL_TYPES}
+    stateful = {
+        logical_id: resource
+        for logical_id, resource in synthesized.resources.items()
+        if resource["Type"] in STATEFUL_TYPES
+    }
     assert {r["Type"] for r in stateful.values()} >= {"AWS::S3::Bucket", "AWS::DynamoDB::Table"}
-    wrong = {logical_id: (r.get("DeletionPolicy"), r.get("UpdateReplacePolicy"))
-             for logical_id, r in stateful.items()
-             if (r.get("DeletionPolicy"), r.get("UpdateReplacePolicy"))
-             != ("RetainExceptOnCreate", "Retain")}
+    wrong = {
+        logical_id: (r.get("DeletionPolicy"), r.get("UpdateReplacePolicy"))
+        for logical_id, r in stateful.items()
+        if (r.get("DeletionPolicy"), r.get("UpdateReplacePolicy"))
+        != ("RetainExceptOnCreate", "Retain")
+    }
     assert not wrong
 
 
 def test_sweeper_runs_on_a_schedule(synthesized):
     sweeper_id, _ = _functions_by_handler(synthesized)["sweeper"]
-    synthesized.template.has_resource_properties("AWS::Events::Rule", {
-        "ScheduleExpression": Match.string_like_regexp(r"rate\(\d+ minutes?\)"),
-        "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [sweeper_id, "Arn"]}})],
-    })
+    synthesized.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": Match.string_like_regexp(r"rate\(\d+ minutes?\)"),
+            "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [sweeper_id, "Arn"]}})],
+        },
+    )
 
 
 def _maintenance_grants(synth) -> tuple[str, dict[str, Any], list[tuple[set[str], str]]]:
@@ -186,26 +259,29 @@ def _maintenance_grants(synth) -> tuple[str, dict[str, Any], list[tuple[set[str]
 
 def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesized):
     maintenance_id, props, pairs = _maintenance_grants(synthesized)
-    synthesized.template.has_resource_properties("AWS::Events::Rule", {
-        "ScheduleExpression": "rate(1 day)",
-        "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [maintenance_id, "Arn"]}})],
-    })
+    synthesized.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(1 day)",
+            "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [maintenance_id, "Arn"]}})],
+        },
+    )
     assert "VpcConfig" in props  # Nessie's API is inside the VPC
     assert props["Timeout"] == 900
     # `wap --aws maintain` finds it by the stack's output.
-    synthesized.template.has_output("MaintenanceFunctionName",
-                                    {"Value": {"Ref": maintenance_id}})
+    synthesized.template.has_output("MaintenanceFunctionName", {"Value": {"Ref": maintenance_id}})
     variables = props["Environment"]["Variables"]
     assert variables["WAP_GC_DELETE"] == "false"
     assert "/warehouse/" in json.dumps(variables["WAP_WAREHOUSE_URI"])
     # s3://<lake>/warehouse/: {"Fn::Join": ["", ["s3://", {"Ref": lake}, "/warehouse/"]]}
     lake_id = _ref_id(variables["WAP_WAREHOUSE_URI"]["Fn::Join"][1][1])
-    on_lake = {(frozenset(actions), resource) for actions, resource in pairs
-               if lake_id in resource}
+    on_lake = {(frozenset(actions), resource) for actions, resource in pairs if lake_id in resource}
     assert on_lake == {
         (frozenset({"s3:ListBucket"}), json.dumps({"Fn::GetAtt": [lake_id, "Arn"]})),
-        (frozenset({"s3:GetObject"}), json.dumps(
-            {"Fn::Join": ["", [{"Fn::GetAtt": [lake_id, "Arn"]}, "/warehouse/*"]]})),
+        (
+            frozenset({"s3:GetObject"}),
+            json.dumps({"Fn::Join": ["", [{"Fn::GetAtt": [lake_id, "Arn"]}, "/warehouse/*"]]}),
+        ),
     }
     # It writes only its summary (the compaction job writes its own result) and deletes
     # nothing. Compaction: it starts and reads job runs (never cancels one), passes the
@@ -214,20 +290,28 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
     assert len(writes) == 1 and "/reports/maintenance/*" in writes[0]
     granted = {a for actions, _ in pairs for a in actions}
     assert {a for a in granted if a.startswith("emr-serverless:")} == {
-        "emr-serverless:StartJobRun", "emr-serverless:TagResource", "emr-serverless:GetJobRun"}
+        "emr-serverless:StartJobRun",
+        "emr-serverless:TagResource",
+        "emr-serverless:GetJobRun",
+    }
     assert {a for a in granted if a.startswith("states:")} == {"states:StartExecution"}
     assert "iam:PassRole" in granted
     assert not any(a.startswith("s3:Delete") for a in granted)
 
 
 def test_gc_delete_lets_the_maintenance_run_delete_under_warehouse_only(
-        synthesized_external_nessie):
+    synthesized_external_nessie,
+):
     _, props, pairs = _maintenance_grants(synthesized_external_nessie)
     assert props["Environment"]["Variables"]["WAP_GC_DELETE"] == "true"
     deletes = [resource for actions, resource in pairs if actions & {"s3:DeleteObject"}]
     assert len(deletes) == 1 and deletes[0].endswith('"/warehouse/*"]]}')
-    assert not [a for actions, _ in pairs for a in actions
-                if a.startswith("s3:Delete") and a != "s3:DeleteObject"]
+    assert not [
+        a
+        for actions, _ in pairs
+        for a in actions
+        if a.startswith("s3:Delete") and a != "s3:DeleteObject"
+    ]
 
 
 def test_ledger_table_matches_the_ledger_module_and_has_pitr(synthesized):
@@ -235,13 +319,18 @@ def test_ledger_table_matches_the_ledger_module_and_has_pitr(synthesized):
     from ingestion.ledger import TTL_ATTRIBUTE, table_schema
 
     schema = table_schema()
-    (ledger,) = [t["Properties"] for t in synthesized.of_type("AWS::DynamoDB::Table").values()
-                 if "TableName" not in t["Properties"]]
+    (ledger,) = [
+        t["Properties"]
+        for t in synthesized.of_type("AWS::DynamoDB::Table").values()
+        if "TableName" not in t["Properties"]
+    ]
     assert ledger["KeySchema"] == schema["KeySchema"]
     assert sorted(ledger["AttributeDefinitions"], key=str) == sorted(
-        schema["AttributeDefinitions"], key=str)
+        schema["AttributeDefinitions"], key=str
+    )
     assert sorted(ledger["GlobalSecondaryIndexes"], key=lambda i: i["IndexName"]) == sorted(
-        schema["GlobalSecondaryIndexes"], key=lambda i: i["IndexName"])
+        schema["GlobalSecondaryIndexes"], key=lambda i: i["IndexName"]
+    )
     assert ledger["TimeToLiveSpecification"] == {"AttributeName": TTL_ATTRIBUTE, "Enabled": True}
     assert ledger["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert ledger["SSESpecification"] == {"SSEEnabled": True}
@@ -288,8 +377,11 @@ def _runtime_jar_asset(synth) -> tuple[str, Path]:
     location = jar_uri.removeprefix("s3://")
     key = location.split("/", 1)[1]
     manifest = json.loads((synth.outdir / f"{synth.stack.artifact_id}.assets.json").read_text())
-    (entry,) = [e for e in manifest["files"].values()
-                if any(d["objectKey"] == key for d in e["destinations"].values())]
+    (entry,) = [
+        e
+        for e in manifest["files"].values()
+        if any(d["objectKey"] == key for d in e["destinations"].values())
+    ]
     assert entry["source"].get("packaging", "file") == "file"  # uploaded as is, not zipped
     return location, synth.outdir / entry["source"]["path"]
 
@@ -298,14 +390,17 @@ def test_spark_parameters_are_the_job_conf_local_runs_use(synthesized):
     from spark_jobs.conf import job_spark_conf
 
     conf = _job_spark_conf(synthesized)
-    assert conf == job_spark_conf(iceberg_jar=conf["spark.jars"],
-                                  nessie_uri_v2="http://<token>/api/v2",
-                                  warehouse_uri="s3://<token>/warehouse/")
+    assert conf == job_spark_conf(
+        iceberg_jar=conf["spark.jars"],
+        nessie_uri_v2="http://<token>/api/v2",
+        warehouse_uri="s3://<token>/warehouse/",
+    )
     assert conf["spark.sql.catalog.lake"] == "org.apache.iceberg.spark.SparkCatalog"
     assert conf["spark.sql.catalog.lake.catalog-impl"] == "org.apache.iceberg.nessie.NessieCatalog"
     assert conf["spark.sql.catalog.lake.ref"] == "main"
     assert conf["spark.sql.extensions"] == (
-        "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+    )
 
 
 def test_lake_catalog_reads_and_writes_through_hadoop_file_io(synthesized):
@@ -327,8 +422,10 @@ def test_spark_jars_is_the_iceberg_runtime_jar_the_local_runs_use(synthesized):
     _, staged = _runtime_jar_asset(synthesized)
     local = iceberg_runtime_jar()
     assert staged.name.endswith(".jar")
-    assert hashlib.sha256(staged.read_bytes()).hexdigest() == \
-        hashlib.sha256(local.read_bytes()).hexdigest()
+    assert (
+        hashlib.sha256(staged.read_bytes()).hexdigest()
+        == hashlib.sha256(local.read_bytes()).hexdigest()
+    )
     # EMR's own Iceberg build stays off the classpath: nothing names it.
     assert "/usr/share/aws/iceberg" not in json.dumps(synthesized.template.to_json())
     (application,) = synthesized.of_type("AWS::EMRServerless::Application").values()
@@ -337,9 +434,12 @@ def test_spark_jars_is_the_iceberg_runtime_jar_the_local_runs_use(synthesized):
 
 def test_job_role_may_read_the_runtime_jar_object_only(synthesized):
     location, _ = _runtime_jar_asset(synthesized)
-    (role_id,) = [logical_id for logical_id, role in synthesized.of_type("AWS::IAM::Role").items()
-                  if "emr-serverless.amazonaws.com" in json.dumps(
-                      role["Properties"]["AssumeRolePolicyDocument"])]
+    (role_id,) = [
+        logical_id
+        for logical_id, role in synthesized.of_type("AWS::IAM::Role").items()
+        if "emr-serverless.amazonaws.com"
+        in json.dumps(role["Properties"]["AssumeRolePolicyDocument"])
+    ]
     statements = _statements_of_role(synthesized, role_id)
     on_asset_bucket = [s for s in statements if "cdk-" in json.dumps(s["Resource"])]
     (statement,) = on_asset_bucket
@@ -402,29 +502,47 @@ def test_state_machine_arn_given_to_lambdas_is_the_named_machine(synthesized):
 
 # ---- compute ------------------------------------------------------------------------------
 
+
 def test_emr_serverless_application(synthesized):
-    synthesized.template.has_resource_properties("AWS::EMRServerless::Application", {
-        "ReleaseLabel": "emr-7.12.0",
-        "Type": "SPARK",
-        "AutoStartConfiguration": {"Enabled": True},
-        "AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": Match.any_value()},
-        "MaximumCapacity": {"Cpu": Match.any_value(), "Memory": Match.any_value(),
-                            "Disk": Match.any_value()},
-        "NetworkConfiguration": Match.object_like({"SubnetIds": Match.any_value()}),
-        "InitialCapacity": Match.absent(),
-    })
+    synthesized.template.has_resource_properties(
+        "AWS::EMRServerless::Application",
+        {
+            "ReleaseLabel": "emr-7.12.0",
+            "Type": "SPARK",
+            "AutoStartConfiguration": {"Enabled": True},
+            "AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": Match.any_value()},
+            "MaximumCapacity": {
+                "Cpu": Match.any_value(),
+                "Memory": Match.any_value(),
+                "Disk": Match.any_value(),
+            },
+            "NetworkConfiguration": Match.object_like({"SubnetIds": Match.any_value()}),
+            "InitialCapacity": Match.absent(),
+        },
+    )
 
 
 def test_pre_initialized_capacity_is_a_parameter(synthesized_external_nessie):
     synthesized_external_nessie.template.has_resource_properties(
-        "AWS::EMRServerless::Application", {"InitialCapacity": Match.array_with([
-            Match.object_like({"Key": "Executor", "Value": Match.object_like(
-                {"WorkerCount": 2})})])})
+        "AWS::EMRServerless::Application",
+        {
+            "InitialCapacity": Match.array_with(
+                [
+                    Match.object_like(
+                        {"Key": "Executor", "Value": Match.object_like({"WorkerCount": 2})}
+                    )
+                ]
+            )
+        },
+    )
 
 
 def test_job_code_and_table_configs_are_deployed_to_the_artifacts_bucket(synthesized):
-    deployments = [r["Properties"] for r in synthesized.resources.values()
-                   if r["Type"] == "Custom::CDKBucketDeployment"]
+    deployments = [
+        r["Properties"]
+        for r in synthesized.resources.values()
+        if r["Type"] == "Custom::CDKBucketDeployment"
+    ]
     prefixes = {d.get("DestinationBucketKeyPrefix") for d in deployments}
     assert "jobs/" in prefixes
     if list((REPO / "tables").glob("*.yaml")):
@@ -433,33 +551,62 @@ def test_job_code_and_table_configs_are_deployed_to_the_artifacts_bucket(synthes
 
 # ---- catalog ------------------------------------------------------------------------------
 
+
 def test_nessie_runs_a_pinned_image_on_dynamodb2(synthesized):
-    synthesized.template.has_resource_properties("AWS::ECS::TaskDefinition", {
-        "ContainerDefinitions": [Match.object_like({
-            "Image": Match.string_like_regexp(r"^ghcr\.io/projectnessie/nessie:0\.10\d\.\d+$"),
-            "Environment": Match.array_with([
-                {"Name": "NESSIE_VERSION_STORE_TYPE", "Value": "DYNAMODB2"},
-                {"Name": "NESSIE_VERSION_STORE_PERSIST_DYNAMODB_TABLE_PREFIX",
-                 "Value": "WapIngest-nessie"}]),
-            "PortMappings": Match.array_with([Match.object_like({"ContainerPort": 19120}),
-                                              Match.object_like({"ContainerPort": 9000})]),
-        })]})
+    synthesized.template.has_resource_properties(
+        "AWS::ECS::TaskDefinition",
+        {
+            "ContainerDefinitions": [
+                Match.object_like(
+                    {
+                        "Image": Match.string_like_regexp(
+                            r"^ghcr\.io/projectnessie/nessie:0\.10\d\.\d+$"
+                        ),
+                        "Environment": Match.array_with(
+                            [
+                                {"Name": "NESSIE_VERSION_STORE_TYPE", "Value": "DYNAMODB2"},
+                                {
+                                    "Name": "NESSIE_VERSION_STORE_PERSIST_DYNAMODB_TABLE_PREFIX",
+                                    "Value": "WapIngest-nessie",
+                                },
+                            ]
+                        ),
+                        "PortMappings": Match.array_with(
+                            [
+                                Match.object_like({"ContainerPort": 19120}),
+                                Match.object_like({"ContainerPort": 9000}),
+                            ]
+                        ),
+                    }
+                )
+            ]
+        },
+    )
     # Nessie's dynamodb2 backend: tables "<prefix>_refs" / "<prefix>_objs", hash key "k".
     for suffix in ("refs", "objs"):
-        synthesized.template.has_resource_properties("AWS::DynamoDB::Table", {
-            "TableName": f"WapIngest-nessie_{suffix}",
-            "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
-            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-        })
+        synthesized.template.has_resource_properties(
+            "AWS::DynamoDB::Table",
+            {
+                "TableName": f"WapIngest-nessie_{suffix}",
+                "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
+                "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            },
+        )
 
 
 def test_nessie_task_role_reaches_only_its_tables(synthesized):
     (task,) = synthesized.of_type("AWS::ECS::TaskDefinition").values()
     role_id = _ref_id(task["Properties"]["TaskRoleArn"])
-    nessie_tables = {logical_id for logical_id, t in synthesized.of_type(
-        "AWS::DynamoDB::Table").items() if "nessie" in str(t["Properties"].get("TableName"))}
-    dynamodb_statements = [s for s in _statements_of_role(synthesized, role_id)
-                           if any(a.startswith("dynamodb:") for a in _actions([s]))]
+    nessie_tables = {
+        logical_id
+        for logical_id, t in synthesized.of_type("AWS::DynamoDB::Table").items()
+        if "nessie" in str(t["Properties"].get("TableName"))
+    }
+    dynamodb_statements = [
+        s
+        for s in _statements_of_role(synthesized, role_id)
+        if any(a.startswith("dynamodb:") for a in _actions([s]))
+    ]
     assert dynamodb_statements
     for statement in dynamodb_statements:
         assert _referenced_ids(statement["Resource"]) <= nessie_tables
@@ -468,9 +615,12 @@ def test_nessie_task_role_reaches_only_its_tables(synthesized):
 
 def test_internal_alb_health_checks_the_management_port(synthesized):
     synthesized.template.has_resource_properties(
-        "AWS::ElasticLoadBalancingV2::LoadBalancer", {"Scheme": "internal"})
-    synthesized.template.has_resource_properties("AWS::ElasticLoadBalancingV2::TargetGroup", {
-        "Port": 19120, "HealthCheckPort": "9000", "HealthCheckPath": "/q/health/ready"})
+        "AWS::ElasticLoadBalancingV2::LoadBalancer", {"Scheme": "internal"}
+    )
+    synthesized.template.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::TargetGroup",
+        {"Port": 19120, "HealthCheckPort": "9000", "HealthCheckPath": "/q/health/ready"},
+    )
 
 
 def test_external_nessie_deploys_no_catalog(synthesized_external_nessie):
@@ -479,16 +629,19 @@ def test_external_nessie_deploys_no_catalog(synthesized_external_nessie):
     assert synth.of_type("AWS::ElasticLoadBalancingV2::LoadBalancer") == {}
     (_, trigger) = _functions_by_handler(synth)["trigger"]
     assert trigger["Environment"]["Variables"]["WAP_NESSIE_URI"] == (
-        "https://nessie.example.internal:19120/api/v1")
+        "https://nessie.example.internal:19120/api/v1"
+    )
     synth.template.has_output("NessieUiUrl", {"Value": "https://nessie.example.internal:19120"})
 
 
 # ---- permissions --------------------------------------------------------------------------
 
+
 def test_no_policy_grants_wildcard_actions_on_data_buckets(synthesized):
     bucket_ids = set(_buckets(synthesized))
-    policies = [p["Properties"]["PolicyDocument"] for p in synthesized.of_type(
-        "AWS::IAM::Policy").values()]
+    policies = [
+        p["Properties"]["PolicyDocument"] for p in synthesized.of_type("AWS::IAM::Policy").values()
+    ]
     for role in synthesized.of_type("AWS::IAM::Role").values():
         policies += [p["PolicyDocument"] for p in role["Properties"].get("Policies", [])]
     checked = 0
@@ -508,14 +661,22 @@ def test_each_lambda_only_gets_the_permissions_it_uses(synthesized):
     def actions_of(name: str) -> set[str]:
         return _actions(_statements_of_role(synthesized, _ref_id(functions[name][1]["Role"])))
 
-    assert {"emr-serverless:StartJobRun", "states:StartExecution",
-            "iam:PassRole"} <= actions_of("trigger")
+    assert {"emr-serverless:StartJobRun", "states:StartExecution", "iam:PassRole"} <= actions_of(
+        "trigger"
+    )
     assert {"emr-serverless:GetJobRun"} <= actions_of("job_status")
-    assert not {"emr-serverless:StartJobRun", "states:StartExecution", "iam:PassRole",
-                "secretsmanager:GetSecretValue"} & actions_of("job_status")
+    assert not {
+        "emr-serverless:StartJobRun",
+        "states:StartExecution",
+        "iam:PassRole",
+        "secretsmanager:GetSecretValue",
+    } & actions_of("job_status")
     assert "secretsmanager:GetSecretValue" in actions_of("alert")
-    assert not {a for a in actions_of("alert") if a.startswith(("emr-serverless:", "states:",
-                                                                "dynamodb:Put", "dynamodb:Update"))}
+    assert not {
+        a
+        for a in actions_of("alert")
+        if a.startswith(("emr-serverless:", "states:", "dynamodb:Put", "dynamodb:Update"))
+    }
     # Rejections are alerted by the trigger itself (ingestion.alerts -> Slack).
     assert "secretsmanager:GetSecretValue" in actions_of("trigger")
     assert not {a for a in actions_of("job_status") if a.startswith("dynamodb:")}
@@ -523,22 +684,38 @@ def test_each_lambda_only_gets_the_permissions_it_uses(synthesized):
 
 
 def test_the_job_role_may_be_passed_to_emr_serverless_only(synthesized):
-    passing = [s for policy in synthesized.of_type("AWS::IAM::Policy").values()
-               for s in policy["Properties"]["PolicyDocument"]["Statement"]
-               if "iam:PassRole" in _actions([s])]
-    assert passing and all(s["Condition"] == {"StringEquals": {
-        "iam:PassedToService": "emr-serverless.amazonaws.com"}} for s in passing)
+    passing = [
+        s
+        for policy in synthesized.of_type("AWS::IAM::Policy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "iam:PassRole" in _actions([s])
+    ]
+    assert passing and all(
+        s["Condition"] == {"StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}}
+        for s in passing
+    )
 
 
 def test_job_role_is_assumable_by_emr_serverless_only(synthesized):
-    synthesized.template.has_resource_properties("AWS::IAM::Role", {
-        "AssumeRolePolicyDocument": {"Statement": [Match.object_like({
-            "Principal": {"Service": "emr-serverless.amazonaws.com"},
-            "Condition": Match.object_like({"StringEquals": Match.any_value()}),
-        })]}})
+    synthesized.template.has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": {
+                "Statement": [
+                    Match.object_like(
+                        {
+                            "Principal": {"Service": "emr-serverless.amazonaws.com"},
+                            "Condition": Match.object_like({"StringEquals": Match.any_value()}),
+                        }
+                    )
+                ]
+            }
+        },
+    )
 
 
 # ---- alerts and outputs -------------------------------------------------------------------
+
 
 def test_slack_secret_is_created_empty(synthesized):
     (secret,) = synthesized.of_type("AWS::SecretsManager::Secret").values()
@@ -551,8 +728,11 @@ def test_alarms_watch_executions_dlq_and_every_lambda(synthesized):
     topics = set(synthesized.of_type("AWS::SNS::Topic"))
     for alarm in alarms:
         assert {_ref_id(action) for action in alarm["AlarmActions"]} <= topics
-    metrics = [m.get("MetricStat", {}).get("Metric", {}).get("MetricName")
-               for a in alarms for m in a.get("Metrics", [])]
+    metrics = [
+        m.get("MetricStat", {}).get("Metric", {}).get("MetricName")
+        for a in alarms
+        for m in a.get("Metrics", [])
+    ]
     metrics += [a.get("MetricName") for a in alarms]
     assert {"ExecutionsFailed", "ExecutionsTimedOut"} <= set(metrics)
     assert "ApproximateNumberOfMessagesVisible" in metrics
@@ -561,28 +741,37 @@ def test_alarms_watch_executions_dlq_and_every_lambda(synthesized):
 
 def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, tmp_path):
     def queue_alarm(template):
-        [alarm] = [a["Properties"] for a in template.of_type("AWS::CloudWatch::Alarm").values()
-                   if a["Properties"].get("MetricName") == "OldestQueuedAgeSeconds"]
+        [alarm] = [
+            a["Properties"]
+            for a in template.of_type("AWS::CloudWatch::Alarm").values()
+            if a["Properties"].get("MetricName") == "OldestQueuedAgeSeconds"
+        ]
         return alarm
 
     alarm = queue_alarm(synthesized)
     assert alarm["Namespace"] == "WAP/Ingest" and alarm["Statistic"] == "Maximum"
     assert alarm["Threshold"] == 60 * 60
     assert alarm["Period"] == 5 * 60  # one sweep: the age is measured once per sweep
-    sweeper = [f["Properties"] for f in synthesized.of_type("AWS::Lambda::Function").values()
-               if f["Properties"]["Handler"] == "lambdas.sweeper.handler.handler"]
+    sweeper = [
+        f["Properties"]
+        for f in synthesized.of_type("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "lambdas.sweeper.handler.handler"
+    ]
     variables = sweeper[0]["Environment"]["Variables"]
     assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "WAP/Ingest"
-    assert alarm["Dimensions"] == [{"Name": "service",
-                                    "Value": variables["POWERTOOLS_SERVICE_NAME"]}]
+    assert alarm["Dimensions"] == [
+        {"Name": "service", "Value": variables["POWERTOOLS_SERVICE_NAME"]}
+    ]
     configured = synthesize(tmp_path, {"queueAlarmMinutes": "45"})
     assert queue_alarm(configured)["Threshold"] == 45 * 60
 
 
 def test_uploads_create_tables_only_when_the_deploy_says_so(synthesized, tmp_path):
     def flags(synth) -> set[str]:
-        return {props["Environment"]["Variables"]["WAP_CREATE_TABLES_FROM_UPLOADS"]
-                for _, props in _functions_by_handler(synth).values()}
+        return {
+            props["Environment"]["Variables"]["WAP_CREATE_TABLES_FROM_UPLOADS"]
+            for _, props in _functions_by_handler(synth).values()
+        }
 
     assert flags(synthesized) == {"false"}  # an unknown table is refused by default
     assert flags(synthesize(tmp_path, {"createTablesFromUploads": "true"})) == {"true"}
@@ -590,8 +779,15 @@ def test_uploads_create_tables_only_when_the_deploy_says_so(synthesized, tmp_pat
 
 def test_outputs(synthesized):
     outputs = synthesized.template.to_json()["Outputs"]
-    assert {"SourceBucketName", "LakeBucketName", "ArtifactsBucketName", "NessieApiUrl",
-            "NessieUiUrl", "StateMachineArn", "LedgerTableName"} <= set(outputs)
+    assert {
+        "SourceBucketName",
+        "LakeBucketName",
+        "ArtifactsBucketName",
+        "NessieApiUrl",
+        "NessieUiUrl",
+        "StateMachineArn",
+        "LedgerTableName",
+    } <= set(outputs)
     # The wap CLI finds the ledger through this output (wap/ops/aws_backend.py).
     ledger_ref = outputs["LedgerTableName"]["Value"]["Ref"]
     assert synthesized.template.to_json()["Resources"][ledger_ref]["Type"] == "AWS::DynamoDB::Table"
@@ -626,13 +822,13 @@ def test_grants_match_what_each_function_calls(synthesized):
     assert "secretsmanager:GetSecretValue" in actions_of("finish")
     # finish cancels the job run of an ingest given up, and nothing more on EMR.
     assert {a for a in actions_of("finish") if a.startswith("emr-serverless:")} >= {
-        "emr-serverless:CancelJobRun"}
+        "emr-serverless:CancelJobRun"
+    }
     assert "emr-serverless:GetJobRun" not in actions_of("finish")
 
 
 def test_the_job_role_may_look_before_it_writes_a_report(synthesized):
-    (role_id,) = [i for i, r in synthesized.of_type("AWS::IAM::Role").items()
-                  if "JobRole" in i]
+    (role_id,) = [i for i, r in synthesized.of_type("AWS::IAM::Role").items() if "JobRole" in i]
     statements = _statements_of_role(synthesized, role_id)
     on_reports = [s for s in statements if "reports/*" in json.dumps(s.get("Resource"))]
     actions = _actions(on_reports)

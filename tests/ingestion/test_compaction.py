@@ -71,9 +71,18 @@ def ledger(monkeypatch):
 
 
 def verdict(branch: str) -> CompactionVerdict:
-    return CompactionVerdict(table=TABLE, branch=branch, passed=True, changed=True,
-                             reason=None, files_before=5, files_after=1, rows=10,
-                             head_hash=HEAD, snapshot_id=AFTER_SNAPSHOT)
+    return CompactionVerdict(
+        table=TABLE,
+        branch=branch,
+        passed=True,
+        changed=True,
+        reason=None,
+        files_before=5,
+        files_after=1,
+        rows=10,
+        head_hash=HEAD,
+        snapshot_id=AFTER_SNAPSHOT,
+    )
 
 
 def begun(ledger: Ledger, nessie: FlakyNessie) -> rules.CompactionStart:
@@ -88,21 +97,32 @@ def test_nessie_unreachable_at_the_merge_records_nothing_and_the_next_try_merges
     alerts: list = []
 
     with pytest.raises(NessieUnavailableError):
-        rules.conclude(ledger, nessie, start, verdict=verdict(start.branch), job_error=None,
-                       alert=alerts.append)
+        rules.conclude(
+            ledger,
+            nessie,
+            start,
+            verdict=verdict(start.branch),
+            job_error=None,
+            alert=alerts.append,
+        )
     assert ledger.get_ingest(start.run_id).status == "RUNNING"
     assert ledger.get_lock(TABLE).active == start.run_id and alerts == []
 
-    done = rules.conclude(ledger, nessie, start, verdict=verdict(start.branch), job_error=None,
-                          alert=alerts.append)
-    again = rules.conclude(ledger, nessie, start, verdict=verdict(start.branch),
-                           job_error=None, alert=alerts.append)
+    done = rules.conclude(
+        ledger, nessie, start, verdict=verdict(start.branch), job_error=None, alert=alerts.append
+    )
+    again = rules.conclude(
+        ledger, nessie, start, verdict=verdict(start.branch), job_error=None, alert=alerts.append
+    )
 
     assert (done.status, done.main_hash, again.main_hash) == ("PUBLISHED", MERGED, MERGED)
     assert nessie.merges == 1  # main already held the audited snapshot: not merged twice
     record = ledger.get_ingest(start.run_id)
     assert (record.status, record.audited_hash, record.published_hash) == (
-        "PUBLISHED", HEAD, MERGED)
+        "PUBLISHED",
+        HEAD,
+        MERGED,
+    )
     assert record.field_value("files_after") == 1 and alerts == []
 
 
@@ -111,8 +131,9 @@ def test_a_merge_nessie_refuses_is_publish_failed_alerted_and_keeps_the_branch(l
     start = begun(ledger, nessie)
     alerts: list = []
 
-    done = rules.conclude(ledger, nessie, start, verdict=verdict(start.branch), job_error=None,
-                          alert=alerts.append)
+    done = rules.conclude(
+        ledger, nessie, start, verdict=verdict(start.branch), job_error=None, alert=alerts.append
+    )
 
     assert done.status == "PUBLISH_FAILED" and "main changed" in done.reason
     assert ledger.get_ingest(start.run_id).status == "PUBLISH_FAILED"

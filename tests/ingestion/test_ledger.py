@@ -196,8 +196,7 @@ def test_list_ingests_filters_by_table_and_status(ledger):
         "2" * 16,
         "3" * 16,
     }
-    assert {r.ingest_id for r in ledger.list_ingests(table="s.t")} == {
-        "1" * 16, "2" * 16, "4" * 16}
+    assert {r.ingest_id for r in ledger.list_ingests(table="s.t")} == {"1" * 16, "2" * 16, "4" * 16}
     assert [lock.table for lock in ledger.list_locks()] == ["s.t"]
 
 
@@ -254,7 +253,8 @@ def test_listings_query_indexes_and_never_scan(ledger):
     calls: list[str] = []
     resource = boto3.resource("dynamodb")
     resource.meta.client.meta.events.register(
-        "before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+        "before-call.dynamodb.*", lambda model, **_: calls.append(model.name)
+    )
     indexed = Ledger("ledger", dynamodb_resource=resource)
     _pending(indexed, "s.t", "1" * 16)
     indexed.acquire_or_enqueue("s.t", "1" * 16)
@@ -282,11 +282,16 @@ def test_a_transaction_conflict_is_contention_and_is_retried(ledger, monkeypatch
     def conflicting(**kwargs):
         if conflicts["left"]:
             conflicts["left"] -= 1
-            raise ClientError({"Error": {"Code": "TransactionCanceledException",
-                                         "Message": "Transaction cancelled"},
-                               "CancellationReasons": [{"Code": "None"},
-                                                       {"Code": "TransactionConflict"}]},
-                              "TransactWriteItems")
+            raise ClientError(
+                {
+                    "Error": {
+                        "Code": "TransactionCanceledException",
+                        "Message": "Transaction cancelled",
+                    },
+                    "CancellationReasons": [{"Code": "None"}, {"Code": "TransactionConflict"}],
+                },
+                "TransactWriteItems",
+            )
         return original(**kwargs)
 
     monkeypatch.setattr(ledger._client, "transact_write_items", conflicting)
@@ -359,9 +364,14 @@ def test_many_records_are_read_and_changed_in_batches_each_under_its_condition(l
     found = ledger.get_ingests([*ids, "f" * 16])
     assert set(found) == set(ids) and found[ids[0]].status == "QUEUED"
 
-    changed = ledger.update_ingests({i: Changes({"n": n}, status="RUNNING")  # n: undeclared
-                                     for n, i in enumerate(ids)},
-                                    only_if_status={"QUEUED"}, only_if=("batch_id", "b" * 16))
+    changed = ledger.update_ingests(
+        {
+            i: Changes({"n": n}, status="RUNNING")  # n: undeclared
+            for n, i in enumerate(ids)
+        },
+        only_if_status={"QUEUED"},
+        only_if=("batch_id", "b" * 16),
+    )
     assert changed == set(ids) - {ids[7], ids[120]}
     after = ledger.get_ingests(ids)
     assert after[ids[7]].status == "PUBLISHED" and after[ids[120]].status == "QUEUED"
@@ -370,8 +380,14 @@ def test_many_records_are_read_and_changed_in_batches_each_under_its_condition(l
 
 # Multi-table runs (issue 27): two datasets naming {A, B} in opposite orders and
 # single-table ingests of A and B, arriving and finishing in random interleavings.
-RUNS = {"d1": ["t.a", "t.b"], "d2": ["t.b", "t.a"], "s1": ["t.a"], "s2": ["t.b"],
-        "s3": ["t.a"], "d3": ["t.b", "t.a"]}
+RUNS = {
+    "d1": ["t.a", "t.b"],
+    "d2": ["t.b", "t.a"],
+    "s1": ["t.a"],
+    "s2": ["t.b"],
+    "s3": ["t.a"],
+    "d3": ["t.b", "t.a"],
+}
 
 
 def _acquire_as_listed(ledger, tables, holder):
@@ -446,16 +462,18 @@ def test_a_status_change_the_lifecycle_does_not_allow_is_refused(ledger):
     with pytest.raises(TransitionError, match="from PUBLISHED to QUEUED"):
         ledger.update_ingest("a" * 16, {"status": "QUEUED"}, only_if_status={"PUBLISHED"})
     with pytest.raises(TransitionError, match="from PUBLISHED to REJECTED"):
-        ledger.update_ingests({"a" * 16: {"status": "REJECTED"}},
-                              only_if_status={"PUBLISHED", "RUNNING"})
+        ledger.update_ingests(
+            {"a" * 16: {"status": "REJECTED"}}, only_if_status={"PUBLISHED", "RUNNING"}
+        )
     with pytest.raises(TransitionError, match="'PUBLISHD' is not a status"):
         ledger.update_ingest("a" * 16, {"status": "PUBLISHD"})
     record = ledger.get_ingest("a" * 16)
     assert record.status == "PUBLISHED" and record.error is None
 
     ledger.create_ingest("b" * 16, {"table": "s.t", "status": "RECEIVED"})
-    assert not ledger.update_ingest("b" * 16, {"status": "PUBLISHED"},
-                                    only_if_status={"RUNNING"})  # someone else's: no error
+    assert not ledger.update_ingest(
+        "b" * 16, {"status": "PUBLISHED"}, only_if_status={"RUNNING"}
+    )  # someone else's: no error
     assert ledger.get_ingest("b" * 16).status == "RECEIVED"
 
 
@@ -463,7 +481,8 @@ def test_every_status_change_the_lifecycle_lists_is_accepted_and_no_other(ledger
     from contracts.lifecycle import TRANSITIONS, Status, TransitionError
 
     for number, (source, target) in enumerate(
-            (source, target) for source in Status for target in Status):
+        (source, target) for source in Status for target in Status
+    ):
         iid = f"{number:016x}"
         ledger.create_ingest(iid, {"table": "s.t", "status": source.value})
         if target in TRANSITIONS[source] or target == source:  # (keeping it is no change)

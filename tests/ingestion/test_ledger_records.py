@@ -21,19 +21,40 @@ from ingestion.ledger import (
 )
 
 INGEST_ITEM = {
-    "pk": "ingest#" + "a" * 16, "kind": "ingest", "ingest_id": "a" * 16, "table": "s.t",
-    "status": "PUBLISHED", "created_at": "2026-01-01T00:00:00Z", "bucket": "b",
-    "key": "s/t/x.parquet", "source_uri": "s3://b/s/t/x.parquet", "object_version": "v1",
-    "staged_uri": "s3://a/staging/x.parquet", "size": Decimal("12"), "attempts": Decimal("2"),
-    "job_tries": Decimal("1"), "rows_written": Decimal("1000"), "branch": "wap_s_t_x",
-    "snapshot_id": "123", "expires_at": Decimal("1900000000"), "solo": True,
-    "branch_attempt_2": "wap_s_t_y", "job_started_at_a2_t1": "2026-01-01T00:01:00Z",
+    "pk": "ingest#" + "a" * 16,
+    "kind": "ingest",
+    "ingest_id": "a" * 16,
+    "table": "s.t",
+    "status": "PUBLISHED",
+    "created_at": "2026-01-01T00:00:00Z",
+    "bucket": "b",
+    "key": "s/t/x.parquet",
+    "source_uri": "s3://b/s/t/x.parquet",
+    "object_version": "v1",
+    "staged_uri": "s3://a/staging/x.parquet",
+    "size": Decimal("12"),
+    "attempts": Decimal("2"),
+    "job_tries": Decimal("1"),
+    "rows_written": Decimal("1000"),
+    "branch": "wap_s_t_x",
+    "snapshot_id": "123",
+    "expires_at": Decimal("1900000000"),
+    "solo": True,
+    "branch_attempt_2": "wap_s_t_y",
+    "job_started_at_a2_t1": "2026-01-01T00:01:00Z",
 }
 BATCH_ITEM = {
-    "pk": "ingest#" + "b" * 16, "kind": "batch", "ingest_id": "b" * 16, "table": "s.t",
-    "status": "RUNNING", "members": ["1" * 16, "2" * 16],
-    "sources": ["s3://a/staging/1", "s3://a/staging/2"], "files": Decimal("2"),
-    "all_or_nothing": True, "size": Decimal("30"), "attempts": Decimal("0"),
+    "pk": "ingest#" + "b" * 16,
+    "kind": "batch",
+    "ingest_id": "b" * 16,
+    "table": "s.t",
+    "status": "RUNNING",
+    "members": ["1" * 16, "2" * 16],
+    "sources": ["s3://a/staging/1", "s3://a/staging/2"],
+    "files": Decimal("2"),
+    "all_or_nothing": True,
+    "size": Decimal("30"),
+    "attempts": Decimal("0"),
 }
 
 
@@ -67,13 +88,16 @@ def test_an_unknown_attribute_survives_a_round_trip():
     record = record_from_item(item)
     assert record.extra["written_by_v9"] == {"nested": [1.5, "x"]}
     assert record_to_item(record)["written_by_v9"] == {"nested": [Decimal("1.5"), "x"]}
-    assert record_to_item(replace(record, status=c.DISCARDED))["written_by_v9"] == \
-        item["written_by_v9"]
+    assert (
+        record_to_item(replace(record, status=c.DISCARDED))["written_by_v9"]
+        == item["written_by_v9"]
+    )
 
 
 def test_numbers_come_back_as_int_or_float_and_go_back_as_decimal():
-    record = record_from_item({**INGEST_ITEM, "rows_written": Decimal("7"),
-                               "ratio": Decimal("0.25")})
+    record = record_from_item(
+        {**INGEST_ITEM, "rows_written": Decimal("7"), "ratio": Decimal("0.25")}
+    )
     assert record.rows_written == 7 and isinstance(record.rows_written, int)
     assert record.extra["ratio"] == 0.25 and isinstance(record.extra["ratio"], float)
     item = record_to_item(record)
@@ -82,11 +106,13 @@ def test_numbers_come_back_as_int_or_float_and_go_back_as_decimal():
 
 
 def test_none_is_not_stored_and_an_item_without_kind_is_an_ingest():
-    record = record_from_item({"pk": "ingest#" + "c" * 16, "ingest_id": "c" * 16,
-                               "error": None})
+    record = record_from_item({"pk": "ingest#" + "c" * 16, "ingest_id": "c" * 16, "error": None})
     assert isinstance(record, IngestRecord) and record.error is None
-    assert record_to_item(record) == {"pk": "ingest#" + "c" * 16, "kind": "ingest",
-                                      "ingest_id": "c" * 16}
+    assert record_to_item(record) == {
+        "pk": "ingest#" + "c" * 16,
+        "kind": "ingest",
+        "ingest_id": "c" * 16,
+    }
     with pytest.raises(ValueError, match="kind 'table'"):
         record_from_item({"pk": "table#s.t", "kind": "table", "table": "s.t"})
 
@@ -109,17 +135,33 @@ def test_the_status_type_names_every_status_of_the_constants():
 
 
 def test_a_lock_item_round_trips_with_its_unknown_attributes():
-    item = {"pk": "table#s.t", "kind": "table", "table": "s.t", "active": "1" * 16,
-            "active_since": "2026-01-01T00:00:00Z", "lease_expires_at": "2026-01-01T04:00:00Z",
-            "queue": ["2" * 16], "batch": ["1" * 16, "3" * 16], "handed_over_from": "0" * 16,
-            "version": Decimal("4"), "created_at": "2025-12-31T00:00:00Z",
-            "updated_at": "2026-01-01T00:00:00Z", "from_the_future": Decimal("3")}
+    item = {
+        "pk": "table#s.t",
+        "kind": "table",
+        "table": "s.t",
+        "active": "1" * 16,
+        "active_since": "2026-01-01T00:00:00Z",
+        "lease_expires_at": "2026-01-01T04:00:00Z",
+        "queue": ["2" * 16],
+        "batch": ["1" * 16, "3" * 16],
+        "handed_over_from": "0" * 16,
+        "version": Decimal("4"),
+        "created_at": "2025-12-31T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+        "from_the_future": Decimal("3"),
+    }
     lock = lock_from_item("s.t", item)
-    assert lock == TableLock(table="s.t", active="1" * 16, active_since=item["active_since"],
-                             queue=["2" * 16], batch=["1" * 16, "3" * 16],
-                             handed_over_from="0" * 16,
-                             lease_expires_at=item["lease_expires_at"],
-                             created_at=item["created_at"], version=4,
-                             extra={"from_the_future": 3})
+    assert lock == TableLock(
+        table="s.t",
+        active="1" * 16,
+        active_since=item["active_since"],
+        queue=["2" * 16],
+        batch=["1" * 16, "3" * 16],
+        handed_over_from="0" * 16,
+        lease_expires_at=item["lease_expires_at"],
+        created_at=item["created_at"],
+        version=4,
+        extra={"from_the_future": 3},
+    )
     assert lock_to_item(lock, "2026-01-01T00:00:00Z") == item
     assert lock_from_item("s.t", None) == TableLock(table="s.t")

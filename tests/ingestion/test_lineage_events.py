@@ -14,48 +14,96 @@ from ingestion.lineage import LineageInput, Outcome, outcome_event, run_id
 from tests.fixtures.openlineage_models import parse_run_event
 
 AT = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
-REPORT = AuditReport.from_dict({
-    "report_version": 1, "ingest_id": "b" * 16, "table": "sales.orders", "branch": "wap_b",
-    "outcome": "failed", "rows_written": 5, "snapshot_id": 77,
-    "table_schema": [{"name": "order_id", "type": "long"}, {"name": "amount", "type": "double"}],
-    "source_uris": ["s3://art/staging/1", "s3://art/staging/2"],
-    "sources": [{"uri": "s3://art/staging/1", "status": "passed", "rows": 2},
-                {"uri": "s3://art/staging/2", "status": "failed", "rows": 3,
-                 "failed_checks": ["amount_positive"]}],
-    "checks": [
-        {"name": "amount_positive", "kind": "range", "severity": "error", "status": "failed",
-         "columns": ["amount"], "violations": 2},
-        {"name": "amount_present", "kind": "not_null", "severity": "warn", "status": "failed",
-         "columns": ["amount"], "violations": 1},
-        {"name": "rows", "kind": "row_count", "severity": "error", "status": "passed"},
-    ],
-})
+REPORT = AuditReport.from_dict(
+    {
+        "report_version": 1,
+        "ingest_id": "b" * 16,
+        "table": "sales.orders",
+        "branch": "wap_b",
+        "outcome": "failed",
+        "rows_written": 5,
+        "snapshot_id": 77,
+        "table_schema": [
+            {"name": "order_id", "type": "long"},
+            {"name": "amount", "type": "double"},
+        ],
+        "source_uris": ["s3://art/staging/1", "s3://art/staging/2"],
+        "sources": [
+            {"uri": "s3://art/staging/1", "status": "passed", "rows": 2},
+            {
+                "uri": "s3://art/staging/2",
+                "status": "failed",
+                "rows": 3,
+                "failed_checks": ["amount_positive"],
+            },
+        ],
+        "checks": [
+            {
+                "name": "amount_positive",
+                "kind": "range",
+                "severity": "error",
+                "status": "failed",
+                "columns": ["amount"],
+                "violations": 2,
+            },
+            {
+                "name": "amount_present",
+                "kind": "not_null",
+                "severity": "warn",
+                "status": "failed",
+                "columns": ["amount"],
+                "violations": 1,
+            },
+            {"name": "rows", "kind": "row_count", "severity": "error", "status": "passed"},
+        ],
+    }
+)
 
 
 def test_a_batch_says_which_input_failed_which_check():
-    event = json.loads(Serde.to_json(outcome_event(
-        namespace="WapIngest", ingest_id="b" * 16, table="sales.orders",
-        inputs=[LineageInput("s3://src/sales/orders/a.parquet?versionId=v1"),
-                LineageInput("s3://src/sales/orders/b.parquet?versionId=v2")],
-        outcome=Outcome(status="AUDIT_FAILED", reason="amount_positive failed",
-                        reference="wap_b", review_branch="wap_b"),
-        report=REPORT, at=AT)))
+    event = json.loads(
+        Serde.to_json(
+            outcome_event(
+                namespace="WapIngest",
+                ingest_id="b" * 16,
+                table="sales.orders",
+                inputs=[
+                    LineageInput("s3://src/sales/orders/a.parquet?versionId=v1"),
+                    LineageInput("s3://src/sales/orders/b.parquet?versionId=v2"),
+                ],
+                outcome=Outcome(
+                    status="AUDIT_FAILED",
+                    reason="amount_positive failed",
+                    reference="wap_b",
+                    review_branch="wap_b",
+                ),
+                report=REPORT,
+                at=AT,
+            )
+        )
+    )
 
     parse_run_event(event)
     assert event["eventType"] == "FAIL" and event["run"]["runId"] == run_id("b" * 16)
     first, second = event["inputs"]
     assert [(s["name"], s["facets"]["version"]["datasetVersion"]) for s in (first, second)] == [
-        ("sales/orders/a.parquet", "v1"), ("sales/orders/b.parquet", "v2")]
+        ("sales/orders/a.parquet", "v1"),
+        ("sales/orders/b.parquet", "v2"),
+    ]
 
     def results(source):
-        return {(a["name"], a["success"]) for a in
-                source["inputFacets"]["dataQualityAssertions"]["assertions"]}
+        return {
+            (a["name"], a["success"])
+            for a in source["inputFacets"]["dataQualityAssertions"]["assertions"]
+        }
 
     # The blocking check failed on the second file's rows only; a warning is the run's.
-    assert results(first) == {("amount_positive", True), ("amount_present", False),
-                              ("rows", True)}
-    assert results(second) == {("amount_positive", False), ("amount_present", False),
-                               ("rows", True)}
+    assert results(first) == {("amount_positive", True), ("amount_present", False), ("rows", True)}
+    assert results(second) == {
+        ("amount_positive", False),
+        ("amount_present", False),
+        ("rows", True),
+    }
     assert [s["inputFacets"]["dataQualityMetrics"]["rowCount"] for s in (first, second)] == [2, 3]
     # Null counts are the run's: on the table, not split across the files.
     assert first["inputFacets"]["dataQualityMetrics"]["columnMetrics"] == {}
@@ -64,41 +112,84 @@ def test_a_batch_says_which_input_failed_which_check():
     assert table["facets"]["dataQualityMetrics"]["rowCount"] == 5
     assert table["outputFacets"]["outputStatistics"]["rowCount"] == 5
     assert table["facets"]["wap_nessie"] == {
-        **table["facets"]["wap_nessie"], "reference": "wap_b", "snapshotId": "77"}
+        **table["facets"]["wap_nessie"],
+        "reference": "wap_b",
+        "snapshotId": "77",
+    }
     assert [(f["name"], f["type"]) for f in table["facets"]["schema"]["fields"]] == [
-        ("order_id", "long"), ("amount", "double")]
+        ("order_id", "long"),
+        ("amount", "double"),
+    ]
 
 
 def test_a_report_without_the_tables_columns_sends_no_schema():
-    event = json.loads(Serde.to_json(outcome_event(
-        namespace="WapIngest", ingest_id="c" * 16, table="sales.orders",
-        inputs=[LineageInput("s3://src/sales/orders/a.parquet")],
-        outcome=Outcome(status="PUBLISHED", reference="main"),
-        report=AuditReport.from_dict({**REPORT.to_dict(), "table_schema": []}), at=AT)))
+    event = json.loads(
+        Serde.to_json(
+            outcome_event(
+                namespace="WapIngest",
+                ingest_id="c" * 16,
+                table="sales.orders",
+                inputs=[LineageInput("s3://src/sales/orders/a.parquet")],
+                outcome=Outcome(status="PUBLISHED", reference="main"),
+                report=AuditReport.from_dict({**REPORT.to_dict(), "table_schema": []}),
+                at=AT,
+            )
+        )
+    )
     parse_run_event(event)
     [table] = event["outputs"]
     assert "schema" not in table["facets"] and event["eventType"] == "COMPLETE"
 
 
 def test_a_multi_table_dataset_outputs_every_table_at_the_one_merged_commit():
-    report = AuditReport.from_dict({
-        **REPORT.to_dict(), "table": "shop.order_items", "outcome": "passed",
-        "branch_hash": "ab" * 32, "rows_written": 7,
-        "tables": [{"table": "shop.order_items", "snapshot_id": 11, "rows_written": 4,
-                    "source_uris": ["s3://art/staging/1"]},
-                   {"table": "shop.orders", "snapshot_id": 12, "rows_written": 3,
-                    "source_uris": ["s3://art/staging/2"]}]})
-    event = json.loads(Serde.to_json(outcome_event(
-        namespace="WapIngest", ingest_id="d" * 16, table="shop.order_items",
-        inputs=[LineageInput("s3://src/_datasets/shop/d1/i.parquet"),
-                LineageInput("s3://src/_datasets/shop/d1/o.parquet")],
-        outcome=Outcome(status="PUBLISHED", reference="main", hash="cd" * 32),
-        report=report, at=AT)))
+    report = AuditReport.from_dict(
+        {
+            **REPORT.to_dict(),
+            "table": "shop.order_items",
+            "outcome": "passed",
+            "branch_hash": "ab" * 32,
+            "rows_written": 7,
+            "tables": [
+                {
+                    "table": "shop.order_items",
+                    "snapshot_id": 11,
+                    "rows_written": 4,
+                    "source_uris": ["s3://art/staging/1"],
+                },
+                {
+                    "table": "shop.orders",
+                    "snapshot_id": 12,
+                    "rows_written": 3,
+                    "source_uris": ["s3://art/staging/2"],
+                },
+            ],
+        }
+    )
+    event = json.loads(
+        Serde.to_json(
+            outcome_event(
+                namespace="WapIngest",
+                ingest_id="d" * 16,
+                table="shop.order_items",
+                inputs=[
+                    LineageInput("s3://src/_datasets/shop/d1/i.parquet"),
+                    LineageInput("s3://src/_datasets/shop/d1/o.parquet"),
+                ],
+                outcome=Outcome(status="PUBLISHED", reference="main", hash="cd" * 32),
+                report=report,
+                at=AT,
+            )
+        )
+    )
 
     parse_run_event(event)
     outputs = {o["name"]: o for o in event["outputs"]}
     assert sorted(outputs) == ["shop.order_items", "shop.orders"]
-    assert {name: (o["facets"]["wap_nessie"]["hash"], o["facets"]["version"]["datasetVersion"],
-                   o["outputFacets"]["outputStatistics"]["rowCount"])
-            for name, o in outputs.items()} == {
-        "shop.order_items": ("cd" * 32, "11", 4), "shop.orders": ("cd" * 32, "12", 3)}
+    assert {
+        name: (
+            o["facets"]["wap_nessie"]["hash"],
+            o["facets"]["version"]["datasetVersion"],
+            o["outputFacets"]["outputStatistics"]["rowCount"],
+        )
+        for name, o in outputs.items()
+    } == {"shop.order_items": ("cd" * 32, "11", 4), "shop.orders": ("cd" * 32, "12", 3)}

@@ -20,24 +20,41 @@ REGION = "eu-west-1"
 
 
 def settings(**lineage) -> Settings:
-    return Settings(ledger_table="l", nessie_uri="http://n/api/v1", emr_application_id="a",
-                    emr_execution_role_arn="r", job_entrypoint="e", reports_prefix="s3://b/r/",
-                    logs_prefix="s3://b/l/", state_machine_arn="m", artifacts_bucket="b",
-                    **lineage)
+    return Settings(
+        ledger_table="l",
+        nessie_uri="http://n/api/v1",
+        emr_application_id="a",
+        emr_execution_role_arn="r",
+        job_entrypoint="e",
+        reports_prefix="s3://b/r/",
+        logs_prefix="s3://b/l/",
+        state_machine_arn="m",
+        artifacts_bucket="b",
+        **lineage,
+    )
 
 
 def event():
-    return start_event(namespace="WapIngest", ingest_id="0123456789abcdef", table="sales.orders",
-                       inputs=[LineageInput("s3://src/sales/orders/a.parquet?versionId=v1")],
-                       branch="wap_sales_orders_x", attempt=1, at=datetime.now(UTC))
+    return start_event(
+        namespace="WapIngest",
+        ingest_id="0123456789abcdef",
+        table="sales.orders",
+        inputs=[LineageInput("s3://src/sales/orders/a.parquet?versionId=v1")],
+        branch="wap_sales_orders_x",
+        attempt=1,
+        at=datetime.now(UTC),
+    )
 
 
 @pytest.fixture
 def secrets(monkeypatch):
     from moto import mock_aws
 
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                        "AWS_DEFAULT_REGION": REGION}.items():
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
         monkeypatch.setenv(name, value)
     with mock_aws():
         aws.reset()
@@ -66,23 +83,28 @@ def counted(monkeypatch):
 def test_the_key_in_its_secret_authorizes_the_event(secrets, keyed_receiver, counted):
     arn = secrets.create_secret(Name="marquez", SecretString=json.dumps({"apiKey": API_KEY}))["ARN"]
 
-    sent = transport.emit_quietly(settings(lineage_url=keyed_receiver.url,
-                                           lineage_api_key_secret_arn=arn), [event()])
+    sent = transport.emit_quietly(
+        settings(lineage_url=keyed_receiver.url, lineage_api_key_secret_arn=arn), [event()]
+    )
 
     assert sent == 1 and len(keyed_receiver.events) == 1 and keyed_receiver.refused == []
     assert counted.getvalue() == ""
 
 
 def test_a_refused_key_is_tried_a_bounded_number_of_times_and_never_logged(
-        secrets, keyed_receiver, counted, caplog, capsys):
+    secrets, keyed_receiver, counted, caplog, capsys
+):
     arn = secrets.create_secret(Name="marquez", SecretString="wrong-" + API_KEY)["ARN"]
     waits: list[float] = []
     policy = transport.RetryPolicy(tries=4, base_delay_seconds=0.1)
 
     with caplog.at_level(logging.DEBUG):
-        sent = transport.emit_quietly(settings(lineage_url=keyed_receiver.url,
-                                               lineage_api_key_secret_arn=arn),
-                                      [event(), event()], policy=policy, sleep=waits.append)
+        sent = transport.emit_quietly(
+            settings(lineage_url=keyed_receiver.url, lineage_api_key_secret_arn=arn),
+            [event(), event()],
+            policy=policy,
+            sleep=waits.append,
+        )
 
     assert sent == 0
     assert [status for status, _ in keyed_receiver.refused] == [401] * 8
@@ -91,15 +113,16 @@ def test_a_refused_key_is_tried_a_bounded_number_of_times_and_never_logged(
     assert [r.problem for r in given_up] == ["HTTP 401 after 4 tries"] * 2
     logged = caplog.text + capsys.readouterr().out + counted.getvalue()
     assert API_KEY not in logged
-    assert [json.loads(line)["LineageEventsNotSent"] for line in
-            counted.getvalue().splitlines()] == [1, 1]
+    assert [
+        json.loads(line)["LineageEventsNotSent"] for line in counted.getvalue().splitlines()
+    ] == [1, 1]
 
 
-def test_an_unreadable_secret_sends_nothing_and_says_so_without_its_value(secrets, counted,
-                                                                          caplog):
+def test_an_unreadable_secret_sends_nothing_and_says_so_without_its_value(secrets, counted, caplog):
     missing = f"arn:aws:secretsmanager:{REGION}:123456789012:secret:gone-AbCdEf"
-    sent = transport.emit_quietly(settings(lineage_url="http://127.0.0.1:9",
-                                           lineage_api_key_secret_arn=missing), [event()])
+    sent = transport.emit_quietly(
+        settings(lineage_url="http://127.0.0.1:9", lineage_api_key_secret_arn=missing), [event()]
+    )
     assert sent == 0
     [record] = [r for r in caplog.records if r.getMessage() == "OpenLineage event not sent"]
     assert record.problem == "transport not available: LineageKeyError"

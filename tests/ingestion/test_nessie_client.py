@@ -42,8 +42,12 @@ def _write_table(api: httpx.Client, branch: str, table: str, snapshot: int) -> s
     ns, name = table.split(".")
     existing = api.get(f"/trees/{branch}/contents/{table}")
     content_id = existing.json()["content"]["id"] if existing.status_code == 200 else None
-    ops = [put_op([ns, name], iceberg_table(f"file:///wh/{name}/{snapshot}.json",
-                                            content_id, snapshot_id=snapshot))]
+    ops = [
+        put_op(
+            [ns, name],
+            iceberg_table(f"file:///wh/{name}/{snapshot}.json", content_id, snapshot_id=snapshot),
+        )
+    ]
     if api.get(f"/trees/{branch}/contents/{ns}").status_code == 404:
         ops.insert(0, put_op([ns], namespace_content([ns])))
     resp = commit(api, branch, head(api, branch), *ops)
@@ -133,11 +137,19 @@ def test_a_merge_that_conflicts_on_main_is_a_conflict(client, api):
     # Both sides change the table after `second` forked: main moves on, then `second` merges.
     ns, name = table.split(".")
     content_id = _content_id(api, "main", table)
-    resp = commit(api, "main", head(api, "main"), put_op(
-        [ns, name], iceberg_table("file:///wh/main.json", content_id, snapshot_id=32)))
+    resp = commit(
+        api,
+        "main",
+        head(api, "main"),
+        put_op([ns, name], iceberg_table("file:///wh/main.json", content_id, snapshot_id=32)),
+    )
     assert resp.status_code == 200, resp.text
-    resp = commit(api, second, head(api, second), put_op(
-        [ns, name], iceberg_table("file:///wh/b.json", content_id, snapshot_id=33)))
+    resp = commit(
+        api,
+        second,
+        head(api, second),
+        put_op([ns, name], iceberg_table("file:///wh/b.json", content_id, snapshot_id=33)),
+    )
     assert resp.status_code == 200, resp.text
     with pytest.raises(MergeConflictError):
         client.merge_into_main(second, head(api, second), META)
@@ -150,11 +162,16 @@ def test_publish_refuses_a_commit_that_is_not_the_audited_snapshot(client, api):
     audited = _write_table(api, branch, table, 41)
     before = client.main_hash()
     with pytest.raises(AuditedCommitMismatchError):
-        merge_audited_commit(client, table=table, branch=branch, audited_hash=audited,
-                             snapshot_id=40, meta=META)
+        merge_audited_commit(
+            client, table=table, branch=branch, audited_hash=audited, snapshot_id=40, meta=META
+        )
     assert client.main_hash() == before
-    assert merge_audited_commit(client, table=table, branch=branch, audited_hash=audited,
-                                snapshot_id=41, meta=META) == client.main_hash()
+    assert (
+        merge_audited_commit(
+            client, table=table, branch=branch, audited_hash=audited, snapshot_id=41, meta=META
+        )
+        == client.main_hash()
+    )
 
 
 def test_delete_only_at_the_expected_head(client, api):

@@ -44,8 +44,12 @@ def test_settings_defaults_and_derived_uris():
     )
     assert settings.table_config_uri("s.t") is None
     assert settings.create_tables_from_uploads is False
-    assert load_settings({**BASE_ENV, "WAP_CREATE_TABLES_FROM_UPLOADS": "true"}
-                         ).create_tables_from_uploads is True
+    assert (
+        load_settings(
+            {**BASE_ENV, "WAP_CREATE_TABLES_FROM_UPLOADS": "true"}
+        ).create_tables_from_uploads
+        is True
+    )
 
 
 @pytest.mark.parametrize(
@@ -117,8 +121,11 @@ def test_report_outcomes_map_to_statuses(s3):
 
 
 def test_a_report_that_breaks_the_contract_fails_the_ingest_naming_the_field(s3):
-    for name, report in {"v2": _report(report_version=2), "odd": _report(outcome="maybe"),
-                         "rows": _report(rows_written="5")}.items():
+    for name, report in {
+        "v2": _report(report_version=2),
+        "odd": _report(outcome="maybe"),
+        "rows": _report(rows_written="5"),
+    }.items():
         s3.put_object(Bucket="reports", Key=f"{name}.json", Body=json.dumps(report))
         result = outcome_from_report(f"s3://reports/{name}.json", None)
         field = {"v2": "'report_version'", "odd": "'outcome'", "rows": "'rows_written'"}[name]
@@ -149,14 +156,21 @@ def test_reason_from_a_lambda_error_is_the_exception_message():
 
 
 def _state(**fields) -> ExecutionState:
-    run = {"attempt": 1, "branch": "wap_b", "job_run_id": "j", "report_uri": "s3://r/x.json",
-           "started_at": "2026-11-22T10:15:00Z"}
+    run = {
+        "attempt": 1,
+        "branch": "wap_b",
+        "job_run_id": "j",
+        "report_uri": "s3://r/x.json",
+        "started_at": "2026-11-22T10:15:00Z",
+    }
     return ExecutionState.from_dict({"ingest_id": "i", "table": "s.t", "run": run, **fields})
 
 
 def test_final_status_of_caught_and_odd_states():
     assert final_status(_state(outcome={"status": "PUBLISHED", "reason": "x"})) == (
-        "PUBLISHED", None)
+        "PUBLISHED",
+        None,
+    )
     status, reason = final_status(
         _state(outcome={"status": "JOB_FAILED"}, error={"Error": "Boom", "Cause": "bad"})
     )

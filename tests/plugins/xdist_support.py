@@ -76,8 +76,9 @@ def _judge_on_controller(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if problem is None:
         if reporter:
-            reporter.write_line(f"\nleast privilege: every grant was used "
-                                f"({len(used)} grants over all workers)")
+            reporter.write_line(
+                f"\nleast privilege: every grant was used ({len(used)} grants over all workers)"
+            )
         return
     if reporter:
         reporter.write_sep("=", "least privilege (all workers)", red=True)

@@ -24,9 +24,12 @@ class NessieV2:
 
     def _call(self, method: str, path: str, body=None) -> dict:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json",
-                                                  "Accept": "application/json"})
+        request = urllib.request.Request(
+            self.base + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             text = response.read()
         return json.loads(text) if text else {}
@@ -41,13 +44,19 @@ class NessieV2:
 
     def merge(self, branch: str, into: str = "main") -> dict:
         target, source = self.ref(into), self.ref(branch)
-        return self._call("POST", f"/trees/{into}@{target['hash']}/history/merge",
-                          {"fromRefName": branch, "fromHash": source["hash"]})
+        return self._call(
+            "POST",
+            f"/trees/{into}@{target['hash']}/history/merge",
+            {"fromRefName": branch, "fromHash": source["hash"]},
+        )
 
     def table_keys(self, ref: str) -> set[str]:
         entries = self._call("GET", f"/trees/{urllib.parse.quote(ref, safe='')}/entries")
-        return {".".join(entry["name"]["elements"]) for entry in entries.get("entries", [])
-                if entry.get("type") == "ICEBERG_TABLE"}
+        return {
+            ".".join(entry["name"]["elements"])
+            for entry in entries.get("entries", [])
+            if entry.get("type") == "ICEBERG_TABLE"
+        }
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +68,13 @@ def nessie_api(nessie) -> NessieV2:
 def ingest(lake, nessie_api, tmp_path):
     """Factory: a fresh branch + ingest id for `table`, returning JobArgs."""
 
-    def make(table: str, sources: list[str], config: str | None = None,
-             branch: str | None = None, ingest_id: str | None = None) -> JobArgs:
+    def make(
+        table: str,
+        sources: list[str],
+        config: str | None = None,
+        branch: str | None = None,
+        ingest_id: str | None = None,
+    ) -> JobArgs:
         ingest_id = ingest_id or uuid.uuid4().hex[:16]
         if branch is None:
             branch = f"wap_{table.replace('.', '_')}_t{next(_counter)}_{ingest_id[:8]}"
@@ -70,8 +84,13 @@ def ingest(lake, nessie_api, tmp_path):
             config_path = tmp_path / f"{table}.{ingest_id}.yaml"
             config_path.write_text(config)
             config_uri = config_path.as_uri()
-        return JobArgs(sources=sources, table=table, branch=branch, ingest_id=ingest_id,
-                       report_uri=(tmp_path / f"report-{ingest_id}.json").as_uri(),
-                       table_config_uri=config_uri)
+        return JobArgs(
+            sources=sources,
+            table=table,
+            branch=branch,
+            ingest_id=ingest_id,
+            report_uri=(tmp_path / f"report-{ingest_id}.json").as_uri(),
+            table_config_uri=config_uri,
+        )
 
     return make

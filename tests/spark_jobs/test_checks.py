@@ -15,15 +15,17 @@ from spark_jobs.audit import run_audit
 from spark_jobs.checks import compile_checks
 from spark_jobs.metrics import ColumnStats, SnapshotStats
 
-SCHEMA = T.StructType([
-    T.StructField("id", T.LongType(), False),
-    T.StructField("amount", T.DoubleType(), True),
-    T.StructField("email", T.StringType(), True),
-    T.StructField("day", T.DateType(), True),
-    T.StructField("ts", T.TimestampType(), True),
-    T.StructField("price", T.DecimalType(15, 2), True),
-    T.StructField("paid", T.BooleanType(), True),
-])
+SCHEMA = T.StructType(
+    [
+        T.StructField("id", T.LongType(), False),
+        T.StructField("amount", T.DoubleType(), True),
+        T.StructField("email", T.StringType(), True),
+        T.StructField("day", T.DateType(), True),
+        T.StructField("ts", T.TimestampType(), True),
+        T.StructField("price", T.DecimalType(15, 2), True),
+        T.StructField("paid", T.BooleanType(), True),
+    ]
+)
 NOW = dt.datetime(2026, 11, 22, 12, 0, 0)
 
 
@@ -32,25 +34,34 @@ def _compile(spark, checks_yaml: str, schema: T.StructType = SCHEMA):
     return compile_checks(spark, config, schema)
 
 
-@pytest.mark.parametrize(("check", "message"), [
-    ("  - {kind: not_null, column: nope}", "column 'nope' is not in the table"),
-    ("  - {kind: regex, column: email, pattern: '(unclosed'}", "bad regex '(unclosed'"),
-    ("  - {kind: regex, column: email, pattern: '(?P<name>x)'}", "bad regex"),
-    ("  - {kind: regex, column: amount, pattern: 'x'}", "has type double, which regex cannot"),
-    ("  - {kind: freshness, column: email, max_age: 1d}", "which freshness cannot check"),
-    ("  - {kind: expression, sql: 'amount >'}", "invalid SQL expression"),
-    ("  - {kind: expression, sql: 'missing_col > 1'}", "invalid SQL expression"),
-    ("  - {kind: expression, sql: 'amount + 1'}", "is double, not boolean"),
-    ("  - {kind: expression, sql: 'max(amount) > 1'}", "invalid SQL expression"),
-    ("  - {kind: range, column: amount, min: ten}", "min/max do not fit the column type"),
-    ("  - {kind: range, column: price, max: .nan}", "min/max do not fit the column type"),
-    ("  - {kind: accepted_values, column: price, values: [1, abc]}",
-     "values do not fit the column type"),
-    ("  - {kind: accepted_values, column: day, values: [soon]}",
-     "values do not fit the column type"),
-    ("  - {kind: accepted_values, column: paid, values: [1]}",
-     "values do not fit the column type"),
-])
+@pytest.mark.parametrize(
+    ("check", "message"),
+    [
+        ("  - {kind: not_null, column: nope}", "column 'nope' is not in the table"),
+        ("  - {kind: regex, column: email, pattern: '(unclosed'}", "bad regex '(unclosed'"),
+        ("  - {kind: regex, column: email, pattern: '(?P<name>x)'}", "bad regex"),
+        ("  - {kind: regex, column: amount, pattern: 'x'}", "has type double, which regex cannot"),
+        ("  - {kind: freshness, column: email, max_age: 1d}", "which freshness cannot check"),
+        ("  - {kind: expression, sql: 'amount >'}", "invalid SQL expression"),
+        ("  - {kind: expression, sql: 'missing_col > 1'}", "invalid SQL expression"),
+        ("  - {kind: expression, sql: 'amount + 1'}", "is double, not boolean"),
+        ("  - {kind: expression, sql: 'max(amount) > 1'}", "invalid SQL expression"),
+        ("  - {kind: range, column: amount, min: ten}", "min/max do not fit the column type"),
+        ("  - {kind: range, column: price, max: .nan}", "min/max do not fit the column type"),
+        (
+            "  - {kind: accepted_values, column: price, values: [1, abc]}",
+            "values do not fit the column type",
+        ),
+        (
+            "  - {kind: accepted_values, column: day, values: [soon]}",
+            "values do not fit the column type",
+        ),
+        (
+            "  - {kind: accepted_values, column: paid, values: [1]}",
+            "values do not fit the column type",
+        ),
+    ],
+)
 def test_config_errors_found_against_the_schema(spark, check, message):
     with pytest.raises(TableConfigError) as error:
         _compile(spark, check)
@@ -67,8 +78,10 @@ def test_defaults_add_not_null_for_required_columns(spark):
     assert checks == []  # a config file replaces the defaults
 
     checks = compile_checks(spark, default_config(), SCHEMA)
-    assert [(c.spec.kind, c.spec.columns) for c in checks] == [("row_count", ()),
-                                                               ("not_null", ("id",))]
+    assert [(c.spec.kind, c.spec.columns) for c in checks] == [
+        ("row_count", ()),
+        ("not_null", ("id",)),
+    ]
 
 
 def _stats(rows: int, **columns: ColumnStats) -> SnapshotStats:
@@ -80,20 +93,33 @@ def _settle(spark, check_yaml: str, stats: SnapshotStats):
     return check.settle(stats, NOW)
 
 
-@pytest.mark.parametrize(("column", "expected"), [
-    (ColumnStats(null_count=0, nan_count=0, lower=1.0, upper=9.0), ("passed", 0)),
-    (ColumnStats(null_count=2, nan_count=0, lower=11.0, upper=50.0), ("failed", 8)),
-    (ColumnStats(null_count=10, nan_count=0), ("passed", 0)),
-    (ColumnStats(null_count=0, nan_count=0, lower=-1.0, upper=9.0), None),
-    (ColumnStats(null_count=0, nan_count=1, lower=1.0, upper=9.0), None),
-    (ColumnStats(null_count=0, nan_count=None, lower=1.0, upper=9.0), None),
-    (ColumnStats(null_count=None, nan_count=0, lower=1.0, upper=9.0), None),
-    (ColumnStats(null_count=0, nan_count=0, bounds_known=False), None),
-], ids=["inside", "all-outside", "all-null", "straddles", "nan", "no-nan-count",
-        "no-null-count", "no-bounds"])
+@pytest.mark.parametrize(
+    ("column", "expected"),
+    [
+        (ColumnStats(null_count=0, nan_count=0, lower=1.0, upper=9.0), ("passed", 0)),
+        (ColumnStats(null_count=2, nan_count=0, lower=11.0, upper=50.0), ("failed", 8)),
+        (ColumnStats(null_count=10, nan_count=0), ("passed", 0)),
+        (ColumnStats(null_count=0, nan_count=0, lower=-1.0, upper=9.0), None),
+        (ColumnStats(null_count=0, nan_count=1, lower=1.0, upper=9.0), None),
+        (ColumnStats(null_count=0, nan_count=None, lower=1.0, upper=9.0), None),
+        (ColumnStats(null_count=None, nan_count=0, lower=1.0, upper=9.0), None),
+        (ColumnStats(null_count=0, nan_count=0, bounds_known=False), None),
+    ],
+    ids=[
+        "inside",
+        "all-outside",
+        "all-null",
+        "straddles",
+        "nan",
+        "no-nan-count",
+        "no-null-count",
+        "no-bounds",
+    ],
+)
 def test_range_settlement(spark, column, expected):
-    result = _settle(spark, "  - {kind: range, column: amount, min: 0, max: 10}",
-                     _stats(10, amount=column))
+    result = _settle(
+        spark, "  - {kind: range, column: amount, min: 0, max: 10}", _stats(10, amount=column)
+    )
     if expected is None:
         assert result is None
     else:
@@ -103,13 +129,13 @@ def test_range_settlement(spark, column, expected):
 def test_string_bounds_are_never_trusted(spark):
     column = ColumnStats(null_count=0, lower="a", upper="a", bounds_known=True)
     stats = _stats(5, email=column)
-    assert _settle(spark, "  - {kind: accepted_values, column: email, values: [a]}",
-                   stats) is None
+    assert _settle(spark, "  - {kind: accepted_values, column: email, values: [a]}", stats) is None
 
 
 def test_accepted_values_settled_when_every_value_is_the_same(spark):
-    stats = _stats(4, day=ColumnStats(null_count=1, lower=dt.date(2026, 1, 1),
-                                      upper=dt.date(2026, 1, 1)))
+    stats = _stats(
+        4, day=ColumnStats(null_count=1, lower=dt.date(2026, 1, 1), upper=dt.date(2026, 1, 1))
+    )
     ok = _settle(spark, "  - {kind: accepted_values, column: day, values: [2026-01-01]}", stats)
     bad = _settle(spark, "  - {kind: accepted_values, column: day, values: [2026-01-02]}", stats)
     assert (ok.status, ok.violations) == ("passed", 0)
@@ -118,14 +144,12 @@ def test_accepted_values_settled_when_every_value_is_the_same(spark):
 
 def test_accepted_values_compare_in_the_column_type(spark):
     # 0.1 from YAML is a float, which never equals Decimal('0.10'); a quoted date is a str.
-    price = _stats(4, price=ColumnStats(null_count=0, lower=Decimal("0.10"),
-                                        upper=Decimal("0.10")))
-    day = _stats(4, day=ColumnStats(null_count=0, lower=dt.date(2026, 1, 1),
-                                    upper=dt.date(2026, 1, 1)))
-    decimal = _settle(spark, "  - {kind: accepted_values, column: price, values: [0.1, 2]}",
-                      price)
-    quoted = _settle(spark, "  - {kind: accepted_values, column: day, values: ['2026-01-01']}",
-                     day)
+    price = _stats(4, price=ColumnStats(null_count=0, lower=Decimal("0.10"), upper=Decimal("0.10")))
+    day = _stats(
+        4, day=ColumnStats(null_count=0, lower=dt.date(2026, 1, 1), upper=dt.date(2026, 1, 1))
+    )
+    decimal = _settle(spark, "  - {kind: accepted_values, column: price, values: [0.1, 2]}", price)
+    quoted = _settle(spark, "  - {kind: accepted_values, column: day, values: ['2026-01-01']}", day)
     assert (decimal.status, decimal.violations) == ("passed", 0)
     assert (quoted.status, quoted.violations) == ("passed", 0)
 
@@ -133,15 +157,23 @@ def test_accepted_values_compare_in_the_column_type(spark):
 def test_decimal_checks_count_exactly_at_their_bounds(spark):
     schema = T.StructType([T.StructField("price", T.DecimalType(15, 2))])
     frame = spark.createDataFrame(
-        [(Decimal(v),) for v in ("-0.01", "0.00", "0.10", "0.11", "2.00")] + [(None,)], schema)
-    checks = _compile(spark, """
+        [(Decimal(v),) for v in ("-0.01", "0.00", "0.10", "0.11", "2.00")] + [(None,)], schema
+    )
+    checks = _compile(
+        spark,
+        """
   - {kind: range, column: price, min: 0, max: 0.1}
   - {kind: range, name: finer, column: price, min: 0.005, max: 2}
   - {kind: accepted_values, column: price, values: [0.1, 2]}
-""", schema)
+""",
+        schema,
+    )
     results = run_audit(checks, None, lambda: frame, NOW)
     assert [(r.status, r.violations) for r in results] == [
-        ("failed", 3), ("failed", 2), ("failed", 3)]
+        ("failed", 3),
+        ("failed", 2),
+        ("failed", 3),
+    ]
     assert sorted(s["price"] for s in results[1].samples) == ["-0.01", "0.00"]
 
 
@@ -157,8 +189,11 @@ def test_not_null_and_null_fraction_from_null_counts(spark):
 
 def test_freshness_from_the_upper_bound(spark):
     def fresh(upper):
-        return _settle(spark, "  - {kind: freshness, column: ts, max_age: 2h}",
-                       _stats(3, ts=ColumnStats(null_count=0, lower=upper, upper=upper)))
+        return _settle(
+            spark,
+            "  - {kind: freshness, column: ts, max_age: 2h}",
+            _stats(3, ts=ColumnStats(null_count=0, lower=upper, upper=upper)),
+        )
 
     recent = fresh(NOW - dt.timedelta(minutes=30))
     stale = fresh(NOW - dt.timedelta(hours=3))
@@ -172,13 +207,24 @@ def test_row_count_from_record_counts(spark):
 
 
 def test_scan_path_counts_exactly_on_odd_names(spark):
-    schema = T.StructType([T.StructField("select", T.LongType()),
-                           T.StructField("my col", T.StringType()),
-                           T.StructField("ts", T.TimestampType())])
-    rows = [(1, "a", NOW), (2, "b", NOW), (2, "zz", NOW), (None, None, NOW),
-            (-5, "c", NOW - dt.timedelta(days=3))]
+    schema = T.StructType(
+        [
+            T.StructField("select", T.LongType()),
+            T.StructField("my col", T.StringType()),
+            T.StructField("ts", T.TimestampType()),
+        ]
+    )
+    rows = [
+        (1, "a", NOW),
+        (2, "b", NOW),
+        (2, "zz", NOW),
+        (None, None, NOW),
+        (-5, "c", NOW - dt.timedelta(days=3)),
+    ]
     frame = spark.createDataFrame(rows, schema)
-    checks = _compile(spark, """
+    checks = _compile(
+        spark,
+        """
   - {kind: not_null, column: select}
   - {kind: unique, column: select}
   - {kind: range, column: select, min: 0}
@@ -188,7 +234,9 @@ def test_scan_path_counts_exactly_on_odd_names(spark):
   - {kind: expression, name: e, sql: '`select` < 2 OR `my col` = ''b'''}
   - {kind: freshness, column: ts, max_age: 1h}
   - {kind: row_count, max: 4}
-""", schema)
+""",
+        schema,
+    )
     results = run_audit(checks, None, lambda: frame, NOW)
     got = {r.name: (r.status, r.violations) for r in results}
     assert got["select_not_null"] == ("failed", 1)
@@ -206,18 +254,21 @@ def test_scan_path_counts_exactly_on_odd_names(spark):
     assert samples["row_count"] == ()
 
 
-def test_rare_violations_still_get_samples_when_frequent_ones_fill_the_limit(spark,
-                                                                           monkeypatch):
+def test_rare_violations_still_get_samples_when_frequent_ones_fill_the_limit(spark, monkeypatch):
     from spark_jobs import audit
 
     monkeypatch.setattr(audit, "SAMPLE_SCAN_LIMIT", 2)
     schema = T.StructType([T.StructField("n", T.LongType()), T.StructField("s", T.StringType())])
     rows = [(i, "bad") for i in range(30)] + [(-1, "ok")]  # s fails often, n < 0 once
     frame = spark.createDataFrame(rows, schema).coalesce(1)
-    checks = _compile(spark, """
+    checks = _compile(
+        spark,
+        """
   - {kind: accepted_values, column: s, values: [ok]}
   - {kind: range, column: n, min: 0}
-""", schema)
+""",
+        schema,
+    )
     values, ranges = run_audit(checks, None, lambda: frame, NOW)
     assert (values.violations, len(values.samples)) == (30, 5)
     assert (ranges.violations, ranges.samples) == (1, ({"n": -1, "s": "ok"},))
@@ -261,17 +312,31 @@ def _record_sampling_threads(monkeypatch) -> list[str]:
 
 def test_sampling_overlaps_the_scan_once_a_check_has_failed(spark, monkeypatch):
     threads = _record_sampling_threads(monkeypatch)
-    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("s", T.StringType()),
-                           T.StructField("a", T.LongType()), T.StructField("n", T.LongType())])
+    schema = T.StructType(
+        [
+            T.StructField("id", T.LongType()),
+            T.StructField("s", T.StringType()),
+            T.StructField("a", T.LongType()),
+            T.StructField("n", T.LongType()),
+        ]
+    )
     frame = spark.createDataFrame([(1, "ok", 0, 5), (None, "ok", 1, 6), (3, "bad", 2, 7)], schema)
-    checks = _compile(spark, """
+    checks = _compile(
+        spark,
+        """
   - {kind: not_null, column: id}
   - {kind: accepted_values, column: s, values: [ok]}
   - {kind: range, column: n, min: 0}
-""", schema)
+""",
+        schema,
+    )
     # The metrics already fail `not_null`; the other two need the scan.
-    stats = _stats(3, id=ColumnStats(null_count=1), s=ColumnStats(null_count=0),
-                   n=ColumnStats(null_count=0, nan_count=0, bounds_known=False))
+    stats = _stats(
+        3,
+        id=ColumnStats(null_count=1),
+        s=ColumnStats(null_count=0),
+        n=ColumnStats(null_count=0, nan_count=0, bounds_known=False),
+    )
     not_null, values, positive = run_audit(checks, stats, lambda: frame, NOW)
 
     assert [t.startswith("wap-audit-samples") for t in threads] == [True]

@@ -23,8 +23,9 @@ def small_files(lake, nessie_api):
     n = next(_tables)
     table = f"cmp.orders{n}"
     lake.sql("CREATE NAMESPACE IF NOT EXISTS lake.cmp")
-    lake.sql(f"CREATE TABLE lake.{table} (order_id BIGINT, amount DOUBLE, tag STRING) "
-             "USING iceberg")
+    lake.sql(
+        f"CREATE TABLE lake.{table} (order_id BIGINT, amount DOUBLE, tag STRING) USING iceberg"
+    )
     for i in range(DROPS):
         lake.sql(f"INSERT INTO lake.{table} VALUES ({i}, {i * 1.5}, 't{i % 2}')")
     branch = f"compact_cmp_orders{n}"
@@ -33,9 +34,16 @@ def small_files(lake, nessie_api):
 
 
 def run(lake, table: str, branch: str, rewrite=iceberg_rewrite):
-    return compact(lake, template="lake", run_catalog=f"wap_{branch}", table=table,
-                   branch=branch, target_file_size=128 * 1024 * 1024, min_files=2,
-                   rewrite=rewrite)
+    return compact(
+        lake,
+        template="lake",
+        run_catalog=f"wap_{branch}",
+        table=table,
+        branch=branch,
+        target_file_size=128 * 1024 * 1024,
+        min_files=2,
+        rewrite=rewrite,
+    )
 
 
 def rows_on(lake, table: str, ref: str) -> list[tuple]:
@@ -62,25 +70,32 @@ def dropping_one_file(spark, catalog, table, options):
     """A broken rewrite: replaces the table with every row but those of one data file."""
     name = f"{catalog}.{table}"
     first = spark.sql(f"SELECT file_path FROM {name}.files LIMIT 1").collect()[0][0]
-    spark.sql(f"SELECT order_id, amount, tag FROM {name} WHERE _file <> '{first}'") \
-        .writeTo(name).overwritePartitions()
+    spark.sql(f"SELECT order_id, amount, tag FROM {name} WHERE _file <> '{first}'").writeTo(
+        name
+    ).overwritePartitions()
     return {"rewritten_data_files_count": DROPS, "added_data_files_count": 1}
 
 
 def changing_one_value(spark, catalog, table, options):
     """A broken rewrite that keeps the row count: one amount differs afterwards."""
     name = f"{catalog}.{table}"
-    spark.sql(f"SELECT order_id, CASE WHEN order_id = 1 THEN amount + 0.5 ELSE amount END "
-              f"AS amount, tag FROM {name}").writeTo(name).overwritePartitions()
+    spark.sql(
+        f"SELECT order_id, CASE WHEN order_id = 1 THEN amount + 0.5 ELSE amount END "
+        f"AS amount, tag FROM {name}"
+    ).writeTo(name).overwritePartitions()
     return {}
 
 
-@pytest.mark.parametrize(("fault", "words"), [
-    (dropping_one_file, f"{DROPS} before, {DROPS - 1} after"),
-    (changing_one_value, "different row digest"),
-])
-def test_a_rewrite_that_changes_the_content_fails_the_audit(lake, small_files, nessie_api,
-                                                            fault, words):
+@pytest.mark.parametrize(
+    ("fault", "words"),
+    [
+        (dropping_one_file, f"{DROPS} before, {DROPS - 1} after"),
+        (changing_one_value, "different row digest"),
+    ],
+)
+def test_a_rewrite_that_changes_the_content_fails_the_audit(
+    lake, small_files, nessie_api, fault, words
+):
     table, branch = small_files
     main_before = nessie_api.ref("main")["hash"]
 
@@ -97,8 +112,9 @@ def test_the_digest_does_not_depend_on_row_order_or_file_layout(lake, small_file
 
     def reversed_into_three_files(spark, catalog, table, options):
         name = f"{catalog}.{table}"
-        spark.sql(f"SELECT * FROM {name} ORDER BY order_id DESC").repartition(3) \
-            .writeTo(name).overwritePartitions()
+        spark.sql(f"SELECT * FROM {name} ORDER BY order_id DESC").repartition(3).writeTo(
+            name
+        ).overwritePartitions()
         return {}
 
     result = run(lake, table, branch, rewrite=reversed_into_three_files)

@@ -33,15 +33,21 @@ def dataset(ingest, tmp_path):
         (configs / "datasets").mkdir(parents=True)
         (configs / "datasets" / "shop.yaml").write_text(DATASET.format(ns=ns))
         (configs / f"{ns}.order_items.yaml").write_text(ITEMS_CONFIG)
-        sources, tables = [write_parquet(tmp_path / f"{ns}-orders.parquet", orders)], [
-            f"{ns}.orders"]
+        sources, tables = (
+            [write_parquet(tmp_path / f"{ns}-orders.parquet", orders)],
+            [f"{ns}.orders"],
+        )
         if items is not None:
             sources.append(write_parquet(tmp_path / f"{ns}-items.parquet", items))
             tables.append(f"{ns}.order_items")
         args = ingest(f"{ns}.order_items", sources)
-        return replace(args, table_config_uri=configs.as_uri() + "/",
-                       dataset_config_uri=(configs / "datasets" / "shop.yaml").as_uri(),
-                       source_tables=tuple(tables), all_or_nothing=True), ns
+        return replace(
+            args,
+            table_config_uri=configs.as_uri() + "/",
+            dataset_config_uri=(configs / "datasets" / "shop.yaml").as_uri(),
+            source_tables=tuple(tables),
+            all_or_nothing=True,
+        ), ns
 
     return make
 
@@ -51,14 +57,17 @@ ITEMS = {"order_id": [1, 1, 2, 3], "sku": ["a", "b", "c", "d"]}
 
 
 def test_every_table_is_written_on_one_branch_and_the_report_names_each_snapshot(
-        spark, nessie, nessie_api, dataset):
+    spark, nessie, nessie_api, dataset
+):
     args, ns = dataset(ORDERS, ITEMS)
     report = run_ingest(spark, args)
 
     assert report["outcome"] == "passed", report["reason"]
     written = {entry["table"]: entry for entry in report["tables"]}
     assert {t: e["rows_written"] for t, e in written.items()} == {
-        f"{ns}.order_items": 4, f"{ns}.orders": 3}
+        f"{ns}.order_items": 4,
+        f"{ns}.orders": 3,
+    }
     assert all(e["snapshot_id"] for e in written.values())
     assert report["branch_hash"] == nessie_api.ref(args.branch)["hash"]
     names = [check["name"] for check in report["checks"]]
@@ -66,10 +75,10 @@ def test_every_table_is_written_on_one_branch_and_the_report_names_each_snapshot
     assert {"order_items_order_id_foreign_key", "items_at_least_orders"} <= set(names)
     assert nessie_api.table_keys(args.branch) >= {f"{ns}.orders", f"{ns}.order_items"}
     assert f"{ns}.orders" not in nessie_api.table_keys("main")
-    assert len(report["sources"]) == 2 and {s["status"] for s in report["sources"]} == {
-        "passed"}
-    assert sorted(r[0] for r in read_on_ref(spark, nessie, args.branch,
-                                            f"{ns}.order_items").collect()) == [1, 1, 2, 3]
+    assert len(report["sources"]) == 2 and {s["status"] for s in report["sources"]} == {"passed"}
+    assert sorted(
+        r[0] for r in read_on_ref(spark, nessie, args.branch, f"{ns}.order_items").collect()
+    ) == [1, 1, 2, 3]
 
 
 def test_an_orphan_key_and_a_table_check_fail_the_dataset_each_named(spark, dataset):
@@ -85,7 +94,8 @@ def test_an_orphan_key_and_a_table_check_fail_the_dataset_each_named(spark, data
 
 
 def test_a_file_the_job_cannot_use_rejects_the_whole_dataset_naming_its_table(
-        spark, dataset, tmp_path):
+    spark, dataset, tmp_path
+):
     args, ns = dataset(ORDERS, ITEMS)
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"PAR1 not really parquet PAR1")

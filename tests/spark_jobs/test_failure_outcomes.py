@@ -61,14 +61,19 @@ def seeded(lake, nessie, nessie_api, ingest, tmp_path):
         nessie_api.merge(args.branch)
         # Iceberg retries a refused commit with backoff (seconds): once is enough here.
         prefix = "spark.sql.catalog.outcomes_main"
-        for key, value in {prefix: "org.apache.iceberg.spark.SparkCatalog",
-                           f"{prefix}.catalog-impl": "org.apache.iceberg.nessie.NessieCatalog",
-                           f"{prefix}.uri": nessie.api_v2, f"{prefix}.ref": "main",
-                           f"{prefix}.warehouse": lake.conf.get(f"{LAKE}.warehouse"),
-                           f"{prefix}.cache-enabled": "false"}.items():
+        for key, value in {
+            prefix: "org.apache.iceberg.spark.SparkCatalog",
+            f"{prefix}.catalog-impl": "org.apache.iceberg.nessie.NessieCatalog",
+            f"{prefix}.uri": nessie.api_v2,
+            f"{prefix}.ref": "main",
+            f"{prefix}.warehouse": lake.conf.get(f"{LAKE}.warehouse"),
+            f"{prefix}.cache-enabled": "false",
+        }.items():
             lake.conf.set(key, value)
-        lake.sql(f"ALTER TABLE outcomes_main.{table} "
-                 "SET TBLPROPERTIES ('commit.retry.num-retries' = '0')")
+        lake.sql(
+            f"ALTER TABLE outcomes_main.{table} "
+            "SET TBLPROPERTIES ('commit.retry.num-retries' = '0')"
+        )
 
     return seed
 
@@ -87,22 +92,43 @@ def _conflict(*_args, **_kwargs):
 
 # --- Nessie refusing or unreachable ------------------------------------------------------------
 
-@pytest.mark.parametrize(("refuse", "named"), [
-    (_locked, "HTTP/503): The repository is busy (database locked), retry later "
-              "[NessieUnavailableException]"),
-    (_crash, "HTTP/500"),
-    (_conflict, "[NessieReferenceConflictException]"),
-], ids=["503", "500", "409-conflict"])
-def test_nessie_refusing_the_append_commit_is_an_error(lake, nessie, nessie_api, ingest, seeded,
-                                                       tmp_path, monkeypatch, refuse, named):
+
+@pytest.mark.parametrize(
+    ("refuse", "named"),
+    [
+        (
+            _locked,
+            "HTTP/503): The repository is busy (database locked), retry later "
+            "[NessieUnavailableException]",
+        ),
+        (_crash, "HTTP/500"),
+        (_conflict, "[NessieReferenceConflictException]"),
+    ],
+    ids=["503", "500", "409-conflict"],
+)
+def test_nessie_refusing_the_append_commit_is_an_error(
+    lake, nessie, nessie_api, ingest, seeded, tmp_path, monkeypatch, refuse, named
+):
     seeded("down.append")
     source = write_parquet(tmp_path / "orders.parquet", ORDERS)
     args = ingest("down.append", [source])
     before = nessie_api.ref(args.branch)["hash"]
     monkeypatch.setattr(nessie.store, "commit", refuse)
 
-    code = main(["--source", source, "--table", args.table, "--branch", args.branch,
-                 "--ingest-id", args.ingest_id, "--report-uri", args.report_uri])
+    code = main(
+        [
+            "--source",
+            source,
+            "--table",
+            args.table,
+            "--branch",
+            args.branch,
+            "--ingest-id",
+            args.ingest_id,
+            "--report-uri",
+            args.report_uri,
+        ]
+    )
 
     assert code == 0
     report = _read_report(args)
@@ -113,9 +139,9 @@ def test_nessie_refusing_the_append_commit_is_an_error(lake, nessie, nessie_api,
     assert nessie_api.ref(args.branch)["hash"] == before
 
 
-def test_nessie_refusing_create_table_is_an_error_not_a_config_error(lake, nessie, ingest,
-                                                                     seeded, tmp_path,
-                                                                     monkeypatch):
+def test_nessie_refusing_create_table_is_an_error_not_a_config_error(
+    lake, nessie, ingest, seeded, tmp_path, monkeypatch
+):
     seeded("down.seed")  # the namespace exists, so CREATE TABLE is the first commit
     args = ingest("down.created", [write_parquet(tmp_path / "orders.parquet", ORDERS)])
     monkeypatch.setattr(nessie.store, "commit", _locked)
@@ -139,13 +165,18 @@ def test_unreachable_nessie_is_an_error(lake, ingest, tmp_path, dead_nessie_uri)
     assert report["reason_code"] == "infrastructure_error"
 
 
-def test_nessie_unreachable_for_the_branch_hash_is_an_error(lake, ingest, tmp_path,
-                                                            dead_nessie_uri, monkeypatch):
+def test_nessie_unreachable_for_the_branch_hash_is_an_error(
+    lake, ingest, tmp_path, dead_nessie_uri, monkeypatch
+):
     real = nessie_branch_hash
 
     def unreachable(conf, catalog, branch):
-        return real({**conf, f"spark.sql.catalog.{catalog}.uri": dead_nessie_uri}, catalog,
-                    branch, timeout_s=5)
+        return real(
+            {**conf, f"spark.sql.catalog.{catalog}.uri": dead_nessie_uri},
+            catalog,
+            branch,
+            timeout_s=5,
+        )
 
     monkeypatch.setattr(wap_job, "nessie_branch_hash", unreachable)
     args = ingest("down.hash", [write_parquet(tmp_path / "orders.parquet", ORDERS)])
@@ -158,21 +189,44 @@ def test_nessie_unreachable_for_the_branch_hash_is_an_error(lake, ingest, tmp_pa
 
 # --- sources and configs whose filesystem fails --------------------------------------------------
 
-@pytest.mark.parametrize(("make_uri", "named"), [
-    (lambda tmp: "nosuchfs://bucket/sales/orders.parquet", 'No FileSystem for scheme "nosuchfs"'),
-    # No hadoop-aws jar here: the FileSystem class for s3a:// is missing.
-    (lambda tmp: "s3a://bucket/sales/orders.parquet", "[ClassNotFoundException]"),
-    (lambda tmp: (tmp / "staged-then-gone.parquet").as_uri(), "does not exist"),
-    (lambda tmp: (tmp.joinpath("empty-dir").mkdir() or tmp / "empty-dir").as_uri(),
-     "contains no files"),
-], ids=["unknown-scheme", "missing-class", "missing-staged-file", "empty-directory"])
-def test_source_whose_filesystem_fails_is_an_error(lake, nessie_api, ingest, tmp_path,
-                                                   make_uri, named):
+
+@pytest.mark.parametrize(
+    ("make_uri", "named"),
+    [
+        (
+            lambda tmp: "nosuchfs://bucket/sales/orders.parquet",
+            'No FileSystem for scheme "nosuchfs"',
+        ),
+        # No hadoop-aws jar here: the FileSystem class for s3a:// is missing.
+        (lambda tmp: "s3a://bucket/sales/orders.parquet", "[ClassNotFoundException]"),
+        (lambda tmp: (tmp / "staged-then-gone.parquet").as_uri(), "does not exist"),
+        (
+            lambda tmp: (tmp.joinpath("empty-dir").mkdir() or tmp / "empty-dir").as_uri(),
+            "contains no files",
+        ),
+    ],
+    ids=["unknown-scheme", "missing-class", "missing-staged-file", "empty-directory"],
+)
+def test_source_whose_filesystem_fails_is_an_error(
+    lake, nessie_api, ingest, tmp_path, make_uri, named
+):
     uri = make_uri(tmp_path)
     args = ingest("down.source", [uri])
 
-    code = main(["--source", uri, "--table", args.table, "--branch", args.branch,
-                 "--ingest-id", args.ingest_id, "--report-uri", args.report_uri])
+    code = main(
+        [
+            "--source",
+            uri,
+            "--table",
+            args.table,
+            "--branch",
+            args.branch,
+            "--ingest-id",
+            args.ingest_id,
+            "--report-uri",
+            args.report_uri,
+        ]
+    )
 
     assert code == 0
     report = _read_report(args)
@@ -182,8 +236,9 @@ def test_source_whose_filesystem_fails_is_an_error(lake, nessie_api, ingest, tmp
 
 def test_table_config_that_cannot_be_read_is_an_error(lake, ingest, tmp_path):
     args = ingest("down.config", [write_parquet(tmp_path / "orders.parquet", ORDERS)])
-    args = type(args)(**{**args.__dict__,
-                         "table_config_uri": "nosuchfs://artifacts/tables/down.config.yaml"})
+    args = type(args)(
+        **{**args.__dict__, "table_config_uri": "nosuchfs://artifacts/tables/down.config.yaml"}
+    )
     report = run_ingest(lake, args)
 
     _assert_error(report, "cannot read the table config", 'No FileSystem for scheme "nosuchfs"')
@@ -192,14 +247,22 @@ def test_table_config_that_cannot_be_read_is_an_error(lake, ingest, tmp_path):
 
 # --- what the input decides stays rejected ------------------------------------------------------
 
-@pytest.mark.parametrize(("table", "config", "reason"), [
-    ("bad.yaml", "checks: [unclosed\n", "not valid YAML"),
-    # Iceberg refuses day() on a double with a ValidationException at CREATE TABLE.
-    ("bad.partitioning", "partition_by: ['day(amount)']\n",
-     "Invalid source type double for transform: day"),
-])
-def test_a_table_config_the_job_cannot_apply_is_rejected(lake, ingest, tmp_path, table, config,
-                                                         reason):
+
+@pytest.mark.parametrize(
+    ("table", "config", "reason"),
+    [
+        ("bad.yaml", "checks: [unclosed\n", "not valid YAML"),
+        # Iceberg refuses day() on a double with a ValidationException at CREATE TABLE.
+        (
+            "bad.partitioning",
+            "partition_by: ['day(amount)']\n",
+            "Invalid source type double for transform: day",
+        ),
+    ],
+)
+def test_a_table_config_the_job_cannot_apply_is_rejected(
+    lake, ingest, tmp_path, table, config, reason
+):
     args = ingest(table, [write_parquet(tmp_path / "orders.parquet", ORDERS)], config=config)
     report = run_ingest(lake, args)
     assert (report["outcome"], report["reason_code"]) == ("rejected", "config_error")
@@ -232,6 +295,7 @@ def test_required_null_is_rejected_naming_the_column(lake, ingest, tmp_path):
 
 # --- the audit ------------------------------------------------------------------------------------
 
+
 def test_data_files_gone_before_the_audit_scan_is_an_error(lake, ingest, tmp_path, monkeypatch):
     real = wap_job.snapshot_stats
 
@@ -243,8 +307,7 @@ def test_data_files_gone_before_the_audit_scan_is_an_error(lake, ingest, tmp_pat
 
     monkeypatch.setattr(wap_job, "snapshot_stats", then_lose_the_data)
     config = "checks:\n  - {kind: unique, column: order_id}\n"  # always settled by the scan
-    args = ingest("down.audit", [write_parquet(tmp_path / "orders.parquet", ORDERS)],
-                  config=config)
+    args = ingest("down.audit", [write_parquet(tmp_path / "orders.parquet", ORDERS)], config=config)
 
     report = run_ingest(lake, args)
 
@@ -254,17 +317,21 @@ def test_data_files_gone_before_the_audit_scan_is_an_error(lake, ingest, tmp_pat
 
 # --- the classification itself ------------------------------------------------------------------
 
-@pytest.mark.parametrize(("exc", "kind"), [
-    (TableConfigError("bad"), INPUT),
-    (ContractTableConfigError("bad"), INPUT),  # the config parser's (contracts/)
-    (yaml.YAMLError("bad"), INPUT),
-    (InfrastructureError("down"), INFRASTRUCTURE),
-    (CatalogError("down"), INFRASTRUCTURE),
-    (ConnectionRefusedError(111, "refused"), INFRASTRUCTURE),
-    (TimeoutError("slow"), INFRASTRUCTURE),
-    (RuntimeError("who knows"), INFRASTRUCTURE),
-    (KeyError("bug"), INFRASTRUCTURE),
-])
+
+@pytest.mark.parametrize(
+    ("exc", "kind"),
+    [
+        (TableConfigError("bad"), INPUT),
+        (ContractTableConfigError("bad"), INPUT),  # the config parser's (contracts/)
+        (yaml.YAMLError("bad"), INPUT),
+        (InfrastructureError("down"), INFRASTRUCTURE),
+        (CatalogError("down"), INFRASTRUCTURE),
+        (ConnectionRefusedError(111, "refused"), INFRASTRUCTURE),
+        (TimeoutError("slow"), INFRASTRUCTURE),
+        (RuntimeError("who knows"), INFRASTRUCTURE),
+        (KeyError("bug"), INFRASTRUCTURE),
+    ],
+)
 def test_python_causes_are_classified_by_type(exc, kind):
     assert classify(exc).kind == kind
 
@@ -273,5 +340,8 @@ def test_unknown_python_cause_is_an_error_in_the_report():
     report = Report(ingest_id="0" * 16, table="a.b", source_uris=[], branch="wap_x")
     report.fail(RuntimeError("who knows"))
     result = report.to_dict()
-    assert (result["outcome"], result["reason_code"], result["reason"]) == \
-        ("error", "infrastructure_error", "job error: who knows")
+    assert (result["outcome"], result["reason_code"], result["reason"]) == (
+        "error",
+        "infrastructure_error",
+        "job error: who knows",
+    )

@@ -12,8 +12,11 @@ S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 
 
 def test_local_session_starts_with_the_conf_emr_gets(spark):
-    expected = job_spark_conf(iceberg_jar=str(iceberg_runtime_jar()),
-                              nessie_uri_v2="<per module>", warehouse_uri="<per session>")
+    expected = job_spark_conf(
+        iceberg_jar=str(iceberg_runtime_jar()),
+        nessie_uri_v2="<per module>",
+        warehouse_uri="<per session>",
+    )
     started_with = dict(spark.sparkContext.getConf().getAll())
     for key, value in expected.items():
         if not key.endswith((".uri", ".warehouse")):
@@ -28,10 +31,12 @@ def test_with_the_runtime_jar_hadoop_file_io_loads_and_s3_file_io_does_not(spark
 
     def load(impl: str):
         return jvm.org.apache.iceberg.CatalogUtil.loadFileIO(
-            impl, jvm.java.util.HashMap(), hadoop_conf)
+            impl, jvm.java.util.HashMap(), hadoop_conf
+        )
 
     assert load(HADOOP_FILE_IO).getClass().getName() == HADOOP_FILE_IO
     # The jar carries S3FileIO's classes, not the AWS SDK v2 they are written against.
-    with pytest.raises(IllegalArgumentException,
-                       match=r"NoClassDefFoundError: software/amazon/awssdk/"):
+    with pytest.raises(
+        IllegalArgumentException, match=r"NoClassDefFoundError: software/amazon/awssdk/"
+    ):
         load(S3_FILE_IO)

@@ -54,6 +54,8 @@ def test_java_map_fetches_only_the_kept_keys(spark, java_exceptions):
     for key, value in {"spark.a": "1", "spark.a.b": "2", "other": "3"}.items():
         mapping.put(key, value)
     assert java_map(mapping) == {"spark.a": "1", "spark.a.b": "2", "other": "3"}
-    assert java_map(mapping, lambda key: key.startswith("spark.")) == {"spark.a": "1",
-                                                                      "spark.a.b": "2"}
+    assert java_map(mapping, lambda key: key.startswith("spark.")) == {
+        "spark.a": "1",
+        "spark.a.b": "2",
+    }
     assert java_exceptions == []

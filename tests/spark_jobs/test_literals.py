@@ -27,11 +27,16 @@ def test_a_python_decimal_literal_is_big_decimal_backed(spark):
     assert _backed_by_big_decimal(spark, F.lit(Decimal("0.10")))
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    (Decimal("0.1"), 10), (Decimal("-1.5"), -150), (Decimal("50"), 5000),
-    (Decimal("0.105"), None),  # finer than the column's scale: compared exactly instead
-    (Decimal("1e13"), None),   # more digits than the column holds
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (Decimal("0.1"), 10),
+        (Decimal("-1.5"), -150),
+        (Decimal("50"), 5000),
+        (Decimal("0.105"), None),  # finer than the column's scale: compared exactly instead
+        (Decimal("1e13"), None),  # more digits than the column holds
+    ],
+)
 def test_compact_unscaled(value, expected):
     assert compact_unscaled(value, MONEY) == expected
 
@@ -56,8 +61,10 @@ def test_other_values_stay_plain_literals(spark):
 
 def test_comparisons_are_exact_at_the_bounds(spark):
     values = ["-0.01", "0.00", "0.10", "0.11", None]
-    frame = spark.createDataFrame([(None if v is None else Decimal(v),) for v in values],
-                                  T.StructType([T.StructField("q", MONEY)]))
+    frame = spark.createDataFrame(
+        [(None if v is None else Decimal(v),) for v in values],
+        T.StructType([T.StructField("q", MONEY)]),
+    )
 
     def outside(low, high):
         q = F.col("q")

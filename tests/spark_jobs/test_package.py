@@ -26,30 +26,51 @@ def test_the_job_uses_nothing_python_3_9_lacks():
     which parses there but raises TypeError when it runs."""
     for path in (REPO / "spark_jobs").rglob("*.py"):
         tree = ast.parse(path.read_text(), str(path), feature_version=(3, 9))
-        strict = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
-                  and isinstance(node.func, ast.Name) and node.func.id == "zip"
-                  and any(keyword.arg == "strict" for keyword in node.keywords)]
+        strict = [
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "zip"
+            and any(keyword.arg == "strict" for keyword in node.keywords)
+        ]
         assert strict == [], (path, strict)
 
 
 def test_bundle_alone_parses_a_table_config(tmp_path):
     _, archive = build(tmp_path / "job")
     # -S -I: no site-packages, so yaml and spark_jobs can only come from the zip.
-    code = (f"import sys; sys.path.insert(0, {str(archive)!r}); import yaml; "
-            "from contracts.table_config import parse_table_config_text; "
-            f"c = parse_table_config_text(open({str(REPO / 'tables' / 'sales.orders.yaml')!r})"
-            ".read(), yaml=yaml); "
-            "print(yaml.__file__, len(c.checks))")
-    out = subprocess.run([sys.executable, "-S", "-I", "-c", code], capture_output=True,
-                         text=True, check=True, cwd=tmp_path).stdout.split()
+    code = (
+        f"import sys; sys.path.insert(0, {str(archive)!r}); import yaml; "
+        "from contracts.table_config import parse_table_config_text; "
+        f"c = parse_table_config_text(open({str(REPO / 'tables' / 'sales.orders.yaml')!r})"
+        ".read(), yaml=yaml); "
+        "print(yaml.__file__, len(c.checks))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-I", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout.split()
     assert out[0].startswith(str(archive)) and int(out[1]) > 0
 
 
 # ---- the local EMR double runs the archive the deploy uploads ------------------------------
 
-ARGV = ["--source", "file:///in.parquet", "--table", "sales.orders",
-        "--branch", "wap_sales_orders_20261122T101500_01234567",
-        "--ingest-id", "0123456789abcdef", "--report-uri", "file:///out/report.json"]
+ARGV = [
+    "--source",
+    "file:///in.parquet",
+    "--table",
+    "sales.orders",
+    "--branch",
+    "wap_sales_orders_20261122T101500_01234567",
+    "--ingest-id",
+    "0123456789abcdef",
+    "--report-uri",
+    "file:///out/report.json",
+]
 
 
 def test_local_emr_double_imports_the_job_from_the_deploys_archive():
@@ -76,12 +97,17 @@ def test_local_emr_double_executes_the_archives_code_not_the_repositorys(tmp_pat
         for item in source.infolist():
             data = source.read(item)
             if item.filename == "spark_jobs/wap_job.py":
-                data += (b"\n\ndef run_ingest(spark, args):\n"
-                         b"    return {'ran': __file__, 'table': args.table, 'spark': spark}\n")
+                data += (
+                    b"\n\ndef run_ingest(spark, args):\n"
+                    b"    return {'ran': __file__, 'table': args.table, 'spark': spark}\n"
+                )
             target.writestr(item, data)
     session = object()
 
     result = spark_job(session, archive=marked)(ARGV)
 
-    assert result == {"ran": f"{marked}/spark_jobs/wap_job.py", "table": "sales.orders",
-                      "spark": session}
+    assert result == {
+        "ran": f"{marked}/spark_jobs/wap_job.py",
+        "table": "sales.orders",
+        "spark": session,
+    }

@@ -8,20 +8,26 @@ from pyspark.sql import types as T
 from spark_jobs.errors import SchemaPolicyError
 from spark_jobs.schema_policy import plan_schema
 
-TABLE = T.StructType([
-    T.StructField("id", T.LongType(), False),
-    T.StructField("amount", T.FloatType(), True),
-    T.StructField("price", T.DecimalType(10, 2), True),
-    T.StructField("note", T.StringType(), True),
-])
+TABLE = T.StructType(
+    [
+        T.StructField("id", T.LongType(), False),
+        T.StructField("amount", T.FloatType(), True),
+        T.StructField("price", T.DecimalType(10, 2), True),
+        T.StructField("note", T.StringType(), True),
+    ]
+)
 
 
 def _file(*fields: tuple[str, T.DataType]) -> T.StructType:
     return T.StructType([T.StructField(name, type_, True) for name, type_ in fields])
 
 
-SAME = _file(("id", T.LongType()), ("amount", T.FloatType()), ("price", T.DecimalType(10, 2)),
-             ("note", T.StringType()))
+SAME = _file(
+    ("id", T.LongType()),
+    ("amount", T.FloatType()),
+    ("price", T.DecimalType(10, 2)),
+    ("note", T.StringType()),
+)
 
 
 @pytest.mark.parametrize("policy", ["strict", "additive", "any"])
@@ -35,8 +41,12 @@ def test_strict_rejects_new_missing_and_retyped_columns_naming_each():
     with pytest.raises(SchemaPolicyError) as error:
         plan_schema(TABLE, file, "strict")
     message = str(error.value)
-    for part in ("'price' is missing", "'note' is missing", "'extra' is new",
-                 "'id' is int in the file but bigint in the table"):
+    for part in (
+        "'price' is missing",
+        "'note' is missing",
+        "'extra' is new",
+        "'id' is int in the file but bigint in the table",
+    ):
         assert part in message
 
 
@@ -48,10 +58,13 @@ def test_additive_adds_new_columns_as_optional_and_fills_missing_optional_ones()
     assert plan.target["extra"].nullable is True
 
 
-@pytest.mark.parametrize(("column", "file_type", "old", "new"), [
-    ("amount", T.DoubleType(), "float", "double"),
-    ("price", T.DecimalType(18, 2), "decimal(10,2)", "decimal(18,2)"),
-])
+@pytest.mark.parametrize(
+    ("column", "file_type", "old", "new"),
+    [
+        ("amount", T.DoubleType(), "float", "double"),
+        ("price", T.DecimalType(18, 2), "decimal(10,2)", "decimal(18,2)"),
+    ],
+)
 def test_additive_widens_where_iceberg_allows(column, file_type, old, new):
     fields = [(f.name, file_type if f.name == column else f.dataType) for f in TABLE.fields]
     plan = plan_schema(TABLE, _file(*fields), "additive")
@@ -59,13 +72,16 @@ def test_additive_widens_where_iceberg_allows(column, file_type, old, new):
     assert plan.target[column].dataType == file_type
 
 
-@pytest.mark.parametrize(("column", "file_type"), [
-    ("price", T.DecimalType(12, 4)),  # scale change
-    ("note", T.IntegerType()),
-    ("amount", T.StringType()),
-    ("id", T.DoubleType()),
-    ("note", T.ArrayType(T.StringType())),
-])
+@pytest.mark.parametrize(
+    ("column", "file_type"),
+    [
+        ("price", T.DecimalType(12, 4)),  # scale change
+        ("note", T.IntegerType()),
+        ("amount", T.StringType()),
+        ("id", T.DoubleType()),
+        ("note", T.ArrayType(T.StringType())),
+    ],
+)
 def test_type_changes_iceberg_cannot_make_are_rejected(column, file_type):
     fields = [(f.name, file_type if f.name == column else f.dataType) for f in TABLE.fields]
     for policy in ("additive", "any"):
@@ -74,8 +90,12 @@ def test_type_changes_iceberg_cannot_make_are_rejected(column, file_type):
 
 
 def test_narrower_file_types_are_cast_on_write_without_changing_the_table():
-    file = _file(("id", T.IntegerType()), ("amount", T.FloatType()),
-                 ("price", T.DecimalType(8, 2)), ("note", T.StringType()))
+    file = _file(
+        ("id", T.IntegerType()),
+        ("amount", T.FloatType()),
+        ("price", T.DecimalType(8, 2)),
+        ("note", T.StringType()),
+    )
     plan = plan_schema(TABLE, file, "additive")
     assert plan.changes == [] and plan.target == TABLE
 

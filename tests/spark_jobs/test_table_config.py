@@ -45,15 +45,30 @@ def test_full_config_parses_into_typed_specs():
     config = parse_table_config_text(FULL, yaml=yaml)
     assert config.schema_policy == "strict"
     assert config.partition_by == (
-        PartitionField("day", "order_ts"), PartitionField("bucket", "order_id", 16),
-        PartitionField("identity", "region"), PartitionField("truncate", "my col", 4))
+        PartitionField("day", "order_ts"),
+        PartitionField("bucket", "order_id", 16),
+        PartitionField("identity", "region"),
+        PartitionField("truncate", "my col", 4),
+    )
     assert config.columns[0].required is True
     assert [c.kind for c in config.checks] == [
-        "not_null", "unique", "accepted_values", "range", "regex", "row_count",
-        "null_fraction", "expression", "freshness"]
-    assert config.checks[1] == CheckSpec(name="order_id_region_unique", kind="unique",
-                                         columns=("order_id", "region"), severity="warn",
-                                         params={"against_main": True})
+        "not_null",
+        "unique",
+        "accepted_values",
+        "range",
+        "regex",
+        "row_count",
+        "null_fraction",
+        "expression",
+        "freshness",
+    ]
+    assert config.checks[1] == CheckSpec(
+        name="order_id_region_unique",
+        kind="unique",
+        columns=("order_id", "region"),
+        severity="warn",
+        params={"against_main": True},
+    )
     assert config.checks[7].name == "sane"
 
 
@@ -64,27 +79,32 @@ def test_defaults_without_a_file():
     assert [(c.kind, c.params) for c in config.checks] == [("row_count", {"min": 1})]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("checks:\n  - {kind: no_such_check, column: a}\n", "unknown check kind 'no_such_check'"),
-    ("checks:\n  - {kind: regex, column: a}\n", "missing option(s) ['pattern']"),
-    ("checks:\n  - {kind: not_null, column: a, pattern: x}\n", "unknown option(s) ['pattern']"),
-    ("checks:\n  - {kind: not_null}\n", "needs `column`"),
-    ("checks:\n  - {kind: range, column: a}\n", "needs `min` and/or `max`"),
-    ("checks:\n  - {kind: regex, columns: [a, b], pattern: x}\n", "exactly one column"),
-    ("checks:\n  - {kind: not_null, column: a, severity: fatal}\n", "severity must be"),
-    ("checks:\n  - {kind: null_fraction, column: a, max: 2}\n", "in [0, 1]"),
-    ("checks:\n  - {kind: freshness, column: a, max_age: soon}\n", "positive duration"),
-    ("checks:\n  - {kind: accepted_values, column: a, values: []}\n", "non-empty list"),
-    ("checks:\n  - {kind: row_count, column: a, min: 1}\n", "takes no columns"),
-    ("checks:\n  - {kind: not_null, column: a}\n  - {kind: not_null, column: a}\n",
-     "duplicate check name(s) ['a_not_null']"),
-    ("schema_policy: loose\n", "schema_policy must be one of"),
-    ("colums: []\n", "unknown key(s) ['colums']"),
-    ("partition_by: ['fortnight(ts)']\n", "unknown partition transform 'fortnight'"),
-    ("partition_by: ['bucket(ts)']\n", "take a width"),
-    ("checks: [\n", "not valid YAML"),
-    ("- just a list\n", "expected a mapping"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("checks:\n  - {kind: no_such_check, column: a}\n", "unknown check kind 'no_such_check'"),
+        ("checks:\n  - {kind: regex, column: a}\n", "missing option(s) ['pattern']"),
+        ("checks:\n  - {kind: not_null, column: a, pattern: x}\n", "unknown option(s) ['pattern']"),
+        ("checks:\n  - {kind: not_null}\n", "needs `column`"),
+        ("checks:\n  - {kind: range, column: a}\n", "needs `min` and/or `max`"),
+        ("checks:\n  - {kind: regex, columns: [a, b], pattern: x}\n", "exactly one column"),
+        ("checks:\n  - {kind: not_null, column: a, severity: fatal}\n", "severity must be"),
+        ("checks:\n  - {kind: null_fraction, column: a, max: 2}\n", "in [0, 1]"),
+        ("checks:\n  - {kind: freshness, column: a, max_age: soon}\n", "positive duration"),
+        ("checks:\n  - {kind: accepted_values, column: a, values: []}\n", "non-empty list"),
+        ("checks:\n  - {kind: row_count, column: a, min: 1}\n", "takes no columns"),
+        (
+            "checks:\n  - {kind: not_null, column: a}\n  - {kind: not_null, column: a}\n",
+            "duplicate check name(s) ['a_not_null']",
+        ),
+        ("schema_policy: loose\n", "schema_policy must be one of"),
+        ("colums: []\n", "unknown key(s) ['colums']"),
+        ("partition_by: ['fortnight(ts)']\n", "unknown partition transform 'fortnight'"),
+        ("partition_by: ['bucket(ts)']\n", "take a width"),
+        ("checks: [\n", "not valid YAML"),
+        ("- just a list\n", "expected a mapping"),
+    ],
+)
 def test_config_errors_name_the_problem(text, message):
     with pytest.raises(TableConfigError) as error:
         parse_table_config_text(text, "tables/x.y.yaml", yaml=yaml)
@@ -92,8 +112,9 @@ def test_config_errors_name_the_problem(text, message):
     assert str(error.value).startswith("tables/x.y.yaml")
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("36h", 129600), ("7d", 604800),
-                                               ("30m", 1800), ("90s", 90), (60, 60)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("36h", 129600), ("7d", 604800), ("30m", 1800), ("90s", 90), (60, 60)]
+)
 def test_max_age(text, seconds):
     assert parse_max_age(text) == seconds
 
@@ -109,8 +130,18 @@ def test_quote_parts():
     assert quote_parts("wap_01234567", "sales", "orders") == "`wap_01234567`.`sales`.`orders`"
 
 
-@pytest.mark.parametrize("table", ["sales", "a.b.c", "Sales.orders", "sales.or-ders",
-                                   "sales.1orders", "sales.orders; DROP TABLE x", "sales.`x`"])
+@pytest.mark.parametrize(
+    "table",
+    [
+        "sales",
+        "a.b.c",
+        "Sales.orders",
+        "sales.or-ders",
+        "sales.1orders",
+        "sales.orders; DROP TABLE x",
+        "sales.`x`",
+    ],
+)
 def test_bad_table_identifiers_are_refused(table):
     with pytest.raises(InvalidArgumentError):
         split_table_name(table)

@@ -45,8 +45,7 @@ def _read_report(args) -> dict:
     return json.loads(Path(urlparse(args.report_uri).path).read_text())
 
 
-def test_clean_file_passes_and_lands_on_the_branch_only(lake, nessie, nessie_api, ingest,
-                                                        tmp_path):
+def test_clean_file_passes_and_lands_on_the_branch_only(lake, nessie, nessie_api, ingest, tmp_path):
     source = write_parquet(tmp_path / "orders.parquet", ORDERS)
     args = ingest("sales.clean", [source])
     main_before = nessie_api.ref("main")["hash"]
@@ -62,28 +61,36 @@ def test_clean_file_passes_and_lands_on_the_branch_only(lake, nessie, nessie_api
     assert "sales.clean" not in nessie_api.table_keys("main")
     assert nessie_api.ref("main")["hash"] == main_before
     row_count = _check(report, "row_count")
-    assert (row_count["status"], row_count["observed"], row_count["settled_by"]) == \
-        ("passed", 20, "metrics")
+    assert (row_count["status"], row_count["observed"], row_count["settled_by"]) == (
+        "passed",
+        20,
+        "metrics",
+    )
 
 
 def test_snapshot_summary_carries_the_ingest(lake, nessie, ingest, tmp_path):
     source = write_parquet(tmp_path / "orders.parquet", ORDERS)
     args = ingest("sales.stamped", [source])
     report = run_ingest(lake, args)
-    snapshots = read_on_ref(lake, nessie, args.branch, "sales.stamped").sparkSession.sql(
-        f"SELECT snapshot_id, summary FROM `wap_{args.ingest_id[:8]}`.sales.stamped.snapshots"
-    ).collect()
-    assert [(s.snapshot_id, s.summary["wap.ingest-id"]) for s in snapshots] == \
-        [(report["snapshot_id"], args.ingest_id)]
+    snapshots = (
+        read_on_ref(lake, nessie, args.branch, "sales.stamped")
+        .sparkSession.sql(
+            f"SELECT snapshot_id, summary FROM `wap_{args.ingest_id[:8]}`.sales.stamped.snapshots"
+        )
+        .collect()
+    )
+    assert [(s.snapshot_id, s.summary["wap.ingest-id"]) for s in snapshots] == [
+        (report["snapshot_id"], args.ingest_id)
+    ]
     assert snapshots[0].summary["wap.source"] == source
 
 
 def _summaries(lake, nessie, args) -> list[dict]:
     return [
         s.summary
-        for s in read_on_ref(lake, nessie, args.branch, args.table).sparkSession.sql(
-            f"SELECT summary FROM `wap_{args.ingest_id[:8]}`.{args.table}.snapshots"
-        ).collect()
+        for s in read_on_ref(lake, nessie, args.branch, args.table)
+        .sparkSession.sql(f"SELECT summary FROM `wap_{args.ingest_id[:8]}`.{args.table}.snapshots")
+        .collect()
     ]
 
 
@@ -92,13 +99,22 @@ def _with_origins(args, origins: list[str]):
     the uploaded object version it is a copy of."""
     argv = [a for uri in args.sources for a in ("--source", uri)]
     argv += [a for uri in origins for a in ("--source-origin", uri)]
-    argv += ["--table", args.table, "--branch", args.branch, "--ingest-id", args.ingest_id,
-             "--report-uri", args.report_uri]
+    argv += [
+        "--table",
+        args.table,
+        "--branch",
+        args.branch,
+        "--ingest-id",
+        args.ingest_id,
+        "--report-uri",
+        args.report_uri,
+    ]
     return parse_args(argv)
 
 
 def test_the_snapshot_names_the_uploaded_object_version_not_the_copy_it_read(
-        lake, nessie, ingest, tmp_path):
+    lake, nessie, ingest, tmp_path
+):
     copy = write_parquet(tmp_path / "0-orders.parquet", ORDERS)  # as the EMR double hands it
     origin = "s3://wap-source/sales/orders/2026-11-22 orders.parquet?versionId=3sL4kqtJlcpX"
     args = _with_origins(ingest("sales.origin", [copy]), [origin])
@@ -113,18 +129,20 @@ def test_a_batch_snapshot_names_each_written_upload_in_order(lake, nessie, inges
     first = write_parquet(tmp_path / "0-a.parquet", ORDERS)
     renamed = tmp_path / "1-b.parquet"  # not parquet: left out of the batch, so not named
     renamed.write_bytes(b"order_id,amount\n1,2.0\n" * 5)
-    last = write_parquet(tmp_path / "2-c.parquet",
-                         {k: v[:5] for k, v in ORDERS.items()})
-    origins = [f"s3://wap-source/sales/orders/{name}.parquet?versionId=v{i}"
-               for i, name in enumerate(("a", "b", "c"))]
+    last = write_parquet(tmp_path / "2-c.parquet", {k: v[:5] for k, v in ORDERS.items()})
+    origins = [
+        f"s3://wap-source/sales/orders/{name}.parquet?versionId=v{i}"
+        for i, name in enumerate(("a", "b", "c"))
+    ]
     args = _with_origins(ingest("sales.origins", [first, renamed.as_uri(), last]), origins)
 
     report = run_ingest(lake, args)
 
     assert report["outcome"] == "passed", report["reason"]
     assert report["rows_written"] == 25
-    assert [s["wap.source"] for s in _summaries(lake, nessie, args)] == \
-        [f"{origins[0]},{origins[2]}"]
+    assert [s["wap.source"] for s in _summaries(lake, nessie, args)] == [
+        f"{origins[0]},{origins[2]}"
+    ]
 
 
 def test_a_source_origin_per_source_or_none(ingest, tmp_path, capsys):
@@ -146,8 +164,7 @@ def test_nulls_in_not_null_column_fail_with_exact_count_and_samples(lake, ingest
 
     assert report["outcome"] == "failed"
     check = _check(report, "order_id_not_null")
-    assert (check["status"], check["violations"], check["settled_by"]) == \
-        ("failed", 3, "metrics")
+    assert (check["status"], check["violations"], check["settled_by"]) == ("failed", 3, "metrics")
     assert len(check["samples"]) == 3
     assert all(sample["order_id"] is None for sample in check["samples"])
     assert {sample["amount"] for sample in check["samples"]} == {3.0, 8.0, 12.0}
@@ -201,8 +218,12 @@ def test_clean_audit_settles_from_metrics_and_the_write_without_reading(lake, in
     assert _jobs(lake, groups["main"]) == []
     settled = {c["name"]: c["settled_by"] for c in report["checks"]}
     # accepted_values on a string: the parquet dictionaries hold every value.
-    assert settled == {"status_accepted_values": "metrics", "email_regex": "write",
-                       "amount_positive": "write", "order_id_not_null": "metrics"}
+    assert settled == {
+        "status_accepted_values": "metrics",
+        "email_regex": "write",
+        "amount_positive": "write",
+        "order_id_not_null": "metrics",
+    }
 
 
 @pytest.fixture
@@ -220,12 +241,17 @@ def spark_conf(lake):
         lake.conf.unset(key)
 
 
-@pytest.mark.parametrize(("conf", "table"), [
-    ({OBSERVE_CONF: "false"}, "sales.jobs_scan"),
-    ({OBSERVE_MAX_BYTES_CONF: "1"}, "sales.jobs_scan_large"),  # `auto`, source above it
-], ids=["off", "auto-above-limit"])
-def test_without_observation_the_audit_is_one_aggregation_pass(lake, ingest, tmp_path,
-                                                               spark_conf, conf, table):
+@pytest.mark.parametrize(
+    ("conf", "table"),
+    [
+        ({OBSERVE_CONF: "false"}, "sales.jobs_scan"),
+        ({OBSERVE_MAX_BYTES_CONF: "1"}, "sales.jobs_scan_large"),  # `auto`, source above it
+    ],
+    ids=["off", "auto-above-limit"],
+)
+def test_without_observation_the_audit_is_one_aggregation_pass(
+    lake, ingest, tmp_path, spark_conf, conf, table
+):
     spark_conf(conf)
     source = write_parquet(tmp_path / "clean.parquet", ORDERS)
     args = ingest(table, [source], config=SCAN_CHECKS)
@@ -234,14 +260,19 @@ def test_without_observation_the_audit_is_one_aggregation_pass(lake, ingest, tmp
 
     assert report["outcome"] == "passed"
     groups = job_group_ids(args.ingest_id)
-    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.{args.table}",
-                                     "max(amount)")
+    one_pass = _one_aggregation_jobs(
+        lake, f"`wap_{args.ingest_id[:8]}`.{args.table}", "max(amount)"
+    )
     assert one_pass >= 1
     assert len(_jobs(lake, groups["scan"])) == one_pass
     assert _jobs(lake, groups["samples"]) == []
     settled = {c["name"]: c["settled_by"] for c in report["checks"]}
-    assert settled == {"status_accepted_values": "metrics", "email_regex": "scan",
-                       "amount_positive": "scan", "order_id_not_null": "metrics"}
+    assert settled == {
+        "status_accepted_values": "metrics",
+        "email_regex": "scan",
+        "amount_positive": "scan",
+        "order_id_not_null": "metrics",
+    }
 
 
 def test_observation_on_write_depends_on_the_source_size(lake, spark_conf):
@@ -255,12 +286,16 @@ def test_observation_on_write_depends_on_the_source_size(lake, spark_conf):
     assert not observe_on_write(lake, 1)
 
 
-@pytest.mark.parametrize(("conf", "message"), [
-    ({OBSERVE_CONF: "sometimes"}, "must be auto, true or false, not 'sometimes'"),
-    ({OBSERVE_MAX_BYTES_CONF: "64MB"}, "must be a number of bytes, not '64MB'"),
-])
-def test_bad_observation_settings_are_config_errors(lake, ingest, tmp_path, spark_conf,
-                                                     conf, message):
+@pytest.mark.parametrize(
+    ("conf", "message"),
+    [
+        ({OBSERVE_CONF: "sometimes"}, "must be auto, true or false, not 'sometimes'"),
+        ({OBSERVE_MAX_BYTES_CONF: "64MB"}, "must be a number of bytes, not '64MB'"),
+    ],
+)
+def test_bad_observation_settings_are_config_errors(
+    lake, ingest, tmp_path, spark_conf, conf, message
+):
     with pytest.raises(TableConfigError, match=message):
         spark_conf(conf)
         observe_on_write(lake, 1)
@@ -281,9 +316,12 @@ def test_unique_is_counted_in_one_aggregation_pass(lake, ingest, tmp_path):
 
     assert report["outcome"] == "passed"
     groups = job_group_ids(args.ingest_id)
-    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.jobs_unique",
-                                     "count_if(order_id IS NOT NULL)",
-                                     "count(DISTINCT order_id)")
+    one_pass = _one_aggregation_jobs(
+        lake,
+        f"`wap_{args.ingest_id[:8]}`.sales.jobs_unique",
+        "count_if(order_id IS NOT NULL)",
+        "count(DISTINCT order_id)",
+    )
     assert len(_jobs(lake, groups["scan"])) == one_pass
     assert _check(report, "order_id_unique")["settled_by"] == "scan"
     assert _jobs(lake, groups["samples"]) == []
@@ -299,8 +337,9 @@ def test_failed_audit_adds_one_sampling_query(lake, ingest, tmp_path):
     assert report["outcome"] == "failed"
     check = _check(report, "email_regex")
     assert (check["violations"], check["settled_by"]) == (1, "write")
-    assert check["samples"] == [{"order_id": 20, "status": "PAID", "amount": 20.0,
-                                 "email": "nobody"}]
+    assert check["samples"] == [
+        {"order_id": 20, "status": "PAID", "amount": 20.0, "email": "nobody"}
+    ]
     groups = job_group_ids(args.ingest_id)
     assert _jobs(lake, groups["scan"]) == []
     assert len(_jobs(lake, groups["samples"])) >= 1
@@ -317,8 +356,7 @@ def test_value_outside_the_dictionary_is_counted_by_one_scan(lake, ingest, tmp_p
     assert (check["status"], check["violations"], check["settled_by"]) == ("failed", 1, "scan")
     assert check["samples"] == [{"order_id": 20, "status": "LOST", "amount": 20.0}]
     groups = job_group_ids(args.ingest_id)
-    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.lost",
-                                     "max(amount)")
+    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.lost", "max(amount)")
     assert len(_jobs(lake, groups["scan"])) == one_pass
 
 
@@ -345,15 +383,19 @@ def test_range_settled_by_metrics_when_every_value_is_outside(lake, ingest, tmp_
     config = "checks:\n  - {kind: range, column: amount, max: 0.5}\n"
     report = run_ingest(lake, ingest("sales.all_out", [source], config=config))
     check = report["checks"][0]
-    assert (check["status"], check["violations"], check["settled_by"]) == \
-        ("failed", 20, "metrics")
+    assert (check["status"], check["violations"], check["settled_by"]) == ("failed", 20, "metrics")
     assert len(check["samples"]) == 5
 
 
 def test_odd_column_names_are_quoted_everywhere(lake, nessie, ingest, tmp_path):
-    source = write_parquet(tmp_path / "odd.parquet", {
-        "select": [1, 2, 3, None], "my col": ["a", "b", "c", "d"],
-        "from`tick": [1.0, 2.0, 3.0, 4.0]})
+    source = write_parquet(
+        tmp_path / "odd.parquet",
+        {
+            "select": [1, 2, 3, None],
+            "my col": ["a", "b", "c", "d"],
+            "from`tick": [1.0, 2.0, 3.0, 4.0],
+        },
+    )
     config = """
 partition_by: ["my col"]
 checks:
@@ -393,8 +435,9 @@ def test_unique_against_main_finds_published_keys(lake, nessie_api, ingest, tmp_
     nessie_api.merge(published.branch)
 
     overlap = {**ORDERS, "order_id": list(range(19, 39))}  # 19 and 20 are on main
-    second = ingest("sales.keys", [write_parquet(tmp_path / "second.parquet", overlap)],
-                    config=config)
+    second = ingest(
+        "sales.keys", [write_parquet(tmp_path / "second.parquet", overlap)], config=config
+    )
     report = run_ingest(lake, second)
 
     check = report["checks"][0]
@@ -418,10 +461,12 @@ def test_same_ingest_twice_appends_once(lake, nessie, nessie_api, ingest, tmp_pa
 
 # --- schema policy -----------------------------------------------------------------------
 
+
 def _seed(lake, nessie_api, ingest, tmp_path, table, config, columns):
     """Publish a first file to main so the table exists there."""
-    args = ingest(table, [write_parquet(tmp_path / f"{table}-seed.parquet", columns)],
-                  config=config)
+    args = ingest(
+        table, [write_parquet(tmp_path / f"{table}-seed.parquet", columns)], config=config
+    )
     report = run_ingest(lake, args)
     assert report["outcome"] == "passed", report["reason"]
     nessie_api.merge(args.branch)
@@ -451,14 +496,16 @@ def test_new_column_under_additive_evolves_the_table(lake, nessie, nessie_api, i
 
     assert report["outcome"] == "passed", report["reason"]
     assert report["schema_changes"] == [
-        {"change": "add_column", "column": "discount", "type": "double"}]
+        {"change": "add_column", "column": "discount", "type": "double"}
+    ]
     rows = read_on_ref(lake, nessie, args.branch, "schema.additive")
     assert rows.where("discount IS NULL").count() == 20  # the seed's rows
     assert rows.where("discount = 0.5").count() == 20
 
 
-def test_missing_optional_column_becomes_null_and_int_widens(lake, nessie, nessie_api, ingest,
-                                                              tmp_path):
+def test_missing_optional_column_becomes_null_and_int_widens(
+    lake, nessie, nessie_api, ingest, tmp_path
+):
     seed = {"id": pa.array(range(10), pa.int32()), "note": ["x"] * 10}
     _seed(lake, nessie_api, ingest, tmp_path, "schema.widen", None, seed)
     source = write_parquet(tmp_path / "wide.parquet", {"id": pa.array([10**12], pa.int64())})
@@ -468,15 +515,17 @@ def test_missing_optional_column_becomes_null_and_int_widens(lake, nessie, nessi
 
     assert report["outcome"] == "passed", report["reason"]
     assert report["schema_changes"] == [
-        {"change": "widen_type", "column": "id", "from": "int", "type": "bigint"}]
+        {"change": "widen_type", "column": "id", "from": "int", "type": "bigint"}
+    ]
     rows = read_on_ref(lake, nessie, args.branch, "schema.widen")
     assert rows.where("id = 1000000000000 AND note IS NULL").count() == 1
 
 
 def test_type_change_is_rejected(lake, nessie_api, ingest, tmp_path):
     _seed(lake, nessie_api, ingest, tmp_path, "schema.retype", None, ORDERS)
-    source = write_parquet(tmp_path / "retyped.parquet",
-                           {**ORDERS, "amount": [str(a) for a in ORDERS["amount"]]})
+    source = write_parquet(
+        tmp_path / "retyped.parquet", {**ORDERS, "amount": [str(a) for a in ORDERS["amount"]]}
+    )
     report = run_ingest(lake, ingest("schema.retype", [source]))
 
     assert report["outcome"] == "rejected"
@@ -498,8 +547,9 @@ schema:
     assert "required column 'order_id' is missing" in report["reason"]
 
 
-def test_required_column_with_nulls_is_rejected_with_the_column_named(lake, nessie_api, ingest,
-                                                                      tmp_path):
+def test_required_column_with_nulls_is_rejected_with_the_column_named(
+    lake, nessie_api, ingest, tmp_path
+):
     config = "schema:\n  - {name: order_id, type: bigint, required: true}\n"
     source = write_parquet(tmp_path / "nullid.parquet", {"order_id": [1, None, 3]})
     args = ingest("schema.required_nulls", [source], config=config)
@@ -511,6 +561,7 @@ def test_required_column_with_nulls_is_rejected_with_the_column_named(lake, ness
 
 
 # --- input the job cannot read ---------------------------------------------------------------
+
 
 def _corrupt(path: Path) -> None:
     path.write_bytes(b"PAR1" + b"\x00garbage-not-a-footer" * 10 + b"PAR1")
@@ -524,21 +575,41 @@ def _csv(path: Path) -> None:
     path.write_text("order_id,status\n1,NEW\n2,PAID\n")
 
 
-@pytest.mark.parametrize(("make_file", "expected"), [
-    (_corrupt, "cannot read the parquet footer/schema"),
-    (_zero_bytes, "is empty (0 bytes)"),
-    (_csv, "bad.parquet does not start and end with the parquet magic bytes PAR1 (is it a "
-           "CSV or another format renamed .parquet?"),
-], ids=["corrupt", "zero-bytes", "csv-named-parquet"])
-def test_unreadable_files_are_rejected_and_main_exits_zero(lake, nessie_api, ingest, tmp_path,
-                                                            make_file, expected):
+@pytest.mark.parametrize(
+    ("make_file", "expected"),
+    [
+        (_corrupt, "cannot read the parquet footer/schema"),
+        (_zero_bytes, "is empty (0 bytes)"),
+        (
+            _csv,
+            "bad.parquet does not start and end with the parquet magic bytes PAR1 (is it a "
+            "CSV or another format renamed .parquet?",
+        ),
+    ],
+    ids=["corrupt", "zero-bytes", "csv-named-parquet"],
+)
+def test_unreadable_files_are_rejected_and_main_exits_zero(
+    lake, nessie_api, ingest, tmp_path, make_file, expected
+):
     path = tmp_path / "bad.parquet"
     make_file(path)
     args = ingest("bad.files", [path.as_uri()])
     main_before = nessie_api.ref("main")["hash"]
 
-    code = main(["--source", path.as_uri(), "--table", args.table, "--branch", args.branch,
-                 "--ingest-id", args.ingest_id, "--report-uri", args.report_uri])
+    code = main(
+        [
+            "--source",
+            path.as_uri(),
+            "--table",
+            args.table,
+            "--branch",
+            args.branch,
+            "--ingest-id",
+            args.ingest_id,
+            "--report-uri",
+            args.report_uri,
+        ]
+    )
 
     assert code == 0
     report = _read_report(args)
@@ -550,13 +621,28 @@ def test_unreadable_files_are_rejected_and_main_exits_zero(lake, nessie_api, ing
 
 
 def test_nested_type_the_table_cannot_take_is_rejected(lake, nessie_api, ingest, tmp_path):
-    _seed(lake, nessie_api, ingest, tmp_path, "bad.nested", None,
-          {"id": [1, 2], "tags": ["a", "b"]})
-    source = write_parquet(tmp_path / "nested.parquet",
-                           {"id": [3], "tags": pa.array([["x", "y"]], pa.list_(pa.string()))})
+    _seed(
+        lake, nessie_api, ingest, tmp_path, "bad.nested", None, {"id": [1, 2], "tags": ["a", "b"]}
+    )
+    source = write_parquet(
+        tmp_path / "nested.parquet",
+        {"id": [3], "tags": pa.array([["x", "y"]], pa.list_(pa.string()))},
+    )
     args = ingest("bad.nested", [source])
-    code = main(["--source", source, "--table", args.table, "--branch", args.branch,
-                 "--ingest-id", args.ingest_id, "--report-uri", args.report_uri])
+    code = main(
+        [
+            "--source",
+            source,
+            "--table",
+            args.table,
+            "--branch",
+            args.branch,
+            "--ingest-id",
+            args.ingest_id,
+            "--report-uri",
+            args.report_uri,
+        ]
+    )
 
     assert code == 0
     report = _read_report(args)
@@ -583,9 +669,20 @@ def test_main_exits_non_zero_only_when_no_report_could_be_written(lake, ingest, 
     args = ingest("sales.noreport", [source])
     blocker = tmp_path / "file-not-dir"
     blocker.write_text("x")
-    code = main(["--source", source, "--table", args.table, "--branch", args.branch,
-                 "--ingest-id", args.ingest_id,
-                 "--report-uri", (blocker / "report.json").as_uri()])
+    code = main(
+        [
+            "--source",
+            source,
+            "--table",
+            args.table,
+            "--branch",
+            args.branch,
+            "--ingest-id",
+            args.ingest_id,
+            "--report-uri",
+            (blocker / "report.json").as_uri(),
+        ]
+    )
     assert code == 1
 
 
@@ -600,9 +697,13 @@ def test_invalid_table_identifier_is_rejected(lake, ingest, tmp_path):
 
 def test_file_with_zero_rows_fails_the_row_count_default(lake, nessie, ingest, tmp_path):
     schema = pa.schema([("order_id", pa.int64()), ("status", pa.string())])
-    source = write_parquet(tmp_path / "empty-rows.parquet", pa.table(
-        {"order_id": pa.array([], pa.int64()), "status": pa.array([], pa.string())},
-        schema=schema))
+    source = write_parquet(
+        tmp_path / "empty-rows.parquet",
+        pa.table(
+            {"order_id": pa.array([], pa.int64()), "status": pa.array([], pa.string())},
+            schema=schema,
+        ),
+    )
     report = run_ingest(lake, ingest("sales.zero_rows", [source]))
 
     assert report["outcome"] == "failed"
@@ -623,6 +724,7 @@ def test_range_metrics_cannot_settle_goes_to_one_scan_pass(lake, ingest, tmp_pat
     assert sorted(s["amount"] for s in check["samples"]) == [1.0, 2.0, 3.0, 4.0]
     assert _check(report, "email_regex")["settled_by"] == "write"
     groups = job_group_ids(args.ingest_id)
-    one_pass = _one_aggregation_jobs(lake, f"`wap_{args.ingest_id[:8]}`.sales.straddle",
-                                     "max(amount)")
+    one_pass = _one_aggregation_jobs(
+        lake, f"`wap_{args.ingest_id[:8]}`.sales.straddle", "max(amount)"
+    )
     assert len(_jobs(lake, groups["scan"])) == one_pass

@@ -24,8 +24,9 @@ from tests.fixtures.standin_job import standin_job
 TABLE = "bt.orders"
 
 
-def gated_job(api_v1: str, calls: list[dict[str, Any]], gate: threading.Event,
-              crash_batches: int = 0) -> Callable[[list[str]], dict[str, Any]]:
+def gated_job(
+    api_v1: str, calls: list[dict[str, Any]], gate: threading.Event, crash_batches: int = 0
+) -> Callable[[list[str]], dict[str, Any]]:
     """The stand-in job, whose runs wait for `gate` (so files queue behind the first), and
     whose first `crash_batches` runs over several sources crash (EMR reports FAILED)."""
     inner = standin_job(api_v1, calls)
@@ -45,8 +46,9 @@ def queue_depth(stack, table: str = TABLE) -> int:
     return len(stack.ledger().get_lock(table).queue)
 
 
-def burst(stack, keys: list[str], gate: threading.Event, *,
-          in_order: bool = False) -> list[dict[str, Any]]:
+def burst(
+    stack, keys: list[str], gate: threading.Event, *, in_order: bool = False
+) -> list[dict[str, Any]]:
     """Drop `keys`: the first runs (held at the gate) while the rest queue; then go.
 
     S3 events, like S3's, reach the trigger in no fixed order; `in_order` waits for each
@@ -82,8 +84,9 @@ def batch_stack(make_stack, nessie, tmp_path):
         calls: list[dict[str, Any]] = []
         gate = threading.Event()
         crash = overrides.pop("crash_batches", 0)
-        stack = make_stack(job=gated_job(nessie.api_v1, calls, gate, crash),
-                           tables_dir=tmp_path, **overrides)
+        stack = make_stack(
+            job=gated_job(nessie.api_v1, calls, gate, crash), tables_dir=tmp_path, **overrides
+        )
         return stack, calls, gate
 
     return make
@@ -97,8 +100,10 @@ def test_a_burst_queued_behind_a_run_is_one_batch_and_every_file_is_published(ba
     stack.wait_idle()
 
     assert [r.status for r in records] == ["PUBLISHED"] * 12, stack.describe()
-    assert run_sources(calls) == [["part-00.parquet"],
-                                  [f"part-{i:02d}.parquet" for i in range(1, 12)]]
+    assert run_sources(calls) == [
+        ["part-00.parquet"],
+        [f"part-{i:02d}.parquet" for i in range(1, 12)],
+    ]
     [batch] = stack.ledger().list_batches()
     assert batch.status == "PUBLISHED" and batch.files == 11
     assert sorted(batch.members) == sorted(r.ingest_id for r in records[1:])
@@ -127,8 +132,7 @@ def test_a_batch_stops_at_max_files_and_max_bytes(batch_stack, config, name, run
     assert len(stack.ledger().list_batches()) == sum(1 for size in run_sizes if size > 1)
 
 
-def test_a_mixed_burst_publishes_the_good_files_and_fails_each_bad_one_alone(
-        batch_stack, slack):
+def test_a_mixed_burst_publishes_the_good_files_and_fails_each_bad_one_alone(batch_stack, slack):
     stack, calls, gate = batch_stack()
     names = ["first", "a-ok", "b-fail", "c-reject", "d-ok", "e-fail"]
     keys = [f"bt/orders/{name}.parquet" for name in names]
@@ -137,29 +141,39 @@ def test_a_mixed_burst_publishes_the_good_files_and_fails_each_bad_one_alone(
     stack.wait_idle()
 
     assert {name: r.status for name, r in records.items()} == {
-        "first": "PUBLISHED", "a-ok": "PUBLISHED", "b-fail": "AUDIT_FAILED",
-        "c-reject": "REJECTED", "d-ok": "PUBLISHED", "e-fail": "AUDIT_FAILED"}
+        "first": "PUBLISHED",
+        "a-ok": "PUBLISHED",
+        "b-fail": "AUDIT_FAILED",
+        "c-reject": "REJECTED",
+        "d-ok": "PUBLISHED",
+        "e-fail": "AUDIT_FAILED",
+    }
     # The first alone; the batch of five; the good two again; each failing file alone.
     runs = run_sources(calls)
     assert runs[:3] == [
         ["first.parquet"],
-        ["a-ok.parquet", "b-fail.parquet", "c-reject.parquet", "d-ok.parquet",
-         "e-fail.parquet"],
-        ["a-ok.parquet", "d-ok.parquet"]]
+        ["a-ok.parquet", "b-fail.parquet", "c-reject.parquet", "d-ok.parquet", "e-fail.parquet"],
+        ["a-ok.parquet", "d-ok.parquet"],
+    ]
     assert sorted(runs[3:]) == [["b-fail.parquet"], ["e-fail.parquet"]]
     # created_at has a clock's resolution: two batches of one second tie, so go by status.
     batches = {b.status: b for b in stack.ledger().list_batches()}
     assert sorted(batches) == ["PUBLISHED", "SPLIT"]
     split, published = batches["SPLIT"], batches["PUBLISHED"]
     assert "AUDIT_FAILED" in split.error
-    assert sorted(published.members) == sorted([records["a-ok"].ingest_id,
-                                                   records["d-ok"].ingest_id])
+    assert sorted(published.members) == sorted(
+        [records["a-ok"].ingest_id, records["d-ok"].ingest_id]
+    )
     # Each failing file has its own branch, holding its own run, and its own alert.
     assert records["b-fail"].branch != records["e-fail"].branch
     assert records["b-fail"].batch_id is None
     assert "corrupt parquet file" in records["c-reject"].error
-    alerted = sorted(text for message in slack.messages
-                     for text in [str(message)] if "fail.parquet" in text or "reject" in text)
+    alerted = sorted(
+        text
+        for message in slack.messages
+        for text in [str(message)]
+        if "fail.parquet" in text or "reject" in text
+    )
     assert len(slack.messages) == 3, slack.messages
     assert len(alerted) == 3
 
@@ -175,11 +189,15 @@ def test_a_batch_that_fails_with_no_file_to_blame_runs_its_halves_apart(batch_st
     stack.wait_idle()
 
     assert [r.status for r in records] == ["PUBLISHED"] * 8, stack.describe()
-    assert run_sources(calls) == [  # each run's files, sorted by name
-        ["first.parquet"],
-        sorted(f"{name}.parquet" for name in names[1:]),
-        ["a.parquet", "b.parquet", "c.parquet", "twin-1.parquet"],  # the first half
-        ["d.parquet", "e.parquet", "twin-2.parquet"]]
+    assert (
+        run_sources(calls)
+        == [  # each run's files, sorted by name
+            ["first.parquet"],
+            sorted(f"{name}.parquet" for name in names[1:]),
+            ["a.parquet", "b.parquet", "c.parquet", "twin-1.parquet"],  # the first half
+            ["d.parquet", "e.parquet", "twin-2.parquet"],
+        ]
+    )
     assert slack.messages == []
 
 
@@ -190,8 +208,10 @@ def test_a_batch_whose_job_crashes_is_retried_as_one_batch(batch_stack):
     records = [wait_for_key(stack, key) for key in keys]
     assert [r.status for r in records] == ["PUBLISHED"] * 4, stack.describe()
     # The crashed run left no report; the retry took the same three sources.
-    assert run_sources(calls) == [["crash-0.parquet"],
-                                  ["crash-1.parquet", "crash-2.parquet", "crash-3.parquet"]]
+    assert run_sources(calls) == [
+        ["crash-0.parquet"],
+        ["crash-1.parquet", "crash-2.parquet", "crash-3.parquet"],
+    ]
     [batch] = stack.ledger().list_batches()
     assert batch.job_tries == 2
 
@@ -249,9 +269,15 @@ def test_a_batch_rejected_with_no_verdict_runs_its_halves_not_each_file(make_sta
     def job(argv: list[str]) -> dict[str, Any]:
         report = inner(argv)
         if argv.count("--source") > 1 and "undecodable" in " ".join(argv):
-            report = {**report, "sources": [], "outcome": "rejected", "checks": [],
-                      "branch_hash": None, "rows_written": 0,
-                      "reason": "the rows could not be written: page does not decode"}
+            report = {
+                **report,
+                "sources": [],
+                "outcome": "rejected",
+                "checks": [],
+                "branch_hash": None,
+                "rows_written": 0,
+                "reason": "the rows could not be written: page does not decode",
+            }
             written = argv[argv.index("--report-uri") + 1].removeprefix("file://")
             Path(written).write_text(json.dumps(report))
         return report

@@ -64,7 +64,8 @@ def the_batch(stack) -> dict[str, Any]:
 
 
 def test_a_dataset_waits_for_success_and_publishes_all_its_parts_at_once(
-        dataset_stack, nessie_client):
+    dataset_stack, nessie_client
+):
     stack, calls = dataset_stack
     keys = drop_parts(stack, "run-1", [f"part-{i:05d}.parquet" for i in range(5)])
     stack.wait_idle()
@@ -84,11 +85,11 @@ def test_a_dataset_waits_for_success_and_publishes_all_its_parts_at_once(
 
 
 def test_a_dataset_with_one_failing_part_publishes_nothing_and_leaves_one_branch(
-        dataset_stack, nessie_client, slack):
+    dataset_stack, nessie_client, slack
+):
     stack, calls = dataset_stack
     before = table_on(nessie_client, "main", TABLE)  # the Nessie server is the session's
-    keys = drop_parts(stack, "run-2", ["part-0.parquet", "part-1-fail.parquet",
-                                       "part-2.parquet"])
+    keys = drop_parts(stack, "run-2", ["part-0.parquet", "part-1-fail.parquet", "part-2.parquet"])
     stack.drop_file("ds/orders/run-2/_SUCCESS", b"")
     records = [wait_for_key(stack, key) for key in keys]
     stack.wait_idle()
@@ -132,7 +133,8 @@ def failed_dataset(stack, prefix: str) -> tuple[dict[str, Any], list[dict[str, A
 
 
 def test_a_failed_dataset_is_reviewed_and_published_whole_by_its_branch(
-        dataset_stack, nessie, nessie_client):
+    dataset_stack, nessie, nessie_client
+):
     stack, _calls = dataset_stack
     backend = StackBackend(stack, nessie)
     batch, records = failed_dataset(stack, "run-9")
@@ -140,10 +142,12 @@ def test_a_failed_dataset_is_reviewed_and_published_whole_by_its_branch(
     [branch] = [b for b in ops.list_branches(backend) if b.name == batch.branch]
     assert (branch.ingest_id, branch.status) == (batch.ingest_id, "AUDIT_FAILED")
     found = ops.find_ingest(backend, batch.branch)  # `wap show BRANCH` (no row counts here:
-    assert found.ingest_id == batch.ingest_id   # the stand-in job writes no table)
+    assert found.ingest_id == batch.ingest_id  # the stand-in job writes no table)
     report = ops.read_report(backend, found)
     assert [(v.uri.rsplit("/", 1)[-1], v.status) for v in report.sources] == [
-        ("part-0.parquet", "passed"), ("part-1-fail.parquet", "failed")]
+        ("part-0.parquet", "passed"),
+        ("part-1-fail.parquet", "failed"),
+    ]
     # One file of a dataset is never published alone.
     with pytest.raises(NotAllowedError, match=f"wap publish {batch.ingest_id}"):
         ops.publish(backend, records[0].ingest_id, reason="looks fine", actor="dana")
@@ -184,28 +188,33 @@ def test_a_dataset_with_an_unreadable_part_is_rejected_whole(dataset_stack, ness
     assert table_on(nessie_client, "main", TABLE) == before
 
 
-def test_a_manifest_naming_a_missing_file_is_rejected_with_an_alert(dataset_stack, slack,
-                                                                    monkeypatch):
+def test_a_manifest_naming_a_missing_file_is_rejected_with_an_alert(
+    dataset_stack, slack, monkeypatch
+):
     emitted = io.StringIO()  # the functions' embedded metrics (their log)
     monkeypatch.setattr(metrics, "_log_stream", lambda: emitted)
     stack, calls = dataset_stack
     keys = drop_parts(stack, "run-4", ["part-0.parquet"])
-    manifest = {"files": [{"path": "part-0.parquet", "size": len(fake_parquet(keys[0]))},
-                          {"path": "part-1.parquet", "size": 10}]}
+    manifest = {
+        "files": [
+            {"path": "part-0.parquet", "size": len(fake_parquet(keys[0]))},
+            {"path": "part-1.parquet", "size": 10},
+        ]
+    }
     stack.drop_file("ds/orders/run-4/_manifest.json", json.dumps(manifest).encode())
     [record] = [wait_for_key(stack, key) for key in keys]
     stack.wait_idle()
 
-    assert record.status == "REJECTED" and "lists ds/orders/run-4/part-1.parquet" in (
-        record.error)
+    assert record.status == "REJECTED" and "lists ds/orders/run-4/part-1.parquet" in (record.error)
     assert calls == []
     batch = the_batch(stack)
     assert batch.status == "REJECTED" and "does not exist" in batch.error
     [alert] = slack.messages
     assert "part-1.parquet" in json.dumps(alert)
     # One rejected run of the table in the outcome metrics, with the one file that came.
-    [counted] = [json.loads(line) for line in emitted.getvalue().splitlines()
-                 if '"Rejected"' in line]
+    [counted] = [
+        json.loads(line) for line in emitted.getvalue().splitlines() if '"Rejected"' in line
+    ]
     assert (counted["Table"], counted["Rejected"], counted["FilesPerRun"]) == ("ds.orders", 1, 1)
 
 
@@ -224,20 +233,21 @@ def test_a_manifest_takes_a_listed_part_whose_own_event_is_late(dataset_stack):
     # part-1 is in S3 but its event has not reached the trigger (events are unordered).
     stack.client("events").disable_rule(Name="wap-source-object-created")
     late = "ds/orders/run-6/part-1.parquet"
-    stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=late,
-                                  Body=fake_parquet(late))
+    stack.client("s3").put_object(
+        Bucket=stack.settings.source_bucket, Key=late, Body=fake_parquet(late)
+    )
     stack.client("events").enable_rule(Name="wap-source-object-created")
     keys = [*drop_parts(stack, "run-6", ["part-0.parquet"]), late]
-    manifest = {"files": [{"path": k.rsplit("/", 1)[-1], "size": len(fake_parquet(k))}
-                          for k in keys]}
+    manifest = {
+        "files": [{"path": k.rsplit("/", 1)[-1], "size": len(fake_parquet(k))} for k in keys]
+    }
     stack.drop_file("ds/orders/run-6/_manifest.json", json.dumps(manifest).encode())
     assert [wait_for_key(stack, key).status for key in keys] == ["PUBLISHED"] * 2
     [run] = calls
     assert len(run["sources"]) == 2
 
 
-def test_held_parts_whose_marker_never_comes_are_rejected_after_the_timeout(
-        dataset_stack, slack):
+def test_held_parts_whose_marker_never_comes_are_rejected_after_the_timeout(dataset_stack, slack):
     stack, calls = dataset_stack
     keys = drop_parts(stack, "run-7", ["part-0.parquet", "part-1.parquet"])
     assert stack.invoke("sweeper", {})["expired_held"] == []  # not yet
@@ -277,11 +287,9 @@ def test_a_manifest_of_csv_parts_is_read_as_its_table_format(make_stack, nessie,
     late = "ds/text/run-1/part-1.txt"
     stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=late, Body=body)
     stack.client("events").enable_rule(Name="wap-source-object-created")
-    manifest = {"files": [{"path": k.rsplit("/", 1)[-1], "size": len(body)}
-                          for k in (first, late)]}
+    manifest = {"files": [{"path": k.rsplit("/", 1)[-1], "size": len(body)} for k in (first, late)]}
     stack.drop_file("ds/text/run-1/_manifest.json", json.dumps(manifest).encode())
 
     assert [wait_for_key(stack, key).status for key in (first, late)] == ["PUBLISHED"] * 2
     [run] = calls
-    assert sorted(uri.rsplit("/", 1)[-1] for uri in run["sources"]) == [
-        "part-0.txt", "part-1.txt"]
+    assert sorted(uri.rsplit("/", 1)[-1] for uri in run["sources"]) == ["part-0.txt", "part-1.txt"]

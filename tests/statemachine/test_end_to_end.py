@@ -94,8 +94,9 @@ def test_clean_file_delivered_20_times_is_published_once(e2e_stack, lake, nessie
     assert record.rows_written == 3
 
 
-def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nessie_client, slack,
-                                                            receiver, waits):
+def test_failing_check_keeps_main_and_alerts_with_the_check(
+    e2e_stack, lake, nessie_client, slack, receiver, waits
+):
     stack = e2e_stack(lineage_url=receiver.url)
     good, bad = [(1, 5.0)], [(2, -1.0), (3, None), (4, -7.5)]
     good_put = stack.drop_file("e2e/audited/good.parquet", parquet(good))
@@ -126,8 +127,13 @@ def test_failing_check_keeps_main_and_alerts_with_the_check(e2e_stack, lake, nes
     assert "amount_present" in text and "Violations: *1*" in text
     # The same two runs as OpenLineage events: every check's result, the outcome (issue 29).
     check_runs_of_a_passing_and_a_failing_file(
-        stack, receiver, good=published, good_version=good_put["version_id"], bad=record,
-        bad_version=bad_put["version_id"])
+        stack,
+        receiver,
+        good=published,
+        good_version=good_put["version_id"],
+        bad=record,
+        bad_version=bad_put["version_id"],
+    )
     assert waits == []  # the receiver answered every event the first time
 
 
@@ -207,15 +213,19 @@ def test_a_mixed_burst_ends_with_exact_outcomes_per_file(make_stack, lake, slack
     stack.drop_file("e2e_m/orders/first.parquet", parquet([(1, 1.0)]))
     while not runs:
         time.sleep(0.05)
-    good = {f"e2e_m/orders/good-{i}.parquet": [(10 * (i + 1) + j, 1.0) for j in range(3)]
-            for i in range(3)}
+    good = {
+        f"e2e_m/orders/good-{i}.parquet": [(10 * (i + 1) + j, 1.0) for j in range(3)]
+        for i in range(3)
+    }
     valid = parquet([(90, 1.0)])
     text = pa.table({"order_id": pa.array([91], pa.int64()), "amount": pa.array(["1.0"])})
     buffer = io.BytesIO()
     pq.write_table(text, buffer)
-    bad = {"e2e_m/orders/corrupt.parquet": valid[:4] + b"\x00garbage\x00" * 20 + valid[-8:],
-           "e2e_m/orders/retyped.parquet": buffer.getvalue(),
-           "e2e_m/orders/negative.parquet": parquet([(92, -1.0), (93, 2.0)])}
+    bad = {
+        "e2e_m/orders/corrupt.parquet": valid[:4] + b"\x00garbage\x00" * 20 + valid[-8:],
+        "e2e_m/orders/retyped.parquet": buffer.getvalue(),
+        "e2e_m/orders/negative.parquet": parquet([(92, -1.0), (93, 2.0)]),
+    }
     for key, rows in good.items():
         stack.drop_file(key, parquet(rows))
     for key, body in bad.items():
@@ -223,38 +233,55 @@ def test_a_mixed_burst_ends_with_exact_outcomes_per_file(make_stack, lake, slack
     while len(stack.ledger().get_lock("e2e_m.orders").queue) < 6:
         time.sleep(0.05)
     gate.set()
-    records = {key.rsplit("/", 1)[-1]: wait_for_key(stack, key, timeout=600)
-               for key in [*first, *good, *bad]}
+    records = {
+        key.rsplit("/", 1)[-1]: wait_for_key(stack, key, timeout=600)
+        for key in [*first, *good, *bad]
+    }
     stack.wait_idle(timeout=600)
 
     assert {name: r.status for name, r in records.items()} == {
-        "first.parquet": "PUBLISHED", "good-0.parquet": "PUBLISHED",
-        "good-1.parquet": "PUBLISHED", "good-2.parquet": "PUBLISHED",
-        "corrupt.parquet": "REJECTED", "retyped.parquet": "REJECTED",
-        "negative.parquet": "AUDIT_FAILED"}, stack.describe()
+        "first.parquet": "PUBLISHED",
+        "good-0.parquet": "PUBLISHED",
+        "good-1.parquet": "PUBLISHED",
+        "good-2.parquet": "PUBLISHED",
+        "corrupt.parquet": "REJECTED",
+        "retyped.parquet": "REJECTED",
+        "negative.parquet": "AUDIT_FAILED",
+    }, stack.describe()
     assert "'amount' is string in the file but double" in records["retyped.parquet"].error
     # The first; the six; the three good ones together; the failing one alone.
     assert [len(sources) for sources in runs] == [1, 6, 3, 1]
     assert main_rows(lake, "e2e_m.orders") == sorted(
-        [(1, 1.0)] + [r for rows in good.values() for r in rows])
+        [(1, 1.0)] + [r for rows in good.values() for r in rows]
+    )
     negative = records["negative.parquet"]
-    on_branch = sorted(tuple(r) for r in lake.sql(
-        f"SELECT order_id, amount FROM lake.e2e_m.`orders@{negative.branch}`").collect())
-    assert on_branch == sorted([(1, 1.0)] + [r for rows in good.values() for r in rows]
-                               + [(92, -1.0), (93, 2.0)])  # main's rows, plus its own only
+    on_branch = sorted(
+        tuple(r)
+        for r in lake.sql(
+            f"SELECT order_id, amount FROM lake.e2e_m.`orders@{negative.branch}`"
+        ).collect()
+    )
+    assert on_branch == sorted(
+        [(1, 1.0)] + [r for rows in good.values() for r in rows] + [(92, -1.0), (93, 2.0)]
+    )  # main's rows, plus its own only
     alerted = json.dumps(slack.messages)
     assert len(slack.messages) == 3  # each bad file its own alert
-    assert all(name in alerted for name in ("corrupt.parquet", "retyped.parquet",
-                                            "negative.parquet"))
+    assert all(
+        name in alerted for name in ("corrupt.parquet", "retyped.parquet", "negative.parquet")
+    )
 
 
 def test_a_dataset_publishes_all_its_parts_or_none(e2e_stack, lake, nessie_client, tmp_path):
     (tmp_path / "e2e_d.orders.yaml").write_text(AUDITED_CONFIG + "arrival: marker\n")
     stack = e2e_stack()
-    clean = {f"e2e_d/orders/run-1/part-{i:05d}.parquet": [(10 * i + j, 1.0) for j in range(2)]
-             for i in range(5)}
-    dirty = {f"e2e_d/orders/run-2/part-{i:05d}.parquet": [(100 + i, -1.0 if i == 3 else 1.0)]
-             for i in range(5)}
+    clean = {
+        f"e2e_d/orders/run-1/part-{i:05d}.parquet": [(10 * i + j, 1.0) for j in range(2)]
+        for i in range(5)
+    }
+    dirty = {
+        f"e2e_d/orders/run-2/part-{i:05d}.parquet": [(100 + i, -1.0 if i == 3 else 1.0)]
+        for i in range(5)
+    }
     for key, rows in {**clean, **dirty}.items():
         stack.drop_file(key, parquet(rows))
     stack.drop_file("e2e_d/orders/run-1/_SUCCESS", b"")
@@ -267,8 +294,9 @@ def test_a_dataset_publishes_all_its_parts_or_none(e2e_stack, lake, nessie_clien
     stack.wait_idle(timeout=600)
     assert {r.status for r in records} == {"AUDIT_FAILED"}
     assert main_rows(lake, "e2e_d.orders") == published  # none of run-2
-    branches = {r.branch for r in stack.ledger().list_batches()
-                if r.dataset == "e2e_d/orders/run-2/"}
+    branches = {
+        r.branch for r in stack.ledger().list_batches() if r.dataset == "e2e_d/orders/run-2/"
+    }
     assert len(branches) == 1 and branch_exists(nessie_client, branches.pop())
 
 
@@ -310,10 +338,12 @@ def test_snapshots_name_the_uploaded_object_versions_alone_and_in_a_batch(make_s
 
 
 def test_a_burst_of_parquet_and_csv_publishes_each_good_file_and_fails_the_bad_csv_alone(
-        make_stack, lake, tmp_path):
+    make_stack, lake, tmp_path
+):
     """Issue 26: formats mix in one batch; a CSV with unparsable lines fails on its own."""
     (tmp_path / "e2e_mix.orders.yaml").write_text(
-        "schema:\n  - {name: order_id, type: bigint}\n  - {name: amount, type: double}\n")
+        "schema:\n  - {name: order_id, type: bigint}\n  - {name: amount, type: double}\n"
+    )
     gated = GatedJob(spark_job(lake))
     gate, runs = gated.gate, gated.runs
     stack = make_stack(job=gated, tables_dir=tmp_path, poll_interval_seconds=1)
@@ -328,10 +358,20 @@ def test_a_burst_of_parquet_and_csv_publishes_each_good_file_and_fails_the_bad_c
     gate.set()
     stack.wait_idle(timeout=600)
 
-    status = {key.rsplit("/", 1)[-1]: record_for_key(stack, key).status for key in (
-        "e2e_mix/orders/first.parquet", "e2e_mix/orders/more.parquet",
-        "e2e_mix/orders/good.csv", "e2e_mix/orders/bad.csv")}
-    assert status == {"first.parquet": "PUBLISHED", "more.parquet": "PUBLISHED",
-                      "good.csv": "PUBLISHED", "bad.csv": "AUDIT_FAILED"}, stack.describe()
+    status = {
+        key.rsplit("/", 1)[-1]: record_for_key(stack, key).status
+        for key in (
+            "e2e_mix/orders/first.parquet",
+            "e2e_mix/orders/more.parquet",
+            "e2e_mix/orders/good.csv",
+            "e2e_mix/orders/bad.csv",
+        )
+    }
+    assert status == {
+        "first.parquet": "PUBLISHED",
+        "more.parquet": "PUBLISHED",
+        "good.csv": "PUBLISHED",
+        "bad.csv": "AUDIT_FAILED",
+    }, stack.describe()
     assert main_rows(lake, "e2e_mix.orders") == [(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)]
     assert "parse_errors" in record_for_key(stack, "e2e_mix/orders/bad.csv").error

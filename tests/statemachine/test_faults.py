@@ -14,15 +14,15 @@ from tests.fixtures.standin_job import standin_job
 BROKEN_YAML = "checks:\n  - name: amount_positive\n    kind: range\n   columns: [amount]\n"
 
 
-
-
 def _put_config(stack, table: str, text: str) -> None:
-    stack.client("s3").put_object(Bucket=stack.settings.artifacts_bucket,
-                                  Key=f"tables/{table}.yaml", Body=text.encode())
+    stack.client("s3").put_object(
+        Bucket=stack.settings.artifacts_bucket, Key=f"tables/{table}.yaml", Body=text.encode()
+    )
 
 
 def test_a_table_config_that_is_not_yaml_rejects_the_upload_at_once_and_frees_the_table(
-        make_stack, slack, tmp_path):
+    make_stack, slack, tmp_path
+):
     (tmp_path / "cfg.orders.yaml").write_text(BROKEN_YAML)
     stack = make_stack(tables_dir=tmp_path)
     stack.drop_file("cfg/orders/a.parquet", fake_parquet("ca"))
@@ -58,7 +58,8 @@ def test_a_table_config_that_is_not_yaml_rejects_the_upload_at_once_and_frees_th
     ],
 )
 def test_a_config_the_job_would_refuse_is_a_config_error_before_any_run(
-        make_stack, slack, tmp_path, table, config, messages):
+    make_stack, slack, tmp_path, table, config, messages
+):
     (tmp_path / f"{table}.yaml").write_text(config)
     stack = make_stack(tables_dir=tmp_path)
     key = f"{table.replace('.', '/')}/a.parquet"
@@ -73,7 +74,8 @@ def test_a_config_the_job_would_refuse_is_a_config_error_before_any_run(
 
 
 def test_a_config_broken_while_files_queue_rejects_them_at_the_hand_off(
-        make_stack, nessie, slack, tmp_path):
+    make_stack, nessie, slack, tmp_path
+):
     inner = standin_job(nessie.api_v1)
     gate = threading.Event()
 
@@ -95,15 +97,15 @@ def test_a_config_broken_while_files_queue_rejects_them_at_the_hand_off(
     stack.wait_idle()
 
     assert a.status == "PUBLISHED"
-    assert [(r.status, r.reason_code) for r in queued] == [
-        ("REJECTED", "config_error")] * 2
+    assert [(r.status, r.reason_code) for r in queued] == [("REJECTED", "config_error")] * 2
     assert len(stack.emr.started_runs) == 1  # no run for a file its config refuses
     assert len(slack.messages) == 2
     assert stack.ledger().get_lock("cfgq.orders").active is None
 
 
 def test_a_table_blocked_by_a_nessie_outage_is_alerted_once_and_runs_when_nessie_is_back(
-        make_stack, slack, monkeypatch):
+    make_stack, slack, monkeypatch
+):
     from ingestion.exceptions import NessieUnavailableError
     from ingestion.nessie import NessieClient
 
@@ -136,8 +138,7 @@ def test_a_table_blocked_by_a_nessie_outage_is_alerted_once_and_runs_when_nessie
     assert len(slack.messages) == 1
 
 
-def test_the_emr_double_hands_the_job_each_object_under_its_own_name(
-        make_stack, nessie, tmp_path):
+def test_the_emr_double_hands_the_job_each_object_under_its_own_name(make_stack, nessie, tmp_path):
     calls: list[dict] = []
     stack = make_stack(job=standin_job(nessie.api_v1, calls))
     key = "gl/orders/export[1] {a,b}*.parquet"

@@ -226,8 +226,9 @@ def test_slack_errors_are_retried_and_never_change_the_outcome(make_stack, slack
 
     # The alert Lambda's backoff through the policy's injectable sleep: recorded, not slept.
     waits: list[float] = []
-    monkeypatch.setattr(slack_client, "RetryPolicy",
-                        functools.partial(slack_client.RetryPolicy, sleep=waits.append))
+    monkeypatch.setattr(
+        slack_client, "RetryPolicy", functools.partial(slack_client.RetryPolicy, sleep=waits.append)
+    )
     stack = make_stack()
     slack.fail_next(2, "server_error", status=503)
     stack.drop_file("slack/orders/fail-1.parquet", fake_parquet("h"))
@@ -430,5 +431,3 @@ def test_an_ingest_that_cannot_start_is_failed_and_the_queue_moves_on(
     assert record_for_key(stack, "nostart/orders/a.parquet").status == "PUBLISHED"
     assert [json.dumps(m).count(doomed) > 0 for m in slack.messages] == [True]
     assert stack.ledger().get_lock("nostart.orders").active is None
-
-

@@ -40,7 +40,8 @@ def test_a_queued_ingest_reads_its_own_object_version_not_the_newest(nessie, mak
     def recording_job(argv: list[str]):
         sources = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--source"]
         read[argv[argv.index("--ingest-id") + 1]] = [
-            Path(source.removeprefix("file://")).read_bytes() for source in sources]
+            Path(source.removeprefix("file://")).read_bytes() for source in sources
+        ]
         if any("blocker" in source for source in sources):
             release.wait(30)  # keeps the table busy while v1 and v2 arrive
         return inner(argv)
@@ -79,12 +80,20 @@ def test_a_queued_ingest_reads_its_own_object_version_not_the_newest(nessie, mak
     assert read_for(one) == v1
     assert read_for(two) == v2
     # The user's object is untouched; the ledger names it and its version for display.
-    assert one.source_uri == two.source_uri == f"s3://{stack.settings.source_bucket}/ver/orders/x.parquet"
-    source = stack.client("s3").get_object(Bucket=stack.settings.source_bucket,
-                                           Key="ver/orders/x.parquet",
-                                           VersionId=first["version_id"])
+    assert (
+        one.source_uri
+        == two.source_uri
+        == f"s3://{stack.settings.source_bucket}/ver/orders/x.parquet"
+    )
+    source = stack.client("s3").get_object(
+        Bucket=stack.settings.source_bucket,
+        Key="ver/orders/x.parquet",
+        VersionId=first["version_id"],
+    )
     assert source["Body"].read() == v1
-    assert one.staged_uri.startswith(f"s3://{stack.settings.artifacts_bucket}/staging/{one.ingest_id}/")
+    assert one.staged_uri.startswith(
+        f"s3://{stack.settings.artifacts_bucket}/staging/{one.ingest_id}/"
+    )
 
 
 # ---- 2. an infrastructure error is retried, then JOB_FAILED; never REJECTED -------------
@@ -101,10 +110,18 @@ def _scripted(nessie, outcomes: list[str]):
         if scripted == "ok":
             return inner(argv)
         report = {
-            "report_version": 1, "ingest_id": argv[argv.index("--ingest-id") + 1],
-            "table": argv[argv.index("--table") + 1], "branch": argv[argv.index("--branch") + 1],
-            "source_uris": [], "branch_hash": None, "snapshot_id": None, "rows_written": 0,
-            "checks": [], "schema_changes": [], "timings": {}, "outcome": "error",
+            "report_version": 1,
+            "ingest_id": argv[argv.index("--ingest-id") + 1],
+            "table": argv[argv.index("--table") + 1],
+            "branch": argv[argv.index("--branch") + 1],
+            "source_uris": [],
+            "branch_hash": None,
+            "snapshot_id": None,
+            "rows_written": 0,
+            "checks": [],
+            "schema_changes": [],
+            "timings": {},
+            "outcome": "error",
             "reason_code": "infrastructure_error",
             "reason": "job error: Nessie unreachable (HttpClientException: Connection refused)",
         }
@@ -130,9 +147,7 @@ def test_an_infrastructure_error_is_retried_on_the_same_branch(nessie, make_stac
     assert slack.messages == []
 
 
-def test_a_persistent_infrastructure_error_ends_job_failed_not_rejected(
-    nessie, make_stack, slack
-):
+def test_a_persistent_infrastructure_error_ends_job_failed_not_rejected(nessie, make_stack, slack):
     job, runs = _scripted(nessie, ["error"] * 5)
     stack = make_stack(job=job)
     stack.drop_file("down/orders/x.parquet", fake_parquet("err2"))
@@ -155,7 +170,8 @@ def _assert_published_once(stack, nessie_client, record, table: str, slack) -> N
     assert record.error is None
     assert len(stack.emr.started_runs) == 1  # no rebase, no second append
     assert table_on(nessie_client, "main", table).metadata_location.endswith(
-        f"/{record.ingest_id}.json")
+        f"/{record.ingest_id}.json"
+    )
     assert slack.messages == []
     assert stack.ledger().get_lock(table).active is None
 
@@ -171,8 +187,9 @@ def test_a_crash_between_merge_and_ledger_write_is_recorded_published(
 
     def crash_on_published(self, ingest_id, fields, **kwargs):
         if "published_branch" in fields:
-            raise ClientError({"Error": {"Code": "ValidationException",
-                                         "Message": "injected"}}, "UpdateItem")
+            raise ClientError(
+                {"Error": {"Code": "ValidationException", "Message": "injected"}}, "UpdateItem"
+            )
         return original(self, ingest_id, fields, **kwargs)
 
     monkeypatch.setattr(Ledger, "update_ingest", crash_on_published)
@@ -218,9 +235,7 @@ def test_a_lost_merge_response_does_not_merge_or_run_again(
     assert len(new_commits) == 1  # one merge commit
 
 
-def test_a_lambda_timeout_after_the_merge_is_recorded_published(
-    make_stack, nessie_client, slack
-):
+def test_a_lambda_timeout_after_the_merge_is_recorded_published(make_stack, nessie_client, slack):
     timed_out = type("Sandbox.Timedout", (Exception,), {})  # what Step Functions sees
 
     def time_out_after(handler):
@@ -245,8 +260,11 @@ def test_a_failed_branch_delete_after_the_merge_is_retried_by_the_sweeper(
     from ingestion.nessie import NessieClient
 
     original = NessieClient.delete_branch
-    monkeypatch.setattr(NessieClient, "delete_branch",
-                        lambda self, b: (_ for _ in ()).throw(NessieError("injected 403")))
+    monkeypatch.setattr(
+        NessieClient,
+        "delete_branch",
+        lambda self, b: (_ for _ in ()).throw(NessieError("injected 403")),
+    )
     stack = make_stack()
     stack.drop_file("keepbranch/orders/x.parquet", fake_parquet("kb"))
     record = wait_for_key(stack, "keepbranch/orders/x.parquet")
@@ -338,18 +356,28 @@ def test_one_poisoned_table_does_not_stop_the_sweep_of_the_others(make_stack, mo
     # Table a.t: an interrupted start whose restart AWS keeps refusing.
     ledger.create_ingest("a" * 16, {"table": "a.t", "status": "RECEIVED"})
     ledger.acquire_or_enqueue("a.t", "a" * 16)
-    ledger._table.update_item(Key={"pk": "table#a.t"}, UpdateExpression="SET active_since = :o",
-                              ExpressionAttributeValues={":o": old})
+    ledger._table.update_item(
+        Key={"pk": "table#a.t"},
+        UpdateExpression="SET active_since = :o",
+        ExpressionAttributeValues={":o": old},
+    )
     # Table b.t: its execution is gone; the lock must be recovered.
     ledger.create_ingest("b" * 16, {"table": "b.t", "status": "RECEIVED"})
     ledger.acquire_or_enqueue("b.t", "b" * 16)
-    ledger.update_ingest("b" * 16, {"status": "RUNNING", "execution_arn":
-                                    f"{stack.state_machine_arn}:gone".replace(
-                                        ":stateMachine:", ":execution:")})
+    ledger.update_ingest(
+        "b" * 16,
+        {
+            "status": "RUNNING",
+            "execution_arn": f"{stack.state_machine_arn}:gone".replace(
+                ":stateMachine:", ":execution:"
+            ),
+        },
+    )
 
     def refused(settings, ledger, nessie, record):
-        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "injected"}},
-                          "StartJobRun")
+        raise ClientError(
+            {"Error": {"Code": "AccessDeniedException", "Message": "injected"}}, "StartJobRun"
+        )
 
     monkeypatch.setattr(sweeper_service, "start_or_fail", refused)
     swept = stack.invoke("sweeper", {"source": "aws.events"})
@@ -375,13 +403,19 @@ def _fail_get_job_run(stack, code: str, times: int | None):
         if left["n"] is None or left["n"] > 0:
             if left["n"] is not None:
                 left["n"] -= 1
-            raise ClientError({"Error": {"Code": code, "Message": "injected"},
-                               "ResponseMetadata": {"HTTPStatusCode": 400}}, "GetJobRun")
+            raise ClientError(
+                {
+                    "Error": {"Code": code, "Message": "injected"},
+                    "ResponseMetadata": {"HTTPStatusCode": 400},
+                },
+                "GetJobRun",
+            )
         return None
 
     with stack.dispatcher.sandboxes["job_status"].running():  # the function's cached client
         aws.client("emr-serverless").meta.events.register(
-            "before-call.emr-serverless.GetJobRun", fail)
+            "before-call.emr-serverless.GetJobRun", fail
+        )
 
 
 def test_a_throttled_poll_is_retried_and_the_ingest_publishes(make_stack, slack):
@@ -425,8 +459,11 @@ def test_a_state_that_breaks_its_contract_still_ends_with_a_recorded_outcome(mak
         time.sleep(0.1)
     stack.drop_file("contract/orders/second.parquet", fake_parquet("c2"))
     first = record_for_key(stack, "contract/orders/first.parquet")
-    broken = {"ingest_id": first.ingest_id, "table": "contract.orders",
-              "run": {"attempt": 1, "job_run_id": first.job_run_id}}
+    broken = {
+        "ingest_id": first.ingest_id,
+        "table": "contract.orders",
+        "run": {"attempt": 1, "job_run_id": first.job_run_id},
+    }
 
     result = stack.dispatcher.run_handler("finish", {"state": broken, "execution_arn": None})
 
@@ -517,10 +554,12 @@ def test_an_event_for_a_deleted_version_is_rejected_with_a_reason(make_stack, sl
     key = "gone/orders/x.parquet"
     body = fake_parquet("gone")
     put = stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=key, Body=body)
-    stack.client("s3").put_object(Bucket=stack.settings.source_bucket, Key=key,
-                                  Body=fake_parquet("newer"))
-    stack.client("s3").delete_object(Bucket=stack.settings.source_bucket, Key=key,
-                                     VersionId=put["VersionId"])
+    stack.client("s3").put_object(
+        Bucket=stack.settings.source_bucket, Key=key, Body=fake_parquet("newer")
+    )
+    stack.client("s3").delete_object(
+        Bucket=stack.settings.source_bucket, Key=key, VersionId=put["VersionId"]
+    )
     event = s3_notification(stack, key, put["VersionId"], len(body))
     result = stack.dispatcher.run_handler("trigger", event)
 
@@ -546,8 +585,9 @@ def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweep
     original = Ledger.acquire_or_enqueue
 
     def refused(self, table, ingest_id):
-        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "x"}},
-                          "TransactWriteItems")
+        raise ClientError(
+            {"Error": {"Code": "AccessDeniedException", "Message": "x"}}, "TransactWriteItems"
+        )
 
     monkeypatch.setattr(Ledger, "acquire_or_enqueue", refused)
     for _ in range(3):  # the invocation and Lambda's two async retries
@@ -560,8 +600,10 @@ def test_an_ingest_whose_trigger_gave_up_before_the_lock_is_adopted_by_the_sweep
     stack.invoke("sweeper", {"source": "aws.events"})  # too early: left alone
     assert record_for_key(stack, key).status == "RECEIVED"
     stack.ledger()._table.update_item(  # 20 minutes later
-        Key={"pk": f"ingest#{record.ingest_id}"}, UpdateExpression="SET created_at = :t",
-        ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"})
+        Key={"pk": f"ingest#{record.ingest_id}"},
+        UpdateExpression="SET created_at = :t",
+        ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"},
+    )
     swept = stack.invoke("sweeper", {"source": "aws.events"})
     assert swept["restarted"] == [record.ingest_id]
     assert wait_for_key(stack, key).status == "PUBLISHED"

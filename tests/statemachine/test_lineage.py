@@ -14,7 +14,8 @@ from tests.fixtures.local_stack import fake_parquet, wait_for_key
 
 
 def test_a_receiver_that_is_down_changes_no_outcome_and_waits_a_bounded_time(
-        make_stack, receiver, waits, monkeypatch, caplog):
+    make_stack, receiver, waits, monkeypatch, caplog
+):
     stack = make_stack(lineage_url=receiver.url)
     stack.drop_file("lin_down/orders/first.parquet", fake_parquet("one"))
     up = wait_for_key(stack, "lin_down/orders/first.parquet")
@@ -30,8 +31,9 @@ def test_a_receiver_that_is_down_changes_no_outcome_and_waits_a_bounded_time(
 
         def emit_after_recording(event):
             if event.eventType.value != "START":
-                seen_at_send.append(stack.ledger().get_ingest(
-                    event.run.facets["wap_ingest"].ingestId).status)
+                seen_at_send.append(
+                    stack.ledger().get_ingest(event.run.facets["wap_ingest"].ingestId).status
+                )
             return emit(event)
 
         sender.emit = emit_after_recording
@@ -55,8 +57,11 @@ def test_a_receiver_that_is_down_changes_no_outcome_and_waits_a_bounded_time(
     # ingest's own), and each try of each event waited only the policy's bounded backoff.
     assert seen_at_send == ["PUBLISHED"] * FAST.tries + ["AUDIT_FAILED"] * FAST.tries
     assert waits == [FAST.delay(1), FAST.delay(2)] * 4  # START + outcome, two ingests
-    counted = [json.loads(line) for line in emitted.getvalue().splitlines()
-               if '"LineageEventsNotSent"' in line]
+    counted = [
+        json.loads(line)
+        for line in emitted.getvalue().splitlines()
+        if '"LineageEventsNotSent"' in line
+    ]
     assert sum(doc["LineageEventsNotSent"] for doc in counted) == 4
     assert [doc["Table"] for doc in counted] == ["lin_down.orders"] * 4
     given_up = [r for r in caplog.records if r.getMessage() == "OpenLineage event not sent"]

@@ -45,13 +45,17 @@ def mt_stack(nessie, tmp_path_factory):
     tables = tmp_path_factory.mktemp("mt-tables")
     (tables / "datasets").mkdir()
     (tables / "datasets" / "shop.yaml").write_text(
-        dataset_config("shop", "mt.orders", "mt.order_items"))
+        dataset_config("shop", "mt.orders", "mt.order_items")
+    )
     (tables / "datasets" / "shop_reversed.yaml").write_text(
-        dataset_config("shop_reversed", "mt.order_items", "mt.orders"))
+        dataset_config("shop_reversed", "mt.order_items", "mt.orders")
+    )
     (tables / "datasets" / "faults.yaml").write_text(
-        dataset_config("faults", "mf.orders", "mf.order_items"))
+        dataset_config("faults", "mf.orders", "mf.order_items")
+    )
     (tables / "datasets" / "redeployed.yaml").write_text(
-        dataset_config("redeployed", "mr.a", "mr.b"))
+        dataset_config("redeployed", "mr.a", "mr.b")
+    )
     calls: list[dict] = []
     inner = standin_job(nessie.api_v1, calls)
     started: list = []
@@ -63,14 +67,23 @@ def mt_stack(nessie, tmp_path_factory):
         report = inner(argv)
         if "--dataset-config-uri" in argv and started:  # who held each table it wrote
             ledger = started[0].ledger()
-            DATASET_RUNS.append((report["ingest_id"], {
-                part["table"]: ledger.get_lock(part["table"]).active
-                for part in report.get("tables") or ()}))
+            DATASET_RUNS.append(
+                (
+                    report["ingest_id"],
+                    {
+                        part["table"]: ledger.get_lock(part["table"]).active
+                        for part in report.get("tables") or ()
+                    },
+                )
+            )
         return report
 
     slack = SlackStandin(SLACK_TOKEN, (SLACK_CHANNEL,)).start()
-    stack = LocalAwsStack(stack_settings(nessie, slack, tables_dir=tables, emr_workers=2,
-                                         job=job, job_retry_base_seconds=1)).start()
+    stack = LocalAwsStack(
+        stack_settings(
+            nessie, slack, tables_dir=tables, emr_workers=2, job=job, job_retry_base_seconds=1
+        )
+    ).start()
     started.append(stack)
     yield stack, calls, slack
     stack.stop()
@@ -98,8 +111,9 @@ def undelivered_drop(stack, prefix: str) -> dict:
     rule = "wap-source-object-created"
     stack.client("events").disable_rule(Name=rule)
     try:
-        return upload_with_notification(stack, f"{prefix}_manifest.json",
-                                        json.dumps({"tables": listed}).encode())
+        return upload_with_notification(
+            stack, f"{prefix}_manifest.json", json.dumps({"tables": listed}).encode()
+        )
     finally:
         stack.client("events").enable_rule(Name=rule)
 
@@ -114,9 +128,15 @@ def test_a_dataset_publishes_every_table_in_one_merge(mt_stack, nessie_client):
     calls.clear()
     alerts = len(slack.messages)
     before = main_log(nessie_client)
-    key = drop_dataset(stack, "shop", "2026-11-25", {
-        "mt.orders": ["orders-0.parquet"],
-        "mt.order_items": ["items-0.parquet", "items-1.parquet"]})
+    key = drop_dataset(
+        stack,
+        "shop",
+        "2026-11-25",
+        {
+            "mt.orders": ["orders-0.parquet"],
+            "mt.order_items": ["items-0.parquet", "items-1.parquet"],
+        },
+    )
     dataset = wait_for_batch(stack, key)
 
     assert dataset.status == "PUBLISHED", stack.describe()
@@ -139,9 +159,12 @@ def test_a_dataset_publishes_every_table_in_one_merge(mt_stack, nessie_client):
 
     # A failing file in one table: main unchanged for every table, one branch, one alert.
     before = main_log(nessie_client)
-    key = drop_dataset(stack, "shop", "bad-day", {
-        "mt.orders": ["orders-0.parquet"],
-        "mt.order_items": ["items-fail.parquet"]})
+    key = drop_dataset(
+        stack,
+        "shop",
+        "bad-day",
+        {"mt.orders": ["orders-0.parquet"], "mt.order_items": ["items-fail.parquet"]},
+    )
     dataset = wait_for_batch(stack, key)
 
     assert dataset.status == "AUDIT_FAILED"
@@ -160,18 +183,41 @@ def test_a_bad_drop_is_rejected_before_any_run_with_one_alert_each(mt_stack):
     cases = [  # (dataset, its files: {table: {file: bytes}}, manifest, the error's fragment)
         ("shop", {}, {"tables": {"mt.orders": []}}, "must list every table"),
         ("shop", {}, {"files": []}, "is not a dataset manifest"),
-        ("shop", {}, {"tables": {"mt.orders": [{"path": "o.parquet", "size": 1}],
-                                 "mt.order_items": []}}, "which does not exist"),
-        ("nothing_here", {"mt.orders": {"a.parquet": fake_parquet("nothing_here/a")}}, None,
-         "tables/datasets/nothing_here.yaml"),
-        ("shop", {"mt.orders": {"a.parquet": a, "b.parquet": fake_parquet("unlisted/b")}},
-         {"tables": {"mt.orders": [{"path": "mt.orders/a.parquet", "size": len(a)}],
-                     "mt.order_items": []}},
-         "1 file(s) under"),  # b.parquet is in the drop, not listed
-        ("shop", {"mt.orders": {"empty.parquet": b""}},
-         {"tables": {"mt.orders": [{"path": "mt.orders/empty.parquet", "size": 0}],
-                     "mt.order_items": []}},
-         "empty file (0 bytes)")]  # one alert: the dataset's
+        (
+            "shop",
+            {},
+            {"tables": {"mt.orders": [{"path": "o.parquet", "size": 1}], "mt.order_items": []}},
+            "which does not exist",
+        ),
+        (
+            "nothing_here",
+            {"mt.orders": {"a.parquet": fake_parquet("nothing_here/a")}},
+            None,
+            "tables/datasets/nothing_here.yaml",
+        ),
+        (
+            "shop",
+            {"mt.orders": {"a.parquet": a, "b.parquet": fake_parquet("unlisted/b")}},
+            {
+                "tables": {
+                    "mt.orders": [{"path": "mt.orders/a.parquet", "size": len(a)}],
+                    "mt.order_items": [],
+                }
+            },
+            "1 file(s) under",
+        ),  # b.parquet is in the drop, not listed
+        (
+            "shop",
+            {"mt.orders": {"empty.parquet": b""}},
+            {
+                "tables": {
+                    "mt.orders": [{"path": "mt.orders/empty.parquet", "size": 0}],
+                    "mt.order_items": [],
+                }
+            },
+            "empty file (0 bytes)",
+        ),
+    ]  # one alert: the dataset's
     for number, (name, files, manifest, fragment) in enumerate(cases):
         key = drop_dataset_files(stack, name, f"bad-{number}", files, manifest=manifest)
         dataset = wait_for_batch(stack, key)
@@ -188,10 +234,22 @@ def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(
     keys = []
     for round_ in range(2):
         stack.drop_file(f"mt/orders/single-{round_}.parquet", fake_parquet(f"o{round_}"))
-        keys.append(drop_dataset(stack, "shop", f"r{round_}", {
-            "mt.orders": ["o.parquet"], "mt.order_items": ["i.parquet"]}))
-        keys.append(drop_dataset(stack, "shop_reversed", f"r{round_}", {
-            "mt.order_items": ["i.parquet"], "mt.orders": ["o.parquet"]}))
+        keys.append(
+            drop_dataset(
+                stack,
+                "shop",
+                f"r{round_}",
+                {"mt.orders": ["o.parquet"], "mt.order_items": ["i.parquet"]},
+            )
+        )
+        keys.append(
+            drop_dataset(
+                stack,
+                "shop_reversed",
+                f"r{round_}",
+                {"mt.order_items": ["i.parquet"], "mt.orders": ["o.parquet"]},
+            )
+        )
         stack.drop_file(f"mt/order_items/single-{round_}.parquet", fake_parquet(f"i{round_}"))
     datasets = [wait_for_batch(stack, key, timeout=120) for key in keys]
 
@@ -202,7 +260,8 @@ def test_datasets_sharing_tables_and_single_ingests_all_finish_without_deadlock(
 
 
 def test_a_retried_job_and_a_timeout_after_the_merge_still_publish_every_table_once(
-        mt_stack, nessie_client):
+    mt_stack, nessie_client
+):
     """An infrastructure error retries the dataset on the same branch; a publish whose
     answer is lost after the merge is recorded PUBLISHED (main holds every table's audited
     snapshot): one merge, no alert, every lock free."""
@@ -222,8 +281,9 @@ def test_a_retried_job_and_a_timeout_after_the_merge_still_publish_every_table_o
     stack.dispatcher.interceptors["publish"] = time_out_after
     try:
         before = main_log(nessie_client)
-        key = drop_dataset(stack, "faults", "d1", {"mf.orders": ["o.parquet"],
-                                                    "mf.order_items": ["i.parquet"]})
+        key = drop_dataset(
+            stack, "faults", "d1", {"mf.orders": ["o.parquet"], "mf.order_items": ["i.parquet"]}
+        )
         dataset = wait_for_batch(stack, key, timeout=90)
     finally:
         stack.dispatcher.interceptors.pop("publish", None)
@@ -238,7 +298,8 @@ def test_a_retried_job_and_a_timeout_after_the_merge_still_publish_every_table_o
 
 
 def test_a_dataset_whose_trigger_gave_up_before_its_locks_is_adopted_by_the_sweeper(
-        mt_stack, monkeypatch):
+    mt_stack, monkeypatch
+):
     """Every trigger retry failed between recording the dataset and taking its tables: the
     sweeper starts it (a recorded outcome for every input)."""
     from botocore.exceptions import ClientError
@@ -250,8 +311,9 @@ def test_a_dataset_whose_trigger_gave_up_before_its_locks_is_adopted_by_the_swee
     event = undelivered_drop(stack, prefix)
 
     def refused(self, tables, holder):
-        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "x"}},
-                          "TransactWriteItems")
+        raise ClientError(
+            {"Error": {"Code": "AccessDeniedException", "Message": "x"}}, "TransactWriteItems"
+        )
 
     with monkeypatch.context() as patched:
         patched.setattr(Ledger, "acquire_in_order", refused)
@@ -262,15 +324,18 @@ def test_a_dataset_whose_trigger_gave_up_before_its_locks_is_adopted_by_the_swee
     assert dataset is not None and dataset.status == "RECEIVED", stack.describe()
 
     stack.ledger()._table.update_item(  # 20 minutes later
-        Key={"pk": f"ingest#{dataset.ingest_id}"}, UpdateExpression="SET created_at = :t",
-        ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"})
+        Key={"pk": f"ingest#{dataset.ingest_id}"},
+        UpdateExpression="SET created_at = :t",
+        ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"},
+    )
     swept = stack.invoke("sweeper", {"source": "aws.events"})
     assert dataset.ingest_id in swept["restarted"]
     assert wait_for_batch(stack, f"{prefix}_manifest.json").status == "PUBLISHED"
 
 
 def test_a_trigger_stopped_before_or_while_recording_the_dataset_loses_nothing(
-        mt_stack, monkeypatch):
+    mt_stack, monkeypatch
+):
     """The manifest's trigger stops after recording the files but before the dataset, then
     after the dataset but before joining its files: the sweeper never runs a dataset's
     file alone, and the next delivery publishes every file with the dataset."""
@@ -291,8 +356,10 @@ def test_a_trigger_stopped_before_or_while_recording_the_dataset_loses_nothing(
     assert len(files) == 2 and {f.status for f in files} == {"RECEIVED"}
     for file in files:  # 20 minutes later, the sweeper must leave them to their dataset
         stack.ledger()._table.update_item(
-            Key={"pk": f"ingest#{file.ingest_id}"}, UpdateExpression="SET created_at = :t",
-            ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"})
+            Key={"pk": f"ingest#{file.ingest_id}"},
+            UpdateExpression="SET created_at = :t",
+            ExpressionAttributeValues={":t": "2026-01-01T00:00:00Z"},
+        )
     swept = stack.invoke("sweeper", {"source": "aws.events"})
     assert not {f.ingest_id for f in files} & set(swept["restarted"])
 
@@ -308,7 +375,8 @@ def test_a_trigger_stopped_before_or_while_recording_the_dataset_loses_nothing(
 
 
 def test_a_config_redeployed_while_the_dataset_waits_does_not_change_its_run(
-        mt_stack, nessie_client):
+    mt_stack, nessie_client
+):
     """The dataset waits QUEUED behind a single-table ingest of its first table while its
     config is redeployed with other tables: its run reads the config its trigger parsed
     and took the locks by (frozen beside its staged files), publishes what was dropped,
@@ -323,12 +391,14 @@ def test_a_config_redeployed_while_the_dataset_waits_does_not_change_its_run(
     try:
         stack.drop_file("mr/a/hold-a.parquet", fake_parquet("hold-a"))
         wait_for_status(stack, "mr/a/hold-a.parquet", "RUNNING")
-        key = drop_dataset(stack, "redeployed", "d1", {"mr.a": ["a.parquet"],
-                                                       "mr.b": ["b.parquet"]})
+        key = drop_dataset(
+            stack, "redeployed", "d1", {"mr.a": ["a.parquet"], "mr.b": ["b.parquet"]}
+        )
         wait_for_batch(stack, key, "QUEUED", timeout=30)
         # Redeployed while it waits: another table list (its first table changes too).
-        s3.put_object(Bucket=bucket, Key=deployed,
-                      Body=dataset_config("redeployed", "mr.b", "mr.c").encode())
+        s3.put_object(
+            Bucket=bucket, Key=deployed, Body=dataset_config("redeployed", "mr.b", "mr.c").encode()
+        )
     finally:
         hold.set()
         HOLDS.clear()
@@ -343,7 +413,7 @@ def test_a_config_redeployed_while_the_dataset_waits_does_not_change_its_run(
     frozen = dataset.dataset_config_uri
     assert run["dataset_config_uri"].endswith("/redeployed.yaml")
     assert frozen.startswith(f"s3://{bucket}/staging/{dataset.ingest_id}/")
-    frozen_bucket, frozen_key = frozen[len("s3://"):].split("/", 1)
+    frozen_bucket, frozen_key = frozen[len("s3://") :].split("/", 1)
     assert s3.get_object(Bucket=frozen_bucket, Key=frozen_key)["Body"].read() == dropped_with
     [(_, holders)] = [run for run in DATASET_RUNS if run[0] == dataset.ingest_id]
     assert holders == {"mr.a": dataset.ingest_id, "mr.b": dataset.ingest_id}
@@ -352,6 +422,6 @@ def test_a_config_redeployed_while_the_dataset_waits_does_not_change_its_run(
     # Published and its branch gone: the sweeper deletes the frozen copy with the files'.
     swept = stack.invoke("sweeper", {"source": "aws.events"})
     assert frozen in swept["deleted_staged"], swept
-    assert "Contents" not in s3.list_objects_v2(Bucket=bucket,
-                                                Prefix=f"staging/{dataset.ingest_id}/")
-
+    assert "Contents" not in s3.list_objects_v2(
+        Bucket=bucket, Prefix=f"staging/{dataset.ingest_id}/"
+    )

@@ -33,13 +33,18 @@ def parquet(columns: dict) -> bytes:
 
 
 def orders(ids: list[int]) -> bytes:
-    return parquet({"order_id": pa.array(ids, pa.int64()),
-                    "customer": pa.array([f"c{i}" for i in ids])})
+    return parquet(
+        {"order_id": pa.array(ids, pa.int64()), "customer": pa.array([f"c{i}" for i in ids])}
+    )
 
 
 def items(order_ids: list[int]) -> bytes:
-    return parquet({"order_id": pa.array(order_ids, pa.int64()),
-                    "sku": pa.array([f"s{n}" for n in range(len(order_ids))])})
+    return parquet(
+        {
+            "order_id": pa.array(order_ids, pa.int64()),
+            "sku": pa.array([f"s{n}" for n in range(len(order_ids))]),
+        }
+    )
 
 
 class MainReader(threading.Thread):
@@ -54,8 +59,9 @@ class MainReader(threading.Thread):
     def counts_at(self, commit: str) -> tuple[int, int]:
         found = {c.key: c for c in self.nessie.contents_at("main", commit)}
         return tuple(  # type: ignore[return-value]
-            open_table(found[t].metadata_location).scan().to_arrow().num_rows
-            if t in found else 0 for t in self.tables)
+            open_table(found[t].metadata_location).scan().to_arrow().num_rows if t in found else 0
+            for t in self.tables
+        )
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -66,7 +72,8 @@ class MainReader(threading.Thread):
 
 
 def test_readers_of_main_see_every_table_of_a_dataset_at_once(
-        make_stack, lake, nessie, tmp_path, slack):
+    make_stack, lake, nessie, tmp_path, slack
+):
     (tmp_path / "datasets").mkdir()
     (tmp_path / "datasets" / "orders_with_items.yaml").write_text(DATASET)
     stack = make_stack(job=spark_job(lake), tables_dir=tmp_path, poll_interval_seconds=1)
@@ -75,9 +82,15 @@ def test_readers_of_main_see_every_table_of_a_dataset_at_once(
     reader = MainReader(client, ("rt.orders", "rt.order_items"))
     reader.start()
     log_before = [c.hash for c in client.commit_log("main")]
-    second = drop_dataset_files(stack, "orders_with_items", "day-1", {
-        "rt.orders": {"o.parquet": orders([1, 2, 3])},
-        "rt.order_items": {"i-0.parquet": items([1, 1, 2]), "i-1.parquet": items([3, 3])}})
+    second = drop_dataset_files(
+        stack,
+        "orders_with_items",
+        "day-1",
+        {
+            "rt.orders": {"o.parquet": orders([1, 2, 3])},
+            "rt.order_items": {"i-0.parquet": items([1, 1, 2]), "i-1.parquet": items([3, 3])},
+        },
+    )
     dataset = wait_for_batch(stack, second, timeout=180)
     time.sleep(0.2)
     reader.stop.set()

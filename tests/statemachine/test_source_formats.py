@@ -25,19 +25,24 @@ def _stack(make_stack, nessie, tmp_path, calls: list[dict[str, Any]] | None = No
 
 BAD = {
     "fmt/orders/renamed.csv": (fake_parquet("p"), ["not a csv file", "is a parquet file"]),
-    "fmt/orders/array.jsonl": (b'[{"id": 1}, {"id": 2}]\n',
-                               ["JSON array", "one JSON object per line"]),
+    "fmt/orders/array.jsonl": (
+        b'[{"id": 1}, {"id": 2}]\n',
+        ["JSON array", "one JSON object per line"],
+    ),
     "fmt/orders/binary.csv": (b"id,amount\n\x00\x01\x02\x03\n", ["binary data"]),
     "fmt/orders/fake.csv.gz": (b"id,amount\n1,2.5\n", ["not a gzip file"]),
-    "fmt/orders/notes.txt": (b"id\n1\n", ["unsupported file type 'notes.txt'", ".csv.gz",
-                                          ".jsonl", "format:"]),
+    "fmt/orders/notes.txt": (
+        b"id\n1\n",
+        ["unsupported file type 'notes.txt'", ".csv.gz", ".jsonl", "format:"],
+    ),
     # A config the job would refuse keeps its own path: the file is refused for it.
     "fmt/broken/export.txt": (b"id\n1\n", ["format must be one of parquet, csv, jsonl"]),
 }
 
 
 def test_a_file_whose_bytes_do_not_match_its_format_is_rejected_with_what_to_do(
-        make_stack, nessie, slack, tmp_path):
+    make_stack, nessie, slack, tmp_path
+):
     stack = _stack(make_stack, nessie, tmp_path)
     for key, (body, _) in BAD.items():
         stack.drop_file(key, body)
@@ -55,7 +60,8 @@ def test_a_file_whose_bytes_do_not_match_its_format_is_rejected_with_what_to_do(
 
 
 def test_csv_and_json_lines_pass_the_trigger_and_are_staged_under_their_own_name(
-        make_stack, nessie, slack, tmp_path):
+    make_stack, nessie, slack, tmp_path
+):
     calls: list[dict[str, Any]] = []
     stack = _stack(make_stack, nessie, tmp_path, calls)
     good = {

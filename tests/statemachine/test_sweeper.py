@@ -36,8 +36,9 @@ def _wait_status(stack, key: str, status: str, timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
-def test_lock_of_a_dead_execution_is_recovered_and_the_queue_moves_on(make_stack, slack,
-                                                                      receiver, monkeypatch):
+def test_lock_of_a_dead_execution_is_recovered_and_the_queue_moves_on(
+    make_stack, slack, receiver, monkeypatch
+):
     emitted = io.StringIO()  # the functions' embedded metrics (their log)
     monkeypatch.setattr(metrics, "_log_stream", lambda: emitted)
     stack = make_stack(lineage_url=receiver.url)
@@ -105,9 +106,7 @@ def test_failed_branches_past_retention_are_discarded(make_stack, nessie_client)
     old = wait_for_key(stack, "retain/orders/fail-old.parquet")
     new = wait_for_key(stack, "retain/orders/fail-new.parquet")
     stack.wait_idle()
-    assert branch_exists(nessie_client, old.branch) and branch_exists(
-        nessie_client, new.branch
-    )
+    assert branch_exists(nessie_client, old.branch) and branch_exists(nessie_client, new.branch)
     stack.ledger().update_ingest(
         old.ingest_id, {"finished_at": _iso(datetime.now(UTC) - timedelta(days=15))}
     )
@@ -139,8 +138,11 @@ def test_the_sweep_reports_each_tables_queue_as_cloudwatch_metrics(make_stack, c
     [queue] = swept["queues"]
     assert queue["table"] == "backlog.orders" and queue["depth"] == 2
     assert 0 <= queue["oldest_age_seconds"] < 60
-    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines()
-               if line.startswith("{") and '"_aws"' in line]
+    emitted = [
+        json.loads(line)
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("{") and '"_aws"' in line
+    ]
     by_name = {}
     for blob in emitted:
         [directive] = blob["_aws"]["CloudWatchMetrics"]
@@ -153,7 +155,8 @@ def test_the_sweep_reports_each_tables_queue_as_cloudwatch_metrics(make_stack, c
     oldest, dimensions = by_name["OldestQueuedAgeSeconds"]
     value = oldest["OldestQueuedAgeSeconds"]
     assert (value[0] if isinstance(value, list) else value) == pytest.approx(
-        queue["oldest_age_seconds"])
+        queue["oldest_age_seconds"]
+    )
     # One value over all tables, what the alarm watches (it names the same service).
     assert dimensions == [["service"]] and oldest["service"] == "wap-ingest-sweeper"
     first = record_for_key(stack, "backlog/orders/first.parquet")
@@ -165,8 +168,10 @@ def test_a_running_compaction_keeps_its_table_until_its_lease_ends(make_stack):
     its lease lasts, and frees the table after."""
     stack = make_stack()
     ledger = stack.ledger()
-    ledger.create_ingest("0000000000000c0c", {"table": "kept.orders", "status": "RECEIVED",
-                                              "source_uri": "maintenance:compaction"})
+    ledger.create_ingest(
+        "0000000000000c0c",
+        {"table": "kept.orders", "status": "RECEIVED", "source_uri": "maintenance:compaction"},
+    )
     assert ledger.acquire_or_enqueue("kept.orders", "0000000000000c0c") == "ACTIVE"
     ledger.update_ingest("0000000000000c0c", {"status": "RUNNING"})
     event = {"source": "aws.events", "detail-type": "Scheduled Event"}
@@ -174,14 +179,20 @@ def test_a_running_compaction_keeps_its_table_until_its_lease_ends(make_stack):
     assert stack.invoke("sweeper", event)["recovered_locks"] == []
     assert ledger.get_lock("kept.orders").active == "0000000000000c0c"
 
-    ledger._mutate_lock("kept.orders", lambda lock: setattr(
-        lock, "lease_expires_at", _iso(datetime.now(UTC) - timedelta(minutes=1))) or True)
+    ledger._mutate_lock(
+        "kept.orders",
+        lambda lock: (
+            setattr(lock, "lease_expires_at", _iso(datetime.now(UTC) - timedelta(minutes=1)))
+            or True
+        ),
+    )
     assert stack.invoke("sweeper", event)["recovered_locks"] == ["kept.orders"]
     assert ledger.get_ingest("0000000000000c0c").status == "JOB_FAILED"
 
 
 def test_a_dataset_queued_behind_a_live_ingest_is_left_alone_until_it_is_stuck(
-        make_stack, tmp_path):
+    make_stack, tmp_path
+):
     """A dataset holds sw.a and waits QUEUED at sw.b behind a running single ingest: not
     stuck, so no sweep restarts (or counts) it, however long it waits. Once sw.b's queue
     no longer lists it, or its holder is gone, the sweeper takes it on again."""
@@ -198,8 +209,15 @@ def test_a_dataset_queued_behind_a_live_ingest_is_left_alone_until_it_is_stuck(
     assert dataset.field_value("waiting_for") == "sw.b"
     assert ledger.get_lock("sw.a").active == dataset.ingest_id
     assert ledger.get_lock("sw.b").queue == [dataset.ingest_id]
-    ledger._mutate_lock("sw.a", lambda lock: setattr(  # as if it had waited 20 minutes
-        lock, "active_since", _iso(datetime.now(UTC) - timedelta(minutes=20))) or True)
+    ledger._mutate_lock(
+        "sw.a",
+        lambda lock: (
+            setattr(  # as if it had waited 20 minutes
+                lock, "active_since", _iso(datetime.now(UTC) - timedelta(minutes=20))
+            )
+            or True
+        ),
+    )
     event = {"source": "aws.events", "detail-type": "Scheduled Event"}
 
     for _ in range(2):  # every pass: nothing restarted, nothing changed

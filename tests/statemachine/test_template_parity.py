@@ -32,23 +32,45 @@ from local.aws.template import StackTemplate, input_digest, stack_template
 from tests.fixtures.local_stack import CREATE_TABLES, fake_parquet, wait_for_key
 from tests.fixtures.paths import REPO
 
-OUR_FUNCTIONS = {"trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper",
-                 "maintenance"}
+OUR_FUNCTIONS = {
+    "trigger",
+    "job_status",
+    "retry_job",
+    "publish",
+    "alert",
+    "finish",
+    "sweeper",
+    "maintenance",
+}
 # The knobs tests and the CLI turn (poll every second, no backoff sleeps, fast timeouts...).
 EXPECTED_OVERRIDES = {
-    "WAP_NESSIE_UI_URL", "WAP_SLACK_API_URL", "WAP_JOB_TIMEOUT_MINUTES", "JobTimeoutSeconds",
-    "PollIntervalSeconds", "WAP_JOB_RETRY_BASE_SECONDS", "WAP_MAX_PUBLISH_ATTEMPTS",
-    "WAP_BLOCKED_START_SECONDS", "WAP_AWS_CONSOLE_LINKS", "WAP_LINEAGE_URL",
+    "WAP_NESSIE_UI_URL",
+    "WAP_SLACK_API_URL",
+    "WAP_JOB_TIMEOUT_MINUTES",
+    "JobTimeoutSeconds",
+    "PollIntervalSeconds",
+    "WAP_JOB_RETRY_BASE_SECONDS",
+    "WAP_MAX_PUBLISH_ATTEMPTS",
+    "WAP_BLOCKED_START_SECONDS",
+    "WAP_AWS_CONSOLE_LINKS",
+    "WAP_LINEAGE_URL",
 }
-NO_OVERRIDES = {"poll_interval_seconds": None, "job_retry_base_seconds": None,
-                "slack_api_url": None, "aws_console_links": True}
+NO_OVERRIDES = {
+    "poll_interval_seconds": None,
+    "job_retry_base_seconds": None,
+    "slack_api_url": None,
+    "aws_console_links": True,
+}
 
 
 @pytest.fixture(scope="module")
 def local_template() -> StackTemplate:
     """The template the local stacks of this session run (synthesized once, then cached)."""
-    return stack_template(StackSettings(nessie_api_v1="http://unused/api/v1", job=None,
-                                        create_tables=CREATE_TABLES).deploy_context())
+    return stack_template(
+        StackSettings(
+            nessie_api_v1="http://unused/api/v1", job=None, create_tables=CREATE_TABLES
+        ).deploy_context()
+    )
 
 
 def _with_variable(template: StackTemplate, name: str, value: object) -> StackTemplate:
@@ -62,6 +84,7 @@ def _with_variable(template: StackTemplate, name: str, value: object) -> StackTe
 
 # ---- Lambda configuration ---------------------------------------------------------------
 
+
 def test_lambdas_are_created_with_the_template_configuration(make_stack, local_template):
     stack = make_stack(**NO_OVERRIDES)
     functions = local_template.functions()
@@ -71,7 +94,11 @@ def test_lambdas_are_created_with_the_template_configuration(make_stack, local_t
         config = stack.client("lambda").get_function_configuration(FunctionName=name)
         props = function.properties
         assert (config["Handler"], config["Runtime"], config["MemorySize"], config["Timeout"]) == (
-            props["Handler"], props["Runtime"], props["MemorySize"], props["Timeout"]), name
+            props["Handler"],
+            props["Runtime"],
+            props["MemorySize"],
+            props["Timeout"],
+        ), name
         variables = config["Environment"]["Variables"]
         assert set(variables) == set(props["Environment"]["Variables"]), name
         for key, raw in props["Environment"]["Variables"].items():
@@ -119,10 +146,13 @@ def test_template_references_resolve_to_the_local_resources(make_stack, nessie):
     secret = stack.client("secretsmanager").describe_secret(SecretId=env["WAP_SLACK_SECRET_ARN"])
     assert secret["ARN"] == env["WAP_SLACK_SECRET_ARN"]
     role = env["WAP_EMR_EXECUTION_ROLE_ARN"].rsplit("/", 1)[-1]
-    assert stack.client("iam").get_role(RoleName=role)["Role"]["Arn"] == (
-        env["WAP_EMR_EXECUTION_ROLE_ARN"])
-    conf = dict(item.split("=", 1) for item in env["WAP_JOB_SPARK_PARAMETERS"].split()
-                if "=" in item)
+    assert (
+        stack.client("iam").get_role(RoleName=role)["Role"]["Arn"]
+        == (env["WAP_EMR_EXECUTION_ROLE_ARN"])
+    )
+    conf = dict(
+        item.split("=", 1) for item in env["WAP_JOB_SPARK_PARAMETERS"].split() if "=" in item
+    )
     assert conf["spark.sql.catalog.lake.uri"] == nessie.api_v2
     assert conf["spark.sql.catalog.lake.warehouse"] == "s3://wap-lake/warehouse/"
     assert conf["spark.jars"].startswith(f"s3://cdk-hnb659fds-assets-{ACCOUNT_ID}-eu-west-1/")
@@ -132,8 +162,9 @@ def test_every_function_gets_what_its_handler_reads_from_the_template(make_stack
     """Handlers share one process environment locally: each function's own must suffice."""
     stack = make_stack(**NO_OVERRIDES)
     for name in OUR_FUNCTIONS:
-        variables = stack.client("lambda").get_function_configuration(
-            FunctionName=name)["Environment"]["Variables"]
+        variables = stack.client("lambda").get_function_configuration(FunctionName=name)[
+            "Environment"
+        ]["Variables"]
         load_settings(variables)  # raises ConfigError naming any missing variable
         AlertConfig.from_env(variables)
 
@@ -142,16 +173,21 @@ def test_each_handler_sees_its_own_template_environment_and_nothing_else(make_st
     """As on Lambda: the function's variables (its own log service name among them), the
     runtime's reserved ones (its role's credentials among them), nothing from the harness."""
     stack = make_stack(**NO_OVERRIDES)
-    reserved = set(reserved_environment(function_name="x", handler="x", memory_mb=1, region="x",
-                                        credentials={}, runtime="x"))
+    reserved = set(
+        reserved_environment(
+            function_name="x", handler="x", memory_mb=1, region="x", credentials={}, runtime="x"
+        )
+    )
     credentials = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
     services = set()
     for name in OUR_FUNCTIONS:
         environment = stack.dispatcher.sandboxes[name].environment
-        template = stack.client("lambda").get_function_configuration(
-            FunctionName=name)["Environment"]["Variables"]
+        template = stack.client("lambda").get_function_configuration(FunctionName=name)[
+            "Environment"
+        ]["Variables"]
         assert set(environment) - {"NESSIEDIR"} == (
-            set(template) | reserved | credentials | {"TMPDIR"}), name
+            set(template) | reserved | credentials | {"TMPDIR"}
+        ), name
         assert {k: environment[k] for k in template} == template
         assert environment["AWS_LAMBDA_FUNCTION_NAME"] == name
         services.add(environment["POWERTOOLS_SERVICE_NAME"])
@@ -159,6 +195,7 @@ def test_each_handler_sees_its_own_template_environment_and_nothing_else(make_st
 
 
 # ---- overrides --------------------------------------------------------------------------
+
 
 def test_the_override_list_is_short_and_explained():
     assert {o.name for o in OVERRIDES} == EXPECTED_OVERRIDES
@@ -169,8 +206,10 @@ def test_the_override_list_is_short_and_explained():
 def _generated_ids_masked(stack) -> dict[str, str]:
     """The shared environment with ids moto generates per stack replaced by placeholders."""
     secret = stack.env["WAP_SLACK_SECRET_ARN"]
-    return {key: value.replace(stack.application_id, "<app>").replace(secret, "<secret>")
-            for key, value in stack.env.items()}
+    return {
+        key: value.replace(stack.application_id, "<app>").replace(secret, "<secret>")
+        for key, value in stack.env.items()
+    }
 
 
 def _template_definition(stack, template: StackTemplate, **changed: str) -> dict:
@@ -187,35 +226,46 @@ def _template_definition(stack, template: StackTemplate, **changed: str) -> dict
             assert attribute == "Arn"
             values[key] = stack.functions[by_logical_id[logical_id]].arn
     values.update(changed)
-    return json.loads(re.sub(r"\$\{(\w+)\}", lambda m: values[m.group(1)],
-                             props["DefinitionString"]))
+    return json.loads(
+        re.sub(r"\$\{(\w+)\}", lambda m: values[m.group(1)], props["DefinitionString"])
+    )
 
 
 def test_only_listed_overrides_differ_from_the_template(make_stack, local_template):
     plain = make_stack(**NO_OVERRIDES)
     plain_env = _generated_ids_masked(plain)
-    assert json.loads(plain.state_machine_definition) == _template_definition(
-        plain, local_template)
+    assert json.loads(plain.state_machine_definition) == _template_definition(plain, local_template)
     plain.stop()
-    tuned = make_stack(job_timeout_seconds=3, max_publish_attempts=2,
-                       nessie_ui_url="http://127.0.0.1:19120")
+    tuned = make_stack(
+        job_timeout_seconds=3, max_publish_attempts=2, nessie_ui_url="http://127.0.0.1:19120"
+    )
     tuned_env = _generated_ids_masked(tuned)
 
-    changed = {key for key in plain_env.keys() | tuned_env.keys()
-               if plain_env.get(key) != tuned_env.get(key)}
-    assert changed == {"WAP_JOB_TIMEOUT_MINUTES", "WAP_JOB_RETRY_BASE_SECONDS",
-                       "WAP_MAX_PUBLISH_ATTEMPTS", "WAP_NESSIE_UI_URL", "WAP_SLACK_API_URL",
-                       "WAP_AWS_CONSOLE_LINKS"}
+    changed = {
+        key
+        for key in plain_env.keys() | tuned_env.keys()
+        if plain_env.get(key) != tuned_env.get(key)
+    }
+    assert changed == {
+        "WAP_JOB_TIMEOUT_MINUTES",
+        "WAP_JOB_RETRY_BASE_SECONDS",
+        "WAP_MAX_PUBLISH_ATTEMPTS",
+        "WAP_NESSIE_UI_URL",
+        "WAP_SLACK_API_URL",
+        "WAP_AWS_CONSOLE_LINKS",
+    }
     assert changed <= EXPECTED_OVERRIDES
     assert json.loads(tuned.state_machine_definition) == _template_definition(
-        tuned, local_template, PollIntervalSeconds="1", JobTimeoutSeconds="3")
+        tuned, local_template, PollIntervalSeconds="1", JobTimeoutSeconds="3"
+    )
 
 
 def test_an_override_of_a_value_the_template_lacks_is_refused(make_stack, local_template):
     body = copy.deepcopy(dict(local_template.body))
     for function in local_template.functions().values():
         del body["Resources"][function.logical_id]["Properties"]["Environment"]["Variables"][
-            "WAP_MAX_PUBLISH_ATTEMPTS"]
+            "WAP_MAX_PUBLISH_ATTEMPTS"
+        ]
     edited = dataclasses.replace(local_template, body=body, key="edited")
     with pytest.raises(LocalParityError, match="WAP_MAX_PUBLISH_ATTEMPTS"):
         make_stack(template=edited, max_publish_attempts=2)
@@ -223,17 +273,20 @@ def test_an_override_of_a_value_the_template_lacks_is_refused(make_stack, local_
 
 # ---- the state machine --------------------------------------------------------------------
 
+
 def test_the_state_machine_is_the_template_s_definition(make_stack, local_template):
     stack = make_stack(**NO_OVERRIDES)
     _, props = local_template.only("AWS::StepFunctions::StateMachine")
 
     described = stack.client("stepfunctions").describe_state_machine(
-        stateMachineArn=stack.state_machine_arn)
+        stateMachineArn=stack.state_machine_arn
+    )
     assert described["name"] == props["StateMachineName"]
     assert json.loads(described["definition"]) == _template_definition(stack, local_template)
 
 
 # ---- the job ------------------------------------------------------------------------------
+
 
 def _ingest_one(stack, key: str) -> tuple[dict, dict]:
     """Drop one file and wait for the stack to settle: (its ledger record, its EMR job run)."""
@@ -241,7 +294,8 @@ def _ingest_one(stack, key: str) -> tuple[dict, dict]:
     record = wait_for_key(stack, key)
     stack.wait_idle()
     run = stack.client("emr-serverless").get_job_run(
-        applicationId=stack.application_id, jobRunId=record.job_run_id)["jobRun"]
+        applicationId=stack.application_id, jobRunId=record.job_run_id
+    )["jobRun"]
     return record, run
 
 
@@ -253,15 +307,19 @@ def test_the_template_s_spark_parameters_reach_the_job_run(make_stack):
     submit = run["jobDriver"]["sparkSubmit"]
     assert submit["entryPoint"] == stack.env["WAP_JOB_ENTRYPOINT"]
     assert submit["sparkSubmitParameters"] == (
-        f"{stack.env['WAP_JOB_SPARK_PARAMETERS']} --py-files {stack.env['WAP_JOB_PY_FILES']}")
+        f"{stack.env['WAP_JOB_SPARK_PARAMETERS']} --py-files {stack.env['WAP_JOB_PY_FILES']}"
+    )
     parsed = stack.emr.submissions[record.job_run_id]
     assert parsed.conf["spark.sql.session.timeZone"] == "UTC"
     assert parsed.options["--py-files"] == [stack.env["WAP_JOB_PY_FILES"]]
 
 
 def test_submit_parameters_spark_submit_would_refuse_fail_the_run(make_stack, local_template):
-    edited = _with_variable(local_template, "WAP_JOB_SPARK_PARAMETERS",
-                            "--conf spark.sql.session.timeZone=UTC --deploy-mode cluster")
+    edited = _with_variable(
+        local_template,
+        "WAP_JOB_SPARK_PARAMETERS",
+        "--conf spark.sql.session.timeZone=UTC --deploy-mode cluster",
+    )
     stack = make_stack(template=edited)
     record, run = _ingest_one(stack, "badsubmit/orders/x.parquet")
 
@@ -277,16 +335,24 @@ def test_malformed_submit_parameters_are_refused(parameters):
 
 
 def test_the_real_job_refuses_conf_its_session_does_not_run_with():
-    session = {"spark.sql.session.timeZone": "UTC", "spark.jars": "/local/iceberg.jar",
-               "spark.sql.catalog.lake.warehouse": "file:///tmp/warehouse/"}
-    submitted = parse_spark_submit("s3://a/jobs/wap_job.py", (
-        "--conf spark.jars=s3://assets/x.jar --conf spark.sql.session.timeZone=UTC "
-        "--conf spark.sql.catalog.lake.warehouse=s3://lake/warehouse/ "
-        "--py-files s3://a/jobs/spark_jobs.zip"))
+    session = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.jars": "/local/iceberg.jar",
+        "spark.sql.catalog.lake.warehouse": "file:///tmp/warehouse/",
+    }
+    submitted = parse_spark_submit(
+        "s3://a/jobs/wap_job.py",
+        (
+            "--conf spark.jars=s3://assets/x.jar --conf spark.sql.session.timeZone=UTC "
+            "--conf spark.sql.catalog.lake.warehouse=s3://lake/warehouse/ "
+            "--py-files s3://a/jobs/spark_jobs.zip"
+        ),
+    )
     check_submission(submitted, session.get, "spark_jobs.zip")  # only locations differ
 
-    drifted = dataclasses.replace(submitted, conf={**submitted.conf,
-                                                   "spark.sql.session.timeZone": "Europe/Paris"})
+    drifted = dataclasses.replace(
+        submitted, conf={**submitted.conf, "spark.sql.session.timeZone": "Europe/Paris"}
+    )
     with pytest.raises(SubmitParametersError, match=r"spark\.sql\.session\.timeZone"):
         check_submission(drifted, session.get, "spark_jobs.zip")
     with pytest.raises(SubmitParametersError, match="--py-files"):
@@ -294,6 +360,7 @@ def test_the_real_job_refuses_conf_its_session_does_not_run_with():
 
 
 # ---- a change in infra reaches the handlers -------------------------------------------
+
 
 def _sweeper_sees(stack, variable: str) -> str | None:
     """The value of `variable` in the sweeper's environment while it runs."""
@@ -312,16 +379,18 @@ def _sweeper_sees(stack, variable: str) -> str | None:
 
 
 def test_a_variable_added_to_the_template_reaches_the_handlers(make_stack, local_template):
-    edited = _with_variable(local_template, "WAP_EXAMPLE_BUCKET_URI", {
-        "Fn::Join": ["", ["s3://", {"Ref": local_template.logical_id("Storage/Lake")}, "/x"]]})
+    edited = _with_variable(
+        local_template,
+        "WAP_EXAMPLE_BUCKET_URI",
+        {"Fn::Join": ["", ["s3://", {"Ref": local_template.logical_id("Storage/Lake")}, "/x"]]},
+    )
     stack = make_stack(template=edited)
     assert _sweeper_sees(stack, "WAP_EXAMPLE_BUCKET_URI") == "s3://wap-lake/x"
 
 
 def test_an_unresolvable_reference_is_named_not_defaulted(make_stack, local_template):
     service = local_template.logical_id("Catalog/Service/Service")
-    edited = _with_variable(local_template, "WAP_NESSIE_SERVICE",
-                            {"Fn::GetAtt": [service, "Name"]})
+    edited = _with_variable(local_template, "WAP_NESSIE_SERVICE", {"Fn::GetAtt": [service, "Name"]})
     with pytest.raises(UnresolvedIntrinsic) as raised:
         make_stack(template=edited)
     message = str(raised.value)
@@ -330,11 +399,14 @@ def test_an_unresolvable_reference_is_named_not_defaulted(make_stack, local_temp
     assert "AWS::ECS::Service" in message
 
 
-@pytest.mark.parametrize("intrinsic", [
-    {"Fn::If": ["Cond", "a", "b"]},
-    {"Fn::ImportValue": "shared-vpc"},
-    {"Ref": "BootstrapVersion"},
-])
+@pytest.mark.parametrize(
+    "intrinsic",
+    [
+        {"Fn::If": ["Cond", "a", "b"]},
+        {"Fn::ImportValue": "shared-vpc"},
+        {"Ref": "BootstrapVersion"},
+    ],
+)
 def test_intrinsics_the_local_stack_cannot_evaluate_raise(local_template, intrinsic):
     resolver = Resolver(local_template, account_id=ACCOUNT_ID, region="eu-west-1")
     with pytest.raises(UnresolvedIntrinsic, match=re.escape(next(iter(intrinsic)))):
@@ -345,9 +417,11 @@ def test_intrinsics_resolve_like_cloudformation(local_template):
     resolver = Resolver(local_template, account_id=ACCOUNT_ID, region="eu-west-1")
     lake = resolver.bind("Storage/Lake", "wap-lake", Arn="arn:aws:s3:::wap-lake")
     assert resolver.resolve({"Fn::Sub": "${AWS::Region}:${AWS::AccountId}:${!Keep}"}, "w") == (
-        f"eu-west-1:{ACCOUNT_ID}:${{Keep}}")
+        f"eu-west-1:{ACCOUNT_ID}:${{Keep}}"
+    )
     assert resolver.resolve({"Fn::Sub": ["${B}/${X}", {"X": {"Ref": lake}, "B": "b"}]}, "w") == (
-        "b/wap-lake")
+        "b/wap-lake"
+    )
     assert resolver.resolve({"Fn::Sub": f"${{{lake}.Arn}}"}, "w") == "arn:aws:s3:::wap-lake"
     assert resolver.resolve({"Fn::Select": [1, {"Fn::Split": ["/", "a/b/c"]}]}, "w") == "b"
     assert resolver.resolve({"Fn::GetAtt": f"{lake}.Arn"}, "w") == "arn:aws:s3:::wap-lake"
@@ -356,6 +430,7 @@ def test_intrinsics_resolve_like_cloudformation(local_template):
 
 
 # ---- synthesis and its cache ----------------------------------------------------------
+
 
 def test_the_template_is_synthesized_once_per_process(make_stack, monkeypatch, local_template):
     def no_synth(*args, **kwargs):
@@ -383,8 +458,13 @@ def test_the_cache_key_follows_the_inputs(tmp_path):
     (tmp_path / "lambdas" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
     assert input_digest(context, root=tmp_path) == key  # build by-products do not count
 
-    for changed in ("infra/a.py", "statemachine/a.py", "tables/a.py", "cdk.json",
-                    "requirements-lambda.txt"):
+    for changed in (
+        "infra/a.py",
+        "statemachine/a.py",
+        "tables/a.py",
+        "cdk.json",
+        "requirements-lambda.txt",
+    ):
         original = (tmp_path / changed).read_text()
         (tmp_path / changed).write_text(original + "\n# changed\n")
         assert input_digest(context, root=tmp_path) != key, changed
@@ -395,13 +475,15 @@ def test_the_cache_key_follows_the_inputs(tmp_path):
 
 @pytest.mark.slow
 def test_a_variable_added_in_infra_reaches_the_handlers_without_touching_local(
-        tmp_path, make_stack):
+    tmp_path, make_stack
+):
     """Edit infra/stack.py in a copy of the repository, synthesize it with the CDK CLI, run it."""
     for name in template_module.SOURCE_INPUTS:
         source = REPO / name
         if source.is_dir():
-            shutil.copytree(source, tmp_path / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(
+                source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            )
         else:
             shutil.copy(source, tmp_path / name)
     for shared in (".venv", "node_modules", "build/lambda", "build/spark"):  # bundling caches
@@ -410,10 +492,14 @@ def test_a_variable_added_in_infra_reaches_the_handlers_without_touching_local(
     stack_py = tmp_path / "infra" / "stack.py"
     marker = '"WAP_NESSIE_URI": nessie_v1,'
     assert marker in stack_py.read_text()
-    stack_py.write_text(stack_py.read_text().replace(
-        marker, marker + ' "WAP_EXAMPLE_FROM_INFRA": storage.reports_prefix,'))
-    context = StackSettings(nessie_api_v1="http://x/api/v1", job=None,
-                            create_tables=CREATE_TABLES).deploy_context()
+    stack_py.write_text(
+        stack_py.read_text().replace(
+            marker, marker + ' "WAP_EXAMPLE_FROM_INFRA": storage.reports_prefix,'
+        )
+    )
+    context = StackSettings(
+        nessie_api_v1="http://x/api/v1", job=None, create_tables=CREATE_TABLES
+    ).deploy_context()
 
     edited = template_module.cached_template(context, root=tmp_path)
     stack = make_stack(template=edited)

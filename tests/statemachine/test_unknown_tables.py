@@ -19,7 +19,8 @@ def _refs(nessie_client) -> set[str]:
 
 
 def test_a_mistyped_table_is_rejected_naming_the_configured_one_and_nothing_is_created(
-        make_stack, slack, nessie_client, tmp_path):
+    make_stack, slack, nessie_client, tmp_path
+):
     (tmp_path / "sales.orders.yaml").write_text(ORDERS_CONFIG)
     stack = make_stack(tables_dir=tmp_path, create_tables=False)
     refs_before = _refs(nessie_client)
@@ -58,8 +59,7 @@ def test_the_suggestions_include_tables_on_main(make_stack, slack, nessie_client
     assert len(slack.messages) == 1
 
 
-def test_with_the_opt_in_an_upload_creates_its_table_as_before(
-        make_stack, slack, nessie_client):
+def test_with_the_opt_in_an_upload_creates_its_table_as_before(make_stack, slack, nessie_client):
     stack = make_stack(create_tables=True)
     assert stack.env["WAP_CREATE_TABLES_FROM_UPLOADS"] == "true"
 
@@ -85,8 +85,7 @@ def test_a_table_on_main_without_a_config_is_accepted(make_stack, slack, nessie_
     assert slack.messages == []
 
 
-def test_a_configured_table_not_yet_on_main_is_created(make_stack, slack, nessie_client,
-                                                      tmp_path):
+def test_a_configured_table_not_yet_on_main_is_created(make_stack, slack, nessie_client, tmp_path):
     (tmp_path / "newcfg.orders.yaml").write_text(ORDERS_CONFIG)
     stack = make_stack(tables_dir=tmp_path, create_tables=False)
 

@@ -47,8 +47,11 @@ class Lake(SparkLake):
 
     def reachable(self) -> set[str]:
         """Every file a collection with a long retention marks now (nothing deleted)."""
-        marked = collect(self.nessie, LocalWarehouse(self.warehouse),
-                         GcOptions(retention=timedelta(days=3650), grace=timedelta(0)))
+        marked = collect(
+            self.nessie,
+            LocalWarehouse(self.warehouse),
+            GcOptions(retention=timedelta(days=3650), grace=timedelta(0)),
+        )
         kept = self.files() - {f.path for f in marked.garbage}
         assert marked.missing == []
         return kept
@@ -73,8 +76,9 @@ def gc_lake(lake, nessie, tmp_path_factory):
 
 def test_by_default_nothing_is_deleted_and_the_discarded_branch_is_reported(gc_lake):
     before = gc_lake.files()
-    report = collect(gc_lake.nessie, LocalWarehouse(gc_lake.warehouse),
-                     GcOptions(grace=timedelta(0)))
+    report = collect(
+        gc_lake.nessie, LocalWarehouse(gc_lake.warehouse), GcOptions(grace=timedelta(0))
+    )
 
     assert gc_lake.files() == before
     assert report.deleted is False
@@ -102,17 +106,22 @@ def test_deletes_unreachable_files_but_none_a_reference_made_during_the_run_reac
     def meanwhile() -> None:
         # A branch at history the retention dropped, an ingest, and a file a running job
         # has written but not committed yet: all after the mark, before the sweep.
-        created = requests.post(f"{gc_lake.nessie.api_v2}/trees",
-                                params={"name": "gc_mid_run", "type": "BRANCH"},
-                                json={"type": "BRANCH", "name": "main",
-                                      "hash": gc_lake.first_main}, timeout=10)
+        created = requests.post(
+            f"{gc_lake.nessie.api_v2}/trees",
+            params={"name": "gc_mid_run", "type": "BRANCH"},
+            json={"type": "BRANCH", "name": "main", "hash": gc_lake.first_main},
+            timeout=10,
+        )
         assert created.ok, created.text
         made["record"] = gc_lake.ingest("meanwhile", [(7, 7.0)])
         in_flight.write_bytes(b"PAR1 not committed yet PAR1")
 
-    report = collect(gc_lake.nessie, LocalWarehouse(gc_lake.warehouse),
-                     GcOptions(retention=timedelta(0), grace=timedelta(0), delete=True),
-                     between_phases=meanwhile)
+    report = collect(
+        gc_lake.nessie,
+        LocalWarehouse(gc_lake.warehouse),
+        GcOptions(retention=timedelta(0), grace=timedelta(0), delete=True),
+        between_phases=meanwhile,
+    )
 
     assert made["record"].status == "PUBLISHED"
     left = gc_lake.files()
@@ -136,11 +145,17 @@ def test_history_older_than_the_retention_stops_being_live_and_its_files_go(gc_l
     """After the run above: main's earlier commits (FIRST's, SECOND's) are history."""
     gc_lake.nessie.delete_branch("gc_mid_run")
     warehouse = LocalWarehouse(gc_lake.warehouse)
-    kept = collect(gc_lake.nessie, warehouse,
-                   GcOptions(retention=timedelta(hours=1), grace=timedelta(0)))
-    history = [f.path for f in collect(gc_lake.nessie, warehouse,
-                                       GcOptions(retention=timedelta(0), grace=timedelta(0),
-                                                 delete=True)).garbage]
+    kept = collect(
+        gc_lake.nessie, warehouse, GcOptions(retention=timedelta(hours=1), grace=timedelta(0))
+    )
+    history = [
+        f.path
+        for f in collect(
+            gc_lake.nessie,
+            warehouse,
+            GcOptions(retention=timedelta(0), grace=timedelta(0), delete=True),
+        ).garbage
+    ]
 
     assert kept.garbage == []  # within an hour's retention, all of it stays
     metadata = sorted(p for p in history if p.endswith(".metadata.json"))

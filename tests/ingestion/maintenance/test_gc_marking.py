@@ -26,9 +26,14 @@ class OneCommitCatalog:
         return [SimpleNamespace(hash=head, commit_time="2026-11-25T00:00:00Z")]
 
     def contents_at(self, ref: str, commit_hash: str):
-        return [SimpleNamespace(key="ns.t", type="ICEBERG_VIEW",
-                                metadata_location="file:///w/ns/t/metadata/v1.json",
-                                snapshot_id=None)]
+        return [
+            SimpleNamespace(
+                key="ns.t",
+                type="ICEBERG_VIEW",
+                metadata_location="file:///w/ns/t/metadata/v1.json",
+                snapshot_id=None,
+            )
+        ]
 
 
 @pytest.mark.parametrize("names", [["main", "backup"], ["backup", "main"], ["a-tag", "main"]])

@@ -17,12 +17,15 @@ def _report() -> GcReport:
     """sales.orders: 4 data files of 1,000 bytes on main, 300 bytes reclaimable; a directory
     no table owns (a discarded branch's new table): 100 bytes reclaimable."""
     report = GcReport(started=STARTED, cutoff=STARTED, deleted=False)
-    report.tables["sales.orders"] = TableSweep("sales.orders", data_files=4, data_bytes=4000,
-                                               garbage_files=2, garbage_bytes=300)
+    report.tables["sales.orders"] = TableSweep(
+        "sales.orders", data_files=4, data_bytes=4000, garbage_files=2, garbage_bytes=300
+    )
     report.tables["sales/stray"] = TableSweep("sales/stray", garbage_files=1, garbage_bytes=100)
-    report.garbage = [StoredFile("/w/sales/orders/a", 100, STARTED),
-                      StoredFile("/w/sales/orders/b", 200, STARTED),
-                      StoredFile("/w/sales/stray/c", 100, STARTED)]
+    report.garbage = [
+        StoredFile("/w/sales/orders/a", 100, STARTED),
+        StoredFile("/w/sales/orders/b", 200, STARTED),
+        StoredFile("/w/sales/stray/c", 100, STARTED),
+    ]
     return report
 
 
@@ -39,10 +42,16 @@ def test_each_table_gets_its_files_average_size_and_reclaimable_bytes_by_table_o
     # Sizes of different tables do not add up: no total dimension set.
     assert directive["Dimensions"] == [["Table"]]
     units = {m["Name"]: m["Unit"] for m in directive["Metrics"]}
-    assert units == {"DataFilesOnMain": "Count", "AverageDataFileBytes": "Bytes",
-                     "ReclaimableBytes": "Bytes"}
-    assert (orders["DataFilesOnMain"], orders["AverageDataFileBytes"],
-            orders["ReclaimableBytes"]) == (4, 1000, 300)
+    assert units == {
+        "DataFilesOnMain": "Count",
+        "AverageDataFileBytes": "Bytes",
+        "ReclaimableBytes": "Bytes",
+    }
+    assert (
+        orders["DataFilesOnMain"],
+        orders["AverageDataFileBytes"],
+        orders["ReclaimableBytes"],
+    ) == (4, 1000, 300)
     # No data file on main: no average (zero would read as a tiny file).
     assert "AverageDataFileBytes" not in by_table["sales/stray"]
     total = by_table[None]
@@ -56,8 +65,12 @@ def test_the_summary_names_each_table_and_when_the_collection_ran():
     assert summary["collected_at"] == STARTED.isoformat()
     assert summary["deleted"] is False and summary["reclaimable_bytes"] == 400
     assert summary["tables"]["sales.orders"] == {
-        "data_files": 4, "data_bytes": 4000, "average_file_bytes": 1000,
-        "reclaimable_files": 2, "reclaimable_bytes": 300, "deleted_bytes": 0}
+        "data_files": 4,
+        "data_bytes": 4000,
+        "average_file_bytes": 1000,
+        "reclaimable_files": 2,
+        "reclaimable_bytes": 300,
+        "deleted_bytes": 0,
+    }
     assert summary["tables"]["sales/stray"]["average_file_bytes"] is None
-    assert health.summary_uri("s3://art/reports/") == \
-        "s3://art/reports/maintenance/gc-latest.json"
+    assert health.summary_uri("s3://art/reports/") == "s3://art/reports/maintenance/gc-latest.json"

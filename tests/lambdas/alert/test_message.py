@@ -18,8 +18,13 @@ UI = "https://nessie.example.com"
 
 
 # What every report names; the tests below give only what they are about.
-REPORT_BASE = {"report_version": 1, "ingest_id": "0123456789abcdef", "table": "sales.orders",
-               "branch": "wap_sales_orders_20261122T101500_01234567", "outcome": "failed"}
+REPORT_BASE = {
+    "report_version": 1,
+    "ingest_id": "0123456789abcdef",
+    "table": "sales.orders",
+    "branch": "wap_sales_orders_20261122T101500_01234567",
+    "outcome": "failed",
+}
 
 
 def render(event: dict, report: dict | None, ui: str | None = UI):
@@ -242,9 +247,20 @@ def test_rejected_ingest_shows_the_schema_changes():
 # What the job writes as the ingest's reason (spark_jobs/report.py `settle`), the ledger's
 # `error` and the alert event's `reason`.
 JOB_REASON = "1 error-severity check(s) did not pass: amount_range (failed, 3 violation(s))"
-ONE_FAILED_CHECK = {"checks": [{
-    "name": "amount_range", "kind": "range", "columns": ["amount"], "status": "failed",
-    "severity": "error", "violations": 3, "threshold": {"min": 0}, "samples": []}]}
+ONE_FAILED_CHECK = {
+    "checks": [
+        {
+            "name": "amount_range",
+            "kind": "range",
+            "columns": ["amount"],
+            "status": "failed",
+            "severity": "error",
+            "violations": 3,
+            "threshold": {"min": 0},
+            "samples": [],
+        }
+    ]
+}
 
 
 def test_the_notification_text_says_each_fact_once():
@@ -267,12 +283,20 @@ def test_without_a_reason_the_notification_text_names_the_failed_checks():
 
 def test_a_batchs_reason_counts_its_files_once_in_the_notification_text():
     uri = "s3://wap-source/sales/orders/dt=1/part-{}.parquet"
-    report = ONE_FAILED_CHECK | {"sources": [
-        {"uri": uri.format(0), "status": "passed", "rows": 1, "failed_checks": []},
-        {"uri": uri.format(1), "status": "failed", "rows": 1, "failed_checks": ["amount_range"]},
-    ]}
+    report = ONE_FAILED_CHECK | {
+        "sources": [
+            {"uri": uri.format(0), "status": "passed", "rows": 1, "failed_checks": []},
+            {
+                "uri": uri.format(1),
+                "status": "failed",
+                "rows": 1,
+                "failed_checks": ["amount_range"],
+            },
+        ]
+    }
     event = load_event("audit_failed.json") | {
-        "reason": f"{JOB_REASON}; 1 of 2 files failed: part-1.parquet (amount_range)"}
+        "reason": f"{JOB_REASON}; 1 of 2 files failed: part-1.parquet (amount_range)"
+    }
 
     text = render(event, report).text
 
@@ -302,11 +326,24 @@ def test_a_reason_the_checks_do_not_say_stays_in_the_message():
 
 
 def test_unparsable_lines_are_shown_by_file_and_line_number():
-    samples = [{"line": line, "file": "s3://src/sales/orders/ragged.csv?versionId=v1",
-                "text": text} for line, text in ((3, "2,bob"), (5, "x4,dee,1.00"))]
-    report = {"checks": [{"name": "parse_errors", "kind": "parse_errors", "columns": [],
-                          "status": "failed", "severity": "error", "violations": 3,
-                          "threshold": {"max": 0}, "samples": samples}]}
+    samples = [
+        {"line": line, "file": "s3://src/sales/orders/ragged.csv?versionId=v1", "text": text}
+        for line, text in ((3, "2,bob"), (5, "x4,dee,1.00"))
+    ]
+    report = {
+        "checks": [
+            {
+                "name": "parse_errors",
+                "kind": "parse_errors",
+                "columns": [],
+                "status": "failed",
+                "severity": "error",
+                "violations": 3,
+                "threshold": {"max": 0},
+                "samples": samples,
+            }
+        ]
+    }
 
     text = all_text(render(load_event("audit_failed.json"), report).blocks)
 

@@ -327,24 +327,42 @@ def test_a_failed_dataset_of_500_files_says_which_failed_within_slacks_limits(
 ):
     """A dataset published all or nothing may hold 500 files, most of them failing with
     long, hostile names: the alert counts them all, names what fits, and Slack takes it."""
-    sources = [f"s3://wap-source/sales/orders/dt=1/part-{i:05d}<&>{'x' * 150}.parquet"
-               for i in range(500)]
+    sources = [
+        f"s3://wap-source/sales/orders/dt=1/part-{i:05d}<&>{'x' * 150}.parquet" for i in range(500)
+    ]
     verdicts = [
         {"uri": uri, "status": "passed", "rows": 10, "failed_checks": [], "reason": None}
-        if i % 100 == 0 else
-        {"uri": uri, "status": "rejected", "rows": None, "failed_checks": [],
-         "reason": "<!here> not parquet " * 40}
-        if i % 7 == 0 else
-        {"uri": uri, "status": "failed", "rows": 10, "reason": None,
-         "failed_checks": [f"amount_range_{j}<&>" for j in range(30)]}
+        if i % 100 == 0
+        else {
+            "uri": uri,
+            "status": "rejected",
+            "rows": None,
+            "failed_checks": [],
+            "reason": "<!here> not parquet " * 40,
+        }
+        if i % 7 == 0
+        else {
+            "uri": uri,
+            "status": "failed",
+            "rows": 10,
+            "reason": None,
+            "failed_checks": [f"amount_range_{j}<&>" for j in range(30)],
+        }
         for i, uri in enumerate(sources)
     ]
     report = stored_report | {"sources": verdicts}
-    s3.put_object(Bucket="wap-artifacts", Key="reports/0123456789abcdef.json",
-                  Body=json.dumps(report).encode())
+    s3.put_object(
+        Bucket="wap-artifacts",
+        Key="reports/0123456789abcdef.json",
+        Body=json.dumps(report).encode(),
+    )
     event = load_event("audit_failed.json")
-    batch = BatchRecord(ingest_id=event["ingest_id"], report_uri=event["report_uri"],
-                        members=tuple(f"m{i}" for i in range(500)), sources=tuple(sources))
+    batch = BatchRecord(
+        ingest_id=event["ingest_id"],
+        report_uri=event["report_uri"],
+        members=tuple(f"m{i}" for i in range(500)),
+        sources=tuple(sources),
+    )
     event |= {"reason": failing_files(batch), "source_uri": "s3://wap-source/sales/orders/dt=1"}
 
     assert send_alert(event, s3=s3, secretsmanager=secretsmanager, retry=fast_retry)["delivered"]
@@ -436,8 +454,12 @@ def test_the_local_stack_turns_aws_console_links_off_for_every_function():
     from local.aws.overrides import Kind, apply_overrides
     from local.aws.stack import StackSettings
 
-    settings = StackSettings(nessie_api_v1="http://127.0.0.1:1/api/v1", job=None,
-                             poll_interval_seconds=None, job_retry_base_seconds=None)
+    settings = StackSettings(
+        nessie_api_v1="http://127.0.0.1:1/api/v1",
+        job=None,
+        poll_interval_seconds=None,
+        job_retry_base_seconds=None,
+    )
     # A function the template gives no WAP_* variable still gets it (a local-only variable).
     environment = apply_overrides(Kind.ENVIRONMENT, {}, settings.overrides(), "Lambda alert")
     assert AlertConfig.from_env(environment).aws_console_links is False
@@ -464,22 +486,39 @@ def test_a_local_alert_links_only_to_what_exists_locally(
 
 
 def test_a_multi_table_datasets_failing_files_are_named_with_their_table(
-        alert_env, stored_report, s3):
+    alert_env, stored_report, s3
+):
     """Two tables' files may share a name: the reason says which table each one is of."""
-    sources = ("s3://wap-artifacts/staging/a/part-0.parquet",
-               "s3://wap-artifacts/staging/b/part-0.parquet")
-    report = stored_report | {"sources": [
-        {"uri": sources[0], "status": "passed", "rows": 1, "failed_checks": [],
-         "reason": None},
-        {"uri": sources[1], "status": "failed", "rows": 1, "reason": None,
-         "failed_checks": ["sku_not_null"]}]}
-    s3.put_object(Bucket="wap-artifacts", Key="reports/0123456789abcdef.json",
-                  Body=json.dumps(report).encode())
-    batch = BatchRecord(ingest_id="0123456789abcdef",
-                        report_uri="s3://wap-artifacts/reports/0123456789abcdef.json",
-                        members=("a", "b"), sources=sources,
-                        tables=("shop.order_items", "shop.orders"),
-                        source_tables=("shop.orders", "shop.order_items"))
+    sources = (
+        "s3://wap-artifacts/staging/a/part-0.parquet",
+        "s3://wap-artifacts/staging/b/part-0.parquet",
+    )
+    report = stored_report | {
+        "sources": [
+            {"uri": sources[0], "status": "passed", "rows": 1, "failed_checks": [], "reason": None},
+            {
+                "uri": sources[1],
+                "status": "failed",
+                "rows": 1,
+                "reason": None,
+                "failed_checks": ["sku_not_null"],
+            },
+        ]
+    }
+    s3.put_object(
+        Bucket="wap-artifacts",
+        Key="reports/0123456789abcdef.json",
+        Body=json.dumps(report).encode(),
+    )
+    batch = BatchRecord(
+        ingest_id="0123456789abcdef",
+        report_uri="s3://wap-artifacts/reports/0123456789abcdef.json",
+        members=("a", "b"),
+        sources=sources,
+        tables=("shop.order_items", "shop.orders"),
+        source_tables=("shop.orders", "shop.order_items"),
+    )
 
     assert failing_files(batch) == (
-        "1 of 2 files failed: shop.order_items: part-0.parquet (sku_not_null)")
+        "1 of 2 files failed: shop.order_items: part-0.parquet (sku_not_null)"
+    )

@@ -37,19 +37,27 @@ def stack(make_stack, nessie, tmp_path):
     tables.mkdir()
     (tables / "sales.orders.yaml").write_text("maintenance: {grace: 0}\n")
     stack = make_stack(tables_dir=tables)
-    glue = GlueCatalog("lake", **{"glue.region": stack.settings.region,
-                                  "warehouse": f"s3://{LAKE}/warehouse", **PROPERTIES})
+    glue = GlueCatalog(
+        "lake",
+        **{
+            "glue.region": stack.settings.region,
+            "warehouse": f"s3://{LAKE}/warehouse",
+            **PROPERTIES,
+        },
+    )
     glue.create_namespace("sales")
-    table = glue.create_table("sales.orders", schema=SCHEMA,
-                              location=f"s3://{LAKE}/warehouse/sales/orders")
+    table = glue.create_table(
+        "sales.orders", schema=SCHEMA, location=f"s3://{LAKE}/warehouse/sales/orders"
+    )
     for order in (1, 2):
         table.append(pa.Table.from_pylist([{"order_id": order, "amount": 1.5}], schema=SCHEMA))
     seeder = NessieSeeder(nessie.api_v2)
     seeder.put_table("main", glue.load_table("sales.orders"), with_namespace=True)
     # A table without a config keeps the defaults (the run asks for a config that is not
     # there: S3 answers 404 only to a caller that may list the bucket).
-    other = glue.create_table("sales.refunds", schema=SCHEMA,
-                              location=f"s3://{LAKE}/warehouse/sales/refunds")
+    other = glue.create_table(
+        "sales.refunds", schema=SCHEMA, location=f"s3://{LAKE}/warehouse/sales/refunds"
+    )
     other.append(pa.Table.from_pylist([{"order_id": 9, "amount": 2.0}], schema=SCHEMA))
     seeder.put_table("main", glue.load_table("sales.refunds"), key="sales.refunds")
     s3 = stack.client("s3")
@@ -63,8 +71,7 @@ def _keys(stack) -> set[str]:
     return {o["Key"] for page in pages for o in page.get("Contents", [])}
 
 
-def test_the_daily_run_reports_measures_and_keeps_a_summary_but_deletes_nothing(
-        stack, monkeypatch):
+def test_the_daily_run_reports_measures_and_keeps_a_summary_but_deletes_nothing(stack, monkeypatch):
     before = _keys(stack)
     log = io.StringIO()  # the function's log, where its embedded metrics go
     monkeypatch.setattr(metrics, "_log_stream", lambda: log)
@@ -87,22 +94,25 @@ def test_the_daily_run_reports_measures_and_keeps_a_summary_but_deletes_nothing(
     assert orders["AverageDataFileBytes"] > 0
     # ... and its summary where the dashboard reads it.
     body = stack.client("s3").get_object(
-        Bucket=stack.settings.artifacts_bucket, Key="reports/maintenance/gc-latest.json")
+        Bucket=stack.settings.artifacts_bucket, Key="reports/maintenance/gc-latest.json"
+    )
     summary = json.loads(body["Body"].read())
     assert summary["tables"]["sales.orders"]["data_files"] == 2
     assert summary["tables"]["sales.orders"]["reclaimable_files"] == 4
     # It read the lake as its role, within the warehouse, and nothing was refused.
     calls = {(r.action, r.resource) for r in stack.iam.records if r.principal == "maintenance"}
     assert ("s3:ListBucket", f"arn:aws:s3:::{LAKE}") in calls
-    read = {resource for action, resource in calls if action == "s3:GetObject"
-            and resource.startswith(f"arn:aws:s3:::{LAKE}/")}
+    read = {
+        resource
+        for action, resource in calls
+        if action == "s3:GetObject" and resource.startswith(f"arn:aws:s3:::{LAKE}/")
+    }
     assert read and all(r.startswith(f"arn:aws:s3:::{LAKE}/warehouse/") for r in read)
     assert [r for r in stack.iam.denied if r.principal == "maintenance"] == []
     # Then compaction: it looked for compactions still running (the ledger's status index)
     # and started none, since no table has its `min_files` (5 by default) on main.
     assert result["compaction"] == {"finished": [], "started": []}
-    assert any(action == "dynamodb:Query" and "/index/" in resource
-               for action, resource in calls)
+    assert any(action == "dynamodb:Query" and "/index/" in resource for action, resource in calls)
 
     # The local stand-in evaluates the role per call, as AWS would: without the grant the
     # run is refused.

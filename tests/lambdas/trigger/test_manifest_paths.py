@@ -29,11 +29,12 @@ def _read(paths: list[str]) -> list[tuple[str, int]]:
 
 def test_relative_paths_to_data_files_are_read():
     assert _read(["part-0.parquet", "sub/part-1.parquet"]) == [
-        ("sales/orders/day=1/part-0.parquet", 1), ("sales/orders/day=1/sub/part-1.parquet", 1)]
+        ("sales/orders/day=1/part-0.parquet", 1),
+        ("sales/orders/day=1/sub/part-1.parquet", 1),
+    ]
 
 
-@pytest.mark.parametrize("path", ["/part-0.parquet", "_SUCCESS", "sub/.part-0.crc", "../x",
-                                  ""])
+@pytest.mark.parametrize("path", ["/part-0.parquet", "_SUCCESS", "sub/.part-0.crc", "../x", ""])
 def test_what_a_dataset_manifest_refuses_a_table_manifest_refuses(path):
     assert not is_manifest_path(path)
     with pytest.raises(DatasetError, match="relative path"):

@@ -18,7 +18,7 @@ from local.aws.template import stack_template
 SERVICE_ROLES = {
     "Network/Vpc/All/IAMRole": "VPC flow logs: the VPC service writes them",
     "Catalog/Task/TaskRole": "the Nessie server's ECS task (its version store); locally "
-                             "our Nessie double keeps its own SQLite store",
+    "our Nessie double keeps its own SQLite store",
     "Catalog/Task/ExecutionRole": "ECS pulls the image and ships the container's logs",
     "BucketNotificationsHandler": "CDK's deploy-time helper that configures S3 notifications",
     "Custom::CDKBucketDeployment": "CDK's deploy-time helper that uploads the job's archive",
@@ -27,19 +27,29 @@ SERVICE_ROLES = {
 # exercise: (role path, an action or resource of the statement) -> why.
 SERVICE_STATEMENTS = {
     ("", "xray:PutTraceSegments"): "Lambda's active tracing sends the segments itself",
-    ("Pipeline/Trigger/ServiceRole", "sqs:SendMessage"):
-        "the Lambda service sends an event that failed every async try to the DLQ",
-    ("Pipeline/Ingest/Role", "logs:CreateLogDelivery"):
-        "Step Functions delivers the execution logs and traces itself",
-    ("Compute/JobRole", "StorageLake"):
-        "Spark reads and writes the lake through Hadoop's FileIO on EMR; the local "
-        "warehouse is a file:// directory, so no double sees those calls",
-    ("Compute/JobRole", "/jobs/*"):
-        "EMR Serverless reads the entry point and the --py-files archive as the job role; "
-        "the local EMR double runs the same archive from the build directory",
-    ("Compute/JobRole", "cdk-hnb659fds-assets"):
-        "EMR Serverless fetches spark.jars (the Iceberg runtime jar) as the job role; the "
-        "local EMR double loads the same jar from the PyPI wheel",
+    (
+        "Pipeline/Trigger/ServiceRole",
+        "sqs:SendMessage",
+    ): "the Lambda service sends an event that failed every async try to the DLQ",
+    (
+        "Pipeline/Ingest/Role",
+        "logs:CreateLogDelivery",
+    ): "Step Functions delivers the execution logs and traces itself",
+    (
+        "Compute/JobRole",
+        "StorageLake",
+    ): "Spark reads and writes the lake through Hadoop's FileIO on EMR; the local "
+    "warehouse is a file:// directory, so no double sees those calls",
+    (
+        "Compute/JobRole",
+        "/jobs/*",
+    ): "EMR Serverless reads the entry point and the --py-files archive as the job role; "
+    "the local EMR double runs the same archive from the build directory",
+    (
+        "Compute/JobRole",
+        "cdk-hnb659fds-assets",
+    ): "EMR Serverless fetches spark.jars (the Iceberg runtime jar) as the job role; the "
+    "local EMR double loads the same jar from the PyPI wheel",
 }
 
 
@@ -53,22 +63,28 @@ def _exemption(role: str, actions: tuple[str, ...], resource: str) -> str | None
     return None
 
 
-
 def unused_grants(used: set[tuple[str, int, int]]) -> list[str]:
     """`<policy path> #<statement> <actions> on <resource>` of every grant not in `used`
     (policy path, statement index, resource index) and not exempted above."""
-    template = stack_template(StackSettings(nessie_api_v1="http://unused/api/v1",
-                                            job=None).deploy_context())
+    template = stack_template(
+        StackSettings(nessie_api_v1="http://unused/api/v1", job=None).deploy_context()
+    )
     unused = []
     for policy_id, resource in template.of_type("AWS::IAM::Policy").items():
         path = template.path(policy_id)
         [role_ref] = resource["Properties"]["Roles"]
         role = template.path(role_ref["Ref"])
         for index, statement in enumerate(resource["Properties"]["PolicyDocument"]["Statement"]):
-            actions = statement["Action"] if isinstance(statement["Action"], list) else [
-                statement["Action"]]
-            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [
-                statement["Resource"]]
+            actions = (
+                statement["Action"]
+                if isinstance(statement["Action"], list)
+                else [statement["Action"]]
+            )
+            resources = (
+                statement["Resource"]
+                if isinstance(statement["Resource"], list)
+                else [statement["Resource"]]
+            )
             for r_index, granted in enumerate(resources):
                 text = json.dumps(granted)
                 if (path, index, r_index) in used or _exemption(role, tuple(actions), text):

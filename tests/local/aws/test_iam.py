@@ -36,39 +36,66 @@ def needs(service: str, operation: str, **params: Any) -> list[Request]:
 
 def test_a_versioned_read_needs_get_object_version():
     assert needs("s3", "GetObject", Bucket="b", Key="k/x") == [
-        Request("s3:GetObject", "arn:aws:s3:::b/k/x")]
+        Request("s3:GetObject", "arn:aws:s3:::b/k/x")
+    ]
     assert needs("s3", "HeadObject", Bucket="b", Key="k", VersionId="v1") == [
-        Request("s3:GetObjectVersion", "arn:aws:s3:::b/k")]
+        Request("s3:GetObjectVersion", "arn:aws:s3:::b/k")
+    ]
 
 
 def test_a_copy_reads_the_source_version_and_writes_the_target():
-    assert needs("s3", "CopyObject", Bucket="art", Key="staging/1/x.parquet",
-                 CopySource={"Bucket": "src", "Key": "a b.parquet", "VersionId": "v"}) == [
+    assert needs(
+        "s3",
+        "CopyObject",
+        Bucket="art",
+        Key="staging/1/x.parquet",
+        CopySource={"Bucket": "src", "Key": "a b.parquet", "VersionId": "v"},
+    ) == [
         Request("s3:GetObjectVersion", "arn:aws:s3:::src/a b.parquet"),
-        Request("s3:PutObject", "arn:aws:s3:::art/staging/1/x.parquet")]
-    assert needs("s3", "UploadPartCopy", Bucket="art", Key="t", PartNumber=1, UploadId="u",
-                 CopySource="src/a%20b.parquet?versionId=v")[0] == Request(
-        "s3:GetObjectVersion", "arn:aws:s3:::src/a b.parquet")
+        Request("s3:PutObject", "arn:aws:s3:::art/staging/1/x.parquet"),
+    ]
+    assert needs(
+        "s3",
+        "UploadPartCopy",
+        Bucket="art",
+        Key="t",
+        PartNumber=1,
+        UploadId="u",
+        CopySource="src/a%20b.parquet?versionId=v",
+    )[0] == Request("s3:GetObjectVersion", "arn:aws:s3:::src/a b.parquet")
 
 
 def test_dynamodb_transactions_need_each_items_action_and_queries_the_index():
-    items = [{"ConditionCheck": {"TableName": "wap-ledger"}},
-             {"Update": {"TableName": "wap-ledger"}}]
+    items = [
+        {"ConditionCheck": {"TableName": "wap-ledger"}},
+        {"Update": {"TableName": "wap-ledger"}},
+    ]
     assert needs("dynamodb", "TransactWriteItems", TransactItems=items) == [
-        Request("dynamodb:ConditionCheckItem", LEDGER), Request("dynamodb:UpdateItem", LEDGER)]
+        Request("dynamodb:ConditionCheckItem", LEDGER),
+        Request("dynamodb:UpdateItem", LEDGER),
+    ]
     assert needs("dynamodb", "Query", TableName="wap-ledger", IndexName="by_table") == [
-        Request("dynamodb:Query", f"{LEDGER}/index/by_table")]
+        Request("dynamodb:Query", f"{LEDGER}/index/by_table")
+    ]
 
 
 def test_starting_a_job_passes_its_role_and_tags_it():
     role = f"arn:aws:iam::{ACCOUNT}:role/job"
-    assert needs("emr-serverless", "StartJobRun", applicationId="app1", executionRoleArn=role,
-                 clientToken="t", tags={"wap:table": "a.b"}) == [
+    assert needs(
+        "emr-serverless",
+        "StartJobRun",
+        applicationId="app1",
+        executionRoleArn=role,
+        clientToken="t",
+        tags={"wap:table": "a.b"},
+    ) == [
         Request("emr-serverless:StartJobRun", APP),
         Request("iam:PassRole", role, (("iam:PassedToService", EMR_SERVERLESS_PRINCIPAL),)),
-        Request("emr-serverless:TagResource", f"{APP}/jobruns/*")]
+        Request("emr-serverless:TagResource", f"{APP}/jobruns/*"),
+    ]
     assert needs("emr-serverless", "GetJobRun", applicationId="app1", jobRunId="r1") == [
-        Request("emr-serverless:GetJobRun", f"{APP}/jobruns/r1")]
+        Request("emr-serverless:GetJobRun", f"{APP}/jobruns/r1")
+    ]
 
 
 def test_a_call_the_evaluator_cannot_name_is_refused_not_allowed():
@@ -89,27 +116,59 @@ def test_wildcards_and_explicit_deny():
 
 def test_a_role_passed_only_to_emr_serverless_cannot_be_passed_to_another_service():
     role = f"arn:aws:iam::{ACCOUNT}:role/job"
-    [statement] = statements_of("p", {"Statement": [{
-        "Effect": "Allow", "Action": "iam:PassRole", "Resource": role,
-        "Condition": {"StringEquals": {"iam:PassedToService": EMR_SERVERLESS_PRINCIPAL}}}]})
+    [statement] = statements_of(
+        "p",
+        {
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Action": "iam:PassRole",
+                    "Resource": role,
+                    "Condition": {
+                        "StringEquals": {"iam:PassedToService": EMR_SERVERLESS_PRINCIPAL}
+                    },
+                }
+            ]
+        },
+    )
     principal = Principal("fn", "Pipeline/Fn/ServiceRole", "arn:aws:iam::1:role/r", [statement])
-    [_, passing, _] = needs("emr-serverless", "StartJobRun", applicationId="app1",
-                            executionRoleArn=role, clientToken="t", tags={"a": "b"})
+    [_, passing, _] = needs(
+        "emr-serverless",
+        "StartJobRun",
+        applicationId="app1",
+        executionRoleArn=role,
+        clientToken="t",
+        tags={"a": "b"},
+    )
     assert principal.grant(passing.action, passing.resource, context=dict(passing.context))
-    assert principal.grant("iam:PassRole", role,
-                           context={"iam:PassedToService": "ec2.amazonaws.com"}) is None
+    assert (
+        principal.grant("iam:PassRole", role, context={"iam:PassedToService": "ec2.amazonaws.com"})
+        is None
+    )
     assert principal.grant("iam:PassRole", role) is None  # a request without the key
     with pytest.raises(LocalParityError, match="StringLike"):
-        statements_of("p", {"Statement": [{"Effect": "Allow", "Action": "iam:PassRole",
-                                           "Resource": role,
-                                           "Condition": {"StringLike": {"a": "b"}}}]})
+        statements_of(
+            "p",
+            {
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Action": "iam:PassRole",
+                        "Resource": role,
+                        "Condition": {"StringLike": {"a": "b"}},
+                    }
+                ]
+            },
+        )
 
 
 # ---- enforcement bites: one needed statement removed per principal ------------------------
 
+
 def _revoke(stack: Any, principal: str, action: str) -> None:
     assert stack.iam.revoke_action(principal, action), (
-        f"{principal} has no statement granting {action}")
+        f"{principal} has no statement granting {action}"
+    )
 
 
 def _errors_of(stack: Any, function: str) -> str:
@@ -164,20 +223,21 @@ def _sweep(stack: Any, function: str) -> str:
 
 Scenario = Callable[[Any, str], str]
 CASES: list[tuple[str, str, Scenario]] = [
-    ("trigger", "s3:PutObject", _clean),                       # the staged copy
+    ("trigger", "s3:PutObject", _clean),  # the staged copy
     ("job_status", "emr-serverless:GetJobRun", _clean),
     ("publish", "dynamodb:UpdateItem", _clean),
     ("finish", "dynamodb:UpdateItem", _clean),
     ("alert", "secretsmanager:GetSecretValue", _audit_fails),
     ("retry_job", "emr-serverless:StartJobRun", _job_crashes_once),
     ("sweeper", "s3:DeleteObject*", _sweep),
-    ("job", "s3:PutObject", _job),                             # the report
+    ("job", "s3:PutObject", _job),  # the report
     ("state-machine", "lambda:InvokeFunction", _state_machine),
 ]
 
 
-@pytest.mark.parametrize(("principal", "action", "scenario"), CASES,
-                         ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(
+    ("principal", "action", "scenario"), CASES, ids=[case[0] for case in CASES]
+)
 def test_a_removed_statement_is_access_denied(make_stack, principal, action, scenario):
     stack = make_stack(state_retry_scale=0)  # a denied task exhausts its Retry: do not wait
     _revoke(stack, principal, action)

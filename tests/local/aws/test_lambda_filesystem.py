@@ -46,8 +46,9 @@ def test_writes_outside_tmp_are_refused_like_a_read_only_file_system(lambda_home
         box.remove()
 
 
-def test_handlers_that_talk_to_nessie_start_with_a_read_only_home(make_stack, lambda_home,
-                                                                  monkeypatch, tmp_path):
+def test_handlers_that_talk_to_nessie_start_with_a_read_only_home(
+    make_stack, lambda_home, monkeypatch, tmp_path
+):
     """pynessie's configuration creates `~/.config/nessie`; on Lambda that is EROFS."""
     # The stand-in job (not a Lambda) also uses pynessie: give the harness its own place.
     monkeypatch.setenv("NESSIEDIR", str(tmp_path / "harness-nessie"))

@@ -19,9 +19,11 @@ def test_the_environment_is_the_functions_own_and_nothing_else(monkeypatch):
     def run(box: Sandbox) -> None:
         with box.running():
             os.environ["WAP_SET_BY_HANDLER"] = box.function_name
-            seen[box.function_name] = (os.environ.get("WAP_X"),
-                                       os.getenv("WAP_ONLY_IN_THE_HARNESS"),
-                                       os.environ["WAP_SET_BY_HANDLER"])
+            seen[box.function_name] = (
+                os.environ.get("WAP_X"),
+                os.getenv("WAP_ONLY_IN_THE_HARNESS"),
+                os.environ["WAP_SET_BY_HANDLER"],
+            )
 
     threads = [threading.Thread(target=run, args=(box,)) for box in (one, two)]
     for thread in threads:
@@ -36,8 +38,17 @@ def test_the_environment_is_the_functions_own_and_nothing_else(monkeypatch):
 
 def test_boto3_default_sessions_are_per_function():
     keys = {"one": "AKIAONE", "two": "AKIATWO"}
-    boxes = [Sandbox(name, {"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": "s",
-                            "AWS_DEFAULT_REGION": "eu-west-1"}) for name, key in keys.items()]
+    boxes = [
+        Sandbox(
+            name,
+            {
+                "AWS_ACCESS_KEY_ID": key,
+                "AWS_SECRET_ACCESS_KEY": "s",
+                "AWS_DEFAULT_REGION": "eu-west-1",
+            },
+        )
+        for name, key in keys.items()
+    ]
     for box in boxes:
         with box.running():
             client = boto3.client("s3")

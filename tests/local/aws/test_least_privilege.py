@@ -18,8 +18,10 @@ def test_every_policy_grant_is_used_by_the_suite(request):
     if not whole_suite(request.config):
         pytest.skip("judges the calls of the whole suite (run `make test`)")
     if runs_on_workers(request.config):
-        pytest.skip("judged on xdist's controller over every worker's calls "
-                    "(tests/plugins/xdist_support.py)")
+        pytest.skip(
+            "judged on xdist's controller over every worker's calls "
+            "(tests/plugins/xdist_support.py)"
+        )
     used = SESSION_USAGE.used()
     assert used, "no local stack recorded a call: did the suite run?"
     unused = unused_grants(used)

@@ -31,7 +31,6 @@ def everything(client: httpx.Client) -> dict:
     return state
 
 
-
 def _in_threads(worker, count: int) -> None:
     """`worker(0..count-1)`, each on its own thread, all at once; returns when all ended."""
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
@@ -39,6 +38,7 @@ def _in_threads(worker, count: int) -> None:
         t.start()
     for t in threads:
         t.join()
+
 
 def test_restart_on_the_same_file_keeps_refs_contents_and_history(tmp_path):
     db = str(tmp_path / "nessie.db")
