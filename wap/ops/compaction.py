@@ -60,7 +60,7 @@ def compact_table(
     another run holds it. The rules are ingestion.compaction's, as on AWS.
     """
     from spark_jobs.compaction import compact, iceberg_rewrite
-    from wap.ops.operations import parse_table
+    from wap.ops.ingests import parse_table
 
     table = parse_table(table).qualified
     try:
@@ -131,7 +131,7 @@ def maintain(backend: Any, table: str) -> dict[str, Any]:
     job runs in-process (`compact_on`); on AWS the stack's maintenance Lambda starts it on EMR
     Serverless and is asked until the run ended (`compact_via_lambda`)."""
     if backend.kind == "aws":
-        from wap.ops.operations import parse_table
+        from wap.ops.ingests import parse_table
 
         return compact_via_lambda(lambda_invoker(backend.session.client("lambda"),
                                                  backend.maintenance_function()),
@@ -149,7 +149,7 @@ def compact_on(backend: Any, table: str, options: MaintenanceOptions | None = No
     stack = getattr(backend, "stack", None)
     if backend.kind != "local" or stack is None or stack.spark is None:
         raise BackendError("compact_on runs the job in-process, on the local stack only")
-    from wap.ops.operations import parse_table
+    from wap.ops.ingests import parse_table
 
     table = parse_table(table).qualified
     options = options or table_maintenance(backend).get(table) or MaintenanceOptions()

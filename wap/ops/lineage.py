@@ -17,6 +17,7 @@ from ingestion.naming import utcnow
 from wap.exceptions import NotAllowedError
 from wap.ops.backend import Backend
 from wap.ops.backends import DEFAULT_STACK
+from wap.ops.ingests import find_ingest, read_report
 
 _log = logging.getLogger(__name__)
 
@@ -32,8 +33,6 @@ class LineageRun:
 
 def lineage(backend: Backend, target: str) -> LineageRun:
     """The OpenLineage events of an ingest (id or branch), in the order they were sent."""
-    from wap.ops.operations import find_ingest
-
     record = find_ingest(backend, target)
     run_id = events.run_id(record.ingest_id)
     kept = backend.lineage_events(run_id)
@@ -50,8 +49,6 @@ def send_review(backend: Backend, record: Record) -> None:
     if not record.table:
         return
     try:
-        from wap.ops.operations import read_report
-
         run_id = events.run_id(record.ingest_id)
         earlier = backend.lineage_events(run_id) or []
         namespace = next((e["job"]["namespace"] for e in earlier), DEFAULT_STACK)

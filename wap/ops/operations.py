@@ -6,8 +6,6 @@ Every function validates its input before it changes anything and raises an
 
 from __future__ import annotations
 
-import json
-import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from contracts.formats import SNIFF_BYTES, content_problem, format_of, unsupported_format_text
-from contracts.naming import BRANCH_PREFIX, INGEST_ID, NESSIE_REF_NAME, ingest_id
-from contracts.report import PASSED, AuditReport, CheckResult, ReportError
+from contracts.naming import BRANCH_PREFIX, ingest_id
+from contracts.report import PASSED, AuditReport, CheckResult
 from contracts.table_config import (
     MAX_CONFIG_BYTES,
     TableConfigError,
@@ -27,7 +25,7 @@ from contracts.table_config import (
 from ingestion import constants as c
 from ingestion.exceptions import AuditedCommitMismatchError, MergeConflictError
 from ingestion.ledger import BatchRecord, IngestRecord, QueueStat, Record, tables_of
-from ingestion.naming import TableRef, iso, utcnow
+from ingestion.naming import iso, utcnow
 from ingestion.nessie import MergeMeta
 from ingestion.published import merge_audited_commit
 from lakeview import iceberg
@@ -35,15 +33,15 @@ from wap.exceptions import (
     InvalidInputError,
     NotAllowedError,
     OpsError,
-    UnknownTargetError,
 )
 from wap.ops.backend import Backend
+
+# Re-exported: `ops.find_ingest` etc. are how the CLI, the dashboard and the tests reach them.
+from wap.ops.ingests import find_ingest, ingests_and_batches, parse_table, read_report
 from wap.ops.lineage import send_review
 
 MAX_REASON_CHARS = 500
 PUBLISHABLE = frozenset({c.AUDIT_FAILED})
-
-_log = logging.getLogger(__name__)
 
 
 # ---- runs and branches ------------------------------------------------------------------------
@@ -141,7 +139,7 @@ class BranchRow:
 def list_branches(backend: Backend, *, now: datetime | None = None) -> list[BranchRow]:
     """Open `wap_*` branches in Nessie, oldest first, with their ingest's outcome and age."""
     now = now or utcnow()
-    by_branch = {r.branch: r for r in _ingests_and_batches(backend) if r.branch}
+    by_branch = {r.branch: r for r in ingests_and_batches(backend) if r.branch}
     rows = []
     for ref in backend.nessie.references():
         if ref.type != "BRANCH" or not ref.name.startswith(BRANCH_PREFIX):
@@ -177,42 +175,6 @@ def _age(stamp: str | None, now: datetime) -> float | None:
 
 
 # ---- one ingest ------------------------------------------------------------------------------
-
-
-def parse_table(text: str) -> TableRef:
-    try:
-        return TableRef.parse(text)
-    except ValueError:
-        raise InvalidInputError(
-            f"invalid table name {text!r}: expected <namespace>.<table> in lower-case letters, "
-            "digits and _ (not starting with a digit)"
-        ) from None
-
-
-def find_ingest(backend: Backend, target: str) -> Record:
-    """The ledger record of an ingest id (16 hex) or of the ingest that made a branch."""
-    target = target.strip()
-    if INGEST_ID.fullmatch(target):
-        record = backend.ledger.get_ingest(target)
-        if record is None:
-            raise UnknownTargetError(f"no ingest {target} in the ledger (see `wap runs`)")
-        return record
-    if not NESSIE_REF_NAME.fullmatch(target):
-        raise InvalidInputError(
-            f"{target!r} is neither an ingest id (16 hex characters) nor a branch name"
-        )
-    found = [r for r in _ingests_and_batches(backend) if r.branch == target]
-    if not found:
-        raise UnknownTargetError(
-            f"unknown branch {target!r}: no ingest made it (see `wap branches`)"
-        )
-    return found[-1]
-
-
-def _ingests_and_batches(backend: Backend) -> list[Record]:
-    """Every ingest and batch record, oldest first: a batch's run made its branch."""
-    records: list[Record] = [*backend.ledger.list_ingests(), *backend.ledger.list_batches()]
-    return sorted(records, key=lambda r: (r.created_at or "", r.ingest_id))
 
 
 def _refuse_dataset_member(backend: Backend, record: Record, verb: str) -> None:
@@ -311,22 +273,6 @@ def _rows_on(backend: Backend, ref: str | None, table: str) -> int | None:
     """The table's rows on `ref` (pyiceberg), None when the ref does not hold it."""
     location = backend.nessie.metadata_location(ref, table) if ref else None
     return iceberg.row_count(location, backend.iceberg_properties()) if location else None
-
-
-def read_report(backend: Backend, record: Record) -> AuditReport | None:
-    """The audit report the ingest's last job run wrote, parsed by its contract; None when
-    there is none or it is not a report this version of the tools can read (logged)."""
-    uri = record.report_uri
-    if not uri:
-        return None
-    body = backend.read_object(uri)
-    if body is None:
-        return None
-    try:
-        return AuditReport.from_dict(json.loads(body), f"audit report {uri}")
-    except (ValueError, ReportError) as exc:  # a tool must still show the ledger record
-        _log.warning("unreadable audit report: %s", exc)
-        return None
 
 
 # ---- publish and discard --------------------------------------------------------------------
