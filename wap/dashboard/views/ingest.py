@@ -3,7 +3,6 @@ Nessie links and the `wap publish` / `wap discard` commands."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -14,6 +13,7 @@ from wap.dashboard import shaping
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO
 from wap.ops.operations import IngestView
+from wap.ops.report_view import ReportView, reason_of
 
 STATUS_COLORS = {
     "passed": "color: #2e9e5b",
@@ -21,7 +21,7 @@ STATUS_COLORS = {
     "error": "color: #e8913a; font-weight: bold",
 }
 
-Record = Mapping[str, Any]  # an audit report
+Record = shaping.Report  # an audit report
 
 
 def render() -> None:
@@ -29,13 +29,12 @@ def render() -> None:
     if data is None:
         return
     view, record = data.view, data.view.record
-    # The parsed report's JSON (checked by its contract when it was read) feeds the tables.
-    report = view.report.to_dict() if view.report else {}
+    report = view.report  # parsed by its contract when it was read
     status = record.status or "?"
     outcome = shaping.outcome_of(status)
     st.title(f"Ingest {shaping.md_escape(record.ingest_id)}")
     if outcome in (shaping.FAILED, shaping.REJECTED):
-        reason = record.error or report.get("reason") or "no reason recorded"
+        reason = reason_of(record, ReportView.of(report)) or "no reason recorded"
         st.error(
             f"**{shaping.md_escape(status)}**: {shaping.md_escape(reason)}", icon=":material/error:"
         )
@@ -56,7 +55,7 @@ def render() -> None:
     _summary(record, view.branch_open)
     _counts(view, record, data.counts_error)
     _files(report)
-    _checks(report, view.report is not None)
+    _checks(report, report is not None)
     _samples(report)
     _schema_changes(report)
     _actions(record, view.branch_open, data.nessie_ui_url, data.local_catalog)
@@ -156,7 +155,7 @@ def _files(report: Record) -> None:
     rows = shaping.source_rows(report)
     if not rows:  # one file: its verdict is the run's
         return
-    failing = sum(row["verdict"] != "passed" for row in rows)
+    failing = sum(not verdict.passed for verdict in ReportView.of(report).batch_files)
     st.subheader(f"Files: {len(rows)} in this run, {failing} did not pass")
     st.dataframe(pd.DataFrame(rows), hide_index=True)
 
