@@ -10,7 +10,9 @@
 - Nothing but `tests/` imports `tests/`; the tests are laid out like the code, and share
   helpers through `tests/fixtures/`, never through a conftest.
 - No import cycles between packages (`wap.cli`, `local.aws`, `ingestion`, ...; a
-  top-level module such as `local/spark.py` counts as a package of its own).
+  top-level module such as `local/spark.py` counts as a package of its own), nor between
+  modules, counting the imports inside functions too (a deferred import hides a cycle, it
+  does not break it).
 """
 
 from __future__ import annotations
@@ -189,6 +191,50 @@ def test_no_import_cycles_between_packages():
                 graph.setdefault(package, set()).add(target)
     cycles = {tuple(sorted(cycle)) for cycle in _cycles(graph)}
     assert cycles == set(), cycles
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Module -> the first-party modules it imports anywhere in its file (inside functions
+    too; relative imports resolved; `from p import m` names the module p.m when there is
+    one). A module importing its own package (`from wap.cli import render` in wap.cli.app)
+    is no edge: the package's `__init__` runs first, whoever imports what."""
+    files = {}
+    for top in FIRST_PARTY:
+        for path in (REPO / top).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        targets: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*up, base] if base else up)
+                targets += [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        for target in targets:
+            while target and target not in files:  # a name imported from a module: the module
+                target = target.rpartition(".")[0]
+            if target and target != module and not module.startswith(target + "."):
+                graph.setdefault(module, set()).add(target)
+    return graph
+
+
+def test_no_import_cycles_between_modules():
+    cycles = {tuple(sorted(cycle)) for cycle in _cycles(_module_imports())}
+    assert cycles == set(), cycles
+
+
+def test_the_module_graph_sees_imports_inside_functions_and_relative_ones():
+    graph = _module_imports()
+    assert "wap.ops.ingests" in graph["wap.ops.lineage"]  # at module level
+    assert "wap.dashboard" in graph["wap.cli.commands.serving"]  # inside a function
+    assert "wap.cli.render" in graph["wap.cli.command"]  # `from wap.cli import render`
+    assert "wap.cli" not in graph["wap.cli.command"]  # its own package: no edge
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

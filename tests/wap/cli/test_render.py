@@ -70,12 +70,12 @@ def test_show_lists_the_files_of_a_batch_that_did_not_pass():
 @pytest.mark.parametrize("status", ["AUDIT_FAILED", "REJECTED", "JOB_FAILED", "PUBLISH_FAILED"])
 def test_next_steps_suggest_publish_only_where_it_is_accepted(status):
 
-    from wap.cli.app import REASON_PLACEHOLDER, _decisions
+    from wap.cli.next_steps import REASON_PLACEHOLDER, decisions
     from wap.ops.operations import PUBLISHABLE
 
     record = IngestRecord(ingest_id="0123456789abcdef", status=status, table="sales.orders",
                           branch="wap_sales_orders_20261122T101500_01234567")
-    lines = _decisions(record, "wap")
+    lines = decisions(record, "wap")
     assert lines[-1] == f"wap discard {record.branch}"
     published = [line for line in lines if " publish " in line]
     if status in PUBLISHABLE:
