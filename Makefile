@@ -24,8 +24,7 @@ setup: $(STAMP)  ## virtualenv, pip packages (incl. the Iceberg jar), CDK CLI
 WORKERS ?= 2
 PYTEST_PARALLEL := -n $(WORKERS) --dist loadfile
 
-test: setup  ## lint + the whole suite, slow end-to-end tests included
-	$(VENV)/bin/ruff check .
+test: lint  ## lint (ruff check and format) + the whole suite, slow end-to-end tests included
 	$(VENV)/bin/pytest $(PYTEST_PARALLEL)
 
 test-fast: setup  ## the suite without the slow end-to-end tests

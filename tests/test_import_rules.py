@@ -10,7 +10,9 @@
 - Nothing but `tests/` imports `tests/`; the tests are laid out like the code, and share
   helpers through `tests/fixtures/`, never through a conftest.
 - No import cycles between packages (`wap.cli`, `local.aws`, `ingestion`, ...; a
-  top-level module such as `local/spark.py` counts as a package of its own).
+  top-level module such as `local/spark.py` counts as a package of its own), nor between
+  modules, counting the imports inside functions too (a deferred import hides a cycle, it
+  does not break it).
 """
 
 from __future__ import annotations
@@ -23,8 +25,18 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FIRST_PARTY = ("contracts", "ingestion", "infra", "lambdas", "spark_jobs", "lakeview", "local",
-               "wap", "tests", "bench")
+FIRST_PARTY = (
+    "contracts",
+    "ingestion",
+    "infra",
+    "lambdas",
+    "spark_jobs",
+    "lakeview",
+    "local",
+    "wap",
+    "tests",
+    "bench",
+)
 DEPLOYED = ("contracts", "ingestion", "lambdas", "spark_jobs", "infra")
 
 
@@ -43,8 +55,7 @@ def _imports() -> dict[str, set[tuple[str, str]]]:
                     names = [node.module]
                 for name in names:
                     if name.split(".")[0] in FIRST_PARTY:
-                        found.setdefault(package, set()).add(
-                            (name, str(path.relative_to(REPO))))
+                        found.setdefault(package, set()).add((name, str(path.relative_to(REPO))))
     return found
 
 
@@ -54,28 +65,39 @@ def _package(module: str) -> str:
 
 @pytest.mark.parametrize("deployed", DEPLOYED)
 def test_what_is_deployed_imports_no_local_tool_or_test_code(deployed):
-    bad = sorted((f, name) for package, imports in _imports().items()
-                 if package.split(".")[0] == deployed
-                 for name, f in imports
-                 if name.split(".")[0] in ("lakeview", "local", "wap", "tests", "bench"))
+    bad = sorted(
+        (f, name)
+        for package, imports in _imports().items()
+        if package.split(".")[0] == deployed
+        for name, f in imports
+        if name.split(".")[0] in ("lakeview", "local", "wap", "tests", "bench")
+    )
     assert bad == []
 
 
 def test_the_stand_ins_import_nothing_of_the_tools():
     """`local/` holds only the stand-ins (AWS, EMR, Nessie and its UI, Slack, Spark); the tools
     in `wap/` drive them, never the reverse."""
-    bad = sorted((f, name) for package, imports in _imports().items()
-                 if package.split(".")[0] == "local"
-                 for name, f in imports if name.split(".")[0] == "wap")
+    bad = sorted(
+        (f, name)
+        for package, imports in _imports().items()
+        if package.split(".")[0] == "local"
+        for name, f in imports
+        if name.split(".")[0] == "wap"
+    )
     assert bad == []
 
 
 def test_the_lake_reader_imports_neither_the_stand_ins_nor_the_tools():
     """`lakeview/` sits below both the catalog UI (`local/nessie/ui/`) and the tools (`wap/`),
     which read Iceberg tables through it."""
-    bad = sorted((f, name) for package, imports in _imports().items()
-                 if package.split(".")[0] == "lakeview"
-                 for name, f in imports if name.split(".")[0] in ("local", "wap"))
+    bad = sorted(
+        (f, name)
+        for package, imports in _imports().items()
+        if package.split(".")[0] == "lakeview"
+        for name, f in imports
+        if name.split(".")[0] in ("local", "wap")
+    )
     assert bad == []
 
 
@@ -89,27 +111,38 @@ def test_a_lambda_imports_only_its_own_package_and_the_domain():
         if package.split(".")[0] != "lambdas" or package == "lambdas":
             continue
         allowed = {package, "lambdas"}
-        bad += sorted((f, name) for name, f in imports
-                      if (name.split(".")[0] == "lambdas" and _package(name) not in allowed)
-                      or (name.split(".")[0] not in ("lambdas", *LAMBDA_PACKAGES)))
+        bad += sorted(
+            (f, name)
+            for name, f in imports
+            if (name.split(".")[0] == "lambdas" and _package(name) not in allowed)
+            or (name.split(".")[0] not in ("lambdas", *LAMBDA_PACKAGES))
+        )
     assert bad == []
 
 
 def test_the_domain_imports_only_itself_and_the_contracts():
     """`ingestion/` (ledger, lifecycle, layout, publishing, batching) sits below the handlers,
     the tools and the stack: it never reaches up into a Lambda, `wap/` or `infra/`."""
-    bad = sorted((f, name) for package, imports in _imports().items()
-                 if package.split(".")[0] == "ingestion"
-                 for name, f in imports if name.split(".")[0] not in ("ingestion", "contracts"))
+    bad = sorted(
+        (f, name)
+        for package, imports in _imports().items()
+        if package.split(".")[0] == "ingestion"
+        for name, f in imports
+        if name.split(".")[0] not in ("ingestion", "contracts")
+    )
     assert bad == []
 
 
 def test_only_the_lambdas_and_their_tests_import_a_lambdas_module():
     """The tools (`wap/`), the stack (`infra/`), the stand-ins and the benchmarks use the
     domain (`ingestion/`), never a handler's package: what a handler holds is only its own."""
-    bad = sorted((f, name) for package, imports in _imports().items()
-                 if package.split(".")[0] not in ("lambdas", "tests")
-                 for name, f in imports if name.split(".")[0] == "lambdas")
+    bad = sorted(
+        (f, name)
+        for package, imports in _imports().items()
+        if package.split(".")[0] not in ("lambdas", "tests")
+        for name, f in imports
+        if name.split(".")[0] == "lambdas"
+    )
     assert bad == []
 
 
@@ -127,9 +160,12 @@ def test_the_contracts_import_only_themselves_and_the_standard_library():
                 names = [node.module]
             else:
                 continue
-            bad += [(str(path.relative_to(REPO)), name) for name in names
-                    if name.split(".")[0] != "contracts"
-                    and name.split(".")[0] not in sys.stdlib_module_names]
+            bad += [
+                (str(path.relative_to(REPO)), name)
+                for name in names
+                if name.split(".")[0] != "contracts"
+                and name.split(".")[0] not in sys.stdlib_module_names
+            ]
     assert bad == []
 
 
@@ -147,10 +183,17 @@ def _python39() -> str | None:
     import glob
     import os
 
-    for candidate in (shutil.which("python3.9"),
-                      *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9")))):
-        if candidate and subprocess.run([candidate, "-c", "pass"], capture_output=True,
-                                        check=False).returncode == 0:
+    for candidate in (
+        shutil.which("python3.9"),
+        *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9"))),
+    ):
+        if (
+            candidate
+            and subprocess.run(
+                [candidate, "-c", "pass"], capture_output=True, check=False
+            ).returncode
+            == 0
+        ):
             return candidate
     return None
 
@@ -159,22 +202,32 @@ def test_the_contracts_import_and_parse_on_python_3_9(tmp_path):
     python = _python39()
     if python is None:
         pytest.skip("no Python 3.9 on this machine")
-    code = ("import contracts.report, contracts.state, contracts.alert, contracts.doc; "
-            "contracts.report.AuditReport.from_dict({'report_version': 1, 'ingest_id': 'i', "
-            "'table': 'a.b', 'branch': 'b', 'outcome': 'passed'}); import contracts.table_config; "
-            "contracts.table_config.parse_table_config({'checks': [{'kind': 'not_null', "
-            "'column': 'a'}], 'batch': {'max_files': 2}, 'partition_by': ['day(ts)']})")
+    code = (
+        "import contracts.report, contracts.state, contracts.alert, contracts.doc; "
+        "contracts.report.AuditReport.from_dict({'report_version': 1, 'ingest_id': 'i', "
+        "'table': 'a.b', 'branch': 'b', 'outcome': 'passed'}); import contracts.table_config; "
+        "contracts.table_config.parse_table_config({'checks': [{'kind': 'not_null', "
+        "'column': 'a'}], 'batch': {'max_files': 2}, 'partition_by': ['day(ts)']})"
+    )
     # -I: nothing from the environment; only the repository's contracts on the path.
-    result = subprocess.run([python, "-I", "-c", f"import sys; sys.path.insert(0, "
-                             f"{str(REPO)!r}); {code}"], capture_output=True, text=True,
-                            cwd=tmp_path, check=False)
+    result = subprocess.run(
+        [python, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); {code}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_nothing_but_the_tests_imports_the_tests():
-    bad = sorted((f, name) for package, imports in _imports().items()
-                 if package.split(".")[0] != "tests"
-                 for name, f in imports if name.split(".")[0] == "tests")
+    bad = sorted(
+        (f, name)
+        for package, imports in _imports().items()
+        if package.split(".")[0] != "tests"
+        for name, f in imports
+        if name.split(".")[0] == "tests"
+    )
     assert bad == []
 
 
@@ -189,6 +242,50 @@ def test_no_import_cycles_between_packages():
                 graph.setdefault(package, set()).add(target)
     cycles = {tuple(sorted(cycle)) for cycle in _cycles(graph)}
     assert cycles == set(), cycles
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Module -> the first-party modules it imports anywhere in its file (inside functions
+    too; relative imports resolved; `from p import m` names the module p.m when there is
+    one). A module importing its own package (`from wap.cli import render` in wap.cli.app)
+    is no edge: the package's `__init__` runs first, whoever imports what."""
+    files = {}
+    for top in FIRST_PARTY:
+        for path in (REPO / top).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        targets: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*up, base] if base else up)
+                targets += [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        for target in targets:
+            while target and target not in files:  # a name imported from a module: the module
+                target = target.rpartition(".")[0]
+            if target and target != module and not module.startswith(target + "."):
+                graph.setdefault(module, set()).add(target)
+    return graph
+
+
+def test_no_import_cycles_between_modules():
+    cycles = {tuple(sorted(cycle)) for cycle in _cycles(_module_imports())}
+    assert cycles == set(), cycles
+
+
+def test_the_module_graph_sees_imports_inside_functions_and_relative_ones():
+    graph = _module_imports()
+    assert "wap.ops.ingests" in graph["wap.ops.lineage"]  # at module level
+    assert "wap.dashboard" in graph["wap.cli.commands.serving"]  # inside a function
+    assert "wap.cli.render" in graph["wap.cli.command"]  # `from wap.cli import render`
+    assert "wap.cli" not in graph["wap.cli.command"]  # its own package: no edge
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -236,8 +333,9 @@ def test_the_tests_are_laid_out_like_the_code():
     what the tests share)."""
     tests = REPO / "tests"
     folders = {path.parent.relative_to(tests) for path in tests.rglob("test_*.py")}
-    stray = sorted(str(folder) for folder in folders
-                   if str(folder) != "." and not (REPO / folder).is_dir())
+    stray = sorted(
+        str(folder) for folder in folders if str(folder) != "." and not (REPO / folder).is_dir()
+    )
     assert stray == []
 
 
@@ -246,7 +344,9 @@ def test_no_module_imports_a_conftest():
     bad = []
     for path in (REPO / "tests").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == \
-                    "conftest":
+            if (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").split(".")[-1] == "conftest"
+            ):
                 bad.append(str(path.relative_to(REPO)))
     assert bad == []

@@ -16,11 +16,11 @@ from rich.table import Table
 from rich.text import Text
 
 from contracts.lifecycle import Status
-from contracts.report import CheckResult, samples_title
 from ingestion.ledger import QueueStat
 from ingestion.ledger.records import record_attributes, tables_of
 from lakeview.check_sql import first_rows_query, violation_query
 from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
+from wap.ops.report_view import CheckLine, ReportView, rows_written_of
 from wap.text import age_text
 
 STATUS_STYLES = {
@@ -62,11 +62,31 @@ def _listing(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) 
 def runs_table(rows: Sequence[RunRow]) -> Table:
     """The ingests; a batch column only when some ingest ran in a batch (it costs width)."""
     batched = any(r.batch_id for r in rows)
-    columns = ("ingest id", "table", "source", "outcome", *(("batch",) if batched else ()),
-               "branch", "when")
-    return _listing("Ingests (newest first)", columns, [
-        (r.ingest_id, r.table, r.source, status_text(r.status),
-         *((r.batch_id,) if batched else ()), r.branch, r.when) for r in rows])
+    columns = (
+        "ingest id",
+        "table",
+        "source",
+        "outcome",
+        *(("batch",) if batched else ()),
+        "branch",
+        "when",
+    )
+    return _listing(
+        "Ingests (newest first)",
+        columns,
+        [
+            (
+                r.ingest_id,
+                r.table,
+                r.source,
+                status_text(r.status),
+                *((r.batch_id,) if batched else ()),
+                r.branch,
+                r.when,
+            )
+            for r in rows
+        ],
+    )
 
 
 def batches_table(rows: Sequence[BatchRow]) -> Table:
@@ -75,8 +95,10 @@ def batches_table(rows: Sequence[BatchRow]) -> Table:
     return _listing(
         "Batches (newest first)",
         ("batch", "table", "files", "outcome", "branch", "when", "reason"),
-        [(r.batch_id, r.table, str(r.files), status_text(r.status), r.branch, r.when, r.reason)
-         for r in rows],
+        [
+            (r.batch_id, r.table, str(r.files), status_text(r.status), r.branch, r.when, r.reason)
+            for r in rows
+        ],
     )
 
 
@@ -84,8 +106,17 @@ def branches_table(rows: Sequence[BranchRow]) -> Table:
     return _listing(
         "Open WAP branches",
         ("branch", "table", "ingest id", "outcome", "age", "reason"),
-        [(r.name, r.table, r.ingest_id, status_text(r.status or "no ledger record"),
-          age_text(r.age_seconds), r.reason) for r in rows],
+        [
+            (
+                r.name,
+                r.table,
+                r.ingest_id,
+                status_text(r.status or "no ledger record"),
+                age_text(r.age_seconds),
+                r.reason,
+            )
+            for r in rows
+        ],
     )
 
 
@@ -129,19 +160,18 @@ def show_view(view: IngestView) -> list[Any]:
     return [
         _summary(shown),
         rows_part(view, shown),
-        *_schema_changes(shown.changes),
-        *_files(view),
-        *_checks(shown),
-        *[_samples_table(check) for check in view.failed_checks if check.samples],
+        *_schema_changes(shown.report.schema_changes),
+        *_files(shown.report),
+        *_checks(shown.report),
+        *[_samples_table(check) for check in shown.report.sampled_checks],
     ]
 
 
 @dataclass(frozen=True)
 class _Shown:
-    """One ingest as `wap show` prints it. The record and the report may lack any field
-    (an ingest can stop at any step), so their fallbacks are taken here, once: "-" for
-    what the record lacks or leaves empty, nothing for what the report lacks. (A check's
-    own fields fall back in `_checks_table`.)"""
+    """One ingest as `wap show` prints it. The record may lack any field (an ingest can
+    stop at any step), so its fallbacks are taken here, once: "-" for what it lacks or
+    leaves empty. What the report says is its shared view (wap.ops.report_view)."""
 
     ingest_id: str
     table: str
@@ -156,14 +186,11 @@ class _Shown:
     main_rows: str
     branch_rows: str | None  # None: the branch is gone, there is nothing to count
     written: Any  # the report's count, shown next to the branch's
-    changes: list[dict[str, Any]]
-    checks: list[dict[str, Any]]
-    has_report: bool
+    report: ReportView
 
     @classmethod
     def of(cls, view: IngestView) -> _Shown:
-        # The parsed report's JSON (checked by its contract when it was read): shown as text.
-        r, report = view.record, view.report.to_dict() if view.report else {}
+        r, report = view.record, ReportView.of(view.report)
         branch = r.branch
         if branch:
             branch += "  (open)" if view.branch_open else "  (deleted)"
@@ -176,19 +203,14 @@ class _Shown:
             status=r.status,
             reason=r.error or "-",
             branch=branch or "-",
-            rows_written=_cell(report.get("rows_written") if r.rows_written is None
-                               else r.rows_written),
+            rows_written=_cell(rows_written_of(r, report)),
             finished=r.finished_at or "-",
-            published_by=(
-                f"{r.published_by}: {r.publish_reason}" if r.published_by else None
-            ),
+            published_by=(f"{r.published_by}: {r.publish_reason}" if r.published_by else None),
             discarded=r.discard_reason or None,
             main_rows="-" if view.main_rows is None else str(view.main_rows),
             branch_rows=branch_rows if view.branch_open else None,
-            written=report.get("rows_written") if counted else None,
-            changes=report.get("schema_changes") or [],
-            checks=report.get("checks") or [],
-            has_report=view.report is not None,
+            written=report.rows_written if counted else None,
+            report=report,
         )
 
 
@@ -233,14 +255,20 @@ def _row_counts(shown: _Shown) -> Text:
 
 def _dataset_tables(view: IngestView) -> Table:
     """A multi-table dataset: each table's rows (what `_row_counts` says of one table)."""
-    return _listing(f"Tables of this dataset ({len(view.tables)}, published together)",
-                    ("table", "written", "main rows", "branch rows"),
-                    [(t.table, *("-" if n is None else str(n)
-                                 for n in (t.written, t.main_rows, t.branch_rows)))
-                     for t in view.tables])
+    return _listing(
+        f"Tables of this dataset ({len(view.tables)}, published together)",
+        ("table", "written", "main rows", "branch rows"),
+        [
+            (
+                t.table,
+                *("-" if n is None else str(n) for n in (t.written, t.main_rows, t.branch_rows)),
+            )
+            for t in view.tables
+        ],
+    )
 
 
-def _schema_changes(changes: list[dict[str, Any]]) -> list[Text]:
+def _schema_changes(changes: Sequence[Any]) -> list[Text]:
     # A new table's columns are one line, not a "change" each.
     created = [ch for ch in changes if ch.get("change") == "create_table"]
     lines = [Text(f"table created by this ingest ({len(created)} columns)")] if created else []
@@ -249,53 +277,59 @@ def _schema_changes(changes: list[dict[str, Any]]) -> list[Text]:
     ]
 
 
-def _files(view: IngestView) -> list[Any]:
+def _files(report: ReportView) -> list[Any]:
     """A run over several files: each file that did not pass, and why (the rest passed)."""
-    sources = view.report.sources if view.report else ()
-    if len(sources) < 2:
+    files = report.batch_files
+    if not files:
         return []
-    failing = [verdict for verdict in sources if verdict.status != "passed"]
-    title = f"Files: {len(sources)} in this run, {len(failing)} did not pass"
+    failing = [verdict for verdict in files if not verdict.passed]
+    title = f"Files: {len(files)} in this run, {len(failing)} did not pass"
     if not failing:
         return [Text(title)]
-    return [_listing(title, ("file", "verdict", "rows", "why"), [
-        (verdict.uri, verdict.status, _cell(verdict.rows), verdict.why)
-        for verdict in failing])]
+    return [
+        _listing(
+            title,
+            ("file", "verdict", "rows", "why"),
+            [
+                (verdict.uri, verdict.status, _cell(verdict.rows), verdict.why)
+                for verdict in failing
+            ],
+        )
+    ]
 
 
-def _checks(shown: _Shown) -> list[Any]:
-    if shown.checks:
-        return [_checks_table(shown.checks)]
-    if not shown.has_report:
+def _checks(report: ReportView) -> list[Any]:
+    if report.checks:
+        return [_checks_table(report.checks)]
+    if not report.present:
         return [Text("no audit report (the ingest stopped before the job wrote one)")]
     return []
 
 
-def _checks_table(checks: list[dict[str, Any]]) -> Table:
+def _checks_table(checks: Sequence[CheckLine]) -> Table:
     table = Table(title="Audit checks", title_justify="left")
     for name in ("check", "kind", "columns", "severity", "status", "violations", "observed"):
         table.add_column(name)
     for ch in checks:
-        status = ch.get("status", "-")
+        status = ch.status or "-"
         table.add_row(
-            ch.get("name", "-"),
-            ch.get("kind", "-"),
-            ", ".join(ch.get("columns") or []) or "-",
-            ch.get("severity", "-"),
-            Text(status, style="green" if status == "passed" else "red"),
-            _cell(ch.get("violations")),
-            _cell(ch.get("observed")),
+            ch.name or "-",
+            ch.kind or "-",
+            ", ".join(ch.columns) or "-",
+            ch.severity or "-",
+            Text(status, style="green" if ch.passed else "red"),
+            _cell(ch.violations),
+            _cell(ch.observed),
         )
     return table
 
 
-def _samples_table(check: CheckResult) -> Table:
-    samples = check.samples
-    table = Table(title=f"{samples_title(check.kind)}: {check.name}", title_justify="left")
-    columns = list(dict.fromkeys(k for row in samples for k in row))
+def _samples_table(check: CheckLine) -> Table:
+    table = Table(title=check.samples_title, title_justify="left")
+    columns = check.sample_columns
     for name in columns:
         table.add_column(name)
-    for row in samples:
+    for row in check.samples:
         table.add_row(*[_cell(row.get(k)) for k in columns])
     return table
 
@@ -457,10 +491,14 @@ def to_json(document: Any) -> str:
     return json.dumps(_plain(document), ensure_ascii=False, indent=1, default=str)
 
 
-def runs_json(rows: Sequence[RunRow], batches: Sequence[BatchRow],
-              queues: Sequence[QueueStat]) -> dict[str, Any]:
-    return {"ingests": [asdict(r) for r in rows], "batches": [asdict(b) for b in batches],
-            "queues": [asdict(q) for q in queues]}
+def runs_json(
+    rows: Sequence[RunRow], batches: Sequence[BatchRow], queues: Sequence[QueueStat]
+) -> dict[str, Any]:
+    return {
+        "ingests": [asdict(r) for r in rows],
+        "batches": [asdict(b) for b in batches],
+        "queues": [asdict(q) for q in queues],
+    }
 
 
 def branches_json(rows: Sequence[BranchRow]) -> dict[str, Any]:
@@ -482,22 +520,26 @@ def show_json(view: IngestView) -> dict[str, Any]:
 
 
 def ingest_json(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return {"ingests": list(outcomes),
-            "all_published": all(o["status"] == Status.PUBLISHED for o in outcomes)}
+    return {
+        "ingests": list(outcomes),
+        "all_published": all(o["status"] == Status.PUBLISHED for o in outcomes),
+    }
 
 
 def doctor_json(checks: Sequence[Any], label: str) -> dict[str, Any]:
     from dataclasses import asdict
 
-    return {"target": label, "ok": all(c.ok for c in checks),
-            "checks": [asdict(c) for c in checks]}
+    return {"target": label, "ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}
 
 
 def lineage_line(event: dict[str, Any]) -> str:
     """One OpenLineage event on a line: when, what, the outcome, and its checks' results."""
     wap = event.get("run", {}).get("facets", {}).get("wap_ingest", {})
-    parts = [str(event.get("eventTime", "?")), f"{event.get('eventType', '?'):<8}",
-             f"{event.get('job', {}).get('name', '?')}"]
+    parts = [
+        str(event.get("eventTime", "?")),
+        f"{event.get('eventType', '?'):<8}",
+        f"{event.get('job', {}).get('name', '?')}",
+    ]
     if wap.get("status"):
         parts.append(wap["status"])
     for output in event.get("outputs", []):
@@ -505,14 +547,18 @@ def lineage_line(event: dict[str, Any]) -> str:
         if ref:
             parts.append(f"ref {ref}")
     for source in event.get("inputs", []):
-        assertions = source.get("inputFacets", {}).get("dataQualityAssertions", {}).get(
-            "assertions", [])
+        assertions = (
+            source.get("inputFacets", {}).get("dataQualityAssertions", {}).get("assertions", [])
+        )
         if assertions:
             passed = sum(1 for a in assertions if a.get("success"))
-            failed = [a.get("name") or a.get("assertion") for a in assertions
-                      if not a.get("success")]
-            parts.append(f"checks {passed}/{len(assertions)} passed"
-                         + (f" (failed: {', '.join(map(str, failed))})" if failed else ""))
+            failed = [
+                a.get("name") or a.get("assertion") for a in assertions if not a.get("success")
+            ]
+            parts.append(
+                f"checks {passed}/{len(assertions)} passed"
+                + (f" (failed: {', '.join(map(str, failed))})" if failed else "")
+            )
     if wap.get("reviewer"):
         parts.append(f"by {wap['reviewer']}: {wap.get('reviewReason') or ''}".rstrip(": "))
     return "  ".join(parts)

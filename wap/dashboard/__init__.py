@@ -172,8 +172,9 @@ def serve_catalog(home: str | None) -> Any:
     except HomeError as exc:
         print(f"The dashboard does not serve the catalog UI: {exc}", file=sys.stderr)
         return None
-    print(f"Catalog UI (the ingest pages link to it) on {branch_url(server.url, 'main')}",
-          flush=True)
+    print(
+        f"Catalog UI (the ingest pages link to it) on {branch_url(server.url, 'main')}", flush=True
+    )
     return server
 
 

@@ -22,6 +22,7 @@ from ingestion import constants as c
 from ingestion.ledger import IngestRecord, LedgerRecord
 from wap.ops.backends import Target
 from wap.ops.operations import BatchRow, BranchRow, RunRow
+from wap.ops.report_view import ReportView, reason_of
 from wap.text import age_text, size_text  # noqa: F401 (the views' one import)
 
 # Outcome groups shown on the overview, in display order, with their chart colours.
@@ -331,82 +332,59 @@ def threshold_text(threshold: Any) -> str:
     return cell(threshold)
 
 
-def _as_json(report: AuditReport | Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """A report as its JSON object (the model's, when it was parsed)."""
-    if isinstance(report, AuditReport):
-        return report.to_dict()
-    return report or {}
+Report = AuditReport | Mapping[str, Any] | None  # parsed, or its JSON (tests, older tools)
 
 
-def source_rows(report: AuditReport | Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def source_rows(report: Report) -> list[dict[str, Any]]:
     """A run over several files: each file's own verdict, those that did not pass first."""
-    sources = list(_as_json(report).get("sources") or [])
-    if len(sources) < 2:
-        return []
-    ordered = sorted(sources, key=lambda v: v.get("status") == "passed")
+    files = ReportView.of(report).batch_files
     return [
         {
-            "file": redact(v.get("uri")),
-            "verdict": redact(v.get("status")),
-            "rows": v.get("rows") if isinstance(v.get("rows"), int) else None,
-            "why": redact(", ".join(v.get("failed_checks") or []) or v.get("reason")) or "",
+            "file": redact(v.uri),
+            "verdict": redact(v.status),
+            "rows": v.rows,
+            "why": redact(v.cause) or "",
         }
-        for v in ordered
+        for v in sorted(files, key=lambda v: v.passed)
     ]
 
 
-def check_rows(report: AuditReport | Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def check_rows(report: Report) -> list[dict[str, Any]]:
     """The report's checks, failures first (error before warn), then in report order."""
-    checks = list(_as_json(report).get("checks") or [])
-    order = {"error": 0, "failed": 0}
-
-    def rank(item: tuple[int, Mapping[str, Any]]) -> tuple[int, int, int]:
-        i, ch = item
-        passed = ch.get("status") == "passed"
-        return (1 if passed else 0, 0 if passed else order.get(ch.get("severity"), 1), i)
-
-    rows = []
-    for _, ch in sorted(enumerate(checks), key=rank):
-        violations = ch.get("violations")
-        rows.append(
-            {
-                "check": redact(ch.get("name")),
-                "kind": redact(ch.get("kind")),
-                "columns": ", ".join(redact(col) for col in ch.get("columns") or []) or "-",
-                "severity": redact(ch.get("severity")),
-                "status": redact(ch.get("status")),
-                "violations": violations if isinstance(violations, int) else None,
-                "threshold": threshold_text(ch.get("threshold")),
-                "observed": cell(ch.get("observed")),
-                "message": redact(ch.get("message")) or "",
-            }
-        )
-    return rows
+    return [
+        {
+            "check": redact(ch.name),
+            "kind": redact(ch.kind),
+            "columns": ", ".join(redact(col) for col in ch.columns) or "-",
+            "severity": redact(ch.severity),
+            "status": redact(ch.status),
+            "violations": ch.violations,
+            "threshold": threshold_text(ch.threshold),
+            "observed": cell(ch.observed),
+            "message": redact(ch.message) or "",
+        }
+        for ch in ReportView.of(report).checks_failures_first()
+    ]
 
 
-def sample_tables(
-    report: AuditReport | Mapping[str, Any] | None,
-) -> list[tuple[str, list[dict[str, str]]]]:
+def sample_tables(report: Report) -> list[tuple[str, list[dict[str, str]]]]:
     """(title naming the check, its samples as text) for every check that did not pass."""
     out = []
-    for ch in _as_json(report).get("checks") or []:
-        samples = ch.get("samples") or []
-        if ch.get("status") == "passed" or not samples:
-            continue
-        columns = list(dict.fromkeys(k for row in samples for k in row))
+    for ch in ReportView.of(report).sampled_checks:
+        columns = ch.sample_columns
         rows = [
             {redact(k): "null" if row.get(k) is None else cell(row.get(k)) for k in columns}
-            for row in samples
+            for row in ch.samples
             if isinstance(row, Mapping)
         ]
-        out.append((f"{samples_title(str(ch.get('kind')))}: {redact(ch.get('name'))}", rows))
+        out.append((f"{samples_title(str(ch.kind))}: {redact(ch.name)}", rows))
     return out
 
 
-def schema_change_rows(report: AuditReport | Mapping[str, Any] | None) -> list[dict[str, str]]:
+def schema_change_rows(report: Report) -> list[dict[str, str]]:
     """The report's schema changes as rows (change, column, type, detail)."""
     rows = []
-    for change in _as_json(report).get("schema_changes") or []:
+    for change in ReportView.of(report).schema_changes:
         if not isinstance(change, Mapping):
             rows.append({"change": cell(change), "column": "-", "type": "-", "detail": ""})
             continue
@@ -422,40 +400,32 @@ def schema_change_rows(report: AuditReport | Mapping[str, Any] | None) -> list[d
     return rows
 
 
-# The job's reason code for a file whose schema the table's schema policy refuses
-# (spark_jobs.errors.SchemaPolicyError).
-SCHEMA_POLICY_CODE = "schema_policy"
-_WRITTEN_OUTCOMES = ("passed", "failed")  # the run wrote its rows, then audited them
-
-
-def schema_note(report: AuditReport | Mapping[str, Any] | None) -> str | None:
+def schema_note(report: Report) -> str | None:
     """A line under the schema changes: what the schema policy refused; or, when the report
     lists no change, that the schema matched (only when the run wrote every file). None
     when there is nothing to add (no report, the run stopped before comparing schemas,
     or the changes' table says it all)."""
-    data = _as_json(report)
-    if not data:
+    view = ReportView.of(report)
+    if not view.present:
         return None
-    if data.get("reason_code") == SCHEMA_POLICY_CODE:
+    if view.refused_by_schema_policy:
         return "Refused by the table's schema policy: " + (
-            redact(data.get("reason")) or "no reason recorded")
-    if data.get("outcome") not in _WRITTEN_OUTCOMES or data.get("schema_changes"):
+            redact(view.reason) or "no reason recorded"
+        )
+    if not view.wrote_rows or view.schema_changes:
         return None  # nothing compared, or the changes' table says it
-    refused = [v for v in data.get("sources") or [] if v.get("status") == "rejected"]
+    refused = view.rejected_files
     if refused:
-        return (f"None in the files written; {len(refused)} file(s) not written: "
-                "see Files for why.")
+        return f"None in the files written; {len(refused)} file(s) not written: see Files for why."
     return "None: the batch matched the table's schema."
 
 
-def discarded_lines(
-    record: LedgerRecord, report: AuditReport | Mapping[str, Any] | None
-) -> list[tuple[str, str]]:
+def discarded_lines(record: LedgerRecord, report: Report) -> list[tuple[str, str]]:
     """(label, text) for a discarded ingest: how it had failed, and who discarded it why.
 
     `error` stays on the record through a discard (wap.ops.operations.discard); a record
     without one falls back on the report's reason."""
-    why = record.error or _as_json(report).get("reason") or "no reason recorded"
+    why = reason_of(record, ReportView.of(report)) or "no reason recorded"
     was = record.previous_status
     lines = [("failed as", redact(f"{was}: {why}" if was else why))]
     if record.discard_reason:
@@ -465,9 +435,7 @@ def discarded_lines(
     return lines
 
 
-def next_commands(
-    record: LedgerRecord, branch_open: bool, target: Target
-) -> list[tuple[str, str]]:
+def next_commands(record: LedgerRecord, branch_open: bool, target: Target) -> list[tuple[str, str]]:
     """(what it does, shell command) for the decisions an operator can take on this ingest."""
     status, branch = record.status, record.branch
     iid = record.ingest_id
@@ -476,8 +444,12 @@ def next_commands(
     batch = record.batch_id if isinstance(record, IngestRecord) else None
     if record.dataset and batch and not branch and status in c.FAILED_STATUSES:
         # Its rows are on the dataset's branch, with the other parts': one decision for all.
-        return [("one part of a dataset, published or discarded whole: open its batch",
-                 f"{wap} show {shlex.quote(str(batch))}")]
+        return [
+            (
+                "one part of a dataset, published or discarded whole: open its batch",
+                f"{wap} show {shlex.quote(str(batch))}",
+            )
+        ]
     commands: list[tuple[str, str]] = []
     if status == c.AUDIT_FAILED and branch_open:
         commands.append(
@@ -644,4 +616,3 @@ def table_health(
         collected_at=collected,
         last_compaction=max(compactions, key=lambda r: r.when or "", default=None),
     )
-

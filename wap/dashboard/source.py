@@ -73,8 +73,12 @@ def load_overview(target: Target) -> Overview:
     def work(backend: Backend) -> Overview:
         now = utcnow()
         locks = [
-            {"table": lock.table, "active": lock.active, "queue": list(lock.queue),
-             "batch": list(lock.batch)}
+            {
+                "table": lock.table,
+                "active": lock.active,
+                "queue": list(lock.queue),
+                "batch": list(lock.batch),
+            }
             for lock in backend.ledger.list_locks()
         ]
         return Overview(

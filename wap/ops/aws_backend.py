@@ -123,8 +123,10 @@ class AwsBackend(Backend):
         when the stack has no `MaintenanceFunctionName` output (deployed before it)."""
         name = self.outputs.get("MaintenanceFunctionName")
         if not name:
-            raise BackendError("the stack has no output MaintenanceFunctionName: deploy this "
-                               "version to compact on AWS")
+            raise BackendError(
+                "the stack has no output MaintenanceFunctionName: deploy this "
+                "version to compact on AWS"
+            )
         return name
 
     def reports_prefix(self) -> str | None:

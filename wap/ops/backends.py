@@ -52,7 +52,11 @@ SPARK_SESSION: Any = None
 
 @contextmanager
 def open_backend(
-    target: Target, *, run_ingests: bool = False, mutates: bool = False, create: bool = False,
+    target: Target,
+    *,
+    run_ingests: bool = False,
+    mutates: bool = False,
+    create: bool = False,
     create_tables: bool = False,
 ) -> Iterator[Backend]:
     """A started backend, closed on exit.
@@ -66,7 +70,8 @@ def open_backend(
     if target.is_aws and create_tables:
         raise OpsError(
             "--create is for the local stack: on AWS, uploads create tables only when the "
-            "stack is deployed with -c createTablesFromUploads=true")
+            "stack is deployed with -c createTablesFromUploads=true"
+        )
     if target.is_aws:
         from wap.ops.aws_backend import AwsBackend
 
@@ -88,7 +93,9 @@ def open_backend(
         stack = EmbeddedStack(
             home,
             EmbeddedOptions(
-                run_ingests=run_ingests, recover_interrupted=mutates, spark=SPARK_SESSION,
+                run_ingests=run_ingests,
+                recover_interrupted=mutates,
+                spark=SPARK_SESSION,
                 create_tables=create_tables,
             ),
         )

@@ -43,10 +43,17 @@ _log = logging.getLogger(__name__)
 
 
 def compact_table(
-    *, ledger: Ledger, nessie: NessieClient, spark: Any, table: str,
-    options: MaintenanceOptions, alert: Callable[[dict], Any],
-    start_next: Callable[[str, str], Any], template_catalog: str = "lake",
-    meanwhile: Callable[[], None] | None = None, rewrite: Any = None,
+    *,
+    ledger: Ledger,
+    nessie: NessieClient,
+    spark: Any,
+    table: str,
+    options: MaintenanceOptions,
+    alert: Callable[[dict], Any],
+    start_next: Callable[[str, str], Any],
+    template_catalog: str = "lake",
+    meanwhile: Callable[[], None] | None = None,
+    rewrite: Any = None,
     lineage: Callable[[list], Any] | None = None,
 ) -> rules.CompactionOutcome:
     """Compact `table` on a branch, publish it only when its content is unchanged.
@@ -60,7 +67,7 @@ def compact_table(
     another run holds it. The rules are ingestion.compaction's, as on AWS.
     """
     from spark_jobs.compaction import compact, iceberg_rewrite
-    from wap.ops.operations import parse_table
+    from wap.ops.ingests import parse_table
 
     table = parse_table(table).qualified
     try:
@@ -71,28 +78,63 @@ def compact_table(
         raise NotAllowedError(str(exc)) from exc
     run_id, branch = start.run_id, start.branch
     try:
-        _send(lineage, lambda: [events.start_event(
-            namespace=DEFAULT_STACK, ingest_id=run_id, table=table, inputs=[], branch=branch,
-            attempt=1, at=utcnow(), kind=events.COMPACTION)])
+        _send(
+            lineage,
+            lambda: [
+                events.start_event(
+                    namespace=DEFAULT_STACK,
+                    ingest_id=run_id,
+                    table=table,
+                    inputs=[],
+                    branch=branch,
+                    attempt=1,
+                    at=utcnow(),
+                    kind=events.COMPACTION,
+                )
+            ],
+        )
         rules.open_branch(ledger, nessie, start)
         if meanwhile is not None:
             meanwhile()
         verdict, job_error = None, None
         try:
-            result = compact(spark, template=template_catalog, run_catalog=f"wap_{run_id[:8]}",
-                             table=table, branch=branch,
-                             target_file_size=options.target_file_size,
-                             min_files=options.min_files, rewrite=rewrite or iceberg_rewrite)
+            result = compact(
+                spark,
+                template=template_catalog,
+                run_catalog=f"wap_{run_id[:8]}",
+                table=table,
+                branch=branch,
+                target_file_size=options.target_file_size,
+                min_files=options.min_files,
+                rewrite=rewrite or iceberg_rewrite,
+            )
             verdict = CompactionVerdict.from_dict(result.to_dict())
         except Exception as exc:
             job_error = f"{type(exc).__name__}: {exc}"
-        return rules.conclude(ledger, nessie, start, verdict=verdict, job_error=job_error,
-                              alert=lambda event: alert(event.to_dict()))
+        return rules.conclude(
+            ledger,
+            nessie,
+            start,
+            verdict=verdict,
+            job_error=job_error,
+            alert=lambda event: alert(event.to_dict()),
+        )
     finally:
-        _send(lineage, lambda: [events.outcome_event(
-            namespace=DEFAULT_STACK, ingest_id=run_id, table=table, inputs=[],
-            outcome=outcome_of(ledger.get_ingest(run_id)), report=None, at=utcnow(),
-            kind=events.COMPACTION)])
+        _send(
+            lineage,
+            lambda: [
+                events.outcome_event(
+                    namespace=DEFAULT_STACK,
+                    ingest_id=run_id,
+                    table=table,
+                    inputs=[],
+                    outcome=outcome_of(ledger.get_ingest(run_id)),
+                    report=None,
+                    at=utcnow(),
+                    kind=events.COMPACTION,
+                )
+            ],
+        )
         start_next(table, run_id)
 
 
@@ -106,8 +148,9 @@ def _send(lineage: Callable[[list], Any] | None, build: Callable[[], list]) -> N
         _log.exception("a compaction's OpenLineage event was not sent")
 
 
-def stack_hooks(aws_stack: Any, ledger: Ledger, nessie: NessieClient
-                ) -> tuple[Callable[[dict], Any], Callable[[str, str], Any]]:
+def stack_hooks(
+    aws_stack: Any, ledger: Ledger, nessie: NessieClient
+) -> tuple[Callable[[dict], Any], Callable[[str, str], Any]]:
     """`alert` and `start_next` of a local stack (`local.aws.stack.LocalAwsStack`): the
     alert Lambda sends the alert; the table is released and the next ingest started as the
     finish Lambda does, inside its sandbox (its environment and role)."""
@@ -131,16 +174,18 @@ def maintain(backend: Any, table: str) -> dict[str, Any]:
     job runs in-process (`compact_on`); on AWS the stack's maintenance Lambda starts it on EMR
     Serverless and is asked until the run ended (`compact_via_lambda`)."""
     if backend.kind == "aws":
-        from wap.ops.operations import parse_table
+        from wap.ops.ingests import parse_table
 
-        return compact_via_lambda(lambda_invoker(backend.session.client("lambda"),
-                                                 backend.maintenance_function()),
-                                  parse_table(table).qualified)
+        return compact_via_lambda(
+            lambda_invoker(backend.session.client("lambda"), backend.maintenance_function()),
+            parse_table(table).qualified,
+        )
     return outcome_json(compact_on(backend, table))
 
 
-def compact_on(backend: Any, table: str, options: MaintenanceOptions | None = None
-               ) -> rules.CompactionOutcome:
+def compact_on(
+    backend: Any, table: str, options: MaintenanceOptions | None = None
+) -> rules.CompactionOutcome:
     """`compact_table` on a local backend opened with `run_ingests` (its SparkSession and
     Lambdas); the table's `maintenance:` settings unless `options` are given."""
     from wap.exceptions import BackendError
@@ -149,23 +194,35 @@ def compact_on(backend: Any, table: str, options: MaintenanceOptions | None = No
     stack = getattr(backend, "stack", None)
     if backend.kind != "local" or stack is None or stack.spark is None:
         raise BackendError("compact_on runs the job in-process, on the local stack only")
-    from wap.ops.operations import parse_table
+    from wap.ops.ingests import parse_table
 
     table = parse_table(table).qualified
     options = options or table_maintenance(backend).get(table) or MaintenanceOptions()
     alert, start_next = stack_hooks(stack.aws, backend.ledger, backend.nessie)
     try:
-        return compact_table(ledger=backend.ledger, nessie=backend.nessie, spark=stack.spark,
-                             table=table, options=options, alert=alert, start_next=start_next,
-                             lineage=backend.send_lineage)
+        return compact_table(
+            ledger=backend.ledger,
+            nessie=backend.nessie,
+            spark=stack.spark,
+            table=table,
+            options=options,
+            alert=alert,
+            start_next=start_next,
+            lineage=backend.send_lineage,
+        )
     finally:
         backend.settle(600)  # the ingests it started, before the command saves the home
 
 
-def compact_via_lambda(invoke: Callable[[dict], dict], table: str, *,
-                       timeout: float = 3 * 3600, poll_seconds: float = 15,
-                       sleep: Callable[[float], None] = time.sleep,
-                       clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+def compact_via_lambda(
+    invoke: Callable[[dict], dict],
+    table: str,
+    *,
+    timeout: float = 3 * 3600,
+    poll_seconds: float = 15,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, Any]:
     """Ask the maintenance Lambda to compact `table`, then to finish the run until its job
     ended; the outcome (`outcome_json`'s shape). `OpsError` when it still runs after `timeout`
     (it goes on: the daily run finishes it)."""
@@ -175,9 +232,11 @@ def compact_via_lambda(invoke: Callable[[dict], dict], table: str, *,
     deadline = clock() + timeout
     while answer.get("status") == "RUNNING":
         if clock() >= deadline:
-            raise OpsError(f"compaction {answer['run_id']} of {table} still runs after "
-                           f"{timeout:.0f} s; the daily maintenance run publishes it when its "
-                           "job ends (wap runs shows it)")
+            raise OpsError(
+                f"compaction {answer['run_id']} of {table} still runs after "
+                f"{timeout:.0f} s; the daily maintenance run publishes it when its "
+                "job ends (wap runs shows it)"
+            )
         sleep(poll_seconds)
         answer = invoke({"action": "compact_finish", "run_id": answer["run_id"]})
     return answer
@@ -189,8 +248,7 @@ def lambda_invoker(client: Any, function_name: str) -> Callable[[dict], dict]:
     from wap.exceptions import BackendError
 
     def invoke(event: dict) -> dict:
-        response = client.invoke(FunctionName=function_name,
-                                 Payload=json.dumps(event).encode())
+        response = client.invoke(FunctionName=function_name, Payload=json.dumps(event).encode())
         payload = json.loads(response["Payload"].read() or b"null")
         if response.get("FunctionError") or not isinstance(payload, dict):
             error = payload if isinstance(payload, dict) else {}
@@ -209,9 +267,13 @@ def line_of(run: dict[str, Any]) -> str:
     """One run of `wap maintain` (`outcome_json`'s shape, from either backend), in a line."""
     table, run_id = run["table"], run["run_id"]
     if run["status"] == c.PUBLISHED and run.get("reason") is None:
-        return (f"PUBLISHED {table}: {run['files_before']} -> {run['files_after']} data "
-                f"files, {run['rows']} rows unchanged (run {run_id})")
+        return (
+            f"PUBLISHED {table}: {run['files_before']} -> {run['files_after']} data "
+            f"files, {run['rows']} rows unchanged (run {run_id})"
+        )
     if run["status"] == c.PUBLISHED:
         return f"{table}: nothing to rewrite (run {run_id})"
-    return (f"{run['status']} {table}: {run['reason']}; nothing was published, the branch "
-            f"{run['branch']} is left for inspection (run {run_id})")
+    return (
+        f"{run['status']} {table}: {run['reason']}; nothing was published, the branch "
+        f"{run['branch']} is left for inspection (run {run_id})"
+    )

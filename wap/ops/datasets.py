@@ -41,9 +41,12 @@ class DatasetDrop:
     files: dict[str, list[tuple[str, Path]]]
 
     def manifest(self) -> dict:
-        return {"tables": {table: [{"path": rel, "size": path.stat().st_size}
-                                   for rel, path in entries]
-                           for table, entries in self.files.items()}}
+        return {
+            "tables": {
+                table: [{"path": rel, "size": path.stat().st_size} for rel, path in entries]
+                for table, entries in self.files.items()
+            }
+        }
 
 
 def read_drop(name: str, folder: Path, tables_dir: Path | None) -> DatasetDrop:
@@ -62,12 +65,16 @@ def read_drop(name: str, folder: Path, tables_dir: Path | None) -> DatasetDrop:
         files = {}
         for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
             parse_table(sub.name)
-            files[sub.name] = [(f"{sub.name}/{p.name}", p) for p in sorted(sub.iterdir())
-                               if p.is_file() and not is_hidden_name(p.name)]
+            files[sub.name] = [
+                (f"{sub.name}/{p.name}", p)
+                for p in sorted(sub.iterdir())
+                if p.is_file() and not is_hidden_name(p.name)
+            ]
         if not files:
             raise InvalidInputError(
                 f"{folder} has neither a {MANIFEST_MARKER} nor a subfolder per table named "
-                "<namespace>.<table> (docs/datasets.md)")
+                "<namespace>.<table> (docs/datasets.md)"
+            )
     drop = DatasetDrop(name, folder, files)
     if tables_dir is not None:
         config = _local_config(tables_dir, name)
@@ -76,8 +83,9 @@ def read_drop(name: str, folder: Path, tables_dir: Path | None) -> DatasetDrop:
         except TableConfigError as exc:
             raise InvalidInputError(str(exc)) from exc
     for table, entries in files.items():
-        configured = (configured_format(tables_dir / f"{table}.yaml")
-                      if tables_dir is not None else None)
+        configured = (
+            configured_format(tables_dir / f"{table}.yaml") if tables_dir is not None else None
+        )
         for _, path in entries:
             check_source_file(path, configured)
     return drop
@@ -89,12 +97,16 @@ def _from_manifest(path: Path, folder: Path) -> dict[str, list[tuple[str, Path]]
     try:
         raw = json.loads(path.read_text())
         tables = raw["tables"]
-        files = {table: [(entry["path"], folder / entry["path"]) for entry in entries]
-                 for table, entries in tables.items()}
+        files = {
+            table: [(entry["path"], folder / entry["path"]) for entry in entries]
+            for table, entries in tables.items()
+        }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise InvalidInputError(f"{path} is not a dataset manifest like "
-                                '{"tables": {"sales.orders": [{"path": "orders/part-0.parquet",'
-                                f' "size": 123}}]}}}}: {exc}') from exc
+        raise InvalidInputError(
+            f"{path} is not a dataset manifest like "
+            '{"tables": {"sales.orders": [{"path": "orders/part-0.parquet",'
+            f' "size": 123}}]}}}}: {exc}'
+        ) from exc
     for table, entries in files.items():
         parse_table(table)
         for rel, local in entries:
@@ -108,8 +120,9 @@ def _local_config(tables_dir: Path, name: str) -> DatasetConfig:
 
     path = tables_dir / "datasets" / f"{name}.yaml"
     if not path.is_file():
-        raise InvalidInputError(f"no config for dataset {name!r}: add {path} naming its "
-                                "tables (docs/datasets.md)")
+        raise InvalidInputError(
+            f"no config for dataset {name!r}: add {path} naming its tables (docs/datasets.md)"
+        )
     with path.open("rb") as handle:
         data = handle.read(MAX_CONFIG_BYTES + 1)
     try:
@@ -128,5 +141,8 @@ def drop_dataset(backend: Backend, drop: DatasetDrop) -> Dropped:
         for rel, path in entries:
             backend.upload_source(prefix + rel, path.read_bytes())
     key = prefix + MANIFEST_MARKER
-    return Dropped(path=drop.folder, key=key, ingest_id=upload_for_ingest(
-        backend, key, json.dumps(drop.manifest(), indent=2).encode()))
+    return Dropped(
+        path=drop.folder,
+        key=key,
+        ingest_id=upload_for_ingest(backend, key, json.dumps(drop.manifest(), indent=2).encode()),
+    )

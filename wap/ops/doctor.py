@@ -19,8 +19,14 @@ from typing import Any, Protocol
 from ingestion.naming import split_s3_uri
 
 # Outputs the tools and the doctor read (infra/stack.py defines them).
-REQUIRED_OUTPUTS = ("SourceBucketName", "ArtifactsBucketName", "NessieApiUrl",
-                    "StateMachineArn", "LedgerTableName", "SlackSecretArn")
+REQUIRED_OUTPUTS = (
+    "SourceBucketName",
+    "ArtifactsBucketName",
+    "NessieApiUrl",
+    "StateMachineArn",
+    "LedgerTableName",
+    "SlackSecretArn",
+)
 FUNCTIONS = ("trigger", "job_status", "retry_job", "publish", "alert", "finish", "sweeper")
 ENDED = ("SUCCESS", "FAILED", "CANCELLED")
 
@@ -52,16 +58,27 @@ class DoctorTarget(Protocol):
         ...
 
 
-def run_doctor(target: DoctorTarget, *, timeout: float = 900, poll_seconds: float = 5,
-               sleep: Callable[[float], None] = time.sleep,
-               clock: Callable[[], float] = time.monotonic) -> list[Check]:
+def run_doctor(
+    target: DoctorTarget,
+    *,
+    timeout: float = 900,
+    poll_seconds: float = 5,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[Check]:
     """Every check, in order; a check whose prerequisite failed is reported as skipped."""
     checks: list[Check] = []
     outputs = target.outputs()
     missing = [name for name in REQUIRED_OUTPUTS if not outputs.get(name)]
-    checks.append(Check("stack outputs", not missing,
-                        f"missing {', '.join(missing)}" if missing
-                        else f"{len(REQUIRED_OUTPUTS)} outputs present"))
+    checks.append(
+        Check(
+            "stack outputs",
+            not missing,
+            f"missing {', '.join(missing)}"
+            if missing
+            else f"{len(REQUIRED_OUTPUTS)} outputs present",
+        )
+    )
     functions = target.functions()
     for name in FUNCTIONS:
         checks.append(_function_check(target, name, functions.get(name)))
@@ -69,8 +86,15 @@ def run_doctor(target: DoctorTarget, *, timeout: float = 900, poll_seconds: floa
     trigger = functions.get("trigger")
     nessie = _invoke_doctor(target, trigger, {"check": "nessie"})
     checks.append(_nessie_check(nessie))
-    checks += _smoke_checks(target, trigger, outputs, timeout=timeout, poll_seconds=poll_seconds,
-                            sleep=sleep, clock=clock)
+    checks += _smoke_checks(
+        target,
+        trigger,
+        outputs,
+        timeout=timeout,
+        poll_seconds=poll_seconds,
+        sleep=sleep,
+        clock=clock,
+    )
     return checks
 
 
@@ -94,28 +118,31 @@ def _slack_check(target: DoctorTarget, secret_arn: str | None) -> Check:
     except AlertError as exc:
         return Check("slack secret", False, str(exc))
     if token is None:
-        return Check("slack secret", False,
-                     f"no token in {secret_arn}: alerts are only logged (README: "
-                     "\"Set the Slack token\")")
+        return Check(
+            "slack secret",
+            False,
+            f'no token in {secret_arn}: alerts are only logged (README: "Set the Slack token")',
+        )
     return Check("slack secret", True, "a bot token is set")
 
 
-def _invoke_doctor(target: DoctorTarget, trigger: str | None,
-                   request: dict[str, Any]) -> dict[str, Any]:
+def _invoke_doctor(
+    target: DoctorTarget, trigger: str | None, request: dict[str, Any]
+) -> dict[str, Any]:
     """The trigger's answer in doctor mode: {"ok": True, ...} or {"ok": False, "error": ...}."""
     if trigger is None:
         return {"ok": False, "error": "no trigger function"}
     try:
         response = target.client("lambda").invoke(
-            FunctionName=trigger, Payload=json.dumps({"wap_doctor": request}).encode())
+            FunctionName=trigger, Payload=json.dumps({"wap_doctor": request}).encode()
+        )
         payload = json.loads(response["Payload"].read() or b"null")
     except Exception as exc:
         return {"ok": False, "error": f"cannot invoke {trigger}: {exc}"}
     if not isinstance(payload, dict):
         return {"ok": False, "error": f"{trigger} answered {payload!r}"}
     if response.get("FunctionError"):
-        return {"ok": False,
-                "error": f"{payload.get('errorType')}: {payload.get('errorMessage')}"}
+        return {"ok": False, "error": f"{payload.get('errorType')}: {payload.get('errorMessage')}"}
     return {"ok": True, **payload}
 
 
@@ -124,39 +151,64 @@ def _nessie_check(answer: dict[str, Any]) -> Check:
     if not answer["ok"]:
         return Check(name, False, answer["error"])
     config = answer.get("config", {})
-    return Check(name, True, f"/api/v2/config: default branch {config.get('defaultBranch')}, "
-                             f"API v{config.get('maxSupportedApiVersion')}")
+    return Check(
+        name,
+        True,
+        f"/api/v2/config: default branch {config.get('defaultBranch')}, "
+        f"API v{config.get('maxSupportedApiVersion')}",
+    )
 
 
-def _smoke_checks(target: DoctorTarget, trigger: str | None, outputs: dict[str, str], *,
-                  timeout: float, poll_seconds: float, sleep: Callable[[float], None],
-                  clock: Callable[[], float]) -> list[Check]:
+def _smoke_checks(
+    target: DoctorTarget,
+    trigger: str | None,
+    outputs: dict[str, str],
+    *,
+    timeout: float,
+    poll_seconds: float,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> list[Check]:
     run_id = uuid.uuid4().hex[:16]
     started = _invoke_doctor(target, trigger, {"check": "smoke_job", "run_id": run_id})
     if not started["ok"]:
         return [Check("smoke job submitted", False, started["error"])]
-    checks = [Check("smoke job submitted", True,
-                    f"job run {started['job_run_id']} (branch {started['branch']})")]
+    checks = [
+        Check(
+            "smoke job submitted",
+            True,
+            f"job run {started['job_run_id']} (branch {started['branch']})",
+        )
+    ]
     emr = target.client("emr-serverless")
     deadline = clock() + timeout
     while True:
         try:
-            run = emr.get_job_run(applicationId=started["application_id"],
-                                  jobRunId=started["job_run_id"])["jobRun"]
+            run = emr.get_job_run(
+                applicationId=started["application_id"], jobRunId=started["job_run_id"]
+            )["jobRun"]
         except Exception as exc:  # e.g. AccessDenied for the user running the doctor
             return [*checks, Check("smoke job ran", False, f"cannot read the job run: {exc}")]
         if run["state"] in ENDED or clock() >= deadline:
             break
         sleep(poll_seconds)
     if run["state"] not in ENDED:
-        return [*checks, Check("smoke job ran", False,
-                               f"still {run['state']} after {timeout:.0f} s")]
+        return [
+            *checks,
+            Check("smoke job ran", False, f"still {run['state']} after {timeout:.0f} s"),
+        ]
     ran = run["state"] == "SUCCESS"
-    checks.append(Check("smoke job ran", ran, run["state"] if ran else
-                        f"{run['state']}: {run.get('stateDetails', '')}"))
+    checks.append(
+        Check(
+            "smoke job ran",
+            ran,
+            run["state"] if ran else f"{run['state']}: {run.get('stateDetails', '')}",
+        )
+    )
     report, problem = _read_report(target, started["report_uri"])
-    checks.append(Check("smoke report read back", report is not None,
-                        problem or started["report_uri"]))
+    checks.append(
+        Check("smoke report read back", report is not None, problem or started["report_uri"])
+    )
     for step in (report or {}).get("steps", []):
         checks.append(Check(f"smoke: {step['step']}", bool(step["ok"]), str(step["detail"])))
     return checks
@@ -177,12 +229,16 @@ def render(checks: list[Check], label: str) -> str:
     lines = [f"wap doctor: {label}"]
     lines += [f"  {'PASS' if c.ok else 'FAIL'}  {c.name.ljust(width)}  {c.detail}" for c in checks]
     failed = [c.name for c in checks if not c.ok]
-    lines.append(f"all {len(checks)} checks passed" if not failed
-                 else f"{len(failed)} of {len(checks)} checks failed: {', '.join(failed)}")
+    lines.append(
+        f"all {len(checks)} checks passed"
+        if not failed
+        else f"{len(failed)} of {len(checks)} checks failed: {', '.join(failed)}"
+    )
     return "\n".join(lines)
 
 
 # ---- the two kinds of stack -----------------------------------------------------------------
+
 
 class LocalDoctorTarget:
     """The local stack (local/aws/stack.py): its template outputs and in-process Lambdas."""
@@ -242,14 +298,15 @@ class AwsDoctorTarget:
         # The stack gives each function a log group of its own (LoggingConfig), not
         # /aws/lambda/<name>.
         group = configuration.get("LoggingConfig", {}).get("LogGroup") or (
-            f"/aws/lambda/{function_name}")
-        since = _epoch_ms(configuration.get("LastModified")) or int(
-            (time.time() - 86400) * 1000)
+            f"/aws/lambda/{function_name}"
+        )
+        since = _epoch_ms(configuration.get("LastModified")) or int((time.time() - 86400) * 1000)
         logs = self.client("logs")
         latest: dict[str, Any] | None = None
         try:
             pages = logs.get_paginator("filter_log_events").paginate(
-                logGroupName=group, startTime=since, filterPattern='"Runtime.ImportModuleError"')
+                logGroupName=group, startTime=since, filterPattern='"Runtime.ImportModuleError"'
+            )
             for page in pages:
                 for event in page["events"]:
                     if latest is None or event["timestamp"] > latest["timestamp"]:

@@ -17,6 +17,7 @@ from ingestion.naming import utcnow
 from wap.exceptions import NotAllowedError
 from wap.ops.backend import Backend
 from wap.ops.backends import DEFAULT_STACK
+from wap.ops.ingests import find_ingest, read_report
 
 _log = logging.getLogger(__name__)
 
@@ -32,15 +33,14 @@ class LineageRun:
 
 def lineage(backend: Backend, target: str) -> LineageRun:
     """The OpenLineage events of an ingest (id or branch), in the order they were sent."""
-    from wap.ops.operations import find_ingest
-
     record = find_ingest(backend, target)
     run_id = events.run_id(record.ingest_id)
     kept = backend.lineage_events(run_id)
     if kept is None:
         raise NotAllowedError(
             "a deployed stack sends its events to its OpenLineage receiver (-c lineageUrl); "
-            f"look for run {run_id} there")
+            f"look for run {run_id} there"
+        )
     return LineageRun(ingest_id=record.ingest_id, run_id=run_id, events=kept)
 
 
@@ -50,15 +50,18 @@ def send_review(backend: Backend, record: Record) -> None:
     if not record.table:
         return
     try:
-        from wap.ops.operations import read_report
-
         run_id = events.run_id(record.ingest_id)
         earlier = backend.lineage_events(run_id) or []
         namespace = next((e["job"]["namespace"] for e in earlier), DEFAULT_STACK)
         event = events.review_event(
-            namespace=namespace, ingest_id=record.ingest_id, table=record.table,
-            inputs=inputs_of(backend.ledger, record), outcome=outcome_of(record),
-            report=read_report(backend, record), at=utcnow())
+            namespace=namespace,
+            ingest_id=record.ingest_id,
+            table=record.table,
+            inputs=inputs_of(backend.ledger, record),
+            outcome=outcome_of(record),
+            report=read_report(backend, record),
+            at=utcnow(),
+        )
         backend.send_lineage([event])
     except Exception:
         _log.exception("the OpenLineage event of ingest %s was not sent", record.ingest_id)

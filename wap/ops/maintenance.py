@@ -37,14 +37,22 @@ def warehouse_of(backend: Backend) -> Warehouse:
 
 
 def collect_garbage(
-    backend: Backend, options: GcOptions, *, clock: Callable[[], datetime] | None = None,
+    backend: Backend,
+    options: GcOptions,
+    *,
+    clock: Callable[[], datetime] | None = None,
     between_phases: Callable[[], None] | None = None,
 ) -> GcReport:
     """Mark what every live reference reaches, sweep the rest (deleting only when
     `options.delete`); see `ingestion.maintenance.gc`."""
-    return collect(backend.nessie, warehouse_of(backend), options,
-                   properties=backend.iceberg_properties(), clock=clock,
-                   between_phases=between_phases)
+    return collect(
+        backend.nessie,
+        warehouse_of(backend),
+        options,
+        properties=backend.iceberg_properties(),
+        clock=clock,
+        between_phases=between_phases,
+    )
 
 
 def record_gc(backend: Backend, report: GcReport) -> None:
@@ -92,11 +100,21 @@ class GcRow:
 
 def gc_rows(report: GcReport) -> list[GcRow]:
     """The report's tables, those with the most to reclaim first."""
-    return [GcRow(t.table, t.data_files, t.data_bytes,
-                  t.data_bytes // t.data_files if t.data_files else None,
-                  t.live_files, t.live_bytes, t.garbage_files, t.garbage_bytes,
-                  t.deleted_files, t.deleted_bytes)
-            for t in sorted(report.tables.values(), key=lambda t: (-t.garbage_bytes, t.table))]
+    return [
+        GcRow(
+            t.table,
+            t.data_files,
+            t.data_bytes,
+            t.data_bytes // t.data_files if t.data_files else None,
+            t.live_files,
+            t.live_bytes,
+            t.garbage_files,
+            t.garbage_bytes,
+            t.deleted_files,
+            t.deleted_bytes,
+        )
+        for t in sorted(report.tables.values(), key=lambda t: (-t.garbage_bytes, t.table))
+    ]
 
 
 def gc_json(report: GcReport | None, options: GcOptions) -> dict[str, Any]:
@@ -104,12 +122,21 @@ def gc_json(report: GcReport | None, options: GcOptions) -> dict[str, Any]:
     from dataclasses import asdict
 
     if report is None:
-        return {"deleted": False, "started": None, "cutoff": None,
-                "retention_seconds": options.retention.total_seconds(),
-                "grace_seconds": options.grace.total_seconds(), "references": 0,
-                "live_commits": 0, "marked_files": 0, "missing_files": [],
-                "collected_history": [], "reclaimable_files": 0, "reclaimable_bytes": 0,
-                "tables": []}
+        return {
+            "deleted": False,
+            "started": None,
+            "cutoff": None,
+            "retention_seconds": options.retention.total_seconds(),
+            "grace_seconds": options.grace.total_seconds(),
+            "references": 0,
+            "live_commits": 0,
+            "marked_files": 0,
+            "missing_files": [],
+            "collected_history": [],
+            "reclaimable_files": 0,
+            "reclaimable_bytes": 0,
+            "tables": [],
+        }
     return {
         "deleted": report.deleted,
         "started": report.started.isoformat(),
@@ -127,8 +154,6 @@ def gc_json(report: GcReport | None, options: GcOptions) -> dict[str, Any]:
     }
 
 
-
-
 def table_maintenance(backend: Backend) -> dict[str, MaintenanceOptions]:
     """`ns.table` -> the `maintenance:` section of every table config the job would read
     (the tables directory locally, the artifacts bucket's `tables/` on AWS). A config that
@@ -139,19 +164,24 @@ def table_maintenance(backend: Backend) -> dict[str, MaintenanceOptions]:
     outputs = getattr(backend, "outputs", None)
     if isinstance(outputs, dict) and outputs.get("ArtifactsBucketName"):
         bucket = outputs["ArtifactsBucketName"]
-        pages = backend.s3().get_paginator("list_objects_v2").paginate(
-            Bucket=bucket, Prefix=TABLES_PREFIX)
+        pages = (
+            backend.s3()
+            .get_paginator("list_objects_v2")
+            .paginate(Bucket=bucket, Prefix=TABLES_PREFIX)
+        )
         for key in [o["Key"] for p in pages for o in p.get("Contents", [])]:
             body = backend.read_object(f"s3://{bucket}/{key}")
             if key.endswith(CONFIG_SUFFIX) and body is not None:
-                texts[key[len(TABLES_PREFIX):-len(CONFIG_SUFFIX)]] = body.decode("utf-8", "replace")
+                texts[key[len(TABLES_PREFIX) : -len(CONFIG_SUFFIX)]] = body.decode(
+                    "utf-8", "replace"
+                )
     else:
         from wap.runtime.embedded_stack import tables_dir_from_env
 
         options = getattr(getattr(backend, "stack", None), "options", None)
         directory = Path(getattr(options, "tables_dir", None) or tables_dir_from_env())
         for path in sorted(directory.glob(f"*{CONFIG_SUFFIX}")) if directory.is_dir() else []:
-            texts[path.name[:-len(CONFIG_SUFFIX)]] = path.read_text("utf-8", errors="replace")
+            texts[path.name[: -len(CONFIG_SUFFIX)]] = path.read_text("utf-8", errors="replace")
     found: dict[str, MaintenanceOptions] = {}
     for table, text in texts.items():
         try:

@@ -6,8 +6,6 @@ Every function validates its input before it changes anything and raises an
 
 from __future__ import annotations
 
-import json
-import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,9 +15,9 @@ from typing import Any
 
 from contracts.formats import SNIFF_BYTES, content_problem, format_of, unsupported_format_text
 from contracts.layout import is_hidden_name
-from contracts.naming import BRANCH_PREFIX, INGEST_ID, NESSIE_REF_NAME, ingest_id
+from contracts.naming import BRANCH_PREFIX, ingest_id
 from contracts.properties import ACTION_PROPERTY, INGEST_ID_PROPERTY
-from contracts.report import PASSED, AuditReport, CheckResult, ReportError
+from contracts.report import PASSED, AuditReport, CheckResult
 from contracts.table_config import (
     MAX_CONFIG_BYTES,
     TableConfigError,
@@ -29,7 +27,7 @@ from contracts.table_config import (
 from ingestion import constants as c
 from ingestion.exceptions import AuditedCommitMismatchError, MergeConflictError
 from ingestion.ledger import BatchRecord, Changes, IngestRecord, QueueStat, Record, tables_of
-from ingestion.naming import TableRef, iso, utcnow
+from ingestion.naming import iso, utcnow
 from ingestion.nessie import MergeMeta
 from ingestion.published import merge_audited_commit
 from lakeview import iceberg
@@ -37,15 +35,15 @@ from wap.exceptions import (
     InvalidInputError,
     NotAllowedError,
     OpsError,
-    UnknownTargetError,
 )
 from wap.ops.backend import Backend
+
+# Re-exported: `ops.find_ingest` etc. are how the CLI, the dashboard and the tests reach them.
+from wap.ops.ingests import find_ingest, ingests_and_batches, parse_table, read_report
 from wap.ops.lineage import send_review
 
 MAX_REASON_CHARS = 500
 PUBLISHABLE = frozenset({c.AUDIT_FAILED})
-
-_log = logging.getLogger(__name__)
 
 
 # ---- runs and branches ------------------------------------------------------------------------
@@ -85,9 +83,15 @@ def list_batches(
     """Batches from the ledger, newest first (their files are listed as ingests)."""
     wanted = parse_table(table).qualified if table is not None else None
     rows = [
-        BatchRow(batch_id=r.ingest_id, table=", ".join(tables_of(r)) or None,
-                 files=len(r.members), status=r.status or "?", branch=r.branch,
-                 when=r.last_change, reason=r.error)
+        BatchRow(
+            batch_id=r.ingest_id,
+            table=", ".join(tables_of(r)) or None,
+            files=len(r.members),
+            status=r.status or "?",
+            branch=r.branch,
+            when=r.last_change,
+            reason=r.error,
+        )
         for r in reversed(backend.ledger.list_batches())
         if wanted is None or wanted in tables_of(r)
     ]
@@ -107,8 +111,11 @@ def list_runs(
     if table is not None:
         table = parse_table(table).qualified
     # Newest first from the index: one page for the default limit, however long the history.
-    records = (list(reversed(backend.ledger.newest_ingests(limit, table=table))) if limit
-               else backend.ledger.list_ingests(table=table))
+    records = (
+        list(reversed(backend.ledger.newest_ingests(limit, table=table)))
+        if limit
+        else backend.ledger.list_ingests(table=table)
+    )
     rows = [
         RunRow(
             ingest_id=r.ingest_id,
@@ -143,14 +150,15 @@ class BranchRow:
 def list_branches(backend: Backend, *, now: datetime | None = None) -> list[BranchRow]:
     """Open `wap_*` branches in Nessie, oldest first, with their ingest's outcome and age."""
     now = now or utcnow()
-    by_branch = {r.branch: r for r in _ingests_and_batches(backend) if r.branch}
+    by_branch = {r.branch: r for r in ingests_and_batches(backend) if r.branch}
     rows = []
     for ref in backend.nessie.references():
         if ref.type != "BRANCH" or not ref.name.startswith(BRANCH_PREFIX):
             continue
         record = by_branch.get(ref.name)
-        since = ((record.finished_at or record.created_at) if record else None) or \
-            ref.head_commit_time
+        since = (
+            (record.finished_at or record.created_at) if record else None
+        ) or ref.head_commit_time
         rows.append(
             BranchRow(
                 name=ref.name,
@@ -181,42 +189,6 @@ def _age(stamp: str | None, now: datetime) -> float | None:
 # ---- one ingest ------------------------------------------------------------------------------
 
 
-def parse_table(text: str) -> TableRef:
-    try:
-        return TableRef.parse(text)
-    except ValueError:
-        raise InvalidInputError(
-            f"invalid table name {text!r}: expected <namespace>.<table> in lower-case letters, "
-            "digits and _ (not starting with a digit)"
-        ) from None
-
-
-def find_ingest(backend: Backend, target: str) -> Record:
-    """The ledger record of an ingest id (16 hex) or of the ingest that made a branch."""
-    target = target.strip()
-    if INGEST_ID.fullmatch(target):
-        record = backend.ledger.get_ingest(target)
-        if record is None:
-            raise UnknownTargetError(f"no ingest {target} in the ledger (see `wap runs`)")
-        return record
-    if not NESSIE_REF_NAME.fullmatch(target):
-        raise InvalidInputError(
-            f"{target!r} is neither an ingest id (16 hex characters) nor a branch name"
-        )
-    found = [r for r in _ingests_and_batches(backend) if r.branch == target]
-    if not found:
-        raise UnknownTargetError(
-            f"unknown branch {target!r}: no ingest made it (see `wap branches`)"
-        )
-    return found[-1]
-
-
-def _ingests_and_batches(backend: Backend) -> list[Record]:
-    """Every ingest and batch record, oldest first: a batch's run made its branch."""
-    records: list[Record] = [*backend.ledger.list_ingests(), *backend.ledger.list_batches()]
-    return sorted(records, key=lambda r: (r.created_at or "", r.ingest_id))
-
-
 def _refuse_dataset_member(backend: Backend, record: Record, verb: str) -> None:
     """A file of a dataset (published all or nothing) is published or discarded with its
     dataset, never alone: point at the batch that holds its branch."""
@@ -232,15 +204,16 @@ def _refuse_dataset_member(backend: Backend, record: Record, verb: str) -> None:
         )
 
 
-def _members_follow(backend: Backend, record: Record, status: str,
-                    fields: dict[str, Any]) -> None:
+def _members_follow(backend: Backend, record: Record, status: str, fields: dict[str, Any]) -> None:
     """A batch's files share its outcome (a dataset's always): give them the one a person
     just gave the batch (those still holding the batch's outcome)."""
     if not isinstance(record, BatchRecord) or not record.members:
         return
     backend.ledger.update_ingests(
         {member: Changes(status=status, **fields) for member in record.members},
-        only_if_status={record.status}, only_if=("batch_id", record.ingest_id))
+        only_if_status={record.status},
+        only_if=("batch_id", record.ingest_id),
+    )
 
 
 @dataclass
@@ -273,8 +246,9 @@ def show(backend: Backend, target: str) -> IngestView:
     report = read_report(backend, record)
     table, branch = record.table, record.branch
     branch_open = bool(branch) and backend.nessie.reference(branch) is not None
-    per_table = dataset_tables(record, report, lambda ref, name: _rows_on(backend, ref, name),
-                               branch_open=branch_open)
+    per_table = dataset_tables(
+        record, report, lambda ref, name: _rows_on(backend, ref, name), branch_open=branch_open
+    )
     # A dataset's record names its first table: per_table has counted it already.
     own = next((rows for rows in per_table if rows.table == table), None)
     if own is not None:
@@ -294,41 +268,34 @@ def show(backend: Backend, target: str) -> IngestView:
     )
 
 
-def dataset_tables(record: Record, report: AuditReport | None,
-                   rows_on: Callable[[str | None, str], int | None] | None = None, *,
-                   branch_open: bool = False) -> list[TableRows]:
+def dataset_tables(
+    record: Record,
+    report: AuditReport | None,
+    rows_on: Callable[[str | None, str], int | None] | None = None,
+    *,
+    branch_open: bool = False,
+) -> list[TableRows]:
     """A multi-table dataset's tables with the rows it wrote to each (its report) and, with
     `rows_on(ref, table)`, each table's rows on main and (`branch_open`) on its branch; []
     for one table."""
     if len(tables_of(record)) < 2:
         return []
     written = {entry.table: entry.rows_written for entry in report.tables} if report else {}
-    return [TableRows(name, written.get(name),
-                      rows_on(c.MAIN_BRANCH, name) if rows_on else None,
-                      rows_on(record.branch, name) if rows_on and branch_open else None)
-            for name in tables_of(record)]
+    return [
+        TableRows(
+            name,
+            written.get(name),
+            rows_on(c.MAIN_BRANCH, name) if rows_on else None,
+            rows_on(record.branch, name) if rows_on and branch_open else None,
+        )
+        for name in tables_of(record)
+    ]
 
 
 def _rows_on(backend: Backend, ref: str | None, table: str) -> int | None:
     """The table's rows on `ref` (pyiceberg), None when the ref does not hold it."""
     location = backend.nessie.metadata_location(ref, table) if ref else None
     return iceberg.row_count(location, backend.iceberg_properties()) if location else None
-
-
-def read_report(backend: Backend, record: Record) -> AuditReport | None:
-    """The audit report the ingest's last job run wrote, parsed by its contract; None when
-    there is none or it is not a report this version of the tools can read (logged)."""
-    uri = record.report_uri
-    if not uri:
-        return None
-    body = backend.read_object(uri)
-    if body is None:
-        return None
-    try:
-        return AuditReport.from_dict(json.loads(body), f"audit report {uri}")
-    except (ValueError, ReportError) as exc:  # a tool must still show the ledger record
-        _log.warning("unreadable audit report: %s", exc)
-        return None
 
 
 # ---- publish and discard --------------------------------------------------------------------
@@ -415,8 +382,7 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
         raise NotAllowedError(f"ingest {iid}: {exc}") from exc
     except MergeConflictError as exc:
         raise NotAllowedError(
-            f"main changed {table} since the audit, the merge "
-            f"conflicts; re-ingest the file ({exc})"
+            f"main changed {table} since the audit, the merge conflicts; re-ingest the file ({exc})"
         ) from exc
     now = iso(utcnow())
     published = {
@@ -430,7 +396,10 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     _members_follow(backend, record, c.PUBLISHED, {**published, "finished_at": now})
     backend.ledger.update_ingest(
         iid,
-        status=c.PUBLISHED, audit_error=record.error, published_branch=branch, **published,
+        status=c.PUBLISHED,
+        audit_error=record.error,
+        published_branch=branch,
+        **published,
         only_if_status={status},
     )
     backend.nessie.delete_branch(branch, audited)
@@ -440,9 +409,7 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     return Published(ingest_id=iid, branch=branch, main_hash=main_hash, message=message)
 
 
-def discard(
-    backend: Backend, target: str, *, actor: str, reason: str | None = None
-) -> Record:
+def discard(backend: Backend, target: str, *, actor: str, reason: str | None = None) -> Record:
     """Delete a failed ingest's branch and mark it DISCARDED; returns the updated record."""
     reason = _clean_text(reason, "--reason", required=False)
     actor = _clean_text(actor, "user name", required=True)
@@ -466,7 +433,9 @@ def discard(
     _members_follow(backend, record, c.DISCARDED, discarded)
     backend.ledger.update_ingest(
         iid,
-        status=c.DISCARDED, branch_deleted_at=iso(utcnow()), **discarded,
+        status=c.DISCARDED,
+        branch_deleted_at=iso(utcnow()),
+        **discarded,
         only_if_status={status},
     )
     backend.changed()
@@ -527,14 +496,16 @@ def configured_format(config: Path) -> str | None:
     with config.open("rb") as handle:
         data = handle.read(MAX_CONFIG_BYTES + 1)
     try:
-        return parse_table_config_text(config_text(data, str(config)), str(config),
-                                       yaml=yaml).format
+        return parse_table_config_text(
+            config_text(data, str(config)), str(config), yaml=yaml
+        ).format
     except TableConfigError as exc:
         raise InvalidInputError(str(exc)) from exc
 
 
-def drop_files(backend: Backend, paths: Sequence[Path | str], table: str,
-               configured: str | None = None) -> list[Dropped]:
+def drop_files(
+    backend: Backend, paths: Sequence[Path | str], table: str, configured: str | None = None
+) -> list[Dropped]:
     """Validate every file (read as the table's `format:`, `configured`, else by its
     extension) and the table first, then upload each to `<ns>/<table>/<name>`."""
     ref = parse_table(table)
@@ -554,8 +525,11 @@ def drop_files(backend: Backend, paths: Sequence[Path | str], table: str,
             # files run in the order given (a later file then sees the earlier ones on main).
             _wait_until_recorded(backend, dropped[-1].ingest_id, timeout=RECORD_WAIT_SECONDS)
         key = f"{ref.namespace}/{ref.name}/{path.name}"
-        dropped.append(Dropped(path=path, key=key,
-                               ingest_id=upload_for_ingest(backend, key, path.read_bytes())))
+        dropped.append(
+            Dropped(
+                path=path, key=key, ingest_id=upload_for_ingest(backend, key, path.read_bytes())
+            )
+        )
     return dropped
 
 
@@ -569,8 +543,9 @@ def upload_for_ingest(backend: Backend, key: str, body: bytes) -> str:
 RECORD_WAIT_SECONDS = 60.0
 
 
-def _wait_until_recorded(backend: Backend, ingest: str, *, timeout: float,
-                         poll_seconds: float = 0.1) -> None:
+def _wait_until_recorded(
+    backend: Backend, ingest: str, *, timeout: float, poll_seconds: float = 0.1
+) -> None:
     """Until the trigger recorded `ingest` in the ledger; gives up quietly after `timeout`."""
     deadline = time.monotonic() + timeout
     while backend.ledger.get_ingest(ingest) is None and time.monotonic() < deadline:
@@ -614,5 +589,7 @@ def wait_for_ingests(
             raise OpsError(f"timed out after {timeout:.0f} s waiting for {', '.join(pending)}")
         time.sleep(poll_seconds)
     backend.settle(max(deadline - time.monotonic(), 30))
-    return [backend.ledger.get_ingest(d.ingest_id) or IngestRecord(ingest_id=d.ingest_id)
-            for d in dropped]
+    return [
+        backend.ledger.get_ingest(d.ingest_id) or IngestRecord(ingest_id=d.ingest_id)
+        for d in dropped
+    ]

@@ -19,7 +19,7 @@ from lakeview import iceberg
 from wap.exceptions import InvalidInputError, NotAllowedError, UnknownTargetError
 from wap.ops import sql_sandbox
 from wap.ops.backend import Backend
-from wap.ops.operations import find_ingest, parse_table, read_report
+from wap.ops.ingests import find_ingest, parse_table, read_report
 from wap.ops.sql_sandbox import QueryError, QueryResult, TableName
 
 DEFAULT_LIMIT = 100

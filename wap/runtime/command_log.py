@@ -42,8 +42,15 @@ def active() -> CommandLog | None:
 class CommandLog:
     """A line-oriented, thread-safe text sink: the log file, plus stderr when `verbose`."""
 
-    def __init__(self, logs_dir: Path, command: str, *, verbose: bool = False,
-                 echo: IO[str] | None = None, now: datetime | None = None) -> None:
+    def __init__(
+        self,
+        logs_dir: Path,
+        command: str,
+        *,
+        verbose: bool = False,
+        echo: IO[str] | None = None,
+        now: datetime | None = None,
+    ) -> None:
         stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S")
         self.path = _free_path(logs_dir, stamp, command or "wap")
         self.verbose = verbose
@@ -109,8 +116,9 @@ class CommandLog:
                 self._open().flush()
                 return self._open().fileno()
         read_end, write_end = os.pipe()
-        threading.Thread(target=self._copy, args=(read_end,), name="wap-jvm-output",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._copy, args=(read_end,), name="wap-jvm-output", daemon=True
+        ).start()
         self._jvm_pipe = write_end  # kept open: the child's copy is what matters
         return write_end
 
@@ -177,4 +185,3 @@ def _free_path(logs_dir: Path, stamp: str, command: str) -> Path:
         n += 1
         path = logs_dir / f"{stamp}-{n}-{command}.log"
     return path
-

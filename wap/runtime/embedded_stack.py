@@ -206,7 +206,8 @@ class EmbeddedStack:
                     self.aws = LocalAwsStack(settings).start()
                 except TemplateError as exc:  # no CDK CLI, or the app does not synthesize
                     raise StackStartError(
-                        f"could not synthesize the stack the local mode runs: {exc}") from exc
+                        f"could not synthesize the stack the local mode runs: {exc}"
+                    ) from exc
             else:
                 settings = StackSettings(nessie_api_v1=self.nessie.api_v1, job=_no_spark_job)
                 self.aws = StorageOnly(settings).start()
@@ -243,7 +244,9 @@ class EmbeddedStack:
             self._owns_spark = SparkContext._active_spark_context is None
             log = command_log.active()
             spark = build_local_spark(
-                warehouse, self.nessie.api_v2, app_name="wap-cli",
+                warehouse,
+                self.nessie.api_v2,
+                app_name="wap-cli",
                 jvm_output=log.jvm_output() if log is not None else None,
             )
         # Runs copy `lake.*` when they start: point the template at this home's catalog,

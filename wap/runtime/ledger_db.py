@@ -37,8 +37,10 @@ def _text(item: dict[str, Any], name: str) -> str | None:
     value = item.get(name)
     return value.get("S") if isinstance(value, dict) else None
 
-_WRITE_ACTIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems",
-                            "BatchWriteItem"})
+
+_WRITE_ACTIONS = frozenset(
+    {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+)
 
 
 class LedgerDatabase:
@@ -52,11 +54,14 @@ class LedgerDatabase:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable across a process kill
         columns = "".join(f", {_column(name)} TEXT" for name in INDEXED)
-        self._db.execute(f"CREATE TABLE IF NOT EXISTS items "
-                         f"(pk TEXT PRIMARY KEY, item TEXT NOT NULL{columns})")
+        self._db.execute(
+            f"CREATE TABLE IF NOT EXISTS items (pk TEXT PRIMARY KEY, item TEXT NOT NULL{columns})"
+        )
         for hash_key, range_key in INDEXES.values():
-            self._db.execute(f"CREATE INDEX IF NOT EXISTS by_{hash_key} ON items "
-                             f"({_column(hash_key)}, {_column(range_key)}, pk)")
+            self._db.execute(
+                f"CREATE INDEX IF NOT EXISTS by_{hash_key} ON items "
+                f"({_column(hash_key)}, {_column(range_key)}, pk)"
+            )
 
     def write(self, upserts: dict[str, dict[str, Any]], deletes: Iterable[str] = ()) -> None:
         """Upsert and delete items by partition key, in one transaction."""
@@ -68,10 +73,12 @@ class LedgerDatabase:
                 self._db.executemany(
                     f"INSERT OR REPLACE INTO items (pk, item, {names}) "  # noqa: S608 (_column)
                     f"VALUES (?, ?, {marks})",
-                    [(pk, json.dumps(item), *(_text(item, name) for name in INDEXED))
-                     for pk, item in upserts.items()])
-                self._db.executemany("DELETE FROM items WHERE pk = ?",
-                                     [(pk,) for pk in deletes])
+                    [
+                        (pk, json.dumps(item), *(_text(item, name) for name in INDEXED))
+                        for pk, item in upserts.items()
+                    ],
+                )
+                self._db.executemany("DELETE FROM items WHERE pk = ?", [(pk,) for pk in deletes])
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -90,9 +97,16 @@ class LedgerDatabase:
             row = self._db.execute("SELECT item FROM items WHERE pk = ?", (pk,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def query(self, index: str, hash_value: str, *, condition: tuple[str, list[str]] | None,
-              forward: bool, limit: int | None,
-              after: tuple[str, str] | None) -> list[dict[str, Any]]:
+    def query(
+        self,
+        index: str,
+        hash_value: str,
+        *,
+        condition: tuple[str, list[str]] | None,
+        forward: bool,
+        limit: int | None,
+        after: tuple[str, str] | None,
+    ) -> list[dict[str, Any]]:
         """Items of one index key, in the index's order, as a GSI query reads them:
         `condition` (op, values) on the range key, `after` = (range value, pk) of the page's
         start key, at most `limit`. Items without the range attribute are not in the index."""
@@ -124,16 +138,21 @@ class LedgerDatabase:
             rows = self._db.execute(sql, params).fetchall()
         return [json.loads(text) for (text,) in rows]
 
-    def of_kinds(self, kinds: Iterable[str], *,
-                 except_statuses: Iterable[str] = ()) -> list[dict[str, Any]]:
+    def of_kinds(
+        self, kinds: Iterable[str], *, except_statuses: Iterable[str] = ()
+    ) -> list[dict[str, Any]]:
         """Items of these kinds, except those in `except_statuses` (a command's start asks
         for the few unfinished ones and the lock items, not the history)."""
         kinds, skipped = list(kinds), list(except_statuses)
-        sql = (f"SELECT item FROM items WHERE {_column('kind')} IN "  # noqa: S608 (_column)
-               f"({', '.join('?' for _ in kinds)})")
+        sql = (
+            f"SELECT item FROM items WHERE {_column('kind')} IN "  # noqa: S608 (_column)
+            f"({', '.join('?' for _ in kinds)})"
+        )
         if skipped:
-            sql += (f" AND ({_column('status')} IS NULL OR {_column('status')} NOT IN "
-                    f"({', '.join('?' for _ in skipped)}))")
+            sql += (
+                f" AND ({_column('status')} IS NULL OR {_column('status')} NOT IN "
+                f"({', '.join('?' for _ in skipped)}))"
+            )
         with self._lock:
             rows = self._db.execute(sql, [*kinds, *skipped]).fetchall()
         return [json.loads(text) for (text,) in rows]
@@ -181,8 +200,11 @@ class LedgerJournal:
         action = handler.get_endpoint_name(handler.headers)
         if action not in _WRITE_ACTIONS:
             return
-        keys = [key for table, key in _named_keys(action, handler.body)
-                if table == self.table_name and PARTITION_KEY in key]
+        keys = [
+            key
+            for table, key in _named_keys(action, handler.body)
+            if table == self.table_name and PARTITION_KEY in key
+        ]
         if not keys:
             return
         backend = handler.dynamodb_backend
@@ -220,8 +242,10 @@ def _named_keys(action: str, body: dict[str, Any]) -> Iterator[tuple[str, dict[s
     elif action == "TransactWriteItems":
         for entry in body.get("TransactItems") or []:
             for op_type, op in entry.items():
-                yield op.get("TableName"), (op.get("Item") if op_type == "Put"
-                                            else op.get("Key")) or {}
+                yield (
+                    op.get("TableName"),
+                    (op.get("Item") if op_type == "Put" else op.get("Key")) or {},
+                )
     elif action == "BatchWriteItem":
         for table, requests in (body.get("RequestItems") or {}).items():
             for request in requests:
@@ -315,8 +339,11 @@ def install_index_queries() -> None:
         call = signature.bind(self, *args, **kwargs)
         call.apply_defaults()
         named = call.arguments
-        if not isinstance(self.items, LazyItems) or named["index_name"] not in INDEXES or (
-                named["projection_expressions"] or named.get("filter_kwargs")):
+        if (
+            not isinstance(self.items, LazyItems)
+            or named["index_name"] not in INDEXES
+            or (named["projection_expressions"] or named.get("filter_kwargs"))
+        ):
             return original(self, *args, **kwargs)
         return _index_query(self, named)
 
@@ -330,15 +357,18 @@ def _index_query(table: Any, named: dict[str, Any]) -> Any:
     index = named["index_name"]
     if named["consistent_read"]:
         raise MockValidationException(
-            "Consistent reads are not supported on global secondary indexes")
+            "Consistent reads are not supported on global secondary indexes"
+        )
     hash_attr, range_attr = INDEXES[index]
     hash_key = named["hash_key"]
     if hash_key is None and named.get("hash_key_conditions"):
         hash_key = named["hash_key_conditions"][0][1]
     condition = None
     if named["range_comparison"]:
-        condition = (str(named["range_comparison"]).upper(),
-                     [obj.value for obj in named["range_objs"]])
+        condition = (
+            str(named["range_comparison"]).upper(),
+            [obj.value for obj in named["range_objs"]],
+        )
     start = named["exclusive_start_key"]
     after = None
     if start:
@@ -346,16 +376,25 @@ def _index_query(table: Any, named: dict[str, Any]) -> Any:
     limit = named["limit"]
     forward = named["scan_index_forward"] is not False
     rows = table.items._database.query(
-        index, hash_key.value, condition=condition, forward=forward,
-        limit=None if limit is None else limit + 1, after=after)
+        index,
+        hash_key.value,
+        condition=condition,
+        forward=forward,
+        limit=None if limit is None else limit + 1,
+        after=after,
+    )
     results, size, last_key = [], 0, None
     for attrs in rows:
         item = _item(attrs)
         if (limit is not None and len(results) == limit) or (
-                results and size + item.size() > _RESULT_SIZE_LIMIT):
+            results and size + item.size() > _RESULT_SIZE_LIMIT
+        ):
             last = results[-1]
-            last_key = {PARTITION_KEY: last.hash_key, hash_attr: last.attrs[hash_attr],
-                        range_attr: last.attrs[range_attr]}
+            last_key = {
+                PARTITION_KEY: last.hash_key,
+                hash_attr: last.attrs[hash_attr],
+                range_attr: last.attrs[range_attr],
+            }
             break
         results.append(item)
         size += item.size()

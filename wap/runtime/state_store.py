@@ -97,8 +97,9 @@ class StateStore:
 
     # ---- restore ---------------------------------------------------------------------------
 
-    def restore(self, dynamodb: Any, s3: Any, *, recover_interrupted: bool,
-                nessie: Any = None) -> list[str]:
+    def restore(
+        self, dynamodb: Any, s3: Any, *, recover_interrupted: bool, nessie: Any = None
+    ) -> list[str]:
         """Put the stored items and objects back, then write every later ledger change
         through; return the ingests found interrupted.
 
@@ -112,9 +113,16 @@ class StateStore:
         locks = self.database.of_kinds([KIND_TABLE])
         if locks:
             self.database.write({}, [pk_key(item["pk"]["S"]) for item in locks])
-        unfinished = [from_dynamo(item) for item in self.database.of_kinds(
-            [KIND_INGEST, KIND_BATCH], except_statuses=c.TERMINAL_STATUSES)
-        ] if recover_interrupted else []
+        unfinished = (
+            [
+                from_dynamo(item)
+                for item in self.database.of_kinds(
+                    [KIND_INGEST, KIND_BATCH], except_statuses=c.TERMINAL_STATUSES
+                )
+            ]
+            if recover_interrupted
+            else []
+        )
         recovered = _recovered(unfinished, nessie)
         if recovered:
             changed = {pk_key(item["pk"]): to_dynamo(item) for item in recovered}

@@ -39,11 +39,23 @@ def wait_for(url: str, timeout: float) -> str:
 def test_dashboard_command_serves_the_app_until_interrupted(tmp_path):
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-c", "from wap.cli import main; main()",
-         "--home", str(tmp_path / "home"), "dashboard", "--port", str(port)],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        preexec_fn=default_sigint)  # the test's Ctrl-C must reach it (see the helper)
+        [
+            sys.executable,
+            "-c",
+            "from wap.cli import main; main()",
+            "--home",
+            str(tmp_path / "home"),
+            "dashboard",
+            "--port",
+            str(port),
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=default_sigint,
+    )  # the test's Ctrl-C must reach it (see the helper)
     try:
         assert wait_for(f"http://127.0.0.1:{port}/_stcore/health", timeout=60) == "ok"
         assert "<title>" in wait_for(f"http://127.0.0.1:{port}/", timeout=10)
@@ -96,11 +108,23 @@ def test_a_signal_stops_the_dashboard_and_every_process_it_started(tmp_path, sto
     port, catalog = free_port(), free_port()
     sent = signal.SIGINT if stop == "SIGINT" else signal.SIGTERM
     process = subprocess.Popen(
-        [sys.executable, "-c", "from wap.cli import main; main()",
-         "--home", str(home), "dashboard", "--port", str(port)],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "WAP_CATALOG_PORT": str(catalog)},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        preexec_fn=ignore_sigint if "ignored" in stop else default_sigint)
+        [
+            sys.executable,
+            "-c",
+            "from wap.cli import main; main()",
+            "--home",
+            str(home),
+            "dashboard",
+            "--port",
+            str(port),
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "WAP_CATALOG_PORT": str(catalog)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=ignore_sigint if "ignored" in stop else default_sigint,
+    )
     started: set[int] = set()
     try:
         assert wait_for(f"http://127.0.0.1:{port}/_stcore/health", timeout=60) == "ok"

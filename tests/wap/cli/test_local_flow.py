@@ -55,8 +55,12 @@ class Ran:
 def run_wap_process(*args: str, cwd: Path) -> Ran:
     """`wap ARGS` as a user runs it: its own process, its own JVM."""
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from wap.cli import main; sys.argv[0] = 'wap'; main()",
-         *args],
+        [
+            sys.executable,
+            "-c",
+            "import sys; from wap.cli import main; sys.argv[0] = 'wap'; main()",
+            *args,
+        ],
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,
@@ -225,8 +229,10 @@ def test_lineage_prints_each_runs_events_with_every_checks_result(demo):
         parse_run_event(event)
     assert (start["eventType"], fail["eventType"]) == ("START", "FAIL")
     [source] = fail["inputs"]
-    results = {a["name"]: a["success"] for a in source["inputFacets"]["dataQualityAssertions"][
-        "assertions"]}
+    results = {
+        a["name"]: a["success"]
+        for a in source["inputFacets"]["dataQualityAssertions"]["assertions"]
+    }
     assert results["amount_range"] is False and len(results) > 1
     assert sum(results.values()) == len(results) - 1  # the one failed check, the rest passed
     assert fail["run"]["facets"]["wap_ingest"]["reviewBranch"] == failed["branch"]
@@ -332,7 +338,9 @@ def test_ingest_files_then_discard_the_failed_branch(demo, spark, tmp_path):
     outcome = json_document(result, "ingest")  # progress went to stderr
     assert outcome["all_published"] is False
     assert [(Path(o["file"]).name, o["status"], o["branch_open"]) for o in outcome["ingests"]] == [
-        ("more-orders.parquet", "PUBLISHED", False), ("odd-status.parquet", "AUDIT_FAILED", True)]
+        ("more-orders.parquet", "PUBLISHED", False),
+        ("odd-status.parquet", "AUDIT_FAILED", True),
+    ]
     assert "Running 2 ingest(s)" in result.stderr
     # --verbose: the Lambdas' logs stream to stderr (and still go to the log file), never stdout.
     assert '"function_name":"trigger"' in result.stderr.replace(" ", ""), result.stderr
@@ -374,20 +382,30 @@ def test_ingest_csv_files_into_a_declared_table(demo, spark, tmp_path):
     tables.mkdir()
     (tables / "shop.payments.yaml").write_text(PAYMENTS)
     good, bad = tmp_path / "payments.csv", tmp_path / "payments-bad.csv.gz"
-    good.write_text("payment_id;amount;paid_at\n1;9.99;2026-11-25 10:00:00\n"
-                    "2;5.00;2026-11-25 11:00:00\n")
+    good.write_text(
+        "payment_id;amount;paid_at\n1;9.99;2026-11-25 10:00:00\n2;5.00;2026-11-25 11:00:00\n"
+    )
     import gzip
 
-    bad.write_bytes(gzip.compress(b"payment_id;amount;paid_at\n3;1.00;2026-11-25 10:00:00\n"
-                                  b"4;ten;2026-11-25 10:00:00\n5;2.00\n"))
+    bad.write_bytes(
+        gzip.compress(
+            b"payment_id;amount;paid_at\n3;1.00;2026-11-25 10:00:00\n"
+            b"4;ten;2026-11-25 10:00:00\n5;2.00\n"
+        )
+    )
     env = {"WAP_TABLES_DIR": str(tables)}
 
-    result = run_wap(*demo.args("ingest", str(good), str(bad), "--table", "shop.payments",
-                                "--json"), spark=spark, env=env)
+    result = run_wap(
+        *demo.args("ingest", str(good), str(bad), "--table", "shop.payments", "--json"),
+        spark=spark,
+        env=env,
+    )
 
     outcome = json_document(result, "ingest")
     assert [(Path(o["file"]).name, o["status"]) for o in outcome["ingests"]] == [
-        ("payments.csv", "PUBLISHED"), ("payments-bad.csv.gz", "AUDIT_FAILED")], result.output
+        ("payments.csv", "PUBLISHED"),
+        ("payments-bad.csv.gz", "AUDIT_FAILED"),
+    ], result.output
     assert count_rows(spark, demo.home, "shop.payments") == 2
     [failed] = [o for o in outcome["ingests"] if o["status"] == "AUDIT_FAILED"]
     shown = run_wap(*demo.args("show", failed["ingest_id"]), env=env)
@@ -395,8 +413,9 @@ def test_ingest_csv_files_into_a_declared_table(demo, spark, tmp_path):
     assert "Unparsable lines (file, line, text): parse_errors" in shown.stdout
     text = " ".join(shown.stdout.split())
     assert "4;ten;2026-11-25 10:00:00" in text and "5;2.00" in text
-    report = json_document(run_wap(*demo.args("show", failed["ingest_id"], "--json"),
-                                   env=env), "show")
+    report = json_document(
+        run_wap(*demo.args("show", failed["ingest_id"], "--json"), env=env), "show"
+    )
     [check] = [c for c in report["report"]["checks"] if c["kind"] == "parse_errors"]
     assert [s["line"] for s in check["samples"]] == [3, 4]
     # The uploaded object version, not the staged copy the job read.

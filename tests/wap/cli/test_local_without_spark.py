@@ -86,8 +86,15 @@ def test_files_are_read_as_the_local_table_config_says(tmp_path, config, name, b
     tables.mkdir()
     (tables / "shop.exports.yaml").write_text(config)
     home = tmp_path / "home"
-    result = run_wap("--home", str(home), "ingest", str(_write(tmp_path / name, body)),
-                     "--table", "shop.exports", env={"WAP_TABLES_DIR": str(tables)})
+    result = run_wap(
+        "--home",
+        str(home),
+        "ingest",
+        str(_write(tmp_path / name, body)),
+        "--table",
+        "shop.exports",
+        env={"WAP_TABLES_DIR": str(tables)},
+    )
     assert_one_line_error(result, message)
     assert not home.exists()
 

@@ -26,8 +26,9 @@ def test_maintain_runs_as_a_ledger_run_and_answers_in_json(home, spark):
     assert (run["table"], run["status"]) == ("sales.orders", "PUBLISHED")
     assert run["files_before"] >= 1 and run["rows"] >= 2
     runs = run_wap(*home.flags, "runs", "--json")
-    [listed] = [r for r in json_document(runs, "runs")["ingests"]
-                if r["ingest_id"] == run["run_id"]]
+    [listed] = [
+        r for r in json_document(runs, "runs")["ingests"] if r["ingest_id"] == run["run_id"]
+    ]
     assert (listed["source"], listed["status"]) == ("maintenance:compaction", "PUBLISHED")
     assert run["branch"] not in home.refs()  # the branch is gone
     shown = run_wap(*home.flags, "show", run["run_id"])

@@ -31,8 +31,17 @@ def test_runs_show_a_batch_column_only_when_an_ingest_ran_in_a_batch():
         return console.export_text()
 
     alone = RunRow("a" * 16, "s.t", "s3://b/s/t/a.parquet", "PUBLISHED", None, "now", 1, None)
-    batched = RunRow("b" * 16, "s.t", "s3://b/s/t/b.parquet", "PUBLISHED", None, "now", 1, None,
-                     batch_id="c" * 16)
+    batched = RunRow(
+        "b" * 16,
+        "s.t",
+        "s3://b/s/t/b.parquet",
+        "PUBLISHED",
+        None,
+        "now",
+        1,
+        None,
+        batch_id="c" * 16,
+    )
     assert "batch" not in shown(alone)
     assert "batch" in shown(alone, batched) and "c" * 16 in shown(alone, batched)
 
@@ -44,21 +53,27 @@ def test_show_lists_the_files_of_a_batch_that_did_not_pass():
     from wap.ops.operations import IngestView
 
     def shown(*sources: SourceVerdict) -> str:
-        report = AuditReport(ingest_id="d" * 16, table="s.t", branch="wap_s_t_x",
-                             outcome="failed", sources=sources)
-        view = IngestView(record=BatchRecord(ingest_id="d" * 16, members=("x",) * len(sources)),
-                          report=report, branch_open=False, main_rows=None, branch_rows=None,
-                          failed_checks=[])
+        report = AuditReport(
+            ingest_id="d" * 16, table="s.t", branch="wap_s_t_x", outcome="failed", sources=sources
+        )
+        view = IngestView(
+            record=BatchRecord(ingest_id="d" * 16, members=("x",) * len(sources)),
+            report=report,
+            branch_open=False,
+            main_rows=None,
+            branch_rows=None,
+            failed_checks=[],
+        )
         console = Console(width=200, record=True)
         for renderable in render.show_view(view):
             console.print(renderable)
         return console.export_text()
 
     good = SourceVerdict("s3://b/s/t/run/part-0.parquet", "passed", rows=5)
-    bad = SourceVerdict("s3://b/s/t/run/part-1.parquet", "failed", rows=3,
-                        failed_checks=("amount_positive",))
-    broken = SourceVerdict("s3://b/s/t/run/part-2.parquet", "rejected",
-                           reason="not a parquet file")
+    bad = SourceVerdict(
+        "s3://b/s/t/run/part-1.parquet", "failed", rows=3, failed_checks=("amount_positive",)
+    )
+    broken = SourceVerdict("s3://b/s/t/run/part-2.parquet", "rejected", reason="not a parquet file")
     text = shown(good, bad, broken)
     assert "Files: 3 in this run, 2 did not pass" in text
     assert "part-1.parquet" in text and "amount_positive" in text
@@ -70,12 +85,16 @@ def test_show_lists_the_files_of_a_batch_that_did_not_pass():
 @pytest.mark.parametrize("status", ["AUDIT_FAILED", "REJECTED", "JOB_FAILED", "PUBLISH_FAILED"])
 def test_next_steps_suggest_publish_only_where_it_is_accepted(status):
 
-    from wap.cli.app import REASON_PLACEHOLDER, _decisions
+    from wap.cli.next_steps import REASON_PLACEHOLDER, decisions
     from wap.ops.operations import PUBLISHABLE
 
-    record = IngestRecord(ingest_id="0123456789abcdef", status=status, table="sales.orders",
-                          branch="wap_sales_orders_20261122T101500_01234567")
-    lines = _decisions(record, "wap")
+    record = IngestRecord(
+        ingest_id="0123456789abcdef",
+        status=status,
+        table="sales.orders",
+        branch="wap_sales_orders_20261122T101500_01234567",
+    )
+    lines = decisions(record, "wap")
     assert lines[-1] == f"wap discard {record.branch}"
     published = [line for line in lines if " publish " in line]
     if status in PUBLISHABLE:

@@ -27,18 +27,28 @@ def tables_dir(tmp_path):
     tables.mkdir()
     shutil.copy(REPO / "tables" / "sales.orders.yaml", tables)
     (tables / "inventory.stock.yaml").write_text(
-        "schema_policy: additive\nchecks:\n  - {kind: row_count, min: 1}\n")
+        "schema_policy: additive\nchecks:\n  - {kind: row_count, min: 1}\n"
+    )
     return tables
 
 
 @pytest.mark.slow
 def test_a_mistyped_table_is_refused_with_a_suggestion_and_create_creates_it(
-        spark, tmp_path, stock_file, tables_dir):
+    spark, tmp_path, stock_file, tables_dir
+):
     home = tmp_path / "home"
     env = {"WAP_TABLES_DIR": str(tables_dir)}
 
-    refused = run_wap("--home", str(home), "ingest", str(stock_file), "--table",
-                      "inventory.stok", spark=spark, env=env)
+    refused = run_wap(
+        "--home",
+        str(home),
+        "ingest",
+        str(stock_file),
+        "--table",
+        "inventory.stok",
+        spark=spark,
+        env=env,
+    )
 
     assert refused.exit_code == 3, refused.output
     [record] = ledger_items(home).values()
@@ -51,8 +61,17 @@ def test_a_mistyped_table_is_refused_with_a_suggestion_and_create_creates_it(
     assert set(refs(home)) == {"main"}  # no branch, and no job ran
     assert not record.get("job_run_id") and not record.get("branch")
 
-    created = run_wap("--home", str(home), "ingest", str(stock_file), "--table",
-                      "inventory.stok", "--create", spark=spark, env=env)
+    created = run_wap(
+        "--home",
+        str(home),
+        "ingest",
+        str(stock_file),
+        "--table",
+        "inventory.stok",
+        "--create",
+        spark=spark,
+        env=env,
+    )
 
     assert created.exit_code == 0, created.output
     published = [r for r in ledger_items(home).values() if r["status"] == "PUBLISHED"]

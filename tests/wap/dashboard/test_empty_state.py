@@ -50,11 +50,14 @@ def test_empty_home_shows_the_same_message(empty_home, monkeypatch):
     assert not app.metric  # no counters of nothing
 
 
-@pytest.mark.parametrize(("page", "param", "value", "error"), [
-    ("views/ingest.py", "id", "0123456789abcdef", "no ingest 0123456789abcdef in the ledger"),
-    # Refused before any lookup: the name never reaches the ledger or Nessie.
-    ("views/table.py", "name", "sales.orders; drop table x", "invalid table name"),
-])
+@pytest.mark.parametrize(
+    ("page", "param", "value", "error"),
+    [
+        ("views/ingest.py", "id", "0123456789abcdef", "no ingest 0123456789abcdef in the ledger"),
+        # Refused before any lookup: the name never reaches the ledger or Nessie.
+        ("views/table.py", "name", "sales.orders; drop table x", "invalid table name"),
+    ],
+)
 def test_a_page_for_a_bad_or_unknown_name_is_a_clear_error(
     empty_home, monkeypatch, page, param, value, error
 ):

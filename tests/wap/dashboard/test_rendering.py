@@ -101,15 +101,35 @@ def test_a_failed_dataset_shows_its_batch_and_its_parts_point_at_it(tmp_path, mo
     home = WapHome(tmp_path / "wap-home").create()
     batch, part = "0c0c0c0c0c0c0c0c", "0d0d0d0d0d0d0d0d"
     stamps = {"created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}
-    write_ledger_items(home, [
-        {"pk": f"ingest#{batch}", "kind": "batch", "ingest_id": batch, "table": "ds.orders",
-         "status": "AUDIT_FAILED", "members": [part], "dataset": "ds/orders/run-1/",
-         "all_or_nothing": True, "branch": "wap_ds_orders_x", "error": "1 of 1 files failed",
-         **stamps},
-        {"pk": f"ingest#{part}", "kind": "ingest", "ingest_id": part, "table": "ds.orders",
-         "status": "AUDIT_FAILED", "batch_id": batch, "dataset": "ds/orders/run-1/",
-         "source_uri": "s3://wap-source/ds/orders/run-1/part-0.parquet", **stamps},
-    ])
+    write_ledger_items(
+        home,
+        [
+            {
+                "pk": f"ingest#{batch}",
+                "kind": "batch",
+                "ingest_id": batch,
+                "table": "ds.orders",
+                "status": "AUDIT_FAILED",
+                "members": [part],
+                "dataset": "ds/orders/run-1/",
+                "all_or_nothing": True,
+                "branch": "wap_ds_orders_x",
+                "error": "1 of 1 files failed",
+                **stamps,
+            },
+            {
+                "pk": f"ingest#{part}",
+                "kind": "ingest",
+                "ingest_id": part,
+                "table": "ds.orders",
+                "status": "AUDIT_FAILED",
+                "batch_id": batch,
+                "dataset": "ds/orders/run-1/",
+                "source_uri": "s3://wap-source/ds/orders/run-1/part-0.parquet",
+                **stamps,
+            },
+        ],
+    )
     app = _app(home.root, monkeypatch).run()
 
     assert not app.exception
@@ -135,26 +155,48 @@ def test_a_schema_rejected_ingest_shows_what_was_refused_not_a_match(tmp_path, m
     iid = "0e0e0e0e0e0e0e0e"
     refused = "schema policy 'strict' rejects the file: new column discount (double)"
     key = f"reports/{iid}.json"
-    report = {"report_version": 1, "ingest_id": iid, "table": "sales.orders",
-              "branch": "wap_sales_orders_x", "outcome": "rejected", "rows_written": 0,
-              "schema_changes": [], "checks": [], "reason": refused,
-              "reason_code": "schema_policy"}
+    report = {
+        "report_version": 1,
+        "ingest_id": iid,
+        "table": "sales.orders",
+        "branch": "wap_sales_orders_x",
+        "outcome": "rejected",
+        "rows_written": 0,
+        "schema_changes": [],
+        "checks": [],
+        "reason": refused,
+        "reason_code": "schema_policy",
+    }
     path = home.objects / "wap-artifacts" / key
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report))
-    write_ledger_items(home, [{
-        "pk": f"ingest#{iid}", "kind": "ingest", "ingest_id": iid, "table": "sales.orders",
-        "status": "REJECTED", "error": refused, "reason_code": "schema_policy",
-        "report_uri": f"s3://wap-artifacts/{key}",
-        "created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}])
+    write_ledger_items(
+        home,
+        [
+            {
+                "pk": f"ingest#{iid}",
+                "kind": "ingest",
+                "ingest_id": iid,
+                "table": "sales.orders",
+                "status": "REJECTED",
+                "error": refused,
+                "reason_code": "schema_policy",
+                "report_uri": f"s3://wap-artifacts/{key}",
+                "created_at": "2026-11-22T10:00:00Z",
+                "finished_at": "2026-11-22T10:01:00Z",
+            }
+        ],
+    )
 
     app = _ingest_page(home.root, monkeypatch, iid)
 
     assert not app.exception
     text = _all_text(app)
     assert "matched the table's schema" not in text
-    assert any("Refused by the table's schema policy" in c.value and "discount" in c.value
-               for c in app.caption)
+    assert any(
+        "Refused by the table's schema policy" in c.value and "discount" in c.value
+        for c in app.caption
+    )
 
 
 def test_a_rejected_ingest_without_a_report_claims_no_schema_match(hostile_home, monkeypatch):
@@ -168,12 +210,26 @@ def test_a_discarded_ingest_still_says_why_it_failed_and_who_discarded_it(tmp_pa
     home = WapHome(tmp_path / "wap-home").create()
     iid = "0f0f0f0f0f0f0f0f"
     failure = "1 error-severity check(s) did not pass: amount_range (failed, 3 violation(s))"
-    write_ledger_items(home, [{
-        "pk": f"ingest#{iid}", "kind": "ingest", "ingest_id": iid, "table": "sales.orders",
-        "status": "DISCARDED", "previous_status": "AUDIT_FAILED", "error": failure,
-        "discarded_by": "alice", "discard_reason": "discarded by alice: wrong export",
-        "branch": "wap_sales_orders_f", "branch_deleted_at": "2026-11-22T11:00:00Z",
-        "created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}])
+    write_ledger_items(
+        home,
+        [
+            {
+                "pk": f"ingest#{iid}",
+                "kind": "ingest",
+                "ingest_id": iid,
+                "table": "sales.orders",
+                "status": "DISCARDED",
+                "previous_status": "AUDIT_FAILED",
+                "error": failure,
+                "discarded_by": "alice",
+                "discard_reason": "discarded by alice: wrong export",
+                "branch": "wap_sales_orders_f",
+                "branch_deleted_at": "2026-11-22T11:00:00Z",
+                "created_at": "2026-11-22T10:00:00Z",
+                "finished_at": "2026-11-22T10:01:00Z",
+            }
+        ],
+    )
 
     app = _ingest_page(home.root, monkeypatch, iid)
 
@@ -186,24 +242,50 @@ def test_a_discarded_ingest_still_says_why_it_failed_and_who_discarded_it(tmp_pa
 
 
 def test_the_table_page_shows_files_reclaimable_bytes_and_the_last_compaction(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """The latest garbage collection's summary (where `wap gc` and the stack's maintenance
     run keep it) and a compaction run in the ledger."""
     home = WapHome(tmp_path / "wap-home").create()
     iid = "0c0c0c0c0c0c0c0c"
-    write_ledger_items(home, [{
-        "pk": f"ingest#{iid}", "kind": "ingest", "ingest_id": iid, "table": "sales.orders",
-        "status": "AUDIT_FAILED", "source_uri": "maintenance:compaction",
-        "error": "compaction changed the table's content: row count 10 != 9",
-        "created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}])
+    write_ledger_items(
+        home,
+        [
+            {
+                "pk": f"ingest#{iid}",
+                "kind": "ingest",
+                "ingest_id": iid,
+                "table": "sales.orders",
+                "status": "AUDIT_FAILED",
+                "source_uri": "maintenance:compaction",
+                "error": "compaction changed the table's content: row count 10 != 9",
+                "created_at": "2026-11-22T10:00:00Z",
+                "finished_at": "2026-11-22T10:01:00Z",
+            }
+        ],
+    )
     summary = home.objects / "wap-artifacts" / "reports" / "maintenance" / "gc-latest.json"
     summary.parent.mkdir(parents=True)
-    summary.write_text(json.dumps({
-        "summary_version": 1, "collected_at": "2026-11-22T03:00:00+00:00", "deleted": False,
-        "reclaimable_bytes": 3 * 1024 * 1024, "tables": {"sales.orders": {
-            "data_files": 12, "data_bytes": 12 * 2048, "average_file_bytes": 2048,
-            "reclaimable_files": 5, "reclaimable_bytes": 3 * 1024 * 1024,
-            "deleted_bytes": 0}}}))
+    summary.write_text(
+        json.dumps(
+            {
+                "summary_version": 1,
+                "collected_at": "2026-11-22T03:00:00+00:00",
+                "deleted": False,
+                "reclaimable_bytes": 3 * 1024 * 1024,
+                "tables": {
+                    "sales.orders": {
+                        "data_files": 12,
+                        "data_bytes": 12 * 2048,
+                        "average_file_bytes": 2048,
+                        "reclaimable_files": 5,
+                        "reclaimable_bytes": 3 * 1024 * 1024,
+                        "deleted_bytes": 0,
+                    }
+                },
+            }
+        )
+    )
     app = _app(home.root, monkeypatch)
     app.switch_page("views/table.py")
     app.query_params["name"] = "sales.orders"
@@ -223,16 +305,35 @@ def test_a_multi_table_dataset_is_one_run_naming_every_table(tmp_path, monkeypat
     home = WapHome(tmp_path / "wap-home").create()
     batch, part = "0f0f0f0f0f0f0f0f", "1a1a1a1a1a1a1a1a"
     stamps = {"created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}
-    write_ledger_items(home, [
-        {"pk": f"ingest#{batch}", "kind": "batch", "ingest_id": batch,
-         "table": "shop.order_items", "tables": ["shop.order_items", "shop.orders"],
-         "dataset_name": "shop", "status": "AUDIT_FAILED", "members": [part],
-         "all_or_nothing": True, "branch": "wap_dataset_shop_x",
-         "error": "order_items_order_id_foreign_key failed", **stamps},
-        {"pk": f"ingest#{part}", "kind": "ingest", "ingest_id": part, "table": "shop.orders",
-         "status": "AUDIT_FAILED", "batch_id": batch,
-         "source_uri": "s3://wap-source/_datasets/shop/d1/orders/o.parquet", **stamps},
-    ])
+    write_ledger_items(
+        home,
+        [
+            {
+                "pk": f"ingest#{batch}",
+                "kind": "batch",
+                "ingest_id": batch,
+                "table": "shop.order_items",
+                "tables": ["shop.order_items", "shop.orders"],
+                "dataset_name": "shop",
+                "status": "AUDIT_FAILED",
+                "members": [part],
+                "all_or_nothing": True,
+                "branch": "wap_dataset_shop_x",
+                "error": "order_items_order_id_foreign_key failed",
+                **stamps,
+            },
+            {
+                "pk": f"ingest#{part}",
+                "kind": "ingest",
+                "ingest_id": part,
+                "table": "shop.orders",
+                "status": "AUDIT_FAILED",
+                "batch_id": batch,
+                "source_uri": "s3://wap-source/_datasets/shop/d1/orders/o.parquet",
+                **stamps,
+            },
+        ],
+    )
     app = _app(home.root, monkeypatch).run()
     assert not app.exception
     frames = [frame.value.to_csv() for frame in app.dataframe]

@@ -252,8 +252,10 @@ def test_check_rows_put_error_failures_first_then_warnings_then_passes():
 def test_sample_tables_only_for_checks_that_did_not_pass_with_every_column():
     tables = shaping.sample_tables(REPORT)
 
-    assert [title for title, _ in tables] == ["Sample violating rows: email_regex",
-                                              "Sample violating rows: amount_range"]
+    assert [title for title, _ in tables] == [
+        "Sample violating rows: email_regex",
+        "Sample violating rows: amount_range",
+    ]
     assert tables[1][1] == [
         {"order_id": "1", "amount": "-1.50", "note": "null"},
         {"order_id": "2", "amount": "null", "note": "x"},
@@ -261,13 +263,21 @@ def test_sample_tables_only_for_checks_that_did_not_pass_with_every_column():
 
 
 def test_unparsable_lines_have_their_own_title():
-    check = {"name": "parse_errors", "kind": "parse_errors", "status": "failed",
-             "samples": [{"line": 3, "file": "s3://b/k.csv", "text": "2,bob"}]}
+    check = {
+        "name": "parse_errors",
+        "kind": "parse_errors",
+        "status": "failed",
+        "samples": [{"line": 3, "file": "s3://b/k.csv", "text": "2,bob"}],
+    }
 
     tables = shaping.sample_tables({**REPORT, "checks": [check]})
 
-    assert tables == [("Unparsable lines (file, line, text): parse_errors",
-                       [{"line": "3", "file": "s3://b/k.csv", "text": "2,bob"}])]
+    assert tables == [
+        (
+            "Unparsable lines (file, line, text): parse_errors",
+            [{"line": "3", "file": "s3://b/k.csv", "text": "2,bob"}],
+        )
+    ]
 
 
 def test_schema_change_rows_keep_extra_detail():
@@ -417,11 +427,20 @@ def test_md_escape_renders_data_literally():
 def test_a_batch_member_is_shown_running_in_its_batch():
     from wap.ops.operations import RunRow
 
-    member = RunRow(ingest_id="c" * 16, table="sales.orders", source="s3://b/sales/orders/c.parquet",
-                    status="RUNNING", branch=None, when="2026-11-22T10:00:00Z",
-                    rows_written=None, reason=None, batch_id="d" * 16)
-    locks = [{"table": "sales.orders", "active": "d" * 16, "queue": [],
-              "batch": ["c" * 16, "e" * 16]}]
+    member = RunRow(
+        ingest_id="c" * 16,
+        table="sales.orders",
+        source="s3://b/sales/orders/c.parquet",
+        status="RUNNING",
+        branch=None,
+        when="2026-11-22T10:00:00Z",
+        rows_written=None,
+        reason=None,
+        batch_id="d" * 16,
+    )
+    locks = [
+        {"table": "sales.orders", "active": "d" * 16, "queue": [], "batch": ["c" * 16, "e" * 16]}
+    ]
     [row] = shaping.active_rows([member], locks, NOW)
     assert row["place"] == "running in a batch of 2"
     assert shaping.run_rows([member])[0]["batch"] == "d" * 16
@@ -430,14 +449,29 @@ def test_a_batch_member_is_shown_running_in_its_batch():
 def test_a_batch_shows_its_files_verdicts_failing_first_and_its_own_row():
     from wap.ops.operations import BatchRow
 
-    report = {"sources": [
-        {"uri": "s3://b/s/t/run/part-0.parquet", "status": "passed", "rows": 5,
-         "failed_checks": []},
-        {"uri": "s3://b/s/t/run/part-1.parquet", "status": "failed", "rows": 3,
-         "failed_checks": ["amount_positive"]},
-        {"uri": "s3://b/s/t/run/part-2.parquet", "status": "rejected", "rows": None,
-         "failed_checks": [], "reason": "not a parquet file"},
-    ]}
+    report = {
+        "sources": [
+            {
+                "uri": "s3://b/s/t/run/part-0.parquet",
+                "status": "passed",
+                "rows": 5,
+                "failed_checks": [],
+            },
+            {
+                "uri": "s3://b/s/t/run/part-1.parquet",
+                "status": "failed",
+                "rows": 3,
+                "failed_checks": ["amount_positive"],
+            },
+            {
+                "uri": "s3://b/s/t/run/part-2.parquet",
+                "status": "rejected",
+                "rows": None,
+                "failed_checks": [],
+                "reason": "not a parquet file",
+            },
+        ]
+    }
     rows = shaping.source_rows(report)
     assert [(r["file"].rsplit("/", 1)[-1], r["verdict"], r["why"]) for r in rows] == [
         ("part-1.parquet", "failed", "amount_positive"),
@@ -445,16 +479,33 @@ def test_a_batch_shows_its_files_verdicts_failing_first_and_its_own_row():
         ("part-0.parquet", "passed", ""),
     ]
     assert shaping.source_rows({"sources": report["sources"][:1]}) == []  # one file alone
-    [row] = shaping.batch_rows([BatchRow("d" * 16, "s.t", 3, "AUDIT_FAILED", "wap_s_t_x",
-                                         "2026-11-22T10:00:00Z", "1 of 3 files failed")])
+    [row] = shaping.batch_rows(
+        [
+            BatchRow(
+                "d" * 16,
+                "s.t",
+                3,
+                "AUDIT_FAILED",
+                "wap_s_t_x",
+                "2026-11-22T10:00:00Z",
+                "1 of 3 files failed",
+            )
+        ]
+    )
     assert (row["batch"], row["files"], row["outcome"]) == ("d" * 16, 3, "AUDIT_FAILED")
 
 
 def test_a_failed_dataset_part_points_at_its_batch_not_at_a_publish_of_its_own():
-    part = IngestRecord(ingest_id="c" * 16, status="AUDIT_FAILED", batch_id="d" * 16,
-                        dataset="s/t/run-1/", branch=None)
+    part = IngestRecord(
+        ingest_id="c" * 16,
+        status="AUDIT_FAILED",
+        batch_id="d" * 16,
+        dataset="s/t/run-1/",
+        branch=None,
+    )
     assert [cmd for _, cmd in shaping.next_commands(part, False, Target(aws=True))] == [
-        f"wap --aws show {'d' * 16}"]
+        f"wap --aws show {'d' * 16}"
+    ]
     alone = replace(part, dataset=None)  # a coalesced file decides for itself
     commands = shaping.next_commands(alone, False, Target(aws=True))
     assert any(" discard " in cmd for _, cmd in commands)
@@ -486,48 +537,88 @@ def test_the_schema_matched_only_when_the_run_wrote_its_files():
     assert shaping.schema_note(written) == "None: the batch matched the table's schema."
     assert shaping.schema_note({**written, "outcome": "passed"}) is not None
     # Stopped before comparing schemas (unreadable file, job error), or no report: nothing.
-    assert shaping.schema_note({"outcome": "rejected", "reason_code": "unreadable_input",
-                                "reason": "not a parquet file"}) is None
+    assert (
+        shaping.schema_note(
+            {
+                "outcome": "rejected",
+                "reason_code": "unreadable_input",
+                "reason": "not a parquet file",
+            }
+        )
+        is None
+    )
     assert shaping.schema_note({"outcome": "error", "reason": "job error: boom"}) is None
     assert shaping.schema_note(None) is None
     # A run over several files that refused one of them: not "matched" either.
-    some_refused = {**written, "sources": [
-        {"uri": "s3://b/a.parquet", "status": "passed", "rows": 1, "failed_checks": []},
-        {"uri": "s3://b/b.parquet", "status": "rejected", "rows": None, "failed_checks": [],
-         "reason": "schema policy 'strict' rejects the file: new column x (int)"},
-    ]}
+    some_refused = {
+        **written,
+        "sources": [
+            {"uri": "s3://b/a.parquet", "status": "passed", "rows": 1, "failed_checks": []},
+            {
+                "uri": "s3://b/b.parquet",
+                "status": "rejected",
+                "rows": None,
+                "failed_checks": [],
+                "reason": "schema policy 'strict' rejects the file: new column x (int)",
+            },
+        ],
+    }
     assert "matched" not in (shaping.schema_note(some_refused) or "")
 
 
 @pytest.mark.parametrize(
     ("seconds", "shown"),
-    [(604800, "max_age 7d"), (129600, "max_age 36h"), (1800, "max_age 30m"),
-     (90, "max_age 90s"), (86400, "max_age 1d")],
+    [
+        (604800, "max_age 7d"),
+        (129600, "max_age 36h"),
+        (1800, "max_age 30m"),
+        (90, "max_age 90s"),
+        (86400, "max_age 1d"),
+    ],
 )
 def test_a_freshness_threshold_shows_in_its_configured_form(seconds, shown):
     assert shaping.threshold_text({"max_age_s": seconds}) == shown
-    [row] = shaping.check_rows({"checks": [{
-        "name": "fresh", "kind": "freshness", "columns": ["ts"], "severity": "error",
-        "status": "failed", "violations": 1, "threshold": {"max_age_s": seconds},
-        "observed": {"age_s": 1800.0}}]})
+    [row] = shaping.check_rows(
+        {
+            "checks": [
+                {
+                    "name": "fresh",
+                    "kind": "freshness",
+                    "columns": ["ts"],
+                    "severity": "error",
+                    "status": "failed",
+                    "violations": 1,
+                    "threshold": {"max_age_s": seconds},
+                    "observed": {"age_s": 1800.0},
+                }
+            ]
+        }
+    )
     assert row["threshold"] == shown
     assert "max_age_s" not in row["threshold"]
 
 
 def test_a_discarded_ingest_keeps_why_it_failed_and_says_who_discarded_it():
     record = IngestRecord(
-        ingest_id="c" * 16, status="DISCARDED", previous_status="AUDIT_FAILED",
+        ingest_id="c" * 16,
+        status="DISCARDED",
+        previous_status="AUDIT_FAILED",
         error="1 error-severity check(s) did not pass: amount_range (failed, 3 violation(s))",
-        discarded_by="alice", discard_reason="discarded by alice: wrong export",
+        discarded_by="alice",
+        discard_reason="discarded by alice: wrong export",
     )
     assert shaping.discarded_lines(record, None) == [
-        ("failed as", "AUDIT_FAILED: 1 error-severity check(s) did not pass: amount_range "
-                      "(failed, 3 violation(s))"),
+        (
+            "failed as",
+            "AUDIT_FAILED: 1 error-severity check(s) did not pass: amount_range "
+            "(failed, 3 violation(s))",
+        ),
         ("discarded", "discarded by alice: wrong export"),
     ]
     # The sweeper discards old branches (no person); an old record without the error: the report's.
-    swept = replace(record, error=None, discarded_by=None,
-                    discard_reason="branch older than 7 days")
+    swept = replace(
+        record, error=None, discarded_by=None, discard_reason="branch older than 7 days"
+    )
     assert shaping.discarded_lines(swept, {"reason": "2 error-severity check(s) did not pass"}) == [
         ("failed as", "AUDIT_FAILED: 2 error-severity check(s) did not pass"),
         ("discarded", "branch older than 7 days"),
@@ -539,13 +630,22 @@ def test_table_health_counts_mains_files_and_takes_reclaimable_bytes_from_the_la
         {"snapshot_id": 1, "summary": {"total-data-files": "200", "total-files-size": "200000"}},
         {"snapshot_id": 2, "summary": {"total-data-files": "2", "total-files-size": "180000"}},
     ]
-    gc = {"collected_at": "2026-11-22T03:00:00+00:00", "tables": {
-        "sales.orders": {"data_files": 3, "data_bytes": 3, "reclaimable_bytes": 4096}}}
+    gc = {
+        "collected_at": "2026-11-22T03:00:00+00:00",
+        "tables": {"sales.orders": {"data_files": 3, "data_bytes": 3, "reclaimable_bytes": 4096}},
+    }
     compaction = "maintenance:compaction"
-    runs = [run("a" * 16, "PUBLISHED", when="2026-11-22T11:00:00Z"),
-            run("b" * 16, "AUDIT_FAILED", when="2026-11-22T10:00:00Z", source=compaction,
-                reason="content changed"),
-            run("c" * 16, "PUBLISHED", when="2026-11-21T10:00:00Z", source=compaction)]
+    runs = [
+        run("a" * 16, "PUBLISHED", when="2026-11-22T11:00:00Z"),
+        run(
+            "b" * 16,
+            "AUDIT_FAILED",
+            when="2026-11-22T10:00:00Z",
+            source=compaction,
+            reason="content changed",
+        ),
+        run("c" * 16, "PUBLISHED", when="2026-11-21T10:00:00Z", source=compaction),
+    ]
 
     health = shaping.table_health("sales.orders", snapshots, 2, gc, runs)
 
@@ -554,12 +654,16 @@ def test_table_health_counts_mains_files_and_takes_reclaimable_bytes_from_the_la
     assert health.collected_at == datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
     assert health.last_compaction is not None
     assert (health.last_compaction.ingest_id, health.last_compaction.status) == (
-        "b" * 16, "AUDIT_FAILED")
+        "b" * 16,
+        "AUDIT_FAILED",
+    )
 
 
 def test_table_health_without_totals_or_a_collection():
-    gc = {"collected_at": "2026-11-22T03:00:00+00:00", "tables": {
-        "sales.orders": {"data_files": 4, "data_bytes": 4000, "reclaimable_bytes": 0}}}
+    gc = {
+        "collected_at": "2026-11-22T03:00:00+00:00",
+        "tables": {"sales.orders": {"data_files": 4, "data_bytes": 4000, "reclaimable_bytes": 0}},
+    }
     no_totals = [{"snapshot_id": 1, "summary": {}}]
 
     counted = shaping.table_health("sales.orders", no_totals, 1, gc, [])
@@ -568,6 +672,10 @@ def test_table_health_without_totals_or_a_collection():
 
     assert (counted.data_files, counted.average_file_bytes) == (4, 1000)  # the GC's count
     assert unseen.reclaimable_bytes == 0  # collected, nothing of it found
-    assert (never.data_files, never.reclaimable_bytes, never.collected_at,
-            never.last_compaction) == (None, None, None, None)
+    assert (
+        never.data_files,
+        never.reclaimable_bytes,
+        never.collected_at,
+        never.last_compaction,
+    ) == (None, None, None, None)
     assert shaping.size_text(1536) == "1.5 KiB" and shaping.size_text(None) == "-"

@@ -84,8 +84,9 @@ def test_overview_reads_the_deployed_ledger_and_queues(deployed):
     data = source.load_overview(deployed)
 
     assert sorted(r.ingest_id for r in data.runs) == [FAILED_ID, QUEUED_ID, "c" * 16]
-    assert data.locks == [{"table": "sales.refunds", "active": "c" * 16, "queue": [QUEUED_ID],
-                          "batch": []}]
+    assert data.locks == [
+        {"table": "sales.refunds", "active": "c" * 16, "queue": [QUEUED_ID], "batch": []}
+    ]
     assert data.branches == []  # nothing but main in this Nessie
 
 

@@ -112,8 +112,10 @@ def test_show_prints_counts_the_failed_check_and_violating_rows(world: World, by
     wap = shlex.join(["wap", *world.flags])
     assert f"{wap} publish {BRANCH}" in out
     # One line, never wrapped (a copied command must work), the reason left to the reviewer.
-    assert (f'Next: {wap} publish {BRANCH} --reason "<why this data may go to main>"   or   '
-            f"{wap} discard {BRANCH}\n") in out
+    assert (
+        f'Next: {wap} publish {BRANCH} --reason "<why this data may go to main>"   or   '
+        f"{wap} discard {BRANCH}\n"
+    ) in out
 
 
 def test_runs_branches_and_show_print_one_json_document(world: World):
@@ -122,8 +124,7 @@ def test_runs_branches_and_show_print_one_json_document(world: World):
     by_id = {r["ingest_id"]: r for r in runs["ingests"]}
     assert set(by_id) == set(world.records)
     for iid, record in world.records.items():
-        assert (by_id[iid]["status"], by_id[iid]["branch"]) == (record["status"],
-                                                                record["branch"])
+        assert (by_id[iid]["status"], by_id[iid]["branch"]) == (record["status"], record["branch"])
 
     branches = json_document(world.wap("branches", "--json"), "branches")["branches"]
     assert {b["name"]: (b["ingest_id"], b["status"]) for b in branches} == OPEN_FAILED
@@ -133,9 +134,12 @@ def test_runs_branches_and_show_print_one_json_document(world: World):
         assert shown["record"]["ingest_id"] == FAILED_ID
         assert shown["record"]["status"] == "AUDIT_FAILED" and shown["branch_open"] is True
         assert [(c["name"], c["violations"]) for c in shown["failed_checks"]] == [
-            ("amount_range", len(NEGATIVE))]
+            ("amount_range", len(NEGATIVE))
+        ]
         assert (shown["main_rows"], shown["branch_rows"]) == (
-            len(MAIN_ROWS), len(MAIN_ROWS) + len(BRANCH_ROWS))
+            len(MAIN_ROWS),
+            len(MAIN_ROWS) + len(BRANCH_ROWS),
+        )
 
 
 def test_show_without_a_report_says_so(world: World):
@@ -395,7 +399,10 @@ def test_publish_merges_the_audited_hash_with_the_review_in_the_message(world: W
     assert len(reviews) == 1, world.lineage(FAILED_ID)
     facet = reviews[0]["run"]["facets"]["wap_ingest"]
     assert (facet["reviewer"], facet["reviewReason"], facet["status"]) == (
-        "carol", "refunds are negative, confirmed with finance", "PUBLISHED")
+        "carol",
+        "refunds are negative, confirmed with finance",
+        "PUBLISHED",
+    )
     rows = as_json(
         world.wap(
             "query", "main", "SELECT count(*) AS n FROM orders", "-t", "sales.orders", "--json"
@@ -412,11 +419,13 @@ def test_publish_merges_the_audited_hash_with_the_review_in_the_message(world: W
         parse_run_event(event)
         facet = event["run"]["facets"]["wap_ingest"]
         assert (facet["status"], facet["reviewer"], facet["reviewReason"]) == (
-            "PUBLISHED", "carol", "refunds are negative, confirmed with finance")
+            "PUBLISHED",
+            "carol",
+            "refunds are negative, confirmed with finance",
+        )
         [output] = event["outputs"]
         assert output["name"] == "sales.orders"
         assert output["facets"]["wap_nessie"]["reference"] == "main"
         assert output["facets"]["wap_nessie"]["hash"] == record["published_hash"]
     else:
         assert_one_line_error(lineage, "lineageUrl")
-

@@ -42,9 +42,13 @@ def cmp_lake(lake, nessie, tmp_path_factory):
     The stack sends OpenLineage events to a receiver (`cmp_lake.lineage`)."""
     receiver = LineageReceiver().start()
     try:
-        with spark_lake(lake, nessie, tmp_path_factory,
-                        {TABLE: "batch: {max_files: 1}\nmaintenance: {min_files: 2}\n"},
-                        lineage_url=receiver.url) as built:
+        with spark_lake(
+            lake,
+            nessie,
+            tmp_path_factory,
+            {TABLE: "batch: {max_files: 1}\nmaintenance: {min_files: 2}\n"},
+            lineage_url=receiver.url,
+        ) as built:
             built.lineage = receiver
             for i in range(DROPS):
                 assert built.ingest(TABLE, f"drop{i}", [(i, float(i))]).status == "PUBLISHED"
@@ -63,17 +67,25 @@ def main_state(lake, cmp_lake) -> tuple[int, list[tuple]]:
 
 def run(cmp_lake, lake, **kwargs):
     alert, start_next = stack_hooks(cmp_lake.stack, cmp_lake.stack.ledger(), cmp_lake.nessie)
-    return compact_table(ledger=cmp_lake.stack.ledger(), nessie=cmp_lake.nessie, spark=lake,
-                         table=TABLE, options=OPTIONS, alert=alert, start_next=start_next,
-                         **kwargs)
+    return compact_table(
+        ledger=cmp_lake.stack.ledger(),
+        nessie=cmp_lake.nessie,
+        spark=lake,
+        table=TABLE,
+        options=OPTIONS,
+        alert=alert,
+        start_next=start_next,
+        **kwargs,
+    )
 
 
 def dropping_one_file(spark, catalog, table, options):
     """A broken rewrite: every row but those of one data file."""
     name = f"{catalog}.{table}"
     first = spark.sql(f"SELECT file_path FROM {name}.files LIMIT 1").collect()[0][0]
-    spark.sql(f"SELECT order_id, amount FROM {name} WHERE _file <> '{first}'") \
-        .writeTo(name).overwritePartitions()
+    spark.sql(f"SELECT order_id, amount FROM {name} WHERE _file <> '{first}'").writeTo(
+        name
+    ).overwritePartitions()
     return {}
 
 
@@ -88,7 +100,9 @@ def test_a_rewrite_that_drops_a_file_is_not_published_and_alerts(cmp_lake, lake)
     assert done.status == "AUDIT_FAILED"
     # Its OpenLineage run (issue 29): START, then FAIL with the reason, as job compaction.<t>.
     assert [(e.eventType.value, e.job.name) for e in sent] == [
-        ("START", f"compaction.{TABLE}"), ("FAIL", f"compaction.{TABLE}")]
+        ("START", f"compaction.{TABLE}"),
+        ("FAIL", f"compaction.{TABLE}"),
+    ]
     assert "after" in sent[1].run.facets["errorMessage"].message
     assert f"{DROPS} before, {DROPS - 1} after" in done.reason
     assert cmp_lake.nessie.main_hash() == main_before
@@ -96,7 +110,10 @@ def test_a_rewrite_that_drops_a_file_is_not_published_and_alerts(cmp_lake, lake)
     assert cmp_lake.nessie.branch_hash(done.branch) is not None  # left for inspection
     record = cmp_lake.stack.ledger().get_ingest(done.run_id)
     assert (record.status, record.source_uri, record.branch) == (
-        "AUDIT_FAILED", SOURCE, done.branch)
+        "AUDIT_FAILED",
+        SOURCE,
+        done.branch,
+    )
     alerts = cmp_lake.slack.messages[alerts_before:]
     assert len(alerts) == 1 and TABLE in alerts[0]["text"]
     assert cmp_lake.stack.ledger().get_lock(TABLE).active is None  # the table is free again
@@ -144,15 +161,19 @@ def test_a_busy_table_is_refused(cmp_lake, lake):
 
 # ---- on AWS: the maintenance Lambda and the job's compaction mode ---------------------------
 
+
 def maintenance_calls(cmp_lake) -> tuple[set[str], list]:
     """The actions the maintenance Lambda's role was allowed, and those it was denied."""
     iam = cmp_lake.stack.iam
-    return ({r.action for r in iam.records if r.principal == "maintenance"},
-            [r for r in iam.denied if r.principal == "maintenance"])
+    return (
+        {r.action for r in iam.records if r.principal == "maintenance"},
+        [r for r in iam.denied if r.principal == "maintenance"],
+    )
 
 
 def test_on_aws_a_rewrite_that_drops_a_file_is_not_published_and_alerts(
-        cmp_lake, lake, monkeypatch):
+    cmp_lake, lake, monkeypatch
+):
     files_before, rows_before = main_state(lake, cmp_lake)
     assert files_before >= 2  # the tests above leave at least two
     alerts_before = len(cmp_lake.slack.messages)
@@ -187,8 +208,13 @@ def test_on_aws_a_rewrite_that_drops_a_file_is_not_published_and_alerts(
     assert len(alerts) == 1 and TABLE in alerts[0]["text"]
     assert cmp_lake.stack.ledger().get_lock(TABLE).active is None
     allowed, denied = maintenance_calls(cmp_lake)
-    assert {"emr-serverless:StartJobRun", "iam:PassRole", "emr-serverless:GetJobRun",
-            "secretsmanager:GetSecretValue", "states:StartExecution"} <= allowed
+    assert {
+        "emr-serverless:StartJobRun",
+        "iam:PassRole",
+        "emr-serverless:GetJobRun",
+        "secretsmanager:GetSecretValue",
+        "states:StartExecution",
+    } <= allowed
     assert denied == []
 
 
@@ -203,13 +229,18 @@ def daily_compactions(cmp_lake, data_files: dict[str, int]) -> dict[str, list[st
 
     with cmp_lake.stack.dispatcher.sandboxes["maintenance"].running():
         settings = load_settings()
-        return daily(settings, Ledger(settings.ledger_table, lease=settings.lock_lease),
-                     NessieClient(settings.nessie_uri), data_files,
-                     table_maintenance(settings, sorted(data_files)))
+        return daily(
+            settings,
+            Ledger(settings.ledger_table, lease=settings.lock_lease),
+            NessieClient(settings.nessie_uri),
+            data_files,
+            table_maintenance(settings, sorted(data_files)),
+        )
 
 
 def test_the_daily_run_compacts_with_the_job_the_sweep_publishes_and_the_queued_ingest_runs(
-        cmp_lake, lake):
+    cmp_lake, lake
+):
     files_before, rows_before = main_state(lake, cmp_lake)
 
     # The table reaches its `min_files` (2): the day's run starts a compaction ...
@@ -222,7 +253,8 @@ def test_the_daily_run_compacts_with_the_job_the_sweep_publishes_and_the_queued_
     # The sweeper (every 5 minutes) concludes it once the job ended, as its own role.
     deadline = time.monotonic() + 300
     while (swept := cmp_lake.stack.invoke("sweeper", {})) and (
-            cmp_lake.stack.ledger().get_ingest(run_id).status == "RUNNING"):
+        cmp_lake.stack.ledger().get_ingest(run_id).status == "RUNNING"
+    ):
         assert time.monotonic() < deadline, swept
         time.sleep(0.2)
     assert swept["recovered_locks"] == [TABLE] and swept["errors"] == []
@@ -243,8 +275,9 @@ def test_the_daily_run_compacts_with_the_job_the_sweep_publishes_and_the_queued_
     assert cmp_lake.nessie.branch_hash(done["branch"]) is None
     # Main moved by merging exactly the head the job audited (its result names it).
     bucket, key = compacted.field_value("compaction_report_uri")[5:].split("/", 1)
-    result = json.loads(cmp_lake.stack.client("s3").get_object(
-        Bucket=bucket, Key=key)["Body"].read())
+    result = json.loads(
+        cmp_lake.stack.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    )
     assert compacted.audited_hash == result["head_hash"] and result["passed"] is True
     assert compacted.published_hash == done["main_hash"]
     iam = cmp_lake.stack.iam
@@ -252,5 +285,7 @@ def test_the_daily_run_compacts_with_the_job_the_sweep_publishes_and_the_queued_
     # Its OpenLineage run, as `wap maintain` sends it: START, then COMPLETE at main's hash.
     sent = cmp_lake.lineage.events_of(lineage_run_id(run_id))
     assert [(e["eventType"], e["job"]["name"]) for e in sent] == [
-        ("START", f"compaction.{TABLE}"), ("COMPLETE", f"compaction.{TABLE}")]
+        ("START", f"compaction.{TABLE}"),
+        ("COMPLETE", f"compaction.{TABLE}"),
+    ]
     assert sent[1]["outputs"][0]["facets"]["wap_nessie"]["hash"] == done["main_hash"]

@@ -40,14 +40,22 @@ def test_a_folder_per_table_becomes_the_manifest(tmp_path, tables):
     assert entry["path"] == "shop.orders/part-0.parquet" and entry["size"] > 0
 
 
-@pytest.mark.parametrize(("setup", "fragment"), [
-    (lambda tmp, tables: ("nope", _export(tmp, ["shop.orders"])), "no config for dataset"),
-    (lambda tmp, tables: ("shop", _export(tmp, ["shop.orders"])), "missing shop.order_items"),
-    (lambda tmp, tables: ("shop", tmp / "absent"), "not a folder"),
-    (lambda tmp, tables: ("Bad-Name", _export(tmp, ["shop.orders"])), "invalid dataset name"),
-    (lambda tmp, tables: ("shop", _export(tmp, ["shop.orders", "shop.order_items",
-                                                "shop.extra"])), "not in the dataset"),
-])
+@pytest.mark.parametrize(
+    ("setup", "fragment"),
+    [
+        (lambda tmp, tables: ("nope", _export(tmp, ["shop.orders"])), "no config for dataset"),
+        (lambda tmp, tables: ("shop", _export(tmp, ["shop.orders"])), "missing shop.order_items"),
+        (lambda tmp, tables: ("shop", tmp / "absent"), "not a folder"),
+        (lambda tmp, tables: ("Bad-Name", _export(tmp, ["shop.orders"])), "invalid dataset name"),
+        (
+            lambda tmp, tables: (
+                "shop",
+                _export(tmp, ["shop.orders", "shop.order_items", "shop.extra"]),
+            ),
+            "not in the dataset",
+        ),
+    ],
+)
 def test_a_bad_drop_is_refused_before_any_upload(tmp_path, tables, setup, fragment):
     name, folder = setup(tmp_path, tables)
     with pytest.raises(InvalidInputError, match=fragment):
@@ -56,7 +64,15 @@ def test_a_bad_drop_is_refused_before_any_upload(tmp_path, tables, setup, fragme
 
 def test_a_manifest_naming_a_file_outside_the_folder_is_refused(tmp_path, tables):
     folder = _export(tmp_path, ["shop.orders", "shop.order_items"])
-    (folder / "_manifest.json").write_text(json.dumps({"tables": {
-        "shop.orders": [{"path": "../secret.parquet", "size": 1}], "shop.order_items": []}}))
+    (folder / "_manifest.json").write_text(
+        json.dumps(
+            {
+                "tables": {
+                    "shop.orders": [{"path": "../secret.parquet", "size": 1}],
+                    "shop.order_items": [],
+                }
+            }
+        )
+    )
     with pytest.raises(InvalidInputError, match="is not a file under"):
         read_drop("shop", folder, tables)

@@ -25,14 +25,21 @@ def test_every_check_passes_on_the_local_stack(make_stack, lake):
 
     assert _failed(checks) == [], text
     names = [check.name for check in checks]
-    for expected in ("stack outputs", "lambda trigger", "lambda sweeper", "slack secret",
-                     "nessie from the trigger", "smoke job submitted", "smoke job ran",
-                     "smoke report read back",
-                     "smoke: load org.apache.iceberg.nessie.NessieCatalog",
-                     "smoke: load FileIO org.apache.iceberg.hadoop.HadoopFileIO",
-                     "smoke: create a Nessie branch",
-                     "smoke: open the Iceberg catalog on the branch",
-                     "smoke: drop the Nessie branch"):
+    for expected in (
+        "stack outputs",
+        "lambda trigger",
+        "lambda sweeper",
+        "slack secret",
+        "nessie from the trigger",
+        "smoke job submitted",
+        "smoke job ran",
+        "smoke report read back",
+        "smoke: load org.apache.iceberg.nessie.NessieCatalog",
+        "smoke: load FileIO org.apache.iceberg.hadoop.HadoopFileIO",
+        "smoke: create a Nessie branch",
+        "smoke: open the Iceberg catalog on the branch",
+        "smoke: drop the Nessie branch",
+    ):
         assert expected in names, text
     assert text.endswith(f"all {len(checks)} checks passed")
     assert "xoxb-test-token" not in text  # the token is set, and never printed
@@ -81,8 +88,9 @@ def test_wap_doctor_on_a_fresh_home(spark, tmp_path):
 
     from local.aws.stack import REPO_ROOT
 
-    result = run_wap("--home", str(tmp_path / "home"), "doctor", "--timeout", "300", "--json",
-                     spark=spark)
+    result = run_wap(
+        "--home", str(tmp_path / "home"), "doctor", "--timeout", "300", "--json", spark=spark
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)  # stdout is the JSON document alone
     schema = json.loads((REPO_ROOT / "docs" / "cli-schemas" / "doctor.json").read_text())
@@ -101,20 +109,31 @@ def test_the_deployed_import_check_reads_each_functions_own_log_group():
     from wap.ops.doctor import AwsDoctorTarget
 
     with mock_aws():
-        session = boto3.Session(region_name="eu-west-1", aws_access_key_id="testing",
-                                aws_secret_access_key="testing")
+        session = boto3.Session(
+            region_name="eu-west-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+        )
         logs = session.client("logs")
         group = "WapIngest-PipelineTriggerLogs"
         logs.create_log_group(logGroupName=group)
         logs.create_log_stream(logGroupName=group, logStreamName="s")
         now = int(time.time() * 1000)
-        logs.put_log_events(logGroupName=group, logStreamName="s", logEvents=[
-            {"timestamp": now - 2000, "message": "START RequestId: 1"},
-            {"timestamp": now - 1000, "message": "[ERROR] Runtime.ImportModuleError: Unable to "
-                                                 "import module 'lambdas.trigger.handler'"}])
+        logs.put_log_events(
+            logGroupName=group,
+            logStreamName="s",
+            logEvents=[
+                {"timestamp": now - 2000, "message": "START RequestId: 1"},
+                {
+                    "timestamp": now - 1000,
+                    "message": "[ERROR] Runtime.ImportModuleError: Unable to "
+                    "import module 'lambdas.trigger.handler'",
+                },
+            ],
+        )
         target = AwsDoctorTarget(session, "WapIngest", {})
-        target._configurations["fn"] = {"LoggingConfig": {"LogGroup": group},
-                                        "LastModified": "2020-01-01T00:00:00.000+0000"}
+        target._configurations["fn"] = {
+            "LoggingConfig": {"LogGroup": group},
+            "LastModified": "2020-01-01T00:00:00.000+0000",
+        }
         assert "Runtime.ImportModuleError" in target.init_failure("fn")
         # A redeploy after the failure: the old error no longer counts.
         target._configurations["fn"]["LastModified"] = "2099-01-01T00:00:00.000+0000"

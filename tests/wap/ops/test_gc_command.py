@@ -156,9 +156,13 @@ def test_flags_override_the_tables_maintenance_settings():
     own = gc_options(delete=False, retention_days=None, grace_hours=None, tables=tables)
     flagged = gc_options(delete=True, retention_days=2, grace_hours=0, tables=tables)
 
-    assert (own.retention_of("a.b"), own.grace_of("a.b")) == (timedelta(hours=1),
-                                                              timedelta(minutes=1))
-    assert (own.retention_of("c.d"), own.grace_of("c.d")) == (timedelta(days=7),
-                                                              timedelta(days=1))
+    assert (own.retention_of("a.b"), own.grace_of("a.b")) == (
+        timedelta(hours=1),
+        timedelta(minutes=1),
+    )
+    assert (own.retention_of("c.d"), own.grace_of("c.d")) == (timedelta(days=7), timedelta(days=1))
     assert (flagged.retention_of("a.b"), flagged.grace_of("a.b"), flagged.delete) == (
-        timedelta(days=2), timedelta(0), True)
+        timedelta(days=2),
+        timedelta(0),
+        True,
+    )

@@ -116,15 +116,17 @@ def test_a_killed_command_loses_no_ledger_write_and_a_merged_ingest_is_published
     commit_table_on_branch(nessie.api_v1, "ns.t", "main", "c" * 16)
     repo = str(REPO)
     script = KILLED.format(repo=repo, home=str(home.root), snapshot=snapshot_of("c" * 16))
-    killed = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True,
-                            text=True, timeout=120)
+    killed = subprocess.run(
+        [sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, timeout=120
+    )
     assert killed.returncode == -9, killed.stderr
 
     with mock_aws():
         dynamodb, s3 = _resources()
         store = StateStore(home, ledger_table="ledger", buckets=BUCKETS)
-        interrupted = store.restore(dynamodb, s3, recover_interrupted=True,
-                                    nessie=NessieClient(nessie.api_v1))
+        interrupted = store.restore(
+            dynamodb, s3, recover_interrupted=True, nessie=NessieClient(nessie.api_v1)
+        )
         ledger = Ledger("ledger", dynamodb)
         merged, cut = ledger.get_ingest("c" * 16), ledger.get_ingest("d" * 16)
         store.close()
@@ -160,8 +162,14 @@ def test_a_home_from_before_the_ledger_database_is_imported_once(tmp_path):
     from wap.runtime.state_store import read_ledger_items
 
     home = WapHome(tmp_path / "home").create()
-    item = {"pk": "ingest#" + "c" * 16, "kind": "ingest", "ingest_id": "c" * 16,
-            "table": "ns.t", "status": "PUBLISHED", "ratio": 0.5}
+    item = {
+        "pk": "ingest#" + "c" * 16,
+        "kind": "ingest",
+        "ingest_id": "c" * 16,
+        "table": "ns.t",
+        "status": "PUBLISHED",
+        "ratio": 0.5,
+    }
     home.ledger_file.write_text(json.dumps([item]))
 
     for _ in range(2):  # the second open finds the file renamed: nothing imported again

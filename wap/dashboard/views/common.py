@@ -108,8 +108,9 @@ def runs_table(runs: Any, *, hide: tuple[str, ...] = ()) -> None:
     )
 
 
-def page_data(title: str, param: str, load: Callable[[Target, str], T],
-              pick: Callable[[], None]) -> T | None:
+def page_data(
+    title: str, param: str, load: Callable[[Target, str], T], pick: Callable[[], None]
+) -> T | None:
     """What a page shows for its query parameter `param`: `load(target, value)`. None when
     the page is already drawn: the picker (no value) or the error, in one line."""
     value = (st.query_params.get(param) or "").strip()

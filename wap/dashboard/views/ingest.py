@@ -3,7 +3,6 @@ Nessie links and the `wap publish` / `wap discard` commands."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -14,6 +13,7 @@ from wap.dashboard import shaping
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO
 from wap.ops.operations import IngestView
+from wap.ops.report_view import ReportView, reason_of
 
 STATUS_COLORS = {
     "passed": "color: #2e9e5b",
@@ -21,7 +21,7 @@ STATUS_COLORS = {
     "error": "color: #e8913a; font-weight: bold",
 }
 
-Record = Mapping[str, Any]  # an audit report
+Record = shaping.Report  # an audit report
 
 
 def render() -> None:
@@ -29,13 +29,12 @@ def render() -> None:
     if data is None:
         return
     view, record = data.view, data.view.record
-    # The parsed report's JSON (checked by its contract when it was read) feeds the tables.
-    report = view.report.to_dict() if view.report else {}
+    report = view.report  # parsed by its contract when it was read
     status = record.status or "?"
     outcome = shaping.outcome_of(status)
     st.title(f"Ingest {shaping.md_escape(record.ingest_id)}")
     if outcome in (shaping.FAILED, shaping.REJECTED):
-        reason = record.error or report.get("reason") or "no reason recorded"
+        reason = reason_of(record, ReportView.of(report)) or "no reason recorded"
         st.error(
             f"**{shaping.md_escape(status)}**: {shaping.md_escape(reason)}", icon=":material/error:"
         )
@@ -56,7 +55,7 @@ def render() -> None:
     _summary(record, view.branch_open)
     _counts(view, record, data.counts_error)
     _files(report)
-    _checks(report, view.report is not None)
+    _checks(report, report is not None)
     _samples(report)
     _schema_changes(report)
     _actions(record, view.branch_open, data.nessie_ui_url, data.local_catalog)
@@ -111,9 +110,17 @@ def _summary(record: LedgerRecord, branch_open: bool) -> None:
 def _counts(view: IngestView, record: LedgerRecord, problem: str | None) -> None:
     if view.tables:  # a multi-table dataset: one row per table, published together
         st.subheader(f"Rows per table ({len(view.tables)} tables, published together)")
-        common.text_table([{"table": t.table, "written": _number(t.written),
-                            "on main now": _number(t.main_rows),
-                            "on the branch": _number(t.branch_rows)} for t in view.tables])
+        common.text_table(
+            [
+                {
+                    "table": t.table,
+                    "written": _number(t.written),
+                    "on main now": _number(t.main_rows),
+                    "on the branch": _number(t.branch_rows),
+                }
+                for t in view.tables
+            ]
+        )
         return
     st.subheader("Rows: main vs branch")
     first, second, third = st.columns(3)
@@ -156,7 +163,7 @@ def _files(report: Record) -> None:
     rows = shaping.source_rows(report)
     if not rows:  # one file: its verdict is the run's
         return
-    failing = sum(row["verdict"] != "passed" for row in rows)
+    failing = sum(not verdict.passed for verdict in ReportView.of(report).batch_files)
     st.subheader(f"Files: {len(rows)} in this run, {failing} did not pass")
     st.dataframe(pd.DataFrame(rows), hide_index=True)
 
@@ -181,9 +188,7 @@ def _schema_changes(report: Record) -> None:
 
 def _actions(record: LedgerRecord, branch_open: bool, ui_url: str | None, local: bool) -> None:
     st.subheader("What to do")
-    links = shaping.nessie_links(
-        ui_url, record.branch, record.table, branch_open, with_diff=local
-    )
+    links = shaping.nessie_links(ui_url, record.branch, record.table, branch_open, with_diff=local)
     if not links and record.branch and branch_open:
         st.caption("No Nessie UI link: the stack has no NessieUiUrl output.")
     if links:

@@ -73,9 +73,11 @@ def _batches(data: Overview) -> None:
     if not rows:  # every file ran alone: nothing to add to the ingests below
         return
     st.subheader("Batches")
-    st.caption("Runs over several files (`batch:` and `arrival:` in the table config). "
-               "SPLIT: the files went back to the queue, the good ones together and each "
-               "failing one alone. Open a batch by its id on the Ingest page.")
+    st.caption(
+        "Runs over several files (`batch:` and `arrival:` in the table config). "
+        "SPLIT: the files went back to the queue, the good ones together and each "
+        "failing one alone. Open a batch by its id on the Ingest page."
+    )
     st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 

@@ -88,15 +88,17 @@ def _history(data: TablePage) -> None:
 
 def _maintenance(data: TablePage) -> None:
     st.subheader("Files and maintenance")
-    health = shaping.table_health(data.table, data.snapshots, data.current_snapshot_id,
-                                  data.gc_summary, data.runs)
+    health = shaping.table_health(
+        data.table, data.snapshots, data.current_snapshot_id, data.gc_summary, data.runs
+    )
     files, average, reclaimable, compaction = st.columns(4)
-    files.metric("data files on main", "-" if health.data_files is None else health.data_files,
-                 border=True)
-    average.metric("average file size", shaping.size_text(health.average_file_bytes),
-                   border=True)
-    reclaimable.metric("reclaimable (last GC)", shaping.size_text(health.reclaimable_bytes),
-                       border=True)
+    files.metric(
+        "data files on main", "-" if health.data_files is None else health.data_files, border=True
+    )
+    average.metric("average file size", shaping.size_text(health.average_file_bytes), border=True)
+    reclaimable.metric(
+        "reclaimable (last GC)", shaping.size_text(health.reclaimable_bytes), border=True
+    )
     last = health.last_compaction
     compaction.metric("last compaction", "never" if last is None else last.status, border=True)
     notes = []
@@ -106,9 +108,11 @@ def _maintenance(data: TablePage) -> None:
         notes.append("no garbage collection yet (`wap gc`, or the stack's daily run)")
     if last is not None:
         when = shaping.parse_time(last.when)
-        notes.append(f"last compaction {last.status}"
-                     + (f" at {when:%Y-%m-%d %H:%M} UTC" if when else "")
-                     + (f": {last.reason}" if last.reason else ""))
+        notes.append(
+            f"last compaction {last.status}"
+            + (f" at {when:%Y-%m-%d %H:%M} UTC" if when else "")
+            + (f": {last.reason}" if last.reason else "")
+        )
     st.caption(shaping.md_escape(" · ".join(notes)))
     if last is not None:
         common.link_to_ingest(last.ingest_id, "Open the last compaction run")
