@@ -11,6 +11,7 @@ function's configuration (the local stack registers them from the template).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
@@ -102,6 +103,13 @@ class Invocation:
     error: dict[str, Any] | None = None
 
 
+def _point(handler: logging.StreamHandler, stream: Any) -> None:
+    """`handler.setStream(stream)` without flushing the old stream first: that may be the
+    stdout of an earlier command in this process (the tests run many), closed by now."""
+    with handler.lock or contextlib.nullcontext():
+        handler.stream = stream
+
+
 class LambdaDispatcher:
     """Registry of in-process handlers plus the moto patch that calls them."""
 
@@ -184,13 +192,13 @@ class LambdaDispatcher:
             if isinstance(handler, logging.StreamHandler) and handler.stream is not stream:
                 with self._lock:
                     self._log_streams.setdefault(handler, handler.stream)
-                handler.setStream(stream)
+                _point(handler, stream)
 
     def _restore_logs(self) -> None:
         with self._lock:
             routed, self._log_streams = self._log_streams, {}
         for handler, stream in routed.items():
-            handler.setStream(stream)
+            _point(handler, stream)
 
     def invoke(self, name: str, event: Any) -> tuple[Any, dict[str, Any] | None]:
         """Run the handler of function `name`: (result, None) or (None, error payload)."""
