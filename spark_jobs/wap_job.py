@@ -248,8 +248,9 @@ def _run(spark, args: JobArgs, report: Report):
         step = report.timed("prepare_s", step)
         observe = observation_aggregates(checks) if observe_checks else None
         strict = read_strict(spark, files, reader) if parse_check is not None else None
-        try:
-            written = _append_text_checked(
+
+        def append_checked(frame, files, strict=None):
+            return _append_text_checked(
                 spark,
                 reader,
                 files,
@@ -265,6 +266,9 @@ def _run(spark, args: JobArgs, report: Report):
                     strict=strict,
                 ),
             )
+
+        try:
+            written = append_checked(frame, files, strict)
         except InputRejectedError as exc:
             if classify(exc.__cause__ or exc).cause in EVALUATION_ERROR_CLASSES:  # a check's sql?
                 config_error = expression_failing_on(
@@ -280,21 +284,7 @@ def _run(spark, args: JobArgs, report: Report):
             ):
                 raise
             frame, files = read_sources(spark, usable.uris, reader), usable.uris
-            written = _append_text_checked(
-                spark,
-                reader,
-                files,
-                lambda: append(
-                    spark,
-                    ref,
-                    frame,
-                    plan,
-                    args.ingest_id,
-                    files,
-                    observe,
-                    recorded=recorded_sources(args, usable),
-                ),
-            )
+            written = append_checked(frame, files)
         step = report.timed("append_s", step)
         report.timings["observe_wait_s"] = written.observe_wait_s
     else:
