@@ -42,13 +42,7 @@ def check_job(
         submitted_at = parse_iso(run.started_at)
     except ValueError as exc:
         raise InvalidEventError(f"job_status input: run.started_at: {exc}") from exc
-    emr = aws.client("emr-serverless")
-    job = aws.call(
-        f"poll job run {job_run_id}",
-        emr.get_job_run,
-        applicationId=settings.emr_application_id,
-        jobRunId=job_run_id,
-    )["jobRun"]
+    job = _poll(settings, job_run_id)
     state = job["state"]
     if state in c.EMR_ACTIVE_STATES:
         overdue = _overdue(settings, job, submitted_at, timeout_seconds, now or utcnow())
@@ -63,12 +57,7 @@ def check_job(
                 ),
             )
         # It ended between the poll and the cancel: read its outcome instead.
-        job = aws.call(
-            f"poll job run {job_run_id}",
-            emr.get_job_run,
-            applicationId=settings.emr_application_id,
-            jobRunId=job_run_id,
-        )["jobRun"]
+        job = _poll(settings, job_run_id)
         state = job["state"]
     if state == c.EMR_SUCCESS:
         outcome = outcome_from_report(report_uri, run.branch)
@@ -87,6 +76,17 @@ def check_job(
     if outcome.status == c.JOB_ERROR:
         outcome = _retry_or_fail(settings, outcome, run.job_try)
     return _about(run, state, outcome)
+
+
+def _poll(settings: Settings, job_run_id: str) -> dict[str, Any]:
+    """The EMR Serverless job run, as GetJobRun describes it now."""
+    emr = aws.client("emr-serverless")
+    return aws.call(
+        f"poll job run {job_run_id}",
+        emr.get_job_run,
+        applicationId=settings.emr_application_id,
+        jobRunId=job_run_id,
+    )["jobRun"]
 
 
 def _about(run: Run, job_state: str, outcome: Outcome) -> Outcome:
