@@ -84,6 +84,18 @@ class ReportWriteError(WapJobError):
 
 
 # Spark error classes (`SparkThrowable.getErrorClass()`, the part before the first dot).
+# Causes of an expression failing on a row: a check's `sql` that is not total (checks.py).
+EVALUATION_ERROR_CLASSES = frozenset(
+    {
+        "CAST_INVALID_INPUT",
+        "CAST_OVERFLOW",
+        "DIVIDE_BY_ZERO",
+        "ARITHMETIC_OVERFLOW",
+        "USER_RAISED_EXCEPTION",
+        "INVALID_ARRAY_INDEX",
+        "INVALID_ARRAY_INDEX_IN_ELEMENT_AT",
+    }
+)
 INPUT_ERROR_CLASSES = frozenset(
     {
         "CANNOT_READ_FILE_FOOTER",  # the footer of a file with valid magic bytes does not decode
@@ -100,15 +112,9 @@ INPUT_ERROR_CLASSES = frozenset(
         "PARQUET_TYPE_ILLEGAL",
         "PARQUET_TYPE_NOT_SUPPORTED",
         "PARQUET_TYPE_NOT_RECOGNIZED",
-        # An expression of a check that fails on the data (the config's, see checks.py).
-        "CAST_INVALID_INPUT",
-        "CAST_OVERFLOW",
-        "DIVIDE_BY_ZERO",
-        "ARITHMETIC_OVERFLOW",
-        "USER_RAISED_EXCEPTION",
-        "INVALID_ARRAY_INDEX",
-        "INVALID_ARRAY_INDEX_IN_ELEMENT_AT",
     }
+    # An expression of a check that fails on the data (the config's, see checks.py).
+    | EVALUATION_ERROR_CLASSES
 )
 # What to do about each input cause, added to the reason (by error class or class).
 INPUT_HINTS = {
@@ -134,18 +140,6 @@ INPUT_HINTS = {
 }
 INPUT_HINTS["PARQUET_TYPE_ILLEGAL"] = INPUT_HINTS["_LEGACY_ERROR_TEMP_1173"]
 UNSUPPORTED_CODEC = "UNSUPPORTED_CODEC"
-# Causes of an expression failing on a row: a check's `sql` that is not total (checks.py).
-EVALUATION_ERROR_CLASSES = frozenset(
-    {
-        "CAST_INVALID_INPUT",
-        "CAST_OVERFLOW",
-        "DIVIDE_BY_ZERO",
-        "ARITHMETIC_OVERFLOW",
-        "USER_RAISED_EXCEPTION",
-        "INVALID_ARRAY_INDEX",
-        "INVALID_ARRAY_INDEX_IN_ELEMENT_AT",
-    }
-)
 _CODEC_CLASS = re.compile(r"^[\w.$]+\.\w+Codec$")  # a compression codec's class
 INFRASTRUCTURE_ERROR_CLASSES = frozenset(
     {
