@@ -230,42 +230,43 @@ class WapStack(Stack):
             resource_name=f"{pipeline.state_machine_name}:*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
+        # Not CDK's grant_*_data: those add every index and stream action. Only the
+        # sweeper queries an index; nothing scans or reads streams.
+        ledger_grants = (
+            (
+                Capability.LEDGER_READ,
+                [
+                    "dynamodb:GetItem",
+                    "dynamodb:BatchGetItem",
+                    "dynamodb:Query",
+                    "dynamodb:ConditionCheckItem",
+                    "dynamodb:DescribeTable",
+                ],
+                pipeline.ledger.table_arn,
+            ),
+            (
+                Capability.LEDGER_QUERY_INDEXES,
+                ["dynamodb:Query"],
+                f"{pipeline.ledger.table_arn}/index/*",
+            ),
+            (
+                Capability.LEDGER_WRITE,
+                [
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:DeleteItem",
+                    "dynamodb:BatchWriteItem",
+                ],
+                pipeline.ledger.table_arn,
+            ),
+        )
         for name, function in pipeline.functions.items():
             capabilities = pipeline.specs[name].capabilities
-            # Not CDK's grant_*_data: those add every index and stream action. Only the
-            # sweeper queries an index; nothing scans or reads streams.
-            if Capability.LEDGER_READ in capabilities:
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=[
-                            "dynamodb:GetItem",
-                            "dynamodb:BatchGetItem",
-                            "dynamodb:Query",
-                            "dynamodb:ConditionCheckItem",
-                            "dynamodb:DescribeTable",
-                        ],
-                        resources=[pipeline.ledger.table_arn],
+            for capability, actions, resource in ledger_grants:
+                if capability in capabilities:
+                    function.add_to_role_policy(
+                        iam.PolicyStatement(actions=actions, resources=[resource])
                     )
-                )
-            if Capability.LEDGER_QUERY_INDEXES in capabilities:
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["dynamodb:Query"],
-                        resources=[f"{pipeline.ledger.table_arn}/index/*"],
-                    )
-                )
-            if Capability.LEDGER_WRITE in capabilities:
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=[
-                            "dynamodb:PutItem",
-                            "dynamodb:UpdateItem",
-                            "dynamodb:DeleteItem",
-                            "dynamodb:BatchWriteItem",
-                        ],
-                        resources=[pipeline.ledger.table_arn],
-                    )
-                )
             if Capability.SOURCE_READ in capabilities:
                 storage.source.grant_read(function)
             if Capability.STAGING_WRITE in capabilities:
