@@ -185,12 +185,13 @@ def test_a_crash_between_merge_and_ledger_write_is_recorded_published(
 
     original = Ledger.update_ingest
 
-    def crash_on_published(self, ingest_id, fields, **kwargs):
-        if "published_branch" in fields:
+    def crash_on_published(self, ingest_id, changes=None, **kwargs):
+        # Ledger.update_ingest takes one Changes or the fields as keywords.
+        if "published_branch" in (changes or kwargs):
             raise ClientError(
                 {"Error": {"Code": "ValidationException", "Message": "injected"}}, "UpdateItem"
             )
-        return original(self, ingest_id, fields, **kwargs)
+        return original(self, ingest_id, changes, **kwargs)
 
     monkeypatch.setattr(Ledger, "update_ingest", crash_on_published)
     stack = make_stack()
