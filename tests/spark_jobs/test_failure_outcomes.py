@@ -115,20 +115,7 @@ def test_nessie_refusing_the_append_commit_is_an_error(
     before = nessie_api.ref(args.branch)["hash"]
     monkeypatch.setattr(nessie.store, "commit", refuse)
 
-    code = main(
-        [
-            "--source",
-            source,
-            "--table",
-            args.table,
-            "--branch",
-            args.branch,
-            "--ingest-id",
-            args.ingest_id,
-            "--report-uri",
-            args.report_uri,
-        ]
-    )
+    code = main(args.to_args())
 
     assert code == 0
     report = _read_report(args)
@@ -213,20 +200,7 @@ def test_source_whose_filesystem_fails_is_an_error(
     uri = make_uri(tmp_path)
     args = ingest("down.source", [uri])
 
-    code = main(
-        [
-            "--source",
-            uri,
-            "--table",
-            args.table,
-            "--branch",
-            args.branch,
-            "--ingest-id",
-            args.ingest_id,
-            "--report-uri",
-            args.report_uri,
-        ]
-    )
+    code = main(args.to_args())
 
     assert code == 0
     report = _read_report(args)

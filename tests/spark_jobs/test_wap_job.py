@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -97,6 +98,7 @@ def _summaries(lake, nessie, args) -> list[dict]:
 def _with_origins(args, origins: list[str]):
     """`args` as the pipeline submits them: each `--source` (the copy the job reads) with
     the uploaded object version it is a copy of."""
+    # Written out, not JobArgs.to_args(): the model refuses the unpaired list one test needs.
     argv = [a for uri in args.sources for a in ("--source", uri)]
     argv += [a for uri in origins for a in ("--source-origin", uri)]
     argv += [
@@ -596,20 +598,7 @@ def test_unreadable_files_are_rejected_and_main_exits_zero(
     args = ingest("bad.files", [path.as_uri()])
     main_before = nessie_api.ref("main")["hash"]
 
-    code = main(
-        [
-            "--source",
-            path.as_uri(),
-            "--table",
-            args.table,
-            "--branch",
-            args.branch,
-            "--ingest-id",
-            args.ingest_id,
-            "--report-uri",
-            args.report_uri,
-        ]
-    )
+    code = main(args.to_args())
 
     assert code == 0
     report = _read_report(args)
@@ -629,20 +618,7 @@ def test_nested_type_the_table_cannot_take_is_rejected(lake, nessie_api, ingest,
         {"id": [3], "tags": pa.array([["x", "y"]], pa.list_(pa.string()))},
     )
     args = ingest("bad.nested", [source])
-    code = main(
-        [
-            "--source",
-            source,
-            "--table",
-            args.table,
-            "--branch",
-            args.branch,
-            "--ingest-id",
-            args.ingest_id,
-            "--report-uri",
-            args.report_uri,
-        ]
-    )
+    code = main(args.to_args())
 
     assert code == 0
     report = _read_report(args)
@@ -669,20 +645,7 @@ def test_main_exits_non_zero_only_when_no_report_could_be_written(lake, ingest, 
     args = ingest("sales.noreport", [source])
     blocker = tmp_path / "file-not-dir"
     blocker.write_text("x")
-    code = main(
-        [
-            "--source",
-            source,
-            "--table",
-            args.table,
-            "--branch",
-            args.branch,
-            "--ingest-id",
-            args.ingest_id,
-            "--report-uri",
-            (blocker / "report.json").as_uri(),
-        ]
-    )
+    code = main(replace(args, report_uri=(blocker / "report.json").as_uri()).to_args())
     assert code == 1
 
 
