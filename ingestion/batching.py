@@ -27,6 +27,7 @@ from typing import Any, TypeGuard
 
 from contracts.batching import ARRIVAL_EVENT, ARRIVAL_MARKER, BatchLimits
 from contracts.config_text import CONFIG_ERROR
+from contracts.layout import file_name
 from contracts.report import SOURCE_PASSED, SOURCE_REJECTED, AuditReport, ReportError
 from contracts.table_config import (
     MAX_CONFIG_BYTES,
@@ -50,7 +51,7 @@ from ingestion.ledger import (
     Successor,
 )
 from ingestion.lifecycle import settle
-from ingestion.naming import TableRef, file_name, iso, split_s3_uri, utcnow
+from ingestion.naming import TableRef, iso, split_s3_uri, utcnow
 from ingestion.nessie import NessieClient
 
 _log = logging.getLogger(__name__)

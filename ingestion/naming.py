@@ -1,4 +1,5 @@
-"""Pure naming rules: key routing, marker files, ingest ids, branch names."""
+"""Pure naming rules: key routing, ingest ids, branch names (the key layout and marker
+files: contracts/layout.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from contracts import naming as rules
-from contracts.layout import file_name, is_marker
 from contracts.naming import BRANCH_PREFIX, IDENTIFIER, INGEST_ID, NESSIE_REF_NAME, ingest_id
 from ingestion.exceptions import UnroutableKeyError
 
@@ -15,9 +15,7 @@ __all__ = [
     "IDENTIFIER",
     "INGEST_ID",
     "NESSIE_REF_NAME",
-    "file_name",
     "ingest_id",
-    "is_marker",
 ]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from contracts.batching import MAX_MANIFEST_BYTES
-from contracts.layout import MANIFEST_MARKER, is_hidden_name, is_manifest_path
+from contracts.layout import MANIFEST_MARKER, file_name, is_hidden_name, is_manifest_path
 from ingestion import constants as c
 from ingestion.config import Settings
 from ingestion.ingest import start_or_fail
@@ -33,7 +33,7 @@ from ingestion.ledger import (
     Record,
 )
 from ingestion.lifecycle import announce
-from ingestion.naming import file_name, ingest_id, iso, route_key, s3_uri, utcnow
+from ingestion.naming import ingest_id, iso, route_key, s3_uri, utcnow
 from ingestion.nessie import NessieClient
 from lambdas.trigger.events import ObjectCreated
 

@@ -31,14 +31,14 @@ from contracts.dataset_config import (
     parse_dataset_config_bytes,
     parse_tables_manifest,
 )
-from contracts.layout import is_hidden_name
+from contracts.layout import file_name, is_hidden_name
 from contracts.naming import IDENTIFIER_RULE, is_identifier
 from contracts.table_config import MAX_CONFIG_BYTES, TableConfigError
 from ingestion import aws
 from ingestion.config import Settings
 from ingestion.ingest import start_or_fail
 from ingestion.ledger import BatchRecord, IngestRecord, Ledger
-from ingestion.naming import file_name, ingest_id, s3_uri
+from ingestion.naming import ingest_id, s3_uri
 from ingestion.nessie import NessieClient
 from ingestion.staging import frozen_config_uri, put_frozen
 from lambdas.trigger.datasets import (

@@ -17,7 +17,7 @@ from contracts.formats import (
     format_of,
     unsupported_format_text,
 )
-from contracts.layout import MANIFEST_MARKER, is_dataset_marker
+from contracts.layout import MANIFEST_MARKER, file_name, is_dataset_marker, is_marker
 from ingestion import aws
 from ingestion import constants as c
 from ingestion.alerts import alert_event, send_alert_quietly
@@ -32,15 +32,7 @@ from ingestion.exceptions import SourceVersionGoneError, UnroutableKeyError
 from ingestion.ingest import start_or_fail
 from ingestion.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, IngestRecord, Ledger, Record
 from ingestion.lifecycle import settle
-from ingestion.naming import (
-    file_name,
-    ingest_id,
-    is_marker,
-    iso,
-    route_key,
-    s3_uri,
-    utcnow,
-)
+from ingestion.naming import ingest_id, iso, route_key, s3_uri, utcnow
 from ingestion.nessie import NessieClient
 from ingestion.staging import stage_version, staged_uri
 from lambdas.trigger.datasets import complete_dataset, dataset_prefix

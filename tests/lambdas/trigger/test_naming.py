@@ -8,14 +8,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from pynessie.model import is_valid_reference_name
 
+from contracts.layout import is_marker
 from ingestion.exceptions import UnroutableKeyError
-from ingestion.naming import (
-    TableRef,
-    branch_name,
-    ingest_id,
-    is_marker,
-    route_key,
-)
+from ingestion.naming import TableRef, branch_name, ingest_id, route_key
 
 
 @pytest.mark.parametrize(
