@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts import report as contract
+from contracts.table_config import MONITOR_KINDS
 from spark_jobs import hadoop_fs
 from spark_jobs.errors import ReportWriteError, WapJobError, as_job_error, describe
 
@@ -72,7 +73,9 @@ class Report:
             return
         self.outcome, self.reason_code = FAILED_OUTCOME, contract.AUDIT_FAILED_CODE
         parts = [
-            f"{c.name} ({c.status}"
+            f"{c.name} ({c.message})"
+            if _learned(c)
+            else f"{c.name} ({c.status}"
             + (f", {c.violations} violation(s)" if c.violations is not None else "")
             + ")"
             for c in bad
@@ -160,6 +163,15 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """The report's JSON (docs/contracts.md)."""
         return self.to_report().to_dict()
+
+
+def _learned(check: contract.CheckResult) -> bool:
+    """A check judged against published history: its message says the value, the
+    expected range and where it came from, which is the reason people need."""
+    learned = check.kind in MONITOR_KINDS or (
+        isinstance(check.threshold, dict) and "history" in check.threshold
+    )
+    return learned and bool(check.message)
 
 
 def _name(uri: str) -> str:

@@ -17,6 +17,7 @@ from wap.cli.command import console, home_flag
 from wap.cli.next_steps import branch_open, decisions
 from wap.ops import operations as ops
 from wap.ops.backends import Target
+from wap.ops.report_view import CheckLine, ReportView
 
 
 def not_waited(backend: Any, dropped: list[ops.Dropped], as_json: bool) -> None:
@@ -111,14 +112,16 @@ def print_outcomes(
     for i, r in enumerate(records):
         status = r.status
         if status == c.PUBLISHED:
-            passed = views[i].published_text if views is not None else "published"
+            passed = (
+                ReportView.of(views[i].report).published_text if views is not None else "published"
+            )
             detail = f"{passed}; merged into main, branch deleted"
         else:
             detail = r.error or "-"
             if views is not None and views[i].failed_checks:
                 detail = "; ".join(
                     f"check {ch.name} ({ch.kind}) {ch.status}: {ch.finding}"
-                    for ch in views[i].failed_checks
+                    for ch in map(CheckLine.of, views[i].failed_checks)
                 )
             if branch_open(r):
                 open_branches.append(r)
