@@ -6,8 +6,8 @@ source for any other), so no ending skips its time, alert, metrics or lineage.
   it for the state machine's Alert task), the outcome's metrics and lineage;
 - `settle_new`: a record created ended (an upload rejected when recorded), announced as
   `settle` would;
-- `share`: files that end with their batch or dataset: its own `settle` announced the run
-  (one alert, its metrics and lineage name every file);
+- `share`: files that end with their batch or dataset (or follow a decision on it): its
+  own `settle` announced the run (one alert, its metrics and lineage name every file);
 - `decide`: a decision on an ingest already ended (a person publishes or discards it, or
   its retention ends): announced by who decides (`wap`'s review event) or not at all;
 - `settle_maintenance`: a maintenance run (compaction) ends: its outcome and time, and the
@@ -141,7 +141,8 @@ def share(
     only_if: tuple[str, Any] | None = None,
 ) -> set[str]:
     """Record the files of a batch or dataset (`updates`: id -> their outcome) ended with
-    it: its own ending announces the run. Returns the ids changed (`update_ingests`)."""
+    it, or given the decision a person made on it: the batch's own ending (or decision)
+    announces them. Returns the ids changed (`update_ingests`)."""
     return ledger.update_ingests(updates, only_if_status=only_if_status, only_if=only_if)
 
 
