@@ -1,6 +1,6 @@
 """Every ending goes through the lifecycle: no module but `ingestion/lifecycle.py` writes a
-terminal status (contracts.lifecycle.TERMINAL_STATUSES) to the ledger, so no ending can
-skip its time, alert, metrics or lineage.
+terminal status (contracts.lifecycle.TERMINAL_STATUSES) to the ledger, builds an ending's
+alert or records an outcome's metrics and lineage, so no ending can skip one of them.
 
 Read from the source (AST): a ledger write (`create_ingest`, `update_ingest`,
 `update_ingests`) or a `Changes` that sets `status` must name a status that is not
@@ -217,3 +217,21 @@ def run_fields(run):
     return Changes(branch=run.branch)
 """
     assert terminal_writes(source) == []
+
+
+def test_only_the_lifecycle_alerts_an_ending_and_records_its_metrics_and_lineage():
+    """Outside it, an alert is only about a table that waits (BLOCKED, not an ending)."""
+    bad = []
+    for path, source in _scanned().items():
+        if path in ("ingestion/alerts.py", "ingestion/lineage/record.py"):
+            continue  # where they are defined
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _name(node.func)
+            outcome = [k.value for k in node.keywords if k.arg == "outcome"]
+            if name == "record_outcome" or (
+                name == "alert_event" and not (outcome and _name(outcome[0]) == "BLOCKED")
+            ):
+                bad.append(f"{path}:{node.lineno}")
+    assert bad == []
