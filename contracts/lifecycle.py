@@ -69,7 +69,9 @@ INITIAL_STATUSES: frozenset[Status] = frozenset({RECEIVED, REJECTED})
 # - a start: RECEIVED/QUEUED -> RUNNING, QUEUED (a dataset waiting at its next table),
 #   JOB_FAILED (it can never start), REJECTED (its config is broken);
 # - finish: RECEIVED/QUEUED/RUNNING -> a final outcome, or SPLIT (a batch);
-# - a batch's files: RUNNING -> its outcome, REJECTED (their own), QUEUED (split);
+# - a batch's files: RUNNING -> its outcome, REJECTED (their own), QUEUED (split); and
+#   DISCARDED: a person discarded the failed batch before its files were settled (they
+#   follow when the table is handed on);
 # - the sweeper: RECEIVED -> QUEUED/JOB_FAILED, HELD -> REJECTED, RUNNING -> PUBLISHED or
 #   JOB_FAILED, a failure -> DISCARDED (its retention ended);
 # - a person: AUDIT_FAILED -> PUBLISHED (`wap publish`), a failure -> DISCARDED.
@@ -79,7 +81,7 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
     RECEIVED: frozenset({HELD, QUEUED, RUNNING, *_ENDINGS}),
     QUEUED: frozenset({RUNNING, *_ENDINGS}),
     HELD: frozenset({RUNNING, REJECTED}),
-    RUNNING: frozenset({QUEUED, *_ENDINGS}),
+    RUNNING: frozenset({QUEUED, *_ENDINGS, DISCARDED}),
     AUDIT_FAILED: frozenset({PUBLISHED, DISCARDED}),
     REJECTED: frozenset({DISCARDED}),
     JOB_FAILED: frozenset({DISCARDED}),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from contracts.batching import ARRIVAL_EVENT, ARRIVAL_MARKER, BatchLimits
@@ -38,10 +38,8 @@ from contracts.table_config import (
 )
 from ingestion import aws
 from ingestion import constants as c
-from ingestion.alerts import alert_event, send_alert_quietly
 from ingestion.config import Settings
 from ingestion.ledger import (
-    KIND_BATCH,
     BatchRecord,
     Changes,
     IngestRecord,
@@ -50,7 +48,7 @@ from ingestion.ledger import (
     Record,
     Successor,
 )
-from ingestion.lifecycle import settle
+from ingestion.lifecycle import settle, share
 from ingestion.naming import TableRef, iso, split_s3_uri, utcnow
 from ingestion.nessie import NessieClient
 
@@ -250,19 +248,18 @@ def open_batch(ledger: Ledger, table: str, successor: Successor) -> BatchRecord:
     first = members[0]
     more = len(members) - 1
     ledger.create_ingest(
-        successor.id,
-        {
-            "table": table,
-            "members": list(successor.members),
-            "sources": [staged_uri_of(member) for member in members],
-            "files": len(members),
-            "source_uri": f"{first.source_uri} (+{more} more file{'s' * (more != 1)})",
-            "size": sum(int(member.size or 0) for member in members),
-            "attempts": 0,
-            "status": c.RECEIVED,
-            "staged_at": iso(utcnow()),
-        },
-        kind=KIND_BATCH,
+        BatchRecord(
+            ingest_id=successor.id,
+            table=table,
+            members=tuple(successor.members),
+            sources=tuple(staged_uri_of(member) for member in members),
+            files=len(members),
+            source_uri=f"{first.source_uri} (+{more} more file{'s' * (more != 1)})",
+            size=sum(int(member.size or 0) for member in members),
+            attempts=0,
+            status=c.RECEIVED,
+            staged_at=iso(utcnow()),
+        )
     )
     running = Changes(status=c.RUNNING, batch_id=successor.id, solo=None, rerun_group=None)
     ledger.update_ingests(
@@ -273,16 +270,18 @@ def open_batch(ledger: Ledger, table: str, successor: Successor) -> BatchRecord:
     return record
 
 
-def settle_members(ledger: Ledger, batch: BatchRecord) -> list[str]:
-    """Give each member of a finished batch its own outcome (see the module docstring);
-    returns the members that go back to the head of the queue, in the order they run."""
+def settle_members(settings: Settings, ledger: Ledger, batch: BatchRecord) -> list[str]:
+    """Give each member of a finished batch its own outcome (see the module docstring):
+    a file rejected on its own is settled (alerted, counted); the others share the batch's,
+    which its own settle announced. Returns the members that go back to the head of the
+    queue, in the order they run."""
     status = batch.status
     if status not in c.TERMINAL_STATUSES and status != c.SPLIT:
         return []
     members = list(batch.members)
     verdicts = _member_verdicts(batch)
     if status == c.SPLIT:
-        return _split(ledger, batch, members, verdicts)
+        return _split(settings, ledger, batch, members, verdicts)
     now = iso(utcnow())
     updates = {}
     # A multi-table dataset: each file gets the snapshot of its own table.
@@ -292,7 +291,7 @@ def settle_members(ledger: Ledger, batch: BatchRecord) -> list[str]:
         verdict = verdicts.get(member) or {}
         # A dataset's files share its outcome: the job publishes all of them or none.
         if verdict.get("status") == SOURCE_REJECTED and not batch.all_or_nothing:
-            _reject(ledger, batch, member, verdict)
+            _reject(settings, ledger, batch, member, verdict)
             continue
         fields: dict[str, Any] = {
             "status": status,
@@ -308,7 +307,7 @@ def settle_members(ledger: Ledger, batch: BatchRecord) -> list[str]:
                 published_hash=batch.published_hash,
             )
         updates[member] = Changes(**fields)
-    _update_members(ledger, batch, updates)
+    share(ledger, updates, only_if_status={c.RUNNING}, only_if=("batch_id", batch.ingest_id))
     return []
 
 
@@ -346,7 +345,11 @@ def failing_files(batch: BatchRecord) -> str | None:
 
 
 def _split(
-    ledger: Ledger, batch: BatchRecord, members: list[str], verdicts: dict[str, dict[str, Any]]
+    settings: Settings,
+    ledger: Ledger,
+    batch: BatchRecord,
+    members: list[str],
+    verdicts: dict[str, dict[str, Any]],
 ) -> list[str]:
     rejected = [m for m in members if verdicts.get(m, {}).get("status") == SOURCE_REJECTED]
     passed = [m for m in members if verdicts.get(m, {}).get("status") == SOURCE_PASSED]
@@ -354,19 +357,11 @@ def _split(
     # blamed: it runs in a half below, not alone (10 files took 11 runs).
     failed = [m for m in members if m in verdicts and m not in rejected and m not in passed]
     for member in rejected:
-        _reject(ledger, batch, member, verdicts[member])
+        _reject(settings, ledger, batch, member, verdicts[member])
     split_from = batch.ingest_id
-    queued = {"status": c.QUEUED, "batch_id": None, "split_from": split_from}  # (+ its group)
     if failed:
         alone = failed + [m for m in members if m not in verdicts]
-        _update_members(
-            ledger,
-            batch,
-            {
-                **{m: Changes(**queued) for m in passed},
-                **{m: Changes(**queued, solo=True) for m in alone},
-            },
-        )
+        _requeue(ledger, batch, {**{m: {} for m in passed}, **{m: _SOLO for m in alone}})
         # The group goes first (it publishes in one more run), then each failing file.
         return passed + alone
     # The batch failed as a whole and no file on its own (a key repeated across two
@@ -375,14 +370,11 @@ def _split(
     remaining = [m for m in members if m not in rejected]
     middle = (len(remaining) + 1) // 2
     halves = [half for half in (remaining[:middle], remaining[middle:]) if half]
-    _update_members(
+    _requeue(
         ledger,
         batch,
         {
-            member: Changes(
-                **queued,
-                **({RERUN_GROUP: f"{split_from}/{number}"} if len(half) > 1 else {"solo": True}),
-            )
+            member: {RERUN_GROUP: f"{split_from}/{number}"} if len(half) > 1 else _SOLO
             for number, half in enumerate(halves, start=1)
             for member in half
         },
@@ -390,38 +382,45 @@ def _split(
     return [member for half in halves for member in half]
 
 
-def _reject(ledger: Ledger, batch: BatchRecord, member: str, verdict: Mapping[str, Any]) -> None:
+def _reject(
+    settings: Settings,
+    ledger: Ledger,
+    batch: BatchRecord,
+    member: str,
+    verdict: Mapping[str, Any],
+) -> None:
+    """A file the job could not read ends REJECTED on its own (alerted, counted), while it
+    is still RUNNING in this batch."""
     reason = verdict.get("reason") or "the job could not read this file"
-    if _update_member(
+    record = ledger.get_ingest(member) or IngestRecord(ingest_id=member, table=batch.table)
+    settle(
+        settings,
         ledger,
-        batch,
-        member,
-        Changes(
-            status=c.REJECTED,
-            error=reason,
-            finished_at=iso(utcnow()),
-            report_uri=batch.report_uri,
-            log_uri=batch.log_uri,
-        ),
-    ):
-        record = ledger.get_ingest(member) or IngestRecord(ingest_id=member, table=batch.table)
+        record,
+        c.REJECTED,
+        reason,
+        only_if_status={c.RUNNING},
+        only_if=("batch_id", batch.ingest_id),
+        fields={"report_uri": batch.report_uri, "log_uri": batch.log_uri},
         # The record keeps the batch's report (its verdict is there), but the alert must
         # speak of this file only: not the batch's rows, files, checks and samples.
-        send_alert_quietly(
-            alert_event(
-                replace(record, report_uri=None, branch=None), outcome=c.REJECTED, reason=reason
-            )
-        )
+        alert_without=("report_uri", "branch"),
+    )
 
 
-def _update_member(ledger: Ledger, batch: BatchRecord, member: str, fields: Changes) -> bool:
-    return member in _update_members(ledger, batch, {member: fields})
+_SOLO = {"solo": True}  # a requeued file that runs alone
 
 
-def _update_members(ledger: Ledger, batch: BatchRecord, updates: Mapping[str, Changes]) -> set[str]:
-    """Change members still RUNNING in this batch (a settled one is left as it is)."""
-    return ledger.update_ingests(
-        updates, only_if_status={c.RUNNING}, only_if=("batch_id", batch.ingest_id)
+def _requeue(ledger: Ledger, batch: BatchRecord, groups: Mapping[str, Mapping[str, Any]]) -> None:
+    """Put members still RUNNING in this split batch (a settled one is left as it is) back
+    in its queue, each with how it runs again (`groups`: id -> `solo` or its half)."""
+    ledger.update_ingests(
+        {
+            member: Changes(status=c.QUEUED, batch_id=None, split_from=batch.ingest_id, **how)
+            for member, how in groups.items()
+        },
+        only_if_status={c.RUNNING},
+        only_if=("batch_id", batch.ingest_id),
     )
 
 

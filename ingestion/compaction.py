@@ -30,14 +30,14 @@ from contracts.compaction import CompactionVerdict
 from contracts.naming import hex_id
 from contracts.properties import INGEST_ID_PROPERTY, MAINTENANCE_PROPERTY
 from ingestion import constants as c
-from ingestion.alerts import alert_event
 from ingestion.exceptions import (
     NotACompactionError,
     RetryableError,
     TableBusyError,
     UnknownTableError,
 )
-from ingestion.ledger import LOCK_ACTIVE, Changes, Ledger
+from ingestion.ledger import LOCK_ACTIVE, IngestRecord, Ledger
+from ingestion.lifecycle import settle_maintenance
 from ingestion.naming import TableRef, branch_name, iso, utcnow
 from ingestion.nessie import MergeMeta, NessieClient
 from ingestion.published import merge_audited_commit
@@ -88,12 +88,12 @@ def begin(
     branch = branch_name(ref, now, run_id)
     if ledger.get_lock(table).active is not None:
         raise TableBusyError(f"{table} is busy (an ingest holds it): try again when it is free")
-    ledger.create_ingest(run_id, {"table": table, "status": c.RECEIVED, "source_uri": SOURCE})
+    ledger.create_ingest(
+        IngestRecord(ingest_id=run_id, table=table, status=c.RECEIVED, source_uri=SOURCE)
+    )
     if ledger.acquire_or_enqueue(table, run_id) != LOCK_ACTIVE:
         ledger.release(table, run_id)  # out of the queue: an ingest must not start it
-        ledger.update_ingest(
-            run_id, status=c.REJECTED, finished_at=iso(utcnow()), error="the table was busy"
-        )
+        settle_maintenance(ledger, run_id, c.REJECTED, "the table was busy", deliver=None)
         raise TableBusyError(f"{table} is busy (an ingest took it): try again when it is free")
     ledger.update_ingest(run_id, status=c.RUNNING, branch=branch)
     return CompactionStart(run_id, table, branch)
@@ -149,18 +149,20 @@ def conclude(
     nessie.delete_branch(start.branch, head)
     done = iso(utcnow())
     reason = None if verdict.changed else "nothing to rewrite"
-    ledger.update_ingest(
+    settle_maintenance(
+        ledger,
         start.run_id,
-        Changes(
-            numbers,
-            status=c.PUBLISHED,
-            finished_at=done,
-            branch_deleted_at=done,
-            audited_hash=head,
-            published_hash=merged,
-            rows_written=0,
-            error=reason,
-        ),
+        c.PUBLISHED,
+        reason,
+        deliver=alert,
+        fields={
+            **numbers,
+            "branch_deleted_at": done,
+            "audited_hash": head,
+            "published_hash": merged,
+            "rows_written": 0,
+        },
+        at=done,
     )
     return CompactionOutcome(
         start.run_id, start.table, start.branch, c.PUBLISHED, reason, merged, verdict
@@ -197,10 +199,7 @@ def _failed(
     reason: str | None,
     verdict: CompactionVerdict | None,
 ) -> CompactionOutcome:
-    ledger.update_ingest(start.run_id, status=status, error=reason, finished_at=iso(utcnow()))
-    record = ledger.get_ingest(start.run_id)
-    if record is not None:
-        alert(alert_event(record, outcome=status, reason=reason))
+    settle_maintenance(ledger, start.run_id, status, reason, deliver=alert)
     return CompactionOutcome(start.run_id, start.table, start.branch, status, reason, None, verdict)
 
 

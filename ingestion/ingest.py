@@ -447,7 +447,7 @@ def release_all_and_start_next(
     """`release_and_start_next` for every table the run holds or waits for (a multi-table
     dataset's, in lock order); returns the successor of its first table. The run's files
     are settled once, however many tables it has."""
-    requeue = _settle(ledger, record.ingest_id)  # only a one-table batch splits
+    requeue = _settle(settings, ledger, record.ingest_id)  # only a one-table batch splits
     successors = [
         _release_to_next(
             settings, ledger, nessie, table, record.ingest_id, requeue if number == 0 else []
@@ -467,13 +467,14 @@ def release_and_start_next(
     at the head of the queue). A retryable failure to start the successor is logged, not
     raised: the successor holds the lock in a pending state, which the sweeper restarts.
     """
-    return _release_to_next(settings, ledger, nessie, table, ingest_id, _settle(ledger, ingest_id))
+    requeue = _settle(settings, ledger, ingest_id)
+    return _release_to_next(settings, ledger, nessie, table, ingest_id, requeue)
 
 
-def _settle(ledger: Ledger, ingest_id: str) -> list[str]:
+def _settle(settings: Settings, ledger: Ledger, ingest_id: str) -> list[str]:
     """Settle a finished batch's members; the ones that go back to the head of its queue."""
     holder = ledger.get_ingest(ingest_id)
-    return settle_members(ledger, holder) if isinstance(holder, BatchRecord) else []
+    return settle_members(settings, ledger, holder) if isinstance(holder, BatchRecord) else []
 
 
 def _release_to_next(

@@ -158,9 +158,20 @@ class Ledger:
     # ---- ingest and batch records (ingests.py) --------------------------------------------
 
     def create_ingest(
-        self, ingest_id: str, fields: Mapping[str, Any], *, kind: str = KIND_INGEST
+        self,
+        record: Record | str,
+        fields: Mapping[str, Any] | None = None,
+        *,
+        kind: str = KIND_INGEST,
     ) -> bool:
-        return self.ingests.create_ingest(ingest_id, fields, kind=kind)
+        """Record a new ingest or batch, typed (`IngestRecord`, `BatchRecord`); False when
+        its id is already recorded. `create_ingest(ingest_id, fields, kind=...)` builds the
+        record from stored attributes first (how tests seed a ledger)."""
+        if isinstance(record, str):
+            record = record_from_item({**(fields or {}), "kind": kind, "ingest_id": record})
+        elif fields is not None:
+            raise TypeError("create_ingest takes a record, or an ingest id and its fields")
+        return self.ingests.create_ingest(record)
 
     def get_ingest(self, ingest_id: str) -> Record | None:
         return self.ingests.get_ingest(ingest_id)
@@ -174,15 +185,19 @@ class Ledger:
         changes: Changes | None = None,
         *,
         only_if_status: Iterable[str] | None = None,
+        only_if: tuple[str, Any] | None = None,
         **fields: Any,
     ) -> bool:
         """Set the record's fields, named as keywords (checked: `Changes`) or given as one
-        `Changes`; False when its status is not in `only_if_status` (see IngestRecords)."""
+        `Changes`; False when its status is not in `only_if_status`, or the field `only_if`
+        names has another value (see IngestRecords)."""
         if changes is None:
             changes = Changes(**fields)
         elif fields:
             raise TypeError("update_ingest takes one Changes or keyword fields, not both")
-        return self.ingests.update_ingest(ingest_id, changes, only_if_status=only_if_status)
+        return self.ingests.update_ingest(
+            ingest_id, changes, only_if_status=only_if_status, only_if=only_if
+        )
 
     def update_ingests(
         self,

@@ -77,21 +77,12 @@ class IngestRecords:
         self._store = store
         self._record_ttl = record_ttl
 
-    def create_ingest(
-        self, ingest_id: str, fields: Mapping[str, Any], *, kind: str = KIND_INGEST
-    ) -> bool:
-        """Put a new ingest (or batch) record; False (and no write) when the id is already
-        recorded."""
+    def create_ingest(self, record: Record) -> bool:
+        """Put a new ingest (or batch) `record` (its kind is its type's; `created_at` and
+        `updated_at` are now); False (and no write) when its id is already recorded."""
         now = iso(utcnow())
-        record = record_from_item(
-            {
-                **self._final_fields(fields),
-                "kind": kind,
-                "ingest_id": ingest_id,
-                "created_at": now,
-                "updated_at": now,
-            }
-        )
+        item = self._final_fields(record_to_item(record))
+        record = record_from_item({**item, "created_at": now, "updated_at": now})
         try:
             self._store.table.put_item(
                 Item=record_to_item(record), ConditionExpression="attribute_not_exists(pk)"
@@ -124,14 +115,16 @@ class IngestRecords:
         fields: Changes,
         *,
         only_if_status: Iterable[str] | None = None,
+        only_if: tuple[str, Any] | None = None,
     ) -> bool:
-        """Set `fields` on an existing record; False when its status is not in `only_if_status`.
+        """Set `fields` on an existing record; False when its status is not in `only_if_status`
+        (or, with `only_if` = (field, value), that field has another value).
 
         A final status also sets the record's expiry (TTL) and marks it for the sweeper
         (branch and staged copy clean-up), unless `fields` say otherwise. A status change
         the lifecycle does not allow raises TransitionError (and writes nothing).
         """
-        write = self._update(ingest_id, fields, only_if_status)
+        write = self._update(ingest_id, fields, only_if_status, only_if)
         try:
             self._store.table.update_item(**write)
         except Exception as exc:

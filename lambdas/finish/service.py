@@ -6,9 +6,9 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from contracts.alert import AlertEvent
 from contracts.state import ExecutionState, FinishResult
 from ingestion import constants as c
-from ingestion.alerts import alert_event
 from ingestion.batching import failing_files, is_batch, split_reason
 from ingestion.config import Settings
 from ingestion.exceptions import InvalidEventError
@@ -17,8 +17,8 @@ from ingestion.ingest import (
     release_all_and_start_next,
     run_from_fields,
 )
-from ingestion.ledger import Changes, IngestRecord, Ledger
-from ingestion.lineage import record as lineage
+from ingestion.ledger import IngestRecord, Ledger
+from ingestion.lifecycle import alert_of, settle
 from ingestion.log import logger
 from ingestion.naming import iso, utcnow
 from ingestion.nessie import NessieClient
@@ -117,9 +117,6 @@ def finish(
         for job_run_id in {run.job_run_id, record.job_run_id if record else None} - {None}:
             cancel_job_run_quietly(settings, job_run_id)
     fields = {
-        "status": status,
-        "error": reason,
-        "finished_at": iso(utcnow()),
         "execution_arn": execution_arn,
         "report_uri": (outcome and outcome.report_uri) or run.report_uri,
         "log_uri": (outcome and outcome.log_uri) or run.log_uri,
@@ -128,29 +125,35 @@ def finish(
         "snapshot_id": outcome.snapshot_id if outcome else None,
         "rows_written": outcome.rows_written if outcome else None,
     }
+    now = utcnow()
     # Else the sweeper retries the delete (a failed one's when its retention ends).
     if status in (c.PUBLISHED, c.SPLIT, c.REJECTED) and branch_deleted:
-        fields["branch_deleted_at"] = fields["finished_at"]
-    recorded = ledger.update_ingest(
-        ingest_id,
-        Changes.of({k: v for k, v in fields.items() if v is not None}),
+        fields["branch_deleted_at"] = iso(now)
+    # Settled once (a retried invocation finds it recorded: counted once); the alert is
+    # the state machine's to send (its Alert task retries the delivery).
+    alerts: list[AlertEvent] = []
+    settled = settle(
+        settings,
+        ledger,
+        record or IngestRecord(ingest_id=ingest_id, table=table),
+        status,
+        reason,
         only_if_status={c.RUNNING, c.RECEIVED, c.QUEUED},
+        alert=status not in (c.PUBLISHED, c.SPLIT),
+        deliver=alerts.append,
+        fields={k: v for k, v in fields.items() if v is not None},
+        at=now,
+        job_started_at=run.started_at,
     )
-    record = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
-    outcome_record = record
-    if record.branch_deleted_at:  # the alert names no branch that is gone
-        record = replace(record, branch=None)
+    record = (
+        settled or ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
+    )
     next_id = release_all_and_start_next(settings, ledger, nessie, record)
-    if recorded:  # by this invocation (a retried one finds it recorded): counted once
-        lineage.record_outcome(settings, ledger, outcome_record, job_started_at=run.started_at)
-    alert = None
-    if record.status not in (c.PUBLISHED, c.SPLIT):
-        alert = alert_event(
-            record,
-            outcome=record.status or status,
-            reason=record.error or reason,
-            execution_arn=execution_arn,
-        )
+    alert = alerts[0] if alerts else None
+    if settled is None and record.status not in (c.PUBLISHED, c.SPLIT):
+        # Recorded by an earlier invocation that failed before returning: its alert was
+        # never sent.
+        alert = alert_of(record, record.status or status, record.error or reason, execution_arn)
     return FinishResult(status=record.status or status, alert=alert, next_ingest_id=next_id)
 
 

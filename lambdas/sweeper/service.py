@@ -23,6 +23,7 @@ from ingestion.config import Settings
 from ingestion.ingest import cancel_job_run, release_and_start_next, start_or_fail
 from ingestion.ledger import (
     LOCK_QUEUED,
+    Changes,
     IngestRecord,
     Ledger,
     QueueStat,
@@ -32,7 +33,7 @@ from ingestion.ledger import (
     is_multi_table,
     tables_of,
 )
-from ingestion.lifecycle import settle
+from ingestion.lifecycle import decide, settle
 from ingestion.log import logger
 from ingestion.naming import iso, parse_iso, utcnow
 from ingestion.nessie import NessieClient
@@ -165,26 +166,21 @@ def _expire_held(settings: Settings, ledger: Ledger, now: datetime, report: Swee
             f"first file ({len(records)} file{'s' * (len(records) != 1)} held); upload "
             "the marker to ingest them, or the files again"
         )
-        expired = [
-            record
-            for record in records
-            if ledger.update_ingest(
-                record.ingest_id,
-                status=c.REJECTED,
-                error=reason,
-                finished_at=iso(now),
+        expired = []
+        for record in records:
+            # Each file settled on its own (counted, traced); the dataset alerted once.
+            if settle(
+                settings,
+                ledger,
+                record,
+                c.REJECTED,
+                reason,
                 only_if_status={c.HELD},
-            )
-        ]
-        if expired:
-            send_alert_quietly(
-                alert_event(
-                    ledger.get_ingest(expired[0].ingest_id) or expired[0],
-                    outcome=c.REJECTED,
-                    reason=reason,
-                )
-            )
-            report.expired_held += [record.ingest_id for record in expired]
+                alert=not expired,
+                at=now,
+            ):
+                expired.append(record.ingest_id)
+        report.expired_held += expired
 
 
 def _clean_up(
@@ -206,14 +202,13 @@ def _clean_up(
             ledger.update_ingest(iid, sweep_after=iso(expires))
             return
         nessie.delete_branch(branch)
-        ledger.update_ingest(
-            iid,
+        discarded = Changes(
             status=c.DISCARDED,
             previous_status=status,
             branch_deleted_at=iso(now),
             discard_reason=f"branch older than {settings.branch_retention_days} days",
-            only_if_status={status},
         )
+        decide(ledger, iid, discarded, only_if_status={status})
         report.discarded_branches.append(branch)
         return  # DISCARDED is final too: the staged copy goes on the next pass
     if branch and not record.branch_deleted_at:  # published, but its delete after the merge failed

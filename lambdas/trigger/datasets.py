@@ -24,7 +24,6 @@ from ingestion import constants as c
 from ingestion.config import Settings
 from ingestion.ingest import start_or_fail
 from ingestion.ledger import (
-    KIND_BATCH,
     LOCK_QUEUED,
     BatchRecord,
     Changes,
@@ -32,7 +31,7 @@ from ingestion.ledger import (
     Ledger,
     Record,
 )
-from ingestion.lifecycle import announce
+from ingestion.lifecycle import settle_new, share
 from ingestion.naming import ingest_id, iso, route_key, s3_uri, utcnow
 from ingestion.nessie import NessieClient
 from lambdas.trigger.events import ObjectCreated
@@ -190,16 +189,18 @@ def problem_of(members: list[IngestRecord]) -> str | None:
 def join_members(
     ledger: Ledger, batch_id: str, members: Sequence[str], problem: str | None = None
 ) -> None:
-    """Make the files the dataset's (RUNNING in it, or REJECTED with its `problem`): only
-    those still waiting are changed, so it is safe to repeat (a retried trigger does, in
-    case the one before stopped between recording the dataset and joining its files)."""
-    joined = Changes(
-        status=c.REJECTED if problem else c.RUNNING,
-        batch_id=batch_id,
-        error=problem,
-        finished_at=iso(utcnow()) if problem else None,
-    )
-    ledger.update_ingests({member: joined for member in members}, only_if_status=_JOINABLE)
+    """Make the files the dataset's (RUNNING in it, or REJECTED with its `problem`, which
+    the dataset announces): only those still waiting are changed, so it is safe to repeat
+    (a retried trigger does, in case the one before stopped between recording the dataset
+    and joining its files)."""
+    if problem:
+        rejected = Changes(
+            status=c.REJECTED, batch_id=batch_id, error=problem, finished_at=iso(utcnow())
+        )
+        share(ledger, dict.fromkeys(members, rejected), only_if_status=_JOINABLE)
+        return
+    joined = Changes(status=c.RUNNING, batch_id=batch_id, error=None, finished_at=None)
+    ledger.update_ingests(dict.fromkeys(members, joined), only_if_status=_JOINABLE)
 
 
 def record_batch(
@@ -214,32 +215,29 @@ def record_batch(
     extra: dict[str, Any] | None = None,
 ) -> Record:
     """The dataset's batch record (created once, with `extra` fields), its members joined
-    to it; a dataset that cannot run is recorded REJECTED with its files, alerted once."""
+    to it; a dataset that cannot run is recorded REJECTED with its files, announced once."""
     ids = [member.ingest_id for member in members]
-    created = ledger.create_ingest(
-        batch_id,
-        {
-            **(extra or {}),
-            "table": table,
-            "members": ids,
-            "sources": [member.staged_uri for member in members],
-            "files": len(ids),
-            "dataset": prefix,
-            "all_or_nothing": True,
-            "source_uri": s3_uri(marker.bucket, prefix),
-            "marker_uri": s3_uri(marker.bucket, marker.key),
-            "size": sum(int(member.size or 0) for member in members),
-            "attempts": 0,
-            "status": c.REJECTED if problem else c.RECEIVED,
-            "error": problem,
-            "finished_at": iso(utcnow()) if problem else None,
-            "staged_at": iso(utcnow()),
-        },
-        kind=KIND_BATCH,
+    recorded = BatchRecord(
+        **(extra or {}),
+        ingest_id=batch_id,
+        table=table,
+        members=tuple(ids),
+        sources=tuple(member.staged_uri for member in members),
+        files=len(ids),
+        dataset=prefix,
+        all_or_nothing=True,
+        source_uri=s3_uri(marker.bucket, prefix),
+        marker_uri=s3_uri(marker.bucket, marker.key),
+        size=sum(int(member.size or 0) for member in members),
+        attempts=0,
+        status=c.RECEIVED,
+        staged_at=iso(utcnow()),
     )
+    if problem:
+        settle_new(settings, ledger, recorded, c.REJECTED, problem)
+    else:
+        ledger.create_ingest(recorded)
     join_members(ledger, batch_id, ids, problem)
     batch = ledger.get_ingest(batch_id)
     assert batch is not None
-    if created and problem:  # recorded ended: announced as `settle` would
-        announce(settings, ledger, batch, c.REJECTED, problem)
     return batch

@@ -124,8 +124,8 @@ def complete_multi_table_dataset(
             problem,
             extra={
                 "dataset_name": name,
-                "tables": tables,
-                "source_tables": member_tables,
+                "tables": tuple(tables),
+                "source_tables": tuple(member_tables),
                 "dataset_config_uri": frozen,
             },
         )

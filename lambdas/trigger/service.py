@@ -20,7 +20,6 @@ from contracts.formats import (
 from contracts.layout import MANIFEST_MARKER, file_name, is_dataset_marker, is_marker
 from ingestion import aws
 from ingestion import constants as c
-from ingestion.alerts import alert_event, send_alert_quietly
 from ingestion.batching import (
     Intake,
     reject_for_config,
@@ -30,8 +29,8 @@ from ingestion.batching import (
 from ingestion.config import Settings
 from ingestion.exceptions import SourceVersionGoneError, UnroutableKeyError
 from ingestion.ingest import start_or_fail
-from ingestion.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, IngestRecord, Ledger, Record
-from ingestion.lifecycle import settle
+from ingestion.ledger import LOCK_NOT_PENDING, LOCK_QUEUED, Changes, IngestRecord, Ledger, Record
+from ingestion.lifecycle import settle, settle_new, share
 from ingestion.naming import ingest_id, iso, route_key, s3_uri, utcnow
 from ingestion.nessie import NessieClient
 from ingestion.staging import stage_version, staged_uri
@@ -246,15 +245,14 @@ def _multi_table_drop(
             intakes[table] = table_intake(settings, table)
         intake = intakes[table]
         record = _recorded_and_staged(part, settings, ledger, s3, intake, table, member_of)
-        if intake.config_error and record.is_pending:  # the dataset's alert names it
-            ledger.update_ingest(
-                record.ingest_id,
+        if intake.config_error and record.is_pending:  # the dataset announces it
+            rejected = Changes(
                 status=c.REJECTED,
                 error=intake.config_error,
                 reason_code=CONFIG_ERROR,
                 finished_at=iso(utcnow()),
-                only_if_status=c.PENDING_STATUSES,
             )
+            share(ledger, {record.ingest_id: rejected}, only_if_status=c.PENDING_STATUSES)
             record = _ingest(ledger.get_ingest(record.ingest_id)) or record
         return record
 
@@ -324,23 +322,24 @@ def _record_new(
         table = table or route_key(obj.key).qualified
     except UnroutableKeyError:
         table = None
-    fields = {
-        "table": table,
-        "bucket": obj.bucket,
-        "key": obj.key,
-        "source_uri": s3_uri(obj.bucket, obj.key),  # what the user dropped (for display)
-        "object_version": obj.version,
+    recorded = IngestRecord(
+        ingest_id=iid,
+        table=table,
+        bucket=obj.bucket,
+        key=obj.key,
+        source_uri=s3_uri(obj.bucket, obj.key),  # what the user dropped (for display)
+        object_version=obj.version,
         # What every reader reads: that exact version, copied before the ingest can run.
-        "staged_uri": None if reason else staged_uri(settings.artifacts_bucket, iid, obj.key),
-        "size": obj.size,
-        "attempts": 0,
-        "status": c.REJECTED if reason else c.RECEIVED,
-        "error": reason,
+        staged_uri=None if reason else staged_uri(settings.artifacts_bucket, iid, obj.key),
+        size=obj.size,
+        attempts=0,
+        status=c.RECEIVED,
         **(member_of or {}),
-    }
-    created = ledger.create_ingest(iid, fields)
+    )
+    if reason:
+        settle_new(settings, ledger, recorded, c.REJECTED, reason, announced=member_of is None)
+    else:
+        ledger.create_ingest(recorded)
     record = _ingest(ledger.get_ingest(iid))
     assert record is not None
-    if created and reason and member_of is None:
-        send_alert_quietly(alert_event(record, outcome=c.REJECTED, reason=reason))
     return record

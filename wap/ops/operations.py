@@ -27,6 +27,7 @@ from contracts.table_config import (
 from ingestion import constants as c
 from ingestion.exceptions import AuditedCommitMismatchError, MergeConflictError
 from ingestion.ledger import BatchRecord, Changes, IngestRecord, QueueStat, Record, tables_of
+from ingestion.lifecycle import decide, share
 from ingestion.naming import iso, utcnow
 from ingestion.nessie import MergeMeta
 from ingestion.published import merge_audited_commit
@@ -209,8 +210,9 @@ def _members_follow(backend: Backend, record: Record, status: str, fields: dict[
     just gave the batch (those still holding the batch's outcome)."""
     if not isinstance(record, BatchRecord) or not record.members:
         return
-    backend.ledger.update_ingests(
-        {member: Changes(status=status, **fields) for member in record.members},
+    share(
+        backend.ledger,
+        dict.fromkeys(record.members, Changes(status=status, **fields)),
         only_if_status={record.status},
         only_if=("batch_id", record.ingest_id),
     )
@@ -394,12 +396,10 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
         "published_hash": main_hash,
     }
     _members_follow(backend, record, c.PUBLISHED, {**published, "finished_at": now})
-    backend.ledger.update_ingest(
+    decide(
+        backend.ledger,
         iid,
-        status=c.PUBLISHED,
-        audit_error=record.error,
-        published_branch=branch,
-        **published,
+        Changes(status=c.PUBLISHED, audit_error=record.error, published_branch=branch, **published),
         only_if_status={status},
     )
     backend.nessie.delete_branch(branch, audited)
@@ -431,11 +431,10 @@ def discard(backend: Backend, target: str, *, actor: str, reason: str | None = N
         "discard_reason": f"discarded by {actor}" + (f": {reason}" if reason else ""),
     }
     _members_follow(backend, record, c.DISCARDED, discarded)
-    backend.ledger.update_ingest(
+    decide(
+        backend.ledger,
         iid,
-        status=c.DISCARDED,
-        branch_deleted_at=iso(utcnow()),
-        **discarded,
+        Changes(status=c.DISCARDED, branch_deleted_at=iso(utcnow()), **discarded),
         only_if_status={status},
     )
     backend.changed()

@@ -1,0 +1,90 @@
+"""Records created typed, and a batch's files taking its outcome when the table is handed
+on (`settle_members`), on moto's ledger."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from ingestion import constants as c
+from ingestion.batching import settle_members
+from ingestion.config import Settings
+from ingestion.ledger import BatchRecord, IngestRecord, Ledger
+from local.aws.stack import create_ledger_table
+
+BATCH = "b" * 16
+MEMBERS = ("1" * 16, "2" * 16)
+SETTINGS = Settings(
+    ledger_table="ledger",
+    nessie_uri="http://nessie.invalid/api/v2",
+    emr_application_id="app",
+    emr_execution_role_arn="arn:aws:iam::123456789012:role/job",
+    job_entrypoint="s3://artifacts/job.py",
+    reports_prefix="s3://artifacts/reports/",
+    logs_prefix="s3://artifacts/logs/",
+    state_machine_arn="arn:aws:states:us-east-1:123456789012:stateMachine:ingest",
+    artifacts_bucket="artifacts",
+)
+
+
+@pytest.fixture
+def ledger(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    with mock_aws():
+        create_ledger_table(boto3.client("dynamodb"), "ledger")
+        yield Ledger("ledger")
+
+
+def test_the_files_of_a_batch_discarded_before_they_were_settled_are_discarded(ledger):
+    # Finish recorded the batch JOB_FAILED and stopped before handing the table on; a
+    # person discarded it (its files, still RUNNING, do not follow a discard); the sweep
+    # that frees the table then settles the files with the batch's outcome.
+    for member in MEMBERS:
+        ledger.create_ingest(
+            IngestRecord(ingest_id=member, table="s.t", status=c.RUNNING, batch_id=BATCH)
+        )
+    ledger.create_ingest(
+        BatchRecord(
+            ingest_id=BATCH,
+            table="s.t",
+            members=MEMBERS,
+            status=c.DISCARDED,
+            previous_status=c.JOB_FAILED,
+            error="the job failed",
+        )
+    )
+    batch = ledger.get_ingest(BATCH)
+
+    assert settle_members(SETTINGS, ledger, batch) == []
+
+    settled = ledger.get_ingests(MEMBERS)
+    assert {settled[m].status for m in MEMBERS} == {c.DISCARDED}
+    assert {settled[m].error for m in MEMBERS} == {"the job failed"}
+
+
+def test_a_record_is_created_from_its_type_once(ledger):
+    record = IngestRecord(ingest_id=MEMBERS[0], table="s.t", status=c.RECEIVED, size=3)
+
+    assert ledger.create_ingest(record)
+    assert not ledger.create_ingest(replace(record, table="other.t"))
+
+    stored = ledger.get_ingest(MEMBERS[0])
+    assert isinstance(stored, IngestRecord) and (stored.table, stored.size) == ("s.t", 3)
+    assert stored.created_at and stored.created_at == stored.updated_at
+    batch = BatchRecord(ingest_id=BATCH, table="s.t", members=MEMBERS, status=c.RECEIVED)
+    assert ledger.create_ingest(batch)
+    assert ledger.get_ingest(BATCH).members == MEMBERS
+    with pytest.raises(TypeError, match="a record, or an ingest id"):
+        ledger.create_ingest(record, {"table": "s.t"})
+
+
+def test_a_record_created_ended_expires_and_waits_for_the_sweep(ledger):
+    ledger.create_ingest(IngestRecord(ingest_id=MEMBERS[0], status=c.REJECTED))
+
+    stored = ledger.get_ingest(MEMBERS[0])
+    assert stored.expires_at and stored.sweep == "pending"
