@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NoReturn, Union
+from dataclasses import dataclass, fields
+from typing import NoReturn, TypeVar, Union
 
 DEFAULT_CATALOG = "lake"
 SMOKE_FLAG = "--smoke"
@@ -42,6 +42,19 @@ def _repeated(flag: str, values: Sequence[str]) -> list[str]:
 
 def _catalog(catalog: str) -> list[str]:
     return [] if catalog == DEFAULT_CATALOG else ["--catalog", catalog]
+
+
+_Args = TypeVar("_Args")
+
+
+def _built(cls: type[_Args], parsed: argparse.Namespace) -> _Args:
+    """`cls` from what its parser parsed: each field from the argument of the same name
+    (argparse gives a repeated argument as a list; a field whose default is a tuple gets one)."""
+    values = {}
+    for field in fields(cls):
+        value = getattr(parsed, field.name)
+        values[field.name] = tuple(value) if isinstance(field.default, tuple) else value
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -131,20 +144,7 @@ class JobArgs:
         parser.add_argument("--source-origin", action="append", default=[], dest="source_origins")
         parser.add_argument("--dataset-config-uri", default=None)
         parser.add_argument("--source-table", action="append", default=[], dest="source_tables")
-        parsed = parser.parse_args(list(argv))
-        return cls(
-            sources=parsed.sources,
-            table=parsed.table,
-            branch=parsed.branch,
-            ingest_id=parsed.ingest_id,
-            report_uri=parsed.report_uri,
-            table_config_uri=parsed.table_config_uri,
-            catalog=parsed.catalog,
-            all_or_nothing=parsed.all_or_nothing,
-            source_origins=tuple(parsed.source_origins),
-            dataset_config_uri=parsed.dataset_config_uri,
-            source_tables=tuple(parsed.source_tables),
-        )
+        return _built(cls, parser.parse_args(list(argv)))
 
 
 @dataclass(frozen=True)
@@ -174,8 +174,7 @@ class SmokeArgs:
         parser.add_argument("--branch", required=True)
         parser.add_argument("--report-uri", required=True)
         parser.add_argument("--catalog", default=DEFAULT_CATALOG)
-        parsed = parser.parse_args(list(argv))
-        return cls(branch=parsed.branch, report_uri=parsed.report_uri, catalog=parsed.catalog)
+        return _built(cls, parser.parse_args(list(argv)))
 
 
 @dataclass(frozen=True)
@@ -231,16 +230,7 @@ class CompactionArgs:
         parser.add_argument("--target-file-size", type=int, default=DEFAULT_TARGET_FILE_SIZE)
         parser.add_argument("--min-files", type=int, default=DEFAULT_MIN_FILES)
         parser.add_argument("--catalog", default=DEFAULT_CATALOG)
-        parsed = parser.parse_args(list(argv))
-        return cls(
-            table=parsed.table,
-            branch=parsed.branch,
-            run_id=parsed.run_id,
-            report_uri=parsed.report_uri,
-            target_file_size=parsed.target_file_size,
-            min_files=parsed.min_files,
-            catalog=parsed.catalog,
-        )
+        return _built(cls, parser.parse_args(list(argv)))
 
 
 # A runtime alias: Union, as `X | Y` is 3.10+ and the job runs on 3.9.
