@@ -11,6 +11,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.fixtures.ledger_items import ledger_item
 from wap.dashboard import APP_PATH
 from wap.runtime.home import ENV_HOME, WapHome
 from wap.runtime.state_store import write_ledger_items
@@ -24,26 +25,22 @@ REJECTED_ID, PUBLISHED_ID = "0a0a0a0a0a0a0a0a", "0b0b0b0b0b0b0b0b"
 def hostile_home(tmp_path):
     home = WapHome(tmp_path / "wap-home").create()
     items = [
-        {
-            "pk": f"ingest#{REJECTED_ID}",
-            "kind": "ingest",
-            "ingest_id": REJECTED_ID,
-            "table": "sales.orders",
-            "status": "REJECTED",
-            "error": HOSTILE,
-            "source_uri": "s3://wap-source/sales/orders/<b>x<i>.parquet",
-            "created_at": "2026-11-22T10:00:00Z",
-            "finished_at": "2026-11-22T10:01:00Z",
-        },
-        {
-            "pk": f"ingest#{PUBLISHED_ID}",
-            "kind": "ingest",
-            "ingest_id": PUBLISHED_ID,
-            "table": "sales.orders",
-            "status": "PUBLISHED",
-            "created_at": "2026-11-22T09:00:00Z",
-            "finished_at": "2026-11-22T09:01:00Z",
-        },
+        ledger_item(
+            REJECTED_ID,
+            table="sales.orders",
+            status="REJECTED",
+            error=HOSTILE,
+            source_uri="s3://wap-source/sales/orders/<b>x<i>.parquet",
+            created_at="2026-11-22T10:00:00Z",
+            finished_at="2026-11-22T10:01:00Z",
+        ),
+        ledger_item(
+            PUBLISHED_ID,
+            table="sales.orders",
+            status="PUBLISHED",
+            created_at="2026-11-22T09:00:00Z",
+            finished_at="2026-11-22T09:01:00Z",
+        ),
     ]
     write_ledger_items(home, items)
     return home.root
@@ -104,30 +101,27 @@ def test_a_failed_dataset_shows_its_batch_and_its_parts_point_at_it(tmp_path, mo
     write_ledger_items(
         home,
         [
-            {
-                "pk": f"ingest#{batch}",
-                "kind": "batch",
-                "ingest_id": batch,
-                "table": "ds.orders",
-                "status": "AUDIT_FAILED",
-                "members": [part],
-                "dataset": "ds/orders/run-1/",
-                "all_or_nothing": True,
-                "branch": "wap_ds_orders_x",
-                "error": "1 of 1 files failed",
+            ledger_item(
+                batch,
+                kind="batch",
+                table="ds.orders",
+                status="AUDIT_FAILED",
+                members=[part],
+                dataset="ds/orders/run-1/",
+                all_or_nothing=True,
+                branch="wap_ds_orders_x",
+                error="1 of 1 files failed",
                 **stamps,
-            },
-            {
-                "pk": f"ingest#{part}",
-                "kind": "ingest",
-                "ingest_id": part,
-                "table": "ds.orders",
-                "status": "AUDIT_FAILED",
-                "batch_id": batch,
-                "dataset": "ds/orders/run-1/",
-                "source_uri": "s3://wap-source/ds/orders/run-1/part-0.parquet",
+            ),
+            ledger_item(
+                part,
+                table="ds.orders",
+                status="AUDIT_FAILED",
+                batch_id=batch,
+                dataset="ds/orders/run-1/",
+                source_uri="s3://wap-source/ds/orders/run-1/part-0.parquet",
                 **stamps,
-            },
+            ),
         ],
     )
     app = _app(home.root, monkeypatch).run()
@@ -173,18 +167,16 @@ def test_a_schema_rejected_ingest_shows_what_was_refused_not_a_match(tmp_path, m
     write_ledger_items(
         home,
         [
-            {
-                "pk": f"ingest#{iid}",
-                "kind": "ingest",
-                "ingest_id": iid,
-                "table": "sales.orders",
-                "status": "REJECTED",
-                "error": refused,
-                "reason_code": "schema_policy",
-                "report_uri": f"s3://wap-artifacts/{key}",
-                "created_at": "2026-11-22T10:00:00Z",
-                "finished_at": "2026-11-22T10:01:00Z",
-            }
+            ledger_item(
+                iid,
+                table="sales.orders",
+                status="REJECTED",
+                error=refused,
+                reason_code="schema_policy",
+                report_uri=f"s3://wap-artifacts/{key}",
+                created_at="2026-11-22T10:00:00Z",
+                finished_at="2026-11-22T10:01:00Z",
+            )
         ],
     )
 
@@ -213,21 +205,19 @@ def test_a_discarded_ingest_still_says_why_it_failed_and_who_discarded_it(tmp_pa
     write_ledger_items(
         home,
         [
-            {
-                "pk": f"ingest#{iid}",
-                "kind": "ingest",
-                "ingest_id": iid,
-                "table": "sales.orders",
-                "status": "DISCARDED",
-                "previous_status": "AUDIT_FAILED",
-                "error": failure,
-                "discarded_by": "alice",
-                "discard_reason": "discarded by alice: wrong export",
-                "branch": "wap_sales_orders_f",
-                "branch_deleted_at": "2026-11-22T11:00:00Z",
-                "created_at": "2026-11-22T10:00:00Z",
-                "finished_at": "2026-11-22T10:01:00Z",
-            }
+            ledger_item(
+                iid,
+                table="sales.orders",
+                status="DISCARDED",
+                previous_status="AUDIT_FAILED",
+                error=failure,
+                discarded_by="alice",
+                discard_reason="discarded by alice: wrong export",
+                branch="wap_sales_orders_f",
+                branch_deleted_at="2026-11-22T11:00:00Z",
+                created_at="2026-11-22T10:00:00Z",
+                finished_at="2026-11-22T10:01:00Z",
+            )
         ],
     )
 
@@ -251,17 +241,15 @@ def test_the_table_page_shows_files_reclaimable_bytes_and_the_last_compaction(
     write_ledger_items(
         home,
         [
-            {
-                "pk": f"ingest#{iid}",
-                "kind": "ingest",
-                "ingest_id": iid,
-                "table": "sales.orders",
-                "status": "AUDIT_FAILED",
-                "source_uri": "maintenance:compaction",
-                "error": "compaction changed the table's content: row count 10 != 9",
-                "created_at": "2026-11-22T10:00:00Z",
-                "finished_at": "2026-11-22T10:01:00Z",
-            }
+            ledger_item(
+                iid,
+                table="sales.orders",
+                status="AUDIT_FAILED",
+                source_uri="maintenance:compaction",
+                error="compaction changed the table's content: row count 10 != 9",
+                created_at="2026-11-22T10:00:00Z",
+                finished_at="2026-11-22T10:01:00Z",
+            )
         ],
     )
     summary = home.objects / "wap-artifacts" / "reports" / "maintenance" / "gc-latest.json"
@@ -308,30 +296,27 @@ def test_a_multi_table_dataset_is_one_run_naming_every_table(tmp_path, monkeypat
     write_ledger_items(
         home,
         [
-            {
-                "pk": f"ingest#{batch}",
-                "kind": "batch",
-                "ingest_id": batch,
-                "table": "shop.order_items",
-                "tables": ["shop.order_items", "shop.orders"],
-                "dataset_name": "shop",
-                "status": "AUDIT_FAILED",
-                "members": [part],
-                "all_or_nothing": True,
-                "branch": "wap_dataset_shop_x",
-                "error": "order_items_order_id_foreign_key failed",
+            ledger_item(
+                batch,
+                kind="batch",
+                table="shop.order_items",
+                tables=["shop.order_items", "shop.orders"],
+                dataset_name="shop",
+                status="AUDIT_FAILED",
+                members=[part],
+                all_or_nothing=True,
+                branch="wap_dataset_shop_x",
+                error="order_items_order_id_foreign_key failed",
                 **stamps,
-            },
-            {
-                "pk": f"ingest#{part}",
-                "kind": "ingest",
-                "ingest_id": part,
-                "table": "shop.orders",
-                "status": "AUDIT_FAILED",
-                "batch_id": batch,
-                "source_uri": "s3://wap-source/_datasets/shop/d1/orders/o.parquet",
+            ),
+            ledger_item(
+                part,
+                table="shop.orders",
+                status="AUDIT_FAILED",
+                batch_id=batch,
+                source_uri="s3://wap-source/_datasets/shop/d1/orders/o.parquet",
                 **stamps,
-            },
+            ),
         ],
     )
     app = _app(home.root, monkeypatch).run()

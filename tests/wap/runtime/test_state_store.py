@@ -10,6 +10,7 @@ from moto import mock_aws
 
 from ingestion.ledger import Ledger
 from local.aws.stack import create_ledger_table
+from tests.fixtures.ledger_items import ledger_item
 from tests.fixtures.paths import REPO
 from wap.runtime.home import WapHome
 from wap.runtime.state_store import INTERRUPTED_REASON, StateStore, StoredBucket
@@ -162,14 +163,12 @@ def test_a_home_from_before_the_ledger_database_is_imported_once(tmp_path):
     from wap.runtime.state_store import read_ledger_items
 
     home = WapHome(tmp_path / "home").create()
-    item = {
-        "pk": "ingest#" + "c" * 16,
-        "kind": "ingest",
-        "ingest_id": "c" * 16,
-        "table": "ns.t",
-        "status": "PUBLISHED",
-        "ratio": 0.5,
-    }
+    item = ledger_item(
+        "c" * 16,
+        table="ns.t",
+        status="PUBLISHED",
+        ratio=0.5,
+    )
     home.ledger_file.write_text(json.dumps([item]))
 
     for _ in range(2):  # the second open finds the file renamed: nothing imported again
