@@ -29,8 +29,6 @@ from ingestion.config import Settings
 from ingestion.exceptions import NotACompactionError, RetryableError
 from ingestion.ingest import job_log_uri, release_and_start_next, start_compaction_run
 from ingestion.ledger import Changes, Ledger
-from ingestion.lineage import events
-from ingestion.lineage.record import outcome_of
 from ingestion.lineage.transport import emit_quietly
 from ingestion.log import logger
 from ingestion.naming import iso, utcnow
@@ -54,20 +52,7 @@ def start(
     or the outcome when it could not start (JOB_FAILED, alerted, the table handed on).
     Raises `UnknownTableError` and `TableBusyError` before anything is recorded held."""
     begun = rules.begin(ledger, nessie, table)
-    _send_lineage(
-        settings,
-        begun,
-        lambda: events.start_event(
-            namespace=settings.lineage_namespace,
-            ingest_id=begun.run_id,
-            table=begun.table,
-            inputs=[],
-            branch=begun.branch,
-            attempt=1,
-            at=utcnow(),
-            kind=events.COMPACTION,
-        ),
-    )
+    _send_lineage(settings, begun, lambda: rules.start_event(settings.lineage_namespace, begun))
     try:
         rules.open_branch(ledger, nessie, begun)
         report_uri = settings.report_uri(begun.table, begun.run_id, 1)
@@ -193,18 +178,7 @@ def _send_lineage(
 def _send_outcome(settings: Settings, ledger: Ledger, begun: rules.CompactionStart) -> None:
     """COMPLETE or FAIL: the outcome the ledger recorded."""
     _send_lineage(
-        settings,
-        begun,
-        lambda: events.outcome_event(
-            namespace=settings.lineage_namespace,
-            ingest_id=begun.run_id,
-            table=begun.table,
-            inputs=[],
-            outcome=outcome_of(ledger.get_ingest(begun.run_id)),
-            report=None,
-            at=utcnow(),
-            kind=events.COMPACTION,
-        ),
+        settings, begun, lambda: rules.outcome_event(settings.lineage_namespace, ledger, begun)
     )
 
 
