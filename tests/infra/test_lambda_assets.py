@@ -131,16 +131,20 @@ def test_bundles_leave_out_spark_arrow_and_runtime_sdk(synthesized):
         assert ("pyiceberg" in names) == (package == "maintenance"), package
 
 
-def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, python, tmp_path):
-    assets = _asset_dirs(synthesized)
+def _job_package(synth) -> Path:
+    """The staged directory the one deployment to `jobs/` uploads (the job's package)."""
     (deployment,) = [
         r["Properties"]
-        for r in synthesized.resources.values()
+        for r in synth.resources.values()
         if r["Type"] == "Custom::CDKBucketDeployment"
         and r["Properties"].get("DestinationBucketKeyPrefix") == "jobs/"
     ]
     (key,) = deployment["SourceObjectKeys"]
-    package = assets[key]
+    return _asset_dirs(synth)[key]
+
+
+def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, python, tmp_path):
+    package = _job_package(synthesized)
     _, trigger = next(
         (f["Handler"], f)
         for f in _our_functions(synthesized)
@@ -170,13 +174,5 @@ def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, py
 def test_local_emr_double_runs_the_job_archive_the_deploy_uploads(synthesized):
     from local.aws.emr_serverless import spark_job
 
-    assets = _asset_dirs(synthesized)
-    (deployment,) = [
-        r["Properties"]
-        for r in synthesized.resources.values()
-        if r["Type"] == "Custom::CDKBucketDeployment"
-        and r["Properties"].get("DestinationBucketKeyPrefix") == "jobs/"
-    ]
-    (key,) = deployment["SourceObjectKeys"]
-    uploaded = assets[key] / "spark_jobs.zip"
+    uploaded = _job_package(synthesized) / "spark_jobs.zip"
     assert spark_job(None).archive.read_bytes() == uploaded.read_bytes()
