@@ -94,35 +94,43 @@ def test_ingest_page_without_id_offers_a_choice(hostile_home, monkeypatch):
     assert app.selectbox[0].options[0].startswith(REJECTED_ID)  # newest first
 
 
-def test_a_failed_dataset_shows_its_batch_and_its_parts_point_at_it(tmp_path, monkeypatch):
-    home = WapHome(tmp_path / "wap-home").create()
-    batch, part = "0c0c0c0c0c0c0c0c", "0d0d0d0d0d0d0d0d"
+def _failed_batch_home(
+    root, batch: str, part: str, batch_fields: dict, part_fields: dict
+) -> WapHome:
+    """A home whose ledger holds one all-or-nothing batch that failed its audit, with its
+    one member `part`."""
+    home = WapHome(root / "wap-home").create()
     stamps = {"created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}
+    common = {"status": "AUDIT_FAILED", **stamps}
     write_ledger_items(
         home,
         [
             ledger_item(
-                batch,
-                kind="batch",
-                table="ds.orders",
-                status="AUDIT_FAILED",
-                members=[part],
-                dataset="ds/orders/run-1/",
-                all_or_nothing=True,
-                branch="wap_ds_orders_x",
-                error="1 of 1 files failed",
-                **stamps,
+                batch, kind="batch", members=[part], all_or_nothing=True, **batch_fields, **common
             ),
-            ledger_item(
-                part,
-                table="ds.orders",
-                status="AUDIT_FAILED",
-                batch_id=batch,
-                dataset="ds/orders/run-1/",
-                source_uri="s3://wap-source/ds/orders/run-1/part-0.parquet",
-                **stamps,
-            ),
+            ledger_item(part, batch_id=batch, **part_fields, **common),
         ],
+    )
+    return home
+
+
+def test_a_failed_dataset_shows_its_batch_and_its_parts_point_at_it(tmp_path, monkeypatch):
+    batch, part = "0c0c0c0c0c0c0c0c", "0d0d0d0d0d0d0d0d"
+    home = _failed_batch_home(
+        tmp_path,
+        batch,
+        part,
+        {
+            "table": "ds.orders",
+            "dataset": "ds/orders/run-1/",
+            "branch": "wap_ds_orders_x",
+            "error": "1 of 1 files failed",
+        },
+        {
+            "table": "ds.orders",
+            "dataset": "ds/orders/run-1/",
+            "source_uri": "s3://wap-source/ds/orders/run-1/part-0.parquet",
+        },
     )
     app = _app(home.root, monkeypatch).run()
 
@@ -290,34 +298,22 @@ def test_the_table_page_shows_files_reclaimable_bytes_and_the_last_compaction(
 
 
 def test_a_multi_table_dataset_is_one_run_naming_every_table(tmp_path, monkeypatch):
-    home = WapHome(tmp_path / "wap-home").create()
     batch, part = "0f0f0f0f0f0f0f0f", "1a1a1a1a1a1a1a1a"
-    stamps = {"created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}
-    write_ledger_items(
-        home,
-        [
-            ledger_item(
-                batch,
-                kind="batch",
-                table="shop.order_items",
-                tables=["shop.order_items", "shop.orders"],
-                dataset_name="shop",
-                status="AUDIT_FAILED",
-                members=[part],
-                all_or_nothing=True,
-                branch="wap_dataset_shop_x",
-                error="order_items_order_id_foreign_key failed",
-                **stamps,
-            ),
-            ledger_item(
-                part,
-                table="shop.orders",
-                status="AUDIT_FAILED",
-                batch_id=batch,
-                source_uri="s3://wap-source/_datasets/shop/d1/orders/o.parquet",
-                **stamps,
-            ),
-        ],
+    home = _failed_batch_home(
+        tmp_path,
+        batch,
+        part,
+        {
+            "table": "shop.order_items",
+            "tables": ["shop.order_items", "shop.orders"],
+            "dataset_name": "shop",
+            "branch": "wap_dataset_shop_x",
+            "error": "order_items_order_id_foreign_key failed",
+        },
+        {
+            "table": "shop.orders",
+            "source_uri": "s3://wap-source/_datasets/shop/d1/orders/o.parquet",
+        },
     )
     app = _app(home.root, monkeypatch).run()
     assert not app.exception
