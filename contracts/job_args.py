@@ -36,6 +36,18 @@ class _Parser(argparse.ArgumentParser):
         raise JobArgsError(f"{self.prog}: {message}")
 
 
+def _parser(prog: str, mode_flag: str | None, *required: str) -> _Parser:
+    """The parser of one kind of run: its mode flag (none for an ingest), the arguments
+    it requires, and the catalog every kind takes."""
+    parser = _Parser(prog=prog, add_help=False)
+    if mode_flag:
+        parser.add_argument(mode_flag, action="store_true", required=True)
+    for flag in required:
+        parser.add_argument(flag, required=True)
+    parser.add_argument("--catalog", default=DEFAULT_CATALOG)
+    return parser
+
+
 def _repeated(flag: str, values: Sequence[str]) -> list[str]:
     return [arg for value in values for arg in (flag, value)]
 
@@ -132,14 +144,9 @@ class JobArgs:
     @classmethod
     def from_args(cls, argv: Sequence[str]) -> JobArgs:
         """Parse `argv`; JobArgsError naming the argument when it is malformed."""
-        parser = _Parser(prog="wap_job", add_help=False)
+        parser = _parser("wap_job", None, "--table", "--branch", "--ingest-id", "--report-uri")
         parser.add_argument("--source", action="append", required=True, dest="sources")
-        parser.add_argument("--table", required=True)
-        parser.add_argument("--branch", required=True)
-        parser.add_argument("--ingest-id", required=True)
-        parser.add_argument("--report-uri", required=True)
         parser.add_argument("--table-config-uri", default=None)
-        parser.add_argument("--catalog", default=DEFAULT_CATALOG)
         parser.add_argument("--all-or-nothing", action="store_true")
         parser.add_argument("--source-origin", action="append", default=[], dest="source_origins")
         parser.add_argument("--dataset-config-uri", default=None)
@@ -169,11 +176,7 @@ class SmokeArgs:
     @classmethod
     def from_args(cls, argv: Sequence[str]) -> SmokeArgs:
         """Parse `argv`; JobArgsError naming the argument when it is malformed."""
-        parser = _Parser(prog="wap_job --smoke", add_help=False)
-        parser.add_argument(SMOKE_FLAG, action="store_true", required=True)
-        parser.add_argument("--branch", required=True)
-        parser.add_argument("--report-uri", required=True)
-        parser.add_argument("--catalog", default=DEFAULT_CATALOG)
+        parser = _parser("wap_job --smoke", SMOKE_FLAG, "--branch", "--report-uri")
         return _built(cls, parser.parse_args(list(argv)))
 
 
@@ -221,15 +224,11 @@ class CompactionArgs:
     @classmethod
     def from_args(cls, argv: Sequence[str]) -> CompactionArgs:
         """Parse `argv`; JobArgsError naming the argument when it is malformed."""
-        parser = _Parser(prog="wap_job --compact", add_help=False)
-        parser.add_argument(COMPACT_FLAG, action="store_true", required=True)
-        parser.add_argument("--table", required=True)
-        parser.add_argument("--branch", required=True)
-        parser.add_argument("--run-id", required=True)
-        parser.add_argument("--report-uri", required=True)
+        parser = _parser(
+            "wap_job --compact", COMPACT_FLAG, "--table", "--branch", "--run-id", "--report-uri"
+        )
         parser.add_argument("--target-file-size", type=int, default=DEFAULT_TARGET_FILE_SIZE)
         parser.add_argument("--min-files", type=int, default=DEFAULT_MIN_FILES)
-        parser.add_argument("--catalog", default=DEFAULT_CATALOG)
         return _built(cls, parser.parse_args(list(argv)))
 
 
