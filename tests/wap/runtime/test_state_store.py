@@ -10,6 +10,7 @@ from moto import mock_aws
 
 from ingestion.ledger import Ledger
 from local.aws.stack import create_ledger_table
+from tests.fixtures.fake_aws import use_fake_credentials
 from tests.fixtures.ledger_items import ledger_item
 from tests.fixtures.paths import REPO
 from wap.runtime.home import WapHome
@@ -33,8 +34,7 @@ def _resources():
 def test_ledger_and_objects_survive_and_unfinished_ingests_are_marked_interrupted(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    use_fake_credentials(monkeypatch)
     home = WapHome(tmp_path / "home").create()
 
     with mock_aws():
@@ -110,8 +110,7 @@ def test_a_killed_command_loses_no_ledger_write_and_a_merged_ingest_is_published
     from ingestion.nessie import NessieClient
     from tests.fixtures.standin_job import commit_table_on_branch, snapshot_of
 
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    use_fake_credentials(monkeypatch)
     home = WapHome(tmp_path / "home").create()
     # Main holds c's audited snapshot: the merge went through, the recording did not.
     commit_table_on_branch(nessie.api_v1, "ns.t", "main", "c" * 16)
@@ -146,8 +145,7 @@ def ledger_rows(home: WapHome) -> int:
 
 
 def test_keys_that_would_escape_the_home_are_not_written(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    use_fake_credentials(monkeypatch)
     home = WapHome(tmp_path / "home").create()
     with mock_aws():
         dynamodb, s3 = _resources()
