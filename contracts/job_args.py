@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NoReturn, Union
+from dataclasses import dataclass, fields
+from typing import NoReturn, TypeVar, Union
 
 DEFAULT_CATALOG = "lake"
 SMOKE_FLAG = "--smoke"
@@ -36,12 +36,37 @@ class _Parser(argparse.ArgumentParser):
         raise JobArgsError(f"{self.prog}: {message}")
 
 
+def _parser(prog: str, mode_flag: str | None, *required: str) -> _Parser:
+    """The parser of one kind of run: its mode flag (none for an ingest), the arguments
+    it requires, and the catalog every kind takes."""
+    parser = _Parser(prog=prog, add_help=False)
+    if mode_flag:
+        parser.add_argument(mode_flag, action="store_true", required=True)
+    for flag in required:
+        parser.add_argument(flag, required=True)
+    parser.add_argument("--catalog", default=DEFAULT_CATALOG)
+    return parser
+
+
 def _repeated(flag: str, values: Sequence[str]) -> list[str]:
     return [arg for value in values for arg in (flag, value)]
 
 
 def _catalog(catalog: str) -> list[str]:
     return [] if catalog == DEFAULT_CATALOG else ["--catalog", catalog]
+
+
+_Args = TypeVar("_Args")
+
+
+def _built(cls: type[_Args], parsed: argparse.Namespace) -> _Args:
+    """`cls` from what its parser parsed: each field from the argument of the same name
+    (argparse gives a repeated argument as a list; a field whose default is a tuple gets one)."""
+    values = {}
+    for field in fields(cls):
+        value = getattr(parsed, field.name)
+        values[field.name] = tuple(value) if isinstance(field.default, tuple) else value
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -119,32 +144,14 @@ class JobArgs:
     @classmethod
     def from_args(cls, argv: Sequence[str]) -> JobArgs:
         """Parse `argv`; JobArgsError naming the argument when it is malformed."""
-        parser = _Parser(prog="wap_job", add_help=False)
+        parser = _parser("wap_job", None, "--table", "--branch", "--ingest-id", "--report-uri")
         parser.add_argument("--source", action="append", required=True, dest="sources")
-        parser.add_argument("--table", required=True)
-        parser.add_argument("--branch", required=True)
-        parser.add_argument("--ingest-id", required=True)
-        parser.add_argument("--report-uri", required=True)
         parser.add_argument("--table-config-uri", default=None)
-        parser.add_argument("--catalog", default=DEFAULT_CATALOG)
         parser.add_argument("--all-or-nothing", action="store_true")
         parser.add_argument("--source-origin", action="append", default=[], dest="source_origins")
         parser.add_argument("--dataset-config-uri", default=None)
         parser.add_argument("--source-table", action="append", default=[], dest="source_tables")
-        parsed = parser.parse_args(list(argv))
-        return cls(
-            sources=parsed.sources,
-            table=parsed.table,
-            branch=parsed.branch,
-            ingest_id=parsed.ingest_id,
-            report_uri=parsed.report_uri,
-            table_config_uri=parsed.table_config_uri,
-            catalog=parsed.catalog,
-            all_or_nothing=parsed.all_or_nothing,
-            source_origins=tuple(parsed.source_origins),
-            dataset_config_uri=parsed.dataset_config_uri,
-            source_tables=tuple(parsed.source_tables),
-        )
+        return _built(cls, parser.parse_args(list(argv)))
 
 
 @dataclass(frozen=True)
@@ -169,13 +176,8 @@ class SmokeArgs:
     @classmethod
     def from_args(cls, argv: Sequence[str]) -> SmokeArgs:
         """Parse `argv`; JobArgsError naming the argument when it is malformed."""
-        parser = _Parser(prog="wap_job --smoke", add_help=False)
-        parser.add_argument(SMOKE_FLAG, action="store_true", required=True)
-        parser.add_argument("--branch", required=True)
-        parser.add_argument("--report-uri", required=True)
-        parser.add_argument("--catalog", default=DEFAULT_CATALOG)
-        parsed = parser.parse_args(list(argv))
-        return cls(branch=parsed.branch, report_uri=parsed.report_uri, catalog=parsed.catalog)
+        parser = _parser("wap_job --smoke", SMOKE_FLAG, "--branch", "--report-uri")
+        return _built(cls, parser.parse_args(list(argv)))
 
 
 @dataclass(frozen=True)
@@ -222,25 +224,12 @@ class CompactionArgs:
     @classmethod
     def from_args(cls, argv: Sequence[str]) -> CompactionArgs:
         """Parse `argv`; JobArgsError naming the argument when it is malformed."""
-        parser = _Parser(prog="wap_job --compact", add_help=False)
-        parser.add_argument(COMPACT_FLAG, action="store_true", required=True)
-        parser.add_argument("--table", required=True)
-        parser.add_argument("--branch", required=True)
-        parser.add_argument("--run-id", required=True)
-        parser.add_argument("--report-uri", required=True)
+        parser = _parser(
+            "wap_job --compact", COMPACT_FLAG, "--table", "--branch", "--run-id", "--report-uri"
+        )
         parser.add_argument("--target-file-size", type=int, default=DEFAULT_TARGET_FILE_SIZE)
         parser.add_argument("--min-files", type=int, default=DEFAULT_MIN_FILES)
-        parser.add_argument("--catalog", default=DEFAULT_CATALOG)
-        parsed = parser.parse_args(list(argv))
-        return cls(
-            table=parsed.table,
-            branch=parsed.branch,
-            run_id=parsed.run_id,
-            report_uri=parsed.report_uri,
-            target_file_size=parsed.target_file_size,
-            min_files=parsed.min_files,
-            catalog=parsed.catalog,
-        )
+        return _built(cls, parser.parse_args(list(argv)))
 
 
 # A runtime alias: Union, as `X | Y` is 3.10+ and the job runs on 3.9.

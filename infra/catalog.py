@@ -7,12 +7,12 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
 from infra import constants, names
+from infra.log_groups import log_group
 
 
 class NessieCatalog(Construct):
@@ -61,9 +61,7 @@ class NessieCatalog(Construct):
         task = ecs.FargateTaskDefinition(
             self, "Task", cpu=constants.NESSIE_CPU, memory_limit_mib=constants.NESSIE_MEMORY_MIB
         )
-        log_group = logs.LogGroup(
-            self, "Logs", retention=logs.RetentionDays.THREE_MONTHS, removal_policy=removal_policy
-        )
+        nessie_logs = log_group(self, "Logs", removal_policy)
         task.add_container(
             "nessie",
             image=ecs.ContainerImage.from_registry(f"{constants.NESSIE_IMAGE}:{image_tag}"),
@@ -78,7 +76,7 @@ class NessieCatalog(Construct):
                 ecs.PortMapping(container_port=constants.NESSIE_API_PORT),
                 ecs.PortMapping(container_port=constants.NESSIE_MANAGEMENT_PORT),
             ],
-            logging=ecs.LogDrivers.aws_logs(stream_prefix="nessie", log_group=log_group),
+            logging=ecs.LogDrivers.aws_logs(stream_prefix="nessie", log_group=nessie_logs),
         )
         for table in self.tables:
             table.grant_read_write_data(task.task_role)

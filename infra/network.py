@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_logs as logs
 from constructs import Construct
+
+from infra.log_groups import log_group
 
 
 class Network(Construct):
@@ -27,12 +28,7 @@ class Network(Construct):
         removal_policy: RemovalPolicy,
     ) -> None:
         super().__init__(scope, construct_id)
-        flow_log_group = logs.LogGroup(
-            self,
-            "FlowLogs",
-            retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=removal_policy,
-        )
+        flow_log_group = log_group(self, "FlowLogs", removal_policy)
         self.vpc = ec2.Vpc(
             self,
             "Vpc",

@@ -12,7 +12,6 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
@@ -21,6 +20,7 @@ from constructs import Construct
 
 from infra import bundling, constants, definition
 from infra.constants import Capability, FunctionSpec
+from infra.log_groups import log_group
 
 _LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 
@@ -101,12 +101,7 @@ class Pipeline(Construct):
             in_vpc = Capability.NESSIE in spec.capabilities
             # (iceberg_layer exists whenever a spec reads Iceberg.)
             layer = self.iceberg_layer if spec.reads_iceberg else self.layer
-            log_group = logs.LogGroup(
-                self,
-                f"{_camel(spec.name)}Logs",
-                retention=logs.RetentionDays.THREE_MONTHS,
-                removal_policy=removal_policy,
-            )
+            function_logs = log_group(self, f"{_camel(spec.name)}Logs", removal_policy)
             self.functions[spec.name] = lambda_.Function(
                 self,
                 _camel(spec.name),
@@ -126,7 +121,7 @@ class Pipeline(Construct):
                     "POWERTOOLS_METRICS_NAMESPACE": constants.METRICS_NAMESPACE,
                 },
                 tracing=lambda_.Tracing.ACTIVE,
-                log_group=log_group,
+                log_group=function_logs,
                 vpc=vpc if in_vpc else None,
                 vpc_subnets=subnets if in_vpc else None,
                 security_groups=[self.nessie_clients] if in_vpc else None,
@@ -183,12 +178,7 @@ class Pipeline(Construct):
         }
         self.substitutions = {**substitutions, **arn_substitutions}
         self.definition.require(self.substitutions.keys())
-        sm_logs = logs.LogGroup(
-            self,
-            "StateMachineLogs",
-            retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=removal_policy,
-        )
+        sm_logs = log_group(self, "StateMachineLogs", removal_policy)
         self.state_machine = sfn.StateMachine(
             self,
             "Ingest",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
+from typing import Any
 
 from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
@@ -260,13 +262,17 @@ class WapStack(Stack):
                 pipeline.ledger.table_arn,
             ),
         )
+        warehouse_objects = storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")
+        # The folder of the summary the maintenance Lambda puts (reports/maintenance/).
+        from ingestion.maintenance.health import summary_uri
+
+        summary_folder = summary_uri(constants.REPORTS_PREFIX).rsplit("/", 1)[0]
+        summary_objects = storage.artifacts.arn_for_objects(f"{summary_folder}/*")
         for name, function in pipeline.functions.items():
             capabilities = pipeline.specs[name].capabilities
+            grant = functools.partial(_grant, function, capabilities)
             for capability, actions, resource in ledger_grants:
-                if capability in capabilities:
-                    function.add_to_role_policy(
-                        iam.PolicyStatement(actions=actions, resources=[resource])
-                    )
+                grant(capability, actions, [resource])
             if Capability.SOURCE_READ in capabilities:
                 storage.source.grant_read(function)
             if Capability.STAGING_WRITE in capabilities:
@@ -279,54 +285,25 @@ class WapStack(Stack):
                 storage.artifacts.grant_read(function, f"{constants.TABLES_CONFIG_PREFIX}*")
             if Capability.SLACK_TOKEN_READ in capabilities:
                 alert_channel.slack_token.grant_read(function)
-            if Capability.LAKE_READ in capabilities:
-                # Not grant_read: the listing and the metadata reads only (no versions, ACLs).
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["s3:ListBucket"], resources=[storage.lake.bucket_arn]
-                    )
-                )
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["s3:GetObject"],
-                        resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")],
-                    )
-                )
-            if Capability.LAKE_DELETE in capabilities:
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["s3:DeleteObject"],
-                        resources=[storage.lake.arn_for_objects(f"{constants.WAREHOUSE_PREFIX}*")],
-                    )
-                )
-            if Capability.MAINTENANCE_SUMMARY_WRITE in capabilities:
-                # The folder of the summary the Lambda puts (reports/maintenance/).
-                from ingestion.maintenance.health import summary_uri
-
-                folder = summary_uri(constants.REPORTS_PREFIX).rsplit("/", 1)[0]
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["s3:PutObject"],
-                        resources=[storage.artifacts.arn_for_objects(f"{folder}/*")],
-                    )
-                )
-            if Capability.START_JOB in capabilities:
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["emr-serverless:StartJobRun", "emr-serverless:TagResource"],
-                        resources=[application_arn, job_runs],
-                    )
-                )
-                # Only to EMR Serverless: the job's role cannot be passed to anything else.
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["iam:PassRole"],
-                        resources=[compute.execution_role.role_arn],
-                        conditions={
-                            "StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}
-                        },
-                    )
-                )
+            # Not grant_read: the listing and the metadata reads only (no versions, ACLs).
+            grant(Capability.LAKE_READ, ["s3:ListBucket"], [storage.lake.bucket_arn])
+            grant(Capability.LAKE_READ, ["s3:GetObject"], [warehouse_objects])
+            grant(Capability.LAKE_DELETE, ["s3:DeleteObject"], [warehouse_objects])
+            grant(Capability.MAINTENANCE_SUMMARY_WRITE, ["s3:PutObject"], [summary_objects])
+            grant(
+                Capability.START_JOB,
+                ["emr-serverless:StartJobRun", "emr-serverless:TagResource"],
+                [application_arn, job_runs],
+            )
+            # Only to EMR Serverless: the job's role cannot be passed to anything else.
+            grant(
+                Capability.START_JOB,
+                ["iam:PassRole"],
+                [compute.execution_role.role_arn],
+                conditions={
+                    "StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}
+                },
+            )
             # WATCH_JOB is READ_JOB and CANCEL_JOB: one statement of what they add up to.
             job_actions = [
                 action
@@ -340,18 +317,25 @@ class WapStack(Stack):
                 function.add_to_role_policy(
                     iam.PolicyStatement(actions=job_actions, resources=[job_runs])
                 )
-            if Capability.START_EXECUTION in capabilities:
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["states:StartExecution"], resources=[pipeline.state_machine_arn]
-                    )
-                )
-            if Capability.WATCH_EXECUTION in capabilities:
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["states:DescribeExecution"], resources=[executions]
-                    )
-                )
+            grant(
+                Capability.START_EXECUTION, ["states:StartExecution"], [pipeline.state_machine_arn]
+            )
+            grant(Capability.WATCH_EXECUTION, ["states:DescribeExecution"], [executions])
+
+
+def _grant(
+    function: Any,
+    capabilities: frozenset[Capability],
+    capability: Capability,
+    actions: list[str],
+    resources: list[str],
+    conditions: dict[str, Any] | None = None,
+) -> None:
+    """One statement on `function`'s role when its spec holds `capability`."""
+    if capability in capabilities:
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=actions, resources=resources, conditions=conditions)
+        )
 
 
 def _as_deployed(

@@ -38,6 +38,8 @@ from ingestion.exceptions import (
 )
 from ingestion.ledger import LOCK_ACTIVE, IngestRecord, Ledger
 from ingestion.lifecycle import settle_maintenance
+from ingestion.lineage import events
+from ingestion.lineage.record import outcome_of
 from ingestion.naming import TableRef, branch_name, iso, utcnow
 from ingestion.nessie import MergeMeta, NessieClient
 from ingestion.published import merge_audited_commit
@@ -201,6 +203,34 @@ def _failed(
 ) -> CompactionOutcome:
     settle_maintenance(ledger, start.run_id, status, reason, deliver=alert)
     return CompactionOutcome(start.run_id, start.table, start.branch, status, reason, None, verdict)
+
+
+def start_event(namespace: str, start: CompactionStart) -> events.RunEvent:
+    """The run's OpenLineage START (job `compaction.<table>`), as both paths send it."""
+    return events.start_event(
+        namespace=namespace,
+        ingest_id=start.run_id,
+        table=start.table,
+        inputs=[],
+        branch=start.branch,
+        attempt=1,
+        at=utcnow(),
+        kind=events.COMPACTION,
+    )
+
+
+def outcome_event(namespace: str, ledger: Ledger, start: CompactionStart) -> events.RunEvent:
+    """The run's OpenLineage COMPLETE or FAIL: the outcome the ledger recorded."""
+    return events.outcome_event(
+        namespace=namespace,
+        ingest_id=start.run_id,
+        table=start.table,
+        inputs=[],
+        outcome=outcome_of(ledger.get_ingest(start.run_id)),
+        report=None,
+        at=utcnow(),
+        kind=events.COMPACTION,
+    )
 
 
 def start_of(record: Any) -> CompactionStart:

@@ -29,8 +29,6 @@ from ingestion.config import Settings
 from ingestion.exceptions import NotACompactionError, RetryableError
 from ingestion.ingest import job_log_uri, release_and_start_next, start_compaction_run
 from ingestion.ledger import Changes, Ledger
-from ingestion.lineage import events
-from ingestion.lineage.record import outcome_of
 from ingestion.lineage.transport import emit_quietly
 from ingestion.log import logger
 from ingestion.naming import iso, utcnow
@@ -54,20 +52,7 @@ def start(
     or the outcome when it could not start (JOB_FAILED, alerted, the table handed on).
     Raises `UnknownTableError` and `TableBusyError` before anything is recorded held."""
     begun = rules.begin(ledger, nessie, table)
-    _send_lineage(
-        settings,
-        begun,
-        lambda: events.start_event(
-            namespace=settings.lineage_namespace,
-            ingest_id=begun.run_id,
-            table=begun.table,
-            inputs=[],
-            branch=begun.branch,
-            attempt=1,
-            at=utcnow(),
-            kind=events.COMPACTION,
-        ),
-    )
+    _send_lineage(settings, begun, lambda: rules.start_event(settings.lineage_namespace, begun))
     try:
         rules.open_branch(ledger, nessie, begun)
         report_uri = settings.report_uri(begun.table, begun.run_id, 1)
@@ -101,13 +86,7 @@ def start(
             _send_outcome(settings, ledger, begun)
             release_and_start_next(settings, ledger, nessie, begun.table, begun.run_id)
         return outcome_json(done)
-    return {
-        "run_id": begun.run_id,
-        "table": begun.table,
-        "branch": begun.branch,
-        "status": RUNNING,
-        "job_run_id": job_run_id,
-    }
+    return _running_json(begun, job_run_id=job_run_id)
 
 
 def finish(settings: Settings, ledger: Ledger, nessie: NessieClient, run_id: str) -> dict[str, Any]:
@@ -122,13 +101,7 @@ def finish(settings: Settings, ledger: Ledger, nessie: NessieClient, run_id: str
         return recorded_json(record)
     job_run_id = record.job_run_id
     if not job_run_id:  # `start` is still on its way (or died: the sweeper frees the table)
-        return {
-            "run_id": run_id,
-            "table": begun.table,
-            "branch": begun.branch,
-            "status": RUNNING,
-            "job_state": None,
-        }
+        return _running_json(begun, job_state=None)
     run = aws.call(
         f"read job run {job_run_id}",
         aws.client("emr-serverless").get_job_run,
@@ -137,26 +110,13 @@ def finish(settings: Settings, ledger: Ledger, nessie: NessieClient, run_id: str
     )["jobRun"]
     if run["state"] not in ENDED:
         ledger.renew_lease(begun.table, run_id)
-        return {
-            "run_id": run_id,
-            "table": begun.table,
-            "branch": begun.branch,
-            "status": RUNNING,
-            "job_state": run["state"],
-        }
+        return _running_json(begun, job_state=run["state"])
     # One finisher (the CLI and the daily run may ask at once): the first to set the claim
     # concludes; a claimer that dies leaves the lock to the sweeper when its lease ends
     # (main_holds_ingest then says whether the merge went through).
     claim = f"{iso(utcnow())} {uuid.uuid4().hex[:8]}"
     if ledger.set_once(run_id, CLAIM_FIELD, claim) != claim:
-        return {
-            "run_id": run_id,
-            "table": begun.table,
-            "branch": begun.branch,
-            "status": RUNNING,
-            "job_state": run["state"],
-            "concluding": True,
-        }
+        return _running_json(begun, job_state=run["state"], concluding=True)
     verdict, job_error = None, None
     if run["state"] == "SUCCESS":
         verdict, job_error = _read_verdict(record.field_value(REPORT_FIELD))
@@ -173,6 +133,17 @@ def finish(settings: Settings, ledger: Ledger, nessie: NessieClient, run_id: str
     _send_outcome(settings, ledger, begun)
     release_and_start_next(settings, ledger, nessie, begun.table, run_id)
     return outcome_json(done)
+
+
+def _running_json(begun: rules.CompactionStart, **more: Any) -> dict[str, Any]:
+    """What `start` and `finish` answer while the job run goes on: the run, then `more`."""
+    return {
+        "run_id": begun.run_id,
+        "table": begun.table,
+        "branch": begun.branch,
+        "status": RUNNING,
+        **more,
+    }
 
 
 def _send_lineage(
@@ -193,18 +164,7 @@ def _send_lineage(
 def _send_outcome(settings: Settings, ledger: Ledger, begun: rules.CompactionStart) -> None:
     """COMPLETE or FAIL: the outcome the ledger recorded."""
     _send_lineage(
-        settings,
-        begun,
-        lambda: events.outcome_event(
-            namespace=settings.lineage_namespace,
-            ingest_id=begun.run_id,
-            table=begun.table,
-            inputs=[],
-            outcome=outcome_of(ledger.get_ingest(begun.run_id)),
-            report=None,
-            at=utcnow(),
-            kind=events.COMPACTION,
-        ),
+        settings, begun, lambda: rules.outcome_event(settings.lineage_namespace, ledger, begun)
     )
 
 

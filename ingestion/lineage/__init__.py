@@ -4,7 +4,6 @@ from ingestion.lineage.events import (
     LineageInput,
     Outcome,
     outcome_event,
-    review_event,
     run_id,
     start_event,
 )
@@ -16,7 +15,6 @@ __all__ = [
     "RetryPolicy",
     "emit_quietly",
     "outcome_event",
-    "review_event",
     "run_id",
     "start_event",
 ]

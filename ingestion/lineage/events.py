@@ -158,59 +158,15 @@ def outcome_event(
     report: AuditReport | None,
     at: datetime,
     kind: str = INGEST,
+    reviewed: bool = False,
 ) -> RunEvent:
     """COMPLETE / FAIL / ABORT: the recorded outcome, with every check of `report` (when the
-    job wrote one) as an assertion and its counts as metrics."""
-    event_type = _EVENT_TYPE.get(outcome.status, RunState.FAIL)
-    return _outcome(
-        event_type,
-        namespace=namespace,
-        ingest_id=ingest_id,
-        table=table,
-        inputs=inputs,
-        outcome=outcome,
-        report=report,
-        at=at,
-        kind=kind,
-    )
+    job wrote one) as an assertion and its counts as metrics.
 
-
-def review_event(
-    *,
-    namespace: str,
-    ingest_id: str,
-    table: str,
-    inputs: Sequence[LineageInput],
-    outcome: Outcome,
-    report: AuditReport | None,
-    at: datetime,
-) -> RunEvent:
-    """OTHER: a person published (or discarded) an ingest after its run ended; the outcome
-    names the reviewer and the reason. (A run has one terminal event; this one adds to it.)"""
-    return _outcome(
-        RunState.OTHER,
-        namespace=namespace,
-        ingest_id=ingest_id,
-        table=table,
-        inputs=inputs,
-        outcome=outcome,
-        report=report,
-        at=at,
-    )
-
-
-def _outcome(
-    event_type: RunState,
-    *,
-    namespace: str,
-    ingest_id: str,
-    table: str,
-    inputs: Sequence[LineageInput],
-    outcome: Outcome,
-    report: AuditReport | None,
-    at: datetime,
-    kind: str = INGEST,
-) -> RunEvent:
+    `reviewed`: OTHER instead, a person published (or discarded) an ingest after its run
+    ended; the outcome names the reviewer and the reason. (A run has one terminal event;
+    this one adds to it.)"""
+    event_type = RunState.OTHER if reviewed else _EVENT_TYPE.get(outcome.status, RunState.FAIL)
     run_facets: dict = {
         "wap_ingest": WapIngestRunFacet(
             ingestId=ingest_id,

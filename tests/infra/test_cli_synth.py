@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 
 import pytest
 
 from tests.fixtures.paths import REPO
+from tests.fixtures.processes import run_process
 
 
 @pytest.mark.slow
@@ -26,13 +26,9 @@ def test_cdk_cli_synth_offline(tmp_path):
         "AWS_EC2_METADATA_DISABLED": "true",
         "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
     }
-    result = subprocess.run(
+    result = run_process(
         ["npx", "--no-install", "cdk", "synth", "--no-notices", "--quiet", "-o", str(tmp_path)],
-        cwd=REPO,
         env=env,
-        capture_output=True,
-        text=True,
-        check=False,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-4000:]

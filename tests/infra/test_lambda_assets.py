@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra import bundling, constants
+from tests.fixtures.processes import run_process
+
+# As on Lambda: no environment, no site-packages, no .pyc written; then `-c CODE`.
+ISOLATED = ("-I", "-S", "-B", "-c")
 
 IMPORT_HANDLER = r"""
 import importlib, json, sys
@@ -86,21 +89,10 @@ def test_every_handler_imports_from_its_bundle(synthesized, python, tmp_path):
             "AWS_EC2_METADATA_DISABLED": "true",
             "PATH": "/usr/bin:/bin",
         }
-        result = subprocess.run(
-            [
-                python,
-                "-I",
-                "-S",
-                "-B",
-                "-c",
-                IMPORT_HANDLER,
-                json.dumps([paths, function["Handler"]]),
-            ],
-            capture_output=True,
-            text=True,
+        result = run_process(
+            [python, *ISOLATED, IMPORT_HANDLER, json.dumps([paths, function["Handler"]])],
             env=env,
             cwd=tmp_path,
-            check=False,
             timeout=120,
         )
         assert result.returncode == 0, f"{function['Handler']}:\n{result.stderr[-3000:]}"
@@ -139,16 +131,20 @@ def test_bundles_leave_out_spark_arrow_and_runtime_sdk(synthesized):
         assert ("pyiceberg" in names) == (package == "maintenance"), package
 
 
-def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, python, tmp_path):
-    assets = _asset_dirs(synthesized)
+def _job_package(synth) -> Path:
+    """The staged directory the one deployment to `jobs/` uploads (the job's package)."""
     (deployment,) = [
         r["Properties"]
-        for r in synthesized.resources.values()
+        for r in synth.resources.values()
         if r["Type"] == "Custom::CDKBucketDeployment"
         and r["Properties"].get("DestinationBucketKeyPrefix") == "jobs/"
     ]
     (key,) = deployment["SourceObjectKeys"]
-    package = assets[key]
+    return _asset_dirs(synth)[key]
+
+
+def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, python, tmp_path):
+    package = _job_package(synthesized)
     _, trigger = next(
         (f["Handler"], f)
         for f in _our_functions(synthesized)
@@ -160,21 +156,15 @@ def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, py
     assert (package / entry).is_file()
     assert (package / py_files).is_file()
     # spark-submit puts the zip on sys.path: the job's package and PyYAML import from it alone.
-    result = subprocess.run(
+    result = run_process(
         [
             python,
-            "-I",
-            "-S",
-            "-B",
-            "-c",
+            *ISOLATED,
             "import sys; sys.path.insert(0, sys.argv[1]); "
             "import yaml, contracts.table_config, spark_jobs.errors; print(yaml.__file__)",
             str(package / py_files),
         ],
-        capture_output=True,
-        text=True,
         cwd=tmp_path,
-        check=False,
         timeout=60,
     )
     assert result.returncode == 0, result.stderr[-2000:]
@@ -184,13 +174,5 @@ def test_job_package_holds_the_entry_point_and_an_importable_zip(synthesized, py
 def test_local_emr_double_runs_the_job_archive_the_deploy_uploads(synthesized):
     from local.aws.emr_serverless import spark_job
 
-    assets = _asset_dirs(synthesized)
-    (deployment,) = [
-        r["Properties"]
-        for r in synthesized.resources.values()
-        if r["Type"] == "Custom::CDKBucketDeployment"
-        and r["Properties"].get("DestinationBucketKeyPrefix") == "jobs/"
-    ]
-    (key,) = deployment["SourceObjectKeys"]
-    uploaded = assets[key] / "spark_jobs.zip"
+    uploaded = _job_package(synthesized) / "spark_jobs.zip"
     assert spark_job(None).archive.read_bytes() == uploaded.read_bytes()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
 from tests.fixtures.paths import REPO
+from tests.fixtures.processes import run_process
 
 HANDLERS = ["trigger", "job_status", "publish", "finish", "sweeper", "maintenance"]
 
@@ -31,12 +31,6 @@ def test_handler_imports_without_heavy_modules(name):
         "print(json.dumps(sorted(m for m in sys.modules "
         "if m.split('.')[0] in ('pyarrow', 'pyspark', 'pandas', 'moto'))))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PATH": "/usr/bin:/bin"},
-    )
+    out = run_process([sys.executable, "-c", code], env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == []

@@ -7,13 +7,12 @@ import pytest
 from moto import mock_aws
 
 from ingestion.ledger import LOCK_ACTIVE, LOCK_QUEUED, Ledger
+from tests.fixtures.fake_aws import use_fake_credentials
 
 
 @pytest.fixture
 def ledger(synthesized, monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    use_fake_credentials(monkeypatch, "eu-west-1")
     tables = [
         t["Properties"]
         for t in synthesized.of_type("AWS::DynamoDB::Table").values()

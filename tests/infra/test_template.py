@@ -10,20 +10,11 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from tests.fixtures.functions import OUR_FUNCTIONS
 from tests.fixtures.paths import REPO
 from tests.fixtures.synth import synthesize
 
 ASL_FILE = REPO / "statemachine" / "ingest.asl.json"
-HANDLERS = {
-    "trigger",
-    "job_status",
-    "retry_job",
-    "publish",
-    "alert",
-    "finish",
-    "sweeper",
-    "maintenance",
-}
 
 
 def _ref_id(value: Any) -> str | None:
@@ -344,7 +335,7 @@ def test_every_lambda_is_python312_traced_and_has_the_contract_environment(synth
     optional = set(re.findall(r"`((?:WAP|POWERTOOLS)_[A-Z_]+)` \(optional", section))
     assert len(contract_names - optional) >= 18
     functions = _functions_by_handler(synthesized)
-    assert set(functions) == HANDLERS
+    assert set(functions) == OUR_FUNCTIONS
     for name, (_, props) in functions.items():
         assert props["Runtime"] == "python3.12"
         assert props["TracingConfig"] == {"Mode": "Active"}
@@ -736,7 +727,7 @@ def test_alarms_watch_executions_dlq_and_every_lambda(synthesized):
     metrics += [a.get("MetricName") for a in alarms]
     assert {"ExecutionsFailed", "ExecutionsTimedOut"} <= set(metrics)
     assert "ApproximateNumberOfMessagesVisible" in metrics
-    assert metrics.count("Errors") == len(HANDLERS)
+    assert metrics.count("Errors") == len(OUR_FUNCTIONS)
 
 
 def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, tmp_path):

@@ -15,6 +15,7 @@ from ingestion import compaction as rules
 from ingestion.exceptions import MergeConflictError, NessieUnavailableError
 from ingestion.ledger import Ledger
 from local.aws.stack import create_ledger_table
+from tests.fixtures.fake_aws import use_fake_credentials
 
 TABLE = "sales.orders"
 BASE, HEAD, MERGED = "a" * 64, "b" * 64, "c" * 64
@@ -62,9 +63,7 @@ class FlakyNessie:
 
 @pytest.fixture
 def ledger(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
+    use_fake_credentials(monkeypatch, "us-east-1")
     with mock_aws():
         create_ledger_table(boto3.client("dynamodb"), "ledger")
         yield Ledger("ledger")

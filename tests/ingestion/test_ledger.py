@@ -21,6 +21,7 @@ from ingestion.ledger import (
 )
 from local.aws.moto_fidelity import make_dynamodb_requests_atomic
 from local.aws.stack import create_ledger_table
+from tests.fixtures.fake_aws import use_fake_credentials
 
 
 @pytest.fixture(params=["moto", "home"])
@@ -28,9 +29,7 @@ def ledger(request, monkeypatch, tmp_path):
     """The ledger on moto's table, and on the table `wap` runs in a home: backed by the
     home's database (items read on first use, index queries from SQLite, every write
     written through), which must answer every test the same."""
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
+    use_fake_credentials(monkeypatch, "us-east-1")
     make_dynamodb_requests_atomic()  # as DynamoDB itself: condition and write in one step
     with mock_aws():
         create_ledger_table(boto3.client("dynamodb"), "ledger")

@@ -19,43 +19,41 @@ from ingestion.ledger import (
     record_from_item,
     record_to_item,
 )
+from tests.fixtures.ledger_items import ledger_item
 
-INGEST_ITEM = {
-    "pk": "ingest#" + "a" * 16,
-    "kind": "ingest",
-    "ingest_id": "a" * 16,
-    "table": "s.t",
-    "status": "PUBLISHED",
-    "created_at": "2026-01-01T00:00:00Z",
-    "bucket": "b",
-    "key": "s/t/x.parquet",
-    "source_uri": "s3://b/s/t/x.parquet",
-    "object_version": "v1",
-    "staged_uri": "s3://a/staging/x.parquet",
-    "size": Decimal("12"),
-    "attempts": Decimal("2"),
-    "job_tries": Decimal("1"),
-    "rows_written": Decimal("1000"),
-    "branch": "wap_s_t_x",
-    "snapshot_id": "123",
-    "expires_at": Decimal("1900000000"),
-    "solo": True,
-    "branch_attempt_2": "wap_s_t_y",
-    "job_started_at_a2_t1": "2026-01-01T00:01:00Z",
-}
-BATCH_ITEM = {
-    "pk": "ingest#" + "b" * 16,
-    "kind": "batch",
-    "ingest_id": "b" * 16,
-    "table": "s.t",
-    "status": "RUNNING",
-    "members": ["1" * 16, "2" * 16],
-    "sources": ["s3://a/staging/1", "s3://a/staging/2"],
-    "files": Decimal("2"),
-    "all_or_nothing": True,
-    "size": Decimal("30"),
-    "attempts": Decimal("0"),
-}
+INGEST_ITEM = ledger_item(
+    "a" * 16,
+    table="s.t",
+    status="PUBLISHED",
+    created_at="2026-01-01T00:00:00Z",
+    bucket="b",
+    key="s/t/x.parquet",
+    source_uri="s3://b/s/t/x.parquet",
+    object_version="v1",
+    staged_uri="s3://a/staging/x.parquet",
+    size=Decimal("12"),
+    attempts=Decimal("2"),
+    job_tries=Decimal("1"),
+    rows_written=Decimal("1000"),
+    branch="wap_s_t_x",
+    snapshot_id="123",
+    expires_at=Decimal("1900000000"),
+    solo=True,
+    branch_attempt_2="wap_s_t_y",
+    job_started_at_a2_t1="2026-01-01T00:01:00Z",
+)
+BATCH_ITEM = ledger_item(
+    "b" * 16,
+    kind="batch",
+    table="s.t",
+    status="RUNNING",
+    members=["1" * 16, "2" * 16],
+    sources=["s3://a/staging/1", "s3://a/staging/2"],
+    files=Decimal("2"),
+    all_or_nothing=True,
+    size=Decimal("30"),
+    attempts=Decimal("0"),
+)
 
 
 def test_an_ingest_item_reads_as_a_typed_record_and_writes_back_the_same():

@@ -60,30 +60,44 @@ REPORT = AuditReport.from_dict(
 )
 
 
-def test_a_batch_says_which_input_failed_which_check():
+def _sent(
+    ingest_id: str, table: str, inputs: list[str], outcome: Outcome, report: AuditReport
+) -> dict:
+    """The outcome event as the transport sends it (JSON), checked by the client's models."""
     event = json.loads(
         Serde.to_json(
             outcome_event(
                 namespace="WapIngest",
-                ingest_id="b" * 16,
-                table="sales.orders",
-                inputs=[
-                    LineageInput("s3://src/sales/orders/a.parquet?versionId=v1"),
-                    LineageInput("s3://src/sales/orders/b.parquet?versionId=v2"),
-                ],
-                outcome=Outcome(
-                    status="AUDIT_FAILED",
-                    reason="amount_positive failed",
-                    reference="wap_b",
-                    review_branch="wap_b",
-                ),
-                report=REPORT,
+                ingest_id=ingest_id,
+                table=table,
+                inputs=[LineageInput(uri) for uri in inputs],
+                outcome=outcome,
+                report=report,
                 at=AT,
             )
         )
     )
-
     parse_run_event(event)
+    return event
+
+
+def test_a_batch_says_which_input_failed_which_check():
+    event = _sent(
+        "b" * 16,
+        "sales.orders",
+        [
+            "s3://src/sales/orders/a.parquet?versionId=v1",
+            "s3://src/sales/orders/b.parquet?versionId=v2",
+        ],
+        Outcome(
+            status="AUDIT_FAILED",
+            reason="amount_positive failed",
+            reference="wap_b",
+            review_branch="wap_b",
+        ),
+        REPORT,
+    )
+
     assert event["eventType"] == "FAIL" and event["run"]["runId"] == run_id("b" * 16)
     first, second = event["inputs"]
     assert [(s["name"], s["facets"]["version"]["datasetVersion"]) for s in (first, second)] == [
@@ -123,20 +137,13 @@ def test_a_batch_says_which_input_failed_which_check():
 
 
 def test_a_report_without_the_tables_columns_sends_no_schema():
-    event = json.loads(
-        Serde.to_json(
-            outcome_event(
-                namespace="WapIngest",
-                ingest_id="c" * 16,
-                table="sales.orders",
-                inputs=[LineageInput("s3://src/sales/orders/a.parquet")],
-                outcome=Outcome(status="PUBLISHED", reference="main"),
-                report=AuditReport.from_dict({**REPORT.to_dict(), "table_schema": []}),
-                at=AT,
-            )
-        )
+    event = _sent(
+        "c" * 16,
+        "sales.orders",
+        ["s3://src/sales/orders/a.parquet"],
+        Outcome(status="PUBLISHED", reference="main"),
+        AuditReport.from_dict({**REPORT.to_dict(), "table_schema": []}),
     )
-    parse_run_event(event)
     [table] = event["outputs"]
     assert "schema" not in table["facets"] and event["eventType"] == "COMPLETE"
 
@@ -165,24 +172,14 @@ def test_a_multi_table_dataset_outputs_every_table_at_the_one_merged_commit():
             ],
         }
     )
-    event = json.loads(
-        Serde.to_json(
-            outcome_event(
-                namespace="WapIngest",
-                ingest_id="d" * 16,
-                table="shop.order_items",
-                inputs=[
-                    LineageInput("s3://src/_datasets/shop/d1/i.parquet"),
-                    LineageInput("s3://src/_datasets/shop/d1/o.parquet"),
-                ],
-                outcome=Outcome(status="PUBLISHED", reference="main", hash="cd" * 32),
-                report=report,
-                at=AT,
-            )
-        )
+    event = _sent(
+        "d" * 16,
+        "shop.order_items",
+        ["s3://src/_datasets/shop/d1/i.parquet", "s3://src/_datasets/shop/d1/o.parquet"],
+        Outcome(status="PUBLISHED", reference="main", hash="cd" * 32),
+        report,
     )
 
-    parse_run_event(event)
     outputs = {o["name"]: o for o in event["outputs"]}
     assert sorted(outputs) == ["shop.order_items", "shop.orders"]
     assert {

@@ -14,6 +14,7 @@ from ingestion import aws, metrics
 from ingestion.config import Settings
 from ingestion.lineage import LineageInput, start_event, transport
 from local.lineage_receiver import LineageReceiver
+from tests.fixtures.fake_aws import use_fake_credentials
 
 API_KEY = "olk-4f1d9c2b7e"
 REGION = "eu-west-1"
@@ -50,12 +51,7 @@ def event():
 def secrets(monkeypatch):
     from moto import mock_aws
 
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
+    use_fake_credentials(monkeypatch, REGION)
     with mock_aws():
         aws.reset()
         transport._api_key.cache_clear()

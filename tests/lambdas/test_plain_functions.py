@@ -17,6 +17,7 @@ from lambdas.finish.service import final_status, reason_from_error
 from lambdas.job_status.service import outcome_from_report
 from lambdas.trigger.events import ObjectCreated
 from lambdas.trigger.service import rejection_reason
+from tests.fixtures.fake_aws import use_fake_credentials
 
 BASE_ENV = {
     "WAP_LEDGER_TABLE": "ledger",
@@ -69,9 +70,7 @@ def test_settings_are_validated(change, message):
 
 @pytest.fixture
 def s3(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    use_fake_credentials(monkeypatch, "us-east-1")
     with mock_aws():
         aws.reset()
         client = boto3.client("s3")

@@ -11,7 +11,8 @@ import uuid
 
 import pytest
 
-from spark_jobs.wap_job import JobArgs
+from spark_jobs.wap_job import JobArgs, run_ingest
+from tests.fixtures.spark_files import write_file
 
 _counter = itertools.count()
 
@@ -94,3 +95,14 @@ def ingest(lake, nessie_api, tmp_path):
         )
 
     return make
+
+
+@pytest.fixture
+def ingest_file(lake, ingest, tmp_path):
+    """Factory: write `data` to one file `name`, run the job on it into `table` (with the
+    table config `config`) and return the job's report."""
+
+    def run(table: str, name: str, data: bytes | str, config: str | None = None) -> dict:
+        return run_ingest(lake, ingest(table, [write_file(tmp_path, name, data)], config=config))
+
+    return run

@@ -132,26 +132,33 @@ def test_string_bounds_are_never_trusted(spark):
     assert _settle(spark, "  - {kind: accepted_values, column: email, values: [a]}", stats) is None
 
 
-def test_accepted_values_settled_when_every_value_is_the_same(spark):
-    stats = _stats(
-        4, day=ColumnStats(null_count=1, lower=dt.date(2026, 1, 1), upper=dt.date(2026, 1, 1))
-    )
-    ok = _settle(spark, "  - {kind: accepted_values, column: day, values: [2026-01-01]}", stats)
-    bad = _settle(spark, "  - {kind: accepted_values, column: day, values: [2026-01-02]}", stats)
-    assert (ok.status, ok.violations) == ("passed", 0)
-    assert (bad.status, bad.violations) == ("failed", 3)
+DAY = dt.date(2026, 1, 1)
+ONE_DAY = ColumnStats(null_count=0, lower=DAY, upper=DAY)  # every value that day
+ONE_DAY_AND_A_NULL = ColumnStats(null_count=1, lower=DAY, upper=DAY)
+ONE_PRICE = ColumnStats(null_count=0, lower=Decimal("0.10"), upper=Decimal("0.10"))
 
 
-def test_accepted_values_compare_in_the_column_type(spark):
-    # 0.1 from YAML is a float, which never equals Decimal('0.10'); a quoted date is a str.
-    price = _stats(4, price=ColumnStats(null_count=0, lower=Decimal("0.10"), upper=Decimal("0.10")))
-    day = _stats(
-        4, day=ColumnStats(null_count=0, lower=dt.date(2026, 1, 1), upper=dt.date(2026, 1, 1))
+@pytest.mark.parametrize(
+    ("column", "stats", "values", "expected"),
+    [
+        ("day", ONE_DAY_AND_A_NULL, "[2026-01-01]", ("passed", 0)),
+        ("day", ONE_DAY_AND_A_NULL, "[2026-01-02]", ("failed", 3)),
+        # 0.1 from YAML is a float, which never equals Decimal('0.10'); a quoted date is a str:
+        # both compare in the column's type.
+        ("price", ONE_PRICE, "[0.1, 2]", ("passed", 0)),
+        ("day", ONE_DAY, "['2026-01-01']", ("passed", 0)),
+    ],
+    ids=["same-value-accepted", "same-value-refused", "decimal-as-float", "date-quoted"],
+)
+def test_accepted_values_settled_when_every_value_is_the_same(
+    spark, column, stats, values, expected
+):
+    result = _settle(
+        spark,
+        f"  - {{kind: accepted_values, column: {column}, values: {values}}}",
+        _stats(4, **{column: stats}),
     )
-    decimal = _settle(spark, "  - {kind: accepted_values, column: price, values: [0.1, 2]}", price)
-    quoted = _settle(spark, "  - {kind: accepted_values, column: day, values: ['2026-01-01']}", day)
-    assert (decimal.status, decimal.violations) == ("passed", 0)
-    assert (quoted.status, quoted.violations) == ("passed", 0)
+    assert (result.status, result.violations) == expected
 
 
 def test_decimal_checks_count_exactly_at_their_bounds(spark):

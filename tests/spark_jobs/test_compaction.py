@@ -10,6 +10,7 @@ import pytest
 
 from spark_jobs.catalog import configure_run_catalog
 from spark_jobs.compaction import compact, iceberg_rewrite
+from tests.fixtures.faulty_rewrites import drop_one_data_file
 
 pytestmark = pytest.mark.slow
 
@@ -68,11 +69,7 @@ def test_the_rewrite_leaves_one_file_and_the_same_content(lake, small_files, nes
 
 def dropping_one_file(spark, catalog, table, options):
     """A broken rewrite: replaces the table with every row but those of one data file."""
-    name = f"{catalog}.{table}"
-    first = spark.sql(f"SELECT file_path FROM {name}.files LIMIT 1").collect()[0][0]
-    spark.sql(f"SELECT order_id, amount, tag FROM {name} WHERE _file <> '{first}'").writeTo(
-        name
-    ).overwritePartitions()
+    drop_one_data_file(spark, f"{catalog}.{table}")
     return {"rewritten_data_files_count": DROPS, "added_data_files_count": 1}
 
 

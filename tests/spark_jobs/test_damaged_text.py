@@ -11,6 +11,7 @@ import json
 import pytest
 
 from spark_jobs.wap_job import run_ingest
+from tests.fixtures.spark_files import write_file
 
 SCHEMA = """schema:
   - {name: order_id, type: bigint}
@@ -24,12 +25,6 @@ JSONL_ROWS = "".join(
     json.dumps({"order_id": i, "customer": f"customer {i}", "amount": i % 97}) + "\n"
     for i in range(1, 20001)
 )
-
-
-def _write(tmp_path, name: str, data: bytes) -> str:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return path.as_uri()
 
 
 def _rejected(report: dict) -> str:
@@ -47,34 +42,28 @@ def _rejected(report: dict) -> str:
     [("orders.csv.gz", CSV_ROWS), ("orders.jsonl.gz", JSONL_ROWS)],
     ids=["csv", "jsonl"],
 )
-def test_a_gzip_cut_in_the_middle_is_rejected_saying_where(lake, ingest, tmp_path, name, rows):
+def test_a_gzip_cut_in_the_middle_is_rejected_saying_where(ingest_file, name, rows):
     whole = gzip.compress(rows.encode())
     cut = whole[: len(whole) // 2]  # an interrupted upload
-    report = run_ingest(lake, ingest("damaged.cut", [_write(tmp_path, name, cut)], config=SCHEMA))
+    report = ingest_file("damaged.cut", name, cut, config=SCHEMA)
 
     reason = _rejected(report)
     assert name in reason and "gzip stream ends early" in reason
     assert f"after {len(cut)} bytes" in reason
 
 
-def test_a_gzip_missing_only_its_trailer_is_rejected(lake, ingest, tmp_path):
+def test_a_gzip_missing_only_its_trailer_is_rejected(ingest_file):
     whole = gzip.compress(CSV_ROWS.encode())
-    report = run_ingest(
-        lake,
-        ingest("damaged.trailer", [_write(tmp_path, "orders.csv.gz", whole[:-8])], config=SCHEMA),
-    )
+    report = ingest_file("damaged.trailer", "orders.csv.gz", whole[:-8], config=SCHEMA)
 
     reason = _rejected(report)
     assert "gzip stream ends early" in reason and "trailer" in reason
 
 
-def test_a_gzip_whose_check_fails_is_rejected(lake, ingest, tmp_path):
+def test_a_gzip_whose_check_fails_is_rejected(ingest_file):
     whole = bytearray(gzip.compress(CSV_ROWS.encode()))
     whole[-8] ^= 0xFF  # the CRC-32 of the data no longer matches
-    report = run_ingest(
-        lake,
-        ingest("damaged.crc", [_write(tmp_path, "orders.csv.gz", bytes(whole))], config=SCHEMA),
-    )
+    report = ingest_file("damaged.crc", "orders.csv.gz", bytes(whole), config=SCHEMA)
 
     reason = _rejected(report)
     assert "orders.csv.gz" in reason and "gzip" in reason
@@ -84,16 +73,14 @@ def test_a_gzip_whose_check_fails_is_rejected(lake, ingest, tmp_path):
     ("name", "compress"), [("names.csv", False), ("names.csv.gz", True)], ids=["csv", "csv-gzip"]
 )
 def test_csv_not_valid_in_its_declared_encoding_is_rejected_naming_the_line(
-    lake, nessie, ingest, tmp_path, name, compress
+    ingest_file, name, compress
 ):
     data = b"order_id,customer,amount\n1,ann,1.00\n2,b\xff\xfeb,2.00\n3,cy,3.00\n"
-    report = run_ingest(
-        lake,
-        ingest(
-            "damaged.encoding",
-            [_write(tmp_path, name, gzip.compress(data) if compress else data)],
-            config=SCHEMA + "csv: {encoding: utf-8}\n",
-        ),
+    report = ingest_file(
+        "damaged.encoding",
+        name,
+        gzip.compress(data) if compress else data,
+        config=SCHEMA + "csv: {encoding: utf-8}\n",
     )
 
     reason = _rejected(report)
@@ -106,20 +93,13 @@ def test_csv_not_valid_in_its_declared_encoding_is_rejected_naming_the_line(
     [("names.jsonl", False), ("names.jsonl.gz", True)],
     ids=["jsonl", "jsonl-gzip"],
 )
-def test_json_lines_not_valid_utf8_are_never_published_altered(
-    lake, ingest, tmp_path, name, compress
-):
+def test_json_lines_not_valid_utf8_are_never_published_altered(ingest_file, name, compress):
     data = (
         b'{"order_id": 1, "customer": "ann", "amount": 1}\n'
         b'{"order_id": 2, "customer": "b\xff\xfeb", "amount": 2}\n'
     )
-    report = run_ingest(
-        lake,
-        ingest(
-            "damaged.jsonenc",
-            [_write(tmp_path, name, gzip.compress(data) if compress else data)],
-            config=SCHEMA,
-        ),
+    report = ingest_file(
+        "damaged.jsonenc", name, gzip.compress(data) if compress else data, config=SCHEMA
     )
 
     if report["outcome"] == "rejected":
@@ -130,14 +110,9 @@ def test_json_lines_not_valid_utf8_are_never_published_altered(
         assert [s["line"] for s in parse["samples"]] == [2]
 
 
-def test_a_sound_gzip_csv_is_written(lake, ingest, tmp_path):
-    report = run_ingest(
-        lake,
-        ingest(
-            "damaged.sound",
-            [_write(tmp_path, "orders.csv.gz", gzip.compress(CSV_ROWS.encode()))],
-            config=SCHEMA,
-        ),
+def test_a_sound_gzip_csv_is_written(ingest_file):
+    report = ingest_file(
+        "damaged.sound", "orders.csv.gz", gzip.compress(CSV_ROWS.encode()), config=SCHEMA
     )
 
     assert (report["outcome"], report["rows_written"]) == ("passed", 20000), report["reason"]
@@ -146,8 +121,8 @@ def test_a_sound_gzip_csv_is_written(lake, ingest, tmp_path):
 def test_in_a_batch_a_cut_gzip_is_rejected_alone(lake, ingest, tmp_path):
     whole = gzip.compress(CSV_ROWS.encode())
     sources = [
-        _write(tmp_path, "good.csv", b"order_id,customer,amount\n1,ann,1.00\n"),
-        _write(tmp_path, "cut.csv.gz", whole[: len(whole) // 2]),
+        write_file(tmp_path, "good.csv", b"order_id,customer,amount\n1,ann,1.00\n"),
+        write_file(tmp_path, "cut.csv.gz", whole[: len(whole) // 2]),
     ]
     report = run_ingest(lake, ingest("damaged.batch", sources, config=SCHEMA))
 
@@ -164,7 +139,7 @@ def test_a_repeated_run_rejects_bytes_invalid_in_utf8_again(lake, ingest, tmp_pa
     data = b"order_id,customer,amount\n1,ann,1.00\n2,b\xff\xfeb,2.00\n3,cy,3.00\n"
     args = ingest(
         "damaged.again",
-        [_write(tmp_path, "names.csv", data)],
+        [write_file(tmp_path, "names.csv", data)],
         config=SCHEMA + "csv: {encoding: utf-8}\n",
     )
     first = run_ingest(lake, args)  # its rows are on the branch; say its report was lost
@@ -178,8 +153,8 @@ def test_a_repeated_run_rejects_bytes_invalid_in_utf8_again(lake, ingest, tmp_pa
 def test_a_repeated_batch_rejects_its_cut_gzip_alone_again(lake, ingest, tmp_path):
     whole = gzip.compress(CSV_ROWS.encode())
     sources = [
-        _write(tmp_path, "good.csv", b"order_id,customer,amount\n1,ann,1.00\n"),
-        _write(tmp_path, "cut.csv.gz", whole[: len(whole) // 2]),
+        write_file(tmp_path, "good.csv", b"order_id,customer,amount\n1,ann,1.00\n"),
+        write_file(tmp_path, "cut.csv.gz", whole[: len(whole) // 2]),
     ]
     args = ingest("damaged.batchagain", sources, config=SCHEMA)
     first = run_ingest(lake, args)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import zipfile
 
+from contracts.job_args import JobArgs
 from spark_jobs.package import build
 from tests.fixtures.paths import REPO
 
@@ -59,18 +60,13 @@ def test_bundle_alone_parses_a_table_config(tmp_path):
 
 # ---- the local EMR double runs the archive the deploy uploads ------------------------------
 
-ARGV = [
-    "--source",
-    "file:///in.parquet",
-    "--table",
-    "sales.orders",
-    "--branch",
-    "wap_sales_orders_20261122T101500_01234567",
-    "--ingest-id",
-    "0123456789abcdef",
-    "--report-uri",
-    "file:///out/report.json",
-]
+ARGV = JobArgs(
+    sources=["file:///in.parquet"],
+    table="sales.orders",
+    branch="wap_sales_orders_20261122T101500_01234567",
+    ingest_id="0123456789abcdef",
+    report_uri="file:///out/report.json",
+).to_args()
 
 
 def test_local_emr_double_imports_the_job_from_the_deploys_archive():

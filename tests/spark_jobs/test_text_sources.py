@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs.wap_job import run_ingest
-from tests.fixtures.spark_files import read_on_ref, write_parquet
+from tests.fixtures.spark_files import read_on_ref, write_file, write_parquet
 
 ORDERS = """schema:
   - {name: order_id, type: bigint}
@@ -30,12 +30,6 @@ CLEAN = (
     "2,bob,3.00,2026-11-02 11:30:00,false\n"
     "3,cy,7.25,2026-11-03 09:15:00,true\n"
 )
-
-
-def _write(tmp_path, name: str, data: bytes | str) -> str:
-    path = tmp_path / name
-    path.write_bytes(data.encode() if isinstance(data, str) else data)
-    return path.as_uri()
 
 
 def _parse_check(report: dict) -> dict:
@@ -66,7 +60,7 @@ def _rows(lake, nessie, args, table: str) -> list[tuple]:
 def test_a_clean_csv_is_written_with_the_declared_types(
     lake, nessie, ingest, tmp_path, name, data, options
 ):
-    args = ingest("text.clean", [_write(tmp_path, name, data)], config=ORDERS + options)
+    args = ingest("text.clean", [write_file(tmp_path, name, data)], config=ORDERS + options)
 
     report = run_ingest(lake, args)
 
@@ -89,7 +83,7 @@ def test_quoted_values_may_hold_delimiters_quotes_and_line_breaks(lake, nessie, 
         '1,"Smith, ""Ann""\nsecond line",1.00,2026-11-01 10:00:00,true\n'
         "2,bob,2.00,2026-11-01 10:00:00,false\n"
     )
-    args = ingest("text.quoted", [_write(tmp_path, "q.csv", data)], config=ORDERS)
+    args = ingest("text.quoted", [write_file(tmp_path, "q.csv", data)], config=ORDERS)
 
     report = run_ingest(lake, args)
 
@@ -110,7 +104,7 @@ def test_three_malformed_lines_fail_parse_errors_naming_each_line(
         "6,fay,2.00,2026-11-03 09:15:00,false\n"
     )  # 7
     before = nessie_api.ref("main")["hash"]
-    args = ingest("text.ragged", [_write(tmp_path, "ragged.csv", data)], config=ORDERS)
+    args = ingest("text.ragged", [write_file(tmp_path, "ragged.csv", data)], config=ORDERS)
 
     report = run_ingest(lake, args)
 
@@ -128,7 +122,7 @@ def test_three_malformed_lines_fail_parse_errors_naming_each_line(
 def test_parse_errors_within_the_configured_max_pass(lake, ingest, tmp_path):
     data = CLEAN + "7,gus,not-a-number,2026-11-01 10:00:00,true\n"
     config = ORDERS + "checks:\n  - {kind: parse_errors, max: 1}\n"
-    args = ingest("text.tolerated", [_write(tmp_path, "one_bad.csv", data)], config=config)
+    args = ingest("text.tolerated", [write_file(tmp_path, "one_bad.csv", data)], config=config)
 
     report = run_ingest(lake, args)
 
@@ -141,7 +135,7 @@ def test_parse_errors_within_the_configured_max_pass(lake, ingest, tmp_path):
 def test_a_header_only_csv_is_handled_like_an_empty_parquet_file(lake, ingest, tmp_path):
     config = ORDERS + "checks:\n  - {kind: row_count, min: 1}\n"
     empty = ingest(
-        "text.empty", [_write(tmp_path, "h.csv", CLEAN.split("\n")[0] + "\n")], config=config
+        "text.empty", [write_file(tmp_path, "h.csv", CLEAN.split("\n")[0] + "\n")], config=config
     )
     report = run_ingest(lake, empty)
     no_rows = pa.table({"order_id": pa.array([], pa.int64())})
@@ -166,7 +160,7 @@ def test_json_lines_map_nested_objects_to_a_struct_column(lake, nessie, ingest, 
         {"order_id": 2, "customer": {"name": "bob", "tier": 1}, "amount": 2.5},
     ]
     text = "\n".join(json.dumps(line) for line in lines) + "\n\n"
-    args = ingest("text.nested", [_write(tmp_path, "orders.jsonl", text)], config=config)
+    args = ingest("text.nested", [write_file(tmp_path, "orders.jsonl", text)], config=config)
 
     report = run_ingest(lake, args)
 
@@ -175,7 +169,7 @@ def test_json_lines_map_nested_objects_to_a_struct_column(lake, nessie, ingest, 
     assert sorted(r["customer"]["tier"] for r in frame.collect()) == [1, 2]
 
 
-def test_bad_json_lines_are_counted_with_their_line(lake, ingest, tmp_path):
+def test_bad_json_lines_are_counted_with_their_line(ingest_file):
     config = "schema:\n  - {name: order_id, type: bigint}\n  - {name: amount, type: double}\n"
     text = (
         '{"order_id": 1, "amount": 1.0}\n'
@@ -184,14 +178,7 @@ def test_bad_json_lines_are_counted_with_their_line(lake, ingest, tmp_path):
         '{"order_id": 4, "amout": 4.0}\n'  # 4: a key the schema lacks
         '{"order_id": 5, "amount": 5.0}\n'
     )
-    report = run_ingest(
-        lake,
-        ingest(
-            "text.badjson",
-            [_write(tmp_path, "b.jsonl.gz", gzip.compress(text.encode()))],
-            config=config,
-        ),
-    )
+    report = ingest_file("text.badjson", "b.jsonl.gz", gzip.compress(text.encode()), config=config)
 
     check = _parse_check(report)
     assert report["outcome"] == "failed"
@@ -217,7 +204,7 @@ def test_a_file_whose_bytes_do_not_match_its_format_is_rejected(
         (tmp_path / name).write_bytes((tmp_path / "p.parquet").read_bytes())
         uri = (tmp_path / name).as_uri()
     else:
-        uri = _write(tmp_path, name, data)
+        uri = write_file(tmp_path, name, data)
 
     report = run_ingest(lake, ingest("text.mismatch", [uri], config=ORDERS))
 
@@ -225,19 +212,16 @@ def test_a_file_whose_bytes_do_not_match_its_format_is_rejected(
     assert expected in report["reason"]
 
 
-def test_text_into_a_table_without_a_schema_is_refused_saying_how_to_declare_one(
-    lake, ingest, tmp_path
-):
-    report = run_ingest(lake, ingest("text.undeclared", [_write(tmp_path, "o.csv", CLEAN)]))
+def test_text_into_a_table_without_a_schema_is_refused_saying_how_to_declare_one(ingest_file):
+    report = ingest_file("text.undeclared", "o.csv", CLEAN)
 
     assert report["outcome"] == "rejected"
     assert "schema:" in report["reason"] and "nothing is inferred" in report["reason"]
 
 
-def test_a_header_naming_an_unknown_column_is_rejected_naming_it(lake, ingest, tmp_path):
-    data = CLEAN.replace("customer", "cust0mer")
-    report = run_ingest(
-        lake, ingest("text.unknown", [_write(tmp_path, "o.csv", data)], config=ORDERS)
+def test_a_header_naming_an_unknown_column_is_rejected_naming_it(ingest_file):
+    report = ingest_file(
+        "text.unknown", "o.csv", CLEAN.replace("customer", "cust0mer"), config=ORDERS
     )
 
     assert report["outcome"] == "rejected"
@@ -247,18 +231,18 @@ def test_a_header_naming_an_unknown_column_is_rejected_naming_it(lake, ingest, t
 def test_a_burst_of_parquet_and_csv_files_judges_each_file(
     lake, nessie, nessie_api, ingest, tmp_path
 ):
-    seed = ingest("text.burst", [_write(tmp_path, "seed.csv", CLEAN)], config=ORDERS)
+    seed = ingest("text.burst", [write_file(tmp_path, "seed.csv", CLEAN)], config=ORDERS)
     assert run_ingest(lake, seed)["outcome"] == "passed"
     nessie_api.merge(seed.branch)
     bad = CLEAN.replace("3,cy,7.25", "3,cy,seven")
     sources = [
         write_parquet(tmp_path / "p.parquet", {"order_id": [10, 11], "customer": ["x", "y"]}),
-        _write(
+        write_file(
             tmp_path,
             "good.csv",
             CLEAN.replace("1,ann", "21,ann").replace("2,bob", "22,bob").replace("3,cy", "23,cy"),
         ),
-        _write(tmp_path, "bad.csv", bad),
+        write_file(tmp_path, "bad.csv", bad),
     ]
     args = ingest("text.burst", sources, config=ORDERS)
 
@@ -284,7 +268,7 @@ csv: {null_value: NA}
 parse: {timestamp_format: 'dd/MM/yyyy HH:mm', date_format: 'dd.MM.yyyy', time_zone: '+02:00'}
 """
     data = "order_id,ordered_at,shipped_on,note\n1,25/11/2026 10:30,26.11.2026,NA\n"
-    args = ingest("text.formats", [_write(tmp_path, "f.csv", data)], config=config)
+    args = ingest("text.formats", [write_file(tmp_path, "f.csv", data)], config=config)
 
     report = run_ingest(lake, args)
 
@@ -304,7 +288,7 @@ def test_a_pattern_spark_cannot_use_is_a_config_error(lake, ingest, tmp_path):
     for bad in ("{timestamp_format: 'yyyy-MM-dd bb'}", "{time_zone: Mars/Olympus}"):
         config = ORDERS + f"parse: {bad}\n"
         report = run_ingest(
-            lake, ingest("text.badpattern", [_write(tmp_path, "o.csv", CLEAN)], config=config)
+            lake, ingest("text.badpattern", [write_file(tmp_path, "o.csv", CLEAN)], config=config)
         )
 
         assert report["outcome"] == "rejected"
@@ -337,13 +321,15 @@ def test_a_clean_csv_is_written_once_and_a_dirty_one_leaves_no_stray_files(
         "_header",
         lambda spark, uri, *rest: headers.append(uri) or read_header(spark, uri, *rest),
     )
-    clean = ingest("text.once", [_write(tmp_path, "clean.csv", CLEAN)], config=ORDERS)
+    clean = ingest("text.once", [write_file(tmp_path, "clean.csv", CLEAN)], config=ORDERS)
     assert run_ingest(lake, clean)["outcome"] == "passed"
     assert writes == ["strict"]
     assert len(headers) == 1  # planned, then written: its header read once
 
     writes.clear()
-    dirty = ingest("text.twice", [_write(tmp_path, "dirty.csv", CLEAN + "9,zed\n")], config=ORDERS)
+    dirty = ingest(
+        "text.twice", [write_file(tmp_path, "dirty.csv", CLEAN + "9,zed\n")], config=ORDERS
+    )
     report = run_ingest(lake, dirty)
 
     assert writes == ["strict", "counting"]

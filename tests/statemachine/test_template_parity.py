@@ -29,19 +29,10 @@ from local.aws.lambda_sandbox import reserved_environment
 from local.aws.overrides import OVERRIDES, LocalParityError
 from local.aws.stack import ACCOUNT_ID, StackSettings
 from local.aws.template import StackTemplate, input_digest, stack_template
+from tests.fixtures.functions import OUR_FUNCTIONS
 from tests.fixtures.local_stack import CREATE_TABLES, fake_parquet, wait_for_key
 from tests.fixtures.paths import REPO
 
-OUR_FUNCTIONS = {
-    "trigger",
-    "job_status",
-    "retry_job",
-    "publish",
-    "alert",
-    "finish",
-    "sweeper",
-    "maintenance",
-}
 # The knobs tests and the CLI turn (poll every second, no backoff sleeps, fast timeouts...).
 EXPECTED_OVERRIDES = {
     "WAP_NESSIE_UI_URL",

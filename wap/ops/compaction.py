@@ -30,9 +30,6 @@ from ingestion import constants as c
 from ingestion.compaction_runs import outcome_json
 from ingestion.exceptions import TableBusyError, UnknownTableError
 from ingestion.ledger import Ledger
-from ingestion.lineage import events
-from ingestion.lineage.record import outcome_of
-from ingestion.naming import utcnow
 from ingestion.nessie import NessieClient
 from wap.exceptions import NotAllowedError, UnknownTargetError
 from wap.ops.backends import DEFAULT_STACK
@@ -78,21 +75,7 @@ def compact_table(
         raise NotAllowedError(str(exc)) from exc
     run_id, branch = start.run_id, start.branch
     try:
-        _send(
-            lineage,
-            lambda: [
-                events.start_event(
-                    namespace=DEFAULT_STACK,
-                    ingest_id=run_id,
-                    table=table,
-                    inputs=[],
-                    branch=branch,
-                    attempt=1,
-                    at=utcnow(),
-                    kind=events.COMPACTION,
-                )
-            ],
-        )
+        _send(lineage, lambda: [rules.start_event(DEFAULT_STACK, start)])
         rules.open_branch(ledger, nessie, start)
         if meanwhile is not None:
             meanwhile()
@@ -120,21 +103,7 @@ def compact_table(
             alert=lambda event: alert(event.to_dict()),
         )
     finally:
-        _send(
-            lineage,
-            lambda: [
-                events.outcome_event(
-                    namespace=DEFAULT_STACK,
-                    ingest_id=run_id,
-                    table=table,
-                    inputs=[],
-                    outcome=outcome_of(ledger.get_ingest(run_id)),
-                    report=None,
-                    at=utcnow(),
-                    kind=events.COMPACTION,
-                )
-            ],
-        )
+        _send(lineage, lambda: [rules.outcome_event(DEFAULT_STACK, ledger, start)])
         start_next(table, run_id)
 
 

@@ -53,7 +53,7 @@ def send_review(backend: Backend, record: Record) -> None:
         run_id = events.run_id(record.ingest_id)
         earlier = backend.lineage_events(run_id) or []
         namespace = next((e["job"]["namespace"] for e in earlier), DEFAULT_STACK)
-        event = events.review_event(
+        event = events.outcome_event(
             namespace=namespace,
             ingest_id=record.ingest_id,
             table=record.table,
@@ -61,6 +61,7 @@ def send_review(backend: Backend, record: Record) -> None:
             outcome=outcome_of(record),
             report=read_report(backend, record),
             at=utcnow(),
+            reviewed=True,
         )
         backend.send_lineage([event])
     except Exception:

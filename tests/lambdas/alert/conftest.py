@@ -9,6 +9,7 @@ import pytest
 from ingestion.alerting.slack import RetryPolicy
 from local.slack_standin import start_slack_standin
 from tests.fixtures.alerts import ALERT_EVENTS, TOKEN, load_event
+from tests.fixtures.fake_aws import use_fake_credentials
 
 REGION = "eu-west-1"
 
@@ -26,13 +27,7 @@ def aws(monkeypatch):
     """moto for every boto3 client made inside the test."""
     from moto import mock_aws
 
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
+    use_fake_credentials(monkeypatch, REGION, session_token=True)
     with mock_aws():
         yield
 

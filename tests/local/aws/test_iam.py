@@ -79,16 +79,21 @@ def test_dynamodb_transactions_need_each_items_action_and_queries_the_index():
     ]
 
 
-def test_starting_a_job_passes_its_role_and_tags_it():
-    role = f"arn:aws:iam::{ACCOUNT}:role/job"
-    assert needs(
+def _start_job_run(role: str) -> list[Request]:
+    """What StartJobRun with execution role `role` asks of the policy."""
+    return needs(
         "emr-serverless",
         "StartJobRun",
         applicationId="app1",
         executionRoleArn=role,
         clientToken="t",
         tags={"wap:table": "a.b"},
-    ) == [
+    )
+
+
+def test_starting_a_job_passes_its_role_and_tags_it():
+    role = f"arn:aws:iam::{ACCOUNT}:role/job"
+    assert _start_job_run(role) == [
         Request("emr-serverless:StartJobRun", APP),
         Request("iam:PassRole", role, (("iam:PassedToService", EMR_SERVERLESS_PRINCIPAL),)),
         Request("emr-serverless:TagResource", f"{APP}/jobruns/*"),
@@ -132,14 +137,7 @@ def test_a_role_passed_only_to_emr_serverless_cannot_be_passed_to_another_servic
         },
     )
     principal = Principal("fn", "Pipeline/Fn/ServiceRole", "arn:aws:iam::1:role/r", [statement])
-    [_, passing, _] = needs(
-        "emr-serverless",
-        "StartJobRun",
-        applicationId="app1",
-        executionRoleArn=role,
-        clientToken="t",
-        tags={"a": "b"},
-    )
+    [_, passing, _] = _start_job_run(role)
     assert principal.grant(passing.action, passing.resource, context=dict(passing.context))
     assert (
         principal.grant("iam:PassRole", role, context={"iam:PassedToService": "ec2.amazonaws.com"})

@@ -235,36 +235,28 @@ def test_gzip_request_bodies_are_accepted(api, branch):
 
 
 def test_bad_parameters_filters_and_routes(api, branch, unchanged):
-    assert_error(
-        api.get(f"/trees/{branch}/entries", params={"max-records": "many"}),
-        400,
-        "BAD_REQUEST",
-        "Query parameter 'max-records' must be an integer",
-    )
-    assert_error(
-        api.get(f"/trees/{branch}/entries", params={"filter": "entry.contentType =="}),
-        400,
-        "BAD_REQUEST",
-        prefix="Invalid filter expression",
-    )
-    assert_error(
-        api.get(f"/trees/{branch}/entries", params={"filter": "__import__('os').system('true')"}),
-        400,
-        "BAD_REQUEST",
-        prefix="Invalid filter expression",
-    )
-    assert_error(
-        api.get(f"/trees/{branch}/entries", params={"filter": "entry.secret == 1"}),
-        400,
-        "BAD_REQUEST",
-        "Unknown filter attribute 'secret'",
-    )
-    assert_error(
-        api.get(f"/trees/{branch}", params={"fetch": "EVERYTHING"}),
-        400,
-        "BAD_REQUEST",
-        "Invalid fetch option 'EVERYTHING'",
-    )
+    entries = f"/trees/{branch}/entries"
+    invalid_filter = {"prefix": "Invalid filter expression"}
+    for path, params, expected in [
+        (
+            entries,
+            {"max-records": "many"},
+            {"message": "Query parameter 'max-records' must be an integer"},
+        ),
+        (entries, {"filter": "entry.contentType =="}, invalid_filter),
+        (entries, {"filter": "__import__('os').system('true')"}, invalid_filter),
+        (
+            entries,
+            {"filter": "entry.secret == 1"},
+            {"message": "Unknown filter attribute 'secret'"},
+        ),
+        (
+            f"/trees/{branch}",
+            {"fetch": "EVERYTHING"},
+            {"message": "Invalid fetch option 'EVERYTHING'"},
+        ),
+    ]:
+        assert_error(api.get(path, params=params), 400, "BAD_REQUEST", **expected)
     assert_error(api.get("/trees/a..b"), 400, "BAD_REQUEST", f"{REF_RULE} - but was: a..b")
     assert api.get("/no/such/endpoint").status_code == 404
     assert api.patch("/trees/main").status_code == 405

@@ -14,7 +14,6 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from local.aws.stack import REPO_ROOT
+from tests.fixtures.processes import run_process
 from tests.fixtures.wap_cli import (
     assert_one_line_error,
     count_rows,
@@ -54,7 +54,7 @@ class Ran:
 
 def run_wap_process(*args: str, cwd: Path) -> Ran:
     """`wap ARGS` as a user runs it: its own process, its own JVM."""
-    done = subprocess.run(
+    done = run_process(
         [
             sys.executable,
             "-c",
@@ -63,10 +63,7 @@ def run_wap_process(*args: str, cwd: Path) -> Ran:
         ],
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True,
-        text=True,
         timeout=600,
-        check=False,
     )
     return Ran(done.returncode, done.stdout, done.stderr)
 
@@ -266,14 +263,7 @@ def test_read_only_commands_never_load_spark(demo):
         "assert 'pyspark' not in sys.modules, 'pyspark was imported'\n"
         "print('NO-JVM-OK')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_process([sys.executable, "-c", script], cwd=REPO_ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "NO-JVM-OK" in done.stdout and branch in done.stdout
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.fixtures.processes import run_process
 from tests.fixtures.wap_cli import assert_one_line_error, ledger_items, run_wap
 from wap.runtime.embedded_stack import EmbeddedOptions, EmbeddedStack
 from wap.runtime.home import WapHome
@@ -192,7 +192,7 @@ def test_the_demo_needs_the_table_config(tmp_path):
 def test_without_java_the_ingest_ends_with_a_clear_error(tmp_path, parquet_file):
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java"), "PATH": "/usr/bin:/bin"}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
-    done = subprocess.run(
+    done = run_process(
         [
             str(Path(sys.executable).with_name("wap")),
             "--home",
@@ -202,11 +202,8 @@ def test_without_java_the_ingest_ends_with_a_clear_error(tmp_path, parquet_file)
             "-t",
             "sales.orders",
         ],
-        capture_output=True,
-        text=True,
         env=env,
         timeout=120,
-        check=False,
     )
     assert done.returncode == 1, done.stderr
     last = done.stderr.strip().splitlines()[-1]

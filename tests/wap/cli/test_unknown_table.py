@@ -38,17 +38,9 @@ def test_a_mistyped_table_is_refused_with_a_suggestion_and_create_creates_it(
 ):
     home = tmp_path / "home"
     env = {"WAP_TABLES_DIR": str(tables_dir)}
+    ingest = ("--home", str(home), "ingest", str(stock_file), "--table", "inventory.stok")
 
-    refused = run_wap(
-        "--home",
-        str(home),
-        "ingest",
-        str(stock_file),
-        "--table",
-        "inventory.stok",
-        spark=spark,
-        env=env,
-    )
+    refused = run_wap(*ingest, spark=spark, env=env)
 
     assert refused.exit_code == 3, refused.output
     [record] = ledger_items(home).values()
@@ -61,17 +53,7 @@ def test_a_mistyped_table_is_refused_with_a_suggestion_and_create_creates_it(
     assert set(refs(home)) == {"main"}  # no branch, and no job ran
     assert not record.get("job_run_id") and not record.get("branch")
 
-    created = run_wap(
-        "--home",
-        str(home),
-        "ingest",
-        str(stock_file),
-        "--table",
-        "inventory.stok",
-        "--create",
-        spark=spark,
-        env=env,
-    )
+    created = run_wap(*ingest, "--create", spark=spark, env=env)
 
     assert created.exit_code == 0, created.output
     published = [r for r in ledger_items(home).values() if r["status"] == "PUBLISHED"]

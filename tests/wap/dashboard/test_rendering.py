@@ -11,6 +11,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.fixtures.ledger_items import ledger_item
 from wap.dashboard import APP_PATH
 from wap.runtime.home import ENV_HOME, WapHome
 from wap.runtime.state_store import write_ledger_items
@@ -24,26 +25,22 @@ REJECTED_ID, PUBLISHED_ID = "0a0a0a0a0a0a0a0a", "0b0b0b0b0b0b0b0b"
 def hostile_home(tmp_path):
     home = WapHome(tmp_path / "wap-home").create()
     items = [
-        {
-            "pk": f"ingest#{REJECTED_ID}",
-            "kind": "ingest",
-            "ingest_id": REJECTED_ID,
-            "table": "sales.orders",
-            "status": "REJECTED",
-            "error": HOSTILE,
-            "source_uri": "s3://wap-source/sales/orders/<b>x<i>.parquet",
-            "created_at": "2026-11-22T10:00:00Z",
-            "finished_at": "2026-11-22T10:01:00Z",
-        },
-        {
-            "pk": f"ingest#{PUBLISHED_ID}",
-            "kind": "ingest",
-            "ingest_id": PUBLISHED_ID,
-            "table": "sales.orders",
-            "status": "PUBLISHED",
-            "created_at": "2026-11-22T09:00:00Z",
-            "finished_at": "2026-11-22T09:01:00Z",
-        },
+        ledger_item(
+            REJECTED_ID,
+            table="sales.orders",
+            status="REJECTED",
+            error=HOSTILE,
+            source_uri="s3://wap-source/sales/orders/<b>x<i>.parquet",
+            created_at="2026-11-22T10:00:00Z",
+            finished_at="2026-11-22T10:01:00Z",
+        ),
+        ledger_item(
+            PUBLISHED_ID,
+            table="sales.orders",
+            status="PUBLISHED",
+            created_at="2026-11-22T09:00:00Z",
+            finished_at="2026-11-22T09:01:00Z",
+        ),
     ]
     write_ledger_items(home, items)
     return home.root
@@ -97,38 +94,43 @@ def test_ingest_page_without_id_offers_a_choice(hostile_home, monkeypatch):
     assert app.selectbox[0].options[0].startswith(REJECTED_ID)  # newest first
 
 
-def test_a_failed_dataset_shows_its_batch_and_its_parts_point_at_it(tmp_path, monkeypatch):
-    home = WapHome(tmp_path / "wap-home").create()
-    batch, part = "0c0c0c0c0c0c0c0c", "0d0d0d0d0d0d0d0d"
+def _failed_batch_home(
+    root, batch: str, part: str, batch_fields: dict, part_fields: dict
+) -> WapHome:
+    """A home whose ledger holds one all-or-nothing batch that failed its audit, with its
+    one member `part`."""
+    home = WapHome(root / "wap-home").create()
     stamps = {"created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}
+    common = {"status": "AUDIT_FAILED", **stamps}
     write_ledger_items(
         home,
         [
-            {
-                "pk": f"ingest#{batch}",
-                "kind": "batch",
-                "ingest_id": batch,
-                "table": "ds.orders",
-                "status": "AUDIT_FAILED",
-                "members": [part],
-                "dataset": "ds/orders/run-1/",
-                "all_or_nothing": True,
-                "branch": "wap_ds_orders_x",
-                "error": "1 of 1 files failed",
-                **stamps,
-            },
-            {
-                "pk": f"ingest#{part}",
-                "kind": "ingest",
-                "ingest_id": part,
-                "table": "ds.orders",
-                "status": "AUDIT_FAILED",
-                "batch_id": batch,
-                "dataset": "ds/orders/run-1/",
-                "source_uri": "s3://wap-source/ds/orders/run-1/part-0.parquet",
-                **stamps,
-            },
+            ledger_item(
+                batch, kind="batch", members=[part], all_or_nothing=True, **batch_fields, **common
+            ),
+            ledger_item(part, batch_id=batch, **part_fields, **common),
         ],
+    )
+    return home
+
+
+def test_a_failed_dataset_shows_its_batch_and_its_parts_point_at_it(tmp_path, monkeypatch):
+    batch, part = "0c0c0c0c0c0c0c0c", "0d0d0d0d0d0d0d0d"
+    home = _failed_batch_home(
+        tmp_path,
+        batch,
+        part,
+        {
+            "table": "ds.orders",
+            "dataset": "ds/orders/run-1/",
+            "branch": "wap_ds_orders_x",
+            "error": "1 of 1 files failed",
+        },
+        {
+            "table": "ds.orders",
+            "dataset": "ds/orders/run-1/",
+            "source_uri": "s3://wap-source/ds/orders/run-1/part-0.parquet",
+        },
     )
     app = _app(home.root, monkeypatch).run()
 
@@ -173,18 +175,16 @@ def test_a_schema_rejected_ingest_shows_what_was_refused_not_a_match(tmp_path, m
     write_ledger_items(
         home,
         [
-            {
-                "pk": f"ingest#{iid}",
-                "kind": "ingest",
-                "ingest_id": iid,
-                "table": "sales.orders",
-                "status": "REJECTED",
-                "error": refused,
-                "reason_code": "schema_policy",
-                "report_uri": f"s3://wap-artifacts/{key}",
-                "created_at": "2026-11-22T10:00:00Z",
-                "finished_at": "2026-11-22T10:01:00Z",
-            }
+            ledger_item(
+                iid,
+                table="sales.orders",
+                status="REJECTED",
+                error=refused,
+                reason_code="schema_policy",
+                report_uri=f"s3://wap-artifacts/{key}",
+                created_at="2026-11-22T10:00:00Z",
+                finished_at="2026-11-22T10:01:00Z",
+            )
         ],
     )
 
@@ -213,21 +213,19 @@ def test_a_discarded_ingest_still_says_why_it_failed_and_who_discarded_it(tmp_pa
     write_ledger_items(
         home,
         [
-            {
-                "pk": f"ingest#{iid}",
-                "kind": "ingest",
-                "ingest_id": iid,
-                "table": "sales.orders",
-                "status": "DISCARDED",
-                "previous_status": "AUDIT_FAILED",
-                "error": failure,
-                "discarded_by": "alice",
-                "discard_reason": "discarded by alice: wrong export",
-                "branch": "wap_sales_orders_f",
-                "branch_deleted_at": "2026-11-22T11:00:00Z",
-                "created_at": "2026-11-22T10:00:00Z",
-                "finished_at": "2026-11-22T10:01:00Z",
-            }
+            ledger_item(
+                iid,
+                table="sales.orders",
+                status="DISCARDED",
+                previous_status="AUDIT_FAILED",
+                error=failure,
+                discarded_by="alice",
+                discard_reason="discarded by alice: wrong export",
+                branch="wap_sales_orders_f",
+                branch_deleted_at="2026-11-22T11:00:00Z",
+                created_at="2026-11-22T10:00:00Z",
+                finished_at="2026-11-22T10:01:00Z",
+            )
         ],
     )
 
@@ -251,17 +249,15 @@ def test_the_table_page_shows_files_reclaimable_bytes_and_the_last_compaction(
     write_ledger_items(
         home,
         [
-            {
-                "pk": f"ingest#{iid}",
-                "kind": "ingest",
-                "ingest_id": iid,
-                "table": "sales.orders",
-                "status": "AUDIT_FAILED",
-                "source_uri": "maintenance:compaction",
-                "error": "compaction changed the table's content: row count 10 != 9",
-                "created_at": "2026-11-22T10:00:00Z",
-                "finished_at": "2026-11-22T10:01:00Z",
-            }
+            ledger_item(
+                iid,
+                table="sales.orders",
+                status="AUDIT_FAILED",
+                source_uri="maintenance:compaction",
+                error="compaction changed the table's content: row count 10 != 9",
+                created_at="2026-11-22T10:00:00Z",
+                finished_at="2026-11-22T10:01:00Z",
+            )
         ],
     )
     summary = home.objects / "wap-artifacts" / "reports" / "maintenance" / "gc-latest.json"
@@ -302,37 +298,22 @@ def test_the_table_page_shows_files_reclaimable_bytes_and_the_last_compaction(
 
 
 def test_a_multi_table_dataset_is_one_run_naming_every_table(tmp_path, monkeypatch):
-    home = WapHome(tmp_path / "wap-home").create()
     batch, part = "0f0f0f0f0f0f0f0f", "1a1a1a1a1a1a1a1a"
-    stamps = {"created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:01:00Z"}
-    write_ledger_items(
-        home,
-        [
-            {
-                "pk": f"ingest#{batch}",
-                "kind": "batch",
-                "ingest_id": batch,
-                "table": "shop.order_items",
-                "tables": ["shop.order_items", "shop.orders"],
-                "dataset_name": "shop",
-                "status": "AUDIT_FAILED",
-                "members": [part],
-                "all_or_nothing": True,
-                "branch": "wap_dataset_shop_x",
-                "error": "order_items_order_id_foreign_key failed",
-                **stamps,
-            },
-            {
-                "pk": f"ingest#{part}",
-                "kind": "ingest",
-                "ingest_id": part,
-                "table": "shop.orders",
-                "status": "AUDIT_FAILED",
-                "batch_id": batch,
-                "source_uri": "s3://wap-source/_datasets/shop/d1/orders/o.parquet",
-                **stamps,
-            },
-        ],
+    home = _failed_batch_home(
+        tmp_path,
+        batch,
+        part,
+        {
+            "table": "shop.order_items",
+            "tables": ["shop.order_items", "shop.orders"],
+            "dataset_name": "shop",
+            "branch": "wap_dataset_shop_x",
+            "error": "order_items_order_id_foreign_key failed",
+        },
+        {
+            "table": "shop.orders",
+            "source_uri": "s3://wap-source/_datasets/shop/d1/orders/o.parquet",
+        },
     )
     app = _app(home.root, monkeypatch).run()
     assert not app.exception

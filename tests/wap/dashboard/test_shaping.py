@@ -425,17 +425,11 @@ def test_md_escape_renders_data_literally():
 
 
 def test_a_batch_member_is_shown_running_in_its_batch():
-    from wap.ops.operations import RunRow
-
-    member = RunRow(
-        ingest_id="c" * 16,
-        table="sales.orders",
-        source="s3://b/sales/orders/c.parquet",
-        status="RUNNING",
-        branch=None,
-        when="2026-11-22T10:00:00Z",
+    member = replace(
+        run(
+            "c" * 16, "RUNNING", when="2026-11-22T10:00:00Z", source="s3://b/sales/orders/c.parquet"
+        ),
         rows_written=None,
-        reason=None,
         batch_id="d" * 16,
     )
     locks = [

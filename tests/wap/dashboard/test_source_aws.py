@@ -9,6 +9,7 @@ import pytest
 from moto import mock_aws
 
 from ingestion.ledger import Ledger, table_schema
+from tests.fixtures.fake_aws import use_fake_credentials
 from wap.dashboard import source
 from wap.exceptions import DashboardError
 from wap.ops.backends import Target
@@ -52,8 +53,7 @@ def deployed(nessie, monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    use_fake_credentials(monkeypatch)
     with mock_aws():
         import boto3
 

@@ -17,6 +17,7 @@ import pytest
 from contracts.table_config import MaintenanceOptions
 from ingestion.lineage.events import run_id as lineage_run_id
 from local.lineage_receiver import LineageReceiver
+from tests.fixtures.faulty_rewrites import drop_one_data_file
 from tests.fixtures.local_stack import wait_for_key, wait_for_status
 from tests.fixtures.spark_stack import spark_lake
 from wap.exceptions import NotAllowedError
@@ -81,11 +82,7 @@ def run(cmp_lake, lake, **kwargs):
 
 def dropping_one_file(spark, catalog, table, options):
     """A broken rewrite: every row but those of one data file."""
-    name = f"{catalog}.{table}"
-    first = spark.sql(f"SELECT file_path FROM {name}.files LIMIT 1").collect()[0][0]
-    spark.sql(f"SELECT order_id, amount FROM {name} WHERE _file <> '{first}'").writeTo(
-        name
-    ).overwritePartitions()
+    drop_one_data_file(spark, f"{catalog}.{table}")
     return {}
 
 

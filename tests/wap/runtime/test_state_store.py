@@ -10,6 +10,8 @@ from moto import mock_aws
 
 from ingestion.ledger import Ledger
 from local.aws.stack import create_ledger_table
+from tests.fixtures.fake_aws import use_fake_credentials
+from tests.fixtures.ledger_items import ledger_item
 from tests.fixtures.paths import REPO
 from wap.runtime.home import WapHome
 from wap.runtime.state_store import INTERRUPTED_REASON, StateStore, StoredBucket
@@ -32,8 +34,7 @@ def _resources():
 def test_ledger_and_objects_survive_and_unfinished_ingests_are_marked_interrupted(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    use_fake_credentials(monkeypatch)
     home = WapHome(tmp_path / "home").create()
 
     with mock_aws():
@@ -109,8 +110,7 @@ def test_a_killed_command_loses_no_ledger_write_and_a_merged_ingest_is_published
     from ingestion.nessie import NessieClient
     from tests.fixtures.standin_job import commit_table_on_branch, snapshot_of
 
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    use_fake_credentials(monkeypatch)
     home = WapHome(tmp_path / "home").create()
     # Main holds c's audited snapshot: the merge went through, the recording did not.
     commit_table_on_branch(nessie.api_v1, "ns.t", "main", "c" * 16)
@@ -145,8 +145,7 @@ def ledger_rows(home: WapHome) -> int:
 
 
 def test_keys_that_would_escape_the_home_are_not_written(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    use_fake_credentials(monkeypatch)
     home = WapHome(tmp_path / "home").create()
     with mock_aws():
         dynamodb, s3 = _resources()
@@ -162,14 +161,12 @@ def test_a_home_from_before_the_ledger_database_is_imported_once(tmp_path):
     from wap.runtime.state_store import read_ledger_items
 
     home = WapHome(tmp_path / "home").create()
-    item = {
-        "pk": "ingest#" + "c" * 16,
-        "kind": "ingest",
-        "ingest_id": "c" * 16,
-        "table": "ns.t",
-        "status": "PUBLISHED",
-        "ratio": 0.5,
-    }
+    item = ledger_item(
+        "c" * 16,
+        table="ns.t",
+        status="PUBLISHED",
+        ratio=0.5,
+    )
     home.ledger_file.write_text(json.dumps([item]))
 
     for _ in range(2):  # the second open finds the file renamed: nothing imported again
