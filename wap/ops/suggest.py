@@ -87,8 +87,8 @@ class Suggested:
                     "type": c.type,
                     "nulls": c.nulls,
                     "distinct": c.distinct,
-                    "min": _scalar(c.minimum, c.type),
-                    "max": _scalar(c.maximum, c.type),
+                    "min": _json_value(_scalar(c.minimum, c.type)),
+                    "max": _json_value(_scalar(c.maximum, c.type)),
                 }
                 for c in profile.columns
             ],
@@ -337,6 +337,11 @@ def _scalar(value: Any, type_: str) -> Any:
     if isinstance(value, Decimal):
         return _number(value)
     return value
+
+
+def _json_value(value: Any) -> Any:
+    """NaN and infinity as text: JSON has no such numbers."""
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def config_yaml(profile: Profile, reading: dict[str, Any], checks: Sequence[Suggestion]) -> str:
