@@ -162,7 +162,31 @@ def _inferred(
             (f for f in schema.fields if f.name != CORRUPT_RECORD),
             key=lambda f: (first.index(f.name) if f.name in first else len(first), f.name),
         )
+        if reader.parse.timestamp_format is None:
+            fields = _dates(spark, paths, fields)
     return [T.StructField(f.name, _widened(f.dataType), True) for f in fields]
+
+
+def _dates(
+    spark: SparkSession, paths: list[str], fields: list[T.StructField]
+) -> list[T.StructField]:
+    """JSON has no dates, and Spark infers `2026-11-25` as a timestamp: a timestamp column
+    whose every value is a date alone is typed `date`."""
+    stamps = [f.name for f in fields if isinstance(f.dataType, T.TimestampType)]
+    if not stamps:
+        return fields
+    raw = F.from_json(
+        F.col("value"), T.StructType([T.StructField(name, T.StringType()) for name in stamps])
+    )
+    lines = spark.read.text(paths).where(F.trim(F.col("value")) != "").select(raw.alias("r"))
+    counts = lines.agg(
+        *(
+            F.count_if(~F.col("r").getField(name).rlike(r"^\d{4}-\d{2}-\d{2}$")).alias(f"t{i}")
+            for i, name in enumerate(stamps)
+        )
+    ).collect()[0]
+    dates = {name for i, name in enumerate(stamps) if counts[f"t{i}"] == 0}
+    return [T.StructField(f.name, T.DateType(), True) if f.name in dates else f for f in fields]
 
 
 def _first_keys(spark: SparkSession, paths: list[str]) -> list[str]:

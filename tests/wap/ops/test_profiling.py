@@ -117,7 +117,7 @@ def test_a_csv_sample_takes_the_declared_types_and_counts_what_does_not_parse(sp
 def test_a_json_lines_sample_keeps_the_order_of_its_keys(spark, tmp_path):
     path = tmp_path / "events.jsonl"
     path.write_text(
-        '{"zeta": 1, "at": "2026-11-25T10:00:00Z", "kind": "a", "v": 0.5}\n'
+        '{"zeta": 1, "at": "2026-11-25T10:00:00Z", "kind": "a", "v": 0.5, "on": "2026-11-25"}\n'
         "\n"
         '{"zeta": 2, "at": "2026-11-25T11:00:00Z", "kind": "b", "v": null, "extra": true}\n'
     )
@@ -129,9 +129,11 @@ def test_a_json_lines_sample_keeps_the_order_of_its_keys(spark, tmp_path):
         ("at", "timestamp"),
         ("kind", "string"),
         ("v", "double"),
+        ("on", "date"),  # Spark infers a timestamp: JSON has no dates
         ("extra", "boolean"),
     ]
     assert profile.rows == 2 and columns(profile)["v"].nulls == 1
+    assert columns(profile)["on"].maximum == date(2026, 11, 25)
 
 
 def test_parquet_and_csv_samples_line_up_as_one_drop(spark, tmp_path):
