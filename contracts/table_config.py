@@ -12,6 +12,7 @@ the YAML text is loaded by the PyYAML module the caller hands in
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,20 @@ from contracts.batching import (
 from contracts.config_text import CONFIG_ERROR, yaml_error_text
 from contracts.fields import ContractError
 from contracts.formats import FORMATS
+from contracts.metric_history import (
+    BAND_METHODS,
+    COLUMN_METRICS,
+    DEFAULT_MIN_HISTORY,
+    DEFAULT_SENSITIVITY,
+    DEFAULT_WINDOW,
+    MAX_WINDOW,
+    METRICS,
+    ROW_COUNT,
+    SEASONALITIES,
+    HistoryBound,
+    HistoryError,
+    parse_history_bound,
+)
 
 # The largest config either reader takes (a bigger one is refused as a config error).
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -59,7 +74,20 @@ CHECK_PARAMS: dict[str, tuple[set[str], set[str]]] = {
     # Rows of a CSV/JSON Lines source that did not parse (added to every run that reads
     # text; configure it to allow some, or to make it a warning).
     "parse_errors": (set(), {"max"}),
+    # A recorded metric (contracts/metric_history.py) against fixed or history bounds.
+    "metric": ({"metric"}, {"min", "max"}),
+    # A recorded metric against the band learned from its published history.
+    "anomaly": (
+        {"metric"},
+        {"sensitivity", "window", "min_history", "seasonality", "method", "min_spread"},
+    ),
 }
+# Kinds judged on the audit's recorded metrics (spark_jobs/monitors.py), not by their own
+# aggregates; a column is needed exactly when the metric is a column's.
+MONITOR_KINDS = ("metric", "anomaly")
+# Bounds that may be history expressions (`min: 0.8 * avg(last(10))`), and the metric the
+# expression reads: a check's own measured value.
+HISTORY_BOUND_KINDS = ("row_count", "null_fraction", "range", "metric")
 PARSE_ERRORS = "parse_errors"
 # `encoding:` values of a CSV and the name the reader knows them by.
 ENCODINGS = {
@@ -96,6 +124,28 @@ TRANSFORMS = {
 }
 AGE_RE = re.compile(r"^(\d+)\s*([smhd])$")
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def is_history_text(value: Any) -> bool:
+    """Whether a configured bound is a history expression: text with `last(` in it (a
+    string without is a literal, e.g. a date or a string column's bound)."""
+    return isinstance(value, str) and "last(" in "".join(value.lower().split())
+
+
+def bound_of(spec: CheckSpec, key: str) -> Any:
+    """A check's `min`/`max`: a HistoryBound when written as a history expression, else
+    the configured value (None when not set)."""
+    value = spec.params.get(key)
+    return parse_history_bound(value) if is_history_text(value) else value
+
+
+def history_bounds(spec: CheckSpec) -> dict[str, HistoryBound]:
+    """The check's bounds that read the metric's history, by key (`min`, `max`)."""
+    return {
+        key: bound
+        for key in ("min", "max")
+        if isinstance(bound := bound_of(spec, key), HistoryBound)
+    }
 
 
 class TableConfigError(ContractError):
@@ -195,12 +245,23 @@ class TableConfig:
 
 
 def default_config() -> TableConfig:
-    """The config used when a table has no file: additive policy, row count >= 1.
+    """The config used when a table has no file: additive policy, row count >= 1, and the
+    row count within the band its published history learned (docs/metric-history.md), so
+    that no table goes unaudited.
 
     Iceberg `required` columns get a not_null check too; that is added where the table
     schema is known (`checks.default_required_checks`).
     """
-    return TableConfig(checks=(CheckSpec(name="row_count", kind="row_count", params={"min": 1}),))
+    return TableConfig(
+        checks=(
+            CheckSpec(name="row_count", kind="row_count", params={"min": 1}),
+            CheckSpec(
+                name="row_count_anomaly",
+                kind="anomaly",
+                params={"metric": ROW_COUNT, "sensitivity": DEFAULT_SENSITIVITY},
+            ),
+        )
+    )
 
 
 def config_text(data: bytes, source: str) -> str:
@@ -320,7 +381,11 @@ def _parse_check(entry: Any, index: int, source: str) -> CheckSpec:
     missing = required - set(params)
     if missing:
         raise TableConfigError(f"{where} ({kind}): missing option(s) {sorted(missing)}")
-    columns = _check_columns(entry, kind, where)
+    columns = (
+        _monitor_columns(entry, params["metric"], where)
+        if kind in MONITOR_KINDS
+        else _check_columns(entry, kind, where)
+    )
     severity = entry.get("severity", "error")
     if severity not in SEVERITIES:
         raise TableConfigError(f"{where}: severity must be error or warn, got {severity!r}")
@@ -348,8 +413,76 @@ def _check_columns(entry: dict, kind: str, where: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
+def _monitor_columns(entry: dict, metric: Any, where: str) -> tuple[str, ...]:
+    """A metric/anomaly check's column: one for a column's metric, none for row_count."""
+    if metric not in METRICS:
+        raise TableConfigError(
+            f"{where}: metric must be one of {', '.join(METRICS)}, got {metric!r}"
+        )
+    column = entry.get("column")
+    if "columns" in entry:
+        raise TableConfigError(f"{where}: a metric is about one `column`, not `columns`")
+    if metric in COLUMN_METRICS and not (isinstance(column, str) and column):
+        raise TableConfigError(f"{where}: metric {metric} needs `column`")
+    if metric == ROW_COUNT and column is not None:
+        raise TableConfigError(f"{where}: metric row_count takes no column")
+    return (column,) if column else ()
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _validate_history_bounds(kind: str, params: dict, where: str) -> None:
+    """Parse each bound written as a history expression, so a typo is refused with the
+    config, not when the job first reads history."""
+    for key in ("min", "max"):
+        if is_history_text(params.get(key)):
+            try:
+                parse_history_bound(params[key])
+            except HistoryError as exc:
+                raise TableConfigError(f"{where} ({kind}): {key}: {exc}") from exc
+
+
+def _validate_anomaly(params: dict, where: str) -> None:
+    sensitivity = params.get("sensitivity", DEFAULT_SENSITIVITY)
+    if not _number(sensitivity) or sensitivity <= 0:
+        raise TableConfigError(f"{where}: sensitivity must be a positive number")
+    for key, default, low in (
+        ("window", DEFAULT_WINDOW, 2),
+        ("min_history", DEFAULT_MIN_HISTORY, 2),
+    ):
+        value = params.get(key, default)
+        if not _count(value) or not low <= value <= MAX_WINDOW:
+            raise TableConfigError(
+                f"{where}: {key} must be a whole number from {low} to {MAX_WINDOW}"
+            )
+    if params.get("min_history", DEFAULT_MIN_HISTORY) > params.get("window", DEFAULT_WINDOW):
+        raise TableConfigError(f"{where}: min_history cannot exceed window")
+    if params.get("seasonality") not in (None, *SEASONALITIES):
+        raise TableConfigError(f"{where}: seasonality must be {', '.join(SEASONALITIES)}")
+    if params.get("method", BAND_METHODS[0]) not in BAND_METHODS:
+        raise TableConfigError(f"{where}: method must be one of {', '.join(BAND_METHODS)}")
+    spread = params.get("min_spread", 0.01)
+    if not _number(spread) or not 0 <= spread <= 1:
+        raise TableConfigError(f"{where}: min_spread must be a number in [0, 1]")
+
+
 def _validate_params(kind: str, params: dict, where: str) -> None:
-    if kind == "accepted_values":
+    if kind in HISTORY_BOUND_KINDS:
+        _validate_history_bounds(kind, params, where)
+    if kind == "anomaly":
+        _validate_anomaly(params, where)
+    elif kind == "metric":
+        if "min" not in params and "max" not in params:
+            raise TableConfigError(f"{where} (metric): needs `min` and/or `max`")
+        for key in ("min", "max"):
+            if key in params and not (_number(params[key]) or is_history_text(params[key])):
+                raise TableConfigError(
+                    f"{where} (metric): {key} must be a number or a history bound such as "
+                    "`0.8 * avg(last(10))`"
+                )
+    elif kind == "accepted_values":
         values = params["values"]
         if (
             not isinstance(values, list)
@@ -361,9 +494,13 @@ def _validate_params(kind: str, params: dict, where: str) -> None:
         if "min" not in params and "max" not in params:
             raise TableConfigError(f"{where} ({kind}): needs `min` and/or `max`")
         if kind == "row_count" and any(
-            not isinstance(params.get(k, 0), int) or params.get(k, 0) < 0 for k in ("min", "max")
+            not is_history_text(params.get(k))
+            and (not isinstance(params.get(k, 0), int) or params.get(k, 0) < 0)
+            for k in ("min", "max")
         ):
-            raise TableConfigError(f"{where}: row_count min/max must be non-negative integers")
+            raise TableConfigError(
+                f"{where}: row_count min/max must be non-negative integers or history bounds"
+            )
     elif kind == "regex":
         pattern = params["pattern"]
         # Syntax is checked with Java's regex engine (the one Spark runs) in checks.py.
@@ -371,8 +508,10 @@ def _validate_params(kind: str, params: dict, where: str) -> None:
             raise TableConfigError(f"{where}: pattern must be a non-empty string")
     elif kind == "null_fraction":
         limit = params["max"]
-        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit <= 1:
-            raise TableConfigError(f"{where}: null_fraction max must be a number in [0, 1]")
+        if not is_history_text(limit) and (not _number(limit) or not 0 <= limit <= 1):
+            raise TableConfigError(
+                f"{where}: null_fraction max must be a number in [0, 1] or a history bound"
+            )
     elif kind == "expression":
         if not isinstance(params["sql"], str) or not params["sql"].strip():
             raise TableConfigError(f"{where}: sql must be a non-empty SQL boolean expression")

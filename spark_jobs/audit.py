@@ -36,6 +36,7 @@ from spark_jobs.checks import Check, col
 from spark_jobs.errors import INFRASTRUCTURE, as_job_error, classify, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.metrics import SnapshotStats
+from spark_jobs.profile import Measured, Profile
 
 log = logging.getLogger(__name__)
 SAMPLES = 5
@@ -81,18 +82,22 @@ def observed_checks(checks: list[Check]) -> list[int]:
     ]
 
 
-def count_aggregates(checks: list[Check], indexes: list[int]) -> list[Column]:
-    """The row count (`ROWS`) and the aggregates of `checks[i]` for each index, aliased
-    `c<i>_...`: what one pass over the new rows computes, by scan or by observation."""
+def count_aggregates(
+    checks: list[Check], indexes: list[int], profile: Profile | None = None
+) -> list[Column]:
+    """The row count (`ROWS`), the aggregates of `checks[i]` for each index, aliased
+    `c<i>_...`, and the profile's: what one pass over the new rows computes, by scan or
+    by observation."""
     aggregates = [F.count(F.lit(1)).alias(ROWS)]
     for index in indexes:
         aggregates += checks[index].aggregates(f"c{index}_")
-    return aggregates
+    return aggregates + (profile.aggregates() if profile is not None else [])
 
 
-def observation_aggregates(checks: list[Check]) -> list[Column]:
-    """Aggregates of `observed_checks`, for `DataFrame.observe` on the write."""
-    return count_aggregates(checks, observed_checks(checks))
+def observation_aggregates(checks: list[Check], profile: Profile | None = None) -> list[Column]:
+    """Aggregates of `observed_checks` and the profile, for `DataFrame.observe` on the
+    write."""
+    return count_aggregates(checks, observed_checks(checks), profile)
 
 
 def run_audit(
@@ -104,20 +109,28 @@ def run_audit(
     label: str = "run",
     timings: dict | None = None,
     observed: dict | None = None,
+    profile: Profile | None = None,
+    measured: list[Measured] | None = None,
 ) -> list[CheckResult]:
     """Evaluate `checks` on the rows of one snapshot; results in config order.
 
-    `observed`: the values of `observation_aggregates(checks)` from the write, only
-    when they cover exactly this snapshot's rows. Queries run in the job groups of
+    `observed`: the values of `observation_aggregates(checks, profile)` from the write,
+    only when they cover exactly this snapshot's rows. `profile`: its metrics go to
+    `measured`, from the observation or else from the one aggregation pass (which then
+    runs even when no check needs it). Queries run in the job groups of
     `job_group_ids(label)`; seconds per phase go to `timings`.
     """
     queries = _Queries(job_group_ids(label), timings if timings is not None else {})
     results, pending = _settle_without_reading(checks, stats, now, observed)
+    profiled = measured if measured is not None else []
+    if profile is not None and observed is not None:
+        profiled.extend(profile.measure(observed, int(observed[ROWS])))
+    scan_profile = profile if profile is not None and observed is None else None
     failed_before_scan = _failed_predicates(checks, results)
-    rows = new_rows() if pending or failed_before_scan else None
+    rows = new_rows() if pending or failed_before_scan or scan_profile else None
     early = _sample_alongside_scan(rows, checks, failed_before_scan, pending, queries)
-    if pending:
-        results.update(_scan(checks, pending, rows, now, queries, early))
+    if pending or scan_profile:
+        results.update(_scan(checks, pending, rows, now, queries, early, scan_profile, profiled))
         results.update(_look_up_on_main(checks, pending, results, rows, main_rows, queries))
     _add_samples(checks, results, rows, early, queries)
     return [results[index] for index in range(len(checks))]
@@ -174,11 +187,14 @@ def _scan(
     now: dt.datetime,
     queries: _Queries,
     early: Future | None,
+    profile: Profile | None = None,
+    measured: list[Measured] | None = None,
 ) -> dict[int, CheckResult]:
-    """The pending checks' counts from one aggregation pass over the new rows."""
+    """The pending checks' counts (and the profile's metrics, into `measured`) from one
+    aggregation pass over the new rows."""
     try:
         with queries.run(rows, "scan", "audit: one aggregation pass"):
-            return _one_pass(checks, pending, rows, now)
+            return _one_pass(checks, pending, rows, now, profile, measured)
     except Exception as exc:  # e.g. an expression that fails at runtime under ANSI mode
         log.exception("audit aggregation failed")
         raise_if_infrastructure(exc, "the audit scan failed", early)
@@ -256,9 +272,16 @@ def _errored(check: Check, message: str) -> CheckResult:
 
 
 def _one_pass(
-    checks: list[Check], pending: list[int], rows: DataFrame, now: dt.datetime
+    checks: list[Check],
+    pending: list[int],
+    rows: DataFrame,
+    now: dt.datetime,
+    profile: Profile | None = None,
+    measured: list[Measured] | None = None,
 ) -> dict[int, CheckResult]:
-    values = rows.agg(*count_aggregates(checks, pending)).first().asDict()
+    values = rows.agg(*count_aggregates(checks, pending, profile)).first().asDict()
+    if profile is not None and measured is not None:
+        measured.extend(profile.measure(values, int(values[ROWS])))
     return {
         index: checks[index].finish(values, f"c{index}_", int(values[ROWS]), now)
         for index in pending

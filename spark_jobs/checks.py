@@ -19,7 +19,13 @@ from pyspark.sql import types as T
 
 from contracts import timestamps
 from contracts.report import ERROR, FAILED, METRICS, PASSED, SCAN, WRITE, CheckResult
-from contracts.table_config import PARSE_ERRORS, CheckSpec, TableConfig, parse_max_age
+from contracts.table_config import (
+    MONITOR_KINDS,
+    PARSE_ERRORS,
+    CheckSpec,
+    TableConfig,
+    parse_max_age,
+)
 from spark_jobs.errors import TableConfigError, as_job_error, classify, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.literals import literal
@@ -461,8 +467,13 @@ def compile_checks(spark: SparkSession, config: TableConfig, schema: T.StructTyp
     Java cannot compile or an expression Spark cannot analyse.
     """
     types = {f.name: f.dataType for f in schema.fields}
-    # parse_errors is about rows that were not written: `parse_errors_check`.
-    specs = [spec for spec in config.checks if spec.kind != PARSE_ERRORS]
+    # parse_errors is about rows that were not written: `parse_errors_check`; metric and
+    # anomaly checks are judged on the recorded profile: `spark_jobs.monitors`.
+    specs = [
+        spec
+        for spec in config.checks
+        if spec.kind != PARSE_ERRORS and spec.kind not in MONITOR_KINDS
+    ]
     if not config.from_file:
         specs += default_required_checks(schema)
     compiled = []

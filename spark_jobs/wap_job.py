@@ -61,6 +61,7 @@ from spark_jobs.errors import (
     WapJobError,
     classify,
 )
+from spark_jobs.history import metric_rows, read_history, record_metrics
 from spark_jobs.identifiers import (
     split_table_name,
     validate_branch,
@@ -68,6 +69,13 @@ from spark_jobs.identifiers import (
     validate_ingest_id,
 )
 from spark_jobs.metrics import snapshot_stats
+from spark_jobs.monitors import (
+    check_monitored_columns,
+    explain_bounds,
+    history_needs,
+    judge_monitors,
+    resolve_history_bounds,
+)
 from spark_jobs.per_source import (
     judge_sources,
     leave_out_undecodable,
@@ -75,6 +83,7 @@ from spark_jobs.per_source import (
     rejected_verdicts_of,
     usable_sources,
 )
+from spark_jobs.profile import Profile
 from spark_jobs.report import REJECTED, Report, utc_now, write_report
 from spark_jobs.reuse import recheck_reused
 from spark_jobs.schema_policy import plan_schema
@@ -236,7 +245,15 @@ def _run(spark, args: JobArgs, report: Report):
         check_iceberg_types(spark, plan.target)
         check_partitioning(config.partition_by, plan.target)
         plan_target, changes = plan.target, plan.changes
+    # Checks that learn read main's metric history now: their bounds become numbers
+    # before the checks compile (docs/metric-history.md).
+    check_monitored_columns(config, {f.name: f.dataType for f in plan_target.fields})
+    history = read_history(
+        spark, CatalogTable(args.catalog, namespace, table), history_needs(config)
+    )
+    config, bound_notes = resolve_history_bounds(config, history)
     checks = compile_checks(spark, config, plan_target)  # config errors before any write
+    profile = Profile(plan_target)
     report.table_schema = [
         {"name": f.name, "type": f.dataType.simpleString()} for f in plan_target.fields
     ]
@@ -246,7 +263,7 @@ def _run(spark, args: JobArgs, report: Report):
     if reused is None:
         prepare_table(spark, ref, plan, config.partition_by)
         step = report.timed("prepare_s", step)
-        observe = observation_aggregates(checks) if observe_checks else None
+        observe = observation_aggregates(checks, profile) if observe_checks else None
         strict = read_strict(spark, files, reader) if parse_check is not None else None
 
         def append_checked(frame, files, strict=None):
@@ -306,7 +323,10 @@ def _run(spark, args: JobArgs, report: Report):
     report.timed("hash_s", step)
     clock = report.timed("write_s", clock)
 
-    report.checks = _audit(spark, ref, written, checks, args, report)
+    now, measured = utc_now(), []
+    report.checks = _audit(spark, ref, written, checks, args, report, now, profile, measured)
+    report.checks = explain_bounds(report.checks, bound_notes)
+    report.checks += judge_monitors(config, measured, history, now)
     if parse_check is not None:
         report.checks.insert(
             0, _parse_errors(spark, parse_check, written, frame, usable, args, reader)
@@ -322,7 +342,8 @@ def _run(spark, args: JobArgs, report: Report):
                 spark,
                 usable,
                 plan_target,
-                checks,
+                # A history bound is about the whole drop: each file is judged on the rest.
+                [check for check in checks if check.spec.name not in bound_notes],
                 utc_now(),
                 failed_on_main=_main_rows(spark, args, ref),
                 batch_failed=failed,
@@ -332,6 +353,15 @@ def _run(spark, args: JobArgs, report: Report):
         )
         report.timed("audit_per_source_s", start)
     report.judge(verdicts)
+    files = (
+        {verdict.uri: verdict.rows for verdict in verdicts.values()}
+        if len(args.sources) > 1
+        else dict.fromkeys(recorded_sources(args, usable), report.rows_written)
+    )
+    rows = metric_rows(args.ingest_id, now, measured, report.checks, files)
+    if record_metrics(spark, ref, args.ingest_id, rows):
+        # The merge publishes the branch's head: the data and the metrics of its audit.
+        report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
     return ref, written
 
 
@@ -406,7 +436,17 @@ def _parse_errors(
     return check.result(count, tuple(samples), settled_by=settled_by)
 
 
-def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Report):
+def _audit(
+    spark,
+    ref: CatalogTable,
+    written,
+    checks,
+    args: JobArgs,
+    report: Report,
+    now,
+    profile: Profile,
+    measured: list,
+):
     start = time.perf_counter()
     checked = {name for check in checks for name in check.spec.columns}
     dictionary = {
@@ -434,11 +474,13 @@ def _audit(spark, ref: CatalogTable, written, checks, args: JobArgs, report: Rep
         checks,
         stats,
         new_rows,
-        utc_now(),
+        now,
         _main_rows(spark, args, ref),
         label=args.ingest_id,
         timings=report.timings,
         observed=observed,
+        profile=profile,
+        measured=measured,
     )
 
 

@@ -232,6 +232,8 @@ def _check_text(index: int, check: CheckResult) -> str:
     if check.threshold is not None:
         detail += f" (threshold: {_code(_threshold(check.threshold), 200)})"
     lines.append(detail)
+    if check.message:  # a learned band or history bound says what was expected, from what
+        lines.append(_value(check.message, 400))
     text = "\n".join(lines)
     if not check.samples:
         return text

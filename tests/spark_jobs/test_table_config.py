@@ -76,7 +76,11 @@ def test_defaults_without_a_file():
     config = default_config()
     assert config.schema_policy == "additive"
     assert config.from_file is False
-    assert [(c.kind, c.params) for c in config.checks] == [("row_count", {"min": 1})]
+    assert [(c.kind, c.params) for c in config.checks] == [
+        ("row_count", {"min": 1}),
+        # No table goes unaudited: its row count is watched against its own history.
+        ("anomaly", {"metric": "row_count", "sensitivity": 3.0}),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -111,12 +111,13 @@ def print_outcomes(
     for i, r in enumerate(records):
         status = r.status
         if status == c.PUBLISHED:
-            detail = "passed every check; merged into main, branch deleted"
+            passed = views[i].published_text if views is not None else "published"
+            detail = f"{passed}; merged into main, branch deleted"
         else:
             detail = r.error or "-"
             if views is not None and views[i].failed_checks:
                 detail = "; ".join(
-                    f"check {ch.name} ({ch.kind}) failed: {ch.violations} row(s)"
+                    f"check {ch.name} ({ch.kind}) {ch.status}: {ch.finding}"
                     for ch in views[i].failed_checks
                 )
             if branch_open(r):

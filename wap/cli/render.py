@@ -308,11 +308,14 @@ def _checks(report: ReportView) -> list[Any]:
 
 def _checks_table(checks: Sequence[CheckLine]) -> Table:
     table = Table(title="Audit checks", title_justify="left")
-    for name in ("check", "kind", "columns", "severity", "status", "violations", "observed"):
+    # What a learned band or history bound expected, and from which drops.
+    explained = any(ch.message for ch in checks)
+    names = ("check", "kind", "columns", "severity", "status", "violations", "observed")
+    for name in (*names, "expected") if explained else names:
         table.add_column(name)
     for ch in checks:
         status = ch.status or "-"
-        table.add_row(
+        cells = [
             ch.name or "-",
             ch.kind or "-",
             ", ".join(ch.columns) or "-",
@@ -320,7 +323,8 @@ def _checks_table(checks: Sequence[CheckLine]) -> Table:
             Text(status, style="green" if ch.passed else "red"),
             _cell(ch.violations),
             _cell(ch.observed),
-        )
+        ]
+        table.add_row(*cells, *([ch.message or "-"] if explained else []))
     return table
 
 

@@ -81,6 +81,14 @@ class CheckLine:
         return self.status == PASSED
 
     @property
+    def finding(self) -> str:
+        """What the check found, in one line: its message when it has one (a learned
+        band, a history bound), else its count of violating rows."""
+        if self.message:
+            return self.message
+        return f"{self.violations} row(s)" if self.violations is not None else str(self.status)
+
+    @property
     def samples_title(self) -> str:
         """What its samples are called (violating rows, or unparsable lines) and its name."""
         return f"{samples_title(str(self.kind))}: {self.name}"
@@ -180,6 +188,22 @@ class ReportView:
     def failed_checks(self) -> list[CheckLine]:
         """The checks that did not pass (failed, or could not be evaluated), in report order."""
         return [check for check in self.checks if not check.passed]
+
+    @property
+    def published_text(self) -> str:
+        """How a published run went: how many checks it passed, and its warnings (a
+        check that did not pass but only warns); never "every check" when none ran."""
+        if not self.present:
+            return "published"
+        if not self.checks:
+            return "no check ran"
+        warnings = self.failed_checks
+        passed = f"passed {len(self.checks) - len(warnings)} of {len(self.checks)} check(s)"
+        if not warnings:
+            return f"passed all {len(self.checks)} check(s)"
+        return f"{passed}; warning: " + "; ".join(
+            f"{check.name}: {check.finding}" for check in warnings
+        )
 
     @property
     def sampled_checks(self) -> list[CheckLine]:

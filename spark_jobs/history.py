@@ -1,0 +1,172 @@
+"""The metrics table beside each data table (docs/metric-history.md): the audit's
+metrics are appended to it on the ingest's branch (so the merge that publishes the data
+publishes them), and the checks that learn from history read main's copy of it.
+
+One table per data table (`<ns>.<table>__audit_metrics`): the data table's lock already
+serializes its writers, so its history is a straight line of the drops main published.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from contracts.metric_history import (
+    CHECK,
+    METRICS_TABLE_COLUMNS,
+    METRICS_TABLE_SUFFIX,
+    SCOPE_FILE,
+    SCOPE_TABLE,
+)
+from contracts.properties import INGEST_ID_PROPERTY
+from contracts.report import CheckResult
+from spark_jobs.errors import as_job_error, describe
+from spark_jobs.profile import Measured
+from spark_jobs.writer import CatalogTable, create_namespace, find_ingest_snapshot, load_table
+
+log = logging.getLogger(__name__)
+SPARK_TYPES = {"string": T.StringType(), "timestamp": T.TimestampType(), "double": T.DoubleType()}
+METRICS_SCHEMA = T.StructType(
+    [
+        T.StructField(name, SPARK_TYPES[kind], nullable)
+        for name, kind, nullable in METRICS_TABLE_COLUMNS
+    ]
+)
+# (metric, column) of a history series: the table's row count is (row_count, None).
+Series = tuple[str, "str | None"]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One published value of a metric."""
+
+    recorded_at: dt.datetime
+    value: float
+
+
+def metrics_ref(ref: CatalogTable) -> CatalogTable:
+    """The metrics table of `ref`, in the same catalog and namespace."""
+    return CatalogTable(ref.catalog, ref.namespace, ref.table + METRICS_TABLE_SUFFIX)
+
+
+def read_history(
+    spark: SparkSession, main_table: CatalogTable, wanted: dict[Series, int]
+) -> dict[Series, list[Point]]:
+    """The latest `wanted[series]` published values of each series (oldest first), from
+    main's metrics table in one query; a series without history maps to []."""
+    history: dict[Series, list[Point]] = {series: [] for series in wanted}
+    if not wanted:
+        return history
+    table = metrics_ref(main_table)
+    try:
+        if not spark.catalog.tableExists(table.sql):
+            return history
+        rows = _latest(spark.table(table.sql), wanted).collect()
+    except Exception as exc:
+        # Without its history the audit cannot judge: the run is an error, retried.
+        raise as_job_error(exc, f"reading the metric history failed: {describe(exc)}") from exc
+    for row in rows:
+        series = (row["metric"], row["column_name"])
+        if series in history and row["value"] is not None:
+            history[series].append(Point(row["recorded_at"], float(row["value"])))
+    for points in history.values():
+        points.sort(key=lambda point: point.recorded_at)
+    return history
+
+
+def _latest(frame: DataFrame, wanted: dict[Series, int]) -> DataFrame:
+    """Table-scope rows of the wanted series, each series cut to its window."""
+    selected = None
+    for (metric, column), _ in wanted.items():
+        same_column = (
+            F.col("column_name").isNull() if column is None else F.col("column_name") == column
+        )
+        condition = (F.col("metric") == metric) & same_column
+        selected = condition if selected is None else selected | condition
+    window = Window.partitionBy("metric", "column_name").orderBy(F.col("recorded_at").desc())
+    limits = F.lit(0)
+    for (metric, column), size in wanted.items():
+        same_column = (
+            F.col("column_name").isNull() if column is None else F.col("column_name") == column
+        )
+        limits = F.when((F.col("metric") == metric) & same_column, F.lit(size)).otherwise(limits)
+    return (
+        frame.where((F.col("scope") == SCOPE_TABLE) & selected)
+        .withColumn("__n", F.row_number().over(window))
+        .where(F.col("__n") <= limits)
+        .select("recorded_at", "metric", "column_name", "value")
+    )
+
+
+def metric_rows(
+    ingest_id: str,
+    recorded_at: dt.datetime,
+    measured: Iterable[Measured],
+    checks: Iterable[CheckResult],
+    files: dict[str, int | None],
+) -> list[tuple]:
+    """The rows one audit records: the profile, each check's measured value, and each
+    source file's row count (`files`: the source's uri -> its rows)."""
+    rows = [
+        (ingest_id, recorded_at, SCOPE_TABLE, None, m.column, m.metric, None, m.value)
+        for m in measured
+    ]
+    for check in checks:
+        value = _number(check.observed)
+        if value is not None:
+            rows.append((ingest_id, recorded_at, SCOPE_TABLE, None, None, CHECK, check.name, value))
+    for uri, count in files.items():
+        if count is not None:
+            rows.append(
+                (ingest_id, recorded_at, SCOPE_FILE, uri, None, "row_count", None, float(count))
+            )
+    return rows
+
+
+def _number(observed) -> float | None:
+    if isinstance(observed, bool):
+        return float(observed)
+    if isinstance(observed, (int, float)):
+        return float(observed)
+    if isinstance(observed, dict) and len(observed) == 1:
+        return _number(next(iter(observed.values())))
+    return None
+
+
+def record_metrics(
+    spark: SparkSession, branch_table: CatalogTable, ingest_id: str, rows: list[tuple]
+) -> bool:
+    """Append `rows` to the metrics table on the run's branch (creating it there), once
+    per ingest: a re-run finds its earlier snapshot and appends nothing. Returns whether
+    it appended."""
+    table = metrics_ref(branch_table)
+    try:
+        existing = load_table(spark, table)
+        if existing is not None and find_ingest_snapshot(existing, ingest_id) is not None:
+            return False
+        if existing is None:
+            create_namespace(spark, table)
+            columns = ", ".join(
+                f"`{name}` {kind}{'' if nullable else ' NOT NULL'}"
+                for name, kind, nullable in METRICS_TABLE_COLUMNS
+            )
+            spark.sql(
+                f"CREATE TABLE IF NOT EXISTS {table.sql} ({columns}) USING iceberg "
+                "TBLPROPERTIES ('format-version'='2')"
+            )
+        (
+            spark.createDataFrame(rows, METRICS_SCHEMA)
+            .coalesce(1)
+            .writeTo(table.sql)
+            .option(f"snapshot-property.{INGEST_ID_PROPERTY}", ingest_id)
+            .append()
+        )
+        return True
+    except Exception as exc:
+        raise as_job_error(exc, f"recording the audit's metrics failed: {describe(exc)}") from exc
