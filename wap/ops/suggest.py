@@ -32,6 +32,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
 
+from contracts.metric_history import DEFAULT_MIN_HISTORY, DEFAULT_SENSITIVITY, DEFAULT_WINDOW
 from contracts.table_config import (
     TableConfig,
     TableConfigError,
@@ -47,7 +48,9 @@ from wap.ops.profile import MAX_VALUES, ColumnProfile, Profile
 READING_KEYS = ("format", "csv", "parse")
 MAX_VALUE_SHARE = 0.5  # accepted_values: distinct values at most this share of the rows
 MARGIN = Decimal("0.1")  # a range is widened by this share of the sample's span
-SENSITIVITY, WINDOW, MIN_HISTORY = 3, 10, 4  # the anomaly checks suggested
+# The anomaly checks suggested take the contract's defaults, written out (3, not 3.0).
+SENSITIVITY = int(DEFAULT_SENSITIVITY) if DEFAULT_SENSITIVITY % 1 == 0 else DEFAULT_SENSITIVITY
+WINDOW, MIN_HISTORY = DEFAULT_WINDOW, DEFAULT_MIN_HISTORY
 INTEGER_TYPES = ("tinyint", "smallint", "int", "bigint")
 FLOAT_TYPES = ("float", "double")
 KEY_NAME = re.compile(r"(?:^|_)(?:id|key|uuid|guid|pk)$", re.IGNORECASE)

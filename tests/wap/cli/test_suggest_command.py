@@ -15,7 +15,6 @@ from contracts.table_config import parse_table_config_text
 from tests.fixtures.wap_cli import assert_one_line_error, json_document, ledger_items, run_wap
 
 SAMPLE_ROWS = 200
-NEEDS_ANOMALY = pytest.mark.skip(reason="kind: anomaly (issue 39) is not in table_config yet")
 
 
 def payments_csv(rows: int = SAMPLE_ROWS, seed: int = 7) -> str:
@@ -98,7 +97,6 @@ def test_a_sample_without_rows_is_refused_after_reading_and_nothing_is_written(s
     assert not output.exists()
 
 
-@NEEDS_ANOMALY
 def test_the_config_goes_to_stdout_or_to_a_file_and_json_gives_the_suggestions(
     spark, tmp_path, sample
 ):
@@ -153,7 +151,6 @@ def test_the_config_goes_to_stdout_or_to_a_file_and_json_gives_the_suggestions(
     }
 
 
-@NEEDS_ANOMALY
 @pytest.mark.slow
 def test_the_suggested_config_is_accepted_and_its_checks_pass_on_the_sample(
     spark, tmp_path, sample

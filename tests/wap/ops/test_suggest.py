@@ -9,6 +9,7 @@ from decimal import Decimal
 import pytest
 import yaml
 
+from contracts.table_config import parse_table_config_text
 from wap.exceptions import InvalidInputError
 from wap.ops import suggest as s
 from wap.ops.profile import ColumnProfile, Profile
@@ -235,6 +236,25 @@ def test_the_yaml_holds_the_schema_the_reading_options_and_every_check_under_its
         assert f"  # {suggestion.reason}\n  - kind: {suggestion.check['kind']}\n" in text
     assert "required" not in text
     assert "# types inferred from the text" in text
+
+
+def test_the_service_accepts_the_yaml_with_every_check_as_suggested():
+    config = parse_table_config_text(suggested_text(), "suggested", yaml=yaml)
+
+    suggested = s.suggest(profile(*COLUMNS))
+    assert [check.name for check in config.checks] == [
+        "row_count",
+        "order_id_not_null",
+        "order_id_unique",
+        "amount_range",
+        f"{ODD}_not_null",
+        f"{ODD}_accepted_values",
+        "row_count_anomaly",
+        "amount_null_fraction_anomaly",
+    ]
+    assert [check.kind for check in config.checks] == [x.check["kind"] for x in suggested]
+    assert config.csv.delimiter == ";"
+    assert {c.severity for c in config.checks if c.kind == "anomaly"} == {"warn"}
 
 
 def test_the_yaml_says_when_rows_did_not_parse():
