@@ -65,7 +65,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def sample_session() -> Iterator[SparkSession]:
     """A local SparkSession with the job's conf (its session time zone, its Iceberg jar):
     the one lent to the CLI by tests (`wap.ops.backends.SPARK_SESSION`), the process's
-    running one, or a new one whose JVM output goes to the command's log (stopped after)."""
+    running one as it is, or a new one whose JVM output goes to the command's log (stopped
+    after)."""
     from pyspark import SparkContext
 
     from local.spark import build_local_spark
@@ -75,7 +76,11 @@ def sample_session() -> Iterator[SparkSession]:
     if backends.SPARK_SESSION is not None:
         yield backends.SPARK_SESSION
         return
-    owned = SparkContext._active_spark_context is None
+    if SparkContext._active_spark_context is not None:
+        # Not through the builder with our conf: that would set it on the running session
+        # (its `lake` catalog pointed at nothing).
+        yield SparkSession.builder.getOrCreate()
+        return
     log = command_log.active()
     spark = build_local_spark(
         Path(tempfile.gettempdir()).as_uri(),
@@ -86,8 +91,7 @@ def sample_session() -> Iterator[SparkSession]:
     try:
         yield spark
     finally:
-        if owned:
-            spark.stop()
+        spark.stop()
 
 
 def profile_files(spark: SparkSession, paths: Sequence[Path], config: TableConfig) -> Profile:
