@@ -52,7 +52,6 @@ MARGIN = Decimal("0.1")  # a range is widened by this share of the sample's span
 SENSITIVITY = int(DEFAULT_SENSITIVITY) if DEFAULT_SENSITIVITY % 1 == 0 else DEFAULT_SENSITIVITY
 WINDOW, MIN_HISTORY = DEFAULT_WINDOW, DEFAULT_MIN_HISTORY
 INTEGER_TYPES = ("tinyint", "smallint", "int", "bigint")
-FLOAT_TYPES = ("float", "double")
 KEY_NAME = re.compile(r"(?:^|_)(?:id|key|uuid|guid|pk)$", re.IGNORECASE)
 CAMEL_KEY_NAME = re.compile(r"[a-z0-9](?:Id|ID|Key|Uuid)$")
 
@@ -253,7 +252,7 @@ def _range(column: ColumnProfile) -> tuple[dict[str, Any], str] | None:
     low, high = column.minimum, column.maximum
     if low is None or high is None:
         return None
-    seen = f"sample range {_scalar(low, column.type)} .. {_scalar(high, column.type)}"
+    seen = f"sample range {_shown(low, column.type)} .. {_shown(high, column.type)}"
     if isinstance(low, datetime | date):
         bound = _earliest(low, high)
         return {"min": _scalar(bound, column.type)}, (
@@ -340,6 +339,13 @@ def _scalar(value: Any, type_: str) -> Any:
     if isinstance(value, Decimal):
         return _number(value)
     return value
+
+
+def _shown(value: Any, type_: str) -> str:
+    """A sample's value in a comment: a float to 6 significant digits."""
+    if isinstance(value, float):
+        return repr(float(f"{value:.6g}"))  # 990.0, 0.333333, 1e-05
+    return str(_scalar(value, type_))
 
 
 def _json_value(value: Any) -> Any:

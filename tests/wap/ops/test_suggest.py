@@ -135,6 +135,14 @@ def test_a_range_is_widened_by_a_tenth_of_the_span_and_stays_at_or_above_zero():
     )
 
 
+def test_a_float_is_shown_to_six_significant_digits():
+    found = range_of(
+        ColumnProfile("x", "double", nulls=0, distinct=9, minimum=1 / 3, maximum=999.99681)
+    )
+
+    assert found.reason.startswith("sample range 0.333333 .. 999.997;")
+
+
 def test_a_range_with_negatives_is_widened_below_them():
     found = range_of(
         ColumnProfile("delta", "bigint", nulls=0, distinct=90, minimum=-40, maximum=60)
