@@ -51,6 +51,7 @@ MARGIN = Decimal("0.1")  # a range is widened by this share of the sample's span
 # The anomaly checks suggested take the contract's defaults, written out (3, not 3.0).
 SENSITIVITY = int(DEFAULT_SENSITIVITY) if DEFAULT_SENSITIVITY % 1 == 0 else DEFAULT_SENSITIVITY
 WINDOW, MIN_HISTORY = DEFAULT_WINDOW, DEFAULT_MIN_HISTORY
+NAMED_FILES = 3  # the header comment names this many sample files, then counts the rest
 INTEGER_TYPES = ("tinyint", "smallint", "int", "bigint")
 KEY_NAME = re.compile(r"(?:^|_)(?:id|key|uuid|guid|pk)$", re.IGNORECASE)
 CAMEL_KEY_NAME = re.compile(r"[a-z0-9](?:Id|ID|Key|Uuid)$")
@@ -355,7 +356,9 @@ def _json_value(value: Any) -> Any:
 
 def config_yaml(profile: Profile, reading: dict[str, Any], checks: Sequence[Suggestion]) -> str:
     """The suggested config as YAML, each check under a comment saying why."""
-    names = ", ".join(Path(uri).name for uri in profile.files)
+    names = ", ".join(Path(uri).name for uri in profile.files[:NAMED_FILES])
+    if len(profile.files) > NAMED_FILES:
+        names += f" and {len(profile.files) - NAMED_FILES:,} more"
     lines = [
         f"# Suggested by `wap suggest` from {names} ({profile.rows:,} rows).",
         "# Review before use: each check says what in the sample supports it",

@@ -265,6 +265,21 @@ def test_the_service_accepts_the_yaml_with_every_check_as_suggested():
     assert {c.severity for c in config.checks if c.kind == "anomaly"} == {"warn"}
 
 
+def test_the_yaml_names_the_first_three_samples_and_counts_the_rest():
+    sample = Profile(
+        files=tuple(f"file:///tmp/part-{i}.csv" for i in range(5)),
+        rows=ROWS,
+        columns=COLUMNS,
+    )
+
+    text = s.config_yaml(sample, {}, s.suggest(sample))
+
+    assert text.startswith(
+        "# Suggested by `wap suggest` from part-0.csv, part-1.csv, part-2.csv and 2 more "
+        "(10,000 rows).\n"
+    )
+
+
 def test_the_yaml_says_when_rows_did_not_parse():
     assert "# 7 row(s) of the sample did not parse" in suggested_text(parse_errors=7)
 
