@@ -179,7 +179,10 @@ def judge_monitors(
         value = values.get(series)
         points = history.get(series, [])
         if series not in values:
-            results.append(_result(spec, ERROR, None, None, "the metric was not measured"))
+            why = "the metric was not measured" + (
+                "" if measured else " (the audit recorded no metrics: is metric history off?)"
+            )
+            results.append(_result(spec, ERROR, None, None, why))
         elif spec.kind == "anomaly":
             results.append(_anomaly(spec, series, value, points, now))
         else:

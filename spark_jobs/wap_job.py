@@ -118,6 +118,7 @@ T = TypeVar("T")
 log = logging.getLogger("wap_job")
 OBSERVE_CONF = "spark.wap.audit.observe-on-write"  # auto (default) | true | false
 OBSERVE_MAX_BYTES_CONF = "spark.wap.audit.observe-max-bytes"
+METRIC_HISTORY_CONF = "spark.wap.audit.metric-history"  # true (default) | false
 # Where observing during the write and a separate scan cost the same on clean data
 # (TPC-H lineitem, local Spark; docs/benchmarks.md, "Analysis").
 DEFAULT_OBSERVE_MAX_BYTES = 64 * 1024 * 1024
@@ -248,12 +249,15 @@ def _run(spark, args: JobArgs, report: Report):
     # Checks that learn read main's metric history now: their bounds become numbers
     # before the checks compile (docs/metric-history.md).
     check_monitored_columns(config, {f.name: f.dataType for f in plan_target.fields})
+    recording = metric_history_on(spark)
     history = read_history(
-        spark, CatalogTable(args.catalog, namespace, table), history_needs(config)
+        spark,
+        CatalogTable(args.catalog, namespace, table),
+        history_needs(config) if recording else {},
     )
     config, bound_notes = resolve_history_bounds(config, history)
     checks = compile_checks(spark, config, plan_target)  # config errors before any write
-    profile = Profile(plan_target)
+    profile = Profile(plan_target) if recording else None
     report.table_schema = [
         {"name": f.name, "type": f.dataType.simpleString()} for f in plan_target.fields
     ]
@@ -359,7 +363,7 @@ def _run(spark, args: JobArgs, report: Report):
         else dict.fromkeys(recorded_sources(args, usable), report.rows_written)
     )
     rows = metric_rows(args.ingest_id, now, measured, report.checks, files)
-    if record_metrics(spark, ref, args.ingest_id, rows):
+    if recording and record_metrics(spark, ref, args.ingest_id, rows):
         # The merge publishes the branch's head: the data and the metrics of its audit.
         report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
     return ref, written
@@ -444,7 +448,7 @@ def _audit(
     args: JobArgs,
     report: Report,
     now,
-    profile: Profile,
+    profile: Profile | None,
     measured: list,
 ):
     start = time.perf_counter()
@@ -492,6 +496,17 @@ def _main_rows(spark, args: JobArgs, ref: CatalogTable) -> Callable[[], DataFram
         return spark.table(main_ref.sql) if spark.catalog.tableExists(main_ref.sql) else None
 
     return main_rows
+
+
+def metric_history_on(spark) -> bool:
+    """Whether the audit records its metrics and reads their history
+    (`spark.wap.audit.metric-history`, default true; docs/metric-history.md). Off, the
+    learning checks cannot be judged and say so. Raises TableConfigError for a value it
+    does not know."""
+    mode = spark.conf.get(METRIC_HISTORY_CONF, "true").strip().lower()
+    if mode not in ("true", "false"):
+        raise TableConfigError(f"{METRIC_HISTORY_CONF} must be true or false, not {mode!r}")
+    return mode == "true"
 
 
 def observe_on_write(spark, source_bytes: int) -> bool:

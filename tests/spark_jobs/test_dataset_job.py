@@ -113,3 +113,20 @@ def test_a_new_table_the_drop_brings_no_files_for_is_refused(spark, dataset):
     assert report["outcome"] == "rejected"
     assert "brings no files" in report["reason"]
     assert json.dumps(report)  # the report is plain JSON
+
+
+def test_each_table_of_a_dataset_records_its_metrics_beside_it_on_the_branch(
+    spark, nessie, nessie_api, dataset
+):
+    """docs/metric-history.md: a dataset run records one metrics table per data table, on
+    the dataset's branch; the one merge publishes them all with the data."""
+    args, ns = dataset(ORDERS, ITEMS)
+    report = run_ingest(spark, args)
+    assert report["outcome"] == "passed", report["reason"]
+    assert report["branch_hash"] == nessie_api.ref(args.branch)["hash"]
+    for table, rows in ((f"{ns}.orders", 3), (f"{ns}.order_items", 4)):
+        metrics = read_on_ref(spark, nessie, args.branch, f"{table}__audit_metrics").collect()
+        counts = {(m["scope"], m["metric"]): m["value"] for m in metrics if not m["column_name"]}
+        assert counts[("table", "row_count")] == rows
+        assert counts[("file", "row_count")] == rows
+        assert {m["ingest_id"] for m in metrics} == {args.ingest_id}

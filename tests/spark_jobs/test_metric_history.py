@@ -141,3 +141,24 @@ def test_metrics_are_recorded_beside_the_table_and_published_with_it(drop, lake,
     assert [r["value"] for r in file_rows] == [300]
     assert {r["ingest_id"] for r in metrics} == {report["ingest_id"]}
     assert all(isinstance(r["recorded_at"], dt.datetime) for r in metrics)
+
+
+def test_a_batch_records_the_run_as_one_drop_and_each_file_on_its_own(
+    lake, nessie, ingest, tmp_path
+):
+    """docs/metric-history.md: a batch is one drop of the table's history (its table
+    metrics cover all its files); each file's row count is recorded with scope `file`."""
+    sources = [
+        write_parquet(tmp_path / f"part{n}.parquet", _rows(count, seed=n * 1_000))
+        for n, count in enumerate((120, 80))
+    ]
+    args = ingest("hist.batch", sources, config=ANOMALY)
+    report = run_ingest(lake, args)
+    assert report["outcome"] == "passed", report["reason"]
+    metrics = read_on_ref(lake, nessie, args.branch, "hist.batch__audit_metrics").collect()
+    table_rows = [
+        m["value"] for m in metrics if m["scope"] == "table" and m["metric"] == "row_count"
+    ]
+    assert table_rows == [200]
+    per_file = {m["source"]: m["value"] for m in metrics if m["scope"] == "file"}
+    assert per_file == {sources[0]: 120, sources[1]: 80}
