@@ -122,18 +122,12 @@ def baseline_csv_options() -> dict[str, str]:
     """The options `spark_jobs.text_sources._read_csv` reads a CSV with under the default
     `csv:` config, less the corrupt-record column (the job's parse-error accounting, which
     is part of what the bench measures)."""
-    from contracts.table_config import CsvOptions
+    from contracts.table_config import CsvOptions, ParseOptions
+    from spark_jobs.text_sources import csv_read_options
 
-    options = CsvOptions()
     return {
-        "header": str(options.header).lower(),
+        **csv_read_options(CsvOptions(), ParseOptions()),
         "enforceSchema": "true",
-        "sep": options.delimiter,
-        "quote": options.quote,
-        "escape": options.escape,
-        "nullValue": options.null_value,
-        "encoding": options.encoding,
-        "multiLine": str(options.multiline).lower(),
         "mode": "PERMISSIVE",
     }
 

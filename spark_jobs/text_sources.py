@@ -218,20 +218,13 @@ def _read_csv(
         + ([] if strict else [T.StructField(PARSE_ERROR, T.StringType(), True)])
     )
     opts = {
-        "header": str(options.header).lower(),
+        **csv_read_options(options, reader.parse),
         "enforceSchema": "true",
-        "sep": options.delimiter,
-        "quote": options.quote,
-        "escape": options.escape,
-        "nullValue": options.null_value,
-        "encoding": options.encoding,
-        "multiLine": str(options.multiline).lower(),
         **(
             {"mode": "FAILFAST"}
             if strict
             else {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": PARSE_ERROR}
         ),
-        **_datetime_options(reader.parse),
     }
     try:
         frame = spark.read.schema(read_schema).options(**opts).csv(hadoop_fs.literal_path(uri))
@@ -239,6 +232,21 @@ def _read_csv(
     except Exception as exc:
         raise _option_error(exc, uri) from exc
     return frame
+
+
+def csv_read_options(options: CsvOptions, parse: ParseOptions) -> dict[str, str]:
+    """Spark's CSV reader options for the config's `csv:` and `parse:` sections (how the
+    job splits and parses a CSV; `wap suggest` infers types with the same ones)."""
+    return {
+        "header": str(options.header).lower(),
+        "sep": options.delimiter,
+        "quote": options.quote,
+        "escape": options.escape,
+        "nullValue": options.null_value,
+        "encoding": options.encoding,
+        "multiLine": str(options.multiline).lower(),
+        **datetime_options(parse),
+    }
 
 
 def _read_jsonl(spark: SparkSession, reader: SourceReader, uris: list[str]) -> DataFrame:
@@ -253,7 +261,7 @@ def _read_jsonl(spark: SparkSession, reader: SourceReader, uris: list[str]) -> D
         {
             "mode": "PERMISSIVE",
             "columnNameOfCorruptRecord": PARSE_ERROR,
-            **_datetime_options(reader.parse),
+            **datetime_options(reader.parse),
         },
     )
     known = F.array(*(F.lit(name) for name in schema.names))
@@ -295,7 +303,8 @@ def check_parse_options(spark: SparkSession, parse: ParseOptions) -> None:
             ) from exc
 
 
-def _datetime_options(parse: ParseOptions) -> dict[str, str]:
+def datetime_options(parse: ParseOptions) -> dict[str, str]:
+    """Spark's reader options for the config's `parse:` section (CSV and JSON alike)."""
     names = {
         "timestamp_format": "timestampFormat",
         "date_format": "dateFormat",

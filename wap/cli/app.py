@@ -13,7 +13,15 @@ from typing import Annotated
 
 import typer
 
-from wap.cli.commands import deciding, doctor, ingesting, maintenance, reading, serving
+from wap.cli.commands import (
+    deciding,
+    doctor,
+    ingesting,
+    maintenance,
+    reading,
+    serving,
+    suggesting,
+)
 from wap.ops.backends import DEFAULT_STACK, Target
 from wap.runtime.command_log import LOGS_DIR, CommandLog
 from wap.runtime.home import WapHome
@@ -85,7 +93,8 @@ def _log_to_file(ctx: typer.Context, home: str | None, verbose: bool) -> None:
     ctx.call_on_close(close)
 
 
-# In `wap --help` order: what reads, what serves, what decides, then what changes the lake.
+# In `wap --help` order: what reads, what serves, what decides, what proposes a table config,
+# then what changes the lake.
 for command in (
     reading.runs,
     reading.branches,
@@ -97,6 +106,7 @@ for command in (
     deciding.discard,
     doctor.doctor,
     serving.dashboard,
+    suggesting.suggest,
     ingesting.ingest,
 ):
     app.command()(command)
