@@ -21,18 +21,10 @@ from contracts.metric_history import (
     ROW_COUNT,
     STDDEV,
 )
+from spark_jobs.checks import NUMERIC as NUMBERS
 from spark_jobs.identifiers import quote
 
 PREFIX = "p_"
-NUMBERS = (
-    T.ByteType,
-    T.ShortType,
-    T.IntegerType,
-    T.LongType,
-    T.FloatType,
-    T.DoubleType,
-    T.DecimalType,
-)
 # approx_count_distinct (HyperLogLog++) takes atomic values only.
 DISTINCT_TYPES = (
     *NUMBERS,
