@@ -139,14 +139,17 @@ def explain_bounds(
         if note is None:
             explained.append(result)
             continue
-        low, high = note.get(MIN), note.get(MAX)
         size = max(n.size for n in note.values())
         threshold = dict(result.threshold or {})
+        # A bound from history, else the fixed one the check was configured with.
+        low, high = (
+            note[key].value if key in note else _number(threshold.get(key)) for key in (MIN, MAX)
+        )
         threshold["history"] = {key: {"bound": n.text, "drops": n.size} for key, n in note.items()}
         if all(n.value is None for n in note.values()):
             message = "no published history yet: its history bounds are not applied"
         elif result.kind == "range":
-            bounds = range_text(low.value if low else None, high.value if high else None)
+            bounds = range_text(low, high)
             message = (
                 f"{result.violations or 0} value(s) outside {bounds}, bounds from "
                 f"{history_text(size)}"
@@ -154,9 +157,9 @@ def explain_bounds(
         else:
             message = expectation_text(
                 metric_label(result.kind, _column(result)),
-                _observed_number(result.observed),
-                low.value if low else None,
-                high.value if high else None,
+                _number(result.observed),
+                low,
+                high,
                 history_text(size),
             )
         explained.append(dataclasses.replace(result, threshold=threshold, message=message))
@@ -275,7 +278,7 @@ def _window(spec: CheckSpec) -> int:
     return int(spec.params.get("window", DEFAULT_WINDOW))
 
 
-def _observed_number(observed) -> float | None:
+def _number(observed) -> float | None:
     if isinstance(observed, (int, float)) and not isinstance(observed, bool):
         return float(observed)
     return None
