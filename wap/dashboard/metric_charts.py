@@ -206,7 +206,8 @@ def _failed_row(
     monitor: Monitor, ingest_id: str, report: AuditReport, table: str | None
 ) -> dict[str, Any] | None:
     """The failed drop's point on this series: its check entry's measured value and band;
-    for row_count without a check, the rows it wrote. None when the report has neither."""
+    for row_count without such an entry, the rows it wrote. None when the report has
+    neither (or no time)."""
     at = parse_time(report.finished_at) or parse_time(report.started_at)
     if at is None:
         return None
@@ -218,7 +219,7 @@ def _failed_row(
         low, high = _threshold_band(check.threshold)
         message = check.message or f"{monitor.label} {number_text(float(check.observed))}"
         return _row(at, float(check.observed), low, high, FAILED, ingest_id, message)
-    if monitor.metric == ROW_COUNT and monitor.check is None:
+    if monitor.metric == ROW_COUNT:  # failed on another check: still a drop of that size
         rows = report.rows_written
         return _row(at, float(rows), None, None, FAILED, ingest_id, report.reason or "")
     return None
