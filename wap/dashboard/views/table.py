@@ -128,20 +128,21 @@ def _metric_chart(chart: metric_charts.MetricChart) -> alt.LayerChart:
     points = pd.DataFrame(chart.rows)
     published = points[points["drop"] == metric_charts.PUBLISHED]
     failed = points[points["drop"] == metric_charts.FAILED]
+    # The value axis leaves out zero so that a band around 10,000 is not a flat line.
     x = alt.X(
         "at:T", title="recorded (UTC)", axis=alt.Axis(format="%m-%d %H:%M", labelOverlap=True)
     )
-    y = alt.Y("value:Q", title=chart.monitor.label)
+    y = alt.Y("value:Q", title=chart.monitor.label, scale=alt.Scale(zero=False))
     band = (
         alt.Chart(published.dropna(subset=["low", "high"]))
         .mark_area(opacity=0.2, interpolate="step-before")
-        .encode(x=x, y="low:Q", y2="high:Q")
+        .encode(x=x, y=alt.Y("low:Q", scale=alt.Scale(zero=False)), y2="high:Q")
     )
     line = alt.Chart(published).mark_line().encode(x=x, y=y)
     failed_band = (
         alt.Chart(failed.dropna(subset=["low", "high"]))
         .mark_rule(color=shaping.OUTCOME_COLORS[shaping.FAILED], strokeDash=[4, 3])
-        .encode(x=x, y="low:Q", y2="high:Q")
+        .encode(x=x, y=alt.Y("low:Q", scale=alt.Scale(zero=False)), y2="high:Q")
     )
     drops = (
         alt.Chart(points)
