@@ -9,6 +9,7 @@ says what it measured and the band it was judged against.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -123,7 +124,8 @@ def _series_rows(
             for r in metric_rows
             if r.get("metric") == monitor.metric
             and r.get("column_name") == monitor.column
-            and r.get("value") is not None
+            and _is_number(r.get("value"))
+            and math.isfinite(r["value"])  # a stddev of one row is NaN
             and r.get("recorded_at") is not None
         ),
         key=lambda point: point[0],

@@ -180,3 +180,9 @@ def test_file_scope_rows_are_not_the_tables_values():
     rows = [metric_row(0, 10.0), dict(metric_row(0, 4.0), scope="file", source="s3://b/k")]
     [chart] = metric_charts(default_config(), rows, {})
     assert [r["value"] for r in chart.rows] == [10.0]
+
+
+def test_values_that_are_not_numbers_are_left_out():
+    rows = [metric_row(0, 10.0), metric_row(1, float("nan")), metric_row(2, None)]
+    [chart] = metric_charts(default_config(), rows, {})
+    assert [r["value"] for r in chart.rows] == [10.0]
