@@ -7,6 +7,7 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from tests.fixtures.metrics_seed import anomaly_entry, failed_drop_report
 from wap.dashboard import APP_PATH
 from wap.runtime.home import ENV_HOME, WapHome
 from wap.runtime.state_store import write_ledger_items
@@ -18,35 +19,7 @@ EXPLAINED = "row_count 500; expected 9,700 to 10,300 from the last 10 published 
 def test_the_checks_table_shows_an_anomaly_checks_message(tmp_path, monkeypatch):
     home = WapHome(tmp_path / "wap-home").create()
     key = f"reports/sales.orders/{IID}/attempt-1/report.json"
-    report = {
-        "report_version": 1,
-        "ingest_id": IID,
-        "table": "sales.orders",
-        "branch": "wap_sales_orders_a",
-        "outcome": "failed",
-        "rows_written": 500,
-        "reason": "1 error-severity check(s) did not pass: row_count_anomaly",
-        "checks": [
-            {
-                "name": "row_count_anomaly",
-                "kind": "anomaly",
-                "severity": "error",
-                "status": "failed",
-                "violations": 1,
-                "observed": 500,
-                "threshold": {
-                    "low": 9_700.0,
-                    "high": 10_300.0,
-                    "centre": 10_000.0,
-                    "method": "mean_std",
-                    "drops": 10,
-                    "seasonality": None,
-                },
-                "settled_by": "metrics",
-                "message": EXPLAINED,
-            }
-        ],
-    }
+    report = failed_drop_report(IID, [anomaly_entry(500)])
     path = home.objects / "wap-artifacts" / key
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(report))

@@ -11,6 +11,7 @@ import yaml
 from contracts.metric_history import learn_band
 from contracts.report import AuditReport
 from contracts.table_config import default_config, parse_table_config_text
+from tests.fixtures.metrics_seed import anomaly_entry, failed_drop_report
 from wap.dashboard.metric_charts import FAILED, PUBLISHED, RECORDED, metric_charts, monitors_of
 
 START = datetime(2026, 11, 2, 6, 0, tzinfo=UTC)  # a Monday
@@ -37,31 +38,10 @@ def metric_row(day: int, value: float, metric: str = "row_count", column: str | 
 
 def failed_report(day: float, checks: list[dict], rows: int = 500) -> AuditReport:
     at = (START + timedelta(days=day)).isoformat()
-    return AuditReport.from_dict(
-        {
-            "report_version": 1,
-            "ingest_id": FAILED_ID,
-            "table": "sales.orders",
-            "branch": "wap_sales_orders_x",
-            "outcome": "failed",
-            "rows_written": rows,
-            "checks": checks,
-            "started_at": at,
-            "finished_at": at,
-        }
-    )
+    return AuditReport.from_dict(failed_drop_report(FAILED_ID, checks, rows=rows, at=at))
 
 
-ANOMALY_ENTRY = {
-    "name": "row_count_anomaly",
-    "kind": "anomaly",
-    "severity": "error",
-    "status": "failed",
-    "violations": 1,
-    "observed": 500,
-    "threshold": {"low": 9_700.0, "high": 10_300.0, "centre": 10_000.0, "method": "mean_std"},
-    "message": "row_count 500; expected 9,700 to 10,300 from the last 8 published drops",
-}
+ANOMALY_ENTRY = anomaly_entry(500, drops=8)
 
 
 def test_the_default_config_watches_row_count_with_its_anomaly_check():
