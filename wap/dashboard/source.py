@@ -8,6 +8,7 @@ script can cache the result. No Streamlit here.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -16,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from contracts.layout import CONFIG_SUFFIX, TABLES_PREFIX
+from contracts.metric_history import CHECK, SCOPE_TABLE, is_metrics_table, metrics_table_name
+from contracts.report import AuditReport
 from ingestion import constants as c
 from ingestion.exceptions import WapError
 from ingestion.naming import utcnow
+from lakeview import iceberg
 from lakeview.exceptions import TableReadError
 from wap.exceptions import DashboardError, OpsError
 from wap.ops import operations as ops
@@ -29,6 +33,9 @@ from wap.runtime.home import HomeError, WapHome
 
 # The embedded stack runs moto, whose patching is process-wide: one local backend at a time.
 _LOCAL_OPEN = threading.Lock()
+# The table page marks this many of the latest failed drops on its metric charts (one
+# report read each).
+FAILED_REPORTS = 20
 
 
 def describe(target: Target) -> str:
@@ -157,6 +164,11 @@ class TablePage:
     runs: list[ops.RunRow]
     # The latest garbage collection's summary (ingestion/maintenance/health.py), if any ran.
     gc_summary: dict[str, Any] | None = None
+    # Table-scope rows of main's metrics table (its published drops), and the audit
+    # reports of the latest failed drops by ingest id: the metric charts' data.
+    metric_rows: list[dict[str, Any]] = field(default_factory=list)
+    failed_reports: dict[str, AuditReport] = field(default_factory=dict)
+    metrics_error: str | None = None  # the metrics table could not be read
 
 
 def load_table(target: Target, table: str) -> TablePage:
@@ -174,6 +186,11 @@ def load_table(target: Target, table: str) -> TablePage:
             else _read_snapshots(location, backend.iceberg_properties())
         )
         configs = _ConfigStore(backend)
+        runs = ops.list_runs(backend, table=name)
+        try:
+            metric_rows, metrics_error = _read_metric_rows(backend, name), None
+        except TableReadError as exc:  # the page still shows the rest
+            metric_rows, metrics_error = [], str(exc)
         return TablePage(
             table=name,
             snapshots=snapshots,
@@ -181,8 +198,11 @@ def load_table(target: Target, table: str) -> TablePage:
             on_main=location is not None,
             config_text=configs.read(name),
             config_uri=configs.location(name),
-            runs=ops.list_runs(backend, table=name),
+            runs=runs,
             gc_summary=_gc_summary(backend),
+            metric_rows=metric_rows,
+            failed_reports=_failed_reports(backend, runs),
+            metrics_error=metrics_error,
         )
 
     try:
@@ -192,7 +212,8 @@ def load_table(target: Target, table: str) -> TablePage:
 
 
 def list_tables(target: Target) -> list[str]:
-    """Tables with ingests in the ledger or a config file, sorted."""
+    """Tables with ingests in the ledger or a config file, sorted; never a metrics table
+    (`<ns>.<table>__audit_metrics`: its table's page charts it)."""
 
     def work(backend: Backend) -> list[str]:
         names = {r.table for r in ops.list_runs(backend) if r.table}
@@ -201,7 +222,7 @@ def list_tables(target: Target) -> list[str]:
                 names.add(ops.parse_table(stem).qualified)
             except OpsError:
                 continue  # not a table config (README, stray file)
-        return sorted(names)
+        return sorted(name for name in names if not is_metrics_table(name))
 
     try:
         return _with_backend(target, work)
@@ -220,6 +241,51 @@ def _gc_summary(backend: Backend) -> dict[str, Any] | None:
         return gc_summary(backend)
     except (BotoCoreError, ClientError, ValueError):
         return None
+
+
+def _read_metric_rows(backend: Backend, table: str) -> list[dict[str, Any]]:
+    """The table-scope rows of `table`'s metrics table on main (what main published); []
+    when there is none yet. TableReadError when it cannot be read."""
+    location = backend.nessie.metadata_location(c.MAIN_BRANCH, metrics_table_name(table))
+    if location is None:
+        return []
+    from pyiceberg.expressions import EqualTo, NotEqualTo
+
+    metrics = iceberg.open_table(location, backend.iceberg_properties())
+    try:
+        scan = metrics.scan(
+            row_filter=EqualTo("scope", SCOPE_TABLE) & NotEqualTo("metric", CHECK),
+            selected_fields=("ingest_id", "recorded_at", "scope", "column_name", "metric", "value"),
+        )
+        return scan.to_arrow().to_pylist()
+    except (OSError, ValueError, KeyError) as exc:
+        raise TableReadError(
+            f"cannot read the metric history {location}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _failed_reports(backend: Backend, runs: list[ops.RunRow]) -> dict[str, AuditReport]:
+    """The audit reports of the latest FAILED_REPORTS failed drops (runs newest first), by
+    ingest id; a drop of a batch reads the batch's report. Unreadable ones are left out."""
+    reports: dict[str, AuditReport] = {}
+    for run in runs:
+        if len(reports) >= FAILED_REPORTS:
+            break
+        if run.status != c.AUDIT_FAILED:
+            continue
+        ingest = run.batch_id or run.ingest_id
+        if ingest in reports:
+            continue
+        try:
+            report = ops.read_report(backend, ops.find_ingest(backend, ingest))
+        except (OpsError, WapError):
+            continue
+        if report is not None:
+            # A report without its times (older tools): the drop is where the ledger puts it.
+            if not (report.finished_at or report.started_at) and run.when:
+                report = dataclasses.replace(report, finished_at=run.when)
+            reports[ingest] = report
+    return reports
 
 
 def _read_snapshots(

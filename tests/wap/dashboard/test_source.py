@@ -7,8 +7,10 @@ second with 3 negative amounts (tables/sales.orders.yaml: range on amount, min 0
 from __future__ import annotations
 
 import pytest
+import yaml
 
-from wap.dashboard import shaping, source
+from contracts.table_config import parse_table_config_text
+from wap.dashboard import metric_charts, shaping, source
 from wap.exceptions import DashboardError
 from wap.ops.backends import Target
 from wap.runtime.catalog_server import catalog_url
@@ -93,3 +95,21 @@ def test_ingest_page_keeps_the_record_and_report_when_nessie_is_down(target, mon
     assert page.view.report is not None and page.view.report.outcome == "failed"
     assert (page.view.main_rows, page.view.branch_rows) == (None, None)
     assert "unreachable (injected)" in page.counts_error
+
+
+def test_table_page_charts_the_metrics_the_demos_audits_recorded(target):
+    """The metrics table the job wrote (Spark), read by pyiceberg: the published drop's
+    row count, and the failed drop marked from its report."""
+    page = source.load_table(target, "sales.orders")
+    config = parse_table_config_text(page.config_text, "sales.orders", yaml=yaml)
+
+    assert page.metrics_error is None
+    [failed] = [r for r in page.runs if r.status == "AUDIT_FAILED"]
+    assert list(page.failed_reports) == [failed.ingest_id]
+    row_count = metric_charts.metric_charts(config, page.metric_rows, page.failed_reports)[0]
+    assert row_count.monitor.label == "row_count"
+    assert [(r["drop"], r["value"]) for r in row_count.rows] == [
+        ("published", DEMO_ROWS),
+        ("failed", DEMO_ROWS),
+    ]
+    assert row_count.rows[1]["ingest_id"] == failed.ingest_id

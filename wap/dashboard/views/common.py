@@ -56,7 +56,7 @@ def ingest_data(target: Target, ref: str) -> source.IngestPage:
     return source.load_ingest(target, ref)
 
 
-@st.cache_data(ttl=CACHE_SECONDS, show_spinner="Reading the table's snapshots and config…")
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner="Reading the table's snapshots, config and metrics…")
 def table_data(target: Target, name: str) -> source.TablePage:
     return source.load_table(target, name)
 

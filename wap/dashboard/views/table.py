@@ -10,8 +10,13 @@ import streamlit as st
 import yaml
 
 from contracts.layout import table_config_key
-from contracts.table_config import TableConfigError, default_config, parse_table_config_text
-from wap.dashboard import shaping
+from contracts.table_config import (
+    TableConfig,
+    TableConfigError,
+    default_config,
+    parse_table_config_text,
+)
+from wap.dashboard import metric_charts, shaping
 from wap.dashboard.source import TablePage
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO
@@ -23,6 +28,7 @@ def render() -> None:
         return
     st.title(f"Table {shaping.md_escape(data.table)}")
     _history(data)
+    _metrics(data)
     _maintenance(data)
     _config(data)
     _ingests(data)
@@ -86,6 +92,87 @@ def _history(data: TablePage) -> None:
         st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
+# Published and failed drops in the overview's colours for those outcomes.
+DROP_COLORS = alt.Scale(
+    domain=[metric_charts.PUBLISHED, metric_charts.FAILED],
+    range=[shaping.OUTCOME_COLORS[shaping.PUBLISHED], shaping.OUTCOME_COLORS[shaping.FAILED]],
+)
+
+
+def _metrics(data: TablePage) -> None:
+    st.subheader("Monitored metrics")
+    config = _parsed_config(data)
+    if config is None:
+        st.caption("The config is invalid (see Configured checks): no monitored metrics.")
+        return
+    if data.metrics_error:
+        common.show_error(f"The metric history could not be read: {data.metrics_error}")
+    charts = metric_charts.metric_charts(
+        config, data.metric_rows, data.failed_reports, table=data.table
+    )
+    st.caption(
+        "Each published drop with the band it was judged against (learned from the "
+        "published drops before it); failed drops in red, from their audit reports."
+    )
+    for chart in charts:
+        st.markdown(f"**{shaping.md_escape(chart.monitor.title)}**")
+        if not chart.rows:
+            st.caption("No published drop recorded it yet.")
+            continue
+        st.altair_chart(_metric_chart(chart), width="stretch")
+
+
+def _metric_chart(chart: metric_charts.MetricChart) -> alt.LayerChart:
+    """The band each published drop was judged against (drawn up to the drop), its value,
+    and each failed drop with the band its report names as a red rule."""
+    points = pd.DataFrame(chart.rows)
+    published = points[points["drop"] == metric_charts.PUBLISHED]
+    failed = points[points["drop"] == metric_charts.FAILED]
+    # The value axis leaves out zero so that a band around 10,000 is not a flat line.
+    x = alt.X(
+        "at:T", title="recorded (UTC)", axis=alt.Axis(format="%m-%d %H:%M", labelOverlap=True)
+    )
+    y = alt.Y("value:Q", title=chart.monitor.label, scale=alt.Scale(zero=False))
+    band = (
+        alt.Chart(published.dropna(subset=["low", "high"]))
+        .mark_area(opacity=0.2, interpolate="step-before")
+        .encode(x=x, y=alt.Y("low:Q", scale=alt.Scale(zero=False)), y2="high:Q")
+    )
+    line = alt.Chart(published).mark_line().encode(x=x, y=y)
+    failed_band = (
+        alt.Chart(failed.dropna(subset=["low", "high"]))
+        .mark_rule(color=shaping.OUTCOME_COLORS[shaping.FAILED], strokeDash=[4, 3])
+        .encode(x=x, y=alt.Y("low:Q", scale=alt.Scale(zero=False)), y2="high:Q")
+    )
+    drops = (
+        alt.Chart(points)
+        .mark_point(filled=True, size=60)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("drop:N", scale=DROP_COLORS, title="drop"),
+            shape=alt.Shape("drop:N", title="drop"),
+            tooltip=[
+                alt.Tooltip("at:T", title="at", format="%Y-%m-%d %H:%M:%S"),
+                alt.Tooltip("drop:N"),
+                alt.Tooltip("ingest_id:N", title="ingest"),
+                alt.Tooltip("message:N", title="judged"),
+            ],
+        )
+    )
+    return alt.layer(band, line, failed_band, drops).properties(height=220)
+
+
+def _parsed_config(data: TablePage) -> TableConfig | None:
+    """The table's config (the defaults without a file); None when it is invalid."""
+    if data.config_text is None:
+        return default_config()
+    try:
+        return parse_table_config_text(data.config_text, data.table, yaml=yaml)
+    except TableConfigError:
+        return None
+
+
 def _maintenance(data: TablePage) -> None:
     st.subheader("Files and maintenance")
     health = shaping.table_health(
@@ -124,7 +211,8 @@ def _config(data: TablePage) -> None:
     if data.config_text is None:
         st.info(
             f"No {shaping.md_code(where)}: the defaults apply (schema policy additive, "
-            "row count ≥ 1, Iceberg required columns non-null).",
+            "row count ≥ 1 and within the band its published history learned, Iceberg "
+            "required columns non-null).",
             icon=INFO,
         )
         config = default_config()
