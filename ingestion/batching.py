@@ -28,6 +28,7 @@ from typing import Any, TypeGuard
 from contracts.batching import ARRIVAL_EVENT, ARRIVAL_MARKER, BatchLimits
 from contracts.config_text import CONFIG_ERROR
 from contracts.layout import file_name
+from contracts.metric_history import METRICS_TABLE_SUFFIX, is_metrics_table
 from contracts.report import SOURCE_PASSED, SOURCE_REJECTED, AuditReport, ReportError
 from contracts.table_config import (
     MAX_CONFIG_BYTES,
@@ -128,11 +129,20 @@ def unknown_table_reason(
     tables (configured or on main). Nessie being unreachable raises (retryable): the file
     stays RECEIVED for the trigger's retries and then the sweeper, which check again.
     """
+    if is_metrics_table(table):  # written by the audits only (docs/metric-history.md)
+        return (
+            f"{table} is the metric history of {table.removesuffix(METRICS_TABLE_SUFFIX)}: "
+            "only its audits write it; upload the data under the data table's prefix"
+        )
     if intake.configured or settings.create_tables_from_uploads:
         return None
     if nessie.metadata_location(c.MAIN_BRANCH, table) is not None:
         return None
-    known = sorted(set(configured_tables(settings)) | set(nessie.iceberg_tables(c.MAIN_BRANCH)))
+    known = sorted(
+        name
+        for name in set(configured_tables(settings)) | set(nessie.iceberg_tables(c.MAIN_BRANCH))
+        if not is_metrics_table(name)
+    )
     close = difflib.get_close_matches(table, known, n=MAX_SUGGESTIONS, cutoff=0.6)
     config = settings.table_config_uri(table)
     reason = f"unknown table {table} (no config{' ' + config if config else ''}, not on main)"

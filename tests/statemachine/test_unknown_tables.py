@@ -94,3 +94,20 @@ def test_a_configured_table_not_yet_on_main_is_created(make_stack, slack, nessie
 
     assert record.status == "PUBLISHED", record
     assert table_on(nessie_client, "main", "newcfg.orders") is not None
+
+
+def test_an_upload_into_a_metrics_table_is_refused_even_when_uploads_create_tables(
+    make_stack, slack, nessie_client, nessie
+):
+    """docs/metric-history.md: `<table>__audit_metrics` is written by the audits only; an
+    upload under its prefix would make drops their own baseline."""
+    commit_table_on_branch(nessie.api_v1, "inventory.stock__audit_metrics", "main", "seed")
+    stack = make_stack(create_tables=True)
+
+    stack.drop_file("inventory/stock__audit_metrics/f.parquet", fake_parquet("m"))
+    record = wait_for_key(stack, "inventory/stock__audit_metrics/f.parquet", timeout=20)
+    stack.wait_idle(timeout=30)
+
+    assert record.status == "REJECTED" and record.reason_code == "unknown_table"
+    assert "is the metric history of inventory.stock" in record.error
+    assert stack.emr.started_runs == []
