@@ -299,6 +299,63 @@ def learn_band(
     )
 
 
+# A seasonal check looks this many times further back, then keeps its weekday's drops.
+WEEK = 7
+
+
+def is_history_text(value: Any) -> bool:
+    """Whether a configured bound is a history expression: text with `last(` in it (a
+    string without is a literal, e.g. a date or a string column's bound)."""
+    return isinstance(value, str) and "last(" in "".join(value.lower().split())
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What an anomaly check's params learn from the published points before a drop:
+    the band, or None with how many drops there were (`drops`) and how many it needs."""
+
+    band: Band | None
+    drops: int
+    needed: int
+    seasonal: bool
+
+
+def learn_anomaly_band(params: dict, points: Sequence[tuple[Any, float]], at: Any) -> Learned:
+    """The band an `anomaly` check (its `params`) judges a drop at `at` against, from the
+    published `(recorded_at, value)` points before it (oldest first): the last `window`
+    of them (same weekday only with `seasonality: day_of_week`)."""
+    window = int(params.get("window", DEFAULT_WINDOW))
+    seasonal = params.get("seasonality") == DAY_OF_WEEK
+    if seasonal:
+        points = [p for p in points[-window * WEEK :] if p[0].weekday() == at.weekday()]
+    values = [p[1] for p in points][-window:]
+    needed = int(params.get("min_history", DEFAULT_MIN_HISTORY))
+    if not values or len(values) < needed:
+        return Learned(None, len(values), needed, seasonal)
+    band = learn_band(
+        values,
+        float(params.get("sensitivity", DEFAULT_SENSITIVITY)),
+        params.get("method", MEAN_STD),
+        float(params.get("min_spread", DEFAULT_MIN_SPREAD)),
+    )
+    return Learned(band, len(values), needed, seasonal)
+
+
+def metric_bounds(params: dict, values: Sequence[float]) -> tuple[Any, Any, str]:
+    """A `metric` check's (min, max, where they came from) on the published `values`
+    (oldest first): fixed numbers as configured, history bounds evaluated (None without
+    history)."""
+    bounds, sizes = [], []
+    for key in ("min", "max"):
+        bound = params.get(key)
+        if is_history_text(bound):
+            parsed = parse_history_bound(bound)
+            sizes.append(min(len(values), parsed.window))
+            bound = parsed.evaluate(values)
+        bounds.append(bound)
+    return bounds[0], bounds[1], history_text(max(sizes)) if sizes else "the config"
+
+
 def metric_label(metric: str, column: str | None) -> str:
     """`row_count`, `null_fraction(email)`: how a metric is named in explanations."""
     return f"{metric}({column})" if column else metric

@@ -40,6 +40,7 @@ from contracts.metric_history import (
     SEASONALITIES,
     HistoryBound,
     HistoryError,
+    is_history_text,
     parse_history_bound,
 )
 
@@ -124,12 +125,6 @@ TRANSFORMS = {
 }
 AGE_RE = re.compile(r"^(\d+)\s*([smhd])$")
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def is_history_text(value: Any) -> bool:
-    """Whether a configured bound is a history expression: text with `last(` in it (a
-    string without is a literal, e.g. a date or a string column's bound)."""
-    return isinstance(value, str) and "last(" in "".join(value.lower().split())
 
 
 def bound_of(spec: CheckSpec, key: str) -> Any:

@@ -15,26 +15,23 @@ from dataclasses import dataclass
 
 from contracts.metric_history import (
     DAY_OF_WEEK,
-    DEFAULT_MIN_HISTORY,
-    DEFAULT_MIN_SPREAD,
-    DEFAULT_SENSITIVITY,
     DEFAULT_WINDOW,
     MAX,
-    MEAN_STD,
     MIN,
     NULL_FRACTION,
     NUMERIC_METRICS,
     ROW_COUNT,
-    HistoryBound,
+    WEEK,
     expectation_text,
     history_text,
-    learn_band,
+    learn_anomaly_band,
+    metric_bounds,
     metric_label,
     number_text,
     range_text,
 )
 from contracts.report import ERROR, FAILED, METRICS, PASSED, CheckResult
-from contracts.table_config import MONITOR_KINDS, CheckSpec, TableConfig, bound_of, history_bounds
+from contracts.table_config import MONITOR_KINDS, CheckSpec, TableConfig, history_bounds
 from spark_jobs.errors import TableConfigError
 from spark_jobs.history import Point, Series
 from spark_jobs.profile import NUMBERS, Measured
@@ -45,8 +42,6 @@ BOUND_METRICS = {
     "null_fraction": {MAX: NULL_FRACTION},
     "range": {MIN: MIN, MAX: MAX},
 }
-# A seasonal check looks this many times further back, then keeps its weekday's drops.
-WEEK = 7
 
 
 @dataclass(frozen=True)
@@ -196,31 +191,22 @@ def judge_monitors(
 def _anomaly(
     spec: CheckSpec, series: Series, value: float | None, points: list[Point], now: dt.datetime
 ) -> CheckResult:
-    seasonal = spec.params.get("seasonality") == DAY_OF_WEEK
-    if seasonal:
-        points = [p for p in points if p.recorded_at.weekday() == now.weekday()]
-    window = _window(spec)
-    values = [p.value for p in points][-window:]
-    needed = int(spec.params.get("min_history", DEFAULT_MIN_HISTORY))
+    learned = learn_anomaly_band(spec.params, [(p.recorded_at, p.value) for p in points], now)
     label = metric_label(*series)
-    if len(values) < needed:
+    band = learned.band
+    if band is None:
         # Not judged yet: a warning whatever the severity, saying why.
         message = (
-            f"{label} {number_text(value)}; not judged yet: {len(values)} published drop(s)"
-            f"{' on this weekday' if seasonal else ''}, {needed} needed to learn a band"
+            f"{label} {number_text(value)}; not judged yet: {learned.drops} published drop(s)"
+            f"{' on this weekday' if learned.seasonal else ''}, {learned.needed} needed to "
+            "learn a band"
         )
+        threshold = {"min_history": learned.needed, "drops": learned.drops}
         return dataclasses.replace(
-            _result(spec, FAILED, value, {"min_history": needed, "drops": len(values)}, message),
-            severity="warn",
+            _result(spec, FAILED, value, threshold, message), severity="warn"
         )
     if value is None:
         return _result(spec, ERROR, None, None, f"{label} has no value in this drop")
-    band = learn_band(
-        values,
-        float(spec.params.get("sensitivity", DEFAULT_SENSITIVITY)),
-        spec.params.get("method", MEAN_STD),
-        float(spec.params.get("min_spread", DEFAULT_MIN_SPREAD)),
-    )
     threshold = {
         "low": band.low,
         "high": band.high,
@@ -229,33 +215,25 @@ def _anomaly(
         "drops": band.size,
         "seasonality": spec.params.get("seasonality"),
     }
-    message = expectation_text(label, value, band.low, band.high, history_text(band.size, seasonal))
+    message = expectation_text(
+        label, value, band.low, band.high, history_text(band.size, learned.seasonal)
+    )
     return _result(spec, PASSED if band.holds(value) else FAILED, value, threshold, message)
 
 
 def _metric(
     spec: CheckSpec, series: Series, value: float | None, points: list[Point]
 ) -> CheckResult:
-    values = [p.value for p in points]
-    bounds, sizes = {}, []
-    for key in (MIN, MAX):
-        bound = bound_of(spec, key)
-        if isinstance(bound, HistoryBound):
-            sizes.append(min(len(values), bound.window))
-            bound = bound.evaluate(values)
-        bounds[key] = bound
+    low, high, source = metric_bounds(spec.params, [p.value for p in points])
     label = metric_label(*series)
-    threshold = {"min": bounds[MIN], "max": bounds[MAX]}
-    if bounds[MIN] is None and bounds[MAX] is None:
+    threshold = {"min": low, "max": high}
+    if low is None and high is None:
         message = f"{label} {number_text(value)}; no published history yet: not judged"
         return _result(spec, PASSED, value, threshold, message)
-    source = history_text(max(sizes)) if sizes else "the config"
-    message = expectation_text(label, value, bounds[MIN], bounds[MAX], source)
+    message = expectation_text(label, value, low, high, source)
     if value is None:
         return _result(spec, ERROR, None, threshold, f"{label} has no value in this drop")
-    failed = (bounds[MIN] is not None and value < bounds[MIN]) or (
-        bounds[MAX] is not None and value > bounds[MAX]
-    )
+    failed = (low is not None and value < low) or (high is not None and value > high)
     return _result(spec, FAILED if failed else PASSED, value, threshold, message)
 
 

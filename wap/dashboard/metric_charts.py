@@ -16,31 +16,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from contracts.metric_history import (
-    DAY_OF_WEEK,
-    DEFAULT_MIN_HISTORY,
-    DEFAULT_MIN_SPREAD,
-    DEFAULT_SENSITIVITY,
-    DEFAULT_WINDOW,
-    MAX,
-    MEAN_STD,
-    MIN,
     ROW_COUNT,
     SCOPE_TABLE,
-    HistoryBound,
     expectation_text,
     history_text,
-    learn_band,
+    learn_anomaly_band,
+    metric_bounds,
     metric_label,
     number_text,
 )
 from contracts.report import AuditReport
-from contracts.table_config import MONITOR_KINDS, CheckSpec, TableConfig, bound_of
+from contracts.table_config import MONITOR_KINDS, TableConfig
 from wap.dashboard.shaping import parse_time, redact
 
 PUBLISHED, FAILED = "published", "failed"
-# A seasonal check reads this many times its window, then keeps its weekday's drops
-# (as spark_jobs/monitors.py reads it).
-WEEK = 7
 # Shown for row_count when no check of the config watches it: its values, without a band.
 RECORDED = "recorded"
 
@@ -174,34 +163,20 @@ def _band(
     published values `before` it; None when it was not judged against a band."""
     params = monitor.params
     if monitor.kind == "anomaly":
-        window = int(params.get("window", DEFAULT_WINDOW))
-        seasonal = params.get("seasonality") == DAY_OF_WEEK
-        if seasonal:
-            before = [p for p in before[-window * WEEK :] if p[0].weekday() == at.weekday()]
-        values = [p[1] for p in before][-window:]
-        if not values or len(values) < int(params.get("min_history", DEFAULT_MIN_HISTORY)):
+        band = learn_anomaly_band(params, before, at)
+        if band.band is None:
             return None
-        band = learn_band(
-            values,
-            float(params.get("sensitivity", DEFAULT_SENSITIVITY)),
-            params.get("method", MEAN_STD),
-            float(params.get("min_spread", DEFAULT_MIN_SPREAD)),
-        )
-        return band.low, band.high, history_text(band.size, seasonal)
+        return band.band.low, band.band.high, history_text(band.band.size, band.seasonal)
     if monitor.kind == "metric":
-        values = [p[1] for p in before]
-        spec = CheckSpec(name=monitor.check or "", kind="metric", params=dict(params))
-        bounds, sizes = {}, []
-        for key in (MIN, MAX):
-            bound = bound_of(spec, key)
-            if isinstance(bound, HistoryBound):
-                sizes.append(min(len(values), bound.window))
-                bound = bound.evaluate(values)
-            bounds[key] = None if bound is None else float(bound)
-        if bounds[MIN] is None and bounds[MAX] is None:
+        low, high, source = metric_bounds(params, [p[1] for p in before])
+        if low is None and high is None:
             return None
-        return bounds[MIN], bounds[MAX], history_text(max(sizes)) if sizes else "the config"
+        return _float(low), _float(high), source
     return None
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _failed_row(
