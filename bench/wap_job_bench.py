@@ -29,8 +29,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.doc import bench_parser, publish
+from bench.doc import bench_parser, finish
 from contracts.properties import INGEST_ID_PROPERTY
+
+# The heading of its section in docs/benchmarks.md.
+TITLE = "WAP job vs plain append vs seed approach"
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "wap_job"
@@ -511,16 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     rows = run(scales, repeats)
     text = render(rows, repeats)
-    publish(
-        args,
-        argv,
-        module="bench.wap_job_bench",
-        section="wap_job_bench",
-        title="WAP job vs plain append vs seed approach",
-        text=text,
-        started=started,
-    )
-    return 0
+    return finish(args, argv, "bench.wap_job_bench", TITLE, text, started)
 
 
 if __name__ == "__main__":
