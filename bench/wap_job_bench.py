@@ -219,32 +219,28 @@ class Bench:
     def _fresh_table(self, source: Path) -> str:
         self.count += 1
         name = f"li_{self.count}"
-        self.spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
         schema = self.spark.read.parquet(source.as_uri()).schema
         columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in schema.fields)
+        return self._create_table(name, columns)
+
+    def _create_table(self, name: str, columns: str) -> str:
+        """An empty Iceberg v2 table `lake.bench.<name>` of `columns` (DDL); its name."""
+        self.spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
         self.spark.sql(
             f"CREATE TABLE lake.bench.{name} ({columns}) USING iceberg "
             "TBLPROPERTIES ('format-version' = '2')"
         )
         return name
 
-    def append(self, source: Path) -> Sample:
-        table = self._fresh_table(source)
-        start = self._start()
-        frame = self.spark.read.parquet(source.as_uri())
-        writing = time.perf_counter()
-        frame.writeTo(f"lake.bench.{table}").append()
-        end = time.perf_counter()
-        return self._sample(end - start, {"append_call_s": end - writing})
-
-    def wap(self, source: Path) -> Sample:
+    def _ingest(self, source: Path, config: Path) -> tuple[dict, float, float, float]:
+        """The WAP job on `source` into a fresh table, on a branch of its own, published
+        when the audit passed: its report and the times it started, the job ended and the
+        publish ended (`start` also starts the CPU clock)."""
         from spark_jobs.wap_job import JobArgs, run_ingest
 
         table = self._fresh_table(source)
         ingest_id = uuid.uuid4().hex[:16]
         branch = f"wap_bench_{table}_{ingest_id[:8]}"
-        config = self.work / "lineitem.yaml"
-        config.write_text(TABLE_CONFIG)
         start = self._start()
         self.nessie.branch(branch)
         report = run_ingest(
@@ -261,7 +257,21 @@ class Bench:
         job_done = time.perf_counter()
         if report["outcome"] == "passed":
             self.nessie.publish(branch, report["branch_hash"])
+        return report, start, job_done, time.perf_counter()
+
+    def append(self, source: Path) -> Sample:
+        table = self._fresh_table(source)
+        start = self._start()
+        frame = self.spark.read.parquet(source.as_uri())
+        writing = time.perf_counter()
+        frame.writeTo(f"lake.bench.{table}").append()
         end = time.perf_counter()
+        return self._sample(end - start, {"append_call_s": end - writing})
+
+    def wap(self, source: Path) -> Sample:
+        config = self.work / "lineitem.yaml"
+        config.write_text(TABLE_CONFIG)
+        report, start, job_done, end = self._ingest(source, config)
         if report["outcome"] in ("rejected", "error"):
             raise RuntimeError(f"bench run {report['outcome']}: {report['reason']}")
         timings = report["timings"]
@@ -365,7 +375,7 @@ def _median(samples: list[Sample]) -> dict:
     return {
         "total_s": statistics.median(s.total_s for s in samples),
         "cpu_s": statistics.median(s.cpu_s for s in samples),
-        **{k: statistics.median(s.parts[k] for s in samples) for k in keys},
+        **{k: statistics.median(s.parts.get(k, 0.0) for s in samples) for k in keys},
     }
 
 
