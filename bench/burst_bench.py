@@ -179,7 +179,7 @@ def render(single: Measured, burst: Measured, mixed: Measured) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
     from bench import cost_model
-    from bench.doc import bench_parser, publish
+    from bench.doc import bench_parser, finish
 
     parser = bench_parser("bench.burst_bench", "5 files of 200 rows (smoke test)")
     parser.add_argument("--files", type=int, default=100)
@@ -200,16 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         + "\n\n"
         + cost_model.render(fixed=args.fixed, per_file=per_file)
     )
-    publish(
-        args,
-        argv,
-        module="bench.burst_bench",
-        section="burst_bench",
-        title=f"A burst of {files} files against one file of the same rows (real local flow)",
-        text=text,
-        started=started,
-    )
-    return 0
+    title = f"A burst of {files} files against one file of the same rows (real local flow)"
+    return finish(args, argv, "bench.burst_bench", title, text, started)
 
 
 if __name__ == "__main__":

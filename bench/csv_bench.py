@@ -24,8 +24,11 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.doc import bench_parser, publish
-from bench.wap_job_bench import Bench, Nessie, Sample
+from bench.doc import bench_parser, finish
+from bench.wap_job_bench import Bench, Nessie, Sample, _median
+
+# The heading of its section in docs/benchmarks.md.
+TITLE = "CSV ingest vs plain read + append (issue 26)"
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "csv"
@@ -143,13 +146,8 @@ class CsvBench(Bench):
 
     def _fresh_table(self, source: Path) -> str:
         name = f"orders_{uuid.uuid4().hex[:8]}"  # new in every run, session and catalog
-        self.spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
         columns = ", ".join(f"`{name}` {type_}" for name, type_ in COLUMNS)
-        self.spark.sql(
-            f"CREATE TABLE lake.bench.{name} ({columns}) USING iceberg "
-            "TBLPROPERTIES ('format-version' = '2')"
-        )
-        return name
+        return self._create_table(name, columns)
 
     def baseline(self, source: Path) -> Sample:
         from pyspark.sql import types as T
@@ -178,28 +176,7 @@ class CsvBench(Bench):
         )
 
     def wap(self, source: Path) -> Sample:
-        from spark_jobs.wap_job import JobArgs, run_ingest
-
-        table = self._fresh_table(source)
-        ingest_id = uuid.uuid4().hex[:16]
-        branch = f"wap_bench_{table}_{ingest_id[:8]}"
-        start = self._start()
-        self.nessie.branch(branch)
-        report = run_ingest(
-            self.spark,
-            JobArgs(
-                sources=[source.as_uri()],
-                table=f"bench.{table}",
-                branch=branch,
-                ingest_id=ingest_id,
-                report_uri=(self.work / f"{ingest_id}.json").as_uri(),
-                table_config_uri=self.config.as_uri(),
-            ),
-        )
-        job_done = time.perf_counter()
-        if report["outcome"] == "passed":
-            self.nessie.publish(branch, report["branch_hash"])
-        end = time.perf_counter()
+        report, start, job_done, end = self._ingest(source, self.config)
         if report["outcome"] != "passed" or report["rows_written"] != self.rows:
             raise RuntimeError(
                 f"bench run {report['outcome']} with {report['rows_written']} "
@@ -293,15 +270,6 @@ def measure(
             flush=True,
         )
     return results, {fmt: path.stat().st_size for fmt, path in files.items()}
-
-
-def _median(samples: list[Sample]) -> dict:
-    keys = samples[0].parts.keys()
-    return {
-        "total_s": statistics.median(s.total_s for s in samples),
-        "cpu_s": statistics.median(s.cpu_s for s in samples),
-        **{k: statistics.median(s.parts.get(k, 0.0) for s in samples) for k in keys},
-    }
 
 
 def _met(ratio: float) -> str:
@@ -401,16 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     results, sizes = run(rows, repeats, warm=not args.quick)
     text = render(results, sizes, rows, repeats)
-    publish(
-        args,
-        argv,
-        module="bench.csv_bench",
-        section="csv_bench",
-        title="CSV ingest vs plain read + append (issue 26)",
-        text=text,
-        started=started,
-    )
-    return 0
+    return finish(args, argv, "bench.csv_bench", TITLE, text, started)
 
 
 if __name__ == "__main__":

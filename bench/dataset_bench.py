@@ -26,6 +26,9 @@ import pyarrow.parquet as pq
 from bench.cpu import cores, tree_cpu_seconds
 from bench.scratch import job_timings, scratch_with_tables, wait_final
 
+# The heading of its section in docs/benchmarks.md.
+TITLE = "A two-table dataset against the two tables ingested one after the other (real local flow)"
+
 DATASET = """tables: [{ns}.orders, {ns}.order_items]
 checks:
   - {{kind: foreign_key, table: {ns}.order_items, column: order_id,
@@ -243,7 +246,7 @@ def render(rounds: list[dict[str, Any]], orders: int, per_order: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import bench_parser, publish
+    from bench.doc import bench_parser, finish
 
     parser = bench_parser("bench.dataset_bench", "1,000 orders, one round")
     parser.add_argument("--orders", type=int, default=100_000)
@@ -256,17 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     text = render(
         run(orders, args.items_per_order, repeats, args.timeout), orders, args.items_per_order
     )
-    publish(
-        args,
-        argv,
-        module="bench.dataset_bench",
-        section="dataset_bench",
-        title="A two-table dataset against the two tables ingested one after the other "
-        "(real local flow)",
-        text=text,
-        started=started,
-    )
-    return 0
+    return finish(args, argv, "bench.dataset_bench", TITLE, text, started)
 
 
 if __name__ == "__main__":

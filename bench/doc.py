@@ -61,3 +61,21 @@ def publish(
         print(f"(bench took {time.perf_counter() - started:.0f}s)")
     if not args.no_doc and not args.quick:
         write_section(section, title, command_line(module, argv), text)
+
+
+def finish(
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    module: str,
+    title: str,
+    text: str,
+    started: float | None = None,
+    *,
+    section: str = "",
+) -> int:
+    """publish() a benchmark's run of `python -m module` under `title`, in its section
+    (by default the module's own name: `bench.csv_bench` -> `csv_bench`); the exit
+    status of a run that got this far, 0."""
+    section = section or module.rsplit(".", 1)[-1]
+    publish(args, argv, module=module, section=section, title=title, text=text, started=started)
+    return 0

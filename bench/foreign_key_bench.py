@@ -22,6 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+# The heading of its section in docs/benchmarks.md.
+TITLE = "A dataset's foreign key as the parent table grows"
+
 CONFIG = """tables: [s.orders, s.order_items]
 checks: [{kind: foreign_key, table: s.order_items, column: order_id,
           references: s.orders.order_id}]
@@ -118,7 +121,7 @@ def render(rows: list[tuple[int, float, float]], old_keys: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import bench_parser, publish
+    from bench.doc import bench_parser, finish
 
     parser = bench_parser("bench.foreign_key_bench", "20,000 parents, one round")
     parser.add_argument("--parents", default="2000000,8000000")
@@ -128,15 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parents = [20_000] if args.quick else [int(p) for p in args.parents.split(",")]
     repeats = 1 if args.quick else args.repeats
     text = render(run(parents, repeats, args.old_keys), args.old_keys)
-    publish(
-        args,
-        argv,
-        module="bench.foreign_key_bench",
-        section="foreign_key_bench",
-        title="A dataset's foreign key as the parent table grows",
-        text=text,
-    )
-    return 0
+    return finish(args, argv, "bench.foreign_key_bench", TITLE, text)
 
 
 if __name__ == "__main__":

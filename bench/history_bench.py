@@ -24,7 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.doc import bench_parser, publish
+from bench.doc import bench_parser, finish
+
+# The heading of its section in docs/benchmarks.md.
+TITLE = "Local mode as history grows"
 
 TARGET_RATIO = 1.2
 REPO = Path(__file__).resolve().parent.parent
@@ -164,15 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{table}\n\nMedians of {repeats} repeat(s), homes alternating. Target: at most "
         f"{TARGET_RATIO} x: {'met' if verdict else 'NOT met'}."
     )
-    publish(
-        args,
-        argv,
-        module="bench.history_bench",
-        section="history",
-        title="Local mode as history grows",
-        text=text,
-    )
-    return 0
+    return finish(args, argv, "bench.history_bench", TITLE, text, section="history")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,9 @@ import pyarrow.parquet as pq
 
 from bench.scratch import scratch_with_tables, wait_final
 
+# The heading of its section in docs/benchmarks.md.
+TITLE = "Maintenance: compaction and garbage collection"
+
 TABLE = "bench.drops"
 CONFIG = """
 batch: {max_files: 1}
@@ -195,7 +198,7 @@ def render(m: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.doc import bench_parser, publish
+    from bench.doc import bench_parser, finish
 
     parser = bench_parser("bench.maintenance_bench", "8 drops, 3 failed (smoke test)")
     parser.add_argument("--drops", type=int, default=200)
@@ -206,15 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     drops, failed = (8, 3) if args.quick else (args.drops, args.failed)
     measured = run(drops, args.rows, failed, args.timeout)
     text = render(measured)
-    publish(
-        args,
-        argv,
-        module="bench.maintenance_bench",
-        section="maintenance_bench",
-        title="Maintenance: compaction and garbage collection",
-        text=text,
-    )
-    return 0
+    return finish(args, argv, "bench.maintenance_bench", TITLE, text)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+# The heading of its section in docs/benchmarks.md.
+TITLE = "Per-file verdicts: the audit pass grouped by source file"
+
 STEPS = ("one pass", "grouped", "per file")
 
 
@@ -111,7 +114,7 @@ def render(medians: dict[str, float], rows: int, files: int, verdicts: int) -> s
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import bench_parser, publish
+    from bench.doc import bench_parser, finish
 
     parser = bench_parser("bench.per_source_audit_bench", "SF 0.01, 10 files, 1 repeat")
     parser.add_argument("--scale", type=float, default=0.1)
@@ -122,16 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     medians, rows, verdicts = run(scale, files, repeats)
     text = render(medians, rows, files, verdicts)
-    publish(
-        args,
-        argv,
-        module="bench.per_source_audit_bench",
-        section="per_source_audit_bench",
-        title="Per-file verdicts: the audit pass grouped by source file",
-        text=text,
-        started=started,
-    )
-    return 0
+    return finish(args, argv, "bench.per_source_audit_bench", TITLE, text, started)
 
 
 if __name__ == "__main__":

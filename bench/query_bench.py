@@ -25,7 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.doc import bench_parser, publish
+from bench.doc import bench_parser, finish
+
+# The heading of its section in docs/benchmarks.md.
+TITLE = "Cold `wap query` vs cold `wap show`"
 
 WAP = [sys.executable, "-c", "from wap.cli import main; main()"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,16 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    publish(
-        args,
-        argv,
-        module="bench.query_bench",
-        section="query_bench",
-        title="Cold `wap query` vs cold `wap show`",
-        text=text,
-        started=started,
-    )
-    return 0
+    return finish(args, argv, "bench.query_bench", TITLE, text, started)
 
 
 if __name__ == "__main__":

@@ -29,8 +29,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.doc import bench_parser, publish
+from bench.doc import bench_parser, finish
 from contracts.properties import INGEST_ID_PROPERTY
+
+# The heading of its section in docs/benchmarks.md.
+TITLE = "WAP job vs plain append vs seed approach"
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "wap_job"
@@ -216,32 +219,28 @@ class Bench:
     def _fresh_table(self, source: Path) -> str:
         self.count += 1
         name = f"li_{self.count}"
-        self.spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
         schema = self.spark.read.parquet(source.as_uri()).schema
         columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in schema.fields)
+        return self._create_table(name, columns)
+
+    def _create_table(self, name: str, columns: str) -> str:
+        """An empty Iceberg v2 table `lake.bench.<name>` of `columns` (DDL); its name."""
+        self.spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
         self.spark.sql(
             f"CREATE TABLE lake.bench.{name} ({columns}) USING iceberg "
             "TBLPROPERTIES ('format-version' = '2')"
         )
         return name
 
-    def append(self, source: Path) -> Sample:
-        table = self._fresh_table(source)
-        start = self._start()
-        frame = self.spark.read.parquet(source.as_uri())
-        writing = time.perf_counter()
-        frame.writeTo(f"lake.bench.{table}").append()
-        end = time.perf_counter()
-        return self._sample(end - start, {"append_call_s": end - writing})
-
-    def wap(self, source: Path) -> Sample:
+    def _ingest(self, source: Path, config: Path) -> tuple[dict, float, float, float]:
+        """The WAP job on `source` into a fresh table, on a branch of its own, published
+        when the audit passed: its report and the times it started, the job ended and the
+        publish ended (`start` also starts the CPU clock)."""
         from spark_jobs.wap_job import JobArgs, run_ingest
 
         table = self._fresh_table(source)
         ingest_id = uuid.uuid4().hex[:16]
         branch = f"wap_bench_{table}_{ingest_id[:8]}"
-        config = self.work / "lineitem.yaml"
-        config.write_text(TABLE_CONFIG)
         start = self._start()
         self.nessie.branch(branch)
         report = run_ingest(
@@ -258,7 +257,21 @@ class Bench:
         job_done = time.perf_counter()
         if report["outcome"] == "passed":
             self.nessie.publish(branch, report["branch_hash"])
+        return report, start, job_done, time.perf_counter()
+
+    def append(self, source: Path) -> Sample:
+        table = self._fresh_table(source)
+        start = self._start()
+        frame = self.spark.read.parquet(source.as_uri())
+        writing = time.perf_counter()
+        frame.writeTo(f"lake.bench.{table}").append()
         end = time.perf_counter()
+        return self._sample(end - start, {"append_call_s": end - writing})
+
+    def wap(self, source: Path) -> Sample:
+        config = self.work / "lineitem.yaml"
+        config.write_text(TABLE_CONFIG)
+        report, start, job_done, end = self._ingest(source, config)
         if report["outcome"] in ("rejected", "error"):
             raise RuntimeError(f"bench run {report['outcome']}: {report['reason']}")
         timings = report["timings"]
@@ -362,7 +375,7 @@ def _median(samples: list[Sample]) -> dict:
     return {
         "total_s": statistics.median(s.total_s for s in samples),
         "cpu_s": statistics.median(s.cpu_s for s in samples),
-        **{k: statistics.median(s.parts[k] for s in samples) for k in keys},
+        **{k: statistics.median(s.parts.get(k, 0.0) for s in samples) for k in keys},
     }
 
 
@@ -511,16 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     rows = run(scales, repeats)
     text = render(rows, repeats)
-    publish(
-        args,
-        argv,
-        module="bench.wap_job_bench",
-        section="wap_job_bench",
-        title="WAP job vs plain append vs seed approach",
-        text=text,
-        started=started,
-    )
-    return 0
+    return finish(args, argv, "bench.wap_job_bench", TITLE, text, started)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,11 @@ def per_table(
     )
 
 
+def third(title: str, *metrics: cloudwatch.IMetric) -> cloudwatch.GraphWidget:
+    """A graph a third of the dashboard wide (its rows hold three), one line per metric."""
+    return cloudwatch.GraphWidget(title=title, width=8, left=list(metrics))
+
+
 class IngestObservability(Construct):
     """`dashboard` and `alarms` (one per outcome in ALARMED_OUTCOMES, notifying `topic`)."""
 
@@ -103,89 +108,69 @@ class IngestObservability(Construct):
                     ),
                 ],
                 [
-                    cloudwatch.GraphWidget(
-                        title="Upload to publish (seconds)",
-                        width=8,
-                        left=[
-                            total(m.UPLOAD_TO_PUBLISH, "p50"),
-                            total(m.UPLOAD_TO_PUBLISH, "p90"),
-                            per_table(m.UPLOAD_TO_PUBLISH, "Maximum"),
-                        ],
+                    third(
+                        "Upload to publish (seconds)",
+                        total(m.UPLOAD_TO_PUBLISH, "p50"),
+                        total(m.UPLOAD_TO_PUBLISH, "p90"),
+                        per_table(m.UPLOAD_TO_PUBLISH, "Maximum"),
                     ),
-                    cloudwatch.GraphWidget(
-                        title="Job duration (seconds)",
-                        width=8,
-                        left=[
-                            total(m.JOB_DURATION, "Average"),
-                            per_table(m.JOB_DURATION, "Maximum"),
-                        ],
+                    third(
+                        "Job duration (seconds)",
+                        total(m.JOB_DURATION, "Average"),
+                        per_table(m.JOB_DURATION, "Maximum"),
                     ),
-                    cloudwatch.GraphWidget(
-                        title="Files per run",
-                        width=8,
-                        left=[total(m.FILES_PER_RUN, "Average"), total(m.FILES_PER_RUN, "Maximum")],
+                    third(
+                        "Files per run",
+                        total(m.FILES_PER_RUN, "Average"),
+                        total(m.FILES_PER_RUN, "Maximum"),
                     ),
                 ],
                 [
-                    cloudwatch.GraphWidget(
-                        title="Queued files by table",
-                        width=8,
-                        left=[
-                            cloudwatch.MathExpression(
-                                expression=(
-                                    f"SEARCH('{{{constants.METRICS_NAMESPACE},"
-                                    f'{m.TABLE_DIMENSION},service}} MetricName="QueueDepth"\','
-                                    " 'Maximum', 300)"
-                                ),
-                                using_metrics={},
-                                label="QueueDepth",
-                                period=_FIVE_MINUTES,
-                            )
-                        ],
-                    ),
-                    cloudwatch.GraphWidget(
-                        title="Oldest queued file (seconds)",
-                        width=8,
-                        left=[
-                            cloudwatch.Metric(
-                                namespace=constants.METRICS_NAMESPACE,
-                                metric_name="OldestQueuedAgeSeconds",
-                                dimensions_map=queue_service,
-                                statistic="Maximum",
-                                period=_FIVE_MINUTES,
-                            )
-                        ],
-                    ),
-                    cloudwatch.GraphWidget(
-                        title="Undelivered S3 events and lineage events",
-                        width=8,
-                        left=[
-                            dead_letter_queue.metric_approximate_number_of_messages_visible(
-                                period=_FIVE_MINUTES, statistic="Maximum"
+                    third(
+                        "Queued files by table",
+                        cloudwatch.MathExpression(
+                            expression=(
+                                f"SEARCH('{{{constants.METRICS_NAMESPACE},"
+                                f'{m.TABLE_DIMENSION},service}} MetricName="QueueDepth"\','
+                                " 'Maximum', 300)"
                             ),
-                            total(m.LINEAGE_NOT_SENT),
-                        ],
+                            using_metrics={},
+                            label="QueueDepth",
+                            period=_FIVE_MINUTES,
+                        ),
+                    ),
+                    third(
+                        "Oldest queued file (seconds)",
+                        cloudwatch.Metric(
+                            namespace=constants.METRICS_NAMESPACE,
+                            metric_name="OldestQueuedAgeSeconds",
+                            dimensions_map=queue_service,
+                            statistic="Maximum",
+                            period=_FIVE_MINUTES,
+                        ),
+                    ),
+                    third(
+                        "Undelivered S3 events and lineage events",
+                        dead_letter_queue.metric_approximate_number_of_messages_visible(
+                            period=_FIVE_MINUTES, statistic="Maximum"
+                        ),
+                        total(m.LINEAGE_NOT_SENT),
                     ),
                 ],
                 # Each garbage collection's measure of every table (lambdas/maintenance/).
                 [
-                    cloudwatch.GraphWidget(
-                        title="Data files on main by table",
-                        width=8,
-                        left=[per_table(m.DATA_FILES, "Maximum", period=_ONE_DAY)],
+                    third(
+                        "Data files on main by table",
+                        per_table(m.DATA_FILES, "Maximum", period=_ONE_DAY),
                     ),
-                    cloudwatch.GraphWidget(
-                        title="Average data file size by table (bytes)",
-                        width=8,
-                        left=[per_table(m.AVERAGE_FILE_BYTES, "Average", period=_ONE_DAY)],
+                    third(
+                        "Average data file size by table (bytes)",
+                        per_table(m.AVERAGE_FILE_BYTES, "Average", period=_ONE_DAY),
                     ),
-                    cloudwatch.GraphWidget(
-                        title="Reclaimable bytes (unreferenced lake files)",
-                        width=8,
-                        left=[
-                            total(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY),
-                            per_table(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY),
-                        ],
+                    third(
+                        "Reclaimable bytes (unreferenced lake files)",
+                        total(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY),
+                        per_table(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY),
                     ),
                 ],
             ],

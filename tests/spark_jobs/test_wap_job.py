@@ -207,25 +207,37 @@ def _one_aggregation_jobs(spark, table_sql: str, *aggregates: str) -> int:
     return len(_jobs(spark, group))
 
 
-def test_clean_audit_settles_from_metrics_and_the_write_without_reading(lake, ingest, tmp_path):
+def _clean_scan_checks_ingest(lake, ingest, tmp_path, table: str):
+    """Ingest the clean ORDERS into `table` under SCAN_CHECKS, which must pass: its job
+    arguments, its Spark job groups, and what settled each check (by check name)."""
     source = write_parquet(tmp_path / "clean.parquet", ORDERS)
-    args = ingest("sales.jobs", [source], config=SCAN_CHECKS)
+    args = ingest(table, [source], config=SCAN_CHECKS)
 
     report = run_ingest(lake, args)
 
     assert report["outcome"] == "passed"
-    groups = job_group_ids(args.ingest_id)
+    settled = {c["name"]: c["settled_by"] for c in report["checks"]}
+    return args, job_group_ids(args.ingest_id), settled
+
+
+def _scan_checks_settled(row_checks_by: str) -> dict[str, str]:
+    """SCAN_CHECKS settled on clean ORDERS: accepted_values on a string and not_null by the
+    metrics (the parquet dictionaries hold every value), the row checks by `row_checks_by`."""
+    return {
+        "status_accepted_values": "metrics",
+        "email_regex": row_checks_by,
+        "amount_positive": row_checks_by,
+        "order_id_not_null": "metrics",
+    }
+
+
+def test_clean_audit_settles_from_metrics_and_the_write_without_reading(lake, ingest, tmp_path):
+    _, groups, settled = _clean_scan_checks_ingest(lake, ingest, tmp_path, "sales.jobs")
+
     assert _jobs(lake, groups["scan"]) == []
     assert _jobs(lake, groups["samples"]) == []
     assert _jobs(lake, groups["main"]) == []
-    settled = {c["name"]: c["settled_by"] for c in report["checks"]}
-    # accepted_values on a string: the parquet dictionaries hold every value.
-    assert settled == {
-        "status_accepted_values": "metrics",
-        "email_regex": "write",
-        "amount_positive": "write",
-        "order_id_not_null": "metrics",
-    }
+    assert settled == _scan_checks_settled("write")
 
 
 @pytest.fixture
@@ -255,26 +267,15 @@ def test_without_observation_the_audit_is_one_aggregation_pass(
     lake, ingest, tmp_path, spark_conf, conf, table
 ):
     spark_conf(conf)
-    source = write_parquet(tmp_path / "clean.parquet", ORDERS)
-    args = ingest(table, [source], config=SCAN_CHECKS)
+    args, groups, settled = _clean_scan_checks_ingest(lake, ingest, tmp_path, table)
 
-    report = run_ingest(lake, args)
-
-    assert report["outcome"] == "passed"
-    groups = job_group_ids(args.ingest_id)
     one_pass = _one_aggregation_jobs(
         lake, f"`wap_{args.ingest_id[:8]}`.{args.table}", "max(amount)"
     )
     assert one_pass >= 1
     assert len(_jobs(lake, groups["scan"])) == one_pass
     assert _jobs(lake, groups["samples"]) == []
-    settled = {c["name"]: c["settled_by"] for c in report["checks"]}
-    assert settled == {
-        "status_accepted_values": "metrics",
-        "email_regex": "scan",
-        "amount_positive": "scan",
-        "order_id_not_null": "metrics",
-    }
+    assert settled == _scan_checks_settled("scan")
 
 
 def test_observation_on_write_depends_on_the_source_size(lake, spark_conf):
