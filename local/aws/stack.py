@@ -48,7 +48,11 @@ from local.aws.iam import (
 )
 from local.aws.intrinsics import Resolver, UnresolvedIntrinsic, substitute_definition
 from local.aws.lambda_dispatch import LambdaDispatcher
-from local.aws.lambda_sandbox import Sandbox, reserved_environment
+from local.aws.lambda_sandbox import (
+    Sandbox,
+    default_session_sharing_models,
+    reserved_environment,
+)
 from local.aws.moto_fidelity import (
     ScaledRetryClock,
     make_dynamodb_requests_atomic,
@@ -268,6 +272,7 @@ class LocalAwsStack:
         make_transactions_item_scoped()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
+        default_session_sharing_models()  # after the mock dropped the process's
         lambda_aws.reset()
         try:
             self._create_resources()
