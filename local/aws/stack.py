@@ -348,7 +348,9 @@ class LocalAwsStack:
         }
         roles["state-machine"] = self.template.role_of(machine, "RoleArn")
         roles["job"] = self.template.logical_id("Compute/JobRole")
-        role_arns = {lid: self._create_role(resolver, lid) for lid in set(roles.values())}
+        # One IAM and one STS client for every role (a client costs more than its calls).
+        iam, sts = self.client("iam"), self.client("sts")
+        role_arns = {lid: self._create_role(resolver, lid, iam) for lid in set(roles.values())}
         self._create_emr_application(resolver)
         self._create_slack_secret(resolver)
         resolver.bind("Catalog/Alb", DNSName=alb_dns_name(s.nessie_api_v1))
@@ -381,7 +383,7 @@ class LocalAwsStack:
         # Policies last: they name the functions, the queue, the application, the secret.
         credentials, statements = {}, {}
         for lid, arn in role_arns.items():
-            credentials[lid], statements[lid] = self._attach_policies(resolver, lid, arn)
+            credentials[lid], statements[lid] = self._attach_policies(resolver, lid, arn, iam, sts)
         for principal, lid in roles.items():
             key = credentials[lid]["AWS_ACCESS_KEY_ID"]
             if principal == "state-machine":
@@ -427,15 +429,15 @@ class LocalAwsStack:
         assert self.template is not None
         return f"{self.template.stack_name}-{logical_id}"[:64]
 
-    def _create_role(self, resolver: Resolver, logical_id: str) -> str:
+    def _create_role(self, resolver: Resolver, logical_id: str, iam: Any) -> str:
         """The template's role in moto IAM (policies come later); binds and returns its ARN."""
         assert self.template is not None
         props = self.template.resources[logical_id]["Properties"]
         path, name = self.template.path(logical_id), self._role_name(logical_id)
         document = resolver.resolve(props["AssumeRolePolicyDocument"], f"role {path}")
-        arn = self.client("iam").create_role(
-            RoleName=name, AssumeRolePolicyDocument=json.dumps(document)
-        )["Role"]["Arn"]
+        arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(document))["Role"][
+            "Arn"
+        ]
         resolver.bind(path, name, Arn=arn)
         return arn
 
@@ -444,11 +446,13 @@ class LocalAwsStack:
         resolver: Resolver,
         logical_id: str,
         role_arn: str,
+        iam: Any,
+        sts: Any,
     ) -> tuple[dict[str, str], list[Statement]]:
         """Put the role's template policies on it. Returns the credentials of a session of
         the role (as Lambda's environment names them) and the policies' statements."""
         assert self.template is not None
-        iam, name = self.client("iam"), self._role_name(logical_id)
+        name = self._role_name(logical_id)
         statements: list[Statement] = []
         for policy_id, props in self.template.policies_of(logical_id).items():
             path = self.template.path(policy_id)
@@ -457,7 +461,7 @@ class LocalAwsStack:
                 RoleName=name, PolicyName=policy_id, PolicyDocument=json.dumps(document)
             )
             statements += statements_of(path, document)
-        session = self.client("sts").assume_role(RoleArn=role_arn, RoleSessionName=name)
+        session = sts.assume_role(RoleArn=role_arn, RoleSessionName=name)
         c = session["Credentials"]
         return (
             {
