@@ -1,7 +1,7 @@
 """What auditing dirty data must cost at least, against the seed approach's audit.
 
     python -m bench.audit_floor_bench              # SF 1, median of 5
-    python -m bench.audit_floor_bench --quick      # SF 0.01, 1 repeat: a smoke test
+    python -m bench.audit_floor_bench --quick      # SF 0.01, 1 repeat, no warm-up: a smoke test
 
 On one Iceberg snapshot of the dirty TPC-H lineitem file (the one wap_job_bench uses,
 5 of its 10 checks failing), each repeat times, in rotated order:
@@ -206,9 +206,12 @@ def _data_read(
     return reads
 
 
-def run(scale: float, repeats: int) -> tuple[dict[str, float], list[str], list[Read], int]:
+def run(
+    scale: float, repeats: int, *, warm_up: bool = True
+) -> tuple[dict[str, float], list[str], list[Read], int]:
     """Median seconds per step on one snapshot of the dirty file at `scale`, what each
-    side reads (one more run of each) and the table's column count."""
+    side reads (one more run of each) and the table's column count. `warm_up`: run each
+    step once, unmeasured, first (a smoke test's single repeat measures nothing anyway)."""
     from local.nessie.runner import start_server
     from local.spark import build_local_spark
 
@@ -223,7 +226,7 @@ def run(scale: float, repeats: int) -> tuple[dict[str, float], list[str], list[R
         spark.read.parquet(dirty.as_uri()).writeTo(TABLE).create()
         snapshot_id = spark.sql(f"SELECT snapshot_id FROM {TABLE}.snapshots").first()[0]
         parts, scanned, volume = _audit_parts(spark, snapshot_id, dirty.stat().st_size)
-        for step in parts.values():  # JIT warm-up, not measured
+        for step in parts.values() if warm_up else ():  # JIT warm-up, not measured
             step()
         times: dict[str, list[float]] = {name: [] for name in ROWS_SHOWN}
         for repeat in range(repeats):
@@ -318,13 +321,13 @@ def render_reads(reads: list[Read], width: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    parser = bench_parser("bench.audit_floor_bench", "SF 0.01, 1 repeat (smoke test)")
+    parser = bench_parser("bench.audit_floor_bench", "SF 0.01, 1 repeat, no warm-up (smoke test)")
     parser.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     scale, repeats = (0.01, 1) if args.quick else (args.scale, args.repeats)
     started = time.perf_counter()
-    medians, scanned, reads, width = run(scale, repeats)
+    medians, scanned, reads, width = run(scale, repeats, warm_up=not args.quick)
     text = render(scale, medians, scanned, repeats, reads, width)
     return finish(args, argv, "bench.audit_floor_bench", TITLE, text, started)
 

@@ -7,7 +7,7 @@ burst's wall time to it, and the number of job runs each needed, are what the
 batches issue (#18) is about (docs/batches.md). A third burst holds 3 bad files (a corrupt
 body, a refused type change, a failed check): the good ones must still publish together.
 
-`python -m bench.burst_bench [--files 100 --rows 1000]`; `--quick` for a smoke run.
+`python -m bench.burst_bench [--files 100 --rows 1000]`; `--quick` for a smoke run (no warm-up).
 """
 
 from __future__ import annotations
@@ -125,9 +125,11 @@ def ingest_at_once(backend: Any, table: str, files: Sequence[bytes], timeout: fl
     return Measured(len(files), rows, seconds, _job_runs(backend, table, records), statuses)
 
 
-def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured, Measured, float]:
+def run(
+    files: int, rows: int, timeout: float, *, warm_up: bool = True
+) -> tuple[Measured, Measured, Measured, float]:
     """(one file of files x rows rows, files files of rows rows, the same with 3 bad files),
-    on one fresh local stack."""
+    on one fresh local stack; `warm_up`: one small ingest first, unmeasured."""
     from wap.ops.backends import Target, open_backend
 
     with scratch_with_tables("wap-burst-bench-", {MIXED_TABLE: MIXED_CONFIG}) as scratch:
@@ -137,7 +139,8 @@ def run(files: int, rows: int, timeout: float) -> tuple[Measured, Measured, Meas
             target, run_ingests=True, mutates=True, create=True, create_tables=True
         ) as backend:
             # JIT, class loading and Spark's first plans must not count against the baseline.
-            ingest_at_once(backend, WARM_UP_TABLE, [parquet_bytes(0, 10)], timeout)
+            if warm_up:
+                ingest_at_once(backend, WARM_UP_TABLE, [parquet_bytes(0, 10)], timeout)
             single = ingest_at_once(
                 backend, SINGLE_TABLE, [parquet_bytes(0, files * rows)], timeout
             )
@@ -181,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench import cost_model
     from bench.doc import bench_parser, finish
 
-    parser = bench_parser("bench.burst_bench", "5 files of 200 rows (smoke test)")
+    parser = bench_parser("bench.burst_bench", "5 files of 200 rows, no warm-up (smoke test)")
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--rows", type=int, default=1000, help="rows per file of the burst")
     parser.add_argument("--timeout", type=float, default=3600)
@@ -194,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files, rows = (5, 200) if args.quick else (args.files, args.rows)
     started = time.perf_counter()
-    single, burst, mixed, per_file = run(files, rows, args.timeout)
+    single, burst, mixed, per_file = run(files, rows, args.timeout, warm_up=not args.quick)
     text = (
         render(single, burst, mixed)
         + "\n\n"

@@ -2,7 +2,7 @@
 an empty home against a home holding N earlier ingests (issue 30, item 8).
 
     python -m bench.history_bench              # N = 10,000, 5 repeats
-    python -m bench.history_bench --quick      # N = 500, 1 repeat (smoke test)
+    python -m bench.history_bench --quick      # N = 500, 1 repeat, no warm-up (smoke test)
 
 The big home is built by writing ingest records straight into its ledger database.
 Timed in this process, each repeat alternating the two homes:
@@ -119,7 +119,7 @@ def time_ingest_writes(root: Path, rounds: int = 20) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = bench_parser("bench.history_bench", "N = 500, one repeat")
+    parser = bench_parser("bench.history_bench", "N = 500, one repeat, no warm-up")
     parser.add_argument("--ingests", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None)
     args = parser.parse_args(argv)
@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             "empty": build_home(Path(tmp) / "empty", 0),
             "big": build_home(Path(tmp) / "big", ingests),
         }
-        for root in homes.values():  # warm-up: the synthesized template, imports, caches
+        # Warm-up: the synthesized template, imports, caches (a smoke run measures nothing).
+        for root in homes.values() if not args.quick else ():
             time_start(root)
         starts: dict[str, list[float]] = {name: [] for name in homes}
         writes: dict[str, list[float]] = {name: [] for name in homes}

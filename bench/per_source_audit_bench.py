@@ -1,7 +1,7 @@
 """What per-file verdicts in a batch cost: the audit's one aggregation pass, grouped by source.
 
     python -m bench.per_source_audit_bench            # SF 0.1 in 100 files, median of 3
-    python -m bench.per_source_audit_bench --quick    # SF 0.01 in 10 files, 1 repeat
+    python -m bench.per_source_audit_bench --quick    # SF 0.01 in 10 files, 1 repeat, no warm-up
 
 The batches issue (#18) wants a burst of files audited in one job with a verdict per file.
 On the dirty TPC-H lineitem (the wap_job bench's 10 checks, 5 failing), split into N
@@ -43,8 +43,11 @@ def split(source: Path, into: Path, files: int) -> list[Path]:
     return paths
 
 
-def run(scale: float, files: int, repeats: int) -> tuple[dict[str, float], int, int]:
-    """Median seconds per step, the rows and the files the grouped pass gave verdicts for."""
+def run(
+    scale: float, files: int, repeats: int, *, warm_up: bool = True
+) -> tuple[dict[str, float], int, int]:
+    """Median seconds per step, the rows and the files the grouped pass gave verdicts for.
+    `warm_up`: run each step once, unmeasured, first."""
     import yaml
     from pyspark.sql import functions as F
 
@@ -84,7 +87,7 @@ def run(scale: float, files: int, repeats: int) -> tuple[dict[str, float], int, 
             "grouped": grouped,
             "per file": per_file,
         }
-        for step in parts.values():  # JIT warm-up, not measured
+        for step in parts.values() if warm_up else ():  # JIT warm-up, not measured
             step()
         total, verdicts = one_pass(), grouped()
         times: dict[str, list[float]] = {name: [] for name in STEPS}
@@ -116,14 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
     from bench.doc import bench_parser, finish
 
-    parser = bench_parser("bench.per_source_audit_bench", "SF 0.01, 10 files, 1 repeat")
+    parser = bench_parser("bench.per_source_audit_bench", "SF 0.01, 10 files, 1 repeat, no warm-up")
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     scale, files, repeats = (0.01, 10, 1) if args.quick else (args.scale, args.files, args.repeats)
     started = time.perf_counter()
-    medians, rows, verdicts = run(scale, files, repeats)
+    medians, rows, verdicts = run(scale, files, repeats, warm_up=not args.quick)
     text = render(medians, rows, files, verdicts)
     return finish(args, argv, "bench.per_source_audit_bench", TITLE, text, started)
 

@@ -2,14 +2,15 @@
 
     python -m bench.query_bench                   # runs `wap demo` into a temp home, 7 repeats
     python -m bench.query_bench --home .wap       # an existing home with a failed branch
-    python -m bench.query_bench --quick           # 1 repeat (smoke test)
+    python -m bench.query_bench --quick           # 1 repeat, no warm-up (smoke test)
 
 Cold means a new `wap` process each time, as a person types it: interpreter start,
 imports, the local stack (Nessie server, moto, the ledger restored from the home), then
 the command's own work. `show` (the baseline) reads the ledger, the audit report and
 both row counts from Iceberg metadata; `query` resolves the branch, reads the table on it
 with pyiceberg and runs the violating-rows query `wap show` suggests in DuckDB. Each
-repeat runs both, in alternating order, after one untimed warm-up of each (page cache);
+repeat runs both, in alternating order, after one untimed warm-up of each (page cache;
+not with --quick);
 the ratio of the medians is printed (stdout and docs/benchmarks.md). The target: query at
 most 1.5 x show.
 """
@@ -73,8 +74,9 @@ def failed_branch(home: Path) -> str:
     return branches[-1]
 
 
-def run(home: Path, repeats: int) -> dict[str, list[float]]:
-    """Interleaved cold runs of `show BRANCH` and `query BRANCH SQL`; seconds per run."""
+def run(home: Path, repeats: int, *, warm_up: bool = True) -> dict[str, list[float]]:
+    """Interleaved cold runs of `show BRANCH` and `query BRANCH SQL`; seconds per run.
+    `warm_up`: one untimed run of each first."""
     from lakeview.check_sql import violation_query
 
     branch = failed_branch(home)
@@ -84,7 +86,7 @@ def run(home: Path, repeats: int) -> dict[str, list[float]]:
     )
     assert sql is not None
     commands = {"show": ["show", branch], "query": ["query", branch, sql]}
-    for args in commands.values():  # warm-up: page cache, bytecode
+    for args in commands.values() if warm_up else ():  # warm-up: page cache, bytecode
         _wap(home, *args)
     times: dict[str, list[float]] = {name: [] for name in commands}
     for i in range(repeats):
@@ -94,7 +96,9 @@ def run(home: Path, repeats: int) -> dict[str, list[float]]:
     return times
 
 
-def render(times: dict[str, list[float]], branch: str, home_note: str) -> str:
+def render(
+    times: dict[str, list[float]], branch: str, home_note: str, *, warm_up: bool = True
+) -> str:
     show, query = statistics.median(times["show"]), statistics.median(times["query"])
     ratio = query / show
     repeats = len(times["show"])
@@ -114,7 +118,8 @@ def render(times: dict[str, list[float]], branch: str, home_note: str) -> str:
     verdict = "within" if ratio <= TARGET_RATIO else "ABOVE"
     lines += [
         "",
-        f"Median of {repeats}, interleaved, after one warm-up run of each; {home_note}. "
+        f"Median of {repeats}, interleaved, "
+        f"{'after one warm-up run of each' if warm_up else 'no warm-up'}; {home_note}. "
         f"query / show = **{ratio:.2f}**, {verdict} the {TARGET_RATIO} target.",
     ]
     return "\n".join(lines)
@@ -122,7 +127,7 @@ def render(times: dict[str, list[float]], branch: str, home_note: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    parser = bench_parser("bench.query_bench", "1 repeat (smoke test)")
+    parser = bench_parser("bench.query_bench", "1 repeat, no warm-up (smoke test)")
     parser.add_argument("--home", help="a wap home with a failed branch (default: a fresh demo)")
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)
@@ -139,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         _wap(home, "demo")
         note = "a fresh `wap demo` home (sales.orders: 40 rows on main, 80 on the branch)"
     try:
-        times = run(home, repeats)
-        text = render(times, failed_branch(home), note)
+        times = run(home, repeats, warm_up=not args.quick)
+        text = render(times, failed_branch(home), note, warm_up=not args.quick)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)

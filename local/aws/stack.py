@@ -48,7 +48,11 @@ from local.aws.iam import (
 )
 from local.aws.intrinsics import Resolver, UnresolvedIntrinsic, substitute_definition
 from local.aws.lambda_dispatch import LambdaDispatcher
-from local.aws.lambda_sandbox import Sandbox, reserved_environment
+from local.aws.lambda_sandbox import (
+    Sandbox,
+    default_session_sharing_models,
+    reserved_environment,
+)
 from local.aws.moto_fidelity import (
     ScaledRetryClock,
     make_dynamodb_requests_atomic,
@@ -268,6 +272,7 @@ class LocalAwsStack:
         make_transactions_item_scoped()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
+        default_session_sharing_models()  # after the mock dropped the process's
         lambda_aws.reset()
         try:
             self._create_resources()
@@ -343,7 +348,9 @@ class LocalAwsStack:
         }
         roles["state-machine"] = self.template.role_of(machine, "RoleArn")
         roles["job"] = self.template.logical_id("Compute/JobRole")
-        role_arns = {lid: self._create_role(resolver, lid) for lid in set(roles.values())}
+        # One IAM and one STS client for every role (a client costs more than its calls).
+        iam, sts = self.client("iam"), self.client("sts")
+        role_arns = {lid: self._create_role(resolver, lid, iam) for lid in set(roles.values())}
         self._create_emr_application(resolver)
         self._create_slack_secret(resolver)
         resolver.bind("Catalog/Alb", DNSName=alb_dns_name(s.nessie_api_v1))
@@ -376,7 +383,7 @@ class LocalAwsStack:
         # Policies last: they name the functions, the queue, the application, the secret.
         credentials, statements = {}, {}
         for lid, arn in role_arns.items():
-            credentials[lid], statements[lid] = self._attach_policies(resolver, lid, arn)
+            credentials[lid], statements[lid] = self._attach_policies(resolver, lid, arn, iam, sts)
         for principal, lid in roles.items():
             key = credentials[lid]["AWS_ACCESS_KEY_ID"]
             if principal == "state-machine":
@@ -422,15 +429,15 @@ class LocalAwsStack:
         assert self.template is not None
         return f"{self.template.stack_name}-{logical_id}"[:64]
 
-    def _create_role(self, resolver: Resolver, logical_id: str) -> str:
+    def _create_role(self, resolver: Resolver, logical_id: str, iam: Any) -> str:
         """The template's role in moto IAM (policies come later); binds and returns its ARN."""
         assert self.template is not None
         props = self.template.resources[logical_id]["Properties"]
         path, name = self.template.path(logical_id), self._role_name(logical_id)
         document = resolver.resolve(props["AssumeRolePolicyDocument"], f"role {path}")
-        arn = self.client("iam").create_role(
-            RoleName=name, AssumeRolePolicyDocument=json.dumps(document)
-        )["Role"]["Arn"]
+        arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(document))["Role"][
+            "Arn"
+        ]
         resolver.bind(path, name, Arn=arn)
         return arn
 
@@ -439,11 +446,13 @@ class LocalAwsStack:
         resolver: Resolver,
         logical_id: str,
         role_arn: str,
+        iam: Any,
+        sts: Any,
     ) -> tuple[dict[str, str], list[Statement]]:
         """Put the role's template policies on it. Returns the credentials of a session of
         the role (as Lambda's environment names them) and the policies' statements."""
         assert self.template is not None
-        iam, name = self.client("iam"), self._role_name(logical_id)
+        name = self._role_name(logical_id)
         statements: list[Statement] = []
         for policy_id, props in self.template.policies_of(logical_id).items():
             path = self.template.path(policy_id)
@@ -452,7 +461,7 @@ class LocalAwsStack:
                 RoleName=name, PolicyName=policy_id, PolicyDocument=json.dumps(document)
             )
             statements += statements_of(path, document)
-        session = self.client("sts").assume_role(RoleArn=role_arn, RoleSessionName=name)
+        session = sts.assume_role(RoleArn=role_arn, RoleSessionName=name)
         c = session["Credentials"]
         return (
             {
