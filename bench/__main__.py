@@ -22,6 +22,7 @@ BENCHMARKS = {
     "dataset": "bench.dataset_bench",
     "foreign_key": "bench.foreign_key_bench",
     "maintenance": "bench.maintenance_bench",
+    "metric_history": "bench.metric_history_bench",
 }
 
 

@@ -1,0 +1,356 @@
+"""What the metric history costs (issue 39, docs/metric-history.md).
+
+    python -m bench.metric_history_bench            # SF 1 job, median of 5; 10 vs 1,000 drops
+    python -m bench.metric_history_bench --quick    # SF 0.01, 1 repeat; 10 vs 20 drops
+
+1. The job: the WAP job on TPC-H lineitem (parquet, the 10 checks of
+   bench.wap_job_bench) with the metric history on (the audit records its profile and
+   reads main's history) and three anomaly checks (row count, the null fraction of
+   l_partkey, the mean of l_quantity), against the same job with
+   `spark.wap.audit.metric-history=false` and no anomaly checks. Each run appends into a
+   fresh table (and publishes it); the table's metrics table on main holds 10 published
+   drops, so the anomaly checks are judged against a real band. Target: at most 1.05x.
+2. The history read: `spark_jobs.history.read_history` for a window of 10 (the checks of
+   part 1), on a metrics table of 1,000 published drops against one of 10. The drops
+   are appended as published drops are, one Iceberg append (one snapshot, one file of
+   about 80 rows: a lineitem profile) each. Target: at most 1.1x.
+
+Variants alternate within each repeat and ratios come from the same run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from bench.doc import bench_parser, publish
+from bench.wap_job_bench import TABLE_CONFIG, Bench, Nessie, generate
+
+JOB_TARGET, READ_TARGET = 1.05, 1.1
+ANOMALY_CHECKS = (
+    "  - {kind: anomaly, name: rows_as_usual, metric: row_count, window: 10}\n"
+    "  - {kind: anomaly, name: partkey_nulls_as_usual, metric: null_fraction, "
+    "column: l_partkey, window: 10}\n"
+    "  - {kind: anomaly, name: quantity_mean_as_usual, metric: mean, column: l_quantity, "
+    "window: 10}\n"
+)
+HISTORY_DROPS = 10  # published drops in the history of each job run's table
+NUMERIC = ("l_orderkey", "l_partkey", "l_suppkey", "l_linenumber")
+DECIMALS = ("l_quantity", "l_extendedprice", "l_discount", "l_tax")
+STRINGS = (
+    "l_returnflag",
+    "l_linestatus",
+    "l_shipdate",
+    "l_commitdate",
+    "l_receiptdate",
+    "l_shipinstruct",
+    "l_shipmode",
+    "l_comment",
+)
+
+
+class HistoryBench(Bench):
+    """The job with and without the metric history, in one SparkSession."""
+
+    def job(self, source: Path, history: bool, usual: dict[tuple, float]) -> tuple[float, float]:
+        """Wall and CPU seconds of one run (branch, job, publish) into a fresh table; with
+        `history`, its metrics table on main first gets `HISTORY_DROPS` drops near `usual`."""
+        from spark_jobs.wap_job import METRIC_HISTORY_CONF, JobArgs, run_ingest
+
+        table = self._fresh_table(source)
+        if history:
+            seed_history(self.spark, f"lake.bench.{table}__audit_metrics", usual)
+        self.spark.conf.set(METRIC_HISTORY_CONF, "true" if history else "false")
+        config = self.work / f"{table}.yaml"
+        config.write_text(TABLE_CONFIG + (ANOMALY_CHECKS if history else ""))
+        ingest_id = uuid.uuid4().hex[:16]
+        branch = f"mh_bench_{table}_{ingest_id[:8]}"
+        cpu, start = self.cpu(), time.perf_counter()
+        self.nessie.branch(branch)
+        report = run_ingest(
+            self.spark,
+            JobArgs(
+                sources=[source.as_uri()],
+                table=f"bench.{table}",
+                branch=branch,
+                ingest_id=ingest_id,
+                report_uri=(self.work / f"{ingest_id}.json").as_uri(),
+                table_config_uri=config.as_uri(),
+            ),
+        )
+        if report["outcome"] != "passed":
+            raise RuntimeError(f"bench run {report['outcome']}: {report.get('reason')}")
+        self.nessie.publish(branch, report["branch_hash"])
+        end, cpu = time.perf_counter(), self.cpu() - cpu
+        self.spark.conf.unset(METRIC_HISTORY_CONF)
+        if history:
+            anomalies = [c for c in report["checks"] if c["kind"] == "anomaly"]
+            assert [c["status"] for c in anomalies] == ["passed"] * 3, anomalies
+        self.last_timings = report["timings"]
+        return end - start, cpu
+
+
+def usual_values(source: Path) -> dict[tuple, float]:
+    """The three monitored metrics of `source` (what its history should look like)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(source, columns=["l_partkey", "l_quantity"])
+    return {
+        ("row_count", None): float(table.num_rows),
+        ("null_fraction", "l_partkey"): table.column("l_partkey").null_count / table.num_rows,
+        ("mean", "l_quantity"): pc.mean(table.column("l_quantity").cast("float64")).as_py(),
+    }
+
+
+def seed_history(spark, name: str, usual: dict[tuple, float]) -> None:
+    """`HISTORY_DROPS` published drops of the monitored metrics, within 0.5% of usual."""
+    from contracts.metric_history import METRICS_TABLE_COLUMNS
+    from spark_jobs.history import METRICS_SCHEMA
+
+    columns = ", ".join(f"`{n}` {kind}" for n, kind, _ in METRICS_TABLE_COLUMNS)
+    spark.sql(f"CREATE TABLE {name} ({columns}) USING iceberg")
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    rows = [
+        (
+            f"past{drop}",
+            now - dt.timedelta(days=HISTORY_DROPS - drop),
+            "table",
+            None,
+            column,
+            metric,
+            None,
+            value * (1 + 0.001 * (drop % 5 - 2)),
+        )
+        for drop in range(HISTORY_DROPS)
+        for (metric, column), value in usual.items()
+    ]
+    spark.createDataFrame(rows, METRICS_SCHEMA).coalesce(1).writeTo(name).append()
+
+
+def run_job(scale: float, repeats: int, spark, nessie, tmp: Path, warm_up: bool = True) -> dict:
+    """Medians of the job without and with the metric history, and per-repeat ratios."""
+    bench = HistoryBench(spark, nessie, tmp)
+    clean, _ = generate(scale)
+    warm, _ = generate(0.01)
+    for history in (False, True) if warm_up else ():  # JIT and catalog warm-up
+        bench.job(warm, history, usual_values(warm))
+    usual = usual_values(clean)
+    samples: dict[bool, list[float]] = {False: [], True: []}
+    cpu: dict[bool, list[float]] = {False: [], True: []}
+    parts: list[dict] = []
+    for repeat in range(repeats):
+        for history in (False, True) if repeat % 2 == 0 else (True, False):
+            wall, cpu_s = bench.job(clean, history, usual)
+            samples[history].append(wall)
+            cpu[history].append(cpu_s)
+            if history:
+                parts.append(bench.last_timings)
+    base, ours = statistics.median(samples[False]), statistics.median(samples[True])
+    ratios = [w / o for w, o in zip(samples[True], samples[False], strict=True)]
+    keys = ("read_s", "write_s", "audit_s", "audit_scan_s")
+    return {
+        "scale": scale,
+        "without_s": base,
+        "with_s": ours,
+        "ratio": ours / base,
+        "paired_ratio": statistics.median(ratios),
+        "without_cpu": statistics.median(cpu[False]),
+        "with_cpu": statistics.median(cpu[True]),
+        "parts": {k: statistics.median(p.get(k, 0.0) for p in parts) for k in keys},
+    }
+
+
+def profile_rows(drop: int, when: dt.datetime) -> list[tuple]:
+    """The rows one audit of lineitem records (its profile, 13 checks, one file)."""
+    ingest = f"drop{drop:05d}"
+    rows = [(ingest, when, "table", None, None, "row_count", None, 10_000.0 + drop % 7)]
+    for column in NUMERIC + DECIMALS + STRINGS:
+        rows.append((ingest, when, "table", None, column, "null_fraction", None, 0.0))
+        rows.append((ingest, when, "table", None, column, "distinct_count", None, 900.0))
+        if column not in STRINGS:
+            for metric in ("min", "max", "mean", "stddev"):
+                rows.append((ingest, when, "table", None, column, metric, None, 25.0))
+    rows += [(ingest, when, "table", None, None, "check", f"c{i}", 0.0) for i in range(13)]
+    rows.append((ingest, when, "file", f"s3://in/{ingest}.parquet", None, "row_count", None, 1e4))
+    return rows
+
+
+def build_history(spark, name: str, drops: int, folder: Path) -> None:
+    """A metrics table of `drops` published drops: one file and one Iceberg append
+    (one snapshot) per drop, as the merges of published drops leave it. The files are
+    written by pyarrow and committed through Iceberg's Java API: a Spark write per drop
+    would take minutes for 1,000."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from contracts.metric_history import METRICS_TABLE_COLUMNS
+    from contracts.properties import INGEST_ID_PROPERTY
+    from spark_jobs.metrics import load_iceberg_table
+
+    columns = ", ".join(
+        f"`{n}` {kind}{'' if nullable else ' NOT NULL'}"
+        for n, kind, nullable in METRICS_TABLE_COLUMNS
+    )
+    spark.sql(f"CREATE TABLE {name} ({columns}) USING iceberg TBLPROPERTIES ('format-version'='2')")
+    table = load_iceberg_table(spark, name)
+    ids = {f.name(): f.fieldId() for f in table.schema().columns()}
+    arrow = {
+        "string": pa.string(),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+        "double": pa.float64(),
+    }
+    schema = pa.schema(
+        [
+            pa.field(n, arrow[kind], nullable, metadata={"PARQUET:field_id": str(ids[n])})
+            for n, kind, nullable in METRICS_TABLE_COLUMNS
+        ]
+    )
+    jvm = spark._jvm
+    config = jvm.org.apache.iceberg.MetricsConfig.forTable(table)
+    folder.mkdir(parents=True, exist_ok=True)
+    start = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    for drop in range(drops):
+        rows = profile_rows(drop, start + dt.timedelta(hours=drop))
+        path = folder / f"drop{drop:05d}.parquet"
+        pq.write_table(
+            pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema),
+            path,
+        )
+        source = table.io().newInputFile(path.as_uri())
+        data_file = (
+            jvm.org.apache.iceberg.DataFiles.builder(table.spec())
+            .withInputFile(source)
+            .withFormat(jvm.org.apache.iceberg.FileFormat.PARQUET)
+            .withMetrics(jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(source, config))
+            .build()
+        )
+        table.newFastAppend().appendFile(data_file).set(
+            INGEST_ID_PROPERTY, f"drop{drop:05d}"
+        ).commit()
+    spark.sql(f"REFRESH TABLE {name}")
+
+
+def run_read(drop_counts: tuple[int, int], repeats: int, spark, tmp: Path) -> dict:
+    """Medians of read_history (window 10, the job's three series) on each history."""
+    from spark_jobs.history import read_history
+    from spark_jobs.writer import CatalogTable
+
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
+    wanted = {
+        ("row_count", None): 10,
+        ("null_fraction", "l_partkey"): 10,
+        ("mean", "l_quantity"): 10,
+    }
+    refs = {}
+    for drops in drop_counts:
+        name = f"h{drops}"
+        started = time.perf_counter()
+        build_history(spark, f"lake.bench.{name}__audit_metrics", drops, tmp / name)
+        print(f"  built {drops} drops in {time.perf_counter() - started:.0f}s", flush=True)
+        refs[drops] = CatalogTable("lake", "bench", name)
+    # A job loads the metrics table from the catalog; the tables built above are cached
+    # in this session with the state of their 1,000 commits: drop them, read as a job does.
+    spark._jsparkSession.sessionState().catalogManager().reset()
+    for drops, ref in refs.items():  # warm-up; and the read must find the window
+        history = read_history(spark, ref, wanted)
+        assert all(len(points) == 10 for points in history.values()), history
+        newest = max(p.recorded_at for p in history[("row_count", None)])
+        assert newest.replace(tzinfo=None) == dt.datetime(2024, 1, 1) + dt.timedelta(
+            hours=drops - 1
+        ), newest
+    samples: dict[int, list[float]] = {drops: [] for drops in drop_counts}
+    for repeat in range(repeats):
+        order = drop_counts if repeat % 2 == 0 else drop_counts[::-1]
+        for drops in order:
+            start = time.perf_counter()
+            read_history(spark, refs[drops], wanted)
+            samples[drops].append(time.perf_counter() - start)
+    small, big = (statistics.median(samples[d]) for d in drop_counts)
+    return {"drops": drop_counts, "small_s": small, "big_s": big, "ratio": big / small}
+
+
+def render(job: dict, read: dict, repeats: int) -> str:
+    """The markdown (also printed)."""
+    small, big = read["drops"]
+    parts = job["parts"]
+    verdict = {True: "within", False: "ABOVE"}
+    cpu_ratio = job["with_cpu"] / job["without_cpu"]
+    return "\n".join(
+        [
+            "| measure | baseline s | with history s | ratio | target |",
+            "|---|---|---|---|---|",
+            f"| job, SF {job['scale']:g} parquet: metric history + 3 anomaly checks vs "
+            f"`spark.wap.audit.metric-history=false` | {job['without_s']:.2f} | "
+            f"{job['with_s']:.2f} | {job['ratio']:.3f} (paired {job['paired_ratio']:.3f}) | "
+            f"{JOB_TARGET} (wall time swings with the machine's load) |",
+            f"| the same job runs in CPU seconds (Spark JVM + Python) | "
+            f"{job['without_cpu']:.1f} | {job['with_cpu']:.1f} | {cpu_ratio:.3f} | "
+            f"{JOB_TARGET} ({verdict[cpu_ratio <= JOB_TARGET]}) |",
+            f"| `read_history`, window 10: {big:,} published drops vs {small:,} | "
+            f"{read['small_s']:.3f} | {read['big_s']:.3f} | {read['ratio']:.2f} | "
+            f"{READ_TARGET} ({verdict[read['ratio'] <= READ_TARGET]}) |",
+            "",
+            f"Medians of {repeats} (paired: the median of per-repeat ratios). With the "
+            f"history, the job's median parts: prepare {parts['read_s']:.2f} s (reading "
+            f"the history is in it), write+commit {parts['write_s']:.2f} s, audit "
+            f"{parts['audit_s']:.2f} s (of which the aggregation pass "
+            f"{parts['audit_scan_s']:.2f} s: the profile rides in it for sources over the "
+            "observe limit); the metrics commit is in the job's total. Each job run "
+            f"appends into a fresh table whose metrics table holds {HISTORY_DROPS} "
+            "published drops; one local SparkSession (local[2], 4g driver) and one Nessie "
+            "server for both. The history tables are built as published drops leave "
+            "them: one append (one snapshot, one file of a lineitem profile, 79 rows) "
+            "per drop.",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run both parts, print the table, write it to docs/benchmarks.md."""
+    from local.nessie.runner import start_server
+    from local.spark import build_local_spark
+
+    parser = bench_parser("bench.metric_history_bench", "SF 0.01, 1 repeat, 10 vs 20 drops")
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--drops", type=int, default=1000)
+    parser.add_argument("--skip-job", action="store_true", help="the history read only")
+    args = parser.parse_args(argv)
+    scale = 0.01 if args.quick else args.scale
+    repeats = 1 if args.quick else args.repeats
+    drops = 20 if args.quick else args.drops
+    started = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="mh-bench-"))
+    server = start_server(str(tmp / "nessie.db"))
+    spark = build_local_spark((tmp / "warehouse").as_uri(), server.api_v2, app_name="mh-bench")
+    try:
+        read = run_read((10, drops), 1 if args.quick else max(repeats, 5), spark, tmp / "history")
+        print(f"  read: {read}", flush=True)
+        if args.skip_job:
+            return 0
+        job = run_job(scale, repeats, spark, Nessie(server.api_v2), tmp, warm_up=not args.quick)
+        print(f"  job: {job}", flush=True)
+    finally:
+        spark.stop()
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    publish(
+        args,
+        argv,
+        module="bench.metric_history_bench",
+        section="metric_history_bench",
+        title="Metric history: the job with it vs without; reading 1,000 drops vs 10",
+        text=render(job, read, repeats),
+        started=started,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
