@@ -123,9 +123,13 @@ def run_audit(
     queries = _Queries(job_group_ids(label), timings if timings is not None else {})
     results, pending = _settle_without_reading(checks, stats, now, observed)
     profiled = measured if measured is not None else []
+    scan_profile = None
     if profile is not None and observed is not None:
         profiled.extend(profile.measure(observed, int(observed[ROWS])))
-    scan_profile = profile if profile is not None and observed is None else None
+    elif profile is not None:
+        # Too large to observe: exact file metrics, then the watched columns by scan.
+        profiled.extend(profile.from_file_metrics(stats) if stats is not None else [])
+        scan_profile = profile.for_scan() if stats is not None else profile
     failed_before_scan = _failed_predicates(checks, results)
     rows = new_rows() if pending or failed_before_scan or scan_profile else None
     early = _sample_alongside_scan(rows, checks, failed_before_scan, pending, queries)
@@ -133,6 +137,8 @@ def run_audit(
         results.update(_scan(checks, pending, rows, now, queries, early, scan_profile, profiled))
         results.update(_look_up_on_main(checks, pending, results, rows, main_rows, queries))
     _add_samples(checks, results, rows, early, queries)
+    # The scan's value of a metric replaces the file metrics' (one per metric and column).
+    profiled[:] = {(m.metric, m.column): m for m in profiled}.values()
     return [results[index] for index in range(len(checks))]
 
 

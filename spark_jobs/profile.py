@@ -1,7 +1,11 @@
 """The profile every audit records (contracts/metric_history.py): per column the null
 fraction, the approximate distinct count and, for numbers, min, max, mean and standard
-deviation. Its aggregates ride in the pass the audit already makes (observed during the
-write, or in the audit's one aggregation scan): never a scan of its own."""
+deviation. Its aggregates ride in the pass the audit already makes: observed during the
+write. A drop too large to observe (spark_jobs/wap_job.observe_on_write) takes its row
+count, null fractions and numeric min/max from the snapshot's column metrics (exact, no
+data read), and the rest only for the columns learning checks watch, in the audit's one
+scan: every column's distinct count, mean and deviation would cost reading every column
+(docs/benchmarks.md, "Metric history")."""
 
 from __future__ import annotations
 
@@ -21,8 +25,10 @@ from contracts.metric_history import (
     ROW_COUNT,
     STDDEV,
 )
+from spark_jobs.checks import EXACT_BOUNDS
 from spark_jobs.checks import NUMERIC as NUMBERS
 from spark_jobs.identifiers import quote
+from spark_jobs.metrics import SnapshotStats
 
 PREFIX = "p_"
 # approx_count_distinct (HyperLogLog++) takes atomic values only.
@@ -54,8 +60,40 @@ class Measured:
 class Profile:
     """The profile aggregates of a table schema, and the metrics they measure."""
 
-    def __init__(self, schema: T.StructType):
+    def __init__(self, schema: T.StructType, watched: frozenset[str] = frozenset()):
         self.fields = list(schema.fields)
+        #: The columns learning checks watch: profiled by scan when the write did not.
+        self.watched = watched
+
+    def for_scan(self) -> Profile | None:
+        """The profile of the watched columns alone, for a drop the write did not
+        observe (None when no learning check watches a column)."""
+        fields = [field for field in self.fields if field.name in self.watched]
+        return Profile(T.StructType(fields)) if fields else None
+
+    def from_file_metrics(self, stats: SnapshotStats) -> list[Measured]:
+        """What the snapshot's column metrics tell exactly: the row count, each column's
+        null fraction and, where Iceberg keeps exact bounds, a number's min and max."""
+        rows = stats.record_count
+        measured = [Measured(ROW_COUNT, float(rows))]
+        for field in self.fields:
+            column = stats.columns.get(field.name)
+            if column is None or column.null_count is None:
+                continue
+            measured.append(
+                Measured(NULL_FRACTION, column.null_count / rows if rows else 0.0, field.name)
+            )
+            exact = (
+                isinstance(field.dataType, NUMBERS)
+                and isinstance(field.dataType, EXACT_BOUNDS)
+                and column.bounds_known
+                and not column.nan_count
+                and column.lower is not None
+            )
+            if exact:
+                measured.append(Measured(MIN, float(column.lower), field.name))
+                measured.append(Measured(MAX, float(column.upper), field.name))
+        return measured
 
     def aggregates(self) -> list[Column]:
         """Aggregate expressions aliased `p_<i>_<what>`, for `agg` or `observe`."""

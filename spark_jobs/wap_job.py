@@ -250,14 +250,12 @@ def _run(spark, args: JobArgs, report: Report):
     # before the checks compile (docs/metric-history.md).
     check_monitored_columns(config, {f.name: f.dataType for f in plan_target.fields})
     recording = metric_history_on(spark)
-    history = read_history(
-        spark,
-        CatalogTable(args.catalog, namespace, table),
-        history_needs(config) if recording else {},
-    )
+    needs = history_needs(config) if recording else {}
+    history = read_history(spark, CatalogTable(args.catalog, namespace, table), needs)
     config, bound_notes = resolve_history_bounds(config, history)
     checks = compile_checks(spark, config, plan_target)  # config errors before any write
-    profile = Profile(plan_target) if recording else None
+    watched = frozenset(column for _, column in needs if column)
+    profile = Profile(plan_target, watched) if recording else None
     report.table_schema = [
         {"name": f.name, "type": f.dataType.simpleString()} for f in plan_target.fields
     ]
@@ -459,7 +457,9 @@ def _audit(
         if check.spec.kind == "accepted_values"
         and isinstance(check.types[check.column], StringType)
     }
-    stats = snapshot_stats(spark, written.table, written.snapshot_id, checked, dictionary)
+    # Every column's metrics when they are the profile of a drop the write did not observe.
+    columns = None if profile is not None and written.observed is None else checked
+    stats = snapshot_stats(spark, written.table, written.snapshot_id, columns, dictionary)
     report.timed("audit_metrics_s", start)
 
     def new_rows():

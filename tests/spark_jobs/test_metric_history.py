@@ -162,3 +162,31 @@ def test_a_batch_records_the_run_as_one_drop_and_each_file_on_its_own(
     assert table_rows == [200]
     per_file = {m["source"]: m["value"] for m in metrics if m["scope"] == "file"}
     assert per_file == {sources[0]: 120, sources[1]: 80}
+
+
+def test_a_drop_too_large_to_observe_takes_exact_file_metrics_and_scans_watched_columns(
+    lake, nessie, ingest, tmp_path
+):
+    """Without the write's observation (a large drop), every column's null fraction and a
+    number's min/max come from the snapshot's column metrics; distinct count, mean and
+    deviation only for the columns learning checks watch, in the audit's one scan."""
+    config = ANOMALY + "  - {kind: anomaly, metric: mean, column: amount}\n"
+    path = write_parquet(tmp_path / "large.parquet", _rows(400, null_every=4))
+    args = ingest("hist.large", [path], config=config)
+    lake.conf.set("spark.wap.audit.observe-on-write", "false")
+    try:
+        report = run_ingest(lake, args)
+    finally:
+        lake.conf.unset("spark.wap.audit.observe-on-write")
+    assert report["outcome"] == "passed", report["reason"]
+    metrics = read_on_ref(lake, nessie, args.branch, "hist.large__audit_metrics").collect()
+    recorded = {
+        (m["column_name"], m["metric"]): m["value"] for m in metrics if m["scope"] == "table"
+    }
+    assert recorded[(None, "row_count")] == 400
+    assert recorded[("email", "null_fraction")] == 0.25  # watched: scanned
+    assert recorded[("id", "null_fraction")] == 0  # not watched: file metrics
+    assert (recorded[("id", "min")], recorded[("id", "max")]) == (0, 399)
+    assert recorded[("amount", "mean")] == pytest.approx(sum(i % 97 for i in range(400)) / 400)
+    assert ("id", "distinct_count") not in recorded  # would cost reading every column
+    assert ("email", "distinct_count") in recorded
