@@ -128,8 +128,10 @@ def run_audit(
         profiled.extend(profile.measure(observed, int(observed[ROWS])))
     elif profile is not None:
         # Too large to observe: exact file metrics, then the watched columns by scan.
-        profiled.extend(profile.from_file_metrics(stats) if stats is not None else [])
-        scan_profile = profile.for_scan() if stats is not None else profile
+        from_files = profile.from_file_metrics(stats) if stats is not None else []
+        profiled.extend(from_files)
+        covered = {(m.metric, m.column) for m in from_files}
+        scan_profile = profile.for_scan(covered) if stats is not None else profile
     failed_before_scan = _failed_predicates(checks, results)
     rows = new_rows() if pending or failed_before_scan or scan_profile else None
     early = _sample_alongside_scan(rows, checks, failed_before_scan, pending, queries)

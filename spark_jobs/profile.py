@@ -3,7 +3,7 @@ fraction, the approximate distinct count and, for numbers, min, max, mean and st
 deviation. Its aggregates ride in the pass the audit already makes: observed during the
 write. A drop too large to observe (spark_jobs/wap_job.observe_on_write) takes its row
 count, null fractions and numeric min/max from the snapshot's column metrics (exact, no
-data read), and the rest only for the columns learning checks watch, in the audit's one
+data read), and the rest only for the metrics learning checks watch, in the audit's one
 scan: every column's distinct count, mean and deviation would cost reading every column
 (docs/benchmarks.md, "Metric history")."""
 
@@ -60,16 +60,31 @@ class Measured:
 class Profile:
     """The profile aggregates of a table schema, and the metrics they measure."""
 
-    def __init__(self, schema: T.StructType, watched: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        schema: T.StructType,
+        watched: frozenset[tuple[str, str | None]] = frozenset(),
+        only: dict[str, set[str]] | None = None,
+    ):
         self.fields = list(schema.fields)
-        #: The columns learning checks watch: profiled by scan when the write did not.
+        #: The (metric, column) series learning checks watch: measured by scan when
+        #: neither the write nor the file metrics did.
         self.watched = watched
+        #: Per column, the metrics to aggregate (None: all of them).
+        self.only = only
 
-    def for_scan(self) -> Profile | None:
-        """The profile of the watched columns alone, for a drop the write did not
-        observe (None when no learning check watches a column)."""
-        fields = [field for field in self.fields if field.name in self.watched]
-        return Profile(T.StructType(fields)) if fields else None
+    def for_scan(self, covered: set[tuple[str, str | None]]) -> Profile | None:
+        """The profile of the watched series the file metrics did not `cover`, for a
+        drop the write did not observe: only their columns and metrics (None: none)."""
+        only: dict[str, set[str]] = {}
+        for metric, column in self.watched:
+            if column is not None and (metric, column) not in covered:
+                only.setdefault(column, set()).add(metric)
+        fields = [field for field in self.fields if field.name in only]
+        return Profile(T.StructType(fields), only=only) if fields else None
+
+    def _wants(self, field: T.StructField, metric: str) -> bool:
+        return self.only is None or metric in self.only.get(field.name, ())
 
     def from_file_metrics(self, stats: SnapshotStats) -> list[Measured]:
         """What the snapshot's column metrics tell exactly: the row count, each column's
@@ -101,13 +116,16 @@ class Profile:
         for index, field in enumerate(self.fields):
             column = F.col(quote(field.name))
             name = f"{PREFIX}{index}_"
-            aggregates.append(F.count_if(column.isNull()).alias(name + "n"))
-            if isinstance(field.dataType, DISTINCT_TYPES):
+            if self._wants(field, NULL_FRACTION):
+                aggregates.append(F.count_if(column.isNull()).alias(name + "n"))
+            if isinstance(field.dataType, DISTINCT_TYPES) and self._wants(field, DISTINCT_COUNT):
                 aggregates.append(F.approx_count_distinct(column).alias(name + "d"))
             if isinstance(field.dataType, NUMBERS):
                 number = column.cast("double")
                 aggregates += [
-                    function(number).alias(name + key) for key, _, function in NUMERIC_AGGREGATES
+                    function(number).alias(name + key)
+                    for key, metric, function in NUMERIC_AGGREGATES
+                    if self._wants(field, metric)
                 ]
         return aggregates
 

@@ -254,7 +254,7 @@ def _run(spark, args: JobArgs, report: Report):
     history = read_history(spark, CatalogTable(args.catalog, namespace, table), needs)
     config, bound_notes = resolve_history_bounds(config, history)
     checks = compile_checks(spark, config, plan_target)  # config errors before any write
-    watched = frozenset(column for _, column in needs if column)
+    watched = frozenset(needs)
     profile = Profile(plan_target, watched) if recording else None
     report.table_schema = [
         {"name": f.name, "type": f.dataType.simpleString()} for f in plan_target.fields
