@@ -350,3 +350,27 @@ def test_unparsable_lines_are_shown_by_file_and_line_number():
     assert "Unparsable lines (file, line, text):" in text
     assert "ragged.csv:3: 2,bob" in text and "ragged.csv:5: x4,dee,1.00" in text
     assert "Sample violating rows" not in text
+
+
+def test_a_learned_check_says_its_value_band_and_where_it_came_from():
+    """Issue 39: an anomaly check's alert carries the explanation the job wrote."""
+    explained = "row_count 512; expected 9,600 to 10,400 from the last 10 published drops"
+    report = {
+        "checks": [
+            {
+                "name": "rows_as_usual",
+                "kind": "anomaly",
+                "severity": "error",
+                "status": "failed",
+                "violations": 1,
+                "observed": 512,
+                "threshold": {"low": 9_600, "high": 10_400, "drops": 10},
+                "settled_by": "metrics",
+                "message": explained,
+            }
+        ],
+        "reason": f"1 error-severity check(s) did not pass: rows_as_usual ({explained})",
+    }
+    message = render(load_event("audit_failed.json"), report)
+    assert_valid_blocks(message.blocks)
+    assert explained in all_text(message.blocks)
