@@ -25,7 +25,6 @@ import shutil
 import statistics
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from bench.doc import bench_parser, publish
@@ -60,7 +59,7 @@ class HistoryBench(Bench):
     def job(self, source: Path, history: bool, usual: dict[tuple, float]) -> tuple[float, float]:
         """Wall and CPU seconds of one run (branch, job, publish) into a fresh table; with
         `history`, its metrics table on main first gets `HISTORY_DROPS` drops near `usual`."""
-        from spark_jobs.wap_job import METRIC_HISTORY_CONF, JobArgs, run_ingest
+        from spark_jobs.wap_job import METRIC_HISTORY_CONF
 
         table = self._fresh_table(source)
         if history:
@@ -68,26 +67,11 @@ class HistoryBench(Bench):
         self.spark.conf.set(METRIC_HISTORY_CONF, "true" if history else "false")
         config = self.work / f"{table}.yaml"
         config.write_text(TABLE_CONFIG + (ANOMALY_CHECKS if history else ""))
-        ingest_id = uuid.uuid4().hex[:16]
-        branch = f"mh_bench_{table}_{ingest_id[:8]}"
-        cpu, start = self.cpu(), time.perf_counter()
-        self.nessie.branch(branch)
-        report = run_ingest(
-            self.spark,
-            JobArgs(
-                sources=[source.as_uri()],
-                table=f"bench.{table}",
-                branch=branch,
-                ingest_id=ingest_id,
-                report_uri=(self.work / f"{ingest_id}.json").as_uri(),
-                table_config_uri=config.as_uri(),
-            ),
-        )
+        report, start, _, end = self._ingest(source, config, table)  # published if passed
+        cpu = self.cpu() - self._cpu_start
+        self.spark.conf.unset(METRIC_HISTORY_CONF)
         if report["outcome"] != "passed":
             raise RuntimeError(f"bench run {report['outcome']}: {report.get('reason')}")
-        self.nessie.publish(branch, report["branch_hash"])
-        end, cpu = time.perf_counter(), self.cpu() - cpu
-        self.spark.conf.unset(METRIC_HISTORY_CONF)
         if history:
             anomalies = [c for c in report["checks"] if c["kind"] == "anomaly"]
             assert [c["status"] for c in anomalies] == ["passed"] * 3, anomalies

@@ -232,13 +232,15 @@ class Bench:
         )
         return name
 
-    def _ingest(self, source: Path, config: Path) -> tuple[dict, float, float, float]:
-        """The WAP job on `source` into a fresh table, on a branch of its own, published
-        when the audit passed: its report and the times it started, the job ended and the
-        publish ended (`start` also starts the CPU clock)."""
+    def _ingest(
+        self, source: Path, config: Path, table: str | None = None
+    ) -> tuple[dict, float, float, float]:
+        """The WAP job on `source` into `table` (default: a fresh one), on a branch of its
+        own, published when the audit passed: its report and the times it started, the
+        job ended and the publish ended (`start` also starts the CPU clock)."""
         from spark_jobs.wap_job import JobArgs, run_ingest
 
-        table = self._fresh_table(source)
+        table = table or self._fresh_table(source)
         ingest_id = uuid.uuid4().hex[:16]
         branch = f"wap_bench_{table}_{ingest_id[:8]}"
         start = self._start()

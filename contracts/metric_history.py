@@ -146,11 +146,6 @@ def parse_history_bound(text: str) -> HistoryBound:
     return HistoryBound(text, tree)
 
 
-def is_history_bound(value: Any) -> bool:
-    """Whether a config's bound is written as a history expression (a string)."""
-    return isinstance(value, str)
-
-
 def _tokens(text: str) -> list[tuple[str, str]]:
     tokens = []
     position = 0
@@ -301,6 +296,9 @@ def learn_band(
 
 # A seasonal check looks this many times further back, then keeps its weekday's drops.
 WEEK = 7
+# The key of a check result's `threshold` under which its history bounds are explained
+# (what each bound was and from how many drops).
+HISTORY_KEY = "history"
 
 
 def is_history_text(value: Any) -> bool:
@@ -318,6 +316,23 @@ class Learned:
     drops: int
     needed: int
     seasonal: bool
+
+
+def configured_bound(params: dict, key: str) -> Any:
+    """A check's `min`/`max` as configured: a HistoryBound when written as a history
+    expression, else the value (None when not set)."""
+    value = params.get(key)
+    return parse_history_bound(value) if is_history_text(value) else value
+
+
+def as_number(value: Any) -> float | None:
+    """A check result's `observed` or bound as one number (a freshness check's
+    `{"age_s": ...}` unwrapped), None when it is not one (a date, a list of values)."""
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    if isinstance(value, dict) and len(value) == 1:
+        return as_number(next(iter(value.values())))
+    return None
 
 
 def learn_anomaly_band(params: dict, points: Sequence[tuple[Any, float]], at: Any) -> Learned:
@@ -347,11 +362,10 @@ def metric_bounds(params: dict, values: Sequence[float]) -> tuple[Any, Any, str]
     history)."""
     bounds, sizes = [], []
     for key in ("min", "max"):
-        bound = params.get(key)
-        if is_history_text(bound):
-            parsed = parse_history_bound(bound)
-            sizes.append(min(len(values), parsed.window))
-            bound = parsed.evaluate(values)
+        bound = configured_bound(params, key)
+        if isinstance(bound, HistoryBound):
+            sizes.append(min(len(values), bound.window))
+            bound = bound.evaluate(values)
         bounds.append(bound)
     return bounds[0], bounds[1], history_text(max(sizes)) if sizes else "the config"
 

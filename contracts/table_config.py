@@ -40,6 +40,7 @@ from contracts.metric_history import (
     SEASONALITIES,
     HistoryBound,
     HistoryError,
+    configured_bound,
     is_history_text,
     parse_history_bound,
 )
@@ -127,19 +128,12 @@ AGE_RE = re.compile(r"^(\d+)\s*([smhd])$")
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def bound_of(spec: CheckSpec, key: str) -> Any:
-    """A check's `min`/`max`: a HistoryBound when written as a history expression, else
-    the configured value (None when not set)."""
-    value = spec.params.get(key)
-    return parse_history_bound(value) if is_history_text(value) else value
-
-
 def history_bounds(spec: CheckSpec) -> dict[str, HistoryBound]:
     """The check's bounds that read the metric's history, by key (`min`, `max`)."""
     return {
         key: bound
         for key in ("min", "max")
-        if isinstance(bound := bound_of(spec, key), HistoryBound)
+        if isinstance(bound := configured_bound(spec.params, key), HistoryBound)
     }
 
 

@@ -9,7 +9,6 @@ serializes its writers, so its history is a straight line of the drops main publ
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from contracts.metric_history import (
     METRICS_TABLE_SUFFIX,
     SCOPE_FILE,
     SCOPE_TABLE,
+    as_number,
 )
 from contracts.properties import INGEST_ID_PROPERTY
 from contracts.report import CheckResult
@@ -30,7 +30,6 @@ from spark_jobs.errors import as_job_error, describe
 from spark_jobs.profile import Measured
 from spark_jobs.writer import CatalogTable, create_namespace, find_ingest_snapshot, load_table
 
-log = logging.getLogger(__name__)
 SPARK_TYPES = {"string": T.StringType(), "timestamp": T.TimestampType(), "double": T.DoubleType()}
 METRICS_SCHEMA = T.StructType(
     [
@@ -141,7 +140,7 @@ def metric_rows(
         for m in measured
     ]
     for check in checks:
-        value = _number(check.observed)
+        value = as_number(check.observed)
         if value is not None:
             rows.append((ingest_id, recorded_at, SCOPE_TABLE, None, None, CHECK, check.name, value))
     for uri, count in files.items():
@@ -150,16 +149,6 @@ def metric_rows(
                 (ingest_id, recorded_at, SCOPE_FILE, uri, None, "row_count", None, float(count))
             )
     return rows
-
-
-def _number(observed) -> float | None:
-    if isinstance(observed, bool):
-        return float(observed)
-    if isinstance(observed, (int, float)):
-        return float(observed)
-    if isinstance(observed, dict) and len(observed) == 1:
-        return _number(next(iter(observed.values())))
-    return None
 
 
 def record_metrics(

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from contracts.metric_history import (
     DAY_OF_WEEK,
     DEFAULT_WINDOW,
+    HISTORY_KEY,
     MAX,
     MIN,
     NULL_FRACTION,
     NUMERIC_METRICS,
     ROW_COUNT,
     WEEK,
+    as_number,
     expectation_text,
     history_text,
     learn_anomaly_band,
@@ -138,9 +140,11 @@ def explain_bounds(
         threshold = dict(result.threshold or {})
         # A bound from history, else the fixed one the check was configured with.
         low, high = (
-            note[key].value if key in note else _number(threshold.get(key)) for key in (MIN, MAX)
+            note[key].value if key in note else as_number(threshold.get(key)) for key in (MIN, MAX)
         )
-        threshold["history"] = {key: {"bound": n.text, "drops": n.size} for key, n in note.items()}
+        threshold[HISTORY_KEY] = {
+            key: {"bound": n.text, "drops": n.size} for key, n in note.items()
+        }
         if all(n.value is None for n in note.values()):
             message = "no published history yet: its history bounds are not applied"
         elif result.kind == "range":
@@ -152,7 +156,7 @@ def explain_bounds(
         else:
             message = expectation_text(
                 metric_label(result.kind, _column(result)),
-                _number(result.observed),
+                as_number(result.observed),
                 low,
                 high,
                 history_text(size),
@@ -254,12 +258,6 @@ def _result(spec: CheckSpec, status: str, value, threshold, message: str) -> Che
 
 def _window(spec: CheckSpec) -> int:
     return int(spec.params.get("window", DEFAULT_WINDOW))
-
-
-def _number(observed) -> float | None:
-    if isinstance(observed, (int, float)) and not isinstance(observed, bool):
-        return float(observed)
-    return None
 
 
 def _column(result: CheckResult) -> str | None:

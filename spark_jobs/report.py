@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts import report as contract
+from contracts.metric_history import HISTORY_KEY
 from contracts.table_config import MONITOR_KINDS
 from spark_jobs import hadoop_fs
 from spark_jobs.errors import ReportWriteError, WapJobError, as_job_error, describe
@@ -169,7 +170,7 @@ def _learned(check: contract.CheckResult) -> bool:
     """A check judged against published history: its message says the value, the
     expected range and where it came from, which is the reason people need."""
     learned = check.kind in MONITOR_KINDS or (
-        isinstance(check.threshold, dict) and "history" in check.threshold
+        isinstance(check.threshold, dict) and HISTORY_KEY in check.threshold
     )
     return learned and bool(check.message)
 
