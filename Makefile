@@ -4,6 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# uv installs the same pinned requirements as pip, a fifth of the time (parallel downloads and
+# a shared cache): most of a fresh clone's `make test` before the first test is this install.
+UV_PIN := uv==0.13.8
+UV := $(VENV)/bin/uv
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
@@ -11,9 +15,9 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-lambda.txt requirements-lambda-maintenance.txt pyproject.toml package.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip install --quiet --disable-pip-version-check $(UV_PIN)
+	$(UV) pip install --quiet --python $(PY) --upgrade pip -r requirements-dev.txt
+	$(UV) pip install --quiet --python $(PY) --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
