@@ -93,20 +93,19 @@ class Reader:
 
     def strings(self, name: str) -> tuple[str, ...]:
         """A list of strings; () when missing or null."""
-        value = self.data.get(name)
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail(name, "a list of strings")
-        return tuple(value)
+        return self._list_of(name, str, "a list of strings")
 
     def objects(self, name: str) -> tuple[Mapping[str, Any], ...]:
         """A list of JSON objects; () when missing or null."""
+        return self._list_of(name, Mapping, "a list of JSON objects")
+
+    def _list_of(self, name: str, item_type: type, expected: str) -> tuple[Any, ...]:
+        """A list whose every item is an `item_type`; () when missing or null."""
         value = self.data.get(name)
         if value is None:
             return ()
-        if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
-            raise self.fail(name, "a list of JSON objects")
+        if not isinstance(value, list) or not all(isinstance(v, item_type) for v in value):
+            raise self.fail(name, expected)
         return tuple(value)
 
     def mapping(self, name: str) -> Mapping[str, Any] | None:

@@ -107,36 +107,9 @@ def job_arguments(
     )
 
 
-def start_job_run(
-    settings: Settings,
-    *,
-    ingest_id: str,
-    attempt: int,
-    source_uris: list[str],
-    table: str,
-    branch: str,
-    report_uri: str,
-    job_try: int = 1,
-    all_or_nothing: bool = False,
-    source_origins: list[str] | None = None,
-    dataset: str | None = None,
-    source_tables: list[str] | None = None,
-    dataset_config_uri: str | None = None,
-) -> str:
+def start_job_run(settings: Settings, arguments: JobArgs, *, attempt: int, job_try: int = 1) -> str:
     """Start (or find, by clientToken) the Spark job run of one attempt; return its id."""
-    arguments = job_arguments(
-        settings,
-        source_uris=source_uris,
-        table=table,
-        branch=branch,
-        ingest_id=ingest_id,
-        report_uri=report_uri,
-        all_or_nothing=all_or_nothing,
-        source_origins=source_origins,
-        dataset=dataset,
-        source_tables=source_tables,
-        dataset_config_uri=dataset_config_uri,
-    )
+    ingest_id, table = arguments.ingest_id, arguments.table
     return _submit(
         settings,
         arguments,
@@ -354,11 +327,9 @@ def launch_job_run(
         ledger.renew_lease(held, ingest_id)
     sources, origins = reader_uris(record), ledger.origin_uris(record)
     multi = is_multi_table(record)
-    job_run_id = start_job_run(
+    arguments = job_arguments(
         settings,
         ingest_id=ingest_id,
-        attempt=attempt,
-        job_try=job_try,
         source_uris=sources,
         source_origins=origins if origins and len(origins) == len(sources) else None,
         table=table,
@@ -369,6 +340,7 @@ def launch_job_run(
         source_tables=list(record.source_tables) if multi else None,
         dataset_config_uri=record.dataset_config_uri if multi else None,
     )
+    job_run_id = start_job_run(settings, arguments, attempt=attempt, job_try=job_try)
     started_at = ledger.set_once(ingest_id, started_at_field(attempt, job_try), iso(utcnow()))
     return Run(
         attempt=attempt,

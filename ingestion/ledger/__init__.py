@@ -13,10 +13,11 @@ are kept (one active ingest per table, exactly once per object version):
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ingestion.ledger.changes import Changes
 from ingestion.ledger.ingests import IngestRecords
@@ -110,10 +111,28 @@ __all__ = [
 ]
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _forward(
+    part: str, method: Callable[Concatenate[Any, P], R]
+) -> Callable[Concatenate[Ledger, P], R]:
+    """A `Ledger` method that is its part's `method` (`part`: the attribute holding it),
+    looked up when called; signature and docstring are the part's."""
+
+    @functools.wraps(method)
+    def forward(ledger: Ledger, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return getattr(getattr(ledger, part), method.__name__)(*args, **kwargs)
+
+    return forward
+
+
 class Ledger:
     """Ingest records and table locks, with the conditional writes that keep them consistent.
 
-    A facade: `ingests` (IngestRecords) and `locks` (TableLocks) over one table.
+    A facade: `ingests` (IngestRecords) and `locks` (TableLocks) over one table. A method
+    that is a part's own, unchanged, is forwarded to it (`_forward`).
     """
 
     def __init__(
@@ -173,11 +192,8 @@ class Ledger:
             raise TypeError("create_ingest takes a record, or an ingest id and its fields")
         return self.ingests.create_ingest(record)
 
-    def get_ingest(self, ingest_id: str) -> Record | None:
-        return self.ingests.get_ingest(ingest_id)
-
-    def get_ingests(self, ingest_ids: Iterable[str]) -> dict[str, Record]:
-        return self.ingests.get_ingests(ingest_ids)
+    get_ingest = _forward("ingests", IngestRecords.get_ingest)
+    get_ingests = _forward("ingests", IngestRecords.get_ingests)
 
     def update_ingest(
         self,
@@ -199,66 +215,24 @@ class Ledger:
             ingest_id, changes, only_if_status=only_if_status, only_if=only_if
         )
 
-    def update_ingests(
-        self,
-        updates: Mapping[str, Changes],
-        *,
-        only_if_status: Iterable[str],
-        only_if: tuple[str, Any] | None = None,
-    ) -> set[str]:
-        return self.ingests.update_ingests(updates, only_if_status=only_if_status, only_if=only_if)
-
-    def set_once(self, ingest_id: str, name: str, value: Any) -> Any:
-        return self.ingests.set_once(ingest_id, name, value)
-
-    def list_ingests(
-        self, *, table: str | None = None, statuses: Iterable[str] | None = None
-    ) -> list[Record]:
-        return self.ingests.list_ingests(table=table, statuses=statuses)
-
-    def newest_ingests(self, limit: int, *, table: str | None = None) -> list[Record]:
-        return self.ingests.newest_ingests(limit, table=table)
-
-    def list_batches(self, *, status: str | None = None) -> list[BatchRecord]:
-        return self.ingests.list_batches(status=status)
-
-    def with_status(self, status: str) -> list[Record]:
-        return self.ingests.with_status(status)
-
-    def due_for_sweep(self, now: datetime) -> list[Record]:
-        return self.ingests.due_for_sweep(now)
-
-    def swept(self, ingest_id: str) -> None:
-        self.ingests.swept(ingest_id)
+    update_ingests = _forward("ingests", IngestRecords.update_ingests)
+    set_once = _forward("ingests", IngestRecords.set_once)
+    list_ingests = _forward("ingests", IngestRecords.list_ingests)
+    newest_ingests = _forward("ingests", IngestRecords.newest_ingests)
+    list_batches = _forward("ingests", IngestRecords.list_batches)
+    with_status = _forward("ingests", IngestRecords.with_status)
+    due_for_sweep = _forward("ingests", IngestRecords.due_for_sweep)
+    swept = _forward("ingests", IngestRecords.swept)
 
     # ---- table locks and queues (locks.py) ------------------------------------------------
 
-    def get_lock(self, table: str) -> TableLock:
-        return self.locks.get_lock(table)
-
-    def list_locks(self) -> list[TableLock]:
-        return self.locks.list_locks()
-
-    def queues(self, now: datetime) -> list[QueueStat]:
-        return self.locks.queues(now)
-
-    def acquire_or_enqueue(self, table: str, ingest_id: str) -> str:
-        return self.locks.acquire_or_enqueue(table, ingest_id)
-
-    def acquire_in_order(self, tables: Sequence[str], holder: str) -> str | None:
-        return self.locks.acquire_in_order(tables, holder)
-
-    def renew_lease(self, table: str, ingest_id: str) -> bool:
-        return self.locks.renew_lease(table, ingest_id)
-
-    def release(
-        self,
-        table: str,
-        ingest_id: str,
-        take: Callable[[list[str]], int] | None = None,
-        requeue: Sequence[str] = (),
-    ) -> Successor | None:
-        return self.locks.release(table, ingest_id, take=take, requeue=requeue)
+    get_lock = _forward("locks", TableLocks.get_lock)
+    list_locks = _forward("locks", TableLocks.list_locks)
+    queues = _forward("locks", TableLocks.queues)
+    acquire_or_enqueue = _forward("locks", TableLocks.acquire_or_enqueue)
+    acquire_in_order = _forward("locks", TableLocks.acquire_in_order)
+    renew_lease = _forward("locks", TableLocks.renew_lease)
+    release = _forward("locks", TableLocks.release)
 
     def _mutate_lock(self, table: str, change: Callable[[TableLock], bool]) -> None:
         self.locks.mutate_lock(table, change)

@@ -3,10 +3,11 @@
 Serves the subset of Nessie REST API v2 that Iceberg's Java `NessieCatalog` (Nessie client
 0.104.5) uses and the v1 subset `pynessie` 0.67 uses, with Nessie's semantics and error bodies.
 Layout: `store.py` (the commit DAG, references, contents, conflict rules), `routes_v2.py` /
-`routes_v1.py` (parse and serialise), `http.py` (body limits, gzip, routing, error bodies),
-`exceptions.py` (Nessie's error codes and messages), `refs.py` (ref names, ref specs, content
-keys), `cel.py` (CEL `filter` parameters, evaluated by cel-rust), `ui/` (the read-only web
-UI), `runner.py` / `__main__.py`.
+`routes_v1.py` (parse and serialise; what both answer alike in `responses.py`), `http.py`
+(body limits, gzip, routing, error bodies), `exceptions.py` (Nessie's error codes and
+messages), `refs.py` (ref names, ref specs, content keys), `cel.py` (CEL `filter`
+parameters, evaluated by cel-rust), `ui/` (the read-only web UI), `runner.py` /
+`__main__.py`.
 
 Known differences from real Nessie (clients treat all of these as opaque or unused):
 - Commit hashes are sha256 over our own canonical JSON of (parents, metadata, operations), so

@@ -9,25 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cel import compile_filter, entry_variables
-from .exceptions import BadRequestError, ContentNotFoundError
+from .exceptions import BadRequestError
 from .http import Call, Route
-from .models import (
-    Commit,
-    Reference,
-    parse_key,
-    parse_merge,
-    parse_operations,
+from .models import Commit, Reference, parse_key, parse_merge, parse_operations
+from .refs import RefSpec, validate_hash, validate_ref_name
+from .responses import (
+    commit_properties,
+    content_at,
+    entries_page,
+    log_entry,
+    log_json,
+    parse_ref_type,
+    ref_metadata,
 )
-from .refs import (
-    RefSpec,
-    key_from_path_string,
-    key_to_path_string,
-    validate_hash,
-    validate_ref_name,
-)
-from .routes_v2 import commit_properties, operation_json, parse_ref_type, ref_metadata
-from .store import MAX_PAGE, NessieStore, Resolved
+from .store import NessieStore, Resolved
 
 
 def commit_meta_v1(commit: Commit) -> dict[str, Any]:
@@ -138,23 +133,19 @@ def delete_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
 def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.params["ref"], call.arg("hashOnRef"))
     tree = store.tree(resolved.hash)
-    keys = sorted(tree)
-    flt = call.arg("filter")
-    if flt:
-        predicate = compile_filter(flt)
-        keys = [k for k in keys if predicate(entry_variables(k, tree[k]))]
-    token = call.arg("pageToken")
-    if token:
-        after = tuple(key_from_path_string(token))
-        keys = [k for k in keys if k > after]
-    size = min(call.int_arg("maxRecords") or MAX_PAGE, MAX_PAGE)
-    page, more = keys[:size], len(keys) > size
+    page, token = entries_page(
+        sorted(tree),
+        tree,
+        call.arg("filter"),
+        call.arg("pageToken"),
+        call.int_arg("maxRecords"),
+    )
     out: dict[str, Any] = {
         "entries": [{"type": tree[k]["type"], "name": {"elements": list(k)}} for k in page],
-        "hasMore": more,
+        "hasMore": token is not None,
     }
-    if more:
-        out["token"] = key_to_path_string(page[-1])
+    if token:
+        out["token"] = token
     return 200, out
 
 
@@ -168,25 +159,12 @@ def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
         page_token=call.arg("pageToken"),
     )
     fetch_all = (call.arg("fetch") or "").upper() == "ALL"
-    entries = []
-    for c in page.commits:
-        entry: dict[str, Any] = {"commitMeta": commit_meta_v1(c), "parentCommitHash": c.parent}
-        if fetch_all:
-            entry["operations"] = [operation_json(op) for op in c.operations]
-        entries.append(entry)
-    out: dict[str, Any] = {"logEntries": entries, "hasMore": page.token is not None}
-    if page.token:
-        out["token"] = page.token
-    return 200, out
+    return 200, log_json([log_entry(c, commit_meta_v1, fetch_all) for c in page.commits], page)
 
 
 def get_content(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.arg("ref"), call.arg("hashOnRef"))
-    key = tuple(key_from_path_string(call.params["key"]))
-    content = store.tree(resolved.hash).get(key)
-    if content is None:
-        raise ContentNotFoundError.at(list(key), resolved.name or resolved.hash)
-    return 200, content
+    return 200, content_at(store, resolved, call.params["key"])
 
 
 def get_multiple_contents(store: NessieStore, call: Call) -> tuple[int, Any]:

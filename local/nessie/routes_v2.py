@@ -6,7 +6,6 @@ Nessie's OpenAPI spec (`META-INF/openapi/openapi.yaml` in the Iceberg runtime ja
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from .cel import (
@@ -14,15 +13,12 @@ from .cel import (
     REFERENCES_DECLARATIONS,
     commit_variables,
     compile_filter,
-    entry_variables,
 )
-from .exceptions import BadRequestError, ContentNotFoundError
+from .exceptions import BadRequestError
 from .http import Call, Route
 from .models import (
-    BRANCH,
     NO_ANCESTOR,
     SPEC_VERSION,
-    TAG,
     Commit,
     Reference,
     parse_key,
@@ -38,9 +34,16 @@ from .refs import (
     parse_ref_spec,
     validate_ref_name,
 )
+from .responses import (
+    commit_properties,
+    content_at,
+    entries_page,
+    log_entry,
+    log_json,
+    parse_ref_type,
+    ref_metadata,
+)
 from .store import MAX_PAGE, NessieStore, Resolved
-
-MERGE_PARENT_PROPERTY = "_merge_parent"
 
 # ------------------------------------------------------------------ serialisers
 
@@ -66,45 +69,10 @@ def commit_meta_json(commit: Commit) -> dict[str, Any]:
     }
 
 
-def commit_properties(commit: Commit) -> dict[str, list[str]]:
-    """Commit properties; merge commits also carry Nessie's legacy `_merge_parent`."""
-    props = {k: list(v) for k, v in commit.meta.get("allProperties", {}).items()}
-    if commit.merge_parent:
-        props[MERGE_PARENT_PROPERTY] = [commit.merge_parent]
-    return props
-
-
-def operation_json(op: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": op["type"], "key": {"elements": op["key"]}}
-    if op["type"] == "PUT":
-        out["content"] = op["content"]
-    return out
-
-
-def ref_metadata(
-    store: NessieStore,
-    ref: Reference,
-    commit_meta: Callable[[Commit], dict[str, Any]] = commit_meta_json,
-) -> dict[str, Any]:
-    """A reference's `metadata` (fetch=ALL); `commit_meta` serialises its head commit (API v1
-    and v2 differ there only)."""
-    head = store.commit_of(ref.hash)
-    meta: dict[str, Any] = {"numTotalCommits": head.seq}
-    if ref.hash != NO_ANCESTOR:
-        meta["commitMetaOfHEAD"] = commit_meta(head)
-    if ref.type == BRANCH:
-        default_head = store.get_ref(store.default_branch).hash
-        base = store.merge_base(default_head, ref.hash)
-        meta["commonAncestorHash"] = base
-        meta["numCommitsAhead"] = len(store.ancestors(ref.hash) - store.ancestors(base))
-        meta["numCommitsBehind"] = len(store.ancestors(default_head) - store.ancestors(base))
-    return meta
-
-
 def reference_with_meta(store: NessieStore, ref: Reference, fetch_all: bool) -> dict[str, Any]:
     out = ref_json(ref)
     if fetch_all:
-        out["metadata"] = ref_metadata(store, ref)
+        out["metadata"] = ref_metadata(store, ref, commit_meta_json)
     return out
 
 
@@ -125,14 +93,6 @@ def _body_ref(body: dict[str, Any]) -> RefSpec:
     if body.get("type") == "DETACHED" or not isinstance(name, str):
         name = None
     return parse_hash_spec(body.get("hash"), name)
-
-
-def parse_ref_type(value: str) -> str:
-    """BRANCH or TAG, in any case."""
-    upper = value.upper()
-    if upper not in (BRANCH, TAG):
-        raise BadRequestError(f"Invalid reference type '{value}'")
-    return upper
 
 
 def _ref_type(call: Call) -> str | None:
@@ -221,10 +181,7 @@ def delete_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 def get_content(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.params["ref"])
-    key = tuple(key_from_path_string(call.params["key"]))
-    content = store.tree(resolved.hash).get(key)
-    if content is None:
-        raise ContentNotFoundError.at(list(key), resolved.name or resolved.hash)
+    content = content_at(store, resolved, call.params["key"])
     return 200, {"content": content, "effectiveReference": ref_json(resolved)}
 
 
@@ -272,16 +229,9 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
     if prefix:
         pre = tuple(key_from_path_string(prefix))
         keys = [k for k in keys if k[: len(pre)] == pre]
-    flt = call.arg("filter")
-    if flt:
-        predicate = compile_filter(flt)
-        keys = [k for k in keys if predicate(entry_variables(k, tree[k]))]
-    token = call.arg("page-token")
-    if token:
-        after = tuple(key_from_path_string(token))
-        keys = [k for k in keys if k > after]
-    size = min(call.int_arg("max-records") or MAX_PAGE, MAX_PAGE)
-    page, more = keys[:size], len(keys) > size
+    page, token = entries_page(
+        keys, tree, call.arg("filter"), call.arg("page-token"), call.int_arg("max-records")
+    )
     with_content = call.bool_arg("content")
     entries = []
     for k in page:
@@ -295,11 +245,11 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
         entries.append(entry)
     out: dict[str, Any] = {
         "entries": entries,
-        "hasMore": more,
+        "hasMore": token is not None,
         "effectiveReference": ref_json(resolved),
     }
-    if more:
-        out["token"] = key_to_path_string(page[-1])
+    if token:
+        out["token"] = token
     return 200, out
 
 
@@ -381,9 +331,7 @@ def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
     flt = call.arg("filter")
     predicate = compile_filter(flt, COMMIT_LOG_DECLARATIONS) if flt else None
     for c in page.commits:
-        entry: dict[str, Any] = {"commitMeta": commit_meta_json(c), "parentCommitHash": c.parent}
-        if fetch_all:
-            entry["operations"] = [operation_json(op) for op in c.operations]
+        entry = log_entry(c, commit_meta_json, fetch_all)
         if predicate is not None and not predicate(
             {
                 "commit": commit_variables(entry["commitMeta"]),
@@ -402,10 +350,7 @@ def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
         ):
             continue
         entries.append(entry)
-    out: dict[str, Any] = {"logEntries": entries, "hasMore": page.token is not None}
-    if page.token:
-        out["token"] = page.token
-    return 200, out
+    return 200, log_json(entries, page)
 
 
 ROUTES: list[Route] = [
