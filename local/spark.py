@@ -12,7 +12,12 @@ import os
 from infra.bundling import iceberg_runtime_jar
 from spark_jobs.conf import job_spark_conf, lake_catalog_conf
 
-__all__ = ["build_local_spark", "iceberg_runtime_jar", "lake_catalog_conf"]
+__all__ = ["ENV_JVM_OPTIONS", "build_local_spark", "iceberg_runtime_jar", "lake_catalog_conf"]
+
+# Extra options for the local driver JVM, e.g. `-XX:TieredStopAtLevel=1` where many short
+# jobs run (the test suite sets it). They change how fast the JVM runs, never what Spark
+# computes; the benchmarks run without them, as EMR does.
+ENV_JVM_OPTIONS = "WAP_LOCAL_JVM_OPTIONS"
 
 
 def build_local_spark(
@@ -44,7 +49,7 @@ def build_local_spark(
         .config("spark.sql.shuffle.partitions", str(max(cores * 2, 2)))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
+        .config("spark.driver.extraJavaOptions", _driver_java_options())
     )
     job_conf = job_spark_conf(
         iceberg_jar=str(iceberg_runtime_jar()),
@@ -58,6 +63,11 @@ def build_local_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def _driver_java_options() -> str:
+    extra = os.environ.get(ENV_JVM_OPTIONS, "").strip()
+    return f"-Dlog4j2.level=WARN {extra}".strip()
 
 
 def _launch_jvm(builder, output: int) -> None:

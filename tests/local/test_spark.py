@@ -1,0 +1,23 @@
+"""The local SparkSession's driver JVM runs with the options the environment names."""
+
+from __future__ import annotations
+
+from local.spark import ENV_JVM_OPTIONS
+from tests.conftest import SUITE_JVM_OPTIONS
+
+
+def test_the_suite_jvm_runs_with_its_options(spark):
+    arguments = list(
+        spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    )
+    assert set(SUITE_JVM_OPTIONS.split()) <= set(arguments), arguments
+    assert "-Dlog4j2.level=WARN" in arguments
+
+
+def test_the_options_come_from_the_environment(monkeypatch):
+    from local import spark as local_spark
+
+    monkeypatch.setenv(ENV_JVM_OPTIONS, " -XX:+UseSerialGC ")
+    assert local_spark._driver_java_options() == "-Dlog4j2.level=WARN -XX:+UseSerialGC"
+    monkeypatch.delenv(ENV_JVM_OPTIONS)
+    assert local_spark._driver_java_options() == "-Dlog4j2.level=WARN"
