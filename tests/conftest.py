@@ -9,16 +9,11 @@ import pytest
 pytest_plugins = ["tests.plugins.xdist_support"]
 
 
-# The suite runs hundreds of small Spark jobs, for which the JVM's defaults (C2 compiling
-# hot code, parallel collector threads) spend CPU that never pays back: C1 only and the
-# serial collector take about 40% less CPU (tests/spark_jobs/test_wap_job.py and
-# test_checks.py: 99 -> 57 CPU-s, wall 127 -> 80 s). Nothing Spark computes changes.
-# Subprocesses the tests start (`python -m bench --quick`, the demo) inherit it.
-SUITE_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
 def pytest_configure(config):
+    """Subprocesses the tests start (`python -m bench --quick`, the demo) inherit the
+    suite's JVM options (tests/fixtures/suite_jvm.py)."""
     from local.spark import ENV_JVM_OPTIONS
+    from tests.fixtures.suite_jvm import SUITE_JVM_OPTIONS
 
     os.environ.setdefault(ENV_JVM_OPTIONS, SUITE_JVM_OPTIONS)
 

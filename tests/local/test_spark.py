@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from local.spark import ENV_JVM_OPTIONS
-from tests.conftest import SUITE_JVM_OPTIONS
+from tests.fixtures.suite_jvm import SUITE_JVM_OPTIONS
 
 
 def test_the_suite_jvm_runs_with_its_options(spark):
