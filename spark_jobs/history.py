@@ -156,7 +156,12 @@ def record_metrics(
 ) -> bool:
     """Append `rows` to the metrics table on the run's branch (creating it there), once
     per ingest: a re-run finds its earlier snapshot and appends nothing. Returns whether
-    it appended."""
+    it appended.
+
+    The rows (a few dozen) are written by the driver through Iceberg's Java API, one
+    parquet file and one append commit: a Spark write of them would plan and run a job
+    (and a Python worker to unpickle the rows) for the same file, about three times the
+    cost (docs/benchmarks.md, "Metric history")."""
     table = metrics_ref(branch_table)
     try:
         existing = load_table(spark, table)
@@ -172,13 +177,50 @@ def record_metrics(
                 f"CREATE TABLE IF NOT EXISTS {table.sql} ({columns}) USING iceberg "
                 "TBLPROPERTIES ('format-version'='2')"
             )
-        (
-            spark.createDataFrame(rows, METRICS_SCHEMA)
-            .coalesce(1)
-            .writeTo(table.sql)
-            .option(f"snapshot-property.{INGEST_ID_PROPERTY}", ingest_id)
-            .append()
-        )
+            existing = load_table(spark, table)
+        _append_rows(spark, existing, ingest_id, rows)
         return True
     except Exception as exc:
         raise as_job_error(exc, f"recording the audit's metrics failed: {describe(exc)}") from exc
+
+
+def _append_rows(spark: SparkSession, table, ingest_id: str, rows: list[tuple]) -> None:
+    """One data file of `rows` (tuples in METRICS_TABLE_COLUMNS order) and one append
+    of it to the Java Iceberg `table`, its snapshot marked with `ingest_id`."""
+    iceberg = spark._jvm.org.apache.iceberg
+    parquet = iceberg.FileFormat.PARQUET
+    schema = table.schema()
+    factory = iceberg.data.GenericAppenderFactory(schema, table.spec()).setAll(table.properties())
+    output = iceberg.io.OutputFileFactory.builderFor(table, 0, 0).format(parquet).build()
+    writer = factory.newDataWriter(output.newOutputFile(), parquet, None)
+    template = iceberg.data.GenericRecord.create(schema)
+    kinds = [(name, kind) for name, kind, _ in METRICS_TABLE_COLUMNS]
+    moments = {}  # the Java value of each timestamp (one per audit)
+    try:
+        for row in rows:
+            record = template.copy()
+            # Not zip(strict=True): EMR runs Python 3.9 (a row has every column).
+            for (name, kind), value in zip(kinds, row):  # noqa: B905
+                if value is None:
+                    continue
+                if kind == "timestamp":
+                    if value not in moments:
+                        moments[value] = _java_timestamp(iceberg, schema.findField(name), value)
+                    value = moments[value]
+                elif kind == "double":
+                    value = float(value)  # py4j would pass an int as a Java Integer
+                record.setField(name, value)
+            writer.write(record)
+    finally:
+        writer.close()
+    table.newAppend().appendFile(writer.toDataFile()).set(INGEST_ID_PROPERTY, ingest_id).commit()
+
+
+def _java_timestamp(iceberg, field, value: dt.datetime):
+    """`value` as the Java value Iceberg's writer takes for `field`: the instant Spark
+    would store (a naive value is the driver's local time, as in `createDataFrame`), an
+    OffsetDateTime for a timestamp with zone, else a LocalDateTime in UTC."""
+    micros = T.TimestampType().toInternal(value)
+    if field.type().shouldAdjustToUTC():
+        return iceberg.util.DateTimeUtil.timestamptzFromMicros(micros)
+    return iceberg.util.DateTimeUtil.timestampFromMicros(micros)
