@@ -67,7 +67,7 @@ class HistoryBench(Bench):
         self.spark.conf.set(METRIC_HISTORY_CONF, "true" if history else "false")
         config = self.work / f"{table}.yaml"
         config.write_text(TABLE_CONFIG + (ANOMALY_CHECKS if history else ""))
-        report, start, _, end = self._ingest(source, config, table)  # published if passed
+        report, start, job_done, end = self._ingest(source, config, table)  # published if passed
         cpu = self.cpu() - self._cpu_start
         self.spark.conf.unset(METRIC_HISTORY_CONF)
         if report["outcome"] != "passed":
@@ -75,7 +75,11 @@ class HistoryBench(Bench):
         if history:
             anomalies = [c for c in report["checks"] if c["kind"] == "anomaly"]
             assert [c["status"] for c in anomalies] == ["passed"] * 3, anomalies
-        self.last_timings = report["timings"]
+        self.last_timings = {
+            **report["timings"],
+            "job_s": job_done - start,
+            "publish_s": end - job_done,
+        }
         return end - start, cpu
 
 
@@ -127,17 +131,18 @@ def run_job(scale: float, repeats: int, spark, nessie, tmp: Path, warm_up: bool 
     usual = usual_values(clean)
     samples: dict[bool, list[float]] = {False: [], True: []}
     cpu: dict[bool, list[float]] = {False: [], True: []}
-    parts: list[dict] = []
+    parts: dict[bool, list[dict]] = {False: [], True: []}
     for repeat in range(repeats):
         for history in (False, True) if repeat % 2 == 0 else (True, False):
             wall, cpu_s = bench.job(clean, history, usual)
             samples[history].append(wall)
             cpu[history].append(cpu_s)
-            if history:
-                parts.append(bench.last_timings)
+            parts[history].append(bench.last_timings)
+            side = "with" if history else "without"
+            print(f"  repeat {repeat} {side}: {wall:.2f} s, {cpu_s:.1f} cpu-s", flush=True)
     base, ours = statistics.median(samples[False]), statistics.median(samples[True])
     ratios = [w / o for w, o in zip(samples[True], samples[False], strict=True)]
-    keys = ("read_s", "write_s", "audit_s", "audit_scan_s")
+    cpu_ratios = [w / o for w, o in zip(cpu[True], cpu[False], strict=True)]
     return {
         "scale": scale,
         "without_s": base,
@@ -146,8 +151,15 @@ def run_job(scale: float, repeats: int, spark, nessie, tmp: Path, warm_up: bool 
         "paired_ratio": statistics.median(ratios),
         "without_cpu": statistics.median(cpu[False]),
         "with_cpu": statistics.median(cpu[True]),
-        "parts": {k: statistics.median(p.get(k, 0.0) for p in parts) for k in keys},
+        "paired_cpu_ratio": statistics.median(cpu_ratios),
+        "parts": {history: _median_parts(parts[history]) for history in (False, True)},
     }
+
+
+def _median_parts(runs: list[dict]) -> dict[str, float]:
+    """The median of each timed phase over runs (a phase a run lacks counts 0)."""
+    keys = sorted({key for run in runs for key in run if key.endswith("_s")})
+    return {key: statistics.median(run.get(key, 0.0) for run in runs) for key in keys}
 
 
 def profile_rows(drop: int, when: dt.datetime) -> list[tuple]:
@@ -295,6 +307,16 @@ def render(job: dict, read: dict, repeats: int) -> str:
     )
 
 
+def render_parts(job: dict) -> str:
+    """Each timed phase's median, without and with the history (seconds)."""
+    without, with_ = job["parts"][False], job["parts"][True]
+    lines = ["| phase | without s | with history s | difference s |", "|---|---|---|---|"]
+    for key in sorted(set(without) | set(with_)):
+        a, b = without.get(key, 0.0), with_.get(key, 0.0)
+        lines.append(f"| {key} | {a:.3f} | {b:.3f} | {b - a:+.3f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run both parts, print the table, write it to docs/benchmarks.md."""
     from local.nessie.runner import start_server
@@ -305,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--drops", type=int, default=1000)
     parser.add_argument("--skip-job", action="store_true", help="the history read only")
+    parser.add_argument("--skip-read", action="store_true", help="the job only (no doc)")
     args = parser.parse_args(argv)
     scale = 0.01 if args.quick else args.scale
     repeats = 1 if args.quick else args.repeats
@@ -314,12 +337,17 @@ def main(argv: list[str] | None = None) -> int:
     server = start_server(str(tmp / "nessie.db"))
     spark = build_local_spark((tmp / "warehouse").as_uri(), server.api_v2, app_name="mh-bench")
     try:
-        read = run_read((10, drops), 1 if args.quick else max(repeats, 5), spark, tmp / "history")
-        print(f"  read: {read}", flush=True)
+        if not args.skip_read:
+            read_repeats = 1 if args.quick else max(repeats, 5)
+            read = run_read((10, drops), read_repeats, spark, tmp / "history")
+            print(f"  read: {read}", flush=True)
         if args.skip_job:
             return 0
         job = run_job(scale, repeats, spark, Nessie(server.api_v2), tmp, warm_up=not args.quick)
         print(f"  job: {job}", flush=True)
+        if args.skip_read:
+            print(render_parts(job))
+            return 0
     finally:
         spark.stop()
         server.stop()

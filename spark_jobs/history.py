@@ -9,7 +9,9 @@ serializes its writers, so its history is a straight line of the drops main publ
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -85,6 +87,52 @@ def read_history(
             if row["value"] is not None
         ]
     return history
+
+
+class HistoryRead:
+    """`read_history` in a background thread, started as soon as the run knows what its
+    checks watch: the read does not depend on the write, and its Spark query is mostly
+    fixed cost (catalog load, planning, one small job) that overlaps the vetting of the
+    sources and the write. `result()` waits for it; a run that ends otherwise calls
+    `wait()`, so no query of the run outlives it."""
+
+    def __init__(self, spark: SparkSession, main_table: CatalogTable, wanted: dict[Series, int]):
+        #: The series read, and how many of their latest values.
+        self.wanted = wanted
+        #: How long the read took, in its own thread, and how long the run waited for it.
+        self.seconds = self.waited = 0.0
+        self._future: Future | None = None
+        self._done: dict[Series, list[Point]] | None = None
+        if not wanted:  # nothing to read: no thread
+            self._done = read_history(spark, main_table, wanted)
+            return
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wap-history")
+        try:
+            self._future = pool.submit(self._read, spark, main_table, wanted)
+        finally:
+            pool.shutdown(wait=False)
+
+    def _read(self, spark, main_table, wanted) -> dict[Series, list[Point]]:
+        start = time.perf_counter()
+        try:
+            return read_history(spark, main_table, wanted)
+        finally:
+            self.seconds = time.perf_counter() - start
+
+    def result(self) -> dict[Series, list[Point]]:
+        """The history (as `read_history` returns it); raises what the read raised."""
+        if self._done is None:
+            start = time.perf_counter()
+            try:
+                self._done = self._future.result()
+            finally:
+                self.waited += time.perf_counter() - start
+        return self._done
+
+    def wait(self) -> None:
+        """Block until the read is over, whatever its outcome."""
+        if self._future is not None:
+            self._future.exception()
 
 
 def _recent_drops(spark: SparkSession, ref: CatalogTable, metrics, drops: int) -> DataFrame:
