@@ -14,8 +14,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from contracts.metric_history import (
@@ -60,8 +59,12 @@ def read_history(
     spark: SparkSession, main_table: CatalogTable, wanted: dict[Series, int]
 ) -> dict[Series, list[Point]]:
     """The latest `wanted[series]` published values of each series (oldest first), from
-    main's metrics table in one query that reads only the files of the drops the largest
-    window needs; a series without history maps to []."""
+    main's metrics table in one read of only the files of the drops the largest window
+    needs; a series without history maps to [].
+
+    The driver reads them through Iceberg's Java API (a few dozen rows of a few small
+    files): a Spark query of them cost five times the CPU, for planning and a job
+    (docs/benchmarks.md, "Metric history")."""
     history: dict[Series, list[Point]] = {series: [] for series in wanted}
     if not wanted:
         return history
@@ -70,8 +73,7 @@ def read_history(
         metrics = load_table(spark, table)
         if metrics is None or metrics.currentSnapshot() is None:
             return history
-        rows = _wanted(_recent_drops(spark, table, metrics, max(wanted.values())), wanted)
-        rows = rows.collect()
+        rows = _read_rows(spark, metrics, _window_start(metrics, max(wanted.values())), wanted)
     except Exception as exc:
         # Without its history the audit cannot judge: the run is an error, retried.
         raise as_job_error(exc, f"reading the metric history failed: {describe(exc)}") from exc
@@ -135,43 +137,84 @@ class HistoryRead:
             self._future.exception()
 
 
-def _recent_drops(spark: SparkSession, ref: CatalogTable, metrics, drops: int) -> DataFrame:
-    """The rows of the latest `drops` published drops: main's metrics table is a straight
-    line of appends, one per published drop (the data table's lock serializes its
-    writers), so the files the newest `drops` snapshots added (an incremental read of
-    them, planned from their manifests alone). Any other history (a compaction, expired
-    snapshots) reads the whole table."""
+def _window_start(metrics, drops: int) -> int | None:
+    """The snapshot after which the latest `drops` published drops were appended, None
+    to read the whole table. Main's metrics table is a straight line of appends, one per
+    published drop (the data table's lock serializes its writers), so the window is the
+    files the newest `drops` snapshots added (an incremental read of them, planned from
+    their manifests alone). Any other history (a compaction, expired snapshots) is read
+    whole."""
     snapshot = metrics.currentSnapshot()
-    newest = snapshot.snapshotId()
     for _ in range(drops):
         if snapshot.operation() != "append":
-            return spark.table(ref.sql)
+            return None
         parent = snapshot.parentId()
         if parent is None:  # the table's whole history is within the window
-            return spark.table(ref.sql)
+            return None
         snapshot = metrics.snapshot(parent)
         if snapshot is None:  # expired: what lies before it cannot be read incrementally
-            return spark.table(ref.sql)
-    return (
-        spark.read.option("start-snapshot-id", str(snapshot.snapshotId()))
-        .option("end-snapshot-id", str(newest))
-        .table(ref.sql)
+            return None
+    return snapshot.snapshotId()
+
+
+def _read_rows(
+    spark: SparkSession, metrics, start: int | None, wanted: dict[Series, int]
+) -> list[dict]:
+    """Table-scope rows of the wanted series (`recorded_at`, `metric`, `column_name`,
+    `value`) appended after snapshot `start` (None: all), each cut to its window by the
+    caller."""
+    iceberg = spark._jvm.org.apache.iceberg
+    scan = (
+        iceberg.data.IcebergGenerics.read(metrics)
+        .select(["recorded_at", "metric", "column_name", "value"])
+        .where(_wanted(iceberg.expressions.Expressions, wanted))
     )
+    if start is not None:
+        scan = scan.appendsBetween(start, metrics.currentSnapshot().snapshotId())
+    # recorded_at as Spark would return it: a TIMESTAMP in the driver's local time.
+    util = iceberg.util.DateTimeUtil
+    if metrics.schema().findField("recorded_at").type().shouldAdjustToUTC():
+        micros_of, spark_type = util.microsFromTimestamptz, T.TimestampType()
+    else:
+        micros_of, spark_type = util.microsFromTimestamp, T.TimestampNTZType()
+    records = scan.build()
+    rows = []
+    try:
+        found = records.iterator()
+        try:
+            while found.hasNext():
+                record = found.next()
+                rows.append(
+                    {
+                        "recorded_at": spark_type.fromInternal(
+                            micros_of(record.getField("recorded_at"))
+                        ),
+                        "metric": record.getField("metric"),
+                        "column_name": record.getField("column_name"),
+                        "value": record.getField("value"),
+                    }
+                )
+        finally:
+            found.close()
+    finally:
+        records.close()
+    return rows
 
 
-def _wanted(frame: DataFrame, wanted: dict[Series, int]) -> DataFrame:
-    """Table-scope rows of the wanted series (each cut to its window by the caller:
-    a window function here would cost a shuffle for a few hundred rows)."""
+def _wanted(expressions, wanted: dict[Series, int]):
+    """Iceberg's filter of table-scope rows of the wanted series (files whose column
+    metrics rule them out are skipped, the rest filtered row by row)."""
+    both, either = getattr(expressions, "and"), getattr(expressions, "or")  # Python keywords
     selected = None
     for metric, column in wanted:
         same_column = (
-            F.col("column_name").isNull() if column is None else F.col("column_name") == column
+            expressions.isNull("column_name")
+            if column is None
+            else expressions.equal("column_name", column)
         )
-        condition = (F.col("metric") == metric) & same_column
-        selected = condition if selected is None else selected | condition
-    return frame.where((F.col("scope") == SCOPE_TABLE) & selected).select(
-        "recorded_at", "metric", "column_name", "value"
-    )
+        condition = both(expressions.equal("metric", metric), same_column)
+        selected = condition if selected is None else either(selected, condition)
+    return both(expressions.equal("scope", SCOPE_TABLE), selected)
 
 
 def metric_rows(
