@@ -93,10 +93,10 @@ def read_history(
 
 class HistoryRead:
     """`read_history` in a background thread, started as soon as the run knows what its
-    checks watch: the read does not depend on the write, and its Spark query is mostly
-    fixed cost (catalog load, planning, one small job) that overlaps the vetting of the
-    sources and the write. `result()` waits for it; a run that ends otherwise calls
-    `wait()`, so no query of the run outlives it."""
+    checks watch: the read does not depend on the write, and its waits (the catalog, the
+    metadata and files it reads) overlap the vetting of the sources and the write.
+    `result()` waits for it; a run that ends otherwise calls `wait()`, so no read of the
+    run outlives it."""
 
     def __init__(self, spark: SparkSession, main_table: CatalogTable, wanted: dict[Series, int]):
         #: The series read, and how many of their latest values.

@@ -238,6 +238,7 @@ def _write_and_audit(
     history: HistoryRead,
     clock: float,
 ):
+    """The rest of `_run`, once the config is loaded and main's history is being read."""
     namespace, table = split_table_name(args.table)
     ref = CatalogTable(args.run_catalog, namespace, table)
     current = load_table(spark, ref)
