@@ -9,11 +9,12 @@ serializes its writers, so its history is a straight line of the drops main publ
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from contracts.metric_history import (
@@ -58,8 +59,12 @@ def read_history(
     spark: SparkSession, main_table: CatalogTable, wanted: dict[Series, int]
 ) -> dict[Series, list[Point]]:
     """The latest `wanted[series]` published values of each series (oldest first), from
-    main's metrics table in one query that reads only the files of the drops the largest
-    window needs; a series without history maps to []."""
+    main's metrics table in one read of only the files of the drops the largest window
+    needs; a series without history maps to [].
+
+    The driver reads them through Iceberg's Java API (a few dozen rows of a few small
+    files): a Spark query of them cost five times the CPU, for planning and a job
+    (docs/benchmarks.md, "Metric history")."""
     history: dict[Series, list[Point]] = {series: [] for series in wanted}
     if not wanted:
         return history
@@ -68,8 +73,7 @@ def read_history(
         metrics = load_table(spark, table)
         if metrics is None or metrics.currentSnapshot() is None:
             return history
-        rows = _wanted(_recent_drops(spark, table, metrics, max(wanted.values())), wanted)
-        rows = rows.collect()
+        rows = _read_rows(spark, metrics, _window_start(metrics, max(wanted.values())), wanted)
     except Exception as exc:
         # Without its history the audit cannot judge: the run is an error, retried.
         raise as_job_error(exc, f"reading the metric history failed: {describe(exc)}") from exc
@@ -87,43 +91,130 @@ def read_history(
     return history
 
 
-def _recent_drops(spark: SparkSession, ref: CatalogTable, metrics, drops: int) -> DataFrame:
-    """The rows of the latest `drops` published drops: main's metrics table is a straight
-    line of appends, one per published drop (the data table's lock serializes its
-    writers), so the files the newest `drops` snapshots added (an incremental read of
-    them, planned from their manifests alone). Any other history (a compaction, expired
-    snapshots) reads the whole table."""
+class HistoryRead:
+    """`read_history` in a background thread, started as soon as the run knows what its
+    checks watch: the read does not depend on the write, and its waits (the catalog, the
+    metadata and files it reads) overlap the vetting of the sources and the write.
+    `result()` waits for it; a run that ends otherwise calls `wait()`, so no read of the
+    run outlives it."""
+
+    def __init__(self, spark: SparkSession, main_table: CatalogTable, wanted: dict[Series, int]):
+        #: The series read, and how many of their latest values.
+        self.wanted = wanted
+        #: How long the read took, in its own thread, and how long the run waited for it.
+        self.seconds = self.waited = 0.0
+        self._future: Future | None = None
+        self._done: dict[Series, list[Point]] | None = None
+        if not wanted:  # nothing to read: no thread
+            self._done = read_history(spark, main_table, wanted)
+            return
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wap-history")
+        try:
+            self._future = pool.submit(self._read, spark, main_table, wanted)
+        finally:
+            pool.shutdown(wait=False)
+
+    def _read(self, spark, main_table, wanted) -> dict[Series, list[Point]]:
+        start = time.perf_counter()
+        try:
+            return read_history(spark, main_table, wanted)
+        finally:
+            self.seconds = time.perf_counter() - start
+
+    def result(self) -> dict[Series, list[Point]]:
+        """The history (as `read_history` returns it); raises what the read raised."""
+        if self._done is None:
+            start = time.perf_counter()
+            try:
+                self._done = self._future.result()
+            finally:
+                self.waited += time.perf_counter() - start
+        return self._done
+
+    def wait(self) -> None:
+        """Block until the read is over, whatever its outcome."""
+        if self._future is not None:
+            self._future.exception()
+
+
+def _window_start(metrics, drops: int) -> int | None:
+    """The snapshot after which the latest `drops` published drops were appended, None
+    to read the whole table. Main's metrics table is a straight line of appends, one per
+    published drop (the data table's lock serializes its writers), so the window is the
+    files the newest `drops` snapshots added (an incremental read of them, planned from
+    their manifests alone). Any other history (a compaction, expired snapshots) is read
+    whole."""
     snapshot = metrics.currentSnapshot()
-    newest = snapshot.snapshotId()
     for _ in range(drops):
         if snapshot.operation() != "append":
-            return spark.table(ref.sql)
+            return None
         parent = snapshot.parentId()
         if parent is None:  # the table's whole history is within the window
-            return spark.table(ref.sql)
+            return None
         snapshot = metrics.snapshot(parent)
         if snapshot is None:  # expired: what lies before it cannot be read incrementally
-            return spark.table(ref.sql)
-    return (
-        spark.read.option("start-snapshot-id", str(snapshot.snapshotId()))
-        .option("end-snapshot-id", str(newest))
-        .table(ref.sql)
+            return None
+    return snapshot.snapshotId()
+
+
+def _read_rows(
+    spark: SparkSession, metrics, start: int | None, wanted: dict[Series, int]
+) -> list[dict]:
+    """Table-scope rows of the wanted series (`recorded_at`, `metric`, `column_name`,
+    `value`) appended after snapshot `start` (None: all), each cut to its window by the
+    caller."""
+    iceberg = spark._jvm.org.apache.iceberg
+    scan = (
+        iceberg.data.IcebergGenerics.read(metrics)
+        .select(["recorded_at", "metric", "column_name", "value"])
+        .where(_wanted(iceberg.expressions.Expressions, wanted))
     )
+    if start is not None:
+        scan = scan.appendsBetween(start, metrics.currentSnapshot().snapshotId())
+    # recorded_at as Spark would return it: a TIMESTAMP in the driver's local time.
+    util = iceberg.util.DateTimeUtil
+    if metrics.schema().findField("recorded_at").type().shouldAdjustToUTC():
+        micros_of, spark_type = util.microsFromTimestamptz, T.TimestampType()
+    else:
+        micros_of, spark_type = util.microsFromTimestamp, T.TimestampNTZType()
+    records = scan.build()
+    rows = []
+    try:
+        found = records.iterator()
+        try:
+            while found.hasNext():
+                record = found.next()
+                rows.append(
+                    {
+                        "recorded_at": spark_type.fromInternal(
+                            micros_of(record.getField("recorded_at"))
+                        ),
+                        "metric": record.getField("metric"),
+                        "column_name": record.getField("column_name"),
+                        "value": record.getField("value"),
+                    }
+                )
+        finally:
+            found.close()
+    finally:
+        records.close()
+    return rows
 
 
-def _wanted(frame: DataFrame, wanted: dict[Series, int]) -> DataFrame:
-    """Table-scope rows of the wanted series (each cut to its window by the caller:
-    a window function here would cost a shuffle for a few hundred rows)."""
+def _wanted(expressions, wanted: dict[Series, int]):
+    """Iceberg's filter of table-scope rows of the wanted series (files whose column
+    metrics rule them out are skipped, the rest filtered row by row)."""
+    both, either = getattr(expressions, "and"), getattr(expressions, "or")  # Python keywords
     selected = None
     for metric, column in wanted:
         same_column = (
-            F.col("column_name").isNull() if column is None else F.col("column_name") == column
+            expressions.isNull("column_name")
+            if column is None
+            else expressions.equal("column_name", column)
         )
-        condition = (F.col("metric") == metric) & same_column
-        selected = condition if selected is None else selected | condition
-    return frame.where((F.col("scope") == SCOPE_TABLE) & selected).select(
-        "recorded_at", "metric", "column_name", "value"
-    )
+        condition = both(expressions.equal("metric", metric), same_column)
+        selected = condition if selected is None else either(selected, condition)
+    return both(expressions.equal("scope", SCOPE_TABLE), selected)
 
 
 def metric_rows(
@@ -156,7 +247,12 @@ def record_metrics(
 ) -> bool:
     """Append `rows` to the metrics table on the run's branch (creating it there), once
     per ingest: a re-run finds its earlier snapshot and appends nothing. Returns whether
-    it appended."""
+    it appended.
+
+    The rows (a few dozen) are written by the driver through Iceberg's Java API, one
+    parquet file and one append commit: a Spark write of them would plan and run a job
+    (and a Python worker to unpickle the rows) for the same file, about three times the
+    cost (docs/benchmarks.md, "Metric history")."""
     table = metrics_ref(branch_table)
     try:
         existing = load_table(spark, table)
@@ -172,13 +268,50 @@ def record_metrics(
                 f"CREATE TABLE IF NOT EXISTS {table.sql} ({columns}) USING iceberg "
                 "TBLPROPERTIES ('format-version'='2')"
             )
-        (
-            spark.createDataFrame(rows, METRICS_SCHEMA)
-            .coalesce(1)
-            .writeTo(table.sql)
-            .option(f"snapshot-property.{INGEST_ID_PROPERTY}", ingest_id)
-            .append()
-        )
+            existing = load_table(spark, table)
+        _append_rows(spark, existing, ingest_id, rows)
         return True
     except Exception as exc:
         raise as_job_error(exc, f"recording the audit's metrics failed: {describe(exc)}") from exc
+
+
+def _append_rows(spark: SparkSession, table, ingest_id: str, rows: list[tuple]) -> None:
+    """One data file of `rows` (tuples in METRICS_TABLE_COLUMNS order) and one append
+    of it to the Java Iceberg `table`, its snapshot marked with `ingest_id`."""
+    iceberg = spark._jvm.org.apache.iceberg
+    parquet = iceberg.FileFormat.PARQUET
+    schema = table.schema()
+    factory = iceberg.data.GenericAppenderFactory(schema, table.spec()).setAll(table.properties())
+    output = iceberg.io.OutputFileFactory.builderFor(table, 0, 0).format(parquet).build()
+    writer = factory.newDataWriter(output.newOutputFile(), parquet, None)
+    template = iceberg.data.GenericRecord.create(schema)
+    kinds = [(name, kind) for name, kind, _ in METRICS_TABLE_COLUMNS]
+    moments = {}  # the Java value of each timestamp (one per audit)
+    try:
+        for row in rows:
+            record = template.copy()
+            # Not zip(strict=True): EMR runs Python 3.9 (a row has every column).
+            for (name, kind), value in zip(kinds, row):  # noqa: B905
+                if value is None:
+                    continue
+                if kind == "timestamp":
+                    if value not in moments:
+                        moments[value] = _java_timestamp(iceberg, schema.findField(name), value)
+                    value = moments[value]
+                elif kind == "double":
+                    value = float(value)  # py4j would pass an int as a Java Integer
+                record.setField(name, value)
+            writer.write(record)
+    finally:
+        writer.close()
+    table.newAppend().appendFile(writer.toDataFile()).set(INGEST_ID_PROPERTY, ingest_id).commit()
+
+
+def _java_timestamp(iceberg, field, value: dt.datetime):
+    """`value` as the Java value Iceberg's writer takes for `field`: the instant Spark
+    would store (a naive value is the driver's local time, as in `createDataFrame`), an
+    OffsetDateTime for a timestamp with zone, else a LocalDateTime in UTC."""
+    micros = T.TimestampType().toInternal(value)
+    if field.type().shouldAdjustToUTC():
+        return iceberg.util.DateTimeUtil.timestamptzFromMicros(micros)
+    return iceberg.util.DateTimeUtil.timestampFromMicros(micros)

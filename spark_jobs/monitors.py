@@ -78,6 +78,12 @@ def history_needs(config: TableConfig) -> dict[Series, int]:
     return needs
 
 
+def uses_history_bounds(config: TableConfig) -> bool:
+    """Whether a check other than a monitor has a bound over history (resolved before the
+    checks compile, so the history must be read by then)."""
+    return any(history_bounds(spec) for spec in config.checks if spec.kind not in MONITOR_KINDS)
+
+
 def check_monitored_columns(config: TableConfig, types: dict) -> None:
     """TableConfigError for a monitor or history bound on a column the table lacks, or a
     numeric metric of a column that is not a number (only numbers record min/max/mean)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import SparkContext
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -28,9 +29,12 @@ from contracts.metric_history import (
 from spark_jobs.checks import EXACT_BOUNDS
 from spark_jobs.checks import NUMERIC as NUMBERS
 from spark_jobs.identifiers import quote
+from spark_jobs.literals import MAX_COMPACT_PRECISION
 from spark_jobs.metrics import SnapshotStats
 
 PREFIX = "p_"
+# The suffix of a numeric aggregate taken over a decimal's unscaled longs (see _numbers).
+UNSCALED = "_u"
 # approx_count_distinct (HyperLogLog++) takes atomic values only.
 DISTINCT_TYPES = (
     *NUMBERS,
@@ -121,9 +125,9 @@ class Profile:
             if isinstance(field.dataType, DISTINCT_TYPES) and self._wants(field, DISTINCT_COUNT):
                 aggregates.append(F.approx_count_distinct(column).alias(name + "d"))
             if isinstance(field.dataType, NUMBERS):
-                number = column.cast("double")
+                number, suffix = _numbers(column, field.dataType)
                 aggregates += [
-                    function(number).alias(name + key)
+                    function(number).alias(name + key + suffix)
                     for key, metric, function in NUMERIC_AGGREGATES
                     if self._wants(field, metric)
                 ]
@@ -142,9 +146,46 @@ class Profile:
             if values.get(name + "d") is not None:
                 measured.append(Measured(DISTINCT_COUNT, float(values[name + "d"]), field.name))
             for key, metric, _ in NUMERIC_AGGREGATES:
+                scale = 1.0
+                if name + key + UNSCALED in values:  # back from unscaled longs
+                    key += UNSCALED
+                    scale = 10.0**field.dataType.scale
                 if name + key in values:
                     value = values[name + key]
                     measured.append(
-                        Measured(metric, None if value is None else float(value), field.name)
+                        Measured(
+                            metric, None if value is None else float(value) / scale, field.name
+                        )
                     )
         return measured
+
+
+def _numbers(column: Column, data_type: T.DataType) -> tuple[Column, str]:
+    """What the numeric aggregates of `column` take, and the suffix of their aliases.
+
+    A decimal of precision <= 18 is a compact long in Spark: its aggregates take that
+    unscaled long (suffix UNSCALED; `measure` divides by 10^scale), because a cast of
+    each value to double goes through a BigDecimal per row and costs about as much as
+    the rest of a large drop's scan (docs/benchmarks.md, "Metric history"). min and max
+    come back exact (a long over a power of ten, rounded once, as the cast rounds);
+    mean and standard deviation are sums of doubles either way. Every other number is
+    cast to double."""
+    if isinstance(data_type, T.DecimalType) and data_type.precision <= MAX_COMPACT_PRECISION:
+        unscaled = _unscaled_value(column)
+        if unscaled is not None:
+            return unscaled, UNSCALED
+    return column.cast("double"), ""
+
+
+def _unscaled_value(column: Column) -> Column | None:
+    """Spark's `UnscaledValue` of a decimal column (the expression its optimizer uses
+    for small decimal sums), None without a JVM of our own or where Spark's internals
+    moved (the cast is then correct, only slower)."""
+    jvm = SparkContext._jvm
+    if jvm is None:
+        return None
+    try:
+        expression = jvm.org.apache.spark.sql.catalyst.expressions.UnscaledValue(column._jc.expr())
+        return Column(jvm.org.apache.spark.sql.Column(expression))
+    except Exception:
+        return None

@@ -38,6 +38,7 @@ from contracts.job_args import (
 from contracts.layout import table_config_key
 from contracts.report import FAILED, SCAN, WRITE
 from contracts.table_config import (
+    MONITOR_KINDS,
     TableConfig,
     config_text,
     default_config,
@@ -61,7 +62,7 @@ from spark_jobs.errors import (
     WapJobError,
     classify,
 )
-from spark_jobs.history import metric_rows, read_history, record_metrics
+from spark_jobs.history import HistoryRead, metric_rows, record_metrics
 from spark_jobs.identifiers import (
     split_table_name,
     validate_branch,
@@ -75,6 +76,7 @@ from spark_jobs.monitors import (
     history_needs,
     judge_monitors,
     resolve_history_bounds,
+    uses_history_bounds,
 )
 from spark_jobs.per_source import (
     judge_sources,
@@ -213,6 +215,31 @@ def _run(spark, args: JobArgs, report: Report):
     validate_identifier(args.catalog, "catalog")
     config = load_table_config(spark, args.table_config_uri, args.table)
     conf = configure_run_catalog(spark, args.catalog, args.run_catalog, args.branch)
+    # Main's history for the checks that learn (docs/metric-history.md), read while the
+    # sources are vetted and written; waited for where it is first needed.
+    recording = metric_history_on(spark)
+    needs = history_needs(config) if recording else {}
+    history = HistoryRead(spark, CatalogTable(args.catalog, namespace, table), needs)
+    try:
+        return _write_and_audit(spark, args, report, config, conf, recording, history, clock)
+    finally:
+        history.wait()
+        report.timings["history_read_s"] = round(history.seconds, 3)
+        report.timings["history_wait_s"] = round(history.waited, 3)
+
+
+def _write_and_audit(
+    spark,
+    args: JobArgs,
+    report: Report,
+    config: TableConfig,
+    conf: dict[str, str],
+    recording: bool,
+    history: HistoryRead,
+    clock: float,
+):
+    """The rest of `_run`, once the config is loaded and main's history is being read."""
+    namespace, table = split_table_name(args.table)
     ref = CatalogTable(args.run_catalog, namespace, table)
     current = load_table(spark, ref)
     existing = spark_schema(spark, current) if current is not None else None
@@ -246,15 +273,14 @@ def _run(spark, args: JobArgs, report: Report):
         check_iceberg_types(spark, plan.target)
         check_partitioning(config.partition_by, plan.target)
         plan_target, changes = plan.target, plan.changes
-    # Checks that learn read main's metric history now: their bounds become numbers
-    # before the checks compile (docs/metric-history.md).
     check_monitored_columns(config, {f.name: f.dataType for f in plan_target.fields})
-    recording = metric_history_on(spark)
-    needs = history_needs(config) if recording else {}
-    history = read_history(spark, CatalogTable(args.catalog, namespace, table), needs)
-    config, bound_notes = resolve_history_bounds(config, history)
+    # History bounds become numbers before the checks compile: only they wait here.
+    if uses_history_bounds(config):
+        config, bound_notes = resolve_history_bounds(config, history.result())
+    else:
+        bound_notes = {}
     checks = compile_checks(spark, config, plan_target)  # config errors before any write
-    watched = frozenset(needs)
+    watched = frozenset(history.wanted)
     profile = Profile(plan_target, watched) if recording else None
     report.table_schema = [
         {"name": f.name, "type": f.dataType.simpleString()} for f in plan_target.fields
@@ -328,7 +354,8 @@ def _run(spark, args: JobArgs, report: Report):
     now, measured = utc_now(), []
     report.checks = _audit(spark, ref, written, checks, args, report, now, profile, measured)
     report.checks = explain_bounds(report.checks, bound_notes)
-    report.checks += judge_monitors(config, measured, history, now)
+    if any(spec.kind in MONITOR_KINDS for spec in config.checks):
+        report.checks += judge_monitors(config, measured, history.result(), now)
     if parse_check is not None:
         report.checks.insert(
             0, _parse_errors(spark, parse_check, written, frame, usable, args, reader)
@@ -361,9 +388,11 @@ def _run(spark, args: JobArgs, report: Report):
         else dict.fromkeys(recorded_sources(args, usable), report.rows_written)
     )
     rows = metric_rows(args.ingest_id, now, measured, report.checks, files)
+    start = time.perf_counter()
     if recording and record_metrics(spark, ref, args.ingest_id, rows):
         # The merge publishes the branch's head: the data and the metrics of its audit.
         report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
+    report.timed("record_metrics_s", start)
     return ref, written
 
 

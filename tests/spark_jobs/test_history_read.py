@@ -52,3 +52,22 @@ def test_a_history_that_is_not_a_line_of_appends_is_read_whole(lake):
 
     assert _values(lake, "items", 3) == [1.0, 2.0, 3.0]
     assert _values(lake, "items", 10) == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_the_read_runs_no_spark_job_and_gives_what_spark_reads(lake):
+    # The driver reads the few rows through Iceberg's API: a Spark query cost five times
+    # the CPU. Its timestamps are what Spark returns for the same rows.
+    name = _history(lake, "lines", 4)
+    sc = lake.sparkContext
+    sc.setJobGroup("read-history", "the history read")
+    try:
+        history = read_history(lake, CatalogTable("lake", "hist", "lines"), {ROWS: 3})
+        jobs = list(sc.statusTracker().getJobIdsForGroup("read-history"))
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    assert jobs == []
+    spark_rows = lake.table(name).orderBy("recorded_at").collect()[-3:]
+    assert [(p.recorded_at, p.value) for p in history[ROWS]] == [
+        (row["recorded_at"], row["value"]) for row in spark_rows
+    ]
