@@ -118,6 +118,26 @@ HOLD, QUARANTINE, WARN = "hold", "quarantine", "warn"
 ON_FAIL = (HOLD, QUARANTINE, WARN)
 # The checks that judge one row at a time, so that a failing row can be set aside.
 ROW_LEVEL_KINDS = ("not_null", "accepted_values", "range", "regex", "expression", "parse_errors")
+# The table beside each table that holds its quarantined rows (`<ns>.<table>__quarantine`),
+# published by the same merge as the table: the table's columns, all optional, then these
+# (name, Spark SQL type, nullable).
+QUARANTINE_TABLE_SUFFIX = "__quarantine"
+QUARANTINE_COLUMNS = (
+    ("_wap_failed_checks", "array<string>", True),  # every quarantine check the row failed
+    ("_wap_source_file", "string", True),  # the uploaded object it came from
+    ("_wap_raw_text", "string", True),  # a row that did not parse: its text
+    ("_wap_ingest_id", "string", True),
+    ("_wap_quarantined_at", "timestamp", True),
+)
+# The report's check that judges the rows set aside against the table's gate.
+QUARANTINE_GATE = "quarantine_gate"
+
+
+def quarantine_table_name(table: str) -> str:
+    """The quarantine table's name beside `table` (either `t` or `ns.t`)."""
+    return table + QUARANTINE_TABLE_SUFFIX
+
+
 PARTITION_RE = re.compile(r"^\s*(?:(\w+)\s*\(\s*(?:(\d+)\s*,\s*)?([^()]+?)\s*\)|([^()]+?))\s*$")
 TRANSFORMS = {
     "identity",
