@@ -35,7 +35,16 @@ from contracts.table_config import (
 from spark_jobs.checks import Check, ParseErrorsCheck
 from spark_jobs.errors import as_job_error, describe
 from spark_jobs.identifiers import quote
-from spark_jobs.text_sources import PARSE_ERROR, has_parse_errors_column
+from spark_jobs.schema_policy import SchemaPlan
+from spark_jobs.text_sources import PARSE_ERROR, data_schema, has_parse_errors_column
+from spark_jobs.writer import (
+    create_namespace,
+    find_ingest_snapshot,
+    load_table,
+    rows_added,
+    spark_schema,
+    sql_type,
+)
 
 log = logging.getLogger(__name__)
 FAILED_COLUMN = "__wap_failed"
@@ -116,6 +125,15 @@ class Split:
             .select(*[F.col(quote(c)) for c in table_columns])
         )
 
+    def set_aside(
+        self, spark: SparkSession, observed: dict | None, flagged: DataFrame, target: T.StructType
+    ) -> None:
+        """After the table's write: the counts (`observed` by it, else counted on the
+        cached rows), then the rows set aside written to the quarantine table."""
+        self.counts = count_set_aside(observed, self, flagged)
+        if self.counts[QUARANTINED]:
+            write_quarantined(spark, self, flagged, target)
+
     def quarantined(self, flagged: DataFrame, target: T.StructType) -> DataFrame:
         """The rows set aside, shaped for the quarantine table."""
         key = F.regexp_replace(F.expr(f"url_decode({FILE_COLUMN})"), FILE_KEY_PATTERN, "/")
@@ -185,8 +203,6 @@ def prepare_quarantine_table(spark: SparkSession, ref, target: T.StructType) -> 
     """Create the quarantine table beside the table on the branch, or add to it the
     columns the table gained and widen the ones it widened (its columns follow the
     table's)."""
-    from spark_jobs.writer import create_namespace, load_table, spark_schema, sql_type
-
     table = quarantine_ref(ref)
     wanted = quarantine_schema(target)
     try:
@@ -221,8 +237,6 @@ def write_quarantined(
 ) -> None:
     """Append the rows set aside to the quarantine table on the branch, stamped with the
     ingest (once per ingest: a re-run that finds its snapshot appends nothing)."""
-    from spark_jobs.writer import find_ingest_snapshot, load_table
-
     table = split.table
     try:
         existing = load_table(spark, table)
@@ -251,8 +265,6 @@ def count_set_aside(values: dict | None, split: Split, flagged: DataFrame) -> di
 def recount(spark: SparkSession, split: Split) -> dict[str, int] | None:
     """A re-run that reuses the ingest's snapshot: the counts from the rows its first run
     set aside (None when it set none aside, or the table is not there)."""
-    from spark_jobs.writer import find_ingest_snapshot, load_table, rows_added
-
     existing = load_table(spark, split.table)
     found = find_ingest_snapshot(existing, split.ingest_id) if existing is not None else None
     if found is None:
@@ -330,9 +342,6 @@ def counts_of_reused(
     its first run set aside; when that run stopped before setting them aside (its
     quarantine table has no snapshot of the ingest), flag the sources again and set them
     aside now."""
-    from spark_jobs.schema_policy import SchemaPlan
-    from spark_jobs.text_sources import data_schema
-
     found = recount(spark, split)
     if found is not None:
         return found

@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import types as T
@@ -30,7 +31,6 @@ from spark_jobs.identifiers import quote, quote_parts
 from spark_jobs.jvm import java_map
 from spark_jobs.metrics import load_iceberg_table
 from spark_jobs.parquet_footer import named_columns
-from spark_jobs.quarantine import QUARANTINED, Split, count_set_aside, write_quarantined
 from spark_jobs.schema_policy import SchemaPlan
 from spark_jobs.text_sources import (
     PARSE_ERROR,
@@ -60,6 +60,24 @@ class CatalogTable:
     def sql(self) -> str:
         """The quoted name for SQL and DataFrame APIs."""
         return quote_parts(self.catalog, self.namespace, self.table)
+
+
+class RowSplit(Protocol):
+    """How a write divides its rows between the table and a table beside it
+    (`spark_jobs.quarantine.Split`, which imports this module)."""
+
+    parse_errors: str | None  # set when rows that do not parse go beside the table
+
+    def flag(self, frame: DataFrame, projection: list[Column]) -> DataFrame:
+        """The rows shaped by `projection`, each marked with its side; cached."""
+
+    def published(self, flagged: DataFrame, observation: Observation) -> DataFrame:
+        """The rows that go to the table, counting the others into `observation`."""
+
+    def set_aside(
+        self, spark: SparkSession, observed: dict | None, flagged: DataFrame, target: T.StructType
+    ) -> None:
+        """After the table's write: count the other rows, write them beside the table."""
 
 
 @dataclass
@@ -243,7 +261,7 @@ def append(
     observe: list[Column] | None = None,
     recorded: list[str] | None = None,
     strict: DataFrame | None = None,
-    split: Split | None = None,
+    split: RowSplit | None = None,
 ) -> AppendResult:
     """Append the file rows shaped for the table; the snapshot is stamped with the ingest
     and `recorded` (default: `sources`), the objects it came from, as `wap.source`.
@@ -280,7 +298,7 @@ def _write(
     observe: list[Column] | None,
     recorded: list[str] | None,
     text: bool = False,
-    split: Split | None = None,
+    split: RowSplit | None = None,
 ) -> AppendResult:
     counted = None
     parse_errors = has_parse_errors_column(frame)
@@ -308,9 +326,7 @@ def _write(
             spark, ref, shaped, sources, ingest_id, recorded, counted, observation, parse_errors
         )
         if split is not None:  # then the rows set aside, read again from the cache
-            split.counts = count_set_aside(_observed_values(set_aside), split, flagged)
-            if split.counts[QUARANTINED]:
-                write_quarantined(spark, split, flagged, plan.target)
+            split.set_aside(spark, _observed_values(set_aside), flagged, plan.target)
         return found
     finally:
         if flagged is not None:
