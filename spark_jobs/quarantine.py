@@ -32,6 +32,8 @@ from contracts.table_config import (
     TableConfig,
     quarantine_table_name,
 )
+from spark_jobs.audit import SAMPLE_COLUMNS, SAMPLES
+from spark_jobs.audit import _jsonable_row as jsonable_row
 from spark_jobs.checks import Check, ParseErrorsCheck
 from spark_jobs.errors import as_job_error, describe
 from spark_jobs.identifiers import quote
@@ -68,8 +70,10 @@ class Split:
     parse_errors: str | None = None  # the parse_errors check's name when it quarantines
     origins: dict[str, str] = field(default_factory=dict)  # path_key(file) -> uploaded object
     quarantined_at: dt.datetime | None = None
-    # Filled in by the write: rows set aside, in all and per check (None: not counted).
+    # Filled in by the write: rows set aside, in all and per check (None: not counted),
+    # and up to SAMPLES of them per check (the report's samples of that check).
     counts: dict[str, int] | None = None
+    samples: dict[str, list[dict]] = field(default_factory=dict)
 
     def failed_checks(self, text: bool) -> Column:
         """The names of the quarantine checks a row fails (each predicate once; NULL is
@@ -133,6 +137,25 @@ class Split:
         self.counts = count_set_aside(observed, self, flagged)
         if self.counts[QUARANTINED]:
             write_quarantined(spark, self, flagged, target)
+            self.samples = self.sample(flagged, target)
+
+    def sample(self, flagged: DataFrame, target: T.StructType) -> dict[str, list[dict]]:
+        """Up to SAMPLES rows set aside per check (the table's leading columns), from one
+        LIMITed query of the cached rows."""
+        columns = [f.name for f in target.fields][:SAMPLE_COLUMNS]
+        picked = (
+            flagged.where(F.size(F.col(FAILED_COLUMN)) > 0)
+            .select(*[F.col(quote(c)) for c in columns], F.col(FAILED_COLUMN))
+            .limit(SAMPLES * len(self.names))
+            .collect()
+        )
+        samples: dict[str, list[dict]] = {name: [] for name in self.names}
+        for row in picked:
+            record = row.asDict(recursive=True)
+            for name in record.pop(FAILED_COLUMN):
+                if len(samples[name]) < SAMPLES:
+                    samples[name].append(jsonable_row(record))
+        return samples
 
     def quarantined(self, flagged: DataFrame, target: T.StructType) -> DataFrame:
         """The rows set aside, shaped for the quarantine table."""
@@ -304,6 +327,10 @@ def judge_quarantine(
                 violations=count,
                 observed=count,
                 settled_by=WRITE,
+                # Rows that did not parse keep their own samples (file, line, text).
+                samples=result.samples
+                if result.name == split.parse_errors
+                else tuple(split.samples.get(result.name, ())),
                 message=(
                     f"{count} row(s) set aside in {split.table.table}, not published"
                     if count

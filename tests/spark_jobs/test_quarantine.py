@@ -71,7 +71,9 @@ def test_bad_rows_are_set_aside_and_the_good_ones_published_in_one_merge(
         "warn",
         3,
     )
+    assert sorted(s["order_id"] for s in range_check["samples"]) == sorted(BAD)
     assert _check(report, "known_status")["violations"] == 1
+    assert [s["status"] for s in _check(report, "known_status")["samples"]] == ["LOST"]
     assert _check(report, "discount_le_amount")["violations"] == 3
     # A table-level check judges only the rows that are published (17 of 20).
     assert _check(report, "row_count")["status"] == "passed"
@@ -148,3 +150,37 @@ def test_warn_publishes_the_failing_rows_and_records_the_failure(
     # No quarantine table without a quarantine check.
     assert "sales.qwarn__quarantine" not in nessie_api.table_keys(args.branch)
     assert "sales.qwarn" in nessie_api.table_keys(args.branch)
+
+
+def test_a_rerun_counts_the_rows_its_first_run_set_aside_and_adds_none(
+    lake, nessie, ingest, tmp_path
+):
+    args = ingest("sales.qrerun", [write_parquet(tmp_path / "o.parquet", ORDERS)], CONFIG)
+    first = run_ingest(lake, args)
+
+    again = run_ingest(lake, args)  # a retried job run on the same branch
+
+    assert again["reused_snapshot"] and again["outcome"] == "passed", again["reason"]
+    assert (again["rows_written"], again["quarantined_rows"]) == (17, 3)
+    assert _check(again, "amount_range")["violations"] == 3
+    assert first["quarantined_rows"] == 3
+    assert _ids(lake, nessie, args.branch, "sales.qrerun__quarantine") == sorted(BAD)
+
+
+def test_the_quarantine_table_gains_the_columns_its_table_gains(
+    lake, nessie, nessie_api, ingest, tmp_path
+):
+    first = ingest("sales.qevolve", [write_parquet(tmp_path / "a.parquet", ORDERS)], CONFIG)
+    assert run_ingest(lake, first)["outcome"] == "passed"
+    nessie_api.merge(first.branch)
+    wider = ORDERS.append_column("channel", pa.array(["web"] * 20))
+    second = ingest("sales.qevolve", [write_parquet(tmp_path / "b.parquet", wider)], CONFIG)
+
+    report = run_ingest(lake, second)
+
+    assert report["outcome"] == "passed", report["reason"]
+    rows = read_on_ref(lake, nessie, second.branch, "sales.qevolve__quarantine").collect()
+    assert "channel" in rows[0].asDict()
+    assert sorted((r._wap_ingest_id, r.order_id, r.channel) for r in rows) == sorted(
+        [(first.ingest_id, i, None) for i in BAD] + [(second.ingest_id, i, "web") for i in BAD]
+    )
