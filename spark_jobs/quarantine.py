@@ -7,8 +7,13 @@ that publishes the branch publishes both.
 Each row lands on exactly one side: one array column of the names of the checks it
 fails is computed once per row (a predicate that is NULL counts as passed, as the audit
 counts it), and the two sides are `size(...) = 0` and `size(...) > 0` of that same
-value. The flagged rows are cached while the table's rows are written, so the quarantine
-write (only when a row failed) reads them again from memory, not from the source.
+value. The table's write observes how many rows fail; only when some do, a second
+query reads the sources again and writes those rows to the quarantine table: a clean
+drop pays for the flags column alone (caching the flagged rows for the second write
+instead made a clean million-row drop about twice as slow, measured locally).
+The second query must find exactly the rows the first one counted, else the run stops
+before anything is published (an expression that answers differently each time, such as
+one over `rand()` or `current_timestamp()`, cannot split rows).
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ import datetime as dt
 import logging
 from dataclasses import dataclass, field, replace
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -35,7 +39,7 @@ from contracts.table_config import (
 from spark_jobs.audit import SAMPLE_COLUMNS, SAMPLES
 from spark_jobs.audit import _jsonable_row as jsonable_row
 from spark_jobs.checks import Check, ParseErrorsCheck
-from spark_jobs.errors import as_job_error, describe
+from spark_jobs.errors import TableConfigError, as_job_error, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.schema_policy import SchemaPlan
 from spark_jobs.text_sources import PARSE_ERROR, data_schema, has_parse_errors_column
@@ -49,6 +53,13 @@ from spark_jobs.writer import (
 )
 
 log = logging.getLogger(__name__)
+
+
+class QuarantineSplitError(TableConfigError):
+    """The quarantine checks did not answer the same twice on the same rows: the config's
+    fault (a non-deterministic check), found before anything is published."""
+
+
 FAILED_COLUMN = "__wap_failed"
 FILE_COLUMN = "__wap_file"
 QUARANTINED = "__wap_quarantined"
@@ -91,13 +102,12 @@ class Split:
 
     def flag(self, frame: DataFrame, projection: list[Column]) -> DataFrame:
         """`frame`'s rows shaped for the table (`projection`), with the failed checks, the
-        file each came from and, for text sources, `PARSE_ERROR`; cached for the two
-        writes (the caller unpersists it)."""
+        file each came from and, for text sources, `PARSE_ERROR`."""
         text = has_parse_errors_column(frame)
         extra = [F.col(PARSE_ERROR)] if text else []
         shaped = frame.select(*projection, *extra, F.input_file_name().alias(FILE_COLUMN))
         flagged = shaped.select("*", self.failed_checks(text).alias(FAILED_COLUMN))
-        return flagged.persist(StorageLevel.MEMORY_AND_DISK)
+        return flagged
 
     def counting(self) -> list[Column]:
         """Aggregates observed over every flagged row: the rows set aside, in all and
@@ -132,27 +142,36 @@ class Split:
     def set_aside(
         self, spark: SparkSession, observed: dict | None, flagged: DataFrame, target: T.StructType
     ) -> None:
-        """After the table's write: the counts (`observed` by it, else counted on the
-        cached rows), then the rows set aside written to the quarantine table."""
+        """After the table's write: the counts (`observed` by it, else counted by one
+        query), then, when a row failed, those rows written to the quarantine table and
+        sampled from it."""
         self.counts = count_set_aside(observed, self, flagged)
         if self.counts[QUARANTINED]:
-            write_quarantined(spark, self, flagged, target)
-            self.samples = self.sample(flagged, target)
+            written = write_quarantined(spark, self, flagged, target)
+            if written.rows_written != self.counts[QUARANTINED]:
+                raise QuarantineSplitError(
+                    f"the quarantine checks {', '.join(self.names)} counted "
+                    f"{self.counts[QUARANTINED]} failing row(s) while the table was written, "
+                    f"then found {written.rows_written} when setting them aside: a check "
+                    "that answers differently on the same row (rand(), current_timestamp(), "
+                    "...) cannot quarantine; make it deterministic or use on_fail: hold"
+                )
+            self.samples = self.sample(spark, written, target)
 
-    def sample(self, flagged: DataFrame, target: T.StructType) -> dict[str, list[dict]]:
+    def sample(self, spark: SparkSession, written, target: T.StructType) -> dict[str, list[dict]]:
         """Up to SAMPLES rows set aside per check (the table's leading columns), from one
-        LIMITed query of the cached rows."""
+        LIMITed read of the rows just written to the quarantine table."""
         columns = [f.name for f in target.fields][:SAMPLE_COLUMNS]
         picked = (
-            flagged.where(F.size(F.col(FAILED_COLUMN)) > 0)
-            .select(*[F.col(quote(c)) for c in columns], F.col(FAILED_COLUMN))
+            rows_added(spark, self.table, written)
+            .select(*[F.col(quote(c)) for c in columns], F.col("_wap_failed_checks"))
             .limit(SAMPLES * len(self.names))
             .collect()
         )
         samples: dict[str, list[dict]] = {name: [] for name in self.names}
         for row in picked:
             record = row.asDict(recursive=True)
-            for name in record.pop(FAILED_COLUMN):
+            for name in record.pop("_wap_failed_checks"):
                 if len(samples[name]) < SAMPLES:
                     samples[name].append(jsonable_row(record))
         return samples
@@ -255,22 +274,26 @@ def prepare_quarantine_table(spark: SparkSession, ref, target: T.StructType) -> 
         ) from exc
 
 
-def write_quarantined(
-    spark: SparkSession, split: Split, flagged: DataFrame, target: T.StructType
-) -> None:
+def write_quarantined(spark: SparkSession, split: Split, flagged: DataFrame, target: T.StructType):
     """Append the rows set aside to the quarantine table on the branch, stamped with the
-    ingest (once per ingest: a re-run that finds its snapshot appends nothing)."""
+    ingest, once per ingest (a re-run finds its snapshot and appends nothing); return
+    that snapshot (`writer.AppendResult`)."""
     table = split.table
     try:
         existing = load_table(spark, table)
-        if existing is not None and find_ingest_snapshot(existing, split.ingest_id) is not None:
-            return
+        found = find_ingest_snapshot(existing, split.ingest_id) if existing is not None else None
+        if found is not None:
+            return found
         (
             split.quarantined(flagged, target)
             .writeTo(table.sql)
             .option(f"snapshot-property.{INGEST_ID_PROPERTY}", split.ingest_id)
             .append()
         )
+        found = find_ingest_snapshot(load_table(spark, table), split.ingest_id)
+        if found is None:
+            raise RuntimeError(f"no snapshot of {table.table} carries the ingest {split.ingest_id}")
+        return found
     except Exception as exc:
         raise as_job_error(
             exc, f"writing the quarantined rows to {table.table} failed: {describe(exc)}"
@@ -279,7 +302,7 @@ def write_quarantined(
 
 def count_set_aside(values: dict | None, split: Split, flagged: DataFrame) -> dict[str, int]:
     """The rows set aside in all (`QUARANTINED`) and per check: as observed by the write,
-    else counted on the cached rows."""
+    else counted by one query."""
     if values is None:
         values = flagged.agg(*split.counting()).first().asDict()
     return {name: int(values[name] or 0) for name in [QUARANTINED, *split.names]}
@@ -373,10 +396,5 @@ def counts_of_reused(
     if found is not None:
         return found
     flagged = split.flag(frame, SchemaPlan(target=target).projection(data_schema(frame)))
-    try:
-        counts = count_set_aside(None, split, flagged)
-        if counts[QUARANTINED]:
-            write_quarantined(spark, split, flagged, target)
-        return counts
-    finally:
-        flagged.unpersist()
+    split.set_aside(spark, None, flagged, target)
+    return split.counts

@@ -69,7 +69,7 @@ class RowSplit(Protocol):
     parse_errors: str | None  # set when rows that do not parse go beside the table
 
     def flag(self, frame: DataFrame, projection: list[Column]) -> DataFrame:
-        """The rows shaped by `projection`, each marked with its side; cached."""
+        """The rows shaped by `projection`, each marked with its side."""
 
     def published(self, flagged: DataFrame, observation: Observation) -> DataFrame:
         """The rows that go to the table, counting the others into `observation`."""
@@ -321,16 +321,12 @@ def _write(
     if observe:
         observation = Observation(f"wap_audit_{ingest_id}:{ref.namespace}.{ref.table}")
         shaped = shaped.observe(observation, *observe)
-    try:
-        found = _append_rows(
-            spark, ref, shaped, sources, ingest_id, recorded, counted, observation, parse_errors
-        )
-        if split is not None:  # then the rows set aside, read again from the cache
-            split.set_aside(spark, _observed_values(set_aside), flagged, plan.target)
-        return found
-    finally:
-        if flagged is not None:
-            flagged.unpersist()
+    found = _append_rows(
+        spark, ref, shaped, sources, ingest_id, recorded, counted, observation, parse_errors
+    )
+    if split is not None:  # then the rows set aside, when the write counted any
+        split.set_aside(spark, _observed_values(set_aside), flagged, plan.target)
+    return found
 
 
 def _append_rows(
