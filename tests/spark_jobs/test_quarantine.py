@@ -5,6 +5,9 @@ publishes both; above the table's gate nothing is published."""
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import replace
+
 import pyarrow as pa
 
 from spark_jobs.wap_job import run_ingest
@@ -184,3 +187,36 @@ def test_the_quarantine_table_gains_the_columns_its_table_gains(
     assert sorted((r._wap_ingest_id, r.order_id, r.channel) for r in rows) == sorted(
         [(first.ingest_id, i, None) for i in BAD] + [(second.ingest_id, i, "web") for i in BAD]
     )
+
+
+def test_a_dataset_counts_the_rows_each_table_set_aside(lake, nessie, ingest, tmp_path):
+    ns = f"qds{uuid.uuid4().hex[:6]}"
+    configs = tmp_path / "configs"
+    (configs / "datasets").mkdir(parents=True)
+    (configs / "datasets" / "shop.yaml").write_text(
+        f"tables: [{ns}.orders, {ns}.order_items]\n"
+        "checks:\n"
+        f"  - {{kind: foreign_key, table: {ns}.order_items, column: order_id,\n"
+        f"     references: {ns}.orders.order_id}}\n"
+    )
+    (configs / f"{ns}.order_items.yaml").write_text(
+        "quarantine: {max_rows: 5}\n"
+        "checks:\n  - {kind: not_null, column: sku, on_fail: quarantine}\n"
+    )
+    orders = write_parquet(tmp_path / "orders.parquet", {"order_id": [1, 2]})
+    items = write_parquet(
+        tmp_path / "items.parquet", {"order_id": [1, 2, 2], "sku": ["a", None, "c"]}
+    )
+    args = replace(
+        ingest(f"{ns}.order_items", [orders, items]),
+        table_config_uri=configs.as_uri() + "/",
+        dataset_config_uri=(configs / "datasets" / "shop.yaml").as_uri(),
+        source_tables=(f"{ns}.orders", f"{ns}.order_items"),
+        all_or_nothing=True,
+    )
+
+    report = run_ingest(lake, args)
+
+    assert report["outcome"] == "passed", report["reason"]
+    assert report["quarantined_rows"] == 1
+    assert _ids(lake, nessie, args.branch, f"{ns}.order_items__quarantine") == [2]
