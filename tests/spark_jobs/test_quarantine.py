@@ -220,3 +220,19 @@ def test_a_dataset_counts_the_rows_each_table_set_aside(lake, nessie, ingest, tm
     assert report["outcome"] == "passed", report["reason"]
     assert report["quarantined_rows"] == 1
     assert _ids(lake, nessie, args.branch, f"{ns}.order_items__quarantine") == [2]
+
+
+def test_a_batch_publishes_every_file_whose_bad_rows_were_set_aside(lake, nessie, ingest, tmp_path):
+    clean = write_parquet(tmp_path / "0-clean.parquet", ORDERS.slice(0, 10))
+    dirty = write_parquet(tmp_path / "1-dirty.parquet", ORDERS.slice(10, 10))
+    args = ingest("sales.qbatch", [clean, dirty], CONFIG)
+
+    report = run_ingest(lake, args)
+
+    assert report["outcome"] == "passed", report["reason"]
+    assert (report["rows_written"], report["quarantined_rows"]) == (17, 3)
+    assert [s["status"] for s in report["sources"]] == ["passed", "passed"]
+    quarantine = read_on_ref(lake, nessie, args.branch, "sales.qbatch__quarantine").collect()
+    assert {row.order_id: row._wap_source_file.rsplit("/", 1)[-1] for row in quarantine} == {
+        i: "1-dirty.parquet" for i in BAD
+    }
