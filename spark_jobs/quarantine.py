@@ -33,7 +33,6 @@ from contracts.table_config import (
     QUARANTINE_COLUMNS,
     QUARANTINE_GATE,
     QuarantineGate,
-    TableConfig,
     quarantine_table_name,
 )
 from spark_jobs.audit import SAMPLE_COLUMNS, SAMPLES
@@ -44,6 +43,7 @@ from spark_jobs.identifiers import quote
 from spark_jobs.schema_policy import SchemaPlan
 from spark_jobs.text_sources import PARSE_ERROR, data_schema, has_parse_errors_column
 from spark_jobs.writer import (
+    CatalogTable,
     create_namespace,
     find_ingest_snapshot,
     load_table,
@@ -75,7 +75,7 @@ FILE_KEY_PATTERN = r"^([A-Za-z][A-Za-z0-9+.-]*:)?/*"  # hadoop_fs.path_key, in S
 class Split:
     """How one write divides its rows between the table and its quarantine table."""
 
-    table: object  # writer.CatalogTable of the quarantine table
+    table: CatalogTable  # the quarantine table
     ingest_id: str
     checks: list[tuple[str, Column]]  # (name, violation predicate) of each quarantine check
     parse_errors: str | None = None  # the parse_errors check's name when it quarantines
@@ -197,10 +197,9 @@ class Split:
 
 
 def split_for(
-    config: TableConfig,
     checks: list[Check],
     parse_check: ParseErrorsCheck | None,
-    ref,
+    ref: CatalogTable,
     ingest_id: str,
     origins: dict[str, str],
 ) -> Split | None:
@@ -222,7 +221,7 @@ def split_for(
     )
 
 
-def quarantine_ref(ref):
+def quarantine_ref(ref: CatalogTable) -> CatalogTable:
     """The quarantine table of `ref`, in the same catalog and namespace."""
     return replace(ref, table=quarantine_table_name(ref.table))
 
@@ -234,10 +233,11 @@ def quarantine_schema(target: T.StructType) -> T.StructType:
         T.StructField(name, QUARANTINE_TYPES[kind], nullable)
         for name, kind, nullable in QUARANTINE_COLUMNS
     ]
-    return T.StructType([replace_nullable(f) for f in target.fields] + own)
+    return T.StructType([_optional(f) for f in target.fields] + own)
 
 
-def replace_nullable(column: T.StructField) -> T.StructField:
+def _optional(column: T.StructField) -> T.StructField:
+    """`column`, nullable."""
     return T.StructField(column.name, column.dataType, True, column.metadata)
 
 

@@ -262,7 +262,6 @@ def _run(spark, args: JobArgs, report: Report):
     config, bound_notes = resolve_history_bounds(config, history)
     checks = compile_checks(spark, config, plan_target)  # config errors before any write
     split = split_for(
-        config,
         checks,
         parse_check,
         ref,
