@@ -196,6 +196,10 @@ class AuditReport:
     branch_hash: str | None = None
     snapshot_id: int | None = None
     rows_written: int = 0
+    # Rows the run set aside in the table's quarantine table (`<table>__quarantine`,
+    # checks with `on_fail: quarantine`) instead of writing them to the table; 0 in
+    # reports from before quarantine.
+    quarantined_rows: int = 0
     reused_snapshot: bool = False
     schema_changes: tuple[Mapping[str, Any], ...] = ()
     # The table's columns after the write (`{"name", "type"}` each, in order), when the job
@@ -238,6 +242,7 @@ class AuditReport:
             branch_hash=read.string("branch_hash", required=False),
             snapshot_id=read.integer("snapshot_id", required=False),
             rows_written=read.integer("rows_written", required=False, default=0, minimum=0),
+            quarantined_rows=read.integer("quarantined_rows", required=False, default=0, minimum=0),
             reused_snapshot=bool(read.flag("reused_snapshot")),
             schema_changes=read.objects("schema_changes"),
             table_schema=_columns(read.objects("table_schema"), f"{where}.table_schema"),
@@ -268,6 +273,7 @@ class AuditReport:
             "branch_hash": self.branch_hash,
             "snapshot_id": self.snapshot_id,
             "rows_written": self.rows_written,
+            "quarantined_rows": self.quarantined_rows,
             "reused_snapshot": self.reused_snapshot,
             "schema_changes": [dict(change) for change in self.schema_changes],
             "table_schema": [dict(column) for column in self.table_schema],

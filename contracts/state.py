@@ -125,6 +125,8 @@ class Outcome:
     branch_hash: str | None = None
     snapshot_id: str | None = None
     rows_written: int | None = None
+    # Rows the job set aside in the table's quarantine table (issue 40); None when none.
+    quarantined_rows: int | None = None
     retry_in_seconds: int | None = None
     main_hash: str | None = None
     branch_deleted: bool | None = None
@@ -152,6 +154,7 @@ class Outcome:
             branch_hash=read.string("branch_hash", required=False),
             snapshot_id=_snapshot_id(read, "snapshot_id"),
             rows_written=read.integer("rows_written", required=False, minimum=0),
+            quarantined_rows=read.integer("quarantined_rows", required=False, minimum=0),
             retry_in_seconds=retry_in,
             main_hash=read.string("main_hash", required=False),
             branch_deleted=read.flag("branch_deleted", default=None),
@@ -172,6 +175,7 @@ class Outcome:
                 "branch_hash": self.branch_hash,
                 "snapshot_id": self.snapshot_id,
                 "rows_written": self.rows_written,
+                "quarantined_rows": self.quarantined_rows,
                 "retry_in_seconds": self.retry_in_seconds,
                 "main_hash": self.main_hash,
                 "branch_deleted": self.branch_deleted,

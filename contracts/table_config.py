@@ -58,6 +58,7 @@ TOP_LEVEL_KEYS = (
     "csv",
     "parse",
     "maintenance",
+    "quarantine",
 )
 SCHEMA_POLICIES = ("strict", "additive", "any")
 SEVERITIES = ("error", "warn")
@@ -109,7 +110,34 @@ NEEDS_COLUMNS = {
     "freshness",
 }
 SINGLE_COLUMN = NEEDS_COLUMNS - {"not_null", "unique"}
-COMMON_KEYS = {"kind", "name", "severity", "column", "columns"}
+COMMON_KEYS = {"kind", "name", "severity", "on_fail", "column", "columns"}
+# What a failing row of a row-level check does (`on_fail:`, issue 40): hold the whole
+# drop on its branch (today's behaviour, the default), set the row aside in the table's
+# quarantine table and publish the rest, or publish it and record the failure.
+HOLD, QUARANTINE, WARN = "hold", "quarantine", "warn"
+ON_FAIL = (HOLD, QUARANTINE, WARN)
+# The checks that judge one row at a time, so that a failing row can be set aside.
+ROW_LEVEL_KINDS = ("not_null", "accepted_values", "range", "regex", "expression", "parse_errors")
+# The table beside each table that holds its quarantined rows (`<ns>.<table>__quarantine`),
+# published by the same merge as the table: the table's columns, all optional, then these
+# (name, Spark SQL type, nullable).
+QUARANTINE_TABLE_SUFFIX = "__quarantine"
+QUARANTINE_COLUMNS = (
+    ("_wap_failed_checks", "array<string>", True),  # every quarantine check the row failed
+    ("_wap_source_file", "string", True),  # the uploaded object it came from
+    ("_wap_raw_text", "string", True),  # a row that did not parse: its text
+    ("_wap_ingest_id", "string", True),
+    ("_wap_quarantined_at", "timestamp", True),
+)
+# The report's check that judges the rows set aside against the table's gate.
+QUARANTINE_GATE = "quarantine_gate"
+
+
+def quarantine_table_name(table: str) -> str:
+    """The quarantine table's name beside `table` (either `t` or `ns.t`)."""
+    return table + QUARANTINE_TABLE_SUFFIX
+
+
 PARTITION_RE = re.compile(r"^\s*(?:(\w+)\s*\(\s*(?:(\d+)\s*,\s*)?([^()]+?)\s*\)|([^()]+?))\s*$")
 TRANSFORMS = {
     "identity",
@@ -155,6 +183,26 @@ class CheckSpec:
     columns: tuple[str, ...] = ()
     severity: str = "error"
     params: dict[str, Any] = field(default_factory=dict)
+    # hold | quarantine | warn (ON_FAIL); only row-level checks take another than hold.
+    on_fail: str = HOLD
+
+
+@dataclass(frozen=True)
+class QuarantineGate:
+    """How many rows a drop may set aside and still publish the rest (`quarantine:`):
+    above either limit nothing is published and the branch stays open. None: no limit of
+    that kind. The fraction is of the drop's rows (published plus quarantined)."""
+
+    max_fraction: float | None = None
+    max_rows: int | None = None
+
+    def exceeded(self, quarantined: int, total: int) -> bool:
+        """True when `quarantined` of `total` rows is more than the gate lets through."""
+        if self.max_rows is not None and quarantined > self.max_rows:
+            return True
+        return (
+            self.max_fraction is not None and total > 0 and quarantined / total > self.max_fraction
+        )
 
 
 @dataclass(frozen=True)
@@ -231,6 +279,14 @@ class TableConfig:
     csv: CsvOptions = field(default_factory=CsvOptions)
     parse: ParseOptions = field(default_factory=ParseOptions)
     maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
+    # The gate on quarantined rows; None when the config has no `quarantine:` section
+    # (then no check may quarantine).
+    quarantine: QuarantineGate | None = None
+
+    @property
+    def quarantine_checks(self) -> tuple[CheckSpec, ...]:
+        """The checks whose failing rows go to the quarantine table, in config order."""
+        return tuple(check for check in self.checks if check.on_fail == QUARANTINE)
 
 
 def default_config() -> TableConfig:
@@ -315,7 +371,16 @@ def parse_table_config(raw: Any, source: str = "table config") -> TableConfig:
     fmt = raw.get("format")
     if fmt is not None and fmt not in FORMATS:
         raise TableConfigError(f"{source}: format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    gate = _parse_quarantine(raw.get("quarantine"), f"{source}: quarantine")
+    quarantining = [check.name for check in checks if check.on_fail == QUARANTINE]
+    if quarantining and gate is None:
+        raise TableConfigError(
+            f"{source}: check {quarantining[0]!r} has on_fail: quarantine, which needs the "
+            "table's `quarantine:` gate (max_fraction and/or max_rows: above it nothing is "
+            "published)"
+        )
     return TableConfig(
+        quarantine=gate,
         batch=batch,
         arrival=arrival,
         format=fmt,
@@ -378,11 +443,69 @@ def _parse_check(entry: Any, index: int, source: str) -> CheckSpec:
     severity = entry.get("severity", "error")
     if severity not in SEVERITIES:
         raise TableConfigError(f"{where}: severity must be error or warn, got {severity!r}")
+    on_fail = _on_fail(entry, kind, params, f"{where} ({kind})")
+    if on_fail == WARN:
+        severity = "warn"  # the job reports and judges it as any warning
     _validate_params(kind, params, where)
     name = entry.get("name") or "_".join((*columns, kind))
     if not isinstance(name, str):
         raise TableConfigError(f"{where}: name must be a string")
-    return CheckSpec(name=name, kind=kind, columns=columns, severity=severity, params=params)
+    return CheckSpec(
+        name=name, kind=kind, columns=columns, severity=severity, params=params, on_fail=on_fail
+    )
+
+
+def _on_fail(entry: dict, kind: str, params: dict, where: str) -> str:
+    """The check's `on_fail:` (HOLD when absent); TableConfigError for a value it does not
+    know, for a check that is not row-level, and for combinations that contradict."""
+    if "on_fail" not in entry:
+        return HOLD
+    on_fail = entry["on_fail"]
+    if not isinstance(on_fail, str) or on_fail not in ON_FAIL:
+        raise TableConfigError(
+            f"{where}: on_fail must be hold, quarantine or warn, got {on_fail!r}"
+        )
+    if kind not in ROW_LEVEL_KINDS:
+        raise TableConfigError(
+            f"{where}: on_fail applies to row-level checks ({', '.join(ROW_LEVEL_KINDS)}); "
+            f"{kind} judges the whole drop: use severity: error or warn"
+        )
+    severity = entry.get("severity")
+    if on_fail == QUARANTINE and severity == "warn":
+        raise TableConfigError(
+            f"{where}: severity: warn keeps failing rows in the table; on_fail: quarantine "
+            "sets them aside: choose one"
+        )
+    if on_fail == WARN and severity == "error":
+        raise TableConfigError(
+            f"{where}: on_fail: warn is severity: warn (the rows are published and the "
+            "failure recorded); drop `severity: error` or choose hold"
+        )
+    if on_fail == QUARANTINE and kind == PARSE_ERRORS and "max" in params:
+        raise TableConfigError(
+            f"{where}: max does not apply with on_fail: quarantine; the table's "
+            "`quarantine:` gate bounds the rows set aside"
+        )
+    return on_fail
+
+
+def _parse_quarantine(value: Any, where: str) -> QuarantineGate | None:
+    """The `quarantine:` section: max_fraction (of the drop's rows, 0..1) and/or
+    max_rows; None without the section."""
+    if value is None:
+        return None
+    section = _section(value, ("max_fraction", "max_rows"), where)
+    if not section:
+        raise TableConfigError(f"{where}: give max_fraction and/or max_rows")
+    fraction = section.get("max_fraction")
+    if fraction is not None and (not _number(fraction) or not 0 <= fraction <= 1):
+        raise TableConfigError(
+            f"{where}: max_fraction must be a number in [0, 1], got {fraction!r}"
+        )
+    rows = section.get("max_rows")
+    if rows is not None and not _count(rows):
+        raise TableConfigError(f"{where}: max_rows must be a whole number >= 0, got {rows!r}")
+    return QuarantineGate(max_fraction=None if fraction is None else float(fraction), max_rows=rows)
 
 
 def _check_columns(entry: dict, kind: str, where: str) -> tuple[str, ...]:

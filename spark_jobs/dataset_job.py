@@ -118,6 +118,7 @@ def run_dataset(spark, args, report: Report, run_table: Callable) -> None:
         (sub_args, sub), (ref, written) = writes[table], results[table]
         report.checks += [replace(check, name=f"{table}: {check.name}") for check in sub.checks]
         verdicts.update((verdict.uri, verdict) for verdict in sub.sources)
+        report.quarantined_rows += sub.quarantined_rows  # each table's own quarantine table
         report.schema_changes += [{"table": table, **change} for change in sub.schema_changes]
         report.timings.update({f"{table}.{key}": value for key, value in sub.timings.items()})
         # The table as this run left it (its snapshot), whatever the other thread committed.

@@ -58,6 +58,8 @@ class Report:
     sources: list[contract.SourceVerdict] = field(default_factory=list)
     # A multi-table dataset: what it wrote to each table (spark_jobs/dataset_job.py).
     tables: list[contract.TableWrite] = field(default_factory=list)
+    # Rows set aside in the quarantine table by checks with `on_fail: quarantine`.
+    quarantined_rows: int = 0
     _clock: float = field(default_factory=time.perf_counter)
 
     def timed(self, key: str, since: float) -> float:
@@ -148,6 +150,7 @@ class Report:
             branch_hash=self.branch_hash,
             snapshot_id=self.snapshot_id,
             rows_written=self.rows_written,
+            quarantined_rows=self.quarantined_rows,
             reused_snapshot=self.reused_snapshot,
             schema_changes=tuple(self.schema_changes),
             table_schema=tuple(self.table_schema),

@@ -39,6 +39,7 @@ from contracts.layout import table_config_key
 from contracts.report import FAILED, SCAN, WRITE
 from contracts.table_config import (
     MONITOR_KINDS,
+    QUARANTINE,
     TableConfig,
     config_text,
     default_config,
@@ -86,6 +87,12 @@ from spark_jobs.per_source import (
     usable_sources,
 )
 from spark_jobs.profile import Profile
+from spark_jobs.quarantine import (
+    counts_of_reused,
+    judge_quarantine,
+    prepare_quarantine_table,
+    split_for,
+)
 from spark_jobs.report import REJECTED, Report, utc_now, write_report
 from spark_jobs.reuse import recheck_reused
 from spark_jobs.schema_policy import plan_schema
@@ -280,6 +287,13 @@ def _write_and_audit(
     else:
         bound_notes = {}
     checks = compile_checks(spark, config, plan_target)  # config errors before any write
+    split = split_for(
+        checks,
+        parse_check,
+        ref,
+        args.ingest_id,
+        {hadoop_fs.path_key(uri): args.origin(usable.owner[uri]) for uri in usable.uris},
+    )
     watched = frozenset(history.wanted)
     profile = Profile(plan_target, watched) if recording else None
     report.table_schema = [
@@ -290,6 +304,8 @@ def _write_and_audit(
 
     if reused is None:
         prepare_table(spark, ref, plan, config.partition_by)
+        if split is not None:  # the quarantine table follows the table's columns
+            prepare_quarantine_table(spark, ref, plan.target)
         step = report.timed("prepare_s", step)
         observe = observation_aggregates(checks, profile) if observe_checks else None
         strict = read_strict(spark, files, reader) if parse_check is not None else None
@@ -309,6 +325,7 @@ def _write_and_audit(
                     observe,
                     recorded=recorded_sources(args, usable),
                     strict=strict,
+                    split=split,
                 ),
             )
 
@@ -345,6 +362,8 @@ def _write_and_audit(
             leaves_out=len(args.sources) > 1 and not args.all_or_nothing,
         ):
             frame, files = read_sources(spark, usable.uris, reader), usable.uris
+        if split is not None:
+            split.counts = counts_of_reused(spark, split, frame, plan_target)
     report.snapshot_id, report.rows_written = written.snapshot_id, written.rows_written
     report.reused_snapshot, report.schema_changes = written.reused, changes
     report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
@@ -360,6 +379,10 @@ def _write_and_audit(
         report.checks.insert(
             0, _parse_errors(spark, parse_check, written, frame, usable, args, reader)
         )
+    if split is not None:  # its checks' rows were set aside: judged against the gate
+        report.checks, report.quarantined_rows = judge_quarantine(
+            report.checks, split, config.quarantine, report.rows_written
+        )
     report.timed("audit_s", clock)
     report.settle()
     verdicts = rejected_verdicts(usable)
@@ -371,13 +394,20 @@ def _write_and_audit(
                 spark,
                 usable,
                 plan_target,
-                # A history bound is about the whole drop: each file is judged on the rest.
-                [check for check in checks if check.spec.name not in bound_notes],
+                # A history bound is about the whole drop: each file is judged on the rest;
+                # a quarantine check's rows were set aside, not published.
+                [
+                    check
+                    for check in checks
+                    if check.spec.name not in bound_notes and check.spec.on_fail != QUARANTINE
+                ],
                 utc_now(),
                 failed_on_main=_main_rows(spark, args, ref),
                 batch_failed=failed,
                 reader=reader,
-                parse_errors=parse_check,
+                parse_errors=parse_check
+                if parse_check is None or parse_check.spec.on_fail != QUARANTINE
+                else None,
             )
         )
         report.timed("audit_per_source_s", start)

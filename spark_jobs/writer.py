@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import types as T
@@ -59,6 +60,24 @@ class CatalogTable:
     def sql(self) -> str:
         """The quoted name for SQL and DataFrame APIs."""
         return quote_parts(self.catalog, self.namespace, self.table)
+
+
+class RowSplit(Protocol):
+    """How a write divides its rows between the table and a table beside it
+    (`spark_jobs.quarantine.Split`, which imports this module)."""
+
+    parse_errors: str | None  # set when rows that do not parse go beside the table
+
+    def flag(self, frame: DataFrame, projection: list[Column]) -> DataFrame:
+        """The rows shaped by `projection`, each marked with its side."""
+
+    def published(self, flagged: DataFrame, observation: Observation) -> DataFrame:
+        """The rows that go to the table, counting the others into `observation`."""
+
+    def set_aside(
+        self, spark: SparkSession, observed: dict | None, flagged: DataFrame, target: T.StructType
+    ) -> None:
+        """After the table's write: count the other rows, write them beside the table."""
 
 
 @dataclass
@@ -165,7 +184,7 @@ def prepare_table(
     if plan.create:
         create_namespace(spark, ref)
         columns = ", ".join(
-            f"{quote(f.name)} {_sql_type(spark, f.dataType)}" + ("" if f.nullable else " NOT NULL")
+            f"{quote(f.name)} {sql_type(spark, f.dataType)}" + ("" if f.nullable else " NOT NULL")
             for f in plan.target.fields
         )
         partitioning = ""
@@ -189,10 +208,10 @@ def prepare_table(
         column = quote(change["column"])
         statement = None
         if change["change"] == "add_column":
-            type_ = _sql_type(spark, plan.target[change["column"]].dataType)
+            type_ = sql_type(spark, plan.target[change["column"]].dataType)
             statement = f"ALTER TABLE {ref.sql} ADD COLUMNS ({column} {type_})"
         elif change["change"] == "widen_type":
-            type_ = _sql_type(spark, plan.target[change["column"]].dataType)
+            type_ = sql_type(spark, plan.target[change["column"]].dataType)
             statement = f"ALTER TABLE {ref.sql} ALTER COLUMN {column} TYPE {type_}"
         elif change["change"] == "make_optional":
             statement = f"ALTER TABLE {ref.sql} ALTER COLUMN {column} DROP NOT NULL"
@@ -242,6 +261,7 @@ def append(
     observe: list[Column] | None = None,
     recorded: list[str] | None = None,
     strict: DataFrame | None = None,
+    split: RowSplit | None = None,
 ) -> AppendResult:
     """Append the file rows shaped for the table; the snapshot is stamped with the ingest
     and `recorded` (default: `sources`), the objects it came from, as `wap.source`.
@@ -249,12 +269,15 @@ def append(
     `observe`: aggregates Spark computes over the rows as they are written (no extra
     read); their values land in `AppendResult.observed`. `strict`: the same rows read to
     fail at the first row that does not parse; written first, and `frame` (which counts
-    such rows) only when one does not.
+    such rows) only when one does not. `split`: rows failing a quarantine check go to the
+    quarantine table instead (spark_jobs/quarantine.py; `split.counts` says how many).
     """
-    if strict is not None:  # clean CSV, the common case: no corrupt-record bookkeeping
+    if strict is not None and (split is None or split.parse_errors is None):
+        # Clean CSV, the common case: no corrupt-record bookkeeping. (When unparsable
+        # rows are quarantined, their text is needed: read with it from the start.)
         try:
             found = _write(
-                spark, ref, strict, plan, ingest_id, sources, observe, recorded, True
+                spark, ref, strict, plan, ingest_id, sources, observe, recorded, True, split
             )  # text: positional, as tests spy on _write's arguments
             found.parse_errors = 0
             return found
@@ -262,7 +285,7 @@ def append(
             if not is_malformed_row(exc):
                 raise
             log.info("a row does not parse: writing again, counting such rows")
-    return _write(spark, ref, frame, plan, ingest_id, sources, observe, recorded)
+    return _write(spark, ref, frame, plan, ingest_id, sources, observe, recorded, False, split)
 
 
 def _write(
@@ -275,6 +298,7 @@ def _write(
     observe: list[Column] | None,
     recorded: list[str] | None,
     text: bool = False,
+    split: RowSplit | None = None,
 ) -> AppendResult:
     counted = None
     parse_errors = has_parse_errors_column(frame)
@@ -286,11 +310,37 @@ def _write(
             *([parse_error_count().alias(PARSE_ERROR)] if parse_errors else []),
             replaced_text_count(frame).alias(REPLACED_TEXT),
         )
-    shaped = parsed_rows(frame).select(*plan.projection(data_schema(frame)))
+    flagged = set_aside = None
+    if split is not None:  # each row's failed quarantine checks, computed once
+        flagged = split.flag(frame, plan.projection(data_schema(frame)))
+        set_aside = Observation(f"wap_quarantine_{ingest_id}:{ref.namespace}.{ref.table}")
+        shaped = split.published(flagged, set_aside)
+    else:
+        shaped = parsed_rows(frame).select(*plan.projection(data_schema(frame)))
     observation = None
     if observe:
         observation = Observation(f"wap_audit_{ingest_id}:{ref.namespace}.{ref.table}")
         shaped = shaped.observe(observation, *observe)
+    found = _append_rows(
+        spark, ref, shaped, sources, ingest_id, recorded, counted, observation, parse_errors
+    )
+    if split is not None:  # then the rows set aside, when the write counted any
+        split.set_aside(spark, _observed_values(set_aside), flagged, plan.target)
+    return found
+
+
+def _append_rows(
+    spark: SparkSession,
+    ref: CatalogTable,
+    shaped: DataFrame,
+    sources: list[str],
+    ingest_id: str,
+    recorded: list[str] | None,
+    counted: Observation | None,
+    observation: Observation | None,
+    parse_errors: bool,
+) -> AppendResult:
+    """Append `shaped` to the table; the snapshot found, with what the write observed."""
     try:
         (
             shaped.writeTo(ref.sql)
@@ -371,7 +421,7 @@ def _write_reason(exc: BaseException, null_column: str | None) -> str:
     return text
 
 
-def _sql_type(spark: SparkSession, data_type: T.DataType) -> str:
+def sql_type(spark: SparkSession, data_type: T.DataType) -> str:
     # The JVM renders nested field names quoted (`STRUCT<`my col`: INT>`).
     return spark._jvm.org.apache.spark.sql.types.DataType.fromJson(data_type.json()).sql()
 

@@ -108,6 +108,7 @@ class LedgerRecord:
     branch_hash: str | None = None
     snapshot_id: str | None = None
     rows_written: int | None = None
+    quarantined_rows: int | None = None  # set aside in the table's quarantine table
     audited_hash: str | None = None
     audited_snapshot_id: str | None = None
     # A multi-table dataset: the audited snapshot of each table (publish checks them all).

@@ -124,6 +124,7 @@ def finish(
         "branch_hash": outcome.branch_hash if outcome else None,
         "snapshot_id": outcome.snapshot_id if outcome else None,
         "rows_written": outcome.rows_written if outcome else None,
+        "quarantined_rows": outcome.quarantined_rows if outcome else None,
     }
     now = utcnow()
     # Else the sweeper retries the delete (a failed one's when its retention ends).

@@ -177,6 +177,7 @@ def outcome_from_report(report_uri: str, branch: str | None) -> Outcome:
         # A string: Iceberg snapshot ids are 64-bit, beyond a JSON double's exact range.
         snapshot_id=None if report.snapshot_id is None else str(report.snapshot_id),
         rows_written=report.rows_written,
+        quarantined_rows=report.quarantined_rows or None,
         snapshots={table: str(snapshot) for table, snapshot in report.snapshots.items()}
         if report.tables
         else None,

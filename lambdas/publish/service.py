@@ -58,6 +58,7 @@ def publish(
         branch_hash=from_hash,
         snapshot_id=str(snapshot_id),
         rows_written=audited.rows_written,
+        quarantined_rows=audited.quarantined_rows,
     )
     record = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
     if record.published_branch == branch:  # retried after the merge was recorded

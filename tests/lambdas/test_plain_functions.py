@@ -209,3 +209,13 @@ def test_times_in_the_ledger_are_utc_iso_seconds():
     at = datetime(2026, 11, 22, 10, 15, 0, tzinfo=UTC) + timedelta(microseconds=5)
     assert iso(at) == "2026-11-22T10:15:00Z"
     assert parse_iso("2026-11-22T10:15:00Z") == at.replace(microsecond=0)
+
+
+def test_the_outcome_of_a_report_carries_its_quarantined_rows(s3):
+    for name, report, expected in (
+        ("quarantined", _report(quarantined_rows=3), 3),
+        ("none", _report(), None),  # none quarantined: the outcome stays as before
+    ):
+        s3.put_object(Bucket="reports", Key=f"{name}.json", Body=json.dumps(report))
+        result = outcome_from_report(f"s3://reports/{name}.json", None)
+        assert (result.status, result.quarantined_rows) == ("PASSED", expected)

@@ -16,7 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from contracts.lifecycle import Status
-from ingestion.ledger import QueueStat
+from contracts.report import AuditReport
+from contracts.table_config import quarantine_table_name
+from ingestion.ledger import QueueStat, Record
 from ingestion.ledger.records import record_attributes, tables_of
 from lakeview.check_sql import first_rows_query, violation_query
 from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
@@ -60,13 +62,16 @@ def _listing(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) 
 
 
 def runs_table(rows: Sequence[RunRow]) -> Table:
-    """The ingests; a batch column only when some ingest ran in a batch (it costs width)."""
+    """The ingests; a batch column only when some ingest ran in a batch, a quarantined
+    one only when some ingest set rows aside (they cost width)."""
     batched = any(r.batch_id for r in rows)
+    quarantined = any(r.quarantined_rows for r in rows)
     columns = (
         "ingest id",
         "table",
         "source",
         "outcome",
+        *(("quarantined",) if quarantined else ()),
         *(("batch",) if batched else ()),
         "branch",
         "when",
@@ -80,6 +85,7 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
                 r.table,
                 r.source,
                 status_text(r.status),
+                *((str(r.quarantined_rows or 0),) if quarantined else ()),
                 *((r.batch_id,) if batched else ()),
                 r.branch,
                 r.when,
@@ -183,6 +189,7 @@ class _Shown:
     finished: str
     published_by: str | None
     discarded: str | None
+    quarantined: str | None  # rows set aside in the quarantine table, and where
     main_rows: str
     branch_rows: str | None  # None: the branch is gone, there is nothing to count
     written: Any  # the report's count, shown next to the branch's
@@ -207,11 +214,23 @@ class _Shown:
             finished=r.finished_at or "-",
             published_by=(f"{r.published_by}: {r.publish_reason}" if r.published_by else None),
             discarded=r.discard_reason or None,
+            quarantined=_quarantined(r, view.report),
             main_rows="-" if view.main_rows is None else str(view.main_rows),
             branch_rows=branch_rows if view.branch_open else None,
             written=report.rows_written if counted else None,
             report=report,
         )
+
+
+def _quarantined(record: Record, report: AuditReport | None) -> str | None:
+    """'3 rows in ns.t__quarantine' when the ingest set rows aside, else None."""
+    count = record.quarantined_rows
+    if count is None and report is not None:
+        count = report.quarantined_rows
+    if not count:
+        return None
+    table = record.table or (report.table if report is not None else "")
+    return f"{count} row{'s' if count != 1 else ''} in {quarantine_table_name(table)}"
 
 
 def _summary(shown: _Shown) -> Table:
@@ -229,6 +248,8 @@ def _summary(shown: _Shown) -> Table:
         ("finished", shown.finished),
     ):
         summary.add_row(label, value)
+    if shown.quarantined is not None:
+        summary.add_row("quarantined", shown.quarantined)
     if shown.published_by is not None:
         summary.add_row("published by", shown.published_by)
     if shown.discarded is not None:

@@ -63,6 +63,7 @@ class RunRow:
     rows_written: int | None
     reason: str | None
     batch_id: str | None = None  # the batch it ran in, if it was one of several files
+    quarantined_rows: int | None = None  # set aside in the quarantine table (issue 40)
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ def list_runs(
             rows_written=r.rows_written,
             reason=r.error,
             batch_id=(r.batch_id or r.split_from) if isinstance(r, IngestRecord) else None,
+            quarantined_rows=r.quarantined_rows,
         )
         for r in reversed(records)
     ]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from jsonschema import Draft202012Validator
 
 from ingestion.ledger import BatchRecord, IngestRecord, QueueStat
+from tests.fixtures.paths import REPO
 from wap.cli import render
 
 
@@ -101,3 +105,57 @@ def test_next_steps_suggest_publish_only_where_it_is_accepted(status):
         assert published == [f'wap publish {record.branch} --reason "{REASON_PLACEHOLDER}"']
     else:
         assert published == []
+
+
+def test_runs_and_show_say_how_many_rows_were_quarantined():
+    from rich.console import Console
+
+    from contracts.report import AuditReport
+    from wap.ops.operations import IngestView, RunRow
+
+    def text(*renderables) -> str:
+        console = Console(width=200, record=True)
+        for renderable in renderables:
+            console.print(renderable)
+        return console.export_text()
+
+    clean = RunRow("a" * 16, "s.t", "s3://b/s/t/a.parquet", "PUBLISHED", None, "now", 5, None)
+    quarantined = RunRow(
+        "b" * 16,
+        "s.t",
+        "s3://b/s/t/b.parquet",
+        "PUBLISHED",
+        None,
+        "now",
+        17,
+        None,
+        quarantined_rows=3,
+    )
+    assert "quarantined" not in text(render.runs_table([clean]))
+    listing = text(render.runs_table([clean, quarantined]))
+    assert "quarantined" in listing and " 3 " in listing
+    document = render.runs_json([clean, quarantined], [], [])
+    assert [r["quarantined_rows"] for r in document["ingests"]] == [None, 3]
+    schema = json.loads((REPO / "docs" / "cli-schemas" / "runs.json").read_text())
+    Draft202012Validator(schema).validate(document)
+
+    report = AuditReport(
+        ingest_id="b" * 16,
+        table="s.t",
+        branch="wap_s_t_x",
+        outcome="passed",
+        rows_written=17,
+        quarantined_rows=3,
+    )
+    view = IngestView(
+        record=IngestRecord(
+            ingest_id="b" * 16, table="s.t", status="PUBLISHED", quarantined_rows=3
+        ),
+        report=report,
+        branch_open=False,
+        main_rows=None,
+        branch_rows=None,
+        failed_checks=[],
+    )
+    shown = text(*render.show_view(view))
+    assert "quarantined" in shown and "3 rows in s.t__quarantine" in shown

@@ -1,0 +1,400 @@
+"""Quarantine (issue 40): rows that fail a check with `on_fail: quarantine` are set aside
+in the table's quarantine table (`<ns>.<table>__quarantine`) on the ingest's branch, with
+their source file, the names of every check they failed, the ingest id and the time
+(rows that did not parse: their raw text); every other row goes to the table. The merge
+that publishes the branch publishes both.
+
+Each row lands on exactly one side: one array column of the names of the checks it
+fails is computed once per row (a predicate that is NULL counts as passed, as the audit
+counts it), and the two sides are `size(...) = 0` and `size(...) > 0` of that same
+value. The table's write observes how many rows fail; only when some do, a second
+query reads the sources again and writes those rows to the quarantine table: a clean
+drop pays for the flags column alone (caching the flagged rows for the second write
+instead made a clean million-row drop about twice as slow, measured locally).
+The second query must find exactly the rows the first one counted, else the run stops
+before anything is published (an expression that answers differently each time, such as
+one over `rand()` or `current_timestamp()`, cannot split rows).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass, field, replace
+
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from contracts.properties import INGEST_ID_PROPERTY
+from contracts.report import FAILED, PASSED, WRITE, CheckResult
+from contracts.table_config import (
+    QUARANTINE,
+    QUARANTINE_COLUMNS,
+    QUARANTINE_GATE,
+    QuarantineGate,
+    quarantine_table_name,
+)
+from spark_jobs.audit import SAMPLE_COLUMNS, SAMPLES
+from spark_jobs.audit import _jsonable_row as jsonable_row
+from spark_jobs.checks import Check, ParseErrorsCheck
+from spark_jobs.errors import TableConfigError, as_job_error, describe
+from spark_jobs.identifiers import quote
+from spark_jobs.schema_policy import SchemaPlan
+from spark_jobs.text_sources import PARSE_ERROR, data_schema, has_parse_errors_column
+from spark_jobs.writer import (
+    CatalogTable,
+    create_namespace,
+    find_ingest_snapshot,
+    load_table,
+    rows_added,
+    spark_schema,
+    sql_type,
+)
+
+log = logging.getLogger(__name__)
+
+
+class QuarantineSplitError(TableConfigError):
+    """The quarantine checks did not answer the same twice on the same rows: the config's
+    fault (a non-deterministic check), found before anything is published."""
+
+
+FAILED_COLUMN = "__wap_failed"
+FILE_COLUMN = "__wap_file"
+QUARANTINED = "__wap_quarantined"
+QUARANTINE_TYPES = {
+    "array<string>": T.ArrayType(T.StringType()),
+    "string": T.StringType(),
+    "timestamp": T.TimestampType(),
+}
+FILE_KEY_PATTERN = r"^([A-Za-z][A-Za-z0-9+.-]*:)?/*"  # hadoop_fs.path_key, in Spark SQL
+
+
+@dataclass
+class Split:
+    """How one write divides its rows between the table and its quarantine table."""
+
+    table: CatalogTable  # the quarantine table
+    ingest_id: str
+    checks: list[tuple[str, Column]]  # (name, violation predicate) of each quarantine check
+    parse_errors: str | None = None  # the parse_errors check's name when it quarantines
+    origins: dict[str, str] = field(default_factory=dict)  # path_key(file) -> uploaded object
+    quarantined_at: dt.datetime | None = None
+    # Filled in by the write: rows set aside, in all and per check (None: not counted),
+    # and up to SAMPLES of them per check (the report's samples of that check).
+    counts: dict[str, int] | None = None
+    samples: dict[str, list[dict]] = field(default_factory=dict)
+
+    def failed_checks(self, text: bool) -> Column:
+        """The names of the quarantine checks a row fails (each predicate once; NULL is
+        not a failure); for a row that did not parse, the parse_errors check alone."""
+        names = [F.when(F.coalesce(pred, F.lit(False)), F.lit(name)) for name, pred in self.checks]
+        parsed = F.array_compact(F.array(*names)) if names else F.array().cast("array<string>")
+        if not text:
+            return parsed
+        unparsed = (
+            F.array(F.lit(self.parse_errors))
+            if self.parse_errors
+            else F.array().cast("array<string>")
+        )
+        return F.when(F.col(PARSE_ERROR).isNull(), parsed).otherwise(unparsed)
+
+    def flag(self, frame: DataFrame, projection: list[Column]) -> DataFrame:
+        """`frame`'s rows shaped for the table (`projection`), with the failed checks, the
+        file each came from and, for text sources, `PARSE_ERROR`."""
+        text = has_parse_errors_column(frame)
+        extra = [F.col(PARSE_ERROR)] if text else []
+        shaped = frame.select(*projection, *extra, F.input_file_name().alias(FILE_COLUMN))
+        flagged = shaped.select("*", self.failed_checks(text).alias(FAILED_COLUMN))
+        return flagged
+
+    def counting(self) -> list[Column]:
+        """Aggregates observed over every flagged row: the rows set aside, in all and
+        per check."""
+        failed = F.col(FAILED_COLUMN)
+        return [F.count_if(F.size(failed) > 0).alias(QUARANTINED)] + [
+            F.count_if(F.array_contains(failed, name)).alias(name) for name in self.names
+        ]
+
+    @property
+    def names(self) -> list[str]:
+        """Every quarantine check's name, in config order."""
+        return [name for name, _ in self.checks] + (
+            [self.parse_errors] if self.parse_errors else []
+        )
+
+    def published(self, flagged: DataFrame, observation: Observation) -> DataFrame:
+        """The rows that go to the table (they parsed and fail no quarantine check), with
+        the quarantine counts observed on the way."""
+        kept = F.size(F.col(FAILED_COLUMN)) == 0
+        if PARSE_ERROR in flagged.columns:  # a row that did not parse goes nowhere else
+            kept = kept & F.col(PARSE_ERROR).isNull()
+        table_columns = [
+            c for c in flagged.columns if c not in (FAILED_COLUMN, FILE_COLUMN, PARSE_ERROR)
+        ]
+        return (
+            flagged.observe(observation, *self.counting())
+            .where(kept)
+            .select(*[F.col(quote(c)) for c in table_columns])
+        )
+
+    def set_aside(
+        self, spark: SparkSession, observed: dict | None, flagged: DataFrame, target: T.StructType
+    ) -> None:
+        """After the table's write: the counts (`observed` by it, else counted by one
+        query), then, when a row failed, those rows written to the quarantine table and
+        sampled from it."""
+        self.counts = count_set_aside(observed, self, flagged)
+        if self.counts[QUARANTINED]:
+            written = write_quarantined(spark, self, flagged, target)
+            if written.rows_written != self.counts[QUARANTINED]:
+                raise QuarantineSplitError(
+                    f"the quarantine checks {', '.join(self.names)} counted "
+                    f"{self.counts[QUARANTINED]} failing row(s) while the table was written, "
+                    f"then found {written.rows_written} when setting them aside: a check "
+                    "that answers differently on the same row (rand(), current_timestamp(), "
+                    "...) cannot quarantine; make it deterministic or use on_fail: hold"
+                )
+            self.samples = self.sample(spark, written, target)
+
+    def sample(self, spark: SparkSession, written, target: T.StructType) -> dict[str, list[dict]]:
+        """Up to SAMPLES rows set aside per check (the table's leading columns), from one
+        LIMITed read of the rows just written to the quarantine table."""
+        columns = [f.name for f in target.fields][:SAMPLE_COLUMNS]
+        picked = (
+            rows_added(spark, self.table, written)
+            .select(*[F.col(quote(c)) for c in columns], F.col("_wap_failed_checks"))
+            .limit(SAMPLES * len(self.names))
+            .collect()
+        )
+        samples: dict[str, list[dict]] = {name: [] for name in self.names}
+        for row in picked:
+            record = row.asDict(recursive=True)
+            for name in record.pop("_wap_failed_checks"):
+                if len(samples[name]) < SAMPLES:
+                    samples[name].append(jsonable_row(record))
+        return samples
+
+    def quarantined(self, flagged: DataFrame, target: T.StructType) -> DataFrame:
+        """The rows set aside, shaped for the quarantine table."""
+        key = F.regexp_replace(F.expr(f"url_decode({FILE_COLUMN})"), FILE_KEY_PATTERN, "/")
+        source = F.col(FILE_COLUMN)
+        for path, origin in self.origins.items():
+            source = F.when(key == F.lit(path), F.lit(origin)).otherwise(source)
+        raw = F.col(PARSE_ERROR) if PARSE_ERROR in flagged.columns else F.lit(None).cast("string")
+        at = self.quarantined_at or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)  # noqa: UP017
+        metadata = {
+            "_wap_failed_checks": F.col(FAILED_COLUMN),
+            "_wap_source_file": source,
+            "_wap_raw_text": raw,
+            "_wap_ingest_id": F.lit(self.ingest_id),
+            "_wap_quarantined_at": F.lit(at).cast("timestamp"),
+        }
+        columns = [F.col(quote(f.name)) for f in target.fields]
+        columns += [metadata[name].alias(name) for name, _, _ in QUARANTINE_COLUMNS]
+        return flagged.where(F.size(F.col(FAILED_COLUMN)) > 0).select(*columns)
+
+
+def split_for(
+    checks: list[Check],
+    parse_check: ParseErrorsCheck | None,
+    ref: CatalogTable,
+    ingest_id: str,
+    origins: dict[str, str],
+) -> Split | None:
+    """The run's split, None when no check quarantines (the write is then as before)."""
+    quarantining = [c for c in checks if c.spec.on_fail == QUARANTINE]
+    parse_name = (
+        parse_check.spec.name
+        if parse_check is not None and parse_check.spec.on_fail == QUARANTINE
+        else None
+    )
+    if not quarantining and parse_name is None:
+        return None
+    return Split(
+        table=quarantine_ref(ref),
+        ingest_id=ingest_id,
+        checks=[(c.spec.name, c.violation()) for c in quarantining],
+        parse_errors=parse_name,
+        origins=origins,
+    )
+
+
+def quarantine_ref(ref: CatalogTable) -> CatalogTable:
+    """The quarantine table of `ref`, in the same catalog and namespace."""
+    return replace(ref, table=quarantine_table_name(ref.table))
+
+
+def quarantine_schema(target: T.StructType) -> T.StructType:
+    """The table's columns (all optional: a row set aside may lack a required value)
+    followed by the quarantine's own."""
+    own = [
+        T.StructField(name, QUARANTINE_TYPES[kind], nullable)
+        for name, kind, nullable in QUARANTINE_COLUMNS
+    ]
+    return T.StructType([_optional(f) for f in target.fields] + own)
+
+
+def _optional(column: T.StructField) -> T.StructField:
+    """`column`, nullable."""
+    return T.StructField(column.name, column.dataType, True, column.metadata)
+
+
+def prepare_quarantine_table(spark: SparkSession, ref, target: T.StructType) -> None:
+    """Create the quarantine table beside the table on the branch, or add to it the
+    columns the table gained and widen the ones it widened (its columns follow the
+    table's)."""
+    table = quarantine_ref(ref)
+    wanted = quarantine_schema(target)
+    try:
+        existing = load_table(spark, table)
+        if existing is None:
+            create_namespace(spark, table)
+            columns = ", ".join(
+                f"{quote(f.name)} {sql_type(spark, f.dataType)}"
+                + ("" if f.nullable else " NOT NULL")
+                for f in wanted.fields
+            )
+            spark.sql(
+                f"CREATE TABLE IF NOT EXISTS {table.sql} ({columns}) USING iceberg "
+                "TBLPROPERTIES ('format-version'='2')"
+            )
+            return
+        have = {f.name: f.dataType for f in spark_schema(spark, existing).fields}
+        for column in wanted.fields:
+            type_ = sql_type(spark, column.dataType)
+            if column.name not in have:
+                spark.sql(f"ALTER TABLE {table.sql} ADD COLUMNS ({quote(column.name)} {type_})")
+            elif have[column.name].simpleString() != column.dataType.simpleString():
+                spark.sql(f"ALTER TABLE {table.sql} ALTER COLUMN {quote(column.name)} TYPE {type_}")
+    except Exception as exc:
+        raise as_job_error(
+            exc, f"preparing the quarantine table {table.table} failed: {describe(exc)}"
+        ) from exc
+
+
+def write_quarantined(spark: SparkSession, split: Split, flagged: DataFrame, target: T.StructType):
+    """Append the rows set aside to the quarantine table on the branch, stamped with the
+    ingest, once per ingest (a re-run finds its snapshot and appends nothing); return
+    that snapshot (`writer.AppendResult`)."""
+    table = split.table
+    try:
+        existing = load_table(spark, table)
+        found = find_ingest_snapshot(existing, split.ingest_id) if existing is not None else None
+        if found is not None:
+            return found
+        (
+            split.quarantined(flagged, target)
+            .writeTo(table.sql)
+            .option(f"snapshot-property.{INGEST_ID_PROPERTY}", split.ingest_id)
+            .append()
+        )
+        found = find_ingest_snapshot(load_table(spark, table), split.ingest_id)
+        if found is None:
+            raise RuntimeError(f"no snapshot of {table.table} carries the ingest {split.ingest_id}")
+        return found
+    except Exception as exc:
+        raise as_job_error(
+            exc, f"writing the quarantined rows to {table.table} failed: {describe(exc)}"
+        ) from exc
+
+
+def count_set_aside(values: dict | None, split: Split, flagged: DataFrame) -> dict[str, int]:
+    """The rows set aside in all (`QUARANTINED`) and per check: as observed by the write,
+    else counted by one query."""
+    if values is None:
+        values = flagged.agg(*split.counting()).first().asDict()
+    return {name: int(values[name] or 0) for name in [QUARANTINED, *split.names]}
+
+
+def recount(spark: SparkSession, split: Split) -> dict[str, int] | None:
+    """A re-run that reuses the ingest's snapshot: the counts from the rows its first run
+    set aside (None when it set none aside, or the table is not there)."""
+    existing = load_table(spark, split.table)
+    found = find_ingest_snapshot(existing, split.ingest_id) if existing is not None else None
+    if found is None:
+        return None
+    rows = rows_added(spark, split.table, found)
+    failed = F.col("_wap_failed_checks")
+    values = (
+        rows.agg(
+            F.count(F.lit(1)).alias(QUARANTINED),
+            *[F.count_if(F.array_contains(failed, name)).alias(name) for name in split.names],
+        )
+        .first()
+        .asDict()
+    )
+    return {name: int(values[name] or 0) for name in [QUARANTINED, *split.names]}
+
+
+def judge_quarantine(
+    results: list[CheckResult],
+    split: Split,
+    gate: QuarantineGate,
+    published: int,
+) -> tuple[list[CheckResult], int]:
+    """The report's checks with each quarantine check's rows set aside (a warning, not a
+    hold: its rows are not in the table) and the gate's verdict appended; and the number
+    of rows set aside."""
+    counts = split.counts or {}
+    quarantined = int(counts.get(QUARANTINED, 0))
+    judged = []
+    for result in results:
+        if result.name in split.names and result.name in counts:
+            count = counts[result.name]
+            result = replace(
+                result,
+                severity="warn",
+                status=FAILED if count else PASSED,
+                violations=count,
+                observed=count,
+                settled_by=WRITE,
+                # Rows that did not parse keep their own samples (file, line, text).
+                samples=result.samples
+                if result.name == split.parse_errors
+                else tuple(split.samples.get(result.name, ())),
+                message=(
+                    f"{count} row(s) set aside in {split.table.table}, not published"
+                    if count
+                    else result.message
+                ),
+            )
+        judged.append(result)
+    total = published + quarantined
+    over = gate.exceeded(quarantined, total)
+    fraction = round(quarantined / total, 6) if total else 0.0
+    judged.append(
+        CheckResult(
+            name=QUARANTINE_GATE,
+            kind=QUARANTINE_GATE,
+            severity="error",
+            status=FAILED if over else PASSED,
+            violations=quarantined,
+            threshold={"max_fraction": gate.max_fraction, "max_rows": gate.max_rows},
+            observed={"rows": quarantined, "fraction": fraction},
+            settled_by=WRITE,
+            message=(
+                f"{quarantined} of {total} row(s) failed quarantine checks, more than the "
+                "table's quarantine gate lets through: nothing is published"
+                if over
+                else None
+            ),
+        )
+    )
+    return judged, quarantined
+
+
+def counts_of_reused(
+    spark: SparkSession, split: Split, frame: DataFrame, target: T.StructType
+) -> dict[str, int]:
+    """A re-run that reuses the ingest's snapshot of the table: the counts of the rows
+    its first run set aside; when that run stopped before setting them aside (its
+    quarantine table has no snapshot of the ingest), flag the sources again and set them
+    aside now."""
+    found = recount(spark, split)
+    if found is not None:
+        return found
+    flagged = split.flag(frame, SchemaPlan(target=target).projection(data_schema(frame)))
+    split.set_aside(spark, None, flagged, target)
+    return split.counts
