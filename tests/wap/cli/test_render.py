@@ -12,6 +12,24 @@ from tests.fixtures.paths import REPO
 from wap.cli import render
 
 
+def _text(*renderables) -> str:
+    """What a 200-column terminal shows for `renderables`."""
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    for renderable in renderables:
+        console.print(renderable)
+    return console.export_text()
+
+
+def _run_row(char: str, rows: int, **extra):
+    """A PUBLISHED row of `wap runs` for ingest `char * 16` of s.t."""
+    from wap.ops.operations import RunRow
+
+    uri = f"s3://b/s/t/{char}.parquet"
+    return RunRow(char * 16, "s.t", uri, "PUBLISHED", None, "now", rows, None, **extra)
+
+
 def test_queue_lines_say_how_many_files_wait_and_for_how_long():
     lines = render.queue_lines(
         [QueueStat("sales.orders", 3, 754.0), QueueStat("sales.refunds", 1, 12.0)]
@@ -24,34 +42,19 @@ def test_queue_lines_say_how_many_files_wait_and_for_how_long():
 
 
 def test_runs_show_a_batch_column_only_when_an_ingest_ran_in_a_batch():
-    from rich.console import Console
 
     from wap.cli import render
-    from wap.ops.operations import RunRow
 
-    def shown(*rows: RunRow) -> str:
-        console = Console(width=200, record=True)
-        console.print(render.runs_table(rows))
-        return console.export_text()
+    def shown(*rows) -> str:
+        return _text(render.runs_table(rows))
 
-    alone = RunRow("a" * 16, "s.t", "s3://b/s/t/a.parquet", "PUBLISHED", None, "now", 1, None)
-    batched = RunRow(
-        "b" * 16,
-        "s.t",
-        "s3://b/s/t/b.parquet",
-        "PUBLISHED",
-        None,
-        "now",
-        1,
-        None,
-        batch_id="c" * 16,
-    )
+    alone = _run_row("a", 1)
+    batched = _run_row("b", 1, batch_id="c" * 16)
     assert "batch" not in shown(alone)
     assert "batch" in shown(alone, batched) and "c" * 16 in shown(alone, batched)
 
 
 def test_show_lists_the_files_of_a_batch_that_did_not_pass():
-    from rich.console import Console
 
     from contracts.report import AuditReport, SourceVerdict
     from wap.ops.operations import IngestView
@@ -68,10 +71,7 @@ def test_show_lists_the_files_of_a_batch_that_did_not_pass():
             branch_rows=None,
             failed_checks=[],
         )
-        console = Console(width=200, record=True)
-        for renderable in render.show_view(view):
-            console.print(renderable)
-        return console.export_text()
+        return _text(*render.show_view(view))
 
     good = SourceVerdict("s3://b/s/t/run/part-0.parquet", "passed", rows=5)
     bad = SourceVerdict(
@@ -108,31 +108,14 @@ def test_next_steps_suggest_publish_only_where_it_is_accepted(status):
 
 
 def test_runs_and_show_say_how_many_rows_were_quarantined():
-    from rich.console import Console
 
     from contracts.report import AuditReport
-    from wap.ops.operations import IngestView, RunRow
+    from wap.ops.operations import IngestView
 
-    def text(*renderables) -> str:
-        console = Console(width=200, record=True)
-        for renderable in renderables:
-            console.print(renderable)
-        return console.export_text()
-
-    clean = RunRow("a" * 16, "s.t", "s3://b/s/t/a.parquet", "PUBLISHED", None, "now", 5, None)
-    quarantined = RunRow(
-        "b" * 16,
-        "s.t",
-        "s3://b/s/t/b.parquet",
-        "PUBLISHED",
-        None,
-        "now",
-        17,
-        None,
-        quarantined_rows=3,
-    )
-    assert "quarantined" not in text(render.runs_table([clean]))
-    listing = text(render.runs_table([clean, quarantined]))
+    clean = _run_row("a", 5)
+    quarantined = _run_row("b", 17, quarantined_rows=3)
+    assert "quarantined" not in _text(render.runs_table([clean]))
+    listing = _text(render.runs_table([clean, quarantined]))
     assert "quarantined" in listing and " 3 " in listing
     document = render.runs_json([clean, quarantined], [], [])
     assert [r["quarantined_rows"] for r in document["ingests"]] == [None, 3]
@@ -157,5 +140,5 @@ def test_runs_and_show_say_how_many_rows_were_quarantined():
         branch_rows=None,
         failed_checks=[],
     )
-    shown = text(*render.show_view(view))
+    shown = _text(*render.show_view(view))
     assert "quarantined" in shown and "3 rows in s.t__quarantine" in shown
