@@ -328,7 +328,7 @@ def _against_main(
         status=FAILED,
         settled_by=SCAN,
         samples=tuple(
-            _jsonable_row(row.asDict(recursive=True)) for row in hits.limit(SAMPLES).collect()
+            jsonable_row(row.asDict(recursive=True)) for row in hits.limit(SAMPLES).collect()
         ),
     )
 
@@ -437,7 +437,7 @@ def _samples(
         shown = {name: record[name] for name in wanted}
         for index in predicates:
             if record[f"__v{index}"] and len(samples[index]) < SAMPLES:
-                samples[index].append(_jsonable_row(shown))
+                samples[index].append(jsonable_row(shown))
     if picked.complete:
         return samples
     short = {
@@ -463,7 +463,7 @@ def _samples(
             record = row.asDict(recursive=True)
             index = record.pop("__check")
             record.pop("__n")
-            samples[index].append(_jsonable_row(record))
+            samples[index].append(jsonable_row(record))
     return samples
 
 
@@ -478,7 +478,8 @@ def _flagged(rows: DataFrame, wanted: list[str], predicates: dict) -> DataFrame:
     ).where(any_flag)
 
 
-def _jsonable_row(row: dict) -> dict:
+def jsonable_row(row: dict) -> dict:
+    """A sampled row as the report keeps it (see `_jsonable`)."""
     return {key: _jsonable(value) for key, value in row.items()}
 
 

@@ -35,8 +35,7 @@ from contracts.table_config import (
     QuarantineGate,
     quarantine_table_name,
 )
-from spark_jobs.audit import SAMPLE_COLUMNS, SAMPLES
-from spark_jobs.audit import _jsonable_row as jsonable_row
+from spark_jobs.audit import SAMPLE_COLUMNS, SAMPLES, jsonable_row
 from spark_jobs.checks import Check, ParseErrorsCheck
 from spark_jobs.errors import TableConfigError, as_job_error, describe
 from spark_jobs.identifiers import quote
