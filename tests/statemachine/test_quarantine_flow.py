@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 
+from ingestion.lineage.events import run_id
 from tests.fixtures.local_stack import fake_parquet, wait_for_key
+from tests.fixtures.openlineage_models import parse_run_event
 
 
 def test_a_published_drop_records_its_quarantined_rows(make_stack):
@@ -31,6 +33,24 @@ def test_a_published_drop_with_quarantined_rows_warns_slack(make_stack, slack):
     )
     text = json.dumps(message["blocks"])
     assert f"{record.table}__quarantine" in text and "amount_positive" in text
+
+
+def test_the_runs_lineage_outputs_the_quarantine_table_with_its_rows(make_stack, receiver):
+    stack = make_stack(lineage_url=receiver.url)
+    stack.drop_file("clean/qorders/with-quarantine.parquet", fake_parquet("q"))
+    record = wait_for_key(stack, "clean/qorders/with-quarantine.parquet")
+    stack.wait_idle()
+
+    [complete] = [
+        event
+        for event in receiver.events_of(run_id(record.ingest_id))
+        if event["eventType"] == "COMPLETE"
+    ]
+    parse_run_event(complete)
+    rows = {
+        o["name"]: o["outputFacets"]["outputStatistics"]["rowCount"] for o in complete["outputs"]
+    }
+    assert rows == {record.table: 10, f"{record.table}__quarantine": 3}
 
 
 def test_a_clean_drop_records_none(make_stack, slack):
