@@ -220,7 +220,7 @@ def _sample_line(sample: Any) -> str:
     return _value(raw.replace("```", "'''"), _MAX_SAMPLE)
 
 
-def _check_text(index: int, check: CheckResult) -> str:
+def _check_text(index: int, check: CheckResult, samples_name: str | None = None) -> str:
     head = f"*{index}. {_value(check.name, 200)}* · {_code(check.kind, 60)}"
     if check.columns:
         head += f" on {_code(', '.join(check.columns), 300)}"
@@ -239,7 +239,7 @@ def _check_text(index: int, check: CheckResult) -> str:
     if not check.samples:
         return text
     # Close the code block ourselves so a long sample list cannot leave it open.
-    title = samples_title(check.kind)
+    title = samples_name or samples_title(check.kind)
     budget = MAX_SECTION_TEXT - len(text) - len(f"\n{title}:\n``````") - 40
     samples: list[str] = []
     for position, sample in enumerate(check.samples):
@@ -332,7 +332,9 @@ def _published_with_quarantine(
         blocks += [{"type": "divider"}, _section("*Checks that set rows aside*")]
     used = _text_length(blocks) + 400
     for index, check in enumerate(checks, start=1):
-        block = _section(_check_text(index, replace(check, samples=check.samples[:5])))
+        block = _section(
+            _check_text(index, replace(check, samples=check.samples[:5]), "Quarantined rows")
+        )
         # Room for the "more" note and the links below.
         if len(blocks) + 4 > MAX_BLOCKS or used + len(block["text"]["text"]) > MAX_TOTAL_TEXT:
             blocks.append(_context(f"…and {len(checks) - index + 1} more: see the report."))
