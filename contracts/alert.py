@@ -1,5 +1,8 @@
 """The alert event: built by the functions that alert (finish, the trigger, the sweeper),
-passed on by the state machine (`$.finish.alert`), checked where the alert Lambda takes it."""
+passed on by the state machine (`$.finish.alert`), checked where the alert Lambda takes it.
+
+Besides failures, one warning: a drop PUBLISHED with rows set aside in its quarantine
+table (issue 40) carries a `QuarantineNotice`; a clean publish alerts nobody."""
 
 from __future__ import annotations
 
@@ -8,14 +11,14 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from contracts.fields import ContractError, Reader
-from contracts.lifecycle import FAILED_STATUSES, FINAL_STATUSES
+from contracts.lifecycle import FAILED_STATUSES, FINAL_STATUSES, PUBLISHED
 
 ALERT_VERSION = 1
 KNOWN_ALERT_VERSIONS = (1,)
 # An alert reports a failed status (contracts/lifecycle.py), or BLOCKED: a table its next
-# file cannot start on (the sweeper).
+# file cannot start on (the sweeper), or (a warning) PUBLISHED with rows quarantined.
 BLOCKED = "BLOCKED"
-KNOWN_OUTCOMES = (*(s for s in FINAL_STATUSES if s in FAILED_STATUSES), BLOCKED)
+KNOWN_OUTCOMES = (*(s for s in FINAL_STATUSES if s in FAILED_STATUSES), BLOCKED, PUBLISHED)
 
 _REQUIRED = ("ingest_id", "table", "outcome")
 _OPTIONAL = ("source_uri", "reason", "branch", "report_uri", "execution_arn", "log_uri")
@@ -26,8 +29,42 @@ class AlertEventError(ContractError):
 
 
 @dataclass(frozen=True)
+class QuarantineNotice:
+    """A drop published with rows set aside: how many rows went to the table(s), how many
+    to their quarantine tables (`<ns>.<table>__quarantine`), and which those are."""
+
+    rows_published: int
+    rows_quarantined: int
+    quarantine_tables: tuple[str, ...]
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "alert event.quarantine") -> QuarantineNotice:
+        """Parse and check the notice; raise AlertEventError naming the bad field."""
+        if not isinstance(data, Mapping):
+            raise AlertEventError(f"{where} must be a JSON object, got {type(data).__name__}")
+        read = Reader(data, where, AlertEventError)
+        notice = cls(
+            rows_published=read.integer("rows_published", minimum=0),
+            rows_quarantined=read.integer("rows_quarantined", minimum=1),
+            quarantine_tables=read.strings("quarantine_tables"),
+        )
+        if not notice.quarantine_tables:
+            raise read.fail("quarantine_tables", "a non-empty list of table names")
+        return notice
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object under the event's `quarantine`."""
+        return {
+            "rows_published": self.rows_published,
+            "rows_quarantined": self.rows_quarantined,
+            "quarantine_tables": list(self.quarantine_tables),
+        }
+
+
+@dataclass(frozen=True)
 class AlertEvent:
-    """What went wrong with one ingest; every optional field may be None."""
+    """What went wrong with one ingest (or, with `quarantine`, what it published and set
+    aside); every optional field may be None."""
 
     ingest_id: str
     table: str
@@ -38,6 +75,8 @@ class AlertEvent:
     report_uri: str | None = None
     execution_arn: str | None = None
     log_uri: str | None = None
+    # Only with outcome PUBLISHED, which needs it: the rows set aside (a warning).
+    quarantine: QuarantineNotice | None = None
     alert_version: int = ALERT_VERSION
 
     @classmethod
@@ -61,8 +100,17 @@ class AlertEvent:
         for name in _OPTIONAL:
             value = read.text(name)
             values[name] = value.strip() if value and value.strip() else None
+        notice = read.mapping("quarantine")
+        values["quarantine"] = None if notice is None else QuarantineNotice.from_dict(notice)
+        if (values["outcome"] == PUBLISHED) != (notice is not None):
+            raise read.fail(
+                "quarantine",
+                "present exactly when the outcome is PUBLISHED (rows set aside)",
+            )
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object the alert Lambda receives (the state machine passes it on)."""
-        return asdict(self)
+        event = asdict(self)
+        event["quarantine"] = None if self.quarantine is None else self.quarantine.to_dict()
+        return event

@@ -140,6 +140,9 @@ class CheckResult:
     settled_by: str | None = None
     samples: tuple[Mapping[str, Any], ...] = ()
     message: str | None = None
+    # A check with `on_fail: quarantine`: the rows it set aside (its samples are some of
+    # them); None for every other check, and in reports from before quarantine.
+    quarantined_rows: int | None = None
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "check") -> CheckResult:
@@ -157,6 +160,7 @@ class CheckResult:
             settled_by=read.choice("settled_by", SETTLED_BY, required=False),
             samples=read.objects("samples"),
             message=read.text("message"),
+            quarantined_rows=read.integer("quarantined_rows", required=False, minimum=0),
         )
 
     @property
@@ -178,6 +182,10 @@ class CheckResult:
             "settled_by": self.settled_by,
             "samples": [dict(sample) for sample in self.samples],
             "message": self.message,
+            # Only on a quarantine check: other checks' entries stay as they were.
+            **(
+                {} if self.quarantined_rows is None else {"quarantined_rows": self.quarantined_rows}
+            ),
         }
 
 
@@ -298,6 +306,11 @@ class AuditReport:
                 if entry.snapshot_id is not None
             }
         return {} if self.snapshot_id is None else {self.table: self.snapshot_id}
+
+    @property
+    def quarantining_checks(self) -> tuple[CheckResult, ...]:
+        """The checks that set rows aside in a quarantine table, in report order."""
+        return tuple(check for check in self.checks if check.quarantined_rows)
 
     @property
     def blocking_checks(self) -> tuple[CheckResult, ...]:

@@ -348,6 +348,7 @@ def judge_quarantine(
                 status=FAILED if count else PASSED,
                 violations=count,
                 observed=count,
+                quarantined_rows=count,
                 settled_by=WRITE,
                 # Rows that did not parse keep their own samples (file, line, text).
                 samples=result.samples

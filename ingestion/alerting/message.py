@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from contracts.alert import BLOCKED, AlertEvent
+from contracts.alert import BLOCKED, AlertEvent, QuarantineNotice
 from contracts.lifecycle import Status
 from contracts.report import (
     AUDIT_FAILED_CODE,
@@ -55,6 +55,7 @@ _TITLES = {
     Status.JOB_FAILED: "Ingest job failed",
     Status.PUBLISH_FAILED: "Publish failed",
     BLOCKED: "Table blocked",
+    Status.PUBLISHED: ":warning: Published with quarantined rows",
 }
 _SAFE_TABLE = re.compile(r"^[A-Za-z0-9_.]{1,120}$")
 _PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
@@ -219,7 +220,7 @@ def _sample_line(sample: Any) -> str:
     return _value(raw.replace("```", "'''"), _MAX_SAMPLE)
 
 
-def _check_text(index: int, check: CheckResult) -> str:
+def _check_text(index: int, check: CheckResult, samples_name: str | None = None) -> str:
     head = f"*{index}. {_value(check.name, 200)}* · {_code(check.kind, 60)}"
     if check.columns:
         head += f" on {_code(', '.join(check.columns), 300)}"
@@ -238,7 +239,7 @@ def _check_text(index: int, check: CheckResult) -> str:
     if not check.samples:
         return text
     # Close the code block ourselves so a long sample list cannot leave it open.
-    title = samples_title(check.kind)
+    title = samples_name or samples_title(check.kind)
     budget = MAX_SECTION_TEXT - len(text) - len(f"\n{title}:\n``````") - 40
     samples: list[str] = []
     for position, sample in enumerate(check.samples):
@@ -309,6 +310,79 @@ def _derived_reason(report: AuditReport | None, checks: list[CheckResult]) -> st
     return text
 
 
+def _published_with_quarantine(
+    event: AlertEvent,
+    notice: QuarantineNotice,
+    report: AuditReport | None,
+    title: str,
+    nessie_ui_url: str | None,
+    aws_console_links: bool,
+) -> SlackMessage:
+    """The warning of a publish that set rows aside: counts, the quarantine table(s) and
+    each quarantining check with its samples (ingestion/alerting/quarantine.py)."""
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": _clip(title, MAX_HEADER_TEXT), "emoji": True},
+        },
+        _section(_quarantine_summary(event, notice, nessie_ui_url)),
+    ]
+    checks = report.quarantining_checks if report else ()
+    if checks:
+        blocks += [{"type": "divider"}, _section("*Checks that set rows aside*")]
+    used = _text_length(blocks) + 400
+    for index, check in enumerate(checks, start=1):
+        block = _section(
+            _check_text(index, replace(check, samples=check.samples[:5]), "Quarantined rows")
+        )
+        # Room for the "more" note and the links below.
+        if len(blocks) + 4 > MAX_BLOCKS or used + len(block["text"]["text"]) > MAX_TOTAL_TEXT:
+            blocks.append(_context(f"…and {len(checks) - index + 1} more: see the report."))
+            break
+        blocks.append(block)
+        used += len(block["text"]["text"])
+    links = _links(event, aws_console_links)
+    if links:
+        blocks += [{"type": "divider"}, _section(links)]
+    text = _quarantine_line(event.table, notice, report)
+    return SlackMessage(text=fit(text, MAX_FALLBACK_TEXT), blocks=blocks)
+
+
+def _quarantine_line(table: str, notice: QuarantineNotice, report: AuditReport | None) -> str:
+    """`published 999,997 rows of sales.orders; 3 quarantined: amount_range` (the checks
+    from the report, when it could be read)."""
+    text = (
+        f"published {notice.rows_published:,} rows of {_value(table, 200)}; "
+        f"{notice.rows_quarantined:,} quarantined"
+    )
+    names = [check.name for check in report.quarantining_checks] if report else []
+    if names:
+        text += ": " + ", ".join(_value(name, 80) for name in names[:10])
+        text += f" and {len(names) - 10} more" if len(names) > 10 else ""
+    return text
+
+
+def _quarantine_summary(
+    event: AlertEvent, notice: QuarantineNotice, nessie_ui_url: str | None
+) -> str:
+    tables = ", ".join(
+        _linked(nessie_table_url(nessie_ui_url, "main", name), name)
+        for name in notice.quarantine_tables[:20]
+    )
+    lines = [f"*Table:* {_code(event.table)}"]
+    if event.source_uri:
+        lines.append(f"*Source:* {_code(event.source_uri)}")
+    lines += [
+        f"*Outcome:* {_code(event.outcome, 80)}",
+        f"*Ingest:* {_code(event.ingest_id, 80)}",
+        f"*Rows published:* {notice.rows_published:,}",
+        f"*Rows quarantined:* {notice.rows_quarantined:,} in {tables}",
+        "They are on main beside the table: fix them and drop them again "
+        "(see tables/README.md, quarantine).",
+    ]
+    return "\n".join(lines)
+
+
 def build_message(
     event: AlertEvent,
     report: AuditReport | None,
@@ -323,6 +397,10 @@ def build_message(
     title = outcome_title(event.outcome)
     if _SAFE_TABLE.match(event.table):
         title = f"{title}: {event.table}"
+    if event.quarantine is not None:  # a warning, not a failure: no checks failed
+        return _published_with_quarantine(
+            event, event.quarantine, report, title, nessie_ui_url, aws_console_links
+        )
     head: list[dict[str, Any]] = [
         {
             "type": "header",

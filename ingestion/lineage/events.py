@@ -50,6 +50,7 @@ from contracts.report import (
     SourceVerdict,
     TableWrite,
 )
+from contracts.table_config import quarantine_table_name
 from ingestion.lineage.facets import (
     PRODUCER,
     NessieReferenceDatasetFacet,
@@ -216,6 +217,8 @@ def outcome_event(
                 schema=report.table_schema if report is not None else (),
             )
         ]
+        if report is not None and report.quarantined_rows:
+            outputs.append(_quarantine_output(namespace, table, outcome, report))
     return _event(
         event_type,
         namespace=namespace,
@@ -286,6 +289,30 @@ def _table_output(
         name=table,
         facets=facets,
         outputFacets=output_facets,
+    )
+
+
+def _quarantine_output(
+    namespace: str, table: str, outcome: Outcome, report: AuditReport
+) -> OutputDataset:
+    """The table's quarantine table (issue 40): the rows the run set aside, written by the
+    same commit as the table (published by the same merge, or left on the same branch)."""
+    facets: dict = {}
+    if outcome.reference:
+        facets["wap_nessie"] = NessieReferenceDatasetFacet(
+            reference=outcome.reference,
+            hash=outcome.hash or report.branch_hash,
+            producer=PRODUCER,
+        )
+    return OutputDataset(
+        namespace=catalog_namespace(namespace),
+        name=quarantine_table_name(table),
+        facets=facets,
+        outputFacets={
+            "outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+                rowCount=report.quarantined_rows, producer=PRODUCER
+            )
+        },
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from contracts.alert import AlertEvent
 from contracts.state import ExecutionState, FinishResult
 from ingestion import constants as c
+from ingestion.alerts import alerts_on
 from ingestion.batching import failing_files, is_batch, split_reason
 from ingestion.config import Settings
 from ingestion.exceptions import InvalidEventError
@@ -140,7 +141,8 @@ def finish(
         status,
         reason,
         only_if_status={c.RUNNING, c.RECEIVED, c.QUEUED},
-        alert=status not in (c.PUBLISHED, c.SPLIT),
+        # A publish is alerted only with rows quarantined (a warning), a split run by its files.
+        alert=status != c.SPLIT and alerts_on(status, fields["quarantined_rows"]),
         deliver=alerts.append,
         fields={k: v for k, v in fields.items() if v is not None},
         at=now,
@@ -151,7 +153,11 @@ def finish(
     )
     next_id = release_all_and_start_next(settings, ledger, nessie, record)
     alert = alerts[0] if alerts else None
-    if settled is None and record.status not in (c.PUBLISHED, c.SPLIT):
+    if (
+        settled is None
+        and record.status != c.SPLIT
+        and alerts_on(record.status or status, record.quarantined_rows)
+    ):
         # Recorded by an earlier invocation that failed before returning: its alert was
         # never sent.
         alert = alert_of(record, record.status or status, record.error or reason, execution_arn)

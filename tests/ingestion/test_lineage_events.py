@@ -190,3 +190,37 @@ def test_a_multi_table_dataset_outputs_every_table_at_the_one_merged_commit():
         )
         for name, o in outputs.items()
     } == {"shop.order_items": ("cd" * 32, "11", 4), "shop.orders": ("cd" * 32, "12", 3)}
+
+
+def test_a_publish_with_quarantined_rows_outputs_the_quarantine_table_with_its_rows():
+    report = AuditReport.from_dict(
+        {**REPORT.to_dict(), "outcome": "passed", "rows_written": 5, "quarantined_rows": 2}
+    )
+    event = _sent(
+        "e" * 16,
+        "sales.orders",
+        ["s3://src/sales/orders/a.parquet"],
+        Outcome(status="PUBLISHED", reference="main", hash="cd" * 32),
+        report,
+    )
+
+    outputs = {o["name"]: o for o in event["outputs"]}
+    assert sorted(outputs) == ["sales.orders", "sales.orders__quarantine"]
+    quarantine = outputs["sales.orders__quarantine"]
+    assert quarantine["namespace"] == outputs["sales.orders"]["namespace"]
+    assert quarantine["outputFacets"]["outputStatistics"]["rowCount"] == 2
+    assert quarantine["facets"]["wap_nessie"]["reference"] == "main"
+    assert quarantine["facets"]["wap_nessie"]["hash"] == "cd" * 32
+    assert outputs["sales.orders"]["outputFacets"]["outputStatistics"]["rowCount"] == 5
+
+
+def test_a_run_that_quarantined_nothing_outputs_only_its_table():
+    event = _sent(
+        "f" * 16,
+        "sales.orders",
+        ["s3://src/sales/orders/a.parquet"],
+        Outcome(status="PUBLISHED", reference="main", hash="cd" * 32),
+        AuditReport.from_dict({**REPORT.to_dict(), "outcome": "passed"}),
+    )
+
+    assert [o["name"] for o in event["outputs"]] == ["sales.orders"]

@@ -18,11 +18,12 @@ from typing import Any
 from urllib.parse import quote
 
 from contracts.report import AuditReport, samples_title
+from contracts.table_config import TableConfig, quarantine_table_name
 from ingestion import constants as c
-from ingestion.ledger import IngestRecord, LedgerRecord
+from ingestion.ledger import IngestRecord, LedgerRecord, tables_of
 from wap.ops.backends import Target
 from wap.ops.operations import BatchRow, BranchRow, RunRow
-from wap.ops.report_view import ReportView, reason_of
+from wap.ops.report_view import QUARANTINED_SAMPLES_TITLE, ReportView, reason_of
 from wap.text import age_text, size_text  # noqa: F401 (the views' one import)
 
 # Outcome groups shown on the overview, in display order, with their chart colours.
@@ -275,7 +276,10 @@ def batch_rows(batches: Iterable[BatchRow]) -> list[dict[str, Any]]:
 
 
 def run_rows(runs: Iterable[RunRow]) -> list[dict[str, Any]]:
-    """Every ingest for the 'all ingests' table, newest first."""
+    """Every ingest for the 'all ingests' table, newest first; a `quarantined` column (rows
+    set aside in the quarantine table) only when some ingest set rows aside."""
+    runs = list(runs)
+    quarantined = any(r.quarantined_rows for r in runs)
     return [
         {
             "ingest_id": r.ingest_id,
@@ -284,6 +288,7 @@ def run_rows(runs: Iterable[RunRow]) -> list[dict[str, Any]]:
             "file": file_of(r.source),
             "batch": r.batch_id or "-",
             "rows": r.rows_written,
+            **({"quarantined": r.quarantined_rows or 0} if quarantined else {}),
             "when": r.when or "-",
             "reason": redact(r.reason) or "",
         }
@@ -292,6 +297,24 @@ def run_rows(runs: Iterable[RunRow]) -> list[dict[str, Any]]:
 
 
 # ---- one ingest -------------------------------------------------------------------------------
+
+
+def quarantine_tables_text(record: LedgerRecord) -> str:
+    """The quarantine table(s) of the tables a run writes: `ns.t__quarantine`, ..."""
+    return ", ".join(quarantine_table_name(table) for table in tables_of(record))
+
+
+def quarantine_note(table: str, runs: Iterable[RunRow], config: TableConfig | None) -> str | None:
+    """`Quarantine table: ns.t__quarantine (3 rows set aside by 1 ingest)`, for a table
+    whose config quarantines rows or whose ingests set some aside; else None."""
+    counts = [r.quarantined_rows for r in runs if r.quarantined_rows]
+    if not counts and not (config is not None and config.quarantine_checks):
+        return None
+    ingests = f"{len(counts)} ingest{'s' if len(counts) != 1 else ''}"
+    return (
+        f"Quarantine table: {quarantine_table_name(table)} "
+        f"({sum(counts)} rows set aside by {ingests} listed below)"
+    )
 
 
 def cell(value: Any) -> str:
@@ -377,7 +400,8 @@ def sample_tables(report: Report) -> list[tuple[str, list[dict[str, str]]]]:
             for row in ch.samples
             if isinstance(row, Mapping)
         ]
-        out.append((f"{samples_title(str(ch.kind))}: {redact(ch.name)}", rows))
+        title = QUARANTINED_SAMPLES_TITLE if ch.quarantined_rows else samples_title(str(ch.kind))
+        out.append((f"{title}: {redact(ch.name)}", rows))
     return out
 
 

@@ -27,6 +27,7 @@ from ingestion.ledger import Record
 # The job's reason code for a file whose schema the table's schema policy refuses
 # (spark_jobs.errors.SchemaPolicyError).
 SCHEMA_POLICY_CODE = "schema_policy"
+QUARANTINED_SAMPLES_TITLE = "Quarantined rows (set aside, not published)"
 _WRITTEN_OUTCOMES = ("passed", "failed")  # the run wrote its rows, then audited them
 # Failures first: error-severity before warn (a check whose severity is unknown, last).
 _SEVERITY_RANK = {"error": 0, "failed": 0}
@@ -46,6 +47,7 @@ class CheckLine:
     observed: Any = None
     samples: tuple[Any, ...] = ()
     message: str | None = None
+    quarantined_rows: int | None = None  # a quarantine check: the rows it set aside
 
     @classmethod
     def of(cls, check: CheckResult | Mapping[str, Any]) -> CheckLine:
@@ -61,8 +63,10 @@ class CheckLine:
                 check.observed,
                 check.samples,
                 check.message,
+                check.quarantined_rows,
             )
         violations = check.get("violations")
+        quarantined = check.get("quarantined_rows")
         return cls(
             check.get("name"),
             check.get("kind"),
@@ -74,6 +78,7 @@ class CheckLine:
             check.get("observed"),
             tuple(check.get("samples") or ()),
             check.get("message"),
+            quarantined if isinstance(quarantined, int) else None,
         )
 
     @property
@@ -90,7 +95,10 @@ class CheckLine:
 
     @property
     def samples_title(self) -> str:
-        """What its samples are called (violating rows, or unparsable lines) and its name."""
+        """What its samples are called (violating rows, unparsable lines, or rows a quarantine
+        check set aside) and its name."""
+        if self.quarantined_rows:
+            return f"{QUARANTINED_SAMPLES_TITLE}: {self.name}"
         return f"{samples_title(str(self.kind))}: {self.name}"
 
     @property

@@ -104,6 +104,7 @@ def runs_table(runs: Any, *, hide: tuple[str, ...] = ()) -> None:
         column_config={
             "open": st.column_config.LinkColumn("ingest", display_text=r"id=([0-9a-f]+)"),
             "rows": st.column_config.NumberColumn("rows written", format="%d"),
+            "quarantined": st.column_config.NumberColumn("rows quarantined", format="%d"),
         },
     )
 

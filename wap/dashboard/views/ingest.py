@@ -46,6 +46,13 @@ def render() -> None:
             + "  \n".join(f"**{label}**: {shaping.md_escape(text)}" for label, text in lines),
             icon=":material/delete:",
         )
+    elif outcome == shaping.PUBLISHED and record.quarantined_rows:
+        st.warning(
+            f"**PUBLISHED** with {record.quarantined_rows} rows quarantined: set aside in "
+            f"{shaping.md_escape(shaping.quarantine_tables_text(record))} by the checks "
+            "below, published by the same merge.",
+            icon=":material/warning:",
+        )
     elif outcome == shaping.PUBLISHED:
         st.success(
             "**PUBLISHED**: passed its audits and was merged into main.",
@@ -132,6 +139,8 @@ def _counts(view: IngestView, record: LedgerRecord, problem: str | None) -> None
     else:
         second.metric("branch", "deleted" if record.branch else "none", border=True)
     third.metric("written by this ingest", _number(record.rows_written), border=True)
+    if record.quarantined_rows:
+        st.metric("quarantined", _number(record.quarantined_rows), border=True)
     if problem:
         st.caption(f"Row counts unavailable: {shaping.md_escape(problem)}")
 

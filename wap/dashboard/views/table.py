@@ -27,12 +27,21 @@ def render() -> None:
     if data is None:
         return
     st.title(f"Table {shaping.md_escape(data.table)}")
+    _quarantine(data)
     _history(data)
     _metrics(data)
     _maintenance(data)
     _config(data)
     _ingests(data)
     common.back_to_overview()
+
+
+def _quarantine(data: TablePage) -> None:
+    """Its quarantine table, named here beside it (never a table of its own in the lists):
+    when its config quarantines rows or an ingest set some aside."""
+    text = shaping.quarantine_note(data.table, data.runs, _parsed_config(data))
+    if text:
+        st.caption(shaping.md_escape(text))
 
 
 def _pick() -> None:

@@ -1,0 +1,47 @@
+"""The report names the checks that set rows aside (issue 40): each quarantine check's
+entry carries `quarantined_rows`, which the Slack warning, the dashboard and `wap show`
+read; no other entry has it (pure functions, no Spark session)."""
+
+from __future__ import annotations
+
+from contracts.report import AuditReport, CheckResult
+from contracts.table_config import QuarantineGate
+from spark_jobs.quarantine import QUARANTINED, Split, judge_quarantine
+from spark_jobs.writer import CatalogTable
+
+
+def _result(name: str, kind: str = "range") -> CheckResult:
+    return CheckResult(name=name, kind=kind, severity="error", status="passed", violations=0)
+
+
+def test_each_quarantine_check_that_set_rows_aside_says_how_many():
+    split = Split(
+        table=CatalogTable("lake", "sales", "orders__quarantine"),
+        ingest_id="a" * 16,
+        checks=[("amount_range", None), ("known_status", None)],
+        counts={QUARANTINED: 3, "amount_range": 3, "known_status": 0},
+    )
+    checks, quarantined = judge_quarantine(
+        [_result("amount_range"), _result("known_status"), _result("rows", "row_count")],
+        split,
+        QuarantineGate(max_rows=10),
+        published=17,
+    )
+
+    by_name = {check.name: check for check in checks}
+    assert quarantined == 3
+    assert by_name["amount_range"].quarantined_rows == 3
+    assert by_name["known_status"].quarantined_rows == 0
+    assert by_name["rows"].quarantined_rows is None
+    assert by_name["quarantine_gate"].quarantined_rows is None
+    report = AuditReport(
+        ingest_id="a" * 16,
+        table="sales.orders",
+        branch="b",
+        outcome="passed",
+        quarantined_rows=3,
+        checks=tuple(checks),
+    )
+    parsed = AuditReport.from_dict(report.to_dict())
+    assert [check.name for check in parsed.quarantining_checks] == ["amount_range"]
+    assert "quarantined_rows" not in report.to_dict()["checks"][2]  # other entries unchanged
