@@ -11,7 +11,9 @@ Rows are not published twice: each export is recorded beside the audit reports
 and an export leaves out every row an earlier export of the same ingest took (a row
 taken with `--check c` is every row whose `_wap_failed_checks` holds `c`; without
 `--check`, every row). A second export of the same rows refuses, naming the first file:
-the fixed rows can only leave the quarantine table once.
+the fixed rows can only leave the quarantine table once. And `wap ingest` of an exported
+file records the drop on its entry; dropping that file again is refused unless the
+earlier drop's ingest was discarded.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -40,6 +43,8 @@ from wap.ops.ingests import find_ingest, parse_table
 ALL_CHECKS = "*"  # in a replay record: an export that took every row of the ingest
 META_PREFIX = "_wap_"
 REPLAYS = "replays"
+# An exported file's name (`replay_name`), as `wap ingest` recognises it when dropped.
+REPLAY_FILE = re.compile(r"^[a-z_][a-z0-9_]*__replay_(?P<ingest>[0-9a-f]{16})(?:_[^.]+)?\.")
 
 
 @dataclass(frozen=True)
@@ -233,3 +238,43 @@ def _write_record(backend: Backend, uri: str, entries: list[dict[str, Any]]) -> 
     bucket, _, key = uri.removeprefix("s3://").partition("/")
     backend.s3().put_object(Bucket=bucket, Key=key, Body=json.dumps(entries, indent=1).encode())
     backend.changed()  # a local home keeps it
+
+
+def check_redrops(backend: Backend, table: str, names: list[str]) -> None:
+    """Refuse a file exported by `wap replay` that was dropped already, unless that drop's
+    ingest was discarded (its rows then never reached main)."""
+    for name in names:
+        entry = _exported_entry(backend, table, name)
+        earlier = (entry or {}).get("dropped_as")
+        if not earlier:
+            continue
+        record = backend.ledger.get_ingest(earlier)
+        if record is not None and record.status == c.DISCARDED:
+            continue
+        raise NotAllowedError(
+            f"{name} was dropped already (ingest {earlier}, "
+            f"{record.status if record else 'unknown'}): dropping it again would publish "
+            "its rows twice"
+        )
+
+
+def record_drop(backend: Backend, table: str, name: str, ingest_id: str) -> None:
+    """Note on the export's entry that its file was dropped as `ingest_id`."""
+    found = REPLAY_FILE.match(name)
+    if found is None or _exported_entry(backend, table, name) is None:
+        return
+    key = _record_key(backend, table, found["ingest"])
+    entries = _read_record(backend, key)
+    for entry in entries:
+        if entry["file"] == name:
+            entry["dropped_as"] = ingest_id
+    _write_record(backend, key, entries)
+
+
+def _exported_entry(backend: Backend, table: str, name: str) -> dict[str, Any] | None:
+    """The replay record's entry of the file `name` (None: not a file `wap replay` wrote)."""
+    found = REPLAY_FILE.match(name)
+    if found is None or not backend.reports_prefix():
+        return None
+    entries = _read_record(backend, _record_key(backend, table, found["ingest"]))
+    return next((e for e in entries if e["file"] == name), None)

@@ -89,6 +89,18 @@ def test_export_fix_and_drop_again_publishes_the_fixed_rows_once(lake, spark):
     assert again["status"] == "PUBLISHED", dropped.output
     assert count_rows(spark, home, "shop.payments") == 4
 
+    # The fixed file dropped a second time is refused before anything is uploaded.
+    redropped = run_wap(
+        "--home",
+        str(home),
+        "ingest",
+        str(exported),
+        "--table",
+        "shop.payments",
+        spark=spark,
+        env=env,
+    )
+    assert_one_line_error(redropped, exported.name, "dropped already", again["ingest_id"])
     # A second replay of the same rows refuses: they cannot be published twice.
     twice = run_wap(
         "--home", str(home), "replay", "shop.payments", ingest_id, "--out", str(root), env=env
