@@ -122,7 +122,7 @@ def export_quarantined(
     path = Path(out_dir) / replay_name(ref.qualified, ingest_id, check, fmt)
     if path.exists():
         raise NotAllowedError(f"{path} exists already: move it away or choose --out")
-    body = _file_bytes(fresh, fmt, csv_options or CsvOptions())
+    body = file_bytes(fresh, fmt, csv_options or CsvOptions())
     path.write_bytes(body)
     entry = {
         "check": check or ALL_CHECKS,
@@ -163,7 +163,7 @@ def _not_taken(rows: pa.Table, taken: set[str]) -> pa.Table:
     return rows.filter(pa.array(mask, pa.bool_()))
 
 
-def _file_bytes(rows: pa.Table, fmt: str, options: CsvOptions) -> bytes:
+def file_bytes(rows: pa.Table, fmt: str, options: CsvOptions) -> bytes:
     """The rows, without the `_wap_*` columns, as a file of `fmt`; a row that did not parse
     (text formats only) as its raw text."""
     columns = [n for n in rows.column_names if not n.startswith(META_PREFIX)]
