@@ -128,6 +128,8 @@ QUARANTINE_COLUMNS = (
     ("_wap_raw_text", "string", True),  # a row that did not parse: its text
     ("_wap_ingest_id", "string", True),
     ("_wap_quarantined_at", "timestamp", True),
+    # The row's 0-based index in its parquet source file (null for CSV / JSON Lines).
+    ("_wap_source_row", "bigint", True),
 )
 # The report's check that judges the rows set aside against the table's gate.
 QUARANTINE_GATE = "quarantine_gate"

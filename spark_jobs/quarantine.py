@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.utils import AnalysisException
 
 from contracts.properties import INGEST_ID_PROPERTY
 from contracts.report import FAILED, PASSED, WRITE, CheckResult
@@ -61,9 +62,12 @@ class QuarantineSplitError(TableConfigError):
 
 FAILED_COLUMN = "__wap_failed"
 FILE_COLUMN = "__wap_file"
+ROW_COLUMN = "__wap_row"
+HELPER_COLUMNS = (FAILED_COLUMN, FILE_COLUMN, ROW_COLUMN)  # the split's, never the table's
 QUARANTINED = "__wap_quarantined"
 QUARANTINE_TYPES = {
     "array<string>": T.ArrayType(T.StringType()),
+    "bigint": T.LongType(),
     "string": T.StringType(),
     "timestamp": T.TimestampType(),
 }
@@ -104,7 +108,12 @@ class Split:
         file each came from and, for text sources, `PARSE_ERROR`."""
         text = has_parse_errors_column(frame)
         extra = [F.col(PARSE_ERROR)] if text else []
-        shaped = frame.select(*projection, *extra, F.input_file_name().alias(FILE_COLUMN))
+        shaped = frame.select(
+            *projection,
+            *extra,
+            F.input_file_name().alias(FILE_COLUMN),
+            row_index(frame).alias(ROW_COLUMN),
+        )
         flagged = shaped.select("*", self.failed_checks(text).alias(FAILED_COLUMN))
         return flagged
 
@@ -129,9 +138,7 @@ class Split:
         kept = F.size(F.col(FAILED_COLUMN)) == 0
         if PARSE_ERROR in flagged.columns:  # a row that did not parse goes nowhere else
             kept = kept & F.col(PARSE_ERROR).isNull()
-        table_columns = [
-            c for c in flagged.columns if c not in (FAILED_COLUMN, FILE_COLUMN, PARSE_ERROR)
-        ]
+        table_columns = [c for c in flagged.columns if c not in (*HELPER_COLUMNS, PARSE_ERROR)]
         return (
             flagged.observe(observation, *self.counting())
             .where(kept)
@@ -189,10 +196,24 @@ class Split:
             "_wap_raw_text": raw,
             "_wap_ingest_id": F.lit(self.ingest_id),
             "_wap_quarantined_at": F.lit(at).cast("timestamp"),
+            "_wap_source_row": F.col(ROW_COLUMN),
         }
         columns = [F.col(quote(f.name)) for f in target.fields]
         columns += [metadata[name].alias(name) for name, _, _ in QUARANTINE_COLUMNS]
         return flagged.where(F.size(F.col(FAILED_COLUMN)) > 0).select(*columns)
+
+
+def row_index(frame: DataFrame) -> Column:
+    """Each row's 0-based index in its file: the parquet reader's `_metadata.row_index`
+    (counted as it reads, no extra pass). NULL for rows of text sources, whose readers do
+    not know a row's line (a split starts mid-file: numbering needs a pass counting every
+    line before it), and for a drop that mixes parquet and text files (the metadata column
+    does not pass through their union)."""
+    try:
+        _ = frame.select(F.col("_metadata.row_index")).schema  # the analyser alone decides
+    except AnalysisException:
+        return F.lit(None).cast("bigint")
+    return F.col("_metadata.row_index")
 
 
 def split_for(

@@ -19,6 +19,7 @@ from wap.cli.commands import (
     ingesting,
     maintenance,
     reading,
+    replaying,
     serving,
     suggesting,
 )
@@ -112,6 +113,7 @@ for command in (
     app.command()(command)
 app.command("ingest-dataset")(ingesting.ingest_dataset)
 app.command()(ingesting.demo)
+app.command()(replaying.replay)
 app.command()(maintenance.maintain)
 app.command()(maintenance.gc)
 

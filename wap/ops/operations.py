@@ -42,6 +42,7 @@ from wap.ops.backend import Backend
 # Re-exported: `ops.find_ingest` etc. are how the CLI, the dashboard and the tests reach them.
 from wap.ops.ingests import find_ingest, ingests_and_batches, parse_table, read_report
 from wap.ops.lineage import send_review
+from wap.ops.replay import check_redrops, record_drop
 
 MAX_REASON_CHARS = 500
 PUBLISHABLE = frozenset({c.AUDIT_FAILED})
@@ -518,6 +519,7 @@ def drop_files(
     names = [p.name for p in files]
     if len(set(names)) != len(names):
         raise InvalidInputError("two files have the same name; they would land on the same key")
+    check_redrops(backend, ref.qualified, names)  # an exported quarantine file, again
     dropped = []
     for position, path in enumerate(files):
         if position:
@@ -531,6 +533,7 @@ def drop_files(
                 path=path, key=key, ingest_id=upload_for_ingest(backend, key, path.read_bytes())
             )
         )
+        record_drop(backend, ref.qualified, path.name, dropped[-1].ingest_id)
     return dropped
 
 

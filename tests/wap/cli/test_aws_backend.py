@@ -127,3 +127,15 @@ def test_maintain_on_a_stack_without_the_maintenance_function_is_one_line(deploy
     (what it does there: tests/wap/ops/test_compaction_run.py)."""
     result = aws("maintain", "sales.orders")
     assert_one_line_error(result, "MaintenanceFunctionName")
+
+
+def test_replay_reads_main_of_the_deployed_stack(deployed, tmp_path):
+    # The same code as locally: the deployed main's tables and ledger (the seeded lake
+    # quarantined nothing, so the command names what is missing).
+    from tests.fixtures.lake_seed import PUBLISHED_ID
+
+    done = aws("replay", "sales.orders", PUBLISHED_ID, "--out", str(tmp_path))
+    assert_one_line_error(done, "sales.orders has no quarantined rows on main")
+    assert_one_line_error(
+        aws("replay", "sales.nothing", PUBLISHED_ID), "no table sales.nothing on main"
+    )
