@@ -23,6 +23,12 @@ csv: {delimiter: ';'}
 """
 
 
+def _ingest(home: Path, env: dict[str, str], spark, path: Path):
+    """`wap ingest PATH --table shop.payments --json` in `home`."""
+    args = ("--home", str(home), "ingest", str(path), "--table", "shop.payments", "--json")
+    return run_wap(*args, spark=spark, env=env)
+
+
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory, spark):
     """One drop of 2 good rows, 1 negative amount and 1 line that does not parse."""
@@ -33,17 +39,7 @@ def lake(tmp_path_factory, spark):
     drop = root / "payments.csv"
     drop.write_text("payment_id;amount\n1;9.99\n2;-5.00\n3;ten\n4;1.00\n")
     env = {"WAP_TABLES_DIR": str(tables)}
-    done = run_wap(
-        "--home",
-        str(home),
-        "ingest",
-        str(drop),
-        "--table",
-        "shop.payments",
-        "--json",
-        spark=spark,
-        env=env,
-    )
+    done = _ingest(home, env, spark, drop)
     [ingest] = json_document(done, "ingest")["ingests"]
     assert ingest["status"] == "PUBLISHED", done.output
     return home, env, ingest["ingest_id"], root
@@ -74,17 +70,7 @@ def test_export_fix_and_drop_again_publishes_the_fixed_rows_once(lake, spark):
     assert exported.read_text().splitlines() == ["payment_id;amount", "2;-5.00", "3;ten"]
 
     exported.write_text("payment_id;amount\n2;5.00\n3;10.00\n")
-    dropped = run_wap(
-        "--home",
-        str(home),
-        "ingest",
-        str(exported),
-        "--table",
-        "shop.payments",
-        "--json",
-        spark=spark,
-        env=env,
-    )
+    dropped = _ingest(home, env, spark, exported)
     [again] = json_document(dropped, "ingest")["ingests"]
     assert again["status"] == "PUBLISHED", dropped.output
     assert count_rows(spark, home, "shop.payments") == 4
@@ -141,17 +127,7 @@ def test_an_ingest_without_quarantined_rows_is_one_line(lake, spark):
     home, env, _, root = lake
     clean = root / "clean.csv"
     clean.write_text("payment_id;amount\n7;1.00\n")
-    done = run_wap(
-        "--home",
-        str(home),
-        "ingest",
-        str(clean),
-        "--table",
-        "shop.payments",
-        "--json",
-        spark=spark,
-        env=env,
-    )
+    done = _ingest(home, env, spark, clean)
     [ingest] = json_document(done, "ingest")["ingests"]
     refused = run_wap("--home", str(home), "replay", "shop.payments", ingest["ingest_id"], env=env)
     assert_one_line_error(refused, "has no quarantined rows")
