@@ -16,6 +16,7 @@ from ingestion.alerting.notify import send_alert
 from ingestion.alerting.report import failed_checks
 from ingestion.alerts import alert_event, alerts_on
 from ingestion.ledger import IngestRecord
+from tests.fixtures.quarantine import QUARANTINE_CHECK, SAMPLE
 
 from .blockkit import all_text, assert_valid_blocks
 
@@ -29,7 +30,6 @@ PUBLISHED_RECORD = IngestRecord(
     rows_written=999_997,
     quarantined_rows=3,
 )
-SAMPLE = {"order_id": 17, "amount": -4.5}
 REPORT = {
     "report_version": 1,
     "ingest_id": "0123456789abcdef",
@@ -39,17 +39,7 @@ REPORT = {
     "rows_written": 999_997,
     "quarantined_rows": 3,
     "checks": [
-        {
-            "name": "amount_range",
-            "kind": "range",
-            "columns": ["amount"],
-            "severity": "warn",
-            "status": "failed",
-            "violations": 3,
-            "quarantined_rows": 3,
-            "samples": [SAMPLE],
-            "message": "3 row(s) set aside in orders__quarantine, not published",
-        },
+        QUARANTINE_CHECK,
         {  # a warning that set nothing aside is not named as a quarantining check
             "name": "email_like",
             "kind": "regex",

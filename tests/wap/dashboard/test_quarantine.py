@@ -10,23 +10,13 @@ from dataclasses import replace
 from streamlit.testing.v1 import AppTest
 
 from tests.fixtures.ledger_items import ledger_item
+from tests.fixtures.quarantine import QUARANTINE_CHECK
 from wap.dashboard import APP_PATH, shaping
 from wap.ops.operations import RunRow
 from wap.runtime.home import ENV_HOME, WapHome
 from wap.runtime.state_store import write_ledger_items
 
 IID = "0c0c0c0c0c0c0c0c"
-QUARANTINE_CHECK = {
-    "name": "amount_range",
-    "kind": "range",
-    "columns": ["amount"],
-    "severity": "warn",
-    "status": "failed",
-    "violations": 3,
-    "quarantined_rows": 3,
-    "samples": [{"order_id": 17, "amount": -4.5}],
-    "message": "3 row(s) set aside in orders__quarantine, not published",
-}
 REPORT = {
     "report_version": 1,
     "ingest_id": IID,
