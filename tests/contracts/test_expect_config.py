@@ -110,3 +110,12 @@ def test_hourly_without_by_is_due_at_the_end_of_each_hour():
     assert hourly.last_deadline(_at("2026-11-26T10:20:00")).due == _at("2026-11-26T10:00:00")
     assert not hourly.freshness(_at("2026-11-26T09:59:00"), _at("2026-11-26T10:20:00")).late
     assert hourly.freshness(_at("2026-11-26T08:59:00"), _at("2026-11-26T10:20:00")).late
+
+
+def test_a_deadline_in_the_spring_forward_gap_is_read_on_the_clock_before_it():
+    """02:30 does not exist in Berlin on 2026-03-29 (02:00 CET jumps to 03:00 CEST): read
+    at its first reading (fold 0), 01:30 UTC; the day itself is 23 hours long."""
+    berlin = parse_expect({"every": "1d", "by": "02:30", "timezone": "Europe/Berlin"})
+    deadline = berlin.last_deadline(_at("2026-03-29T12:00:00"))
+    assert deadline.due == _at("2026-03-29T01:30:00")
+    assert deadline.start == _at("2026-03-28T23:00:00")
