@@ -1,4 +1,4 @@
-"""Sweeper Lambda (scheduled): stuck locks and expired failed branches, queue metrics."""
+"""Sweeper Lambda (scheduled): stuck locks and expired failed branches, late tables, metrics."""
 
 from __future__ import annotations
 
