@@ -8,7 +8,8 @@ are kept (one active ingest per table, exactly once per object version):
 - `changes`: a typed update (`Changes`): the fields it sets, checked when it is made;
 - `ingests`: ingest and batch records: create once, read, update conditionally, list, sweep;
 - `locks`: table locks and queues: acquire or enqueue, lease, release and hand over;
-- `Ledger` (here): both, over one table, as every caller uses them.
+- `arrivals`: each table's expected-arrival state (late or not) and its newest publish;
+- `Ledger` (here): all three, over one table, as every caller uses them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from ingestion.ledger.arrivals import ArrivalState, ArrivalStates, dataset_subject
 from ingestion.ledger.changes import Changes
 from ingestion.ledger.ingests import IngestRecords
 from ingestion.ledger.locks import (
@@ -57,6 +59,7 @@ from ingestion.ledger.schema import (
     INDEX_BY_TABLE,
     INDEX_SWEEP,
     INDEXES,
+    KIND_ARRIVAL,
     KIND_BATCH,
     KIND_INGEST,
     KIND_TABLE,
@@ -76,6 +79,7 @@ __all__ = [
     "INDEX_BY_STATUS",
     "INDEX_BY_TABLE",
     "INDEX_SWEEP",
+    "KIND_ARRIVAL",
     "KIND_BATCH",
     "KIND_INGEST",
     "KIND_TABLE",
@@ -87,6 +91,8 @@ __all__ = [
     "SWEEP_PENDING",
     "TTL_ATTRIBUTE",
     "_INDEXES",
+    "ArrivalState",
+    "ArrivalStates",
     "BatchRecord",
     "Changes",
     "IngestRecord",
@@ -98,6 +104,7 @@ __all__ = [
     "Successor",
     "TableLock",
     "batch_id",
+    "dataset_subject",
     "is_multi_table",
     "lock_from_item",
     "lock_to_item",
@@ -147,6 +154,7 @@ class Ledger:
         self.store = LedgerStore(table_name, dynamodb_resource, sleep=sleep)
         self.ingests = IngestRecords(self.store, record_ttl=record_ttl)
         self.locks = TableLocks(self.store, self.ingests, lease=lease)
+        self.arrivals = ArrivalStates(self.store)
 
     @property
     def _table(self) -> Any:  # the boto3 Table (tests write items behind the ledger's back)
@@ -233,6 +241,15 @@ class Ledger:
     acquire_in_order = _forward("locks", TableLocks.acquire_in_order)
     renew_lease = _forward("locks", TableLocks.renew_lease)
     release = _forward("locks", TableLocks.release)
+
+    # ---- expected arrivals (arrivals.py) ---------------------------------------------------
+
+    get_arrival = _forward("arrivals", ArrivalStates.get_arrival)
+    list_arrivals = _forward("arrivals", ArrivalStates.list_arrivals)
+    mark_late = _forward("arrivals", ArrivalStates.mark_late)
+    mark_recovered = _forward("arrivals", ArrivalStates.mark_recovered)
+    last_published = _forward("arrivals", ArrivalStates.last_published)
+    last_dataset_published = _forward("arrivals", ArrivalStates.last_dataset_published)
 
     def _mutate_lock(self, table: str, change: Callable[[TableLock], bool]) -> None:
         self.locks.mutate_lock(table, change)

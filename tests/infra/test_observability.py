@@ -150,3 +150,27 @@ class _Discard:
 
     def flush(self) -> None:
         pass
+
+
+def test_a_late_table_raises_an_alarm_on_the_metric_the_sweeper_writes(synthesized):
+    """Issue 42: `LateTables` (each sweep, over all tables) alarms on the topic at one late
+    table; the dashboard charts it and each table's time since its last publish."""
+    topics = set(synthesized.of_type("AWS::SNS::Topic"))
+    [alarm] = [
+        a["Properties"]
+        for a in synthesized.of_type("AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == metrics.LATE_TABLES
+    ]
+    assert alarm["Namespace"] == "WAP/Ingest" and "Dimensions" not in alarm
+    assert (alarm["Statistic"], alarm["Period"], alarm["Threshold"]) == ("Maximum", 300, 1)
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert {_ref_id(action) for action in alarm["AlarmActions"]} <= topics
+    # What the sweeper writes: the same name and namespace, over all tables.
+    from ingestion.arrivals import SubjectFreshness
+
+    late = SubjectFreshness("sales.orders", "daily UTC", True, None, None, None)
+    document = metrics.emit(metrics.late_tables_values([late]), stream=_Discard())
+    [directive] = document["_aws"]["CloudWatchMetrics"]
+    assert directive["Dimensions"] == [[]] and document[metrics.LATE_TABLES] == 1
+    body = _dashboard_body(synthesized)
+    assert "Late tables" in body and metrics.SINCE_LAST_PUBLISH in body
