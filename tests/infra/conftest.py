@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.synth import CLI_FALLBACK_REGION, Synthesized, synthesize
+from tests.fixtures.synth import (
+    CLI_FALLBACK_REGION,
+    NON_DEFAULT_CONTEXT,
+    Synthesized,
+    synthesize,
+)
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +36,11 @@ def synthesized_external_nessie(tmp_path_factory) -> Synthesized:
             "stackName": "WapIngestExt",
         },
     )
+
+
+@pytest.fixture(scope="session")
+def synthesized_non_default(tmp_path_factory) -> Synthesized:
+    """One synth of the Fargate-Nessie stack with the non-default settings the tests need
+    (tests.fixtures.synth.NON_DEFAULT_CONTEXT): a lineage receiver whose key is in a secret
+    encrypted with a customer-managed key, a maintenance time, Nessie's tables adopted."""
+    return synthesize(tmp_path_factory.mktemp("cdk-non-default"), dict(NON_DEFAULT_CONTEXT))

@@ -9,7 +9,7 @@ from aws_cdk.assertions import Match
 
 from infra.settings import DeploySettings, SettingsError
 from ingestion import metrics
-from tests.fixtures.synth import synthesize
+from tests.fixtures.synth import LINEAGE_KEY_ARN
 from tests.infra.test_template import (
     _actions,
     _functions_by_handler,
@@ -17,7 +17,7 @@ from tests.infra.test_template import (
     _statements_of_role,
 )
 
-KEY_ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:marquez/api-key-AbCdEf"
+KEY_ARN = LINEAGE_KEY_ARN
 
 
 def _dashboard_body(synth) -> str:
@@ -107,11 +107,10 @@ def test_no_lineage_is_sent_and_no_secret_read_unless_the_deploy_says_so(synthes
     assert "LineageUrl" not in synthesized.template.to_json()["Outputs"]
 
 
-def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_the_key(tmp_path):
-    synth = synthesize(
-        tmp_path,
-        {"lineageUrl": "https://marquez.example.com:5000/", "lineageApiKeySecretArn": KEY_ARN},
-    )
+def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_the_key(
+    synthesized_non_default,
+):
+    synth = synthesized_non_default  # lineageUrl and lineageApiKeySecretArn=KEY_ARN among them
     # start_ingest (START) and outcomes; maintenance starts the ingest queued behind a
     # compaction.
     senders = {"trigger", "finish", "sweeper", "maintenance"}

@@ -253,7 +253,7 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
     synthesized.template.has_resource_properties(
         "AWS::Events::Rule",
         {
-            "ScheduleExpression": "rate(1 day)",
+            "ScheduleExpression": "cron(0 3 * * ? *)",  # daily at 03:00 UTC (issue 42)
             "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [maintenance_id, "Arn"]}})],
         },
     )
