@@ -8,6 +8,7 @@ are kept (one active ingest per table, exactly once per object version):
 - `changes`: a typed update (`Changes`): the fields it sets, checked when it is made;
 - `ingests`: ingest and batch records: create once, read, update conditionally, list, sweep;
 - `locks`: table locks and queues: acquire or enqueue, lease, release and hand over;
+- `run_locks`: locks of whole runs that must not overlap (the daily maintenance run);
 - `Ledger` (here): both, over one table, as every caller uses them.
 """
 
@@ -49,6 +50,7 @@ from ingestion.ledger.records import (
     storable_item,
     tables_of,
 )
+from ingestion.ledger.run_locks import RunLocks
 from ingestion.ledger.schema import (
     _INDEXES,
     DEFAULT_RECORD_TTL,
@@ -147,6 +149,7 @@ class Ledger:
         self.store = LedgerStore(table_name, dynamodb_resource, sleep=sleep)
         self.ingests = IngestRecords(self.store, record_ttl=record_ttl)
         self.locks = TableLocks(self.store, self.ingests, lease=lease)
+        self.run_locks = RunLocks(self.store)
 
     @property
     def _table(self) -> Any:  # the boto3 Table (tests write items behind the ledger's back)
@@ -233,6 +236,11 @@ class Ledger:
     acquire_in_order = _forward("locks", TableLocks.acquire_in_order)
     renew_lease = _forward("locks", TableLocks.renew_lease)
     release = _forward("locks", TableLocks.release)
+
+    # ---- locks of whole runs (run_locks.py) -----------------------------------------------
+
+    acquire_run_lock = _forward("run_locks", RunLocks.acquire)
+    release_run_lock = _forward("run_locks", RunLocks.release)
 
     def _mutate_lock(self, table: str, change: Callable[[TableLock], bool]) -> None:
         self.locks.mutate_lock(table, change)
