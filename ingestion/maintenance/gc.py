@@ -23,6 +23,11 @@ GC's model instead:
 - History whose metadata an earlier run (with a shorter retention) already collected is
   skipped and reported; a head whose metadata is missing stops the run.
 - Nothing is deleted unless `delete=True`; the report says what would be reclaimed.
+- With a time budget, a mark that outlasts it stops between two commits and sweeps
+  nothing; its report's checkpoint lets the next run continue the mark (heads, commits
+  and contents done, files marked) instead of starting over. A checkpoint only keeps
+  files: a reference that moved is walked again from its new head, and the sweep's
+  cut-off is the first run's start.
 
 The catalog is the project's Nessie client (`ingestion.nessie.NessieClient`:
 `references`, `commit_log`, `contents_at`); the warehouse is a `Warehouse` (a local
@@ -272,6 +277,10 @@ class _Marker:
             if (ref.name, ref.hash) in self._seen_heads:
                 continue
             new += 1
+            if ref.name == MAIN:
+                # Main's tables are those of the head walked now (a checkpoint's main may
+                # have had tables since dropped).
+                self.main_contents = {}
             self._mark_ref(ref.name, ref.hash)
             # Only once walked: a walk the budget cut short is taken up again on resuming.
             self._seen_heads.add((ref.name, ref.hash))
