@@ -9,7 +9,8 @@ are kept (one active ingest per table, exactly once per object version):
 - `ingests`: ingest and batch records: create once, read, update conditionally, list, sweep;
 - `locks`: table locks and queues: acquire or enqueue, lease, release and hand over;
 - `arrivals`: each table's expected-arrival state (late or not) and its newest publish;
-- `Ledger` (here): all three, over one table, as every caller uses them.
+- `run_locks`: locks of whole runs that must not overlap (the daily maintenance run);
+- `Ledger` (here): all of them, over one table, as every caller uses them.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from ingestion.ledger.records import (
     storable_item,
     tables_of,
 )
+from ingestion.ledger.run_locks import RunLocks
 from ingestion.ledger.schema import (
     _INDEXES,
     DEFAULT_RECORD_TTL,
@@ -155,6 +157,7 @@ class Ledger:
         self.ingests = IngestRecords(self.store, record_ttl=record_ttl)
         self.locks = TableLocks(self.store, self.ingests, lease=lease)
         self.arrivals = ArrivalStates(self.store)
+        self.run_locks = RunLocks(self.store)
 
     @property
     def _table(self) -> Any:  # the boto3 Table (tests write items behind the ledger's back)
@@ -250,6 +253,11 @@ class Ledger:
     mark_recovered = _forward("arrivals", ArrivalStates.mark_recovered)
     last_published = _forward("arrivals", ArrivalStates.last_published)
     last_dataset_published = _forward("arrivals", ArrivalStates.last_dataset_published)
+
+    # ---- locks of whole runs (run_locks.py) -----------------------------------------------
+
+    acquire_run_lock = _forward("run_locks", RunLocks.acquire)
+    release_run_lock = _forward("run_locks", RunLocks.release)
 
     def _mutate_lock(self, table: str, change: Callable[[TableLock], bool]) -> None:
         self.locks.mutate_lock(table, change)

@@ -17,6 +17,8 @@ from tests.infra.test_template import (
     _statements_of_role,
 )
 
+KEY_ARN = LINEAGE_KEY_ARN
+
 
 def _dashboard_body(synth) -> str:
     (dashboard,) = synth.of_type("AWS::CloudWatch::Dashboard").values()
@@ -106,9 +108,9 @@ def test_no_lineage_is_sent_and_no_secret_read_unless_the_deploy_says_so(synthes
 
 
 def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_the_key(
-    synthesized_configured,
+    synthesized_non_default,
 ):
-    synth = synthesized_configured  # -c lineageUrl=https://marquez.example.com:5000/ ...
+    synth = synthesized_non_default  # lineageUrl and lineageApiKeySecretArn=KEY_ARN among them
     # start_ingest (START) and outcomes; maintenance starts the ingest queued behind a
     # compaction.
     senders = {"trigger", "finish", "sweeper", "maintenance"}
