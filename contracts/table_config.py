@@ -128,8 +128,10 @@ QUARANTINE_COLUMNS = (
     ("_wap_raw_text", "string", True),  # a row that did not parse: its text
     ("_wap_ingest_id", "string", True),
     ("_wap_quarantined_at", "timestamp", True),
-    # The row's 0-based index in its parquet source file (null for CSV / JSON Lines).
+    # The row's 0-based index among its source file's rows (every format).
     ("_wap_source_row", "bigint", True),
+    # CSV / JSON Lines: the row's 1-based line (a CSV's header is line 1); null for parquet.
+    ("_wap_source_line", "bigint", True),
 )
 # The report's check that judges the rows set aside against the table's gate.
 QUARANTINE_GATE = "quarantine_gate"

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -41,7 +43,13 @@ from spark_jobs.checks import Check, ParseErrorsCheck
 from spark_jobs.errors import TableConfigError, as_job_error, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.schema_policy import SchemaPlan
-from spark_jobs.text_sources import PARSE_ERROR, data_schema, has_parse_errors_column
+from spark_jobs.text_sources import (
+    CSV,
+    JSONL,
+    PARSE_ERROR,
+    data_schema,
+    has_parse_errors_column,
+)
 from spark_jobs.writer import (
     CatalogTable,
     create_namespace,
@@ -72,6 +80,11 @@ QUARANTINE_TYPES = {
     "timestamp": T.TimestampType(),
 }
 FILE_KEY_PATTERN = r"^([A-Za-z][A-Za-z0-9+.-]*:)?/*"  # hadoop_fs.path_key, in Spark SQL
+# monotonically_increasing_id(): the partition's index above bit 33, its row count below.
+ROW_IN_PARTITION = (1 << 33) - 1
+# Read with both, a file is one partition of its own, read whole (`whole_files`).
+WHOLE_FILE_CONFS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+WHOLE_FILE_BYTES = str(1 << 50)
 
 
 @dataclass
@@ -83,11 +96,16 @@ class Split:
     checks: list[tuple[str, Column]]  # (name, violation predicate) of each quarantine check
     parse_errors: str | None = None  # the parse_errors check's name when it quarantines
     origins: dict[str, str] = field(default_factory=dict)  # path_key(file) -> uploaded object
+    # path_key(file) -> the line its first row is on, for text sources (`first_lines`).
+    lines: dict[str, int] = field(default_factory=dict)
     quarantined_at: dt.datetime | None = None
     # Filled in by the write: rows set aside, in all and per check (None: not counted),
     # and up to SAMPLES of them per check (the report's samples of that check).
     counts: dict[str, int] | None = None
     samples: dict[str, list[dict]] = field(default_factory=dict)
+    # Set by `flag`: the rows' indexes are counted per partition, so the rows set aside
+    # are read with each file whole (`whole_files`).
+    counted_per_partition: bool = False
 
     def failed_checks(self, text: bool) -> Column:
         """The names of the quarantine checks a row fails (each predicate once; NULL is
@@ -108,11 +126,12 @@ class Split:
         file each came from and, for text sources, `PARSE_ERROR`."""
         text = has_parse_errors_column(frame)
         extra = [F.col(PARSE_ERROR)] if text else []
+        index, self.counted_per_partition = row_index(frame)
         shaped = frame.select(
             *projection,
             *extra,
             F.input_file_name().alias(FILE_COLUMN),
-            row_index(frame).alias(ROW_COLUMN),
+            index.alias(ROW_COLUMN),
         )
         flagged = shaped.select("*", self.failed_checks(text).alias(FAILED_COLUMN))
         return flagged
@@ -153,7 +172,8 @@ class Split:
         sampled from it."""
         self.counts = count_set_aside(observed, self, flagged)
         if self.counts[QUARANTINED]:
-            written = write_quarantined(spark, self, flagged, target)
+            with whole_files(spark, self.counted_per_partition):
+                written = write_quarantined(spark, self, flagged, target)
             if written.rows_written != self.counts[QUARANTINED]:
                 raise QuarantineSplitError(
                     f"the quarantine checks {', '.join(self.names)} counted "
@@ -188,6 +208,9 @@ class Split:
         source = F.col(FILE_COLUMN)
         for path, origin in self.origins.items():
             source = F.when(key == F.lit(path), F.lit(origin)).otherwise(source)
+        line = F.lit(None).cast("bigint")
+        for path, first in self.lines.items():
+            line = F.when(key == F.lit(path), F.col(ROW_COLUMN) + F.lit(first)).otherwise(line)
         raw = F.col(PARSE_ERROR) if PARSE_ERROR in flagged.columns else F.lit(None).cast("string")
         at = self.quarantined_at or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)  # noqa: UP017
         metadata = {
@@ -197,23 +220,59 @@ class Split:
             "_wap_ingest_id": F.lit(self.ingest_id),
             "_wap_quarantined_at": F.lit(at).cast("timestamp"),
             "_wap_source_row": F.col(ROW_COLUMN),
+            "_wap_source_line": line,
         }
         columns = [F.col(quote(f.name)) for f in target.fields]
         columns += [metadata[name].alias(name) for name, _, _ in QUARANTINE_COLUMNS]
         return flagged.where(F.size(F.col(FAILED_COLUMN)) > 0).select(*columns)
 
 
-def row_index(frame: DataFrame) -> Column:
-    """Each row's 0-based index in its file: the parquet reader's `_metadata.row_index`
-    (counted as it reads, no extra pass). NULL for rows of text sources, whose readers do
-    not know a row's line (a split starts mid-file: numbering needs a pass counting every
-    line before it), and for a drop that mixes parquet and text files (the metadata column
-    does not pass through their union)."""
+def row_index(frame: DataFrame) -> tuple[Column, bool]:
+    """Each row's 0-based index in its file, and whether it is counted per partition.
+
+    Parquet: the reader's `_metadata.row_index` (counted as it reads, no extra pass).
+    Text sources (and a drop mixing parquet and text, whose union drops the metadata
+    column): the row's count within its partition, which is its index in its file only
+    when the file is read whole, one partition to itself; the rows set aside are read so
+    (`whole_files`). The table's write reads in splits as before and does not use it (a
+    split starts mid-file, where the reader does not know the line)."""
     try:
         _ = frame.select(F.col("_metadata.row_index")).schema  # the analyser alone decides
     except AnalysisException:
-        return F.lit(None).cast("bigint")
-    return F.col("_metadata.row_index")
+        return F.monotonically_increasing_id().bitwiseAND(F.lit(ROW_IN_PARTITION)), True
+    return F.col("_metadata.row_index"), False
+
+
+@contextmanager
+def whole_files(spark: SparkSession, wanted: bool = True) -> Iterator[None]:
+    """Within: queries read each source file whole as a partition of its own (no split,
+    no two small files packed together), so a row's count in its partition is its index
+    in its file. Only the rows set aside are read so (only when a row failed): one task
+    per file, where the table's write split a large file across tasks."""
+    if not wanted:
+        yield
+        return
+    before = {name: spark.conf.get(name) for name in WHOLE_FILE_CONFS}
+    for name in WHOLE_FILE_CONFS:
+        spark.conf.set(name, WHOLE_FILE_BYTES)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            spark.conf.set(name, value)
+
+
+def first_lines(kinds: dict[str, str], header: bool) -> dict[str, int]:
+    """path_key(file) -> the line its first row is on, for each text file of `kinds`
+    (path_key -> `csv`, `jsonl` or `parquet`): 2 for a CSV with a header (line 1), else 1.
+    A row's line is then its index plus that: JSON Lines' blank lines hold no row and
+    are not counted, nor are a CSV's, and a CSV row whose quoted value spans lines
+    (`csv: {multiline: true}`) counts as one line."""
+    return {
+        key: 2 if kind == CSV and header else 1
+        for key, kind in kinds.items()
+        if kind in (CSV, JSONL)
+    }
 
 
 def split_for(
@@ -222,6 +281,7 @@ def split_for(
     ref: CatalogTable,
     ingest_id: str,
     origins: dict[str, str],
+    lines: dict[str, int] | None = None,
 ) -> Split | None:
     """The run's split, None when no check quarantines (the write is then as before)."""
     quarantining = [c for c in checks if c.spec.on_fail == QUARANTINE]
@@ -238,6 +298,7 @@ def split_for(
         checks=[(c.spec.name, c.violation()) for c in quarantining],
         parse_errors=parse_name,
         origins=origins,
+        lines=lines or {},
     )
 
 

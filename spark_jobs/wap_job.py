@@ -89,6 +89,7 @@ from spark_jobs.per_source import (
 from spark_jobs.profile import Profile
 from spark_jobs.quarantine import (
     counts_of_reused,
+    first_lines,
     judge_quarantine,
     prepare_quarantine_table,
     split_for,
@@ -293,6 +294,10 @@ def _write_and_audit(
         ref,
         args.ingest_id,
         {hadoop_fs.path_key(uri): args.origin(usable.owner[uri]) for uri in usable.uris},
+        first_lines(
+            {hadoop_fs.path_key(uri): reader.format(uri).kind for uri in usable.uris},
+            reader.csv.header,
+        ),
     )
     watched = frozenset(history.wanted)
     profile = Profile(plan_target, watched) if recording else None
