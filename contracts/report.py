@@ -64,6 +64,9 @@ class SourceVerdict:
     rows: int | None = None
     failed_checks: tuple[str, ...] = ()
     reason: str | None = None
+    # Rows of this source set aside in the quarantine table (issue 40), not in `rows`;
+    # None when the table quarantines nothing (and in reports from before).
+    quarantined_rows: int | None = None
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "source") -> SourceVerdict:
@@ -75,6 +78,7 @@ class SourceVerdict:
             rows=read.integer("rows", required=False, minimum=0),
             failed_checks=read.strings("failed_checks"),
             reason=read.text("reason"),
+            quarantined_rows=read.integer("quarantined_rows", required=False, minimum=0),
         )
 
     @property
@@ -83,13 +87,16 @@ class SourceVerdict:
         return ", ".join(self.failed_checks) or self.reason or self.status
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "uri": self.uri,
             "status": self.status,
             "rows": self.rows,
             "failed_checks": list(self.failed_checks),
             "reason": self.reason,
         }
+        if self.quarantined_rows is not None:  # only where the table quarantines
+            data["quarantined_rows"] = self.quarantined_rows
+        return data
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,9 @@ class Split:
     # Set by `flag`: the rows' indexes are counted per partition, so the rows set aside
     # are read with each file whole (`whole_files`).
     counted_per_partition: bool = False
+    # The quarantine table's snapshot of the ingest's rows (`writer.AppendResult`), once
+    # written or found.
+    written: object | None = None
 
     def failed_checks(self, text: bool) -> Column:
         """The names of the quarantine checks a row fails (each predicate once; NULL is
@@ -182,7 +185,20 @@ class Split:
                     "that answers differently on the same row (rand(), current_timestamp(), "
                     "...) cannot quarantine; make it deterministic or use on_fail: hold"
                 )
+            self.written = written
             self.samples = self.sample(spark, written, target)
+
+    def by_origin(self, spark: SparkSession) -> dict[str, int]:
+        """The rows set aside per uploaded object (`_wap_source_file`): one grouped count
+        of the rows just written, asked only by a batch (each file's record counts its
+        own)."""
+        if self.written is None:
+            return {}
+        rows = rows_added(spark, self.table, self.written)
+        return {
+            row["_wap_source_file"]: int(row["count"])
+            for row in rows.groupBy("_wap_source_file").count().collect()
+        }
 
     def sample(self, spark: SparkSession, written, target: T.StructType) -> dict[str, list[dict]]:
         """Up to SAMPLES rows set aside per check (the table's leading columns), from one
@@ -396,6 +412,7 @@ def recount(spark: SparkSession, split: Split) -> dict[str, int] | None:
     found = find_ingest_snapshot(existing, split.ingest_id) if existing is not None else None
     if found is None:
         return None
+    split.written = found
     rows = rows_added(spark, split.table, found)
     failed = F.col("_wap_failed_checks")
     values = (

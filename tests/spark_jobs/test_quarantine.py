@@ -232,6 +232,9 @@ def test_a_batch_publishes_every_file_whose_bad_rows_were_set_aside(lake, nessie
     assert report["outcome"] == "passed", report["reason"]
     assert (report["rows_written"], report["quarantined_rows"]) == (17, 3)
     assert [s["status"] for s in report["sources"]] == ["passed", "passed"]
+    # Each file's verdict counts its own rows set aside (its record's count), and its
+    # rows are those published.
+    assert [(s["rows"], s["quarantined_rows"]) for s in report["sources"]] == [(10, 0), (7, 3)]
     quarantine = read_on_ref(lake, nessie, args.branch, "sales.qbatch__quarantine").collect()
     assert {row.order_id: row._wap_source_file.rsplit("/", 1)[-1] for row in quarantine} == {
         i: "1-dirty.parquet" for i in BAD
