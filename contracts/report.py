@@ -109,6 +109,8 @@ class TableWrite:
     rows_written: int = 0
     source_uris: tuple[str, ...] = ()
     schema_changes: tuple[Mapping[str, Any], ...] = ()
+    # Rows set aside in this table's quarantine table (issue 40); 0 in older reports.
+    quarantined_rows: int = 0
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "table") -> TableWrite:
@@ -120,6 +122,7 @@ class TableWrite:
             rows_written=read.integer("rows_written", required=False, default=0, minimum=0),
             source_uris=read.strings("source_uris"),
             schema_changes=read.objects("schema_changes"),
+            quarantined_rows=read.integer("quarantined_rows", required=False, default=0, minimum=0),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,6 +132,7 @@ class TableWrite:
             "rows_written": self.rows_written,
             "source_uris": list(self.source_uris),
             "schema_changes": [dict(change) for change in self.schema_changes],
+            "quarantined_rows": self.quarantined_rows,
         }
 
 

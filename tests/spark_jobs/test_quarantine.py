@@ -220,6 +220,11 @@ def test_a_dataset_counts_the_rows_each_table_set_aside(lake, nessie, ingest, tm
     assert report["outcome"] == "passed", report["reason"]
     assert report["quarantined_rows"] == 1
     assert _ids(lake, nessie, args.branch, f"{ns}.order_items__quarantine") == [2]
+    # Each table's entry counts its own (lineage outputs each quarantine table so).
+    assert {t["table"]: t["quarantined_rows"] for t in report["tables"]} == {
+        f"{ns}.orders": 0,
+        f"{ns}.order_items": 1,
+    }
 
 
 def test_a_batch_publishes_every_file_whose_bad_rows_were_set_aside(lake, nessie, ingest, tmp_path):
