@@ -208,6 +208,18 @@ class QuarantineGate:
             self.max_fraction is not None and total > 0 and quarantined / total > self.max_fraction
         )
 
+    def why(self, quarantined: int, total: int) -> str | None:
+        """'3 of 5 rows (60%) quarantined, above max_fraction 0.5' when `quarantined` of
+        `total` is more than the gate lets through (the bound it is over), else None."""
+        if not self.exceeded(quarantined, total):
+            return None
+        if self.max_rows is not None and quarantined > self.max_rows:
+            bound = f"max_rows {self.max_rows}"
+        else:
+            bound = f"max_fraction {self.max_fraction:g}"
+        share = f"{100 * quarantined / total:.3g}%" if total else "all"
+        return f"{quarantined} of {total} rows ({share}) quarantined, above {bound}"
+
 
 @dataclass(frozen=True)
 class PartitionField:

@@ -7,11 +7,13 @@ that publishes the branch publishes both.
 Each row lands on exactly one side: one array column of the names of the checks it
 fails is computed once per row (a predicate that is NULL counts as passed, as the audit
 counts it), and the two sides are `size(...) = 0` and `size(...) > 0` of that same
-value. The table's write observes how many rows fail; only when some do, a second
-query reads the sources again and writes those rows to the quarantine table: a clean
+value. The table's write observes how many rows fail; only when some do, one more
+read of the sources keeps those rows (`localCheckpoint`: few, by the gate), from which
+the quarantine table is written and its samples and per-file counts taken: a clean
 drop pays for the flags column alone (caching the flagged rows for the second write
-instead made a clean million-row drop about twice as slow, measured locally).
-The second query must find exactly the rows the first one counted, else the run stops
+instead made a clean million-row drop about twice as slow, measured locally; the cost
+of a dirty one is in docs/benchmarks.md, bench/quarantine_bench.py).
+The second read must find exactly the rows the first one counted, else the run stops
 before anything is published (an expression that answers differently each time, such as
 one over `rand()` or `current_timestamp()`, cannot split rows).
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -85,6 +88,8 @@ ROW_IN_PARTITION = (1 << 33) - 1
 # Read with both, a file is one partition of its own, read whole (`whole_files`).
 WHOLE_FILE_CONFS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
 WHOLE_FILE_BYTES = str(1 << 50)
+# The rows set aside are written in files of about this many rows (few rows: one file).
+ROWS_PER_FILE = 1_000_000
 
 
 @dataclass
@@ -109,6 +114,11 @@ class Split:
     # The quarantine table's snapshot of the ingest's rows (`writer.AppendResult`), once
     # written or found.
     written: object | None = None
+    # Seconds setting the rows aside after the table's write (the report's `quarantine_s`).
+    seconds: float = 0.0
+    # The rows this run set aside, kept (`localCheckpoint`) from the one read that found
+    # them; None before, or when a re-run found them written.
+    aside: DataFrame | None = None
 
     def failed_checks(self, text: bool) -> Column:
         """The names of the quarantine checks a row fails (each predicate once; NULL is
@@ -173,10 +183,18 @@ class Split:
         """After the table's write: the counts (`observed` by it, else counted by one
         query), then, when a row failed, those rows written to the quarantine table and
         sampled from it."""
+        start = time.perf_counter()
+        try:
+            self._set_aside(spark, observed, flagged, target)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def _set_aside(
+        self, spark: SparkSession, observed: dict | None, flagged: DataFrame, target: T.StructType
+    ) -> None:
         self.counts = count_set_aside(observed, self, flagged)
         if self.counts[QUARANTINED]:
-            with whole_files(spark, self.counted_per_partition):
-                written = write_quarantined(spark, self, flagged, target)
+            written = self._write(spark, flagged, target)
             if written.rows_written != self.counts[QUARANTINED]:
                 raise QuarantineSplitError(
                     f"the quarantine checks {', '.join(self.names)} counted "
@@ -188,13 +206,37 @@ class Split:
             self.written = written
             self.samples = self.sample(spark, written, target)
 
+    def _write(self, spark: SparkSession, flagged: DataFrame, target: T.StructType):
+        """The quarantine table's snapshot of the ingest's rows: found (a re-run: its
+        first run set them aside), else written now."""
+        try:
+            existing = load_table(spark, self.table)
+            found = find_ingest_snapshot(existing, self.ingest_id) if existing else None
+            if found is not None:
+                return found
+            # One read of the sources, keeping only the rows set aside (few): the write,
+            # its samples and per-file counts then read those, not the sources or the table.
+            with whole_files(spark, self.counted_per_partition):
+                self.aside = self.quarantined(flagged, target).localCheckpoint(eager=True)
+        except Exception as exc:
+            raise as_job_error(
+                exc, f"setting the quarantined rows aside failed: {describe(exc)}"
+            ) from exc
+        files = max(1, self.counts[QUARANTINED] // ROWS_PER_FILE)
+        return write_quarantined(spark, self, self.aside.coalesce(files))
+
+    def _written_rows(self, spark: SparkSession, written) -> DataFrame:
+        """The rows set aside: as this run kept them, else (a re-run) as the quarantine
+        table's snapshot of the ingest holds them."""
+        return self.aside if self.aside is not None else rows_added(spark, self.table, written)
+
     def by_origin(self, spark: SparkSession) -> dict[str, int]:
         """The rows set aside per uploaded object (`_wap_source_file`): one grouped count
         of the rows just written, asked only by a batch (each file's record counts its
         own)."""
         if self.written is None:
             return {}
-        rows = rows_added(spark, self.table, self.written)
+        rows = self._written_rows(spark, self.written)
         return {
             row["_wap_source_file"]: int(row["count"])
             for row in rows.groupBy("_wap_source_file").count().collect()
@@ -202,10 +244,10 @@ class Split:
 
     def sample(self, spark: SparkSession, written, target: T.StructType) -> dict[str, list[dict]]:
         """Up to SAMPLES rows set aside per check (the table's leading columns), from one
-        LIMITed read of the rows just written to the quarantine table."""
+        LIMITed read of the rows set aside."""
         columns = [f.name for f in target.fields][:SAMPLE_COLUMNS]
         picked = (
-            rows_added(spark, self.table, written)
+            self._written_rows(spark, written)
             .select(*[F.col(quote(c)) for c in columns], F.col("_wap_failed_checks"))
             .limit(SAMPLES * len(self.names))
             .collect()
@@ -371,22 +413,15 @@ def prepare_quarantine_table(spark: SparkSession, ref, target: T.StructType) -> 
         ) from exc
 
 
-def write_quarantined(spark: SparkSession, split: Split, flagged: DataFrame, target: T.StructType):
-    """Append the rows set aside to the quarantine table on the branch, stamped with the
-    ingest, once per ingest (a re-run finds its snapshot and appends nothing); return
-    that snapshot (`writer.AppendResult`)."""
+def write_quarantined(spark: SparkSession, split: Split, rows: DataFrame):
+    """Append `rows`, those set aside (`Split.quarantined`), to the quarantine table on
+    the branch, stamped with the ingest; return that snapshot (`writer.AppendResult`).
+    The caller looked first for a snapshot of the ingest (a re-run appends nothing)."""
     table = split.table
     try:
-        existing = load_table(spark, table)
-        found = find_ingest_snapshot(existing, split.ingest_id) if existing is not None else None
-        if found is not None:
-            return found
-        (
-            split.quarantined(flagged, target)
-            .writeTo(table.sql)
-            .option(f"snapshot-property.{INGEST_ID_PROPERTY}", split.ingest_id)
-            .append()
-        )
+        rows.writeTo(table.sql).option(
+            f"snapshot-property.{INGEST_ID_PROPERTY}", split.ingest_id
+        ).append()
         found = find_ingest_snapshot(load_table(spark, table), split.ingest_id)
         if found is None:
             raise RuntimeError(f"no snapshot of {table.table} carries the ingest {split.ingest_id}")
@@ -473,12 +508,7 @@ def judge_quarantine(
             threshold={"max_fraction": gate.max_fraction, "max_rows": gate.max_rows},
             observed={"rows": quarantined, "fraction": fraction},
             settled_by=WRITE,
-            message=(
-                f"{quarantined} of {total} row(s) failed quarantine checks, more than the "
-                "table's quarantine gate lets through: nothing is published"
-                if over
-                else None
-            ),
+            message=f"{gate.why(quarantined, total)}: nothing is published" if over else None,
         )
     )
     return judged, quarantined

@@ -390,6 +390,8 @@ def _write_and_audit(
         if split is not None:
             split.counts = counts_of_reused(spark, split, frame, plan_target)
     report.snapshot_id, report.rows_written = written.snapshot_id, written.rows_written
+    if split is not None:  # within the write's time: the rows set aside, after the table's
+        report.timings["quarantine_s"] = round(split.seconds, 3)
     report.reused_snapshot, report.schema_changes = written.reused, changes
     report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
     report.timed("hash_s", step)
