@@ -134,6 +134,18 @@ class Split:
         )
         return F.when(F.col(PARSE_ERROR).isNull(), parsed).otherwise(unparsed)
 
+    def fails(self, text: bool) -> Column:
+        """True for a row `failed_checks` names a check for: the same predicates, as one
+        boolean (cheaper than building the names, for a query that keeps few rows)."""
+        parsed = F.lit(False)
+        for _, pred in self.checks:
+            parsed = parsed | F.coalesce(pred, F.lit(False))
+        if not text:
+            return parsed
+        return F.when(F.col(PARSE_ERROR).isNull(), parsed).otherwise(
+            F.lit(self.parse_errors is not None)
+        )
+
     def flag(self, frame: DataFrame, projection: list[Column]) -> DataFrame:
         """`frame`'s rows shaped for the table (`projection`), with the failed checks, the
         file each came from and, for text sources, `PARSE_ERROR`."""
@@ -282,7 +294,15 @@ class Split:
         }
         columns = [F.col(quote(f.name)) for f in target.fields]
         columns += [metadata[name].alias(name) for name, _, _ in QUARANTINE_COLUMNS]
-        return flagged.where(F.size(F.col(FAILED_COLUMN)) > 0).select(*columns)
+        # The boolean first, the names for the rows it keeps alone (unused, the flagged
+        # names are pruned from this query).
+        text = PARSE_ERROR in flagged.columns
+        failing = (
+            flagged.drop(FAILED_COLUMN)
+            .where(self.fails(text))
+            .select("*", self.failed_checks(text).alias(FAILED_COLUMN))
+        )
+        return failing.select(*columns)
 
 
 def row_index(frame: DataFrame) -> tuple[Column, bool]:
