@@ -90,6 +90,13 @@ WHOLE_FILE_CONFS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCo
 WHOLE_FILE_BYTES = str(1 << 50)
 # The rows set aside are written in files of about this many rows (few rows: one file).
 ROWS_PER_FILE = 1_000_000
+# Parquet drops up to this size keep the failing rows as the table's write reads them
+# (observed, in the driver: at worst every row of the drop), so setting them aside reads
+# the sources no more; a larger drop, or one with text sources, reads them again.
+CAPTURE_MAX_BYTES = 64 * 1024 * 1024
+CAPTURED = "__wap_captured"
+# How long to wait for the captured rows after the write (they come with its counts).
+CAPTURE_WAIT_S = 30.0
 
 
 @dataclass
@@ -119,6 +126,10 @@ class Split:
     # The rows this run set aside, kept (`localCheckpoint`) from the one read that found
     # them; None before, or when a re-run found them written.
     aside: DataFrame | None = None
+    # Whether the table's write keeps the failing rows (`CAPTURE_MAX_BYTES`), and the
+    # observation that holds them.
+    capture: bool = False
+    captured: Observation | None = None
 
     def failed_checks(self, text: bool) -> Column:
         """The names of the quarantine checks a row fails (each predicate once; NULL is
@@ -183,11 +194,15 @@ class Split:
         if PARSE_ERROR in flagged.columns:  # a row that did not parse goes nowhere else
             kept = kept & F.col(PARSE_ERROR).isNull()
         table_columns = [c for c in flagged.columns if c not in (*HELPER_COLUMNS, PARSE_ERROR)]
-        return (
-            flagged.observe(observation, *self.counting())
-            .where(kept)
-            .select(*[F.col(quote(c)) for c in table_columns])
-        )
+        observed = flagged.observe(observation, *self.counting())
+        if self.capture and not self.counted_per_partition and PARSE_ERROR not in flagged.columns:
+            # The failing rows as they stream by (a struct only for them; nulls are not
+            # collected): a clean drop pays one null per row.
+            self.captured = Observation(f"wap_quarantine_rows_{self.ingest_id}:{self.table.table}")
+            row = F.struct(*[F.col(quote(c)) for c in flagged.columns])
+            failing = F.when(F.size(F.col(FAILED_COLUMN)) > 0, row)
+            observed = observed.observe(self.captured, F.collect_list(failing).alias(CAPTURED))
+        return observed.where(kept).select(*[F.col(quote(c)) for c in table_columns])
 
     def set_aside(
         self, spark: SparkSession, observed: dict | None, flagged: DataFrame, target: T.StructType
@@ -226,16 +241,44 @@ class Split:
             found = find_ingest_snapshot(existing, self.ingest_id) if existing else None
             if found is not None:
                 return found
-            # One read of the sources, keeping only the rows set aside (few): the write,
-            # its samples and per-file counts then read those, not the sources or the table.
-            with whole_files(spark, self.counted_per_partition):
-                self.aside = self.quarantined(flagged, target).localCheckpoint(eager=True)
+            kept = self._captured_rows(spark, flagged.schema)
+            if kept is not None:  # as the table's write read them
+                self.aside = self.quarantined(kept, target).localCheckpoint(eager=True)
+            else:
+                # One read of the sources, keeping only the rows set aside (few): the
+                # write, its samples and per-file counts then read those.
+                with whole_files(spark, self.counted_per_partition):
+                    self.aside = self.quarantined(flagged, target).localCheckpoint(eager=True)
         except Exception as exc:
             raise as_job_error(
                 exc, f"setting the quarantined rows aside failed: {describe(exc)}"
             ) from exc
         files = max(1, self.counts[QUARANTINED] // ROWS_PER_FILE)
         return write_quarantined(spark, self, self.aside.coalesce(files))
+
+    def _captured_rows(self, spark: SparkSession, schema: T.StructType) -> DataFrame | None:
+        """The failing rows the table's write kept (`capture`), as a frame of `schema`
+        built in the JVM (no Python rows); None when it kept none, or they did not come."""
+        if self.captured is None:
+            return None
+        jo = self.captured._jo
+        try:
+            metrics = jo.getClass().getDeclaredField("metrics")
+            metrics.setAccessible(True)
+            deadline = time.monotonic() + CAPTURE_WAIT_S
+            while not metrics.get(jo).isDefined():
+                if time.monotonic() > deadline:
+                    log.warning("the failing rows kept by the write did not arrive")
+                    return None
+                time.sleep(0.01)
+            rows = jo.getAsJava().get(CAPTURED)
+            jvm = spark._jvm
+            listed = jvm.scala.collection.JavaConverters.seqAsJavaListConverter(rows).asJava()
+            jschema = spark._jsparkSession.parseDataType(schema.json())
+            return DataFrame(spark._jsparkSession.createDataFrame(listed, jschema), spark)
+        except Exception:
+            log.exception("cannot read the failing rows kept by the write; reading again")
+            return None
 
     def _written_rows(self, spark: SparkSession, written) -> DataFrame:
         """The rows set aside: as this run kept them, else (a re-run) as the quarantine

@@ -89,6 +89,7 @@ from spark_jobs.per_source import (
 )
 from spark_jobs.profile import Profile
 from spark_jobs.quarantine import (
+    CAPTURE_MAX_BYTES,
     QUARANTINED,
     Split,
     counts_of_reused,
@@ -319,6 +320,8 @@ def _write_and_audit(
             reader.csv.header,
         ),
     )
+    if split is not None:
+        split.capture = sum(info.size for info in usable.files) <= CAPTURE_MAX_BYTES
     watched = frozenset(history.wanted)
     profile = Profile(plan_target, watched) if recording else None
     report.table_schema = [

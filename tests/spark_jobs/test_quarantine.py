@@ -244,3 +244,20 @@ def test_a_batch_publishes_every_file_whose_bad_rows_were_set_aside(lake, nessie
     assert {row.order_id: row._wap_source_file.rsplit("/", 1)[-1] for row in quarantine} == {
         i: "1-dirty.parquet" for i in BAD
     }
+
+
+def test_a_drop_too_large_to_keep_its_failing_rows_reads_them_again(
+    lake, nessie, ingest, tmp_path, monkeypatch
+):
+    # Above CAPTURE_MAX_BYTES the write does not keep the failing rows: a second read of
+    # the sources finds them, with the same result.
+    monkeypatch.setattr("spark_jobs.wap_job.CAPTURE_MAX_BYTES", -1)
+    args = ingest("sales.qreread", [write_parquet(tmp_path / "o.parquet", ORDERS)], CONFIG)
+
+    report = run_ingest(lake, args)
+
+    assert report["outcome"] == "passed", report["reason"]
+    assert (report["rows_written"], report["quarantined_rows"]) == (17, 3)
+    quarantine = read_on_ref(lake, nessie, args.branch, "sales.qreread__quarantine").collect()
+    assert {row.order_id: row._wap_failed_checks for row in quarantine} == BAD
+    assert _check(report, "known_status")["violations"] == 1
