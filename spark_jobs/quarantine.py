@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -364,23 +365,35 @@ def row_index(frame: DataFrame) -> tuple[Column, bool]:
     return F.col("_metadata.row_index"), False
 
 
+_WHOLE_FILES_LOCK = threading.Lock()
+_whole_files_users: list = [0, {}]  # how many are within, and the confs they replaced
+
+
 @contextmanager
 def whole_files(spark: SparkSession, wanted: bool = True) -> Iterator[None]:
     """Within: queries read each source file whole as a partition of its own (no split,
     no two small files packed together), so a row's count in its partition is its index
     in its file. Only the rows set aside are read so (only when a row failed): one task
-    per file, where the table's write split a large file across tasks."""
+    per file, where the table's write split a large file across tasks. A session-wide
+    setting: a multi-table dataset's tables, written side by side, share it, the first
+    one in setting it and the last one out restoring it."""
     if not wanted:
         yield
         return
-    before = {name: spark.conf.get(name) for name in WHOLE_FILE_CONFS}
-    for name in WHOLE_FILE_CONFS:
-        spark.conf.set(name, WHOLE_FILE_BYTES)
+    with _WHOLE_FILES_LOCK:
+        if _whole_files_users[0] == 0:
+            _whole_files_users[1] = {name: spark.conf.get(name) for name in WHOLE_FILE_CONFS}
+            for name in WHOLE_FILE_CONFS:
+                spark.conf.set(name, WHOLE_FILE_BYTES)
+        _whole_files_users[0] += 1
     try:
         yield
     finally:
-        for name, value in before.items():
-            spark.conf.set(name, value)
+        with _WHOLE_FILES_LOCK:
+            _whole_files_users[0] -= 1
+            if _whole_files_users[0] == 0:
+                for name, value in _whole_files_users[1].items():
+                    spark.conf.set(name, value)
 
 
 def first_lines(kinds: dict[str, str], header: bool) -> dict[str, int]:

@@ -66,3 +66,28 @@ def test_the_gates_reason_says_how_many_rows_of_how_many_and_which_bound():
         report.settle()
 
         assert f"3 of 5 rows (60%) quarantined, above {bound}" in report.reason
+
+
+def test_whole_file_reads_overlapping_in_two_threads_restore_the_session_settings():
+    # A multi-table dataset writes its tables side by side in one session: the second
+    # table's setting-aside may start before the first one's ends, and end after it.
+    from spark_jobs.quarantine import WHOLE_FILE_BYTES, WHOLE_FILE_CONFS, whole_files
+
+    class _Conf(dict):
+        def get(self, name):
+            return self[name]
+
+        def set(self, name, value):
+            self[name] = value
+
+    class _Spark:
+        conf = _Conf({name: "128MB" for name in WHOLE_FILE_CONFS})
+
+    first, second = whole_files(_Spark), whole_files(_Spark)
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert set(_Spark.conf.values()) == {WHOLE_FILE_BYTES}  # the second still reads whole
+    second.__exit__(None, None, None)
+
+    assert _Spark.conf == {name: "128MB" for name in WHOLE_FILE_CONFS}
