@@ -24,6 +24,7 @@ BENCHMARKS = {
     "maintenance": "bench.maintenance_bench",
     "metric_history": "bench.metric_history_bench",
     "gc_budget": "bench.gc_budget_bench",
+    "quarantine": "bench.quarantine_bench",
 }
 
 

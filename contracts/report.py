@@ -64,6 +64,9 @@ class SourceVerdict:
     rows: int | None = None
     failed_checks: tuple[str, ...] = ()
     reason: str | None = None
+    # Rows of this source set aside in the quarantine table (issue 40), not in `rows`;
+    # None when the table quarantines nothing (and in reports from before).
+    quarantined_rows: int | None = None
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "source") -> SourceVerdict:
@@ -75,6 +78,7 @@ class SourceVerdict:
             rows=read.integer("rows", required=False, minimum=0),
             failed_checks=read.strings("failed_checks"),
             reason=read.text("reason"),
+            quarantined_rows=read.integer("quarantined_rows", required=False, minimum=0),
         )
 
     @property
@@ -83,13 +87,16 @@ class SourceVerdict:
         return ", ".join(self.failed_checks) or self.reason or self.status
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "uri": self.uri,
             "status": self.status,
             "rows": self.rows,
             "failed_checks": list(self.failed_checks),
             "reason": self.reason,
         }
+        if self.quarantined_rows is not None:  # only where the table quarantines
+            data["quarantined_rows"] = self.quarantined_rows
+        return data
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,8 @@ class TableWrite:
     rows_written: int = 0
     source_uris: tuple[str, ...] = ()
     schema_changes: tuple[Mapping[str, Any], ...] = ()
+    # Rows set aside in this table's quarantine table (issue 40); 0 in older reports.
+    quarantined_rows: int = 0
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "table") -> TableWrite:
@@ -113,6 +122,7 @@ class TableWrite:
             rows_written=read.integer("rows_written", required=False, default=0, minimum=0),
             source_uris=read.strings("source_uris"),
             schema_changes=read.objects("schema_changes"),
+            quarantined_rows=read.integer("quarantined_rows", required=False, default=0, minimum=0),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -122,6 +132,7 @@ class TableWrite:
             "rows_written": self.rows_written,
             "source_uris": list(self.source_uris),
             "schema_changes": [dict(change) for change in self.schema_changes],
+            "quarantined_rows": self.quarantined_rows,
         }
 
 

@@ -130,8 +130,10 @@ QUARANTINE_COLUMNS = (
     ("_wap_raw_text", "string", True),  # a row that did not parse: its text
     ("_wap_ingest_id", "string", True),
     ("_wap_quarantined_at", "timestamp", True),
-    # The row's 0-based index in its parquet source file (null for CSV / JSON Lines).
+    # The row's 0-based index among its source file's rows (every format).
     ("_wap_source_row", "bigint", True),
+    # CSV / JSON Lines: the row's 1-based line (a CSV's header is line 1); null for parquet.
+    ("_wap_source_line", "bigint", True),
 )
 # The report's check that judges the rows set aside against the table's gate.
 QUARANTINE_GATE = "quarantine_gate"
@@ -207,6 +209,18 @@ class QuarantineGate:
         return (
             self.max_fraction is not None and total > 0 and quarantined / total > self.max_fraction
         )
+
+    def why(self, quarantined: int, total: int) -> str | None:
+        """'3 of 5 rows (60%) quarantined, above max_fraction 0.5' when `quarantined` of
+        `total` is more than the gate lets through (the bound it is over), else None."""
+        if not self.exceeded(quarantined, total):
+            return None
+        if self.max_rows is not None and quarantined > self.max_rows:
+            bound = f"max_rows {self.max_rows}"
+        else:
+            bound = f"max_fraction {self.max_fraction:g}"
+        share = f"{100 * quarantined / total:.3g}%" if total else "all"
+        return f"{quarantined} of {total} rows ({share}) quarantined, above {bound}"
 
 
 @dataclass(frozen=True)

@@ -314,6 +314,7 @@ def settle_members(settings: Settings, ledger: Ledger, batch: BatchRecord) -> li
             fields.update(
                 snapshot_id=snapshots.get(table_of.get(member), batch.snapshot_id),
                 rows_written=verdict.get("rows"),
+                quarantined_rows=verdict.get("quarantined_rows"),
                 published_hash=batch.published_hash,
             )
         updates[member] = Changes(**fields)
@@ -458,5 +459,6 @@ def _member_verdicts(batch: BatchRecord) -> dict[str, dict[str, Any]]:
                 "rows": verdict.rows,
                 "reason": verdict.reason,
                 "failed_checks": list(verdict.failed_checks),
+                "quarantined_rows": verdict.quarantined_rows,
             }
     return verdicts

@@ -137,6 +137,7 @@ def run_dataset(spark, args, report: Report, run_table: Callable) -> None:
                 rows_written=written.rows_written,
                 source_uris=tuple(sub_args.sources),
                 schema_changes=tuple(sub.schema_changes),
+                quarantined_rows=sub.quarantined_rows,
             )
         )
     report.timed("tables_s", writes_started)

@@ -7,11 +7,13 @@ that publishes the branch publishes both.
 Each row lands on exactly one side: one array column of the names of the checks it
 fails is computed once per row (a predicate that is NULL counts as passed, as the audit
 counts it), and the two sides are `size(...) = 0` and `size(...) > 0` of that same
-value. The table's write observes how many rows fail; only when some do, a second
-query reads the sources again and writes those rows to the quarantine table: a clean
+value. The table's write observes how many rows fail; only when some do, one more
+read of the sources keeps those rows (`localCheckpoint`: few, by the gate), from which
+the quarantine table is written and its samples and per-file counts taken: a clean
 drop pays for the flags column alone (caching the flagged rows for the second write
-instead made a clean million-row drop about twice as slow, measured locally).
-The second query must find exactly the rows the first one counted, else the run stops
+instead made a clean million-row drop about twice as slow, measured locally; the cost
+of a dirty one is in docs/benchmarks.md, bench/quarantine_bench.py).
+The second read must find exactly the rows the first one counted, else the run stops
 before anything is published (an expression that answers differently each time, such as
 one over `rand()` or `current_timestamp()`, cannot split rows).
 """
@@ -20,6 +22,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -41,7 +47,13 @@ from spark_jobs.checks import Check, ParseErrorsCheck
 from spark_jobs.errors import TableConfigError, as_job_error, describe
 from spark_jobs.identifiers import quote
 from spark_jobs.schema_policy import SchemaPlan
-from spark_jobs.text_sources import PARSE_ERROR, data_schema, has_parse_errors_column
+from spark_jobs.text_sources import (
+    CSV,
+    JSONL,
+    PARSE_ERROR,
+    data_schema,
+    has_parse_errors_column,
+)
 from spark_jobs.writer import (
     CatalogTable,
     create_namespace,
@@ -72,6 +84,20 @@ QUARANTINE_TYPES = {
     "timestamp": T.TimestampType(),
 }
 FILE_KEY_PATTERN = r"^([A-Za-z][A-Za-z0-9+.-]*:)?/*"  # hadoop_fs.path_key, in Spark SQL
+# monotonically_increasing_id(): the partition's index above bit 33, its row count below.
+ROW_IN_PARTITION = (1 << 33) - 1
+# Read with both, a file is one partition of its own, read whole (`whole_files`).
+WHOLE_FILE_CONFS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+WHOLE_FILE_BYTES = str(1 << 50)
+# The rows set aside are written in files of about this many rows (few rows: one file).
+ROWS_PER_FILE = 1_000_000
+# Parquet drops up to this size keep the failing rows as the table's write reads them
+# (observed, in the driver: at worst every row of the drop), so setting them aside reads
+# the sources no more; a larger drop, or one with text sources, reads them again.
+CAPTURE_MAX_BYTES = 64 * 1024 * 1024
+CAPTURED = "__wap_captured"
+# How long to wait for the captured rows after the write (they come with its counts).
+CAPTURE_WAIT_S = 30.0
 
 
 @dataclass
@@ -83,11 +109,28 @@ class Split:
     checks: list[tuple[str, Column]]  # (name, violation predicate) of each quarantine check
     parse_errors: str | None = None  # the parse_errors check's name when it quarantines
     origins: dict[str, str] = field(default_factory=dict)  # path_key(file) -> uploaded object
+    # path_key(file) -> the line its first row is on, for text sources (`first_lines`).
+    lines: dict[str, int] = field(default_factory=dict)
     quarantined_at: dt.datetime | None = None
     # Filled in by the write: rows set aside, in all and per check (None: not counted),
     # and up to SAMPLES of them per check (the report's samples of that check).
     counts: dict[str, int] | None = None
     samples: dict[str, list[dict]] = field(default_factory=dict)
+    # Set by `flag`: the rows' indexes are counted per partition, so the rows set aside
+    # are read with each file whole (`whole_files`).
+    counted_per_partition: bool = False
+    # The quarantine table's snapshot of the ingest's rows (`writer.AppendResult`), once
+    # written or found.
+    written: object | None = None
+    # Seconds setting the rows aside after the table's write (the report's `quarantine_s`).
+    seconds: float = 0.0
+    # The rows this run set aside, kept (`localCheckpoint`) from the one read that found
+    # them; None before, or when a re-run found them written.
+    aside: DataFrame | None = None
+    # Whether the table's write keeps the failing rows (`CAPTURE_MAX_BYTES`), and the
+    # observation that holds them.
+    capture: bool = False
+    captured: Observation | None = None
 
     def failed_checks(self, text: bool) -> Column:
         """The names of the quarantine checks a row fails (each predicate once; NULL is
@@ -103,16 +146,29 @@ class Split:
         )
         return F.when(F.col(PARSE_ERROR).isNull(), parsed).otherwise(unparsed)
 
+    def fails(self, text: bool) -> Column:
+        """True for a row `failed_checks` names a check for: the same predicates, as one
+        boolean (cheaper than building the names, for a query that keeps few rows)."""
+        parsed = F.lit(False)
+        for _, pred in self.checks:
+            parsed = parsed | F.coalesce(pred, F.lit(False))
+        if not text:
+            return parsed
+        return F.when(F.col(PARSE_ERROR).isNull(), parsed).otherwise(
+            F.lit(self.parse_errors is not None)
+        )
+
     def flag(self, frame: DataFrame, projection: list[Column]) -> DataFrame:
         """`frame`'s rows shaped for the table (`projection`), with the failed checks, the
         file each came from and, for text sources, `PARSE_ERROR`."""
         text = has_parse_errors_column(frame)
         extra = [F.col(PARSE_ERROR)] if text else []
+        index, self.counted_per_partition = row_index(frame)
         shaped = frame.select(
             *projection,
             *extra,
             F.input_file_name().alias(FILE_COLUMN),
-            row_index(frame).alias(ROW_COLUMN),
+            index.alias(ROW_COLUMN),
         )
         flagged = shaped.select("*", self.failed_checks(text).alias(FAILED_COLUMN))
         return flagged
@@ -139,11 +195,15 @@ class Split:
         if PARSE_ERROR in flagged.columns:  # a row that did not parse goes nowhere else
             kept = kept & F.col(PARSE_ERROR).isNull()
         table_columns = [c for c in flagged.columns if c not in (*HELPER_COLUMNS, PARSE_ERROR)]
-        return (
-            flagged.observe(observation, *self.counting())
-            .where(kept)
-            .select(*[F.col(quote(c)) for c in table_columns])
-        )
+        observed = flagged.observe(observation, *self.counting())
+        if self.capture and not self.counted_per_partition and PARSE_ERROR not in flagged.columns:
+            # The failing rows as they stream by (a struct only for them; nulls are not
+            # collected): a clean drop pays one null per row.
+            self.captured = Observation(f"wap_quarantine_rows_{self.ingest_id}:{self.table.table}")
+            row = F.struct(*[F.col(quote(c)) for c in flagged.columns])
+            failing = F.when(F.size(F.col(FAILED_COLUMN)) > 0, row)
+            observed = observed.observe(self.captured, F.collect_list(failing).alias(CAPTURED))
+        return observed.where(kept).select(*[F.col(quote(c)) for c in table_columns])
 
     def set_aside(
         self, spark: SparkSession, observed: dict | None, flagged: DataFrame, target: T.StructType
@@ -151,9 +211,18 @@ class Split:
         """After the table's write: the counts (`observed` by it, else counted by one
         query), then, when a row failed, those rows written to the quarantine table and
         sampled from it."""
+        start = time.perf_counter()
+        try:
+            self._set_aside(spark, observed, flagged, target)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def _set_aside(
+        self, spark: SparkSession, observed: dict | None, flagged: DataFrame, target: T.StructType
+    ) -> None:
         self.counts = count_set_aside(observed, self, flagged)
         if self.counts[QUARANTINED]:
-            written = write_quarantined(spark, self, flagged, target)
+            written = self._write(spark, flagged, target)
             if written.rows_written != self.counts[QUARANTINED]:
                 raise QuarantineSplitError(
                     f"the quarantine checks {', '.join(self.names)} counted "
@@ -162,14 +231,79 @@ class Split:
                     "that answers differently on the same row (rand(), current_timestamp(), "
                     "...) cannot quarantine; make it deterministic or use on_fail: hold"
                 )
+            self.written = written
             self.samples = self.sample(spark, written, target)
+
+    def _write(self, spark: SparkSession, flagged: DataFrame, target: T.StructType):
+        """The quarantine table's snapshot of the ingest's rows: found (a re-run: its
+        first run set them aside), else written now."""
+        try:
+            existing = load_table(spark, self.table)
+            found = find_ingest_snapshot(existing, self.ingest_id) if existing else None
+            if found is not None:
+                return found
+            kept = self._captured_rows(spark, flagged.schema)
+            if kept is not None:  # as the table's write read them
+                self.aside = self.quarantined(kept, target).localCheckpoint(eager=True)
+            else:
+                # One read of the sources, keeping only the rows set aside (few): the
+                # write, its samples and per-file counts then read those.
+                with whole_files(spark, self.counted_per_partition):
+                    self.aside = self.quarantined(flagged, target).localCheckpoint(eager=True)
+        except Exception as exc:
+            raise as_job_error(
+                exc, f"setting the quarantined rows aside failed: {describe(exc)}"
+            ) from exc
+        files = max(1, self.counts[QUARANTINED] // ROWS_PER_FILE)
+        return write_quarantined(spark, self, self.aside.coalesce(files))
+
+    def _captured_rows(self, spark: SparkSession, schema: T.StructType) -> DataFrame | None:
+        """The failing rows the table's write kept (`capture`), as a frame of `schema`
+        built in the JVM (no Python rows); None when it kept none, or they did not come."""
+        if self.captured is None:
+            return None
+        jo = self.captured._jo
+        try:
+            metrics = jo.getClass().getDeclaredField("metrics")
+            metrics.setAccessible(True)
+            deadline = time.monotonic() + CAPTURE_WAIT_S
+            while not metrics.get(jo).isDefined():
+                if time.monotonic() > deadline:
+                    log.warning("the failing rows kept by the write did not arrive")
+                    return None
+                time.sleep(0.01)
+            rows = jo.getAsJava().get(CAPTURED)
+            jvm = spark._jvm
+            listed = jvm.scala.collection.JavaConverters.seqAsJavaListConverter(rows).asJava()
+            jschema = spark._jsparkSession.parseDataType(schema.json())
+            return DataFrame(spark._jsparkSession.createDataFrame(listed, jschema), spark)
+        except Exception:
+            log.exception("cannot read the failing rows kept by the write; reading again")
+            return None
+
+    def _written_rows(self, spark: SparkSession, written) -> DataFrame:
+        """The rows set aside: as this run kept them, else (a re-run) as the quarantine
+        table's snapshot of the ingest holds them."""
+        return self.aside if self.aside is not None else rows_added(spark, self.table, written)
+
+    def by_origin(self, spark: SparkSession) -> dict[str, int]:
+        """The rows set aside per uploaded object (`_wap_source_file`): one grouped count
+        of the rows just written, asked only by a batch (each file's record counts its
+        own)."""
+        if self.written is None:
+            return {}
+        rows = self._written_rows(spark, self.written)
+        return {
+            row["_wap_source_file"]: int(row["count"])
+            for row in rows.groupBy("_wap_source_file").count().collect()
+        }
 
     def sample(self, spark: SparkSession, written, target: T.StructType) -> dict[str, list[dict]]:
         """Up to SAMPLES rows set aside per check (the table's leading columns), from one
-        LIMITed read of the rows just written to the quarantine table."""
+        LIMITed read of the rows set aside."""
         columns = [f.name for f in target.fields][:SAMPLE_COLUMNS]
         picked = (
-            rows_added(spark, self.table, written)
+            self._written_rows(spark, written)
             .select(*[F.col(quote(c)) for c in columns], F.col("_wap_failed_checks"))
             .limit(SAMPLES * len(self.names))
             .collect()
@@ -188,6 +322,9 @@ class Split:
         source = F.col(FILE_COLUMN)
         for path, origin in self.origins.items():
             source = F.when(key == F.lit(path), F.lit(origin)).otherwise(source)
+        line = F.lit(None).cast("bigint")
+        for path, first in self.lines.items():
+            line = F.when(key == F.lit(path), F.col(ROW_COLUMN) + F.lit(first)).otherwise(line)
         raw = F.col(PARSE_ERROR) if PARSE_ERROR in flagged.columns else F.lit(None).cast("string")
         at = self.quarantined_at or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)  # noqa: UP017
         metadata = {
@@ -197,23 +334,79 @@ class Split:
             "_wap_ingest_id": F.lit(self.ingest_id),
             "_wap_quarantined_at": F.lit(at).cast("timestamp"),
             "_wap_source_row": F.col(ROW_COLUMN),
+            "_wap_source_line": line,
         }
         columns = [F.col(quote(f.name)) for f in target.fields]
         columns += [metadata[name].alias(name) for name, _, _ in QUARANTINE_COLUMNS]
-        return flagged.where(F.size(F.col(FAILED_COLUMN)) > 0).select(*columns)
+        # The boolean first, the names for the rows it keeps alone (unused, the flagged
+        # names are pruned from this query).
+        text = PARSE_ERROR in flagged.columns
+        failing = (
+            flagged.drop(FAILED_COLUMN)
+            .where(self.fails(text))
+            .select("*", self.failed_checks(text).alias(FAILED_COLUMN))
+        )
+        return failing.select(*columns)
 
 
-def row_index(frame: DataFrame) -> Column:
-    """Each row's 0-based index in its file: the parquet reader's `_metadata.row_index`
-    (counted as it reads, no extra pass). NULL for rows of text sources, whose readers do
-    not know a row's line (a split starts mid-file: numbering needs a pass counting every
-    line before it), and for a drop that mixes parquet and text files (the metadata column
-    does not pass through their union)."""
+def row_index(frame: DataFrame) -> tuple[Column, bool]:
+    """Each row's 0-based index in its file, and whether it is counted per partition.
+
+    Parquet: the reader's `_metadata.row_index` (counted as it reads, no extra pass).
+    Text sources (and a drop mixing parquet and text, whose union drops the metadata
+    column): the row's count within its partition, which is its index in its file only
+    when the file is read whole, one partition to itself; the rows set aside are read so
+    (`whole_files`). The table's write reads in splits as before and does not use it (a
+    split starts mid-file, where the reader does not know the line)."""
     try:
         _ = frame.select(F.col("_metadata.row_index")).schema  # the analyser alone decides
     except AnalysisException:
-        return F.lit(None).cast("bigint")
-    return F.col("_metadata.row_index")
+        return F.monotonically_increasing_id().bitwiseAND(F.lit(ROW_IN_PARTITION)), True
+    return F.col("_metadata.row_index"), False
+
+
+_WHOLE_FILES_LOCK = threading.Lock()
+_whole_files_users: list = [0, {}]  # how many are within, and the confs they replaced
+
+
+@contextmanager
+def whole_files(spark: SparkSession, wanted: bool = True) -> Iterator[None]:
+    """Within: queries read each source file whole as a partition of its own (no split,
+    no two small files packed together), so a row's count in its partition is its index
+    in its file. Only the rows set aside are read so (only when a row failed): one task
+    per file, where the table's write split a large file across tasks. A session-wide
+    setting: a multi-table dataset's tables, written side by side, share it, the first
+    one in setting it and the last one out restoring it."""
+    if not wanted:
+        yield
+        return
+    with _WHOLE_FILES_LOCK:
+        if _whole_files_users[0] == 0:
+            _whole_files_users[1] = {name: spark.conf.get(name) for name in WHOLE_FILE_CONFS}
+            for name in WHOLE_FILE_CONFS:
+                spark.conf.set(name, WHOLE_FILE_BYTES)
+        _whole_files_users[0] += 1
+    try:
+        yield
+    finally:
+        with _WHOLE_FILES_LOCK:
+            _whole_files_users[0] -= 1
+            if _whole_files_users[0] == 0:
+                for name, value in _whole_files_users[1].items():
+                    spark.conf.set(name, value)
+
+
+def first_lines(kinds: dict[str, str], header: bool) -> dict[str, int]:
+    """path_key(file) -> the line its first row is on, for each text file of `kinds`
+    (path_key -> `csv`, `jsonl` or `parquet`): 2 for a CSV with a header (line 1), else 1.
+    A row's line is then its index plus that: JSON Lines' blank lines hold no row and
+    are not counted, nor are a CSV's, and a CSV row whose quoted value spans lines
+    (`csv: {multiline: true}`) counts as one line."""
+    return {
+        key: 2 if kind == CSV and header else 1
+        for key, kind in kinds.items()
+        if kind in (CSV, JSONL)
+    }
 
 
 def split_for(
@@ -222,6 +415,7 @@ def split_for(
     ref: CatalogTable,
     ingest_id: str,
     origins: dict[str, str],
+    lines: dict[str, int] | None = None,
 ) -> Split | None:
     """The run's split, None when no check quarantines (the write is then as before)."""
     quarantining = [c for c in checks if c.spec.on_fail == QUARANTINE]
@@ -238,6 +432,7 @@ def split_for(
         checks=[(c.spec.name, c.violation()) for c in quarantining],
         parse_errors=parse_name,
         origins=origins,
+        lines=lines or {},
     )
 
 
@@ -294,22 +489,15 @@ def prepare_quarantine_table(spark: SparkSession, ref, target: T.StructType) -> 
         ) from exc
 
 
-def write_quarantined(spark: SparkSession, split: Split, flagged: DataFrame, target: T.StructType):
-    """Append the rows set aside to the quarantine table on the branch, stamped with the
-    ingest, once per ingest (a re-run finds its snapshot and appends nothing); return
-    that snapshot (`writer.AppendResult`)."""
+def write_quarantined(spark: SparkSession, split: Split, rows: DataFrame):
+    """Append `rows`, those set aside (`Split.quarantined`), to the quarantine table on
+    the branch, stamped with the ingest; return that snapshot (`writer.AppendResult`).
+    The caller looked first for a snapshot of the ingest (a re-run appends nothing)."""
     table = split.table
     try:
-        existing = load_table(spark, table)
-        found = find_ingest_snapshot(existing, split.ingest_id) if existing is not None else None
-        if found is not None:
-            return found
-        (
-            split.quarantined(flagged, target)
-            .writeTo(table.sql)
-            .option(f"snapshot-property.{INGEST_ID_PROPERTY}", split.ingest_id)
-            .append()
-        )
+        rows.writeTo(table.sql).option(
+            f"snapshot-property.{INGEST_ID_PROPERTY}", split.ingest_id
+        ).append()
         found = find_ingest_snapshot(load_table(spark, table), split.ingest_id)
         if found is None:
             raise RuntimeError(f"no snapshot of {table.table} carries the ingest {split.ingest_id}")
@@ -335,6 +523,7 @@ def recount(spark: SparkSession, split: Split) -> dict[str, int] | None:
     found = find_ingest_snapshot(existing, split.ingest_id) if existing is not None else None
     if found is None:
         return None
+    split.written = found
     rows = rows_added(spark, split.table, found)
     failed = F.col("_wap_failed_checks")
     values = (
@@ -395,12 +584,7 @@ def judge_quarantine(
             threshold={"max_fraction": gate.max_fraction, "max_rows": gate.max_rows},
             observed={"rows": quarantined, "fraction": fraction},
             settled_by=WRITE,
-            message=(
-                f"{quarantined} of {total} row(s) failed quarantine checks, more than the "
-                "table's quarantine gate lets through: nothing is published"
-                if over
-                else None
-            ),
+            message=f"{gate.why(quarantined, total)}: nothing is published" if over else None,
         )
     )
     return judged, quarantined

@@ -12,7 +12,7 @@ from typing import Any
 
 from contracts import report as contract
 from contracts.metric_history import HISTORY_KEY
-from contracts.table_config import MONITOR_KINDS
+from contracts.table_config import MONITOR_KINDS, QUARANTINE_GATE
 from spark_jobs import hadoop_fs
 from spark_jobs.errors import ReportWriteError, WapJobError, as_job_error, describe
 
@@ -170,9 +170,10 @@ class Report:
 
 
 def _learned(check: contract.CheckResult) -> bool:
-    """A check judged against published history: its message says the value, the
-    expected range and where it came from, which is the reason people need."""
-    learned = check.kind in MONITOR_KINDS or (
+    """A check judged against published history (its message says the value, the
+    expected range and where it came from), or the quarantine gate (how many rows of
+    how many, above which bound): the message is the reason people need."""
+    learned = check.kind in (*MONITOR_KINDS, QUARANTINE_GATE) or (
         isinstance(check.threshold, dict) and HISTORY_KEY in check.threshold
     )
     return learned and bool(check.message)

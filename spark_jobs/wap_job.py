@@ -18,6 +18,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -25,7 +26,7 @@ if __package__ in (None, ""):  # `spark-submit spark_jobs/wap_job.py` without th
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StringType, StructType
 
 from contracts.job_args import (
@@ -36,7 +37,7 @@ from contracts.job_args import (
     parse_run_args,
 )
 from contracts.layout import table_config_key
-from contracts.report import FAILED, SCAN, WRITE
+from contracts.report import FAILED, SCAN, SOURCE_REJECTED, WRITE, SourceVerdict
 from contracts.table_config import (
     MONITOR_KINDS,
     QUARANTINE,
@@ -88,7 +89,11 @@ from spark_jobs.per_source import (
 )
 from spark_jobs.profile import Profile
 from spark_jobs.quarantine import (
+    CAPTURE_MAX_BYTES,
+    QUARANTINED,
+    Split,
     counts_of_reused,
+    first_lines,
     judge_quarantine,
     prepare_quarantine_table,
     split_for,
@@ -147,6 +152,23 @@ def _or_exit(parse: Callable[[list[str]], T], argv: list[str]) -> T:
     except JobArgsError as exc:
         print(f"usage error: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
+
+
+def _set_aside_per_source(
+    spark: SparkSession, split: Split, verdicts: dict[str, SourceVerdict], args: JobArgs
+) -> dict[str, SourceVerdict]:
+    """A batch's verdicts with each written source's rows set aside in the quarantine
+    table (`quarantined_rows`) and its `rows` the rest, those published."""
+    counts = split.by_origin(spark) if (split.counts or {}).get(QUARANTINED) else {}
+    found = {}
+    for uri, verdict in verdicts.items():
+        if verdict.status == SOURCE_REJECTED:
+            found[uri] = verdict
+            continue
+        count = counts.get(args.origin(uri), 0)
+        rows = None if verdict.rows is None else max(verdict.rows - count, 0)
+        found[uri] = replace(verdict, rows=rows, quarantined_rows=count)
+    return found
 
 
 def recorded_sources(args: JobArgs, usable) -> list[str]:
@@ -293,7 +315,13 @@ def _write_and_audit(
         ref,
         args.ingest_id,
         {hadoop_fs.path_key(uri): args.origin(usable.owner[uri]) for uri in usable.uris},
+        first_lines(
+            {hadoop_fs.path_key(uri): reader.format(uri).kind for uri in usable.uris},
+            reader.csv.header,
+        ),
     )
+    if split is not None:
+        split.capture = sum(info.size for info in usable.files) <= CAPTURE_MAX_BYTES
     watched = frozenset(history.wanted)
     profile = Profile(plan_target, watched) if recording else None
     report.table_schema = [
@@ -365,6 +393,8 @@ def _write_and_audit(
         if split is not None:
             split.counts = counts_of_reused(spark, split, frame, plan_target)
     report.snapshot_id, report.rows_written = written.snapshot_id, written.rows_written
+    if split is not None:  # within the write's time: the rows set aside, after the table's
+        report.timings["quarantine_s"] = round(split.seconds, 3)
     report.reused_snapshot, report.schema_changes = written.reused, changes
     report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
     report.timed("hash_s", step)
@@ -410,6 +440,8 @@ def _write_and_audit(
                 else None,
             )
         )
+        if split is not None:
+            verdicts = _set_aside_per_source(spark, split, verdicts, args)
         report.timed("audit_per_source_s", start)
     report.judge(verdicts)
     files = (

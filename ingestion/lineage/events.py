@@ -201,6 +201,12 @@ def outcome_event(
             )
             for entry in report.tables
         ]
+        # Each table's quarantine table, with the rows that table set aside.
+        outputs += [
+            _quarantine_output(namespace, entry.table, outcome, report, entry.quarantined_rows)
+            for entry in report.tables
+            if entry.quarantined_rows
+        ]
     else:
         snapshot_id = outcome.snapshot_id or (
             str(report.snapshot_id) if report and report.snapshot_id is not None else None
@@ -218,7 +224,9 @@ def outcome_event(
             )
         ]
         if report is not None and report.quarantined_rows:
-            outputs.append(_quarantine_output(namespace, table, outcome, report))
+            outputs.append(
+                _quarantine_output(namespace, table, outcome, report, report.quarantined_rows)
+            )
     return _event(
         event_type,
         namespace=namespace,
@@ -293,10 +301,11 @@ def _table_output(
 
 
 def _quarantine_output(
-    namespace: str, table: str, outcome: Outcome, report: AuditReport
+    namespace: str, table: str, outcome: Outcome, report: AuditReport, rows: int
 ) -> OutputDataset:
-    """The table's quarantine table (issue 40): the rows the run set aside, written by the
-    same commit as the table (published by the same merge, or left on the same branch)."""
+    """The table's quarantine table (issue 40): the `rows` the run set aside in it, written
+    by the same commit as the table (published by the same merge, or left on the same
+    branch)."""
     facets: dict = {}
     if outcome.reference:
         facets["wap_nessie"] = NessieReferenceDatasetFacet(
@@ -310,7 +319,7 @@ def _quarantine_output(
         facets=facets,
         outputFacets={
             "outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
-                rowCount=report.quarantined_rows, producer=PRODUCER
+                rowCount=rows, producer=PRODUCER
             )
         },
     )

@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 from contracts.alert import BLOCKED
 from ingestion import aws, compaction_runs
 from ingestion import constants as c
-from ingestion.alerts import alert_event, send_alert_quietly
+from ingestion.alerting.report import ReportUnavailableError, load_report
+from ingestion.alerts import alert_event, alerts_on, send_alert_quietly
 from ingestion.arrivals import SubjectFreshness, check_arrivals, deployed_expectations
 from ingestion.batching import (
     open_batch,
@@ -35,7 +36,7 @@ from ingestion.ledger import (
     is_multi_table,
     tables_of,
 )
-from ingestion.lifecycle import decide, settle
+from ingestion.lifecycle import Deliver, decide, settle
 from ingestion.log import logger
 from ingestion.naming import iso, parse_iso, utcnow
 from ingestion.nessie import NessieClient
@@ -293,19 +294,7 @@ def _recover_lock(
     )
     _cancel_job_run(settings, record.job_run_id)
     if main_holds_ingest(nessie, table, record):  # died after the merge: it is published
-        deleted = delete_branch_quietly(nessie, record.branch)
-        settle(
-            settings,
-            ledger,
-            record,
-            c.PUBLISHED,
-            None,
-            only_if_status={c.RUNNING},
-            alert=False,
-            fields={"branch_deleted_at": iso(now)} if deleted else None,
-            at=now,
-            job_started_at=record.job_started_at,
-        )
+        settle_merged(settings, ledger, nessie, record, now)
     else:
         settle(
             settings,
@@ -323,6 +312,51 @@ def _recover_lock(
         "stuck table lock recovered",
         extra={"table": table, "ingest_id": active, "execution_state": execution_state},
     )
+
+
+def settle_merged(
+    settings: Settings,
+    ledger: Ledger,
+    nessie: NessieClient,
+    record: Record,
+    now: datetime,
+    deliver: Deliver = send_alert_quietly,
+) -> None:
+    """A run the sweeper finds merged into main (it died after the merge): PUBLISHED with
+    its report's rows written and rows set aside, and alerted as Finish alerts a publish:
+    a warning when rows were quarantined, nothing for a clean one."""
+    fields = _published_counts(record)
+    if delete_branch_quietly(nessie, record.branch):
+        fields["branch_deleted_at"] = iso(now)
+    settle(
+        settings,
+        ledger,
+        record,
+        c.PUBLISHED,
+        None,
+        only_if_status={c.RUNNING},
+        alert=alerts_on(c.PUBLISHED, fields.get("quarantined_rows")),
+        deliver=deliver,
+        fields=fields,
+        at=now,
+        job_started_at=record.job_started_at,
+    )
+
+
+def _published_counts(record: Record) -> dict[str, int]:
+    """The rows written and set aside that the run's report gives (as Finish records
+    them); none when the report cannot be read (then no warning either)."""
+    if not record.report_uri:
+        return {}
+    try:
+        report = load_report(record.report_uri)
+    except ReportUnavailableError:
+        logger.exception("report of a merged run unreadable", extra={"ingest_id": record.ingest_id})
+        return {}
+    counts = {"rows_written": report.rows_written}
+    if report.quarantined_rows:
+        counts["quarantined_rows"] = report.quarantined_rows
+    return counts
 
 
 def _queued_behind_live_holder(ledger: Ledger, record: Record, now: datetime) -> bool:

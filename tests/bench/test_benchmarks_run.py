@@ -35,7 +35,7 @@ def _run_quick(module: str, *args: str, timeout: float = 600) -> str:
 
 # The benchmarks that run Spark go in one process, one after another, as `make bench` runs
 # them: one JVM start instead of four (the suite's time budget).
-SHARED = ("audit_floor", "wap_job", "burst", "per_source_audit")
+SHARED = ("audit_floor", "wap_job", "burst", "per_source_audit", "quarantine")
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +118,19 @@ def test_per_source_audit_bench_gives_a_verdict_per_file(quick_outputs):
         if line.startswith("| ") and "median" not in line and "---" not in line
     ]
     assert steps == ["one pass", "grouped", "per file"]
+
+
+@pytest.mark.slow
+def test_quarantine_bench_sets_the_bad_rows_aside_in_one_run_of_both(quick_outputs):
+    out = quick_outputs["quarantine"]
+
+    # 2,000 rows, every 1,000th bad on both checks (run_ingest's counts, checked by the
+    # bench itself: a run that set aside other than that raises).
+    assert "2,000 rows in one parquet file; dirty: 2 of them (0.1%) fail both" in out
+    [row] = [line for line in out.splitlines() if line.startswith("| ingest + publish |")]
+    assert "<= 1.15: wall " in row
+    variants = [line.split(" | ")[0] for line in out.splitlines() if line.startswith("| clean |")]
+    assert variants == ["| clean"]
 
 
 def test_history_bench_compares_an_empty_home_with_a_long_history():

@@ -9,6 +9,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from contracts.report import AuditReport, SourceVerdict
+from ingestion import batching
 from ingestion import constants as c
 from ingestion.batching import settle_members
 from ingestion.config import Settings
@@ -88,3 +90,47 @@ def test_a_record_created_ended_expires_and_waits_for_the_sweep(ledger):
 
     stored = ledger.get_ingest(MEMBERS[0])
     assert stored.expires_at and stored.sweep == "pending"
+
+
+def test_each_file_of_a_published_batch_records_the_rows_it_had_set_aside(ledger, monkeypatch):
+    # Issue 40: the report's verdict of each source counts its quarantined rows; each
+    # file's record carries its own count (its rows published apart).
+    sources = ("s3://staging/s.t/1.parquet", "s3://staging/s.t/2.parquet")
+    report = AuditReport(
+        ingest_id=BATCH,
+        table="s.t",
+        branch="wap_b",
+        outcome="passed",
+        source_uris=sources,
+        sources=(
+            SourceVerdict(uri=sources[0], status="passed", rows=10, quarantined_rows=0),
+            SourceVerdict(uri=sources[1], status="passed", rows=7, quarantined_rows=3),
+        ),
+        rows_written=17,
+        quarantined_rows=3,
+    )
+    monkeypatch.setattr(batching.aws, "read_json_s3", lambda uri: report.to_dict())
+    for member in MEMBERS:
+        ledger.create_ingest(
+            IngestRecord(ingest_id=member, table="s.t", status=c.RUNNING, batch_id=BATCH)
+        )
+    ledger.create_ingest(
+        BatchRecord(
+            ingest_id=BATCH,
+            table="s.t",
+            members=MEMBERS,
+            sources=sources,
+            status=c.PUBLISHED,
+            report_uri="s3://artifacts/reports/b.json",
+            quarantined_rows=3,
+        )
+    )
+
+    assert settle_members(SETTINGS, ledger, ledger.get_ingest(BATCH)) == []
+
+    members = [ledger.get_ingest(member) for member in MEMBERS]
+    assert [(m.status, m.rows_written, m.quarantined_rows) for m in members] == [
+        (c.PUBLISHED, 10, 0),
+        (c.PUBLISHED, 7, 3),
+    ]
+    assert SourceVerdict.from_dict(report.sources[1].to_dict()) == report.sources[1]

@@ -5,6 +5,7 @@ out here, not derived from the builder."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from openlineage.client.serde import Serde
@@ -224,3 +225,43 @@ def test_a_run_that_quarantined_nothing_outputs_only_its_table():
     )
 
     assert [o["name"] for o in event["outputs"]] == ["sales.orders"]
+
+
+def test_a_dataset_outputs_each_tables_quarantine_table_with_its_own_rows():
+    report = AuditReport.from_dict(
+        {
+            **REPORT.to_dict(),
+            "table": "shop.order_items",
+            "outcome": "passed",
+            "rows_written": 7,
+            "quarantined_rows": 3,
+            "tables": [
+                {"table": "shop.order_items", "snapshot_id": 11, "rows_written": 4},
+                {"table": "shop.orders", "snapshot_id": 12, "rows_written": 3},
+                {"table": "shop.customers", "snapshot_id": 13, "rows_written": 0},
+            ],
+        }
+    )
+    counts = {"shop.order_items": 1, "shop.orders": 2, "shop.customers": 0}
+    report = replace(
+        report,
+        tables=tuple(
+            replace(entry, quarantined_rows=counts[entry.table]) for entry in report.tables
+        ),
+    )
+    event = _sent(
+        "d" * 16,
+        "shop.order_items",
+        ["s3://src/_datasets/shop/d1/i.parquet"],
+        Outcome(status="PUBLISHED", reference="main", hash="cd" * 32),
+        AuditReport.from_dict(report.to_dict()),  # the count goes through the report's JSON
+    )
+
+    rows = {o["name"]: o["outputFacets"]["outputStatistics"]["rowCount"] for o in event["outputs"]}
+    assert rows == {
+        "shop.order_items": 4,
+        "shop.order_items__quarantine": 1,
+        "shop.orders": 3,
+        "shop.orders__quarantine": 2,
+        "shop.customers": 0,
+    }

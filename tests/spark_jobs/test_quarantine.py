@@ -220,6 +220,11 @@ def test_a_dataset_counts_the_rows_each_table_set_aside(lake, nessie, ingest, tm
     assert report["outcome"] == "passed", report["reason"]
     assert report["quarantined_rows"] == 1
     assert _ids(lake, nessie, args.branch, f"{ns}.order_items__quarantine") == [2]
+    # Each table's entry counts its own (lineage outputs each quarantine table so).
+    assert {t["table"]: t["quarantined_rows"] for t in report["tables"]} == {
+        f"{ns}.orders": 0,
+        f"{ns}.order_items": 1,
+    }
 
 
 def test_a_batch_publishes_every_file_whose_bad_rows_were_set_aside(lake, nessie, ingest, tmp_path):
@@ -232,7 +237,27 @@ def test_a_batch_publishes_every_file_whose_bad_rows_were_set_aside(lake, nessie
     assert report["outcome"] == "passed", report["reason"]
     assert (report["rows_written"], report["quarantined_rows"]) == (17, 3)
     assert [s["status"] for s in report["sources"]] == ["passed", "passed"]
+    # Each file's verdict counts its own rows set aside (its record's count), and its
+    # rows are those published.
+    assert [(s["rows"], s["quarantined_rows"]) for s in report["sources"]] == [(10, 0), (7, 3)]
     quarantine = read_on_ref(lake, nessie, args.branch, "sales.qbatch__quarantine").collect()
     assert {row.order_id: row._wap_source_file.rsplit("/", 1)[-1] for row in quarantine} == {
         i: "1-dirty.parquet" for i in BAD
     }
+
+
+def test_a_drop_too_large_to_keep_its_failing_rows_reads_them_again(
+    lake, nessie, ingest, tmp_path, monkeypatch
+):
+    # Above CAPTURE_MAX_BYTES the write does not keep the failing rows: a second read of
+    # the sources finds them, with the same result.
+    monkeypatch.setattr("spark_jobs.wap_job.CAPTURE_MAX_BYTES", -1)
+    args = ingest("sales.qreread", [write_parquet(tmp_path / "o.parquet", ORDERS)], CONFIG)
+
+    report = run_ingest(lake, args)
+
+    assert report["outcome"] == "passed", report["reason"]
+    assert (report["rows_written"], report["quarantined_rows"]) == (17, 3)
+    quarantine = read_on_ref(lake, nessie, args.branch, "sales.qreread__quarantine").collect()
+    assert {row.order_id: row._wap_failed_checks for row in quarantine} == BAD
+    assert _check(report, "known_status")["violations"] == 1

@@ -1,0 +1,98 @@
+"""The sweeper's adoption of a run it finds merged into main (it died after the merge):
+published, with its report's counts, and alerted as Finish alerts a publish."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from contracts.report import AuditReport
+from ingestion import constants as c
+from ingestion.config import Settings
+from ingestion.ledger import IngestRecord, Ledger
+from lambdas.sweeper import service
+from local.aws.stack import create_ledger_table
+
+NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+SETTINGS = Settings(
+    ledger_table="ledger",
+    nessie_uri="http://nessie.invalid/api/v2",
+    emr_application_id="app",
+    emr_execution_role_arn="arn:aws:iam::123456789012:role/job",
+    job_entrypoint="s3://artifacts/job.py",
+    reports_prefix="s3://artifacts/reports/",
+    logs_prefix="s3://artifacts/logs/",
+    state_machine_arn="arn:aws:states:us-east-1:123456789012:stateMachine:ingest",
+    artifacts_bucket="artifacts",
+)
+
+
+class _Nessie:
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    def delete_branch(self, branch: str) -> None:
+        self.deleted.append(branch)
+
+
+@pytest.fixture
+def ledger(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    with mock_aws():
+        create_ledger_table(boto3.client("dynamodb"), "ledger")
+        yield Ledger("ledger")
+
+
+def _adopt(ledger, tmp_path, quarantined: int) -> tuple[IngestRecord, list]:
+    report = AuditReport(
+        ingest_id="a" * 16,
+        table="sales.orders",
+        branch="wap_a",
+        outcome="passed",
+        rows_written=997,
+        quarantined_rows=quarantined,
+    )
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report.to_dict()))
+    record = IngestRecord(
+        ingest_id="a" * 16,
+        table="sales.orders",
+        status=c.RUNNING,
+        branch="wap_a",
+        report_uri=path.as_uri(),
+    )
+    ledger.create_ingest(record)
+    sent: list = []
+    service.settle_merged(SETTINGS, ledger, _Nessie(), record, NOW, deliver=sent.append)
+    return ledger.get_ingest(record.ingest_id), sent
+
+
+def test_a_run_found_merged_with_rows_set_aside_sends_the_quarantine_warning(ledger, tmp_path):
+    settled, sent = _adopt(ledger, tmp_path, quarantined=3)
+
+    assert (settled.status, settled.rows_written, settled.quarantined_rows) == (
+        c.PUBLISHED,
+        997,
+        3,
+    )
+    [alert] = sent
+    assert alert.outcome == c.PUBLISHED
+    assert (alert.quarantine.rows_published, alert.quarantine.rows_quarantined) == (997, 3)
+    assert alert.quarantine.quarantine_tables == ("sales.orders__quarantine",)
+
+
+def test_a_clean_run_found_merged_sends_nothing(ledger, tmp_path):
+    settled, sent = _adopt(ledger, tmp_path, quarantined=0)
+
+    assert (settled.status, settled.rows_written, settled.quarantined_rows) == (
+        c.PUBLISHED,
+        997,
+        None,
+    )
+    assert sent == []
