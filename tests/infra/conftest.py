@@ -20,13 +20,16 @@ def synthesized(tmp_path_factory) -> Synthesized:
 
 @pytest.fixture(scope="session")
 def synthesized_external_nessie(tmp_path_factory) -> Synthesized:
-    """`-c nessieEndpoint=...` with pre-initialized EMR capacity, and a daily maintenance
-    run that deletes (`-c gcDelete=true`)."""
+    """`-c nessieEndpoint=...` with pre-initialized EMR capacity, a shorter idle stop and
+    the deploy's own EMR prices, and a daily maintenance run that deletes
+    (`-c gcDelete=true`)."""
     return synthesize(
         tmp_path_factory.mktemp("cdk-external"),
         {
             "nessieEndpoint": "https://nessie.example.internal:19120",
             "emrPreInitializedExecutors": "2",
+            "emrIdleStopMinutes": "5",
+            "emrPrices": "vcpu=0.06,memory=0.0066,storage=0.00012",
             "gcDelete": "true",
             "stackName": "WapIngestExt",
         },
