@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 
-@pytest.fixture(params=["default", "external_nessie"])
+@pytest.fixture(params=["default", "configured"])
 def variant(request):
-    name = "synthesized" if request.param == "default" else "synthesized_external_nessie"
+    name = f"synthesized_{request.param}" if request.param != "default" else "synthesized"
     return request.getfixturevalue(name)
 
 

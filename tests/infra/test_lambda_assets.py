@@ -34,9 +34,7 @@ print(json.dumps({"file": module.__file__, "callable": callable(function),
 
 def _asset_dirs(synth) -> dict[str, Path]:
     """S3 object key -> staged asset directory in the cloud assembly."""
-    manifest = json.loads(
-        next(synth.outdir.glob(f"{synth.stack.artifact_id}.assets.json")).read_text()
-    )
+    manifest = json.loads(next(synth.outdir.glob(f"{synth.artifact_id}.assets.json")).read_text())
     found = {}
     for entry in manifest["files"].values():
         for destination in entry["destinations"].values():

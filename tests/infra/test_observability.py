@@ -9,15 +9,13 @@ from aws_cdk.assertions import Match
 
 from infra.settings import DeploySettings, SettingsError
 from ingestion import metrics
-from tests.fixtures.synth import synthesize
+from tests.fixtures.synth import LINEAGE_KEY_ARN
 from tests.infra.test_template import (
     _actions,
     _functions_by_handler,
     _ref_id,
     _statements_of_role,
 )
-
-KEY_ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:marquez/api-key-AbCdEf"
 
 
 def _dashboard_body(synth) -> str:
@@ -117,15 +115,14 @@ def test_no_lineage_is_sent_and_no_secret_read_unless_the_deploy_says_so(synthes
         assert variables["WAP_LINEAGE_NAMESPACE"] == "WapIngest"
         assert "WAP_LINEAGE_URL" not in variables
         assert "WAP_LINEAGE_API_KEY_SECRET_ARN" not in variables
-    assert KEY_ARN not in json.dumps(synthesized.template.to_json())
+    assert LINEAGE_KEY_ARN not in json.dumps(synthesized.template.to_json())
     assert "LineageUrl" not in synthesized.template.to_json()["Outputs"]
 
 
-def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_the_key(tmp_path):
-    synth = synthesize(
-        tmp_path,
-        {"lineageUrl": "https://marquez.example.com:5000/", "lineageApiKeySecretArn": KEY_ARN},
-    )
+def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_the_key(
+    synthesized_configured,
+):
+    synth = synthesized_configured  # -c lineageUrl=https://marquez.example.com:5000/ ...
     # start_ingest (START) and outcomes; maintenance starts the ingest queued behind a
     # compaction.
     senders = {"trigger", "finish", "sweeper", "maintenance"}
@@ -133,18 +130,18 @@ def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_th
         variables = props["Environment"]["Variables"]
         assert variables["WAP_LINEAGE_URL"] == "https://marquez.example.com:5000"
         statements = _statements_of_role(synth, _ref_id(props["Role"]))
-        on_key = [s for s in statements if KEY_ARN in json.dumps(s.get("Resource"))]
+        on_key = [s for s in statements if LINEAGE_KEY_ARN in json.dumps(s.get("Resource"))]
         if name in senders:
-            assert variables["WAP_LINEAGE_API_KEY_SECRET_ARN"] == KEY_ARN
+            assert variables["WAP_LINEAGE_API_KEY_SECRET_ARN"] == LINEAGE_KEY_ARN
             assert [(_actions([s]), s["Resource"]) for s in on_key] == [
-                ({"secretsmanager:GetSecretValue"}, KEY_ARN)
+                ({"secretsmanager:GetSecretValue"}, LINEAGE_KEY_ARN)
             ], name
         else:
             assert on_key == [], name
     # `wap publish` / `discard --aws` find the receiver (and its key) in the outputs.
     outputs = synth.template.to_json()["Outputs"]
     assert outputs["LineageUrl"]["Value"] == "https://marquez.example.com:5000"
-    assert outputs["LineageApiKeySecretArn"]["Value"] == KEY_ARN
+    assert outputs["LineageApiKeySecretArn"]["Value"] == LINEAGE_KEY_ARN
 
 
 @pytest.mark.parametrize(
@@ -152,7 +149,7 @@ def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_th
     [
         ({"lineageUrl": "ftp://marquez"}, "lineageUrl"),
         ({"lineageUrl": "https://user:secret@marquez"}, "without credentials"),
-        ({"lineageApiKeySecretArn": KEY_ARN}, "needs lineageUrl"),
+        ({"lineageApiKeySecretArn": LINEAGE_KEY_ARN}, "needs lineageUrl"),
         ({"lineageUrl": "https://m", "lineageApiKeySecretArn": "marquez-key"}, "not a secret"),
     ],
 )

@@ -12,7 +12,6 @@ from aws_cdk.assertions import Match
 
 from tests.fixtures.functions import OUR_FUNCTIONS
 from tests.fixtures.paths import REPO
-from tests.fixtures.synth import synthesize
 
 ASL_FILE = REPO / "statemachine" / "ingest.asl.json"
 
@@ -291,9 +290,9 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
 
 
 def test_gc_delete_lets_the_maintenance_run_delete_under_warehouse_only(
-    synthesized_external_nessie,
+    synthesized_configured,
 ):
-    _, props, pairs = _maintenance_grants(synthesized_external_nessie)
+    _, props, pairs = _maintenance_grants(synthesized_configured)
     assert props["Environment"]["Variables"]["WAP_GC_DELETE"] == "true"
     deletes = [resource for actions, resource in pairs if actions & {"s3:DeleteObject"}]
     assert len(deletes) == 1 and deletes[0].endswith('"/warehouse/*"]]}')
@@ -367,7 +366,7 @@ def _runtime_jar_asset(synth) -> tuple[str, Path]:
     assert jar_uri.startswith("s3://") and "," not in jar_uri, jar_uri
     location = jar_uri.removeprefix("s3://")
     key = location.split("/", 1)[1]
-    manifest = json.loads((synth.outdir / f"{synth.stack.artifact_id}.assets.json").read_text())
+    manifest = json.loads((synth.outdir / f"{synth.artifact_id}.assets.json").read_text())
     (entry,) = [
         e
         for e in manifest["files"].values()
@@ -445,7 +444,7 @@ def test_region_is_the_readmes_default_whatever_the_cdk_cli_exports(synthesized)
     (promised,) = re.findall(r"`([a-z]{2}-[a-z]+-\d)`", row.group(1))
     assert promised == "eu-west-1"
     # The fixture synthesized with CDK_DEFAULT_REGION set, as the CLI always does.
-    assert synthesized.stack.region == promised != CLI_FALLBACK_REGION
+    assert synthesized.region == promised != CLI_FALLBACK_REGION
 
 
 def test_state_machine_is_the_tested_definition_file(synthesized):
@@ -514,7 +513,7 @@ def test_emr_serverless_application(synthesized):
 
 
 def test_the_emr_start_up_settings_synthesize_and_default_to_emrs_own(
-    synthesized, synthesized_external_nessie
+    synthesized, synthesized_configured
 ):
     # Default: EMR's 15 idle minutes, no warm workers, the price table's rates.
     synthesized.template.has_resource_properties(
@@ -522,7 +521,7 @@ def test_the_emr_start_up_settings_synthesize_and_default_to_emrs_own(
         {"AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": 15}},
     )
     # -c emrIdleStopMinutes=5 -c emrPreInitializedExecutors=2 -c emrPrices=...
-    synthesized_external_nessie.template.has_resource_properties(
+    synthesized_configured.template.has_resource_properties(
         "AWS::EMRServerless::Application",
         {
             "AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": 5},
@@ -537,14 +536,14 @@ def test_the_emr_start_up_settings_synthesize_and_default_to_emrs_own(
     )
     prices = "vcpu=0.06,memory=0.0066,storage=0.00012"
     # finish prices each run's billed resources (ingestion/job_cost.py).
-    [_, finish] = _functions_by_handler(synthesized_external_nessie)["finish"]
+    [_, finish] = _functions_by_handler(synthesized_configured)["finish"]
     assert finish["Environment"]["Variables"]["WAP_EMR_PRICES"] == prices
     [_, finish] = _functions_by_handler(synthesized)["finish"]
     assert "WAP_EMR_PRICES" not in finish["Environment"]["Variables"]
 
 
-def test_pre_initialized_capacity_is_a_parameter(synthesized_external_nessie):
-    synthesized_external_nessie.template.has_resource_properties(
+def test_pre_initialized_capacity_is_a_parameter(synthesized_configured):
+    synthesized_configured.template.has_resource_properties(
         "AWS::EMRServerless::Application",
         {
             "InitialCapacity": Match.array_with(
@@ -644,8 +643,8 @@ def test_internal_alb_health_checks_the_management_port(synthesized):
     )
 
 
-def test_external_nessie_deploys_no_catalog(synthesized_external_nessie):
-    synth = synthesized_external_nessie
+def test_external_nessie_deploys_no_catalog(synthesized_configured):
+    synth = synthesized_configured
     assert synth.of_type("AWS::ECS::Service") == {}
     assert synth.of_type("AWS::ElasticLoadBalancingV2::LoadBalancer") == {}
     (_, trigger) = _functions_by_handler(synth)["trigger"]
@@ -760,7 +759,7 @@ def test_alarms_watch_executions_dlq_and_every_lambda(synthesized):
     assert metrics.count("Errors") == len(OUR_FUNCTIONS)
 
 
-def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, tmp_path):
+def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, synthesized_configured):
     def queue_alarm(template):
         [alarm] = [
             a["Properties"]
@@ -783,11 +782,10 @@ def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, tmp_path):
     assert alarm["Dimensions"] == [
         {"Name": "service", "Value": variables["POWERTOOLS_SERVICE_NAME"]}
     ]
-    configured = synthesize(tmp_path, {"queueAlarmMinutes": "45"})
-    assert queue_alarm(configured)["Threshold"] == 45 * 60
+    assert queue_alarm(synthesized_configured)["Threshold"] == 45 * 60  # queueAlarmMinutes
 
 
-def test_uploads_create_tables_only_when_the_deploy_says_so(synthesized, tmp_path):
+def test_uploads_create_tables_only_when_the_deploy_says_so(synthesized, synthesized_configured):
     def flags(synth) -> set[str]:
         return {
             props["Environment"]["Variables"]["WAP_CREATE_TABLES_FROM_UPLOADS"]
@@ -795,7 +793,7 @@ def test_uploads_create_tables_only_when_the_deploy_says_so(synthesized, tmp_pat
         }
 
     assert flags(synthesized) == {"false"}  # an unknown table is refused by default
-    assert flags(synthesize(tmp_path, {"createTablesFromUploads": "true"})) == {"true"}
+    assert flags(synthesized_configured) == {"true"}  # -c createTablesFromUploads=true
 
 
 def test_outputs(synthesized):
