@@ -29,7 +29,7 @@ setup: $(STAMP)  ## virtualenv, pip packages (incl. the Iceberg jar), CDK CLI
 # with two, the cores were busy 1.6 of 2 on average (CPU 1,025 s in 629 s of wall time,
 # measured in a cgroup), as tests also wait on their subprocesses, servers and JVMs.
 WORKERS ?= 3
-PYTEST_PARALLEL := -n $(WORKERS) --dist loadfile
+PYTEST_PARALLEL := -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: lint  ## lint (ruff check and format) + the whole suite, slow end-to-end tests included
 	$(VENV)/bin/pytest $(PYTEST_PARALLEL)

@@ -23,6 +23,7 @@ BENCHMARKS = {
     "foreign_key": "bench.foreign_key_bench",
     "maintenance": "bench.maintenance_bench",
     "metric_history": "bench.metric_history_bench",
+    "gc_budget": "bench.gc_budget_bench",
 }
 
 

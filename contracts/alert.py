@@ -2,7 +2,12 @@
 passed on by the state machine (`$.finish.alert`), checked where the alert Lambda takes it.
 
 Besides failures, one warning: a drop PUBLISHED with rows set aside in its quarantine
-table (issue 40) carries a `QuarantineNotice`; a clean publish alerts nobody."""
+table (issue 40) carries a `QuarantineNotice`; a clean publish alerts nobody.
+
+And one about what did not happen (issue 42): a table (or dataset) with an `expect:`
+section whose drop was not published by its deadline (LATE), and once more when a drop is
+published again (RECOVERED); both carry an `ArrivalNotice`. Such an alert is about no
+ingest: its `ingest_id` names the late episode, `late:<subject>:<missed deadline>`."""
 
 from __future__ import annotations
 
@@ -18,7 +23,17 @@ KNOWN_ALERT_VERSIONS = (1,)
 # An alert reports a failed status (contracts/lifecycle.py), or BLOCKED: a table its next
 # file cannot start on (the sweeper), or (a warning) PUBLISHED with rows quarantined.
 BLOCKED = "BLOCKED"
-KNOWN_OUTCOMES = (*(s for s in FINAL_STATUSES if s in FAILED_STATUSES), BLOCKED, PUBLISHED)
+# A table's expected drop was not published by its deadline (the sweeper), and the
+# all-clear once one is (contracts/arrivals.py).
+LATE = "LATE"
+RECOVERED = "RECOVERED"
+ARRIVAL_OUTCOMES = (LATE, RECOVERED)
+KNOWN_OUTCOMES = (
+    *(s for s in FINAL_STATUSES if s in FAILED_STATUSES),
+    BLOCKED,
+    PUBLISHED,
+    *ARRIVAL_OUTCOMES,
+)
 
 _REQUIRED = ("ingest_id", "table", "outcome")
 _OPTIONAL = ("source_uri", "reason", "branch", "report_uri", "execution_arn", "log_uri")
@@ -62,6 +77,34 @@ class QuarantineNotice:
 
 
 @dataclass(frozen=True)
+class ArrivalNotice:
+    """A late (or recovered) table: what was expected, the deadline that was missed and
+    when a drop was last published (ISO 8601 UTC; None: never on record)."""
+
+    expected: str  # `daily by 06:00 Europe/Berlin` (ExpectedArrival.describe())
+    deadline: str
+    last_published_at: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "alert event.arrival") -> ArrivalNotice:
+        """Parse and check the notice; raise AlertEventError naming the bad field."""
+        read = Reader(data, where, AlertEventError)
+        notice = cls(
+            expected=read.text("expected") or "",
+            deadline=read.text("deadline") or "",
+            last_published_at=read.text("last_published_at"),
+        )
+        for name in ("expected", "deadline"):
+            if not getattr(notice, name).strip():
+                raise read.fail(name, "a non-empty string")
+        return notice
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object under the event's `arrival`."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class AlertEvent:
     """What went wrong with one ingest (or, with `quarantine`, what it published and set
     aside); every optional field may be None."""
@@ -77,6 +120,8 @@ class AlertEvent:
     log_uri: str | None = None
     # Only with outcome PUBLISHED, which needs it: the rows set aside (a warning).
     quarantine: QuarantineNotice | None = None
+    # Only with outcome LATE or RECOVERED, which need it: the expected arrival.
+    arrival: ArrivalNotice | None = None
     alert_version: int = ALERT_VERSION
 
     @classmethod
@@ -107,10 +152,17 @@ class AlertEvent:
                 "quarantine",
                 "present exactly when the outcome is PUBLISHED (rows set aside)",
             )
+        arrival = read.mapping("arrival")
+        values["arrival"] = None if arrival is None else ArrivalNotice.from_dict(arrival)
+        if (values["outcome"] in ARRIVAL_OUTCOMES) != (arrival is not None):
+            raise read.fail(
+                "arrival", f"present exactly when the outcome is {' or '.join(ARRIVAL_OUTCOMES)}"
+            )
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object the alert Lambda receives (the state machine passes it on)."""
         event = asdict(self)
         event["quarantine"] = None if self.quarantine is None else self.quarantine.to_dict()
+        event["arrival"] = None if self.arrival is None else self.arrival.to_dict()
         return event

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.arrivals import ExpectConfigError, ExpectedArrival, parse_expect
 from contracts.config_text import yaml_error_text
 from contracts.layout import is_manifest_path
 from contracts.naming import DATASETS_NAMESPACE, is_identifier, table_parts
@@ -41,6 +42,8 @@ class DatasetConfig:
     name: str
     tables: tuple[str, ...]
     checks: tuple[CheckSpec, ...] = ()
+    # When the dataset's drops are expected (`expect:`, contracts/arrivals.py).
+    expect: ExpectedArrival | None = None
 
     def short_name(self, table: str) -> str:
         """How a row_count_relation expression names `table`: its table part, or
@@ -58,7 +61,7 @@ def parse_dataset_config(raw: Any, name: str, source: str = "dataset config") ->
         raise TableConfigError(
             f"{source}: expected a mapping with `tables`, got {type(raw).__name__}"
         )
-    unknown = sorted(set(raw) - {"tables", "checks"})
+    unknown = sorted(set(raw) - {"tables", "checks", "expect"})
     if unknown:
         raise TableConfigError(f"{source}: unknown key(s) {unknown}")
     tables = raw.get("tables")
@@ -91,7 +94,11 @@ def parse_dataset_config(raw: Any, name: str, source: str = "dataset config") ->
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise TableConfigError(f"{source}: duplicate check name(s) {repeated}; set `name:`")
-    return DatasetConfig(name=name, tables=config.tables, checks=specs)
+    try:
+        expect = parse_expect(raw.get("expect"), f"{source}: expect")
+    except ExpectConfigError as exc:
+        raise TableConfigError(str(exc)) from exc
+    return DatasetConfig(name=name, tables=config.tables, checks=specs, expect=expect)
 
 
 def dataset_name_of(uri: str) -> str:

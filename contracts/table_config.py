@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from contracts.arrivals import ExpectConfigError, ExpectedArrival, parse_expect
 from contracts.batching import (
     ARRIVAL_EVENT,
     BatchConfigError,
@@ -59,6 +60,7 @@ TOP_LEVEL_KEYS = (
     "parse",
     "maintenance",
     "quarantine",
+    "expect",
 )
 SCHEMA_POLICIES = ("strict", "additive", "any")
 SEVERITIES = ("error", "warn")
@@ -284,6 +286,8 @@ class TableConfig:
     # The gate on quarantined rows; None when the config has no `quarantine:` section
     # (then no check may quarantine).
     quarantine: QuarantineGate | None = None
+    # When drops are expected (`expect:`, contracts/arrivals.py); None: whenever they come.
+    expect: ExpectedArrival | None = None
 
     @property
     def quarantine_checks(self) -> tuple[CheckSpec, ...]:
@@ -368,7 +372,8 @@ def parse_table_config(raw: Any, source: str = "table config") -> TableConfig:
     try:
         batch = BatchLimits.from_config(raw.get("batch"), f"{source}: batch")
         arrival = parse_arrival(raw.get("arrival"), f"{source}: arrival")
-    except BatchConfigError as exc:
+        expect = parse_expect(raw.get("expect"), f"{source}: expect")
+    except (BatchConfigError, ExpectConfigError) as exc:
         raise TableConfigError(str(exc)) from exc
     fmt = raw.get("format")
     if fmt is not None and fmt not in FORMATS:
@@ -385,6 +390,7 @@ def parse_table_config(raw: Any, source: str = "table config") -> TableConfig:
         quarantine=gate,
         batch=batch,
         arrival=arrival,
+        expect=expect,
         format=fmt,
         csv=_parse_csv(raw.get("csv"), f"{source}: csv"),
         parse=_parse_options(raw.get("parse"), f"{source}: parse"),

@@ -33,27 +33,39 @@ class NessieCatalog(Construct):
         removal_policy: RemovalPolicy,
         ui_allowed_cidr: str | None,
         image_tag: str = constants.NESSIE_IMAGE_TAG,
+        adopt_tables: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.table_prefix = names.NESSIE_TABLE_PREFIX.of(stack.stack_name)
-        self.tables = [
-            dynamodb.Table(
-                self,
-                f"{suffix.title()}Table",
-                table_name=f"{self.table_prefix}_{suffix}",
-                partition_key=dynamodb.Attribute(
-                    name=constants.NESSIE_TABLE_KEY, type=dynamodb.AttributeType.STRING
-                ),
-                billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-                point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                    point_in_time_recovery_enabled=True
-                ),
-                encryption=dynamodb.TableEncryption.AWS_MANAGED,
-                removal_policy=removal_policy,
-            )
-            for suffix in constants.NESSIE_TABLE_SUFFIXES
-        ]
+        # Retained by a destroyed stack of the same name (fixed names): used as they are,
+        # never created (CloudFormation would fail on a name that already exists).
+        self.tables: list[dynamodb.ITable] = (
+            [
+                dynamodb.Table.from_table_name(
+                    self, f"{suffix.title()}Table", f"{self.table_prefix}_{suffix}"
+                )
+                for suffix in constants.NESSIE_TABLE_SUFFIXES
+            ]
+            if adopt_tables
+            else [
+                dynamodb.Table(
+                    self,
+                    f"{suffix.title()}Table",
+                    table_name=f"{self.table_prefix}_{suffix}",
+                    partition_key=dynamodb.Attribute(
+                        name=constants.NESSIE_TABLE_KEY, type=dynamodb.AttributeType.STRING
+                    ),
+                    billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+                    point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                        point_in_time_recovery_enabled=True
+                    ),
+                    encryption=dynamodb.TableEncryption.AWS_MANAGED,
+                    removal_policy=removal_policy,
+                )
+                for suffix in constants.NESSIE_TABLE_SUFFIXES
+            ]
+        )
 
         cluster = ecs.Cluster(
             self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED

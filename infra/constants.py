@@ -102,9 +102,15 @@ EVENT_RETRY_ATTEMPTS = 4
 EVENT_MAX_AGE_HOURS = 6
 TRIGGER_ASYNC_RETRIES = 2
 SWEEPER_RATE_MINUTES = 5  # also how much longer than blockedStartMinutes a table may wait
-# Garbage collection across Nessie references (lambdas/maintenance/): once a day; a run
-# marks every reference and lists the warehouse, so it gets Lambda's longest timeout.
-MAINTENANCE_RATE_DAYS = 1
+# Garbage collection across Nessie references (lambdas/maintenance/): once a day, at this
+# UTC time unless -c maintenanceTimeUtc says otherwise; a run marks every reference and
+# lists the warehouse, so it gets Lambda's longest timeout.
+MAINTENANCE_TIME_UTC = "03:00"
+# Its asynchronous invocations (the schedule's, a manual `--invocation-type Event`): no
+# retries (Lambda's default is two: up to three 15-minute runs), and an event that could
+# not start within this long (throttled) is dropped rather than compacting at a busy hour.
+MAINTENANCE_ASYNC_RETRIES = 0
+MAINTENANCE_MAX_EVENT_AGE_MINUTES = 60
 MAINTENANCE_TIMEOUT_SECONDS = 900
 MAINTENANCE_MEMORY_MIB = 1024  # the marked paths and manifests' entries are held in memory
 BLOCKED_START_MINUTES = 10  # a file holding its table this long without starting is retried

@@ -89,6 +89,21 @@ class IngestObservability(Construct):
             )
             alarm.add_alarm_action(actions.SnsAction(topic))
             self.alarms[status] = alarm
+        # Expected arrivals (issue 42): each sweep writes how many tables with an `expect:`
+        # section are late (0 when none: the alarm clears once every late table recovered).
+        sweep = Duration.minutes(constants.SWEEPER_RATE_MINUTES)
+        self.late_tables_alarm = cloudwatch.Alarm(
+            self,
+            "LateTablesAlarm",
+            metric=total(m.LATE_TABLES, "Maximum", period=sweep),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description="A table's expected drop (`expect:` in its config) was not "
+            "published by its deadline: the sweeper's Slack alert names it; see `wap runs`",
+        )
+        self.late_tables_alarm.add_alarm_action(actions.SnsAction(topic))
 
         queue_service = {"service": constants.service_name("sweeper")}
         self.dashboard = cloudwatch.Dashboard(
@@ -104,7 +119,9 @@ class IngestObservability(Construct):
                         left=[per_table(name, label=name) for name in m.OUTCOME_METRICS.values()],
                     ),
                     cloudwatch.AlarmStatusWidget(
-                        title="Outcome alarms", width=12, alarms=list(self.alarms.values())
+                        title="Outcome alarms",
+                        width=12,
+                        alarms=[*self.alarms.values(), self.late_tables_alarm],
                     ),
                 ],
                 [
@@ -155,6 +172,14 @@ class IngestObservability(Construct):
                             period=_FIVE_MINUTES, statistic="Maximum"
                         ),
                         total(m.LINEAGE_NOT_SENT),
+                    ),
+                ],
+                # Expected arrivals: written by each sweep.
+                [
+                    third("Late tables", total(m.LATE_TABLES, "Maximum", period=sweep)),
+                    third(
+                        "Since the last published drop by table (seconds)",
+                        per_table(m.SINCE_LAST_PUBLISH, "Maximum", period=sweep),
                     ),
                 ],
                 # Each garbage collection's measure of every table (lambdas/maintenance/).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -57,6 +58,7 @@ class Pipeline(Construct):
         substitutions: Mapping[str, str],
         removal_policy: RemovalPolicy,
         source_tree: constants.SourceTree,
+        maintenance_time_utc: str = constants.MAINTENANCE_TIME_UTC,
     ) -> None:
         super().__init__(scope, construct_id)
         self.state_machine_name = state_machine_name
@@ -127,7 +129,7 @@ class Pipeline(Construct):
                 security_groups=[self.nessie_clients] if in_vpc else None,
                 # S3 events are retried by EventBridge and Lambda; failures land in the DLQ.
                 dead_letter_queue=self.dead_letter_queue if spec.name == "trigger" else None,
-                retry_attempts=constants.TRIGGER_ASYNC_RETRIES if spec.name == "trigger" else None,
+                **_async_invocation(spec.name),
             )
 
         self.ingest_rule = events.Rule(
@@ -165,7 +167,7 @@ class Pipeline(Construct):
                 "MaintenanceSchedule",
                 description="Garbage collection across Nessie references: measure every table, "
                 "report (or, with gcDelete, delete) unreferenced lake files",
-                schedule=events.Schedule.rate(Duration.days(constants.MAINTENANCE_RATE_DAYS)),
+                schedule=_daily_at(maintenance_time_utc),
                 targets=[targets.LambdaFunction(self.functions["maintenance"], retry_attempts=0)],
             )
             if "maintenance" in self.functions
@@ -242,6 +244,25 @@ class Pipeline(Construct):
                 "Lambdas; grant the state machine role exactly what they need in "
                 "infra/pipeline.py"
             )
+
+
+def _async_invocation(name: str) -> dict[str, Any]:
+    """A function's EventInvokeConfig: the trigger's retries (S3 events, then its DLQ); the
+    maintenance run's none (the schedule's own `retry_attempts=0` covers delivery only)."""
+    if name == "trigger":
+        return {"retry_attempts": constants.TRIGGER_ASYNC_RETRIES}
+    if name == "maintenance":
+        return {
+            "retry_attempts": constants.MAINTENANCE_ASYNC_RETRIES,
+            "max_event_age": Duration.minutes(constants.MAINTENANCE_MAX_EVENT_AGE_MINUTES),
+        }
+    return {}
+
+
+def _daily_at(time_utc: str) -> events.Schedule:
+    """Every day at `HH:MM` UTC (EventBridge schedules are in UTC)."""
+    hour, minute = time_utc.split(":")
+    return events.Schedule.cron(minute=str(int(minute)), hour=str(int(hour)))
 
 
 def _dependency_layer(

@@ -62,9 +62,18 @@ class DeploySettings:
     # OpenLineage receiver (Marquez, DataHub...) and the secret holding its API key.
     lineage_url: str | None = None  # [lineageUrl] unset: no events sent
     lineage_api_key_secret_arn: str | None = None  # [lineageApiKeySecretArn]
+    # The customer-managed KMS key that secret is encrypted with (its Lambdas get
+    # kms:Decrypt through Secrets Manager only); unset: the AWS-managed key, no grant.
+    lineage_api_key_kms_key_arn: str | None = None  # [lineageApiKeyKmsKeyArn]
     # The daily garbage collection deletes what it finds unreferenced (the lake keeps a
     # deleted file recoverable for 30 days); off, it only reports and measures.
     gc_delete: bool = False  # [gcDelete]
+    # When the daily maintenance run starts (UTC, HH:MM): compaction holds each table while
+    # it runs, so a quiet hour rather than whenever the stack was deployed.
+    maintenance_time_utc: str = constants.MAINTENANCE_TIME_UTC  # [maintenanceTimeUtc]
+    # Use Nessie's DynamoDB tables a destroyed stack of the same name retained (its catalog
+    # history) instead of creating them: `<stack>-nessie_refs` / `_objs` (docs/deploy.md).
+    adopt_nessie_tables: bool = False  # [adoptNessieTables]
 
     @classmethod
     def from_context(cls, get: Any) -> DeploySettings:
@@ -118,7 +127,12 @@ class DeploySettings:
         pre_initialized = (
             PreInitializedCapacity(drivers=1, executors=executors) if executors else None
         )
-        lineage_url, lineage_key = _lineage(get)
+        lineage_url, lineage_key, lineage_kms_key = _lineage(get)
+        adopt_nessie_tables = _boolean(get, "adoptNessieTables", False)
+        if adopt_nessie_tables and endpoint is not None:
+            raise SettingsError(
+                "adoptNessieTables is for the stack's own Nessie, not nessieEndpoint"
+            )
         emr_prices = _optional_text(get, "emrPrices")
         if emr_prices is not None:
             try:
@@ -128,6 +142,9 @@ class DeploySettings:
         return cls(
             lineage_url=lineage_url,
             lineage_api_key_secret_arn=lineage_key,
+            lineage_api_key_kms_key_arn=lineage_kms_key,
+            maintenance_time_utc=_time_of_day(get, "maintenanceTimeUtc"),
+            adopt_nessie_tables=adopt_nessie_tables,
             stack_name=stack_name,
             region=region,
             slack_channel=channel,
@@ -163,11 +180,19 @@ class DeploySettings:
 
 
 _SECRET_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$")
+# Secrets Manager appends "-" and 6 random characters to the name in a secret's ARN; an IAM
+# statement naming the ARN without them matches nothing (GetSecretValue is denied).
+_SECRET_SUFFIX = re.compile(r"-[A-Za-z0-9]{6}$")
+_KMS_KEY_ARN = re.compile(
+    r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/([0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+    r"|mrk-[0-9a-f]{32})$"
+)
 
 
-def _lineage(get: Any) -> tuple[str | None, str | None]:
-    """`lineageUrl` (http(s), no credentials in it) and `lineageApiKeySecretArn` (a
-    Secrets Manager secret ARN, only with a URL)."""
+def _lineage(get: Any) -> tuple[str | None, str | None, str | None]:
+    """`lineageUrl` (http(s), no credentials in it), `lineageApiKeySecretArn` (a Secrets
+    Manager secret's complete ARN, only with a URL) and `lineageApiKeyKmsKeyArn` (the KMS
+    key ARN that secret is encrypted with, only with a secret)."""
     url = _optional_text(get, "lineageUrl")
     if url is not None:
         parsed = urlparse(url)
@@ -183,7 +208,31 @@ def _lineage(get: Any) -> tuple[str | None, str | None]:
             raise SettingsError("lineageApiKeySecretArn needs lineageUrl")
         if not _SECRET_ARN.match(secret):
             raise SettingsError(f"lineageApiKeySecretArn {secret!r} is not a secret's ARN")
-    return url, secret
+        if not _SECRET_SUFFIX.search(secret):
+            raise SettingsError(
+                f"lineageApiKeySecretArn {secret!r} lacks the '-' and 6 characters Secrets "
+                "Manager adds to the name (IAM would deny reading it): use the complete ARN, "
+                "`aws secretsmanager describe-secret --secret-id <name> --query ARN`"
+            )
+    key = _optional_text(get, "lineageApiKeyKmsKeyArn")
+    if key is not None:
+        if secret is None:
+            raise SettingsError("lineageApiKeyKmsKeyArn needs lineageApiKeySecretArn")
+        if not _KMS_KEY_ARN.match(key):
+            raise SettingsError(
+                f"lineageApiKeyKmsKeyArn {key!r}: a KMS key's ARN (arn:aws:kms:<region>:"
+                "<account>:key/<key id>), not an alias"
+            )
+    return url, secret, key
+
+
+def _time_of_day(get: Any, key: str) -> str:
+    """`HH:MM` (UTC, 24-hour clock)."""
+    value = _text(get, key, constants.MAINTENANCE_TIME_UTC)
+    match = re.fullmatch(r"(\d{1,2}):(\d{2})", value)
+    if not match or int(match.group(1)) > 23 or int(match.group(2)) > 59:
+        raise SettingsError(f"{key} {value!r}: a UTC time of day as HH:MM, e.g. 03:00")
+    return f"{int(match.group(1)):02d}:{match.group(2)}"
 
 
 def _optional_text(get: Any, key: str) -> str | None:

@@ -77,6 +77,7 @@ class WapStack(Stack):
                 access_logs=storage.access_logs,
                 removal_policy=removal,
                 ui_allowed_cidr=settings.nessie_ui_allowed_cidr,
+                adopt_tables=settings.adopt_nessie_tables,
             )
             nessie_v1, nessie_v2, nessie_ui = catalog.api_v1_uri, catalog.api_v2_uri, catalog.ui_url
         # Where operators open the UI (e.g. through a port forward), used in Slack links.
@@ -147,6 +148,7 @@ class WapStack(Stack):
             substitutions=state_machine_values(),
             removal_policy=removal,
             source_tree=source_tree,
+            maintenance_time_utc=settings.maintenance_time_utc,
         )
         PipelineAlarms(
             self,
@@ -169,7 +171,11 @@ class WapStack(Stack):
             _configure_maintenance(pipeline, storage, gc_delete=settings.gc_delete)
         self._grant_functions(pipeline, storage, compute, alert_channel)
         if settings.lineage_api_key_secret_arn:
-            _grant_lineage_key(pipeline, settings.lineage_api_key_secret_arn)
+            _grant_lineage_key(
+                pipeline,
+                settings.lineage_api_key_secret_arn,
+                settings.lineage_api_key_kms_key_arn,
+            )
         if catalog is not None:
             catalog.listener.connections.allow_default_port_from(
                 pipeline.nessie_clients, "Lambdas to the Nessie API"
@@ -366,9 +372,13 @@ def _configure_maintenance(pipeline: Pipeline, storage: Storage, *, gc_delete: b
     )
 
 
-def _grant_lineage_key(pipeline: Pipeline, secret_arn: str) -> None:
+def _grant_lineage_key(pipeline: Pipeline, secret_arn: str, kms_key_arn: str | None) -> None:
     """The functions that send OpenLineage events may read the API key's one secret (an
-    existing secret, `-c lineageApiKeySecretArn`; nothing else in Secrets Manager)."""
+    existing secret, `-c lineageApiKeySecretArn`; nothing else in Secrets Manager) and,
+    when it is encrypted with a customer-managed key (`-c lineageApiKeyKmsKeyArn`),
+    decrypt with that key through Secrets Manager only (GetSecretValue calls kms:Decrypt
+    as the caller; the AWS-managed key needs no grant)."""
+    stack = Stack.of(pipeline)
     for name, function in pipeline.functions.items():
         if Capability.LINEAGE_KEY_READ in pipeline.specs[name].capabilities:
             function.add_to_role_policy(
@@ -376,6 +386,19 @@ def _grant_lineage_key(pipeline: Pipeline, secret_arn: str) -> None:
                     actions=["secretsmanager:GetSecretValue"], resources=[secret_arn]
                 )
             )
+            if kms_key_arn:
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["kms:Decrypt"],
+                        resources=[kms_key_arn],
+                        conditions={
+                            "StringEquals": {
+                                "kms:ViaService": f"secretsmanager.{stack.region}."
+                                f"{stack.url_suffix}"
+                            }
+                        },
+                    )
+                )
 
 
 def _suppress_framework_findings(stack: Stack) -> None:

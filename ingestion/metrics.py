@@ -11,8 +11,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
-from typing import IO
+from collections.abc import Iterable, Mapping
+from typing import IO, Any
 
 from contracts.state import AUDIT_FAILED, JOB_FAILED, PUBLISH_FAILED, PUBLISHED, REJECTED
 
@@ -38,6 +38,10 @@ DATA_FILES = "DataFilesOnMain"
 AVERAGE_FILE_BYTES = "AverageDataFileBytes"
 RECLAIMABLE_BYTES = "ReclaimableBytes"
 TABLE_HEALTH_METRICS = (DATA_FILES, AVERAGE_FILE_BYTES, RECLAIMABLE_BYTES)
+# Expected arrivals (issue 42), written by each sweep: how many tables (and datasets) with
+# an `expect:` section are late, and per table the time since its last published drop.
+LATE_TABLES = "LateTables"
+SINCE_LAST_PUBLISH = "SecondsSinceLastPublish"
 
 _UNITS = {
     UPLOAD_TO_PUBLISH: "Seconds",
@@ -45,6 +49,7 @@ _UNITS = {
     LOAD_COST: "None",  # US dollars: CloudWatch has no currency unit
     AVERAGE_FILE_BYTES: "Bytes",
     RECLAIMABLE_BYTES: "Bytes",
+    SINCE_LAST_PUBLISH: "Seconds",
 }
 
 
@@ -136,3 +141,9 @@ def table_health_values(
     if data_files:
         values[AVERAGE_FILE_BYTES] = data_bytes / data_files
     return values
+
+
+def late_tables_values(arrivals: Iterable[Any]) -> dict[str, float]:
+    """`LateTables` of one sweep: the subjects (`ingestion.arrivals.SubjectFreshness`)
+    that are late."""
+    return {LATE_TABLES: sum(1 for row in arrivals if row.late)}

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.plugins.xdist_support"]
+pytest_plugins = ["tests.plugins.xdist_support", "tests.plugins.file_order"]
 
 
 def pytest_configure(config):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from contracts.alert import BLOCKED, AlertEvent, QuarantineNotice
+from contracts.alert import BLOCKED, LATE, RECOVERED, AlertEvent, ArrivalNotice, QuarantineNotice
 from contracts.lifecycle import Status
 from contracts.report import (
     AUDIT_FAILED_CODE,
@@ -56,6 +56,8 @@ _TITLES = {
     Status.PUBLISH_FAILED: "Publish failed",
     BLOCKED: "Table blocked",
     Status.PUBLISHED: ":warning: Published with quarantined rows",
+    LATE: ":hourglass: Late: nothing published",
+    RECOVERED: ":white_check_mark: Published again",
 }
 _SAFE_TABLE = re.compile(r"^[A-Za-z0-9_.]{1,120}$")
 _PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
@@ -383,6 +385,31 @@ def _quarantine_summary(
     return "\n".join(lines)
 
 
+def _arrival_message(event: AlertEvent, notice: ArrivalNotice, title: str) -> SlackMessage:
+    """A table late by its `expect:` deadline, or published again: the reason says it in
+    one line (`sales.orders: nothing published since ...; expected daily by 06:00`)."""
+    lines = [
+        f"*Table:* {_code(event.table)}",
+        f"*Expected:* {_value(notice.expected, 200)}",
+        f"*Deadline missed:* {_code(notice.deadline, 40)}",
+        f"*Last published:* {_code(notice.last_published_at or 'never on record', 40)}",
+    ]
+    if event.outcome == LATE:
+        lines.append(
+            "Nothing failed: no drop was published (a failed, rejected or held drop does not "
+            "count). Ask the sender, or see `wap runs` for drops that did not publish."
+        )
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": _clip(title, MAX_HEADER_TEXT), "emoji": True},
+        },
+        _section(f"{_value(event.reason or '', _MAX_REASON)}\n" + "\n".join(lines)),
+    ]
+    text = f"{outcome_title(event.outcome)}: {_value(event.reason or event.table, 500)}"
+    return SlackMessage(text=fit(text, MAX_FALLBACK_TEXT), blocks=blocks)
+
+
 def build_message(
     event: AlertEvent,
     report: AuditReport | None,
@@ -401,6 +428,8 @@ def build_message(
         return _published_with_quarantine(
             event, event.quarantine, report, title, nessie_ui_url, aws_console_links
         )
+    if event.arrival is not None:  # about a drop that did not come: no ingest, no report
+        return _arrival_message(event, event.arrival, title)
     head: list[dict[str, Any]] = [
         {
             "type": "header",

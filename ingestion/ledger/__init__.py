@@ -8,7 +8,9 @@ are kept (one active ingest per table, exactly once per object version):
 - `changes`: a typed update (`Changes`): the fields it sets, checked when it is made;
 - `ingests`: ingest and batch records: create once, read, update conditionally, list, sweep;
 - `locks`: table locks and queues: acquire or enqueue, lease, release and hand over;
-- `Ledger` (here): both, over one table, as every caller uses them.
+- `arrivals`: each table's expected-arrival state (late or not) and its newest publish;
+- `run_locks`: locks of whole runs that must not overlap (the daily maintenance run);
+- `Ledger` (here): all of them, over one table, as every caller uses them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from ingestion.ledger.arrivals import ArrivalState, ArrivalStates, dataset_subject
 from ingestion.ledger.changes import Changes
 from ingestion.ledger.ingests import IngestRecords
 from ingestion.ledger.locks import (
@@ -49,6 +52,7 @@ from ingestion.ledger.records import (
     storable_item,
     tables_of,
 )
+from ingestion.ledger.run_locks import RunLocks
 from ingestion.ledger.schema import (
     _INDEXES,
     DEFAULT_RECORD_TTL,
@@ -57,6 +61,7 @@ from ingestion.ledger.schema import (
     INDEX_BY_TABLE,
     INDEX_SWEEP,
     INDEXES,
+    KIND_ARRIVAL,
     KIND_BATCH,
     KIND_INGEST,
     KIND_TABLE,
@@ -76,6 +81,7 @@ __all__ = [
     "INDEX_BY_STATUS",
     "INDEX_BY_TABLE",
     "INDEX_SWEEP",
+    "KIND_ARRIVAL",
     "KIND_BATCH",
     "KIND_INGEST",
     "KIND_TABLE",
@@ -87,6 +93,8 @@ __all__ = [
     "SWEEP_PENDING",
     "TTL_ATTRIBUTE",
     "_INDEXES",
+    "ArrivalState",
+    "ArrivalStates",
     "BatchRecord",
     "Changes",
     "IngestRecord",
@@ -98,6 +106,7 @@ __all__ = [
     "Successor",
     "TableLock",
     "batch_id",
+    "dataset_subject",
     "is_multi_table",
     "lock_from_item",
     "lock_to_item",
@@ -147,6 +156,8 @@ class Ledger:
         self.store = LedgerStore(table_name, dynamodb_resource, sleep=sleep)
         self.ingests = IngestRecords(self.store, record_ttl=record_ttl)
         self.locks = TableLocks(self.store, self.ingests, lease=lease)
+        self.arrivals = ArrivalStates(self.store)
+        self.run_locks = RunLocks(self.store)
 
     @property
     def _table(self) -> Any:  # the boto3 Table (tests write items behind the ledger's back)
@@ -233,6 +244,20 @@ class Ledger:
     acquire_in_order = _forward("locks", TableLocks.acquire_in_order)
     renew_lease = _forward("locks", TableLocks.renew_lease)
     release = _forward("locks", TableLocks.release)
+
+    # ---- expected arrivals (arrivals.py) ---------------------------------------------------
+
+    get_arrival = _forward("arrivals", ArrivalStates.get_arrival)
+    list_arrivals = _forward("arrivals", ArrivalStates.list_arrivals)
+    mark_late = _forward("arrivals", ArrivalStates.mark_late)
+    mark_recovered = _forward("arrivals", ArrivalStates.mark_recovered)
+    last_published = _forward("arrivals", ArrivalStates.last_published)
+    last_dataset_published = _forward("arrivals", ArrivalStates.last_dataset_published)
+
+    # ---- locks of whole runs (run_locks.py) -----------------------------------------------
+
+    acquire_run_lock = _forward("run_locks", RunLocks.acquire)
+    release_run_lock = _forward("run_locks", RunLocks.release)
 
     def _mutate_lock(self, table: str, change: Callable[[TableLock], bool]) -> None:
         self.locks.mutate_lock(table, change)

@@ -15,6 +15,9 @@ KIND_TABLE = "table"
 # A run over several queued ingests: a record like an ingest's (its own status, branch and
 # job run), keyed `ingest#<batch id>` so the run machinery treats it as one ingest.
 KIND_BATCH = "batch"
+# A table's (or dataset's) expected-arrival state (ledger/arrivals.py), keyed
+# `arrival#<subject>`: whether it is late, so each late and recovered alert goes once.
+KIND_ARRIVAL = "arrival"
 
 PARTITION_KEY = "pk"
 TTL_ATTRIBUTE = "expires_at"

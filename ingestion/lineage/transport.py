@@ -3,6 +3,10 @@
 A receiver that is down never changes an ingest: each event is tried a bounded number of
 times (the client's own retries are off, so the bound and the waits are ours and tests
 can make them instant), then given up, logged and counted (`LineageEventsNotSent`).
+Ingestion never waits long on lineage: one Lambda invocation spends at most
+`INVOCATION_SECONDS` sending events (finish and the sweeper send one per ingest in a
+loop), and once a receiver has not answered in time, the invocation's later events are
+given up without being tried.
 The API key is read from Secrets Manager only when a secret is configured, and is never
 logged: the client puts it in a header, and failures are described by type and status.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,8 +39,8 @@ class RetryPolicy:
 
     tries: int = 3
     base_delay_seconds: float = 0.5
-    # Per request (connect, then read): a receiver that never answers costs an event at most
-    # 3 x 2 s + 1.5 s of waits, which finish (60 s) and the sweeper can afford.
+    # Per request (connect, then read): a receiver that never answers costs one such timeout
+    # per invocation (its later events are not tried), INVOCATION_SECONDS at most in all.
     timeout_seconds: float = 2.0
 
     def delay(self, failed_try: int) -> float:
@@ -44,6 +49,47 @@ class RetryPolicy:
 
 RETRY = RetryPolicy()
 _sleep = time.sleep  # the waits between tries (tests record them instead of waiting)
+_clock = time.monotonic  # what sending took (tests tick it instead)
+# The most one invocation spends on lineage, waits included (finish's timeout is 60 s).
+INVOCATION_SECONDS = 10.0
+
+
+class _Budget:
+    """What one invocation (a Lambda request; outside Lambda, one `emit_to` call) has
+    left for lineage, and whether its receiver stopped answering."""
+
+    def __init__(self, request_id: str | None) -> None:
+        self.request_id, self.spent, self.closed = request_id, 0.0, None
+
+    def left(self) -> float:
+        return INVOCATION_SECONDS - self.spent
+
+    def close(self, why: str) -> None:
+        self.closed = self.closed or why
+
+
+_budgets = threading.local()  # the local stack runs invocations on threads of one process
+
+
+def _invocation_budget() -> _Budget:
+    """The current Lambda request's budget (Powertools' `function_request_id`), kept per
+    thread; a fresh one per call outside a Lambda invocation."""
+    from ingestion.log import logger
+
+    request_id = logger.get_current_keys().get("function_request_id")
+    current = getattr(_budgets, "current", None)
+    if request_id is None or current is None or current.request_id != request_id:
+        current = _Budget(request_id)
+        _budgets.current = current
+    return current
+
+
+def _unanswered(exc: BaseException) -> bool:
+    """A request that timed out: the receiver is not answering (a refused connection
+    fails at once, and is tried again)."""
+    import requests
+
+    return isinstance(exc, requests.Timeout)
 
 
 class LineageKeyError(RuntimeError):
@@ -93,19 +139,33 @@ def emit_to(
     except Exception as exc:
         _given_up(events, table, f"transport not available: {_describe(exc)}")
         return 0
+    budget = _invocation_budget()
     sent = 0
     for index, event in enumerate(events):
+        if budget.closed is None and budget.left() <= 0:
+            budget.close(f"this invocation's {INVOCATION_SECONDS:g} s for lineage are spent")
+        if budget.closed is not None:
+            _given_up(events[index : index + 1], table, f"not tried: {budget.closed}")
+            continue
         for attempt in range(1, policy.tries + 1):
+            began = _clock()
             try:
                 transport.emit(event)
             except Exception as exc:
-                if attempt < policy.tries:
-                    sleep(policy.delay(attempt))
+                budget.spent += _clock() - began
+                why = f"{_describe(exc)} after {attempt} tries"
+                if _unanswered(exc):
+                    budget.close(f"the receiver did not answer ({_describe(exc)})")
+                    _given_up(events[index : index + 1], table, why)
+                    break
+                delay = policy.delay(attempt)
+                if attempt < policy.tries and delay < budget.left():
+                    sleep(delay)
+                    budget.spent += delay
                     continue
-                _given_up(
-                    events[index : index + 1], table, f"{_describe(exc)} after {policy.tries} tries"
-                )
+                _given_up(events[index : index + 1], table, why)
             else:
+                budget.spent += _clock() - began
                 sent += 1
             break
     return sent

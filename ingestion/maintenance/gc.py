@@ -23,6 +23,11 @@ GC's model instead:
 - History whose metadata an earlier run (with a shorter retention) already collected is
   skipped and reported; a head whose metadata is missing stops the run.
 - Nothing is deleted unless `delete=True`; the report says what would be reclaimed.
+- With a time budget, a mark that outlasts it stops between two commits and sweeps
+  nothing; its report's checkpoint lets the next run continue the mark (heads, commits
+  and contents done, files marked) instead of starting over. A checkpoint only keeps
+  files: a reference that moved is walked again from its new head, and the sweep's
+  cut-off is the first run's start.
 
 The catalog is the project's Nessie client (`ingestion.nessie.NessieClient`:
 `references`, `commit_log`, `contents_at`); the warehouse is a `Warehouse` (a local
@@ -51,6 +56,25 @@ _S3_SCHEMES = ("s3", "s3a", "s3n")
 
 class GcError(RuntimeError):
     """Marking could not complete (an unreadable metadata file or manifest): nothing swept."""
+
+
+CHECKPOINT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Until when a run may mark: `clock()` (seconds, e.g. `time.monotonic`) reaching
+    `until` ends the run early, between commits, with a checkpoint (`GcReport.checkpoint`)."""
+
+    clock: Callable[[], float]
+    until: float
+
+    def spent(self) -> bool:
+        return self.clock() >= self.until
+
+
+class _OutOfTime(Exception):
+    """The budget ran out between two commits of the mark."""
 
 
 def normalize(path: str) -> str:
@@ -205,6 +229,11 @@ class GcReport:
     collected_history: list[str] = field(default_factory=list)
     tables: dict[str, TableSweep] = field(default_factory=dict)
     garbage: list[StoredFile] = field(default_factory=list)
+    # False when the budget ended the run before its sweep: nothing was found or deleted,
+    # `tables` holds main's data files only, and `checkpoint` is the mark so far.
+    complete: bool = True
+    checkpoint: dict[str, Any] | None = None
+    resumed: bool = False  # it continued an earlier run's checkpoint
 
     @property
     def garbage_bytes(self) -> int:
@@ -215,10 +244,15 @@ class _Marker:
     """The mark phase: which (reference, commit, table) contents are live, and their files."""
 
     def __init__(
-        self, catalog: Any, options: GcOptions, now: datetime, properties: dict[str, str]
+        self,
+        catalog: Any,
+        options: GcOptions,
+        now: datetime,
+        properties: dict[str, str],
+        budget: Budget | None = None,
     ) -> None:
         self.catalog, self.options, self.now = catalog, options, now
-        self.properties = properties
+        self.properties, self.budget = properties, budget
         self.marked: set[str] = set()
         self.table_names: dict[str, str] = {}  # normalized table location -> content key
         self._seen_heads: set[tuple[str, str]] = set()
@@ -235,14 +269,21 @@ class _Marker:
         """Mark what every reference now reaches; the number of (ref, head) pairs new to
         this run (0 when nothing moved since the last call)."""
         new = 0
-        references = list(self.catalog.references())
+        # Main first: its tables (what the day's compaction reads) are known even when
+        # the budget ends the mark early.
+        references = sorted(self.catalog.references(), key=lambda ref: ref.name != MAIN)
         self.references = len(references)
         for ref in references:
             if (ref.name, ref.hash) in self._seen_heads:
                 continue
-            self._seen_heads.add((ref.name, ref.hash))
             new += 1
+            if ref.name == MAIN:
+                # Main's tables are those of the head walked now (a checkpoint's main may
+                # have had tables since dropped).
+                self.main_contents = {}
             self._mark_ref(ref.name, ref.hash)
+            # Only once walked: a walk the budget cut short is taken up again on resuming.
+            self._seen_heads.add((ref.name, ref.hash))
         return new
 
     def _mark_ref(self, name: str, head: str) -> None:
@@ -253,6 +294,8 @@ class _Marker:
         for commit in self.catalog.commit_log(name, head):
             if superseded is not None and superseded < oldest:
                 return
+            if self.budget is not None and self.budget.spent():
+                raise _OutOfTime  # between commits: each is marked whole or not at all
             self._mark_commit(name, commit.hash, superseded)
             superseded = _parse_time(commit.commit_time) or superseded
 
@@ -344,6 +387,48 @@ class _Marker:
             ]
         return self._manifests[path]
 
+    def checkpoint(self, started: datetime) -> dict[str, Any]:
+        """The mark so far, for a later run to continue (`resume`): what was marked and
+        which heads, commits and contents are done. Marks only ever keep files, so a
+        checkpoint taken while references moved is safe to continue from."""
+        return {
+            "checkpoint_version": CHECKPOINT_VERSION,
+            "started": started.isoformat(),
+            "heads": sorted(self._seen_heads),
+            "commits": {h: t.isoformat() if t else None for h, t in self._seen_commits.items()},
+            "contents": sorted([location, snapshot] for location, snapshot in self._seen_contents),
+            "marked": sorted(self.marked),
+            "table_names": self.table_names,
+            "main_contents": {
+                key: {
+                    "type": c.type,
+                    "metadata_location": c.metadata_location,
+                    "snapshot_id": c.snapshot_id,
+                }
+                for key, c in self.main_contents.items()
+            },
+            "live_commits": self.live_commits,
+            "collected_history": sorted(self.collected_history),
+        }
+
+    def resume(self, checkpoint: Mapping[str, Any]) -> None:
+        """Continue from `checkpoint` (`checkpoint()` of an earlier run)."""
+        from types import SimpleNamespace
+
+        self._seen_heads = {(name, head) for name, head in checkpoint["heads"]}
+        self._seen_commits = {h: _parse_time(t) for h, t in checkpoint["commits"].items()}
+        self._seen_contents = {
+            (location, snapshot) for location, snapshot in checkpoint["contents"]
+        }
+        self.marked = set(checkpoint["marked"])
+        self.table_names = dict(checkpoint["table_names"])
+        self.main_contents = {
+            key: SimpleNamespace(key=key, **content)
+            for key, content in checkpoint["main_contents"].items()
+        }
+        self.live_commits = int(checkpoint["live_commits"])
+        self.collected_history = set(checkpoint["collected_history"])
+
     def main_data(self) -> dict[str, tuple[int, int]]:
         """`ns.table` -> (data files, their bytes) of each table at main's head: what a
         reader of main opens (delete files not counted)."""
@@ -397,6 +482,8 @@ def collect(
     properties: dict[str, str] | None = None,
     clock: Callable[[], datetime] | None = None,
     between_phases: Callable[[], None] | None = None,
+    budget: Budget | None = None,
+    resume: Mapping[str, Any] | None = None,
 ) -> GcReport:
     """Mark, list, re-mark, sweep (see the module's docstring); the report of the run.
 
@@ -404,19 +491,34 @@ def collect(
     references are marked again (tests create references and ingest there). Raises
     `GcError` when marking cannot complete (nothing is deleted then) and the catalog's
     errors as they are.
+
+    With a `budget`, a mark that outlasts it stops between commits and the run returns an
+    incomplete report (nothing swept) whose `checkpoint`, given as `resume` to a later
+    run, lets that run continue instead of starting over.
     """
     options = options or GcOptions()
     now = (clock or (lambda: datetime.now(UTC)))()
-    marker = _Marker(catalog, options, now, properties or {})
-    marker.mark_all()
+    marker = _Marker(catalog, options, now, properties or {}, budget)
+    if resume is not None:
+        marker.resume(resume)
+        # Files written since the first run began may belong to commits its mark missed.
+        now = min(now, _parse_time(resume["started"]) or now)
+    try:
+        marker.mark_all()
+    except _OutOfTime:
+        return _incomplete(marker, now, options, resumed=resume is not None)
     # A file written after the mark started may belong to a commit the mark did not see.
     cutoff = min(now, now - options.grace)  # a table's own grace replaces `options.grace`
     if between_phases is not None:
         between_phases()
     listed = list(warehouse.list_files())
-    while marker.mark_all():  # references that appeared or moved since the first mark
-        pass
+    try:
+        while marker.mark_all():  # references that appeared or moved since the first mark
+            pass
+    except _OutOfTime:
+        return _incomplete(marker, now, options, resumed=resume is not None)
     report = GcReport(
+        resumed=resume is not None,
         started=now,
         cutoff=cutoff,
         deleted=options.delete,
@@ -452,6 +554,29 @@ def collect(
             row = report.tables[_table_of(stored.path, warehouse, marker.table_names)[0]]
             row.deleted_files += 1
             row.deleted_bytes += stored.size
+    return report
+
+
+def _incomplete(
+    marker: _Marker, started: datetime, options: GcOptions, *, resumed: bool
+) -> GcReport:
+    """The report of a run whose budget ended its mark: main's data files (its head is
+    marked first), nothing swept, the checkpoint to continue from."""
+    report = GcReport(
+        started=started,
+        cutoff=min(started, started - options.grace),
+        deleted=False,
+        references=marker.references,
+        live_commits=marker.live_commits,
+        marked_files=len(marker.marked),
+        collected_history=sorted(marker.collected_history),
+        complete=False,
+        checkpoint=marker.checkpoint(started),
+        resumed=resumed,
+    )
+    for key, (files, size) in marker.main_data().items():  # main's head, once marked
+        row = report.tables.setdefault(key, TableSweep(key))
+        row.data_files, row.data_bytes = files, size
     return report
 
 

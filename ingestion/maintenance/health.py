@@ -25,22 +25,26 @@ def summary_uri(reports_prefix: str) -> str:
 
 def summary(report: GcReport) -> dict[str, Any]:
     """The run and, per table (or unattributed warehouse directory), data files on main,
-    their bytes and average size, and what is reclaimable (or, when deleting, was deleted)."""
+    their bytes and average size, and what is reclaimable (or, when deleting, was deleted).
+    A run its time budget cut short (`complete` false) swept nothing: what is reclaimable
+    is not known then (None), the next run continues its mark."""
+    measured = report.complete
     tables = {}
     for row in sorted(report.tables.values(), key=lambda t: t.table):
         tables[row.table] = {
             "data_files": row.data_files,
             "data_bytes": row.data_bytes,
             "average_file_bytes": row.data_bytes // row.data_files if row.data_files else None,
-            "reclaimable_files": row.garbage_files,
-            "reclaimable_bytes": row.garbage_bytes,
+            "reclaimable_files": row.garbage_files if measured else None,
+            "reclaimable_bytes": row.garbage_bytes if measured else None,
             "deleted_bytes": row.deleted_bytes,
         }
     return {
         "summary_version": SUMMARY_VERSION,
         "collected_at": report.started.isoformat(),
         "deleted": report.deleted,
-        "reclaimable_bytes": report.garbage_bytes,
+        "complete": report.complete,
+        "reclaimable_bytes": report.garbage_bytes if measured else None,
         "tables": tables,
     }
 
@@ -59,19 +63,21 @@ def keep_summary(report: GcReport, s3: Any, reports_prefix: str) -> None:
 
 def emit_metrics(report: GcReport, *, stream: IO[str] | None = None) -> list[dict]:
     """One EMF document per table (by `Table` only: sizes and counts of different tables do
-    not add up to a meaningful total), then the warehouse's reclaimable bytes over all."""
-    documents = [
-        metrics.emit(
-            metrics.table_health_values(
-                data_files=row.data_files,
-                data_bytes=row.data_bytes,
-                reclaimable_bytes=row.garbage_bytes,
-            ),
-            table=row.table,
-            total=False,
-            stream=stream,
+    not add up to a meaningful total), then the warehouse's reclaimable bytes over all. A
+    run cut short (`report.complete` false) measured no reclaimable bytes: none are written
+    (a zero would read as a clean lake)."""
+    documents = []
+    for row in sorted(report.tables.values(), key=lambda t: t.table):
+        values = metrics.table_health_values(
+            data_files=row.data_files,
+            data_bytes=row.data_bytes,
+            reclaimable_bytes=row.garbage_bytes,
         )
-        for row in sorted(report.tables.values(), key=lambda t: t.table)
-    ]
-    documents.append(metrics.emit({metrics.RECLAIMABLE_BYTES: report.garbage_bytes}, stream=stream))
+        if not report.complete:
+            values.pop(metrics.RECLAIMABLE_BYTES)
+        documents.append(metrics.emit(values, table=row.table, total=False, stream=stream))
+    if report.complete:
+        documents.append(
+            metrics.emit({metrics.RECLAIMABLE_BYTES: report.garbage_bytes}, stream=stream)
+        )
     return documents

@@ -3,15 +3,19 @@ compaction) and, invoked by `wap --aws maintain`, one table's compaction."""
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
 from typing import Any
 
 from contracts.table_config import MaintenanceOptions
 from ingestion import compaction_runs
 from ingestion import constants as c
-from ingestion.config import load_settings
+from ingestion.config import Settings, load_settings
 from ingestion.exceptions import InvalidEventError
 from ingestion.ledger import Ledger
 from ingestion.log import logger
+from ingestion.maintenance.gc import Budget
+from ingestion.naming import utcnow
 from ingestion.nessie import NessieClient
 from lambdas.maintenance import compaction
 from lambdas.maintenance.service import (
@@ -23,6 +27,10 @@ from lambdas.maintenance.service import (
 
 ACTION_COMPACT = "compact"
 ACTION_COMPACT_FINISH = "compact_finish"
+DAILY_RUN_LOCK = "maintenance-daily"
+# What the daily run keeps of its invocation's time for compaction and the summary after
+# garbage collection: the collection stops (and checkpoints) this long before the timeout.
+RESERVE_SECONDS = 180.0
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -49,10 +57,32 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return compaction_runs.finish(settings, ledger, nessie, run_id)
     if action is not None:
         raise InvalidEventError(f"unknown action {action!r} (compact, compact_finish)")
+    # One daily run at a time (a manual run while the schedule's runs, a late retry):
+    # the lock lasts as long as this invocation can.
+    remaining = context.get_remaining_time_in_millis() / 1000
+    holder = context.aws_request_id
+    held_until = ledger.acquire_run_lock(
+        DAILY_RUN_LOCK, holder, now=utcnow(), lease=timedelta(seconds=remaining + 60)
+    )
+    if held_until is not None:
+        logger.warning("another maintenance run is going on", extra={"held_until": held_until})
+        return {"skipped": "another maintenance run is going on", "held_until": held_until}
+    try:
+        return _daily(settings, ledger, nessie, remaining)
+    finally:
+        ledger.release_run_lock(DAILY_RUN_LOCK, holder)
+
+
+def _daily(
+    settings: Settings, ledger: Ledger, nessie: NessieClient, remaining: float
+) -> dict[str, Any]:
+    """Garbage collection within the invocation's time less `RESERVE_SECONDS`, then the
+    day's compactions (also after a collection cut short: it measured main first)."""
+    budget = Budget(time.monotonic, time.monotonic() + remaining - RESERVE_SECONDS)
     # Each table's `maintenance:` read once: the collection and the compactions use it.
     listed = sorted(nessie.iceberg_tables(c.MAIN_BRANCH))
     options = table_maintenance(settings, listed)
-    report = run_maintenance(settings, load_maintenance_settings(), nessie, options)
+    report = run_maintenance(settings, load_maintenance_settings(), nessie, options, budget=budget)
     result = outcome(report)
     logger.info("garbage collection done", extra=result)
     # Main's data files per table, as the collection just measured them (a directory no

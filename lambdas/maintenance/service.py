@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from contracts.table_config import MaintenanceOptions, TableConfigError
@@ -21,8 +21,8 @@ from ingestion.batching import read_table_config
 from ingestion.config import Settings
 from ingestion.exceptions import ConfigError
 from ingestion.log import logger
-from ingestion.maintenance import health
-from ingestion.maintenance.gc import GcReport, S3Warehouse, collect, gc_options
+from ingestion.maintenance import checkpoint, health
+from ingestion.maintenance.gc import Budget, GcReport, S3Warehouse, collect, gc_options
 from ingestion.nessie import NessieClient
 from lambdas.maintenance.fileio import PROPERTIES
 
@@ -74,21 +74,36 @@ def run_maintenance(
     tables: dict[str, MaintenanceOptions],
     *,
     clock: Callable[[], datetime] | None = None,
+    budget: Budget | None = None,
 ) -> GcReport:
     """Collect (deleting only when `maintenance.gc_delete`; each table's retention and grace
     from `tables`, its `table_maintenance`), write each table's metrics to the log and keep
-    the summary under the reports prefix; the collection's report."""
+    the summary under the reports prefix; the collection's report.
+
+    Within `budget` (the invocation's time less what compaction and the summary need): a
+    mark that outlasts it keeps its checkpoint, and the next run continues from there."""
     s3 = aws.client("s3")
     options = gc_options(
         delete=maintenance.gc_delete, retention_days=None, grace_hours=None, tables=tables
     )
+    now = (clock or (lambda: datetime.now(UTC)))()
+    resume = checkpoint.load(s3, settings.reports_prefix, now)
     report = collect(
         nessie,
         S3Warehouse(s3, maintenance.warehouse_uri),
         options,
         properties=dict(PROPERTIES),
-        clock=clock,
+        clock=lambda: now,
+        budget=budget,
+        resume=resume,
     )
+    if resume is not None or not report.complete:
+        checkpoint.keep(s3, settings.reports_prefix, report.checkpoint)
+    if not report.complete:
+        logger.warning(
+            "garbage collection out of time: its mark continues in the next run",
+            extra={"live_commits": report.live_commits, "marked_files": report.marked_files},
+        )
     health.emit_metrics(report)
     health.keep_summary(report, s3, settings.reports_prefix)
     return report
@@ -98,6 +113,8 @@ def outcome(report: GcReport) -> dict[str, Any]:
     """What the invocation returns and logs: the run in numbers."""
     return {
         "deleted": report.deleted,
+        "complete": report.complete,
+        "resumed": report.resumed,
         "references": report.references,
         "live_commits": report.live_commits,
         "marked_files": report.marked_files,

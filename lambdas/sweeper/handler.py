@@ -1,4 +1,4 @@
-"""Sweeper Lambda (scheduled): stuck locks and expired failed branches, queue metrics."""
+"""Sweeper Lambda (scheduled): stuck locks and expired failed branches, late tables, metrics."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
+from ingestion import metrics
+from ingestion.arrivals import SubjectFreshness
 from ingestion.config import load_settings
 from ingestion.ledger import Ledger, QueueStat
 from ingestion.log import logger
@@ -21,6 +23,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     ledger = Ledger(settings.ledger_table, lease=settings.lock_lease)
     report = sweep(settings, ledger, NessieClient(settings.nessie_uri))
     emit_queue_metrics(report.queues)
+    emit_arrival_metrics(report.arrivals)
     logger.info("sweep done", extra=asdict(report))
     return asdict(report)
 
@@ -35,3 +38,14 @@ def emit_queue_metrics(queues: list[QueueStat]) -> None:
     for queue in queues:
         with single_metric(name="QueueDepth", unit=MetricUnit.Count, value=queue.depth) as metric:
             metric.add_dimension(name="Table", value=queue.table)
+
+
+def emit_arrival_metrics(arrivals: list[SubjectFreshness]) -> None:
+    """`LateTables` over all tables with an `expect:` section (0 when none is late, so
+    the stack's alarm clears), and each one's `SecondsSinceLastPublish` (issue 42)."""
+    metrics.emit(metrics.late_tables_values(arrivals))
+    for row in arrivals:
+        if row.age_seconds is not None:
+            metrics.emit(
+                {metrics.SINCE_LAST_PUBLISH: row.age_seconds}, table=row.subject, total=False
+            )

@@ -1,4 +1,5 @@
-"""Scheduled housekeeping: recover stuck table locks, clean up after final ingests.
+"""Scheduled housekeeping: recover stuck table locks, clean up after final ingests, and
+say which tables' expected drops are late (issue 42).
 
 Each table and each record is handled on its own: one that fails (an AWS error, a
 Nessie refusal) is reported and the sweep goes on with the others.
@@ -13,6 +14,7 @@ from contracts.alert import BLOCKED
 from ingestion import aws, compaction_runs
 from ingestion import constants as c
 from ingestion.alerts import alert_event, send_alert_quietly
+from ingestion.arrivals import SubjectFreshness, check_arrivals, deployed_expectations
 from ingestion.batching import (
     open_batch,
     reject_for_config,
@@ -52,6 +54,8 @@ class SweepReport:
     deleted_staged: list[str] = field(default_factory=list)
     expired_held: list[str] = field(default_factory=list)  # part files whose marker never came
     queues: list[QueueStat] = field(default_factory=list)  # after the sweep's own changes
+    # Every table (or dataset) with an `expect:` section, late ones first.
+    arrivals: list[SubjectFreshness] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -96,6 +100,13 @@ def sweep(
         except Exception as exc:
             logger.exception("could not clean up", extra={"ingest_id": listed.ingest_id})
             report.errors.append(f"{listed.ingest_id}: {type(exc).__name__}: {exc}")
+    try:  # after the clean-up: a publish the lock recovery recorded counts as an arrival
+        report.arrivals = check_arrivals(
+            ledger, deployed_expectations(settings), now, send_alert_quietly
+        )
+    except Exception as exc:
+        logger.exception("could not check the expected arrivals")
+        report.errors.append(f"expected arrivals: {type(exc).__name__}: {exc}")
     report.queues = ledger.queues(now)
     return report
 

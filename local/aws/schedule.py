@@ -18,6 +18,9 @@ from typing import Any
 _log = logging.getLogger(__name__)
 _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+# Every day at one time (the maintenance run's, `maintenanceTimeUtc`): minute and hour set,
+# every day of every month and year.
+_DAILY_CRON = re.compile(r"^cron\((\d{1,2}) (\d{1,2}) \* \* \? \*\)$")
 
 
 class ScheduleError(ValueError):
@@ -25,10 +28,15 @@ class ScheduleError(ValueError):
 
 
 def rate_seconds(expression: str) -> int:
-    """Seconds between two runs of `rate(N unit)` (cron expressions are not used here)."""
+    """Seconds between two runs of `rate(N unit)` or of a daily `cron(M H * * ? *)` (run
+    locally once a day from the stack's start, not at that time of day)."""
+    if _DAILY_CRON.match(expression.strip()):
+        return _UNIT_SECONDS["day"]
     match = _RATE.match(expression.strip())
     if not match:
-        raise ScheduleError(f"unsupported schedule expression {expression!r}: expected rate()")
+        raise ScheduleError(
+            f"unsupported schedule expression {expression!r}: expected rate() or a daily cron()"
+        )
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2).rstrip("s")]
 
 

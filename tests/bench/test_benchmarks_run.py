@@ -137,3 +137,9 @@ def test_make_bench_runs_every_benchmark():
 
     modules = {f"bench.{path.stem}" for path in (REPO / "bench").glob("*_bench.py")}
     assert modules <= set(BENCHMARKS.values()), modules - set(BENCHMARKS.values())
+
+
+def test_gc_budget_bench_resumes_to_what_one_unbudgeted_run_finds():
+    out = _run_quick("bench.gc_budget_bench")
+    assert "| contents visited, history twice as deep | 1,600 | 3,200 | **2.00 x** |" in out
+    assert "ended with what one unbudgeted run finds: **yes**" in out

@@ -1,6 +1,6 @@
-"""The CDK app, synthesized once per test run in each of its two variants (~15 s each on 2
-cores): the default deployment, and one with every setting that changes the template set to
-a value other than its default."""
+"""The CDK app, synthesized once per test run in each of its variants (~15 s each on 2
+cores): the default deployment, and two that between them set every setting that changes the
+template to a value other than its default (an external Nessie excludes some of them)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from tests.fixtures.synth import (
     CLI_FALLBACK_REGION,
-    LINEAGE_KEY_ARN,
+    NON_DEFAULT_CONTEXT,
     Synthesized,
     synthesized_once,
 )
@@ -27,14 +27,13 @@ def synthesized(tmp_path_factory) -> Synthesized:
 
 
 @pytest.fixture(scope="session")
-def synthesized_configured(tmp_path_factory) -> Synthesized:
-    """Every non-default setting at once: `-c nessieEndpoint=...` (no catalog deployed),
-    pre-initialized EMR capacity, a shorter EMR idle stop and the deploy's own EMR prices,
-    a daily maintenance run that deletes, a queue alarm after 45 minutes, tables created
-    from uploads, and a lineage endpoint with an API key."""
+def synthesized_external_nessie(tmp_path_factory) -> Synthesized:
+    """`-c nessieEndpoint=...` (no catalog deployed) with pre-initialized EMR capacity, a
+    shorter EMR idle stop and the deploy's own EMR prices, a daily maintenance run that
+    deletes, a queue alarm after 45 minutes and tables created from uploads."""
     return synthesized_once(
         tmp_path_factory,
-        "configured",
+        "external-nessie",
         {
             "nessieEndpoint": "https://nessie.example.internal:19120",
             "emrPreInitializedExecutors": "2",
@@ -44,7 +43,13 @@ def synthesized_configured(tmp_path_factory) -> Synthesized:
             "stackName": "WapIngestExt",
             "queueAlarmMinutes": "45",
             "createTablesFromUploads": "true",
-            "lineageUrl": "https://marquez.example.com:5000/",
-            "lineageApiKeySecretArn": LINEAGE_KEY_ARN,
         },
     )
+
+
+@pytest.fixture(scope="session")
+def synthesized_non_default(tmp_path_factory) -> Synthesized:
+    """The stack with its own Nessie and the non-default settings that need it
+    (tests.fixtures.synth.NON_DEFAULT_CONTEXT): a lineage receiver whose key is in a secret
+    encrypted with a customer-managed key, a maintenance time, Nessie's tables adopted."""
+    return synthesized_once(tmp_path_factory, "non-default", dict(NON_DEFAULT_CONTEXT))

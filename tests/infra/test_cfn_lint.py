@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 
-@pytest.fixture(params=["default", "configured"])
+@pytest.fixture(params=["default", "external_nessie", "non_default"])
 def variant(request):
     name = f"synthesized_{request.param}" if request.param != "default" else "synthesized"
     return request.getfixturevalue(name)

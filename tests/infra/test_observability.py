@@ -17,6 +17,8 @@ from tests.infra.test_template import (
     _statements_of_role,
 )
 
+KEY_ARN = LINEAGE_KEY_ARN
+
 
 def _dashboard_body(synth) -> str:
     (dashboard,) = synth.of_type("AWS::CloudWatch::Dashboard").values()
@@ -120,9 +122,9 @@ def test_no_lineage_is_sent_and_no_secret_read_unless_the_deploy_says_so(synthes
 
 
 def test_a_lineage_endpoint_with_a_key_reaches_the_senders_and_only_they_read_the_key(
-    synthesized_configured,
+    synthesized_non_default,
 ):
-    synth = synthesized_configured  # -c lineageUrl=https://marquez.example.com:5000/ ...
+    synth = synthesized_non_default  # lineageUrl and lineageApiKeySecretArn=KEY_ARN among them
     # start_ingest (START) and outcomes; maintenance starts the ingest queued behind a
     # compaction.
     senders = {"trigger", "finish", "sweeper", "maintenance"}
@@ -164,3 +166,27 @@ class _Discard:
 
     def flush(self) -> None:
         pass
+
+
+def test_a_late_table_raises_an_alarm_on_the_metric_the_sweeper_writes(synthesized):
+    """Issue 42: `LateTables` (each sweep, over all tables) alarms on the topic at one late
+    table; the dashboard charts it and each table's time since its last publish."""
+    topics = set(synthesized.of_type("AWS::SNS::Topic"))
+    [alarm] = [
+        a["Properties"]
+        for a in synthesized.of_type("AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == metrics.LATE_TABLES
+    ]
+    assert alarm["Namespace"] == "WAP/Ingest" and "Dimensions" not in alarm
+    assert (alarm["Statistic"], alarm["Period"], alarm["Threshold"]) == ("Maximum", 300, 1)
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert {_ref_id(action) for action in alarm["AlarmActions"]} <= topics
+    # What the sweeper writes: the same name and namespace, over all tables.
+    from ingestion.arrivals import SubjectFreshness
+
+    late = SubjectFreshness("sales.orders", "daily UTC", True, None, None, None)
+    document = metrics.emit(metrics.late_tables_values([late]), stream=_Discard())
+    [directive] = document["_aws"]["CloudWatchMetrics"]
+    assert directive["Dimensions"] == [[]] and document[metrics.LATE_TABLES] == 1
+    body = _dashboard_body(synthesized)
+    assert "Late tables" in body and metrics.SINCE_LAST_PUBLISH in body

@@ -252,7 +252,7 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
     synthesized.template.has_resource_properties(
         "AWS::Events::Rule",
         {
-            "ScheduleExpression": "rate(1 day)",
+            "ScheduleExpression": "cron(0 3 * * ? *)",  # daily at 03:00 UTC (issue 42)
             "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [maintenance_id, "Arn"]}})],
         },
     )
@@ -290,9 +290,9 @@ def test_maintenance_runs_daily_in_the_vpc_and_only_reports_by_default(synthesiz
 
 
 def test_gc_delete_lets_the_maintenance_run_delete_under_warehouse_only(
-    synthesized_configured,
+    synthesized_external_nessie,
 ):
-    _, props, pairs = _maintenance_grants(synthesized_configured)
+    _, props, pairs = _maintenance_grants(synthesized_external_nessie)
     assert props["Environment"]["Variables"]["WAP_GC_DELETE"] == "true"
     deletes = [resource for actions, resource in pairs if actions & {"s3:DeleteObject"}]
     assert len(deletes) == 1 and deletes[0].endswith('"/warehouse/*"]]}')
@@ -513,7 +513,7 @@ def test_emr_serverless_application(synthesized):
 
 
 def test_the_emr_start_up_settings_synthesize_and_default_to_emrs_own(
-    synthesized, synthesized_configured
+    synthesized, synthesized_external_nessie
 ):
     # Default: EMR's 15 idle minutes, no warm workers, the price table's rates.
     synthesized.template.has_resource_properties(
@@ -521,7 +521,7 @@ def test_the_emr_start_up_settings_synthesize_and_default_to_emrs_own(
         {"AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": 15}},
     )
     # -c emrIdleStopMinutes=5 -c emrPreInitializedExecutors=2 -c emrPrices=...
-    synthesized_configured.template.has_resource_properties(
+    synthesized_external_nessie.template.has_resource_properties(
         "AWS::EMRServerless::Application",
         {
             "AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": 5},
@@ -536,14 +536,14 @@ def test_the_emr_start_up_settings_synthesize_and_default_to_emrs_own(
     )
     prices = "vcpu=0.06,memory=0.0066,storage=0.00012"
     # finish prices each run's billed resources (ingestion/job_cost.py).
-    [_, finish] = _functions_by_handler(synthesized_configured)["finish"]
+    [_, finish] = _functions_by_handler(synthesized_external_nessie)["finish"]
     assert finish["Environment"]["Variables"]["WAP_EMR_PRICES"] == prices
     [_, finish] = _functions_by_handler(synthesized)["finish"]
     assert "WAP_EMR_PRICES" not in finish["Environment"]["Variables"]
 
 
-def test_pre_initialized_capacity_is_a_parameter(synthesized_configured):
-    synthesized_configured.template.has_resource_properties(
+def test_pre_initialized_capacity_is_a_parameter(synthesized_external_nessie):
+    synthesized_external_nessie.template.has_resource_properties(
         "AWS::EMRServerless::Application",
         {
             "InitialCapacity": Match.array_with(
@@ -643,8 +643,8 @@ def test_internal_alb_health_checks_the_management_port(synthesized):
     )
 
 
-def test_external_nessie_deploys_no_catalog(synthesized_configured):
-    synth = synthesized_configured
+def test_external_nessie_deploys_no_catalog(synthesized_external_nessie):
+    synth = synthesized_external_nessie
     assert synth.of_type("AWS::ECS::Service") == {}
     assert synth.of_type("AWS::ElasticLoadBalancingV2::LoadBalancer") == {}
     (_, trigger) = _functions_by_handler(synth)["trigger"]
@@ -759,7 +759,7 @@ def test_alarms_watch_executions_dlq_and_every_lambda(synthesized):
     assert metrics.count("Errors") == len(OUR_FUNCTIONS)
 
 
-def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, synthesized_configured):
+def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, synthesized_external_nessie):
     def queue_alarm(template):
         [alarm] = [
             a["Properties"]
@@ -782,10 +782,12 @@ def test_a_queue_waiting_too_long_raises_the_alarm(synthesized, synthesized_conf
     assert alarm["Dimensions"] == [
         {"Name": "service", "Value": variables["POWERTOOLS_SERVICE_NAME"]}
     ]
-    assert queue_alarm(synthesized_configured)["Threshold"] == 45 * 60  # queueAlarmMinutes
+    assert queue_alarm(synthesized_external_nessie)["Threshold"] == 45 * 60  # queueAlarmMinutes
 
 
-def test_uploads_create_tables_only_when_the_deploy_says_so(synthesized, synthesized_configured):
+def test_uploads_create_tables_only_when_the_deploy_says_so(
+    synthesized, synthesized_external_nessie
+):
     def flags(synth) -> set[str]:
         return {
             props["Environment"]["Variables"]["WAP_CREATE_TABLES_FROM_UPLOADS"]
@@ -793,7 +795,7 @@ def test_uploads_create_tables_only_when_the_deploy_says_so(synthesized, synthes
         }
 
     assert flags(synthesized) == {"false"}  # an unknown table is refused by default
-    assert flags(synthesized_configured) == {"true"}  # -c createTablesFromUploads=true
+    assert flags(synthesized_external_nessie) == {"true"}  # -c createTablesFromUploads=true
 
 
 def test_outputs(synthesized):

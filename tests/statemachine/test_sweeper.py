@@ -243,3 +243,37 @@ def test_a_dataset_queued_behind_a_live_ingest_is_left_alone_until_it_is_stuck(
         time.sleep(0.1)
     assert done.status == "PUBLISHED", stack.describe()
     stack.wait_idle()
+
+
+def test_a_late_table_is_alerted_once_and_once_when_a_drop_is_published(
+    make_stack, slack, tmp_path, monkeypatch
+):
+    """Issue 42, through the synthesized sweeper (its IAM enforced): a table whose config
+    expects a daily drop and has none alerts once, counts in `LateTables`, and is alerted
+    once more when a drop is published."""
+    emitted = io.StringIO()
+    monkeypatch.setattr(metrics, "_log_stream", lambda: emitted)
+    (tmp_path / "late.orders.yaml").write_text("expect:\n  every: 1d\n")
+    stack = make_stack(tables_dir=tmp_path)
+
+    def late_alerts() -> list[str]:
+        return [str(m) for m in slack.messages if "late.orders" in str(m)]
+
+    swept = [stack.invoke("sweeper", {}) for _ in range(2)]
+
+    [alert] = late_alerts()
+    assert "late.orders: nothing published on record; expected daily UTC" in alert
+    [row] = swept[1]["arrivals"]
+    assert row["subject"] == "late.orders" and row["late"] and row["late_alerted_at"]
+    documents = [json.loads(line) for line in emitted.getvalue().splitlines()]
+    assert [d["LateTables"] for d in documents if "LateTables" in d] == [1, 1]
+
+    stack.drop_file("late/orders/today.parquet", fake_parquet("t"))
+    assert wait_for_key(stack, "late/orders/today.parquet").status == "PUBLISHED"
+    stack.wait_idle()
+    for _ in range(2):
+        [row] = stack.invoke("sweeper", {})["arrivals"]
+
+    assert not row["late"] and row["last_published_at"]
+    [_, recovered] = late_alerts()
+    assert "late.orders: published again at" in recovered

@@ -18,6 +18,7 @@ from rich.text import Text
 from contracts.lifecycle import Status
 from contracts.report import AuditReport
 from contracts.table_config import quarantine_table_name
+from ingestion.arrivals import SubjectFreshness
 from ingestion.ledger import QueueStat, Record
 from ingestion.ledger.records import record_attributes, tables_of
 from ingestion.time_split import time_split, upload_to_outcome_seconds
@@ -555,6 +556,36 @@ def inspect_lines(view: IngestView, ui_base: str | None, *, wap: str, local: boo
     return lines
 
 
+def freshness_table(rows: Sequence[SubjectFreshness]) -> Table:
+    """The tables whose config expects drops (`expect:`), late ones first: LATE with what
+    was expected and the last publish, or on time."""
+    return _listing(
+        "Expected arrivals (late first)",
+        ("table", "arrival", "expected", "last published", "ago"),
+        [
+            (
+                r.subject,
+                Text("LATE", style="bold red") if r.late else Text("on time", style="green"),
+                r.expected,
+                r.last_published_at or "never",
+                age_text(r.age_seconds),
+            )
+            for r in rows
+        ],
+    )
+
+
+def late_lines(rows: Sequence[SubjectFreshness]) -> list[str]:
+    """One line per late table, as its alert says it, then what counts as an arrival."""
+    late = [f"late: {r.reason}" for r in rows if r.late and r.reason]
+    if late:
+        late.append(
+            "(only a published drop counts: a failed, rejected or held one does not; "
+            "`expect:` in tables/README.md)"
+        )
+    return late
+
+
 def queue_lines(queues: Sequence[QueueStat]) -> list[str]:
     """One line per table with files waiting for their turn."""
     return [
@@ -573,12 +604,16 @@ def to_json(document: Any) -> str:
 
 
 def runs_json(
-    rows: Sequence[RunRow], batches: Sequence[BatchRow], queues: Sequence[QueueStat]
+    rows: Sequence[RunRow],
+    batches: Sequence[BatchRow],
+    queues: Sequence[QueueStat],
+    freshness: Sequence[SubjectFreshness] = (),
 ) -> dict[str, Any]:
     return {
         "ingests": [asdict(r) for r in rows],
         "batches": [asdict(b) for b in batches],
         "queues": [asdict(q) for q in queues],
+        "freshness": [asdict(f) for f in freshness],
     }
 
 

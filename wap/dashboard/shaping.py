@@ -20,6 +20,7 @@ from urllib.parse import quote
 from contracts.report import AuditReport, samples_title
 from contracts.table_config import TableConfig, quarantine_table_name
 from ingestion import constants as c
+from ingestion.arrivals import SubjectFreshness
 from ingestion.ledger import IngestRecord, LedgerRecord, tables_of
 from ingestion.time_split import time_split, upload_to_outcome_seconds
 from wap.ops.backends import Target
@@ -671,3 +672,20 @@ def table_health(
         collected_at=collected,
         last_compaction=max(compactions, key=lambda r: r.when or "", default=None),
     )
+
+
+def freshness_rows(rows: Iterable[SubjectFreshness]) -> list[dict[str, Any]]:
+    """The overview's freshness per table (`expect:` in its config), late ones first as
+    `ingestion.arrivals` orders them."""
+    return [
+        {
+            "table": row.subject,
+            "arrival": "LATE" if row.late else "on time",
+            "expected": row.expected,
+            "last published": row.last_published_at or "never",
+            "ago": age_text(row.age_seconds),
+            "deadline passed": row.deadline or "-",
+            "alerted": row.late_alerted_at or "-",
+        }
+        for row in rows
+    ]

@@ -20,12 +20,14 @@ from contracts.layout import CONFIG_SUFFIX, TABLES_PREFIX
 from contracts.metric_history import CHECK, SCOPE_TABLE, is_metrics_table, metrics_table_name
 from contracts.report import AuditReport
 from ingestion import constants as c
+from ingestion.arrivals import SubjectFreshness
 from ingestion.exceptions import WapError
 from ingestion.naming import utcnow
 from lakeview import iceberg
 from lakeview.exceptions import TableReadError
 from wap.exceptions import DashboardError, OpsError
 from wap.ops import operations as ops
+from wap.ops.arrivals import list_freshness
 from wap.ops.backend import Backend
 from wap.ops.backends import NoLocalState, Target, open_backend
 from wap.runtime.embedded_stack import tables_dir_from_env
@@ -70,6 +72,8 @@ class Overview:
     batches: list[ops.BatchRow] = field(default_factory=list)
     branches: list[ops.BranchRow] = field(default_factory=list)
     locks: list[dict[str, Any]] = field(default_factory=list)
+    # Tables (and datasets) whose config expects drops, late ones first (issue 42).
+    freshness: list[SubjectFreshness] = field(default_factory=list)
     loaded_at: datetime | None = None
     no_state: str | None = None
 
@@ -93,6 +97,7 @@ def load_overview(target: Target) -> Overview:
             batches=ops.list_batches(backend),
             branches=ops.list_branches(backend, now=now),
             locks=locks,
+            freshness=list_freshness(backend, now=now),
             loaded_at=now,
         )
 

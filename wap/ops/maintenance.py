@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from contracts.layout import CONFIG_SUFFIX, TABLES_PREFIX
 from contracts.table_config import MaintenanceOptions, TableConfigError, parse_table_config_text
 from ingestion.maintenance.gc import (  # noqa: F401 (gc_options: `wap gc`'s, re-exported)
     GcOptions,
@@ -26,6 +24,7 @@ from ingestion.maintenance.gc import (  # noqa: F401 (gc_options: `wap gc`'s, re
     gc_options,
 )
 from wap.ops.backend import Backend
+from wap.ops.configs import deployed_configs
 
 
 def warehouse_of(backend: Backend) -> Warehouse:
@@ -160,28 +159,7 @@ def table_maintenance(backend: Backend) -> dict[str, MaintenanceOptions]:
     does not parse is left out: its table gets the defaults, as its ingests get refused."""
     import yaml
 
-    texts: dict[str, str] = {}
-    outputs = getattr(backend, "outputs", None)
-    if isinstance(outputs, dict) and outputs.get("ArtifactsBucketName"):
-        bucket = outputs["ArtifactsBucketName"]
-        pages = (
-            backend.s3()
-            .get_paginator("list_objects_v2")
-            .paginate(Bucket=bucket, Prefix=TABLES_PREFIX)
-        )
-        for key in [o["Key"] for p in pages for o in p.get("Contents", [])]:
-            body = backend.read_object(f"s3://{bucket}/{key}")
-            if key.endswith(CONFIG_SUFFIX) and body is not None:
-                texts[key[len(TABLES_PREFIX) : -len(CONFIG_SUFFIX)]] = body.decode(
-                    "utf-8", "replace"
-                )
-    else:
-        from wap.runtime.embedded_stack import tables_dir_from_env
-
-        options = getattr(getattr(backend, "stack", None), "options", None)
-        directory = Path(getattr(options, "tables_dir", None) or tables_dir_from_env())
-        for path in sorted(directory.glob(f"*{CONFIG_SUFFIX}")) if directory.is_dir() else []:
-            texts[path.name[: -len(CONFIG_SUFFIX)]] = path.read_text("utf-8", errors="replace")
+    texts = deployed_configs(backend).tables
     found: dict[str, MaintenanceOptions] = {}
     for table, text in texts.items():
         try:

@@ -52,7 +52,12 @@ def stack(make_stack, nessie, tmp_path):
     for order in (1, 2):
         table.append(pa.Table.from_pylist([{"order_id": order, "amount": 1.5}], schema=SCHEMA))
     seeder = NessieSeeder(nessie.api_v2)
-    seeder.put_table("main", glue.load_table("sales.orders"), with_namespace=True)
+    # (The namespace is there already when an earlier test of the session seeded it.)
+    seeder.put_table(
+        "main",
+        glue.load_table("sales.orders"),
+        with_namespace=seeder.content_id("main", "sales") is None,
+    )
     # A table without a config keeps the defaults (the run asks for a config that is not
     # there: S3 answers 404 only to a caller that may list the bucket).
     other = glue.create_table(
@@ -122,3 +127,62 @@ def test_the_daily_run_reports_measures_and_keeps_a_summary_but_deletes_nothing(
             stack.invoke("maintenance", SCHEDULED)
     finally:
         stack.iam.restore()
+
+
+def _summary(stack) -> dict:
+    body = stack.client("s3").get_object(
+        Bucket=stack.settings.artifacts_bucket, Key="reports/maintenance/gc-latest.json"
+    )
+    return json.loads(body["Body"].read())
+
+
+def test_a_run_out_of_time_still_compacts_and_keeps_its_summary_and_the_next_continues(
+    stack, monkeypatch
+):
+    from lambdas.maintenance import handler
+
+    # The invocation's time less garbage collection's reserve is already spent: the mark
+    # stops before its first commit (nothing waits).
+    monkeypatch.setattr(handler, "RESERVE_SECONDS", 10_000.0)
+    cut = stack.invoke("maintenance", SCHEDULED)
+    assert cut["complete"] is False and cut["reclaimable_files"] == 0
+    assert cut["compaction"] == {"finished": [], "started": []}  # compaction still ran
+    summary = _summary(stack)
+    assert summary["complete"] is False and summary["reclaimable_bytes"] is None
+    kept = stack.client("s3").get_object(
+        Bucket=stack.settings.artifacts_bucket, Key="reports/maintenance/gc-checkpoint.json.gz"
+    )
+    assert kept["ContentEncoding"] == "gzip"
+
+    monkeypatch.setattr(handler, "RESERVE_SECONDS", 180.0)
+    resumed = stack.invoke("maintenance", SCHEDULED)
+    assert resumed["complete"] is True and resumed["resumed"] is True
+    assert resumed["reclaimable_files"] >= 4  # the orphan and sales.orders' old metadata
+    assert _summary(stack)["complete"] is True
+    # Finished: the next run starts over, and finds what the resumed one found.
+    fresh = stack.invoke("maintenance", SCHEDULED)
+    assert fresh["resumed"] is False
+    assert (fresh["marked_files"], fresh["reclaimable_files"]) == (
+        resumed["marked_files"],
+        resumed["reclaimable_files"],
+    )
+    assert [r for r in stack.iam.denied if r.principal == "maintenance"] == []
+
+
+def test_a_daily_run_while_another_holds_the_run_lock_is_skipped(stack):
+    from datetime import timedelta
+
+    from ingestion.naming import utcnow
+
+    ledger = stack.ledger()
+    taken = ledger.acquire_run_lock(
+        "maintenance-daily", "the other run", now=utcnow(), lease=timedelta(minutes=15)
+    )
+    assert taken is None
+    skipped = stack.invoke("maintenance", SCHEDULED)
+    assert skipped["skipped"] == "another maintenance run is going on"
+    assert "compaction" not in skipped
+    ledger.release_run_lock("maintenance-daily", "the other run")
+    assert stack.invoke("maintenance", SCHEDULED)["complete"] is True
+    # The run released the lock: the next one is not skipped either.
+    assert "skipped" not in stack.invoke("maintenance", SCHEDULED)

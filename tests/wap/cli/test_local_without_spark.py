@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.fixtures.processes import run_process
-from tests.fixtures.wap_cli import assert_one_line_error, ledger_items, run_wap
+from tests.fixtures.wap_cli import assert_one_line_error, json_document, ledger_items, run_wap
 from wap.runtime.embedded_stack import EmbeddedOptions, EmbeddedStack
 from wap.runtime.home import WapHome
 
@@ -223,3 +223,29 @@ def test_a_stack_that_cannot_be_synthesized_is_a_clear_start_error(tmp_path, mon
     home = WapHome(tmp_path / "home").create()
     with pytest.raises(StackStartError, match=r"synthesize.*make setup"):
         EmbeddedStack(home, EmbeddedOptions(run_ingests=True, job=_never_runs)).start()
+
+
+def test_runs_shows_a_late_table_first(tmp_path):
+    """Issue 42: a table whose config expects a daily drop and has none published is LATE
+    in `wap runs` (before any ingest is listed) and in its `--json`."""
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "sales.orders.yaml").write_text(
+        'expect:\n  every: 1d\n  by: "06:00"\n  timezone: Europe/Berlin\n'
+    )
+    (tables / "sales.customers.yaml").write_text("schema_policy: additive\n")
+    home = WapHome(tmp_path / "home").create()
+    env = {"WAP_TABLES_DIR": str(tables)}
+
+    listing = run_wap("--home", str(home.root), "runs", env=env)
+    document = json_document(run_wap("--home", str(home.root), "runs", "--json", env=env), "runs")
+
+    assert listing.exit_code == 0, listing.output
+    assert "Expected arrivals" in listing.stdout and "LATE" in listing.stdout
+    assert (
+        "late: sales.orders: nothing published on record; expected daily by 06:00 "
+        "Europe/Berlin" in " ".join(listing.stdout.split())
+    )
+    [row] = document["freshness"]
+    assert row["subject"] == "sales.orders" and row["late"]
+    assert row["last_published_at"] is None and row["expected"] == "daily by 06:00 Europe/Berlin"

@@ -325,3 +325,24 @@ def test_a_multi_table_dataset_is_one_run_naming_every_table(tmp_path, monkeypat
     assert "Rows per table (2 tables, published together)" in [s.value for s in page.subheader]
     tables = "\n".join(str(t.value) for t in page.table).replace("\\", "")  # md-escaped
     assert "shop.order_items" in tables and "shop.orders" in tables
+
+
+def test_the_overview_shows_freshness_per_table_late_first(hostile_home, tmp_path, monkeypatch):
+    """Issue 42: tables whose config expects drops, late ones first, with the alert's line;
+    the REJECTED drop after sales.orders' last publish does not count."""
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "sales.orders.yaml").write_text("expect: {every: 1d}\n")
+    (tables / "sales.customers.yaml").write_text("expect: {every: 1d}\n")
+    monkeypatch.setenv("WAP_TABLES_DIR", str(tables))
+
+    app = _app(hostile_home, monkeypatch).run()
+
+    assert not app.exception
+    assert "Freshness" in [s.value for s in app.subheader]
+    [frame] = [d.value for d in app.dataframe if "arrival" in d.value.columns]
+    assert list(frame["table"]) == ["sales.customers", "sales.orders"]
+    assert list(frame["arrival"]) == ["LATE", "LATE"]
+    assert list(frame["last published"]) == ["never", "2026-11-22T09:01:00Z"]
+    errors = [e.value.replace("\\", "") for e in app.error]  # markdown-escaped
+    assert any("sales.orders: nothing published since 2026-11-22 09:01" in e for e in errors)

@@ -27,6 +27,7 @@ from tests.fixtures.lake_seed import (
     DISCARDED_BRANCH,
     DISCARDED_ID,
     FAILED_ID,
+    FINISHED_AT,
     JOB_ERROR,
     JOB_FAILED_BRANCH,
     JOB_FAILED_ID,
@@ -81,6 +82,33 @@ def test_runs_lists_every_record_with_its_outcome(world: World):
         for name in ("status", "table", "branch", "source_uri", "finished_at"):
             assert record[name] in line, (name, line)
     assert f"s3://{world.source_bucket}/sales/orders/batch-2.parquet" in result.stdout
+
+
+def test_runs_shows_a_table_late_by_its_expect_section(world: World, tmp_path):
+    """Issue 42: the deployed config (the tables directory; the artifacts bucket's
+    `tables/` on AWS) expects sales.orders daily; its last publish (the seed's) is days
+    old and the failed drops after it do not count."""
+    config = "expect: {every: 1d, by: '06:00'}\n"
+    env = None
+    if world.kind == "aws":
+        world.extra["s3"].put_object(
+            Bucket=world.artifacts_bucket, Key="tables/sales.orders.yaml", Body=config.encode()
+        )
+    else:
+        (tmp_path / "sales.orders.yaml").write_text(config)
+        env = {"WAP_TABLES_DIR": str(tmp_path)}
+    try:
+        document = json_document(world.wap("runs", "--json", env=env), "runs")
+    finally:
+        if world.kind == "aws":
+            world.extra["s3"].delete_object(
+                Bucket=world.artifacts_bucket, Key="tables/sales.orders.yaml"
+            )
+
+    [row] = document["freshness"]
+    assert row["subject"] == "sales.orders" and row["late"]
+    assert row["last_published_at"] == FINISHED_AT
+    assert row["reason"].startswith("sales.orders: nothing published since 2026-11-22 10:20;")
 
 
 def test_branches_lists_only_the_open_failed_branches_with_their_outcome(world: World):

@@ -11,6 +11,7 @@ from wap.cli import command as cmd
 from wap.cli import render
 from wap.cli.command import JsonFlag, console
 from wap.cli.next_steps import next_step
+from wap.ops import arrivals as arrival_ops
 from wap.ops import operations as ops
 from wap.ops import query as query_ops
 
@@ -22,10 +23,15 @@ def runs(
     as_json: JsonFlag = False,
 ) -> None:
     """The ledger: ingest id, table, source, outcome, batch, branch, when; the batches (runs
-    over several files); and each table's queue."""
+    over several files); each table's queue; and the tables that expect drops (late
+    first)."""
 
-    def print_found(found: tuple[list[Any], list[Any], list[Any]]) -> None:
-        rows, batches, queues = found
+    def print_found(found: tuple[list[Any], list[Any], list[Any], list[Any]]) -> None:
+        rows, batches, queues, freshness = found
+        if freshness:  # first: a late table is what nothing else on this page shows
+            console.print(render.freshness_table(freshness))
+            for line in render.late_lines(freshness):
+                console.print(line)
         if not rows:
             console.print("No ingests yet.")
             return
@@ -41,11 +47,14 @@ def runs(
             ops.list_runs(backend, table=table, limit=limit),
             ops.list_batches(backend, table=table, limit=limit),
             ops.list_queues(backend, table=table),
+            arrival_ops.list_freshness(
+                backend, table=ops.parse_table(table).qualified if table else None
+            ),
         ),
         print_found,
         as_json=as_json,
         document=lambda found: render.runs_json(*found),
-        nothing_yet=(([], [], []), "No ingests yet"),
+        nothing_yet=(([], [], [], []), "No ingests yet"),
     )
 
 

@@ -23,6 +23,7 @@ MAX_ATTENTION = 15
 def render() -> None:
     st.title("WAP quality dashboard")
     data = common.overview_data(common.target())
+    _freshness(data)  # first: a late table is a drop that never came, so no ingest shows it
     if data.no_state is not None or not data.runs:
         st.info("**No ingests yet.** " + EMPTY_HINT, icon=INFO)
         if data.no_state:
@@ -67,6 +68,21 @@ def render() -> None:
     _batches(data)
     _costs(data)
     _all_ingests(data)
+
+
+def _freshness(data: Overview) -> None:
+    rows = shaping.freshness_rows(data.freshness)
+    if not rows:  # no table config has an `expect:` section
+        return
+    st.subheader("Freshness")
+    late = [row for row in data.freshness if row.late]
+    for row in late:
+        st.error(shaping.md_escape(row.reason or row.subject), icon=":material/schedule:")
+    st.caption(
+        "Tables whose config says when drops are expected (`expect:`), late ones first. "
+        "Only a published drop is an arrival: a failed, rejected or held one is not."
+    )
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
 def _batches(data: Overview) -> None:
