@@ -24,6 +24,7 @@ BLOCKS = {
         state.ExecutionState,
         state.Run,
         state.Outcome,
+        state.JobUsage,
         state.FinishResult,
     ),
     "report": (report.AuditReport, report.CheckResult),

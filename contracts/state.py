@@ -111,6 +111,61 @@ class Run:
         }
 
 
+def _hours(read: Reader, name: str) -> float | None:
+    """A non-negative number of unit-hours (JSON int or float), or None."""
+    value = read.data.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise read.fail(name, "a number >= 0 or null")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class JobUsage:
+    """What EMR Serverless says of a job run that ended (GetJobRun): the resources it
+    billed (`billedResourceUtilization`) and its state times (ISO 8601, UTC): created
+    (submitted), started (RUNNING), ended. A value EMR did not give is None."""
+
+    vcpu_hours: float | None = None
+    memory_gb_hours: float | None = None
+    storage_gb_hours: float | None = None
+    created_at: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "job_usage") -> JobUsage:
+        """Parse and check; raise StateError naming the field."""
+        read = Reader(data, where, StateError)
+        return cls(
+            vcpu_hours=_hours(read, "vcpu_hours"),
+            memory_gb_hours=_hours(read, "memory_gb_hours"),
+            storage_gb_hours=_hours(read, "storage_gb_hours"),
+            created_at=read.string("created_at", required=False),
+            started_at=read.string("started_at", required=False),
+            ended_at=read.string("ended_at", required=False),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `job_usage` object (fields without a value are left out)."""
+        return drop_none(
+            {
+                "vcpu_hours": self.vcpu_hours,
+                "memory_gb_hours": self.memory_gb_hours,
+                "storage_gb_hours": self.storage_gb_hours,
+                "created_at": self.created_at,
+                "started_at": self.started_at,
+                "ended_at": self.ended_at,
+            }
+        )
+
+    @property
+    def billed(self) -> bool:
+        """Whether EMR reported the billed resources (only for a run that ended)."""
+        return self.vcpu_hours is not None
+
+
 @dataclass(frozen=True)
 class Outcome:
     """The `outcome` of the state: job_status' answer, then publish's (which adds
@@ -134,6 +189,9 @@ class Outcome:
     # A multi-table dataset: the audited snapshot of every table it wrote (decimal strings),
     # each verified at `branch_hash` before the one merge.
     snapshots: Mapping[str, str] | None = None
+    # The ended job run's billed resources and state times (job_status reads them; publish
+    # carries them on), for the ingest's cost and where its time went.
+    job_usage: JobUsage | None = None
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "outcome") -> Outcome:
@@ -142,6 +200,7 @@ class Outcome:
         status = read.choice("status", OUTCOME_STATUSES)
         retry_in = read.integer("retry_in_seconds", required=status == JOB_ERROR, minimum=0)
         run = read.mapping("run")
+        usage = read.mapping("job_usage")
         if status == REBASED and run is None:
             raise read.fail("run", "the new run (status REBASED)")
         return cls(
@@ -160,6 +219,7 @@ class Outcome:
             branch_deleted=read.flag("branch_deleted", default=None),
             run=None if run is None else Run.from_dict(run, f"{where}.run"),
             snapshots=_snapshots(read, "snapshots"),
+            job_usage=None if usage is None else JobUsage.from_dict(usage, f"{where}.job_usage"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -181,6 +241,7 @@ class Outcome:
                 "branch_deleted": self.branch_deleted,
                 "run": None if self.run is None else self.run.to_dict(),
                 "snapshots": None if self.snapshots is None else dict(self.snapshots),
+                "job_usage": None if self.job_usage is None else self.job_usage.to_dict(),
             }
         )
 

@@ -36,6 +36,7 @@ class SparkCompute(Construct):
         max_cpu: str,
         max_memory: str,
         pre_initialized: PreInitializedCapacity | None,
+        idle_stop_minutes: int = constants.EMR_IDLE_TIMEOUT_MINUTES,
         nessie_uri_v2: str,
         warehouse_uri: str,
         source_tree: constants.SourceTree,
@@ -79,7 +80,7 @@ class SparkCompute(Construct):
                 enabled=True
             ),
             auto_stop_configuration=emr.CfnApplication.AutoStopConfigurationProperty(
-                enabled=True, idle_timeout_minutes=constants.EMR_IDLE_TIMEOUT_MINUTES
+                enabled=True, idle_timeout_minutes=idle_stop_minutes
             ),
             maximum_capacity=emr.CfnApplication.MaximumAllowedResourcesProperty(
                 cpu=max_cpu, memory=max_memory, disk=constants.EMR_MAX_DISK

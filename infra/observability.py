@@ -198,5 +198,13 @@ class IngestObservability(Construct):
                         per_table(m.RECLAIMABLE_BYTES, "Maximum", period=_ONE_DAY),
                     ),
                 ],
+                # What the loads cost: EMR's billed resources priced (ingestion/job_cost.py).
+                [
+                    third(
+                        "Load cost by table (USD per day)",
+                        total(m.LOAD_COST, "Sum", period=_ONE_DAY),
+                        per_table(m.LOAD_COST, "Sum", period=_ONE_DAY),
+                    ),
+                ],
             ],
         )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
+from contracts.pricing import PricesError, parse_prices
 from infra import constants, names
 
 _CHANNEL = re.compile(r"^(#[a-z0-9][a-z0-9._-]{0,79}|[CG][A-Z0-9]{8,})$")
@@ -44,6 +45,13 @@ class DeploySettings:
     emr_max_cpu: str = constants.EMR_MAX_CPU  # [emrMaxCpu]
     emr_max_memory: str = constants.EMR_MAX_MEMORY  # [emrMaxMemory]
     emr_pre_initialized: PreInitializedCapacity | None = None  # [emrPreInitializedExecutors]
+    # Minutes the EMR Serverless application stays started with nothing to run before it
+    # stops (releasing any pre-initialized capacity); the next job then starts it cold
+    # (docs/deploy.md, "Start-up time and cost").
+    emr_idle_stop_minutes: int = constants.EMR_IDLE_TIMEOUT_MINUTES  # [emrIdleStopMinutes]
+    # What EMR Serverless costs here, `vcpu=<usd>,memory=<usd>,storage=<usd>` per hour
+    # (contracts/pricing.py); unset: the price table's for the region.
+    emr_prices: str | None = None  # [emrPrices]
     destroy_data_on_delete: bool = False  # [destroyDataOnDelete] dev stacks only
     alarm_email: str | None = None  # [alarmEmail]
     queue_alarm_minutes: int = constants.QUEUE_ALARM_MINUTES  # [queueAlarmMinutes]
@@ -125,6 +133,12 @@ class DeploySettings:
             raise SettingsError(
                 "adoptNessieTables is for the stack's own Nessie, not nessieEndpoint"
             )
+        emr_prices = _optional_text(get, "emrPrices")
+        if emr_prices is not None:
+            try:
+                parse_prices(emr_prices)
+            except PricesError as exc:
+                raise SettingsError(f"emrPrices: {exc}") from exc
         return cls(
             lineage_url=lineage_url,
             lineage_api_key_secret_arn=lineage_key,
@@ -142,6 +156,11 @@ class DeploySettings:
             emr_max_cpu=_matching(get, "emrMaxCpu", constants.EMR_MAX_CPU, r"\d+ ?vCPU"),
             emr_max_memory=_matching(get, "emrMaxMemory", constants.EMR_MAX_MEMORY, r"\d+ ?GB"),
             emr_pre_initialized=pre_initialized,
+            # EMR's own bounds (AutoStopConfig.idleTimeoutMinutes: 1 to 10080, a week).
+            emr_idle_stop_minutes=_integer(
+                get, "emrIdleStopMinutes", constants.EMR_IDLE_TIMEOUT_MINUTES, low=1, high=10080
+            ),
+            emr_prices=emr_prices,
             destroy_data_on_delete=_boolean(get, "destroyDataOnDelete", False),
             alarm_email=_optional_text(get, "alarmEmail"),
             # At least two sweeps: the age is measured once per sweep.

@@ -93,6 +93,7 @@ class WapStack(Stack):
             max_cpu=settings.emr_max_cpu,
             max_memory=settings.emr_max_memory,
             pre_initialized=settings.emr_pre_initialized,
+            idle_stop_minutes=settings.emr_idle_stop_minutes,
             nessie_uri_v2=nessie_v2,
             warehouse_uri=storage.warehouse_uri,
             source_tree=source_tree,
@@ -127,6 +128,7 @@ class WapStack(Stack):
             "WAP_CREATE_TABLES_FROM_UPLOADS": str(settings.create_tables_from_uploads).lower(),
             "WAP_LINEAGE_NAMESPACE": self.stack_name,
             **({"WAP_LINEAGE_URL": settings.lineage_url} if settings.lineage_url else {}),
+            **({"WAP_EMR_PRICES": settings.emr_prices} if settings.emr_prices else {}),
             **(
                 {"WAP_LINEAGE_API_KEY_SECRET_ARN": settings.lineage_api_key_secret_arn}
                 if settings.lineage_api_key_secret_arn

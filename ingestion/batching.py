@@ -40,6 +40,7 @@ from contracts.table_config import (
 from ingestion import aws
 from ingestion import constants as c
 from ingestion.config import Settings
+from ingestion.job_cost import member_fields
 from ingestion.ledger import (
     BatchRecord,
     Changes,
@@ -266,6 +267,7 @@ def open_batch(ledger: Ledger, table: str, successor: Successor) -> BatchRecord:
             files=len(members),
             source_uri=f"{first.source_uri} (+{more} more file{'s' * (more != 1)})",
             size=sum(int(member.size or 0) for member in members),
+            sizes=tuple(int(member.size or 0) for member in members),
             attempts=0,
             status=c.RECEIVED,
             staged_at=iso(utcnow()),
@@ -297,6 +299,8 @@ def settle_members(settings: Settings, ledger: Ledger, batch: BatchRecord) -> li
     # A multi-table dataset: each file gets the snapshot of its own table.
     table_of = batch.member_tables
     snapshots = dict(batch.audited_snapshots or {})
+    # Each file's share of the run's cost (by its bytes) and the run's EMR times.
+    costs = member_fields(batch)
     for member in members:
         verdict = verdicts.get(member) or {}
         # A dataset's files share its outcome: the job publishes all of them or none.
@@ -309,6 +313,7 @@ def settle_members(settings: Settings, ledger: Ledger, batch: BatchRecord) -> li
             "error": batch.error,
             "report_uri": batch.report_uri,
             "log_uri": batch.log_uri,
+            **costs.get(member, {}),
         }
         if status == c.PUBLISHED:
             fields.update(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from contracts.dataset_config import DATASET_CONFIGS_DIR
+from contracts.pricing import PricesError, parse_prices
 from ingestion import constants as c
 from ingestion.exceptions import ConfigError
 
@@ -62,6 +63,10 @@ class Settings:
     lineage_url: str | None = None
     lineage_api_key_secret_arn: str | None = None
     lineage_namespace: str = "wap"
+    # What a job run's billed resources cost (contracts/pricing.py): the region's prices,
+    # or the deploy's own (`-c emrPrices=...`).
+    region: str | None = None
+    emr_prices: str | None = None
 
     @property
     def blocked_start(self) -> timedelta:
@@ -177,4 +182,17 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         lineage_url=_http_url(env, c.ENV_LINEAGE_URL),
         lineage_api_key_secret_arn=env.get(c.ENV_LINEAGE_API_KEY_SECRET_ARN) or None,
         lineage_namespace=env.get(c.ENV_LINEAGE_NAMESPACE) or "wap",
+        region=env.get(c.ENV_AWS_REGION) or None,
+        emr_prices=_emr_prices(env),
     )
+
+
+def _emr_prices(env: Mapping[str, str]) -> str | None:
+    raw = env.get(c.ENV_EMR_PRICES)
+    if not raw:
+        return None
+    try:
+        parse_prices(raw)
+    except PricesError as exc:
+        raise ConfigError(f"{c.ENV_EMR_PRICES}: {exc}") from None
+    return raw

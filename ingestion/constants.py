@@ -87,6 +87,10 @@ ENV_CREATE_TABLES_FROM_UPLOADS = "WAP_CREATE_TABLES_FROM_UPLOADS"
 ENV_LINEAGE_URL = "WAP_LINEAGE_URL"
 ENV_LINEAGE_API_KEY_SECRET_ARN = "WAP_LINEAGE_API_KEY_SECRET_ARN"  # noqa: S105 (a name)
 ENV_LINEAGE_NAMESPACE = "WAP_LINEAGE_NAMESPACE"
+# EMR Serverless prices `vcpu=<usd>,memory=<usd>,storage=<usd>` (contracts/pricing.py);
+# unset: the price table's for the function's region (AWS_REGION, set by Lambda).
+ENV_EMR_PRICES = "WAP_EMR_PRICES"
+ENV_AWS_REGION = "AWS_REGION"
 # The maintenance Lambda's own: the lake's warehouse (`s3://<lake>/warehouse/`) and whether
 # its garbage collection deletes (the deploy's `-c gcDelete`) or only reports.
 ENV_WAREHOUSE_URI = "WAP_WAREHOUSE_URI"

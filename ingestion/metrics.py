@@ -29,6 +29,7 @@ OUTCOME_METRICS = {
 UPLOAD_TO_PUBLISH = "UploadToPublishSeconds"  # from the (first) upload to main holding it
 JOB_DURATION = "JobDurationSeconds"  # from the job run's start to the recorded outcome
 FILES_PER_RUN = "FilesPerRun"
+LOAD_COST = "LoadCostUSD"  # what the run's EMR Serverless job cost (ingestion/job_cost.py)
 LINEAGE_NOT_SENT = "LineageEventsNotSent"  # OpenLineage events given up after retries
 # A table's health, measured by each garbage collection (lambdas/maintenance/): the data
 # files a reader of main opens, their average size (compaction's target), and the bytes of
@@ -45,6 +46,7 @@ SINCE_LAST_PUBLISH = "SecondsSinceLastPublish"
 _UNITS = {
     UPLOAD_TO_PUBLISH: "Seconds",
     JOB_DURATION: "Seconds",
+    LOAD_COST: "None",  # US dollars: CloudWatch has no currency unit
     AVERAGE_FILE_BYTES: "Bytes",
     RECLAIMABLE_BYTES: "Bytes",
     SINCE_LAST_PUBLISH: "Seconds",
@@ -101,15 +103,19 @@ def outcome_values(
     created_at: str | None,
     job_started_at: str | None,
     finished_at: str | None,
+    cost_usd: float | None = None,
 ) -> dict[str, float]:
     """The metrics of one recorded outcome: its count, the files of the run, the job's
-    duration and, when published, the time from upload to main."""
+    duration, its cost when EMR billed it and, when published, the time from upload to
+    main."""
     from ingestion.naming import parse_iso
 
     values: dict[str, float] = {}
     if status in OUTCOME_METRICS:
         values[OUTCOME_METRICS[status]] = 1
     values[FILES_PER_RUN] = files
+    if cost_usd is not None:
+        values[LOAD_COST] = cost_usd
 
     def seconds(start: str | None) -> float | None:
         if not start or not finished_at:

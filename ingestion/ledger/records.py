@@ -109,6 +109,19 @@ class LedgerRecord:
     snapshot_id: str | None = None
     rows_written: int | None = None
     quarantined_rows: int | None = None  # set aside in the table's quarantine table
+    # Where the time went (ingestion/time_split.py): the upload's S3 event time, and the
+    # ended job run's EMR state times (submitted, RUNNING, ended).
+    uploaded_at: str | None = None
+    job_submitted_at: str | None = None
+    job_running_at: str | None = None
+    job_ended_at: str | None = None
+    # What the run cost (ingestion/job_cost.py): EMR's billed resources and their price in
+    # USD at `price_region`'s rates; a batch's file: its share, by bytes.
+    vcpu_hours: float | None = None
+    memory_gb_hours: float | None = None
+    storage_gb_hours: float | None = None
+    cost_usd: float | None = None
+    price_region: str | None = None
     audited_hash: str | None = None
     audited_snapshot_id: str | None = None
     # A multi-table dataset: the audited snapshot of each table (publish checks them all).
@@ -207,6 +220,7 @@ class BatchRecord(LedgerRecord):
     kind: ClassVar[str] = KIND_BATCH
     members: tuple[str, ...] = ()  # the files' ingest ids, in arrival order
     sources: tuple[str | None, ...] = ()  # each member's staged copy, in the same order
+    sizes: tuple[int, ...] = ()  # each member's bytes, in the same order (its cost share)
     files: int | None = None
     all_or_nothing: bool | None = None  # a dataset: published all together or not at all
     marker_uri: str | None = None  # the dataset's `_SUCCESS` / `_manifest.json`
@@ -238,7 +252,7 @@ class BatchRecord(LedgerRecord):
 
 Record = IngestRecord | BatchRecord
 _RECORD_TYPES: dict[str, type[LedgerRecord]] = {KIND_INGEST: IngestRecord, KIND_BATCH: BatchRecord}
-_TUPLES = frozenset({"members", "sources", "tables", "source_tables"})
+_TUPLES = frozenset({"members", "sources", "sizes", "tables", "source_tables"})
 
 
 def tables_of(record: LedgerRecord) -> tuple[str, ...]:

@@ -62,6 +62,7 @@ def record_outcome(
                 created_at=record.created_at,
                 job_started_at=job_started_at,
                 finished_at=record.finished_at,
+                cost_usd=record.cost_usd,
             ),
             table=table,
         )

@@ -18,6 +18,7 @@ from ingestion.ingest import (
     release_all_and_start_next,
     run_from_fields,
 )
+from ingestion.job_cost import usage_fields
 from ingestion.ledger import IngestRecord, Ledger
 from ingestion.lifecycle import alert_of, settle
 from ingestion.log import logger
@@ -126,6 +127,8 @@ def finish(
         "snapshot_id": outcome.snapshot_id if outcome else None,
         "rows_written": outcome.rows_written if outcome else None,
         "quarantined_rows": outcome.quarantined_rows if outcome else None,
+        # What the ended job run cost and when EMR submitted, ran and ended it.
+        **usage_fields(settings, outcome.job_usage if outcome else None),
     }
     now = utcnow()
     # Else the sweeper retries the delete (a failed one's when its retention ends).

@@ -7,13 +7,13 @@ from datetime import datetime
 from typing import Any
 
 from contracts.report import AuditReport, ReportError
-from contracts.state import Outcome, Run
+from contracts.state import JobUsage, Outcome, Run
 from ingestion import aws
 from ingestion import constants as c
 from ingestion.config import Settings, job_retry_delay
 from ingestion.exceptions import InvalidEventError
 from ingestion.ingest import cancel_job_run
-from ingestion.naming import parse_iso, utcnow
+from ingestion.naming import iso, parse_iso, utcnow
 
 _OUTCOME_STATUS = {
     c.REPORT_PASSED: c.JOB_PASSED,
@@ -66,7 +66,11 @@ def check_job(
         return _about(
             run,
             state,
-            Outcome(status=c.JOB_FAILED, reason=f"job run {job_run_id} was cancelled: {details}"),
+            Outcome(
+                status=c.JOB_FAILED,
+                reason=f"job run {job_run_id} was cancelled: {details}",
+                job_usage=job_usage(job),
+            ),
         )
     else:  # FAILED without a report: the job writes one for everything the input decides
         details = job.get("stateDetails") or "no details given"
@@ -75,7 +79,7 @@ def check_job(
         )
     if outcome.status == c.JOB_ERROR:
         outcome = _retry_or_fail(settings, outcome, run.job_try)
-    return _about(run, state, outcome)
+    return _about(run, state, replace(outcome, job_usage=job_usage(job)))
 
 
 def _poll(settings: Settings, job_run_id: str) -> dict[str, Any]:
@@ -87,6 +91,31 @@ def _poll(settings: Settings, job_run_id: str) -> dict[str, Any]:
         applicationId=settings.emr_application_id,
         jobRunId=job_run_id,
     )["jobRun"]
+
+
+def job_usage(job: dict[str, Any]) -> JobUsage | None:
+    """The billed resources and state times of an ended run, as GetJobRun gives them
+    (`billedResourceUtilization` comes only once the run has ended); None while it runs."""
+    if job.get("state") in c.EMR_ACTIVE_STATES:
+        return None
+    billed = job.get("billedResourceUtilization") or {}
+
+    def hours(name: str) -> float | None:
+        value = billed.get(name)
+        return None if value is None else float(value)
+
+    def at(name: str) -> str | None:
+        value = job.get(name)
+        return iso(value) if isinstance(value, datetime) else None
+
+    return JobUsage(
+        vcpu_hours=hours("vCPUHour"),
+        memory_gb_hours=hours("memoryGBHour"),
+        storage_gb_hours=hours("storageGBHour"),
+        created_at=at("createdAt"),
+        started_at=at("startedAt"),
+        ended_at=at("endedAt"),
+    )
 
 
 def _about(run: Run, job_state: str, outcome: Outcome) -> Outcome:

@@ -59,6 +59,7 @@ def publish(
         snapshot_id=str(snapshot_id),
         rows_written=audited.rows_written,
         quarantined_rows=audited.quarantined_rows,
+        job_usage=audited.job_usage,  # the run's cost and times, for finish to record
     )
     record = ledger.get_ingest(ingest_id) or IngestRecord(ingest_id=ingest_id, table=table)
     if record.published_branch == branch:  # retried after the merge was recorded

@@ -229,6 +229,7 @@ def record_batch(
         source_uri=s3_uri(marker.bucket, prefix),
         marker_uri=s3_uri(marker.bucket, marker.key),
         size=sum(int(member.size or 0) for member in members),
+        sizes=tuple(int(member.size or 0) for member in members),
         attempts=0,
         status=c.RECEIVED,
         staged_at=iso(utcnow()),

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote_plus
 
 from ingestion.exceptions import InvalidEventError
+from ingestion.naming import iso
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,8 @@ class ObjectCreated:
     version_id: str | None
     etag: str | None
     size: int | None
+    # S3's event time (`eventTime` / EventBridge `time`), to the second: when it was uploaded.
+    uploaded_at: str | None = None
 
     @property
     def version(self) -> str:
@@ -61,6 +65,7 @@ def _from_notification(record: Mapping[str, Any]) -> ObjectCreated | None:
         decode_key=unquote_plus,
         version_field="versionId",
         etag_fields=("eTag",),
+        time=record.get("eventTime"),
     )
 
 
@@ -75,6 +80,7 @@ def _from_eventbridge(event: Mapping[str, Any]) -> ObjectCreated | None:
         decode_key=_as_is,
         version_field="version-id",
         etag_fields=("etag", "eTag"),
+        time=event.get("time"),
     )
 
 
@@ -90,6 +96,7 @@ def _object_created(
     decode_key: Callable[[Any], Any],
     version_field: str,
     etag_fields: tuple[str, ...],
+    time: Any = None,
 ) -> ObjectCreated:
     """The object in `event[section]` (its `bucket.name` and `object`), read the same way for
     both shapes; the ETag is the first of `etag_fields` that is set."""
@@ -102,6 +109,18 @@ def _object_created(
             version_id=obj.get(version_field) or None,
             etag=next((obj[name] for name in etag_fields if obj.get(name)), None),
             size=int(obj["size"]) if obj.get("size") is not None else None,
+            uploaded_at=_event_time(time),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidEventError(f"malformed {what}: {exc!r}") from exc
+
+
+def _event_time(value: Any) -> str | None:
+    """An event's ISO 8601 UTC time to the second (`...T10:15:00.123Z` -> `...T10:15:00Z`);
+    None when absent or not such a time (it is only shown, never decided on)."""
+    if not isinstance(value, str) or len(value) < 19 or not value.endswith("Z"):
+        return None
+    try:
+        return iso(datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC))
+    except ValueError:
+        return None

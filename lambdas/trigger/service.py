@@ -332,6 +332,7 @@ def _record_new(
         # What every reader reads: that exact version, copied before the ingest can run.
         staged_uri=None if reason else staged_uri(settings.artifacts_bucket, iid, obj.key),
         size=obj.size,
+        uploaded_at=obj.uploaded_at,
         attempts=0,
         status=c.RECEIVED,
         **(member_of or {}),

@@ -11,6 +11,14 @@ The run's `sparkSubmitParameters` are parsed as the service passes them to
 spark-submit (a malformed one fails the run) and recorded in `submissions`; a job
 with a `check_submit(submission)` method (the real job) refuses parameters that
 differ from what it runs with.
+
+GetJobRun answers as the service does: `createdAt` is the submission's time (moto's is
+midnight), `startedAt` when it runs, and only once the run has ended `endedAt`,
+`totalExecutionDurationSeconds`, `totalResourceUtilization` and
+`billedResourceUtilization` (moto reports zeros from the start). The resources are what
+the local run really used (`local.aws.job_usage`): its CPU seconds as vCPU-hours, its
+peak memory over its wall time as GB-hours, no storage (EMR bills only above 20 GB per
+worker); unlike EMR, no 1-minute minimum per worker.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from typing import Any
 
 from contracts.job_args import JobArgs, RunArgs, parse_run_args
 from local.aws import job_waits
+from local.aws.job_usage import UsageMeter
 
 _log = logging.getLogger(__name__)
 
@@ -193,6 +202,10 @@ class LocalEmrServerless:
                     return existing
                 job_run = original_start(backend, application_id, client_token, *args, **kwargs)
                 job_run.state = "SUBMITTED"
+                # As the service: submitted now; what a run ended with, only once it has.
+                job_run.created_at = job_run.updated_at = datetime.now(UTC)
+                job_run.billed_resource_utilization = None
+                job_run.total_execution_duration_seconds = None
                 executor._tokens[(application_id, client_token)] = job_run
                 run = _Run(job_run)
                 executor._runs[job_run.id] = run
@@ -210,7 +223,11 @@ class LocalEmrServerless:
                     f"Job run {job_run_id} is in a terminal state {job_run.state}"
                 )
             run = executor._runs.get(job_run_id)
-            job_run.state = "CANCELLING" if job_run.state == "RUNNING" else "CANCELLED"
+            if job_run.state == "RUNNING":
+                job_run.state = "CANCELLING"
+            else:  # it never ran: nothing used
+                _ended(job_run, None)
+                job_run.state = "CANCELLED"
             if run is not None:
                 run.cancel.set()
             return application_id, job_run_id
@@ -259,6 +276,7 @@ class LocalEmrServerless:
                 self._execute(run)
             except Exception:  # never let a worker die: record and move on
                 _log.exception("local EMR worker error")
+                _ended(run.job_run, None)
                 run.job_run.state = "FAILED"
             finally:
                 with self._lock:
@@ -274,14 +292,17 @@ class LocalEmrServerless:
             job_run.state = "PENDING"
             run.cancel.wait(fault.seconds)
         if run.cancel.is_set() or job_run.state == "CANCELLED":
+            _ended(job_run, None)
             job_run.state = "CANCELLED"
             return
+        meter = UsageMeter.start(getattr(self._job, "usage_pids", lambda: [])())
         job_run.state = "RUNNING"
         # The service sets startedAt when the run leaves the queue (moto never does);
         # the job timeout counts from it.
         job_run.started_at = datetime.now(UTC)
         workdir = Path(tempfile.mkdtemp(prefix=f"emr-{job_run.id}-"))
         log_lines = [f"job run {job_run.id}: {' '.join(argv)}"]
+        final = "FAILED"
         try:
             if fault is not None and fault.kind == "hang":
                 run.cancel.wait()
@@ -309,10 +330,10 @@ class LocalEmrServerless:
             )
             if body is not None:
                 self._put(args.report_uri, _as_given(body, staged), look_first=True)
-            job_run.state = "SUCCESS"
+            final = "SUCCESS"
             log_lines.append("SUCCESS")
         except _Cancelled:
-            job_run.state = "CANCELLED"
+            final = "CANCELLED"
             job_run.state_details = "Job run was cancelled."
             log_lines.append("CANCELLED")
         except Exception as exc:
@@ -321,8 +342,11 @@ class LocalEmrServerless:
                 "Job failed, please check complete logs in configured logging destination. "
                 f"ExitCode: 1. Last few exceptions: {type(exc).__name__}: {exc}"
             )
-            job_run.state = "FAILED"
+            final = "FAILED"
         finally:
+            # What the ended run used is there before a poll can see it ended, as on EMR.
+            _ended(job_run, meter)
+            job_run.state = final
             self._write_log(job_run, "\n".join(log_lines))
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -441,6 +465,25 @@ class _Cancelled(Exception):
     pass
 
 
+def _ended(job_run: Any, meter: UsageMeter | None) -> None:
+    """What GetJobRun adds when a run ends: its end time, duration and resources (what
+    `meter` measured since the run started; none for a run that never ran)."""
+    now = datetime.now(UTC)
+    job_run.ended_at = job_run.updated_at = now
+    started = getattr(job_run, "started_at", None)
+    job_run.total_execution_duration_seconds = (
+        max(0, round((now - started).total_seconds())) if started else 0
+    )
+    usage = meter.stop() if meter is not None else None
+    used = {
+        "vCPUHour": usage.vcpu_hours if usage else 0.0,
+        "memoryGBHour": usage.memory_gb_hours if usage else 0.0,
+        "storageGBHour": 0.0,
+    }
+    job_run.total_resource_utilization = dict(used)
+    job_run.billed_resource_utilization = dict(used)
+
+
 def job_archive() -> Path:
     """The job's `--py-files` zip exactly as the deploy builds and uploads it (cached by hash)."""
     from infra import bundling
@@ -502,6 +545,13 @@ class ArchiveJob:
 
     def __call__(self, argv: list[str]) -> dict[str, Any]:
         return self.module.run(self.spark, argv)
+
+    def usage_pids(self) -> list[int]:
+        """The processes a run uses besides its thread: the session's JVM (what a run
+        used is measured on them, `local.aws.job_usage`)."""
+        gateway = getattr(self.spark.sparkContext, "_gateway", None)
+        process = getattr(gateway, "proc", None)
+        return [process.pid] if process is not None else []
 
     def check_submit(self, submission: SparkSubmit) -> None:
         """Refuse a run submitted with other Spark conf than this session's, or other code."""

@@ -29,14 +29,16 @@ def synthesized(tmp_path_factory) -> Synthesized:
 @pytest.fixture(scope="session")
 def synthesized_external_nessie(tmp_path_factory) -> Synthesized:
     """`-c nessieEndpoint=...` (no catalog deployed) with pre-initialized EMR capacity, a
-    daily maintenance run that deletes, a queue alarm after 45 minutes and tables created
-    from uploads."""
+    shorter EMR idle stop and the deploy's own EMR prices, a daily maintenance run that
+    deletes, a queue alarm after 45 minutes and tables created from uploads."""
     return synthesized_once(
         tmp_path_factory,
         "external-nessie",
         {
             "nessieEndpoint": "https://nessie.example.internal:19120",
             "emrPreInitializedExecutors": "2",
+            "emrIdleStopMinutes": "5",
+            "emrPrices": "vcpu=0.06,memory=0.0066,storage=0.00012",
             "gcDelete": "true",
             "stackName": "WapIngestExt",
             "queueAlarmMinutes": "45",

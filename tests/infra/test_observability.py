@@ -63,6 +63,18 @@ def test_the_alarmed_metrics_are_the_ones_the_lambdas_write(synthesized):
     assert directive["Namespace"] == "WAP/Ingest" and document["JobFailed"] == 1
 
 
+def test_a_loads_cost_is_a_metric_by_table_when_emr_billed_it():
+    values = metrics.outcome_values(
+        "PUBLISHED", files=2, created_at=None, job_started_at=None, finished_at=None, cost_usd=0.02
+    )
+    document = metrics.emit(values, table="sales.orders", stream=_Discard())
+    assert document["LoadCostUSD"] == 0.02 and document["Table"] == "sales.orders"
+    unbilled = metrics.outcome_values(
+        "JOB_FAILED", files=1, created_at=None, job_started_at=None, finished_at=None
+    )
+    assert metrics.LOAD_COST not in unbilled
+
+
 def test_the_dashboard_shows_outcomes_latency_duration_files_and_the_queues(synthesized):
     body = _dashboard_body(synthesized)
     widgets = json.loads(body.replace("<token>", "x"))["widgets"]
@@ -78,6 +90,7 @@ def test_the_dashboard_shows_outcomes_latency_duration_files_and_the_queues(synt
         "Data files on main by table",
         "Average data file size by table (bytes)",
         "Reclaimable bytes (unreferenced lake files)",
+        "Load cost by table (USD per day)",
     } <= titles
     for name in [
         *metrics.OUTCOME_METRICS.values(),
@@ -89,6 +102,7 @@ def test_the_dashboard_shows_outcomes_latency_duration_files_and_the_queues(synt
         "OldestQueuedAgeSeconds",
         "ApproximateNumberOfMessagesVisible",
         metrics.LINEAGE_NOT_SENT,
+        metrics.LOAD_COST,
     ]:
         assert name in body, name
     # Per table: a SEARCH over the Table dimension the Lambdas write.

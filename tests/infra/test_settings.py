@@ -19,6 +19,14 @@ def test_defaults_deploy_nessie_and_no_warm_capacity():
     assert result.destroy_data_on_delete is False
     assert result.create_tables_from_uploads is False  # an unknown table is refused
     assert result.gc_delete is False  # the maintenance run only reports
+    assert result.emr_idle_stop_minutes == 15  # EMR Serverless' own default
+    assert result.emr_prices is None  # the price table's, for the region
+
+
+def test_emr_start_up_and_price_settings_are_parsed():
+    result = settings(emrIdleStopMinutes="5", emrPrices="vcpu=0.06,memory=0.0066,storage=0")
+    assert result.emr_idle_stop_minutes == 5
+    assert result.emr_prices == "vcpu=0.06,memory=0.0066,storage=0"
 
 
 def test_context_values_are_parsed():
@@ -57,6 +65,10 @@ def test_context_values_are_parsed():
         ({"destroyDataOnDelete": "maybe"}, "true or false"),
         ({"createTablesFromUploads": "sometimes"}, "createTablesFromUploads"),
         ({"gcDelete": "soon"}, "gcDelete"),
+        ({"emrIdleStopMinutes": "0"}, "emrIdleStopMinutes"),  # EMR's bounds: 1 to 10080
+        ({"emrIdleStopMinutes": "10081"}, "emrIdleStopMinutes"),
+        ({"emrPrices": "vcpu=0.06"}, "emrPrices"),
+        ({"emrPrices": "cheap"}, "emrPrices"),
         ({"stackName": "wap_ingest"}, "stackName"),
         ({"region": "europe"}, "region"),
         ({"emrMaxCpu": "lots"}, "emrMaxCpu"),

@@ -512,6 +512,36 @@ def test_emr_serverless_application(synthesized):
     )
 
 
+def test_the_emr_start_up_settings_synthesize_and_default_to_emrs_own(
+    synthesized, synthesized_external_nessie
+):
+    # Default: EMR's 15 idle minutes, no warm workers, the price table's rates.
+    synthesized.template.has_resource_properties(
+        "AWS::EMRServerless::Application",
+        {"AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": 15}},
+    )
+    # -c emrIdleStopMinutes=5 -c emrPreInitializedExecutors=2 -c emrPrices=...
+    synthesized_external_nessie.template.has_resource_properties(
+        "AWS::EMRServerless::Application",
+        {
+            "AutoStopConfiguration": {"Enabled": True, "IdleTimeoutMinutes": 5},
+            "InitialCapacity": Match.array_with(
+                [
+                    Match.object_like(
+                        {"Key": "Driver", "Value": Match.object_like({"WorkerCount": 1})}
+                    )
+                ]
+            ),
+        },
+    )
+    prices = "vcpu=0.06,memory=0.0066,storage=0.00012"
+    # finish prices each run's billed resources (ingestion/job_cost.py).
+    [_, finish] = _functions_by_handler(synthesized_external_nessie)["finish"]
+    assert finish["Environment"]["Variables"]["WAP_EMR_PRICES"] == prices
+    [_, finish] = _functions_by_handler(synthesized)["finish"]
+    assert "WAP_EMR_PRICES" not in finish["Environment"]["Variables"]
+
+
 def test_pre_initialized_capacity_is_a_parameter(synthesized_external_nessie):
     synthesized_external_nessie.template.has_resource_properties(
         "AWS::EMRServerless::Application",

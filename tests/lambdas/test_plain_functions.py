@@ -219,3 +219,42 @@ def test_the_outcome_of_a_report_carries_its_quarantined_rows(s3):
         s3.put_object(Bucket="reports", Key=f"{name}.json", Body=json.dumps(report))
         result = outcome_from_report(f"s3://reports/{name}.json", None)
         assert (result.status, result.quarantined_rows) == ("PASSED", expected)
+
+
+def test_job_status_reads_what_emr_billed_only_from_a_run_that_ended():
+    from lambdas.job_status.service import job_usage
+
+    created = datetime(2026, 11, 27, 10, 0, 5, tzinfo=UTC)
+    running = {"state": "RUNNING", "createdAt": created, "startedAt": created}
+    assert job_usage(running) is None
+    ended = {
+        **running,
+        "state": "SUCCESS",
+        "endedAt": created + timedelta(seconds=50),
+        "billedResourceUtilization": {"vCPUHour": 0.4, "memoryGBHour": 1.6, "storageGBHour": 0},
+    }
+    usage = job_usage(ended)
+    assert (usage.vcpu_hours, usage.memory_gb_hours, usage.storage_gb_hours) == (0.4, 1.6, 0.0)
+    assert (usage.created_at, usage.ended_at) == ("2026-11-27T10:00:05Z", "2026-11-27T10:00:55Z")
+    # Cancelled before it ran: times known, nothing billed.
+    assert not job_usage({"state": "CANCELLED", "createdAt": created}).billed
+
+
+def test_the_emr_prices_setting_is_checked_at_the_edge():
+    env = {
+        "WAP_LEDGER_TABLE": "l",
+        "WAP_NESSIE_URI": "http://n/api/v1",
+        "WAP_EMR_APPLICATION_ID": "a",
+        "WAP_EMR_EXECUTION_ROLE_ARN": "arn:aws:iam::123456789012:role/j",
+        "WAP_JOB_ENTRYPOINT": "s3://b/j.py",
+        "WAP_REPORTS_PREFIX": "s3://b/r/",
+        "WAP_LOGS_PREFIX": "s3://b/l/",
+        "WAP_STATE_MACHINE_ARN": "arn:aws:states:eu-west-1:123456789012:stateMachine:x",
+        "WAP_ARTIFACTS_BUCKET": "b",
+        "AWS_REGION": "eu-west-1",
+    }
+    settings = load_settings({**env, "WAP_EMR_PRICES": "vcpu=1,memory=0.1,storage=0"})
+    assert settings.emr_prices == "vcpu=1,memory=0.1,storage=0"
+    assert settings.region == "eu-west-1"
+    with pytest.raises(ConfigError, match="WAP_EMR_PRICES"):
+        load_settings({**env, "WAP_EMR_PRICES": "vcpu=1"})

@@ -16,6 +16,7 @@ import pytest
 
 from tests.fixtures.local_stack import (
     fake_parquet,
+    record_for_key,
     status_for_key,
     wait_for_key,
 )
@@ -293,3 +294,31 @@ def test_a_batch_rejected_with_no_verdict_runs_its_halves_not_each_file(make_sta
     assert {r.status for r in records.values()} == {"PUBLISHED"}
     # first, the batch of 8, then halves: 4+4, 2+2, 1+1 at most: not 1 + 1 + 8 runs.
     assert len(calls) <= 2 + 2 * 3, run_sources(calls)
+
+
+def test_each_load_records_its_cost_and_a_batchs_cost_is_split_across_its_files(batch_stack):
+    # The whole path: the local EMR reports what each run used (GetJobRun), job_status
+    # reads it, finish prices and records it, the batch's files get their share by bytes.
+    from ingestion.time_split import time_split, upload_to_outcome_seconds
+
+    stack, _calls, gate = batch_stack()
+    keys = [f"bt/orders/cost-{i}.parquet" for i in range(3)]
+    burst(stack, keys, gate)
+    records = [wait_for_key(stack, key) for key in keys]
+    stack.wait_idle()
+    records = [record_for_key(stack, key) for key in keys]  # as settled
+    [batch] = stack.ledger().list_batches()
+
+    alone, files = records[0], records[1:]
+    assert alone.cost_usd > 0 and alone.vcpu_hours > 0, alone
+    assert batch.cost_usd > 0 and batch.job_running_at is not None, batch
+    assert sum(f.cost_usd for f in files) == pytest.approx(batch.cost_usd)
+    sizes = [f.size for f in files]
+    assert [f.cost_usd for f in files] == pytest.approx(
+        [batch.cost_usd * size / sum(sizes) for size in sizes]
+    )
+    for record in records:
+        assert record.uploaded_at is not None, record
+        phases = time_split(record)
+        assert [p.name for p in phases][-3:] == ["EMR start-up", "job", "to outcome"]
+        assert sum(p.seconds for p in phases) == upload_to_outcome_seconds(record)

@@ -21,6 +21,7 @@ from contracts.table_config import quarantine_table_name
 from ingestion.arrivals import SubjectFreshness
 from ingestion.ledger import QueueStat, Record
 from ingestion.ledger.records import record_attributes, tables_of
+from ingestion.time_split import time_split, upload_to_outcome_seconds
 from lakeview.check_sql import first_rows_query, violation_query
 from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
 from wap.ops.report_view import CheckLine, ReportView, rows_written_of
@@ -62,17 +63,25 @@ def _listing(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) 
     return table
 
 
+def cost_text(usd: float | None) -> str | None:
+    """'$0.0123' (to a hundredth of a cent: a small load costs fractions of a cent)."""
+    return None if usd is None else f"${usd:.4f}"
+
+
 def runs_table(rows: Sequence[RunRow]) -> Table:
     """The ingests; a batch column only when some ingest ran in a batch, a quarantined
-    one only when some ingest set rows aside (they cost width)."""
+    one only when some ingest set rows aside, a cost one when EMR billed some load (they
+    cost width)."""
     batched = any(r.batch_id for r in rows)
     quarantined = any(r.quarantined_rows for r in rows)
+    costed = any(r.cost_usd is not None for r in rows)
     columns = (
         "ingest id",
         "table",
         "source",
         "outcome",
         *(("quarantined",) if quarantined else ()),
+        *(("cost",) if costed else ()),
         *(("batch",) if batched else ()),
         "branch",
         "when",
@@ -87,6 +96,7 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
                 r.source,
                 status_text(r.status),
                 *((str(r.quarantined_rows or 0),) if quarantined else ()),
+                *((cost_text(r.cost_usd),) if costed else ()),
                 *((r.batch_id,) if batched else ()),
                 r.branch,
                 r.when,
@@ -101,9 +111,18 @@ def batches_table(rows: Sequence[BatchRow]) -> Table:
     ones together and each failing one alone."""
     return _listing(
         "Batches (newest first)",
-        ("batch", "table", "files", "outcome", "branch", "when", "reason"),
+        ("batch", "table", "files", "outcome", "cost", "branch", "when", "reason"),
         [
-            (r.batch_id, r.table, str(r.files), status_text(r.status), r.branch, r.when, r.reason)
+            (
+                r.batch_id,
+                r.table,
+                str(r.files),
+                status_text(r.status),
+                cost_text(r.cost_usd),
+                r.branch,
+                r.when,
+                r.reason,
+            )
             for r in rows
         ],
     )
@@ -191,6 +210,8 @@ class _Shown:
     published_by: str | None
     discarded: str | None
     quarantined: str | None  # rows set aside in the quarantine table, and where
+    cost: str | None  # what the load cost, and the resources EMR billed
+    time: str | None  # where the time went, upload to outcome
     main_rows: str
     branch_rows: str | None  # None: the branch is gone, there is nothing to count
     written: Any  # the report's count, shown next to the branch's
@@ -216,6 +237,8 @@ class _Shown:
             published_by=(f"{r.published_by}: {r.publish_reason}" if r.published_by else None),
             discarded=r.discard_reason or None,
             quarantined=_quarantined(r, view.report),
+            cost=_cost(r),
+            time=_time(r),
             main_rows="-" if view.main_rows is None else str(view.main_rows),
             branch_rows=branch_rows if view.branch_open else None,
             written=report.rows_written if counted else None,
@@ -232,6 +255,35 @@ def _quarantined(record: Record, report: AuditReport | None) -> str | None:
         return None
     table = record.table or (report.table if report is not None else "")
     return f"{count} row{'s' if count != 1 else ''} in {quarantine_table_name(table)}"
+
+
+def _cost(record: Record) -> str | None:
+    """'$0.0123 (0.0400 vCPU-h, 0.1600 GB-h memory, 0.0000 GB-h storage; us-east-1
+    prices)', a batch's file saying it is its share; None until EMR billed the run."""
+    if record.cost_usd is None:
+        return None
+    billed = (
+        f"{record.vcpu_hours or 0:.4f} vCPU-h, {record.memory_gb_hours or 0:.4f} GB-h memory, "
+        f"{record.storage_gb_hours or 0:.4f} GB-h storage; {record.price_region} prices"
+    )
+    share = " its share by bytes of batch " + str(record.batch_id) if _in_batch(record) else ""
+    return f"{cost_text(record.cost_usd)}{share} ({billed})"
+
+
+def _in_batch(record: Record) -> bool:
+    return bool(getattr(record, "batch_id", None))
+
+
+def _time(record: Record) -> str | None:
+    """'to trigger 2 s · to job submitted 5 s · EMR start-up 65 s · job 50 s · to outcome
+    31 s = 153 s from upload'; None before an outcome."""
+    phases = time_split(record)
+    if not phases:
+        return None
+    total = upload_to_outcome_seconds(record) or 0
+    start = "upload" if record.uploaded_at else "record"
+    parts = " · ".join(f"{phase.name} {phase.seconds:.0f} s" for phase in phases)
+    return f"{parts} = {total:.0f} s from {start}"
 
 
 def _summary(shown: _Shown) -> Table:
@@ -251,6 +303,10 @@ def _summary(shown: _Shown) -> Table:
         summary.add_row(label, value)
     if shown.quarantined is not None:
         summary.add_row("quarantined", shown.quarantined)
+    if shown.cost is not None:
+        summary.add_row("cost", shown.cost)
+    if shown.time is not None:
+        summary.add_row("time", shown.time)
     if shown.published_by is not None:
         summary.add_row("published by", shown.published_by)
     if shown.discarded is not None:
@@ -570,6 +626,7 @@ def branches_json(rows: Sequence[BranchRow]) -> dict[str, Any]:
 def show_json(view: IngestView) -> dict[str, Any]:
     return {
         "record": record_attributes(view.record),
+        "time_split": [asdict(phase) for phase in time_split(view.record)],
         "report": view.report.to_dict() if view.report else None,
         "branch_open": view.branch_open,
         "main_rows": view.main_rows,

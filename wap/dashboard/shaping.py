@@ -22,6 +22,7 @@ from contracts.table_config import TableConfig, quarantine_table_name
 from ingestion import constants as c
 from ingestion.arrivals import SubjectFreshness
 from ingestion.ledger import IngestRecord, LedgerRecord, tables_of
+from ingestion.time_split import time_split, upload_to_outcome_seconds
 from wap.ops.backends import Target
 from wap.ops.operations import BatchRow, BranchRow, RunRow
 from wap.ops.report_view import QUARANTINED_SAMPLES_TITLE, ReportView, reason_of
@@ -184,6 +185,36 @@ def timeline_rows(runs: Iterable[RunRow]) -> list[dict[str, Any]]:
             }
         )
     return sorted(rows, key=lambda row: row["when"])
+
+
+def cost_rows(runs: Iterable[RunRow]) -> list[dict[str, Any]]:
+    """What loads cost per table and day (UTC, by when each ingest last changed), oldest
+    first: one row per (day, table) with the sum of its ingests' `cost_usd` (a batch's
+    files hold their shares, so a batch counts once) and how many loads were priced."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    for r in runs:
+        when = parse_time(r.when)
+        if r.cost_usd is None or when is None:
+            continue
+        key = (when.date().isoformat(), r.table or "(unrouted)")
+        total = totals.setdefault(key, [0.0, 0])
+        total[0] += r.cost_usd
+        total[1] += 1
+    return [
+        {"day": day, "table": table, "cost_usd": round(cost, 6), "loads": int(loads)}
+        for (day, table), (cost, loads) in sorted(totals.items())
+    ]
+
+
+def time_split_text(record: LedgerRecord) -> str | None:
+    """Where an ingest's time went: 'to trigger 2 s · ... · to outcome 31 s (153 s from
+    upload)'; None before it has an outcome."""
+    phases = time_split(record)
+    if not phases:
+        return None
+    total = upload_to_outcome_seconds(record) or 0
+    parts = " · ".join(f"{phase.name} {phase.seconds:.0f} s" for phase in phases)
+    return f"{parts} ({total:.0f} s from {'upload' if record.uploaded_at else 'record'})"
 
 
 def attention_rows(runs: Iterable[RunRow], branches: Iterable[BranchRow]) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from ingestion.lifecycle import decide, share
 from ingestion.naming import iso, utcnow
 from ingestion.nessie import MergeMeta
 from ingestion.published import merge_audited_commit
+from ingestion.time_split import upload_to_outcome_seconds
 from lakeview import iceberg
 from wap.exceptions import (
     InvalidInputError,
@@ -65,6 +66,10 @@ class RunRow:
     reason: str | None
     batch_id: str | None = None  # the batch it ran in, if it was one of several files
     quarantined_rows: int | None = None  # set aside in the quarantine table (issue 40)
+    # What its load cost in USD (EMR's billed resources priced; a batch's file: its share
+    # by bytes), and the seconds from its upload to its outcome (ingestion/time_split.py).
+    cost_usd: float | None = None
+    upload_to_outcome_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,7 @@ class BatchRow:
     branch: str | None
     when: str | None
     reason: str | None
+    cost_usd: float | None = None  # the run's whole cost (its files' shares add up to it)
 
 
 def list_batches(
@@ -94,6 +100,7 @@ def list_batches(
             branch=r.branch,
             when=r.last_change,
             reason=r.error,
+            cost_usd=r.cost_usd,
         )
         for r in reversed(backend.ledger.list_batches())
         if wanted is None or wanted in tables_of(r)
@@ -131,6 +138,8 @@ def list_runs(
             reason=r.error,
             batch_id=(r.batch_id or r.split_from) if isinstance(r, IngestRecord) else None,
             quarantined_rows=r.quarantined_rows,
+            cost_usd=r.cost_usd,
+            upload_to_outcome_seconds=upload_to_outcome_seconds(r),
         )
         for r in reversed(records)
     ]

@@ -64,3 +64,10 @@ def test_events_without_created_objects_yield_nothing(name):
 def test_malformed_events_are_refused(event):
     with pytest.raises(InvalidEventError):
         parse_event(event)
+
+
+def test_the_upload_time_is_the_events_time_in_both_shapes():
+    # Where an ingest's time went starts at the upload (ingestion/time_split.py).
+    [a] = parse_event(load("s3_notification_put.json"))
+    [b] = parse_event(load("eventbridge_object_created.json"))
+    assert a.uploaded_at == b.uploaded_at == "2026-11-22T10:15:00Z"

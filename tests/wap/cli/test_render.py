@@ -142,3 +142,51 @@ def test_runs_and_show_say_how_many_rows_were_quarantined():
     )
     shown = _text(*render.show_view(view))
     assert "quarantined" in shown and "3 rows in s.t__quarantine" in shown
+
+
+def test_runs_and_show_say_what_a_load_cost_and_where_its_time_went():
+    from wap.ops.operations import IngestView
+
+    costed = _run_row("a", 5, cost_usd=0.01234, upload_to_outcome_seconds=153.0)
+    uncosted = _run_row("b", 5)
+    assert "cost" not in _text(render.runs_table([uncosted]))
+    listing = _text(render.runs_table([costed, uncosted]))
+    assert "cost" in listing and "$0.0123" in listing
+    document = render.runs_json([costed, uncosted], [], [])
+    assert [r["cost_usd"] for r in document["ingests"]] == [0.01234, None]
+    schema = json.loads((REPO / "docs" / "cli-schemas" / "runs.json").read_text())
+    Draft202012Validator(schema).validate(document)
+
+    record = IngestRecord(
+        ingest_id="a" * 16,
+        table="s.t",
+        status="PUBLISHED",
+        batch_id="c" * 16,
+        uploaded_at="2026-11-27T09:59:58Z",
+        created_at="2026-11-27T10:00:00Z",
+        job_submitted_at="2026-11-27T10:00:05Z",
+        job_running_at="2026-11-27T10:01:10Z",
+        job_ended_at="2026-11-27T10:02:00Z",
+        finished_at="2026-11-27T10:02:31Z",
+        vcpu_hours=0.04,
+        memory_gb_hours=0.16,
+        storage_gb_hours=0.0,
+        cost_usd=0.01234,
+        price_region="us-east-1",
+    )
+    view = IngestView(
+        record=record,
+        report=None,
+        branch_open=False,
+        main_rows=None,
+        branch_rows=None,
+        failed_checks=[],
+    )
+    shown = _text(*render.show_view(view))
+    assert "$0.0123 its share by bytes of batch " + "c" * 16 in shown
+    assert "0.0400 vCPU-h" in shown and "us-east-1 prices" in shown
+    assert "EMR start-up 65 s" in shown and "= 153 s from upload" in shown
+    document = render.show_json(view)
+    assert sum(phase["seconds"] for phase in document["time_split"]) == 153
+    show_schema = json.loads((REPO / "docs" / "cli-schemas" / "show.json").read_text())
+    Draft202012Validator(show_schema).validate(json.loads(render.to_json(document)))

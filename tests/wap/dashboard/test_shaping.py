@@ -673,3 +673,38 @@ def test_table_health_without_totals_or_a_collection():
         never.last_compaction,
     ) == (None, None, None, None)
     assert shaping.size_text(1536) == "1.5 KiB" and shaping.size_text(None) == "-"
+
+
+def test_cost_per_table_per_day_sums_the_priced_loads():
+    runs = [
+        replace(run("a" * 16, "PUBLISHED", when="2026-11-22T11:58:00Z"), cost_usd=0.01),
+        replace(run("b" * 16, "PUBLISHED", when="2026-11-22T01:00:00Z"), cost_usd=0.02),
+        replace(
+            run("c" * 16, "AUDIT_FAILED", table="sales.refunds", when="2026-11-22T03:00:00Z"),
+            cost_usd=0.005,
+        ),
+        replace(run("d" * 16, "PUBLISHED", when="2026-11-21T23:00:00Z"), cost_usd=0.04),
+        run("e" * 16, "RUNNING", when="2026-11-22T12:00:00Z"),  # not billed yet
+    ]
+
+    assert shaping.cost_rows(runs) == [
+        {"day": "2026-11-21", "table": "sales.orders", "cost_usd": 0.04, "loads": 1},
+        {"day": "2026-11-22", "table": "sales.orders", "cost_usd": 0.03, "loads": 2},
+        {"day": "2026-11-22", "table": "sales.refunds", "cost_usd": 0.005, "loads": 1},
+    ]
+    assert shaping.cost_rows(runs[-1:]) == []
+
+
+def test_the_ingest_page_says_where_the_time_went():
+    record = IngestRecord(
+        ingest_id="a" * 16,
+        uploaded_at="2026-11-22T10:00:00Z",
+        created_at="2026-11-22T10:00:02Z",
+        job_running_at="2026-11-22T10:01:00Z",
+        finished_at="2026-11-22T10:02:00Z",
+    )
+
+    assert shaping.time_split_text(record) == (
+        "to trigger 2 s · EMR start-up 58 s · to outcome 60 s (120 s from upload)"
+    )
+    assert shaping.time_split_text(IngestRecord(ingest_id="b" * 16)) is None

@@ -107,6 +107,15 @@ def _summary(record: LedgerRecord, branch_open: bool) -> None:
         rows.append(("batch", record.batch_id))
     if record.published_by:
         rows.append(("published by", f"{record.published_by}: {record.publish_reason or ''}"))
+    if record.cost_usd is not None:
+        share = (
+            " (its share of the batch, by bytes)"
+            if isinstance(record, IngestRecord) and (record.batch_id)
+            else ""
+        )
+        rows.append(("cost", f"${record.cost_usd:.4f}{share}"))
+    if (split := shaping.time_split_text(record)) is not None:
+        rows.append(("time", split))
     st.markdown(
         "  \n".join(f"**{label}** &nbsp; {shaping.md_escape(value)}" for label, value in rows)
     )

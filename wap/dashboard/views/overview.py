@@ -66,6 +66,7 @@ def render() -> None:
     else:
         st.caption("No open WAP branches: every ingest was published or discarded.")
     _batches(data)
+    _costs(data)
     _all_ingests(data)
 
 
@@ -95,6 +96,38 @@ def _batches(data: Overview) -> None:
         "failing one alone. Open a batch by its id on the Ingest page."
     )
     st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def _costs(data: Overview) -> None:
+    rows = shaping.cost_rows(data.runs)
+    if not rows:  # no load was priced yet (EMR bills a run when it ends)
+        return
+    st.subheader("Cost per table per day")
+    st.caption(
+        "What EMR Serverless billed for the loads (vCPU, memory and storage of each job "
+        "run, priced by contracts/pricing.py or the deploy's emrPrices; a batch's files "
+        "share its cost by bytes). Idle pre-initialized workers are not in any load's "
+        "cost (docs/deploy.md, Start-up time and cost)."
+    )
+    frame = pd.DataFrame(rows)
+    chart = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("day:O", title="day (UTC)"),
+            y=alt.Y("sum(cost_usd):Q", title="USD"),
+            color=alt.Color("table:N", title="table"),
+            tooltip=[
+                alt.Tooltip("day:O"),
+                alt.Tooltip("table:N"),
+                alt.Tooltip("cost_usd:Q", title="USD", format="$.4f"),
+                alt.Tooltip("loads:Q"),
+            ],
+        )
+        .properties(height=200, width=760)
+    )
+    st.altair_chart(chart)
+    st.dataframe(frame, hide_index=True)
 
 
 def _attention(data: Overview) -> None:
