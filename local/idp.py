@@ -119,6 +119,12 @@ class LocalIdentityProvider:
     def token_endpoint(self) -> str:
         return self.issuer + "/token"
 
+    def register(self, client_id: str, roles: tuple[str, ...]) -> CatalogCredentials:
+        """Add a client whose tokens carry `roles` (kept if it exists); its credentials."""
+        if client_id not in self.clients:
+            self.clients[client_id] = LocalClient(client_id, secrets.token_urlsafe(24), roles)
+        return self.credentials(client_id)
+
     def credentials(self, client_id: str) -> CatalogCredentials:
         """What a caller acting as `client_id` (a role's name) needs to get tokens."""
         client = self.clients[client_id]

@@ -73,7 +73,7 @@ class RunningServer:
 
 def make_security(
     *,
-    secure: bool = False,
+    secure: bool = True,
     rules: Mapping[str, str] | None = None,
     idp: LocalIdentityProvider | None = None,
 ) -> Security | None:
@@ -101,7 +101,7 @@ def start_server(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
-    secure: bool = False,
+    secure: bool = True,
     rules: Mapping[str, str] | None = None,
     idp: LocalIdentityProvider | None = None,
 ) -> RunningServer:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from contracts.catalog_authorization import OPERATOR
 from ingestion.ledger import Ledger
 from ingestion.naming import split_s3_uri
 from ingestion.nessie import NessieClient
@@ -132,7 +133,7 @@ class LocalBackend(Backend):
         self.stack = stack  # a started EmbeddedStack
         super().__init__(
             Ledger(stack.aws.settings.ledger_table, stack.dynamodb()),
-            NessieClient(stack.nessie.api_v2),
+            stack.catalog_client(OPERATOR),
         )
 
     @property
