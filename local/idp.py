@@ -81,6 +81,7 @@ class Principal:
 
     name: str
     roles: tuple[str, ...]
+    expires_at: float = 0.0  # the token's `exp`
 
 
 class InvalidTokenError(Exception):
@@ -169,7 +170,7 @@ class LocalIdentityProvider:
         roles = claims.get(ROLES_CLAIM) or []
         if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
             raise InvalidTokenError(f"invalid token: '{ROLES_CLAIM}' is not a list of names")
-        return Principal(str(claims["sub"]), tuple(roles))
+        return Principal(str(claims["sub"]), tuple(roles), float(claims["exp"]))
 
     # ---- the token endpoint ----------------------------------------------------------------
 
