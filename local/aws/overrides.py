@@ -81,22 +81,6 @@ OVERRIDES: tuple[Override, ...] = (
     Override(
         "WAP_MAX_PUBLISH_ATTEMPTS", Kind.ENVIRONMENT, "tests exhaust the rebase bound in fewer runs"
     ),
-    *(
-        Override(
-            name,
-            Kind.ENVIRONMENT,
-            "the catalog client of the function's role at the local identity provider "
-            "(local/idp.py, served by the local Nessie): its token endpoint, client id and "
-            "secret, per function (contracts/catalog_authorization.COMPONENT_ROLES); on AWS "
-            "the secret is read from Secrets Manager",
-            in_template=False,
-        )
-        for name in (
-            "WAP_NESSIE_TOKEN_ENDPOINT",
-            "WAP_NESSIE_CLIENT_ID",
-            "WAP_NESSIE_CLIENT_SECRET",
-        )
-    ),
     Override(
         "WAP_BLOCKED_START_SECONDS",
         Kind.ENVIRONMENT,

@@ -380,12 +380,7 @@ class LocalAwsStack:
                 key: resolver.resolve_text(value, f"{where} Environment.{key}")
                 for key, value in function.environment.items()
             }
-            environments[name] = apply_overrides(
-                Kind.ENVIRONMENT,
-                variables,
-                {**overrides, **s.catalog_environment(function.handler)},
-                where,
-            )
+            environments[name] = apply_overrides(Kind.ENVIRONMENT, variables, overrides, where)
             configuration = {
                 "FunctionName": name,
                 "Runtime": function.properties["Runtime"],
@@ -427,6 +422,9 @@ class LocalAwsStack:
                         runtime=configuration["Runtime"],
                         credentials=credentials[roles[name]],
                     ),
+                    # Its catalog client, as its AWS credentials: the function's identity,
+                    # not its configuration (on AWS the secret is read from Secrets Manager).
+                    **s.catalog_environment(function.handler),
                 },
             )
             self.dispatcher.register(
