@@ -171,11 +171,13 @@ class Checks:
 
     # ---- Nessie's checks (AbstractBatchAccessChecker) ---------------------------------------
 
-    def can(self, op: str, ref: str, key: Key | None = None, content_type: str | None = None):
+    def can(
+        self, op: str, ref: str, key: Key | None = None, content_type: str | None = None
+    ) -> Checks:
         """Add one check (`key` and `content_type` for content operations only)."""
         assert op in OPERATIONS, op
         path = key_to_path_string(key) if key is not None and op in CONTENT_OPERATIONS else ""
-        ctype = content_type or "" if op in CONTENT_OPERATIONS else ""
+        ctype = (content_type or "") if op in CONTENT_OPERATIONS else ""
         self._checks[(op, ref, path, ctype)] = None
         return self
 
@@ -213,12 +215,14 @@ class Checks:
 
     # ---- evaluation ----------------------------------------------------------------------
 
-    def allowed(self, op: str, ref: str, key: Key | None = None, content_type: str | None = None):
+    def allowed(
+        self, op: str, ref: str, key: Key | None = None, content_type: str | None = None
+    ) -> bool:
         """Whether one check passes, without adding it (lists skip what may not be seen)."""
         if self.authorizer is None or self.principal is None:
             return True
         path = key_to_path_string(key) if key is not None and op in CONTENT_OPERATIONS else ""
-        ctype = content_type or "" if op in CONTENT_OPERATIONS else ""
+        ctype = (content_type or "") if op in CONTENT_OPERATIONS else ""
         return self.authorizer.allows(self.principal, (op, ref, path, ctype))
 
     def failures(self) -> list[str]:
