@@ -8,9 +8,8 @@ run with an allow-all rule. The service's rules are tested in test_authorization
 
 import pytest
 
+from tests.fixtures.catalog_auth import API_RULES
 from tests.fixtures.nessie_api import api, openapi_spec, validate  # noqa: F401
-
-API_RULES = {"everything": "true"}
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,8 @@ from bench.nessie_requests import (
     reference_body,
 )
 from local.nessie.runner import start_server
-from tests.fixtures.catalog_auth import harness_headers
+from tests.fixtures.catalog_auth import API_RULES, harness_headers
 from tests.fixtures.nessie_api import commit, create_branch, head, unique
-from tests.local.nessie.conftest import API_RULES
 
 
 def everything(client: httpx.Client) -> dict:

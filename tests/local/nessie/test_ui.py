@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from ingestion.alerting.links import nessie_branch_url, nessie_table_url
-from tests.fixtures.catalog_auth import harness_session
+from tests.fixtures.catalog_auth import API_RULES, harness_session
 from tests.fixtures.lake_seed import (
     BRANCH,
     BRANCH_ROWS,
@@ -24,7 +24,6 @@ from tests.fixtures.lake_seed import (
     SOURCE,
     seed_home,
 )
-from tests.local.nessie.conftest import API_RULES
 
 
 @pytest.fixture(scope="module")

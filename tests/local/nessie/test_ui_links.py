@@ -17,9 +17,8 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import pytest
 import requests
 
-from tests.fixtures.catalog_auth import harness_session
+from tests.fixtures.catalog_auth import API_RULES, harness_session
 from tests.fixtures.lake_seed import BRANCH, MAIN_ROWS, STOCK_TABLE, seed_history_home
-from tests.local.nessie.conftest import API_RULES
 
 MAX_PAGES = 500
 
