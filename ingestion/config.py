@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
+from contracts.catalog_tokens import CatalogCredentials
 from contracts.dataset_config import DATASET_CONFIGS_DIR
 from contracts.pricing import PricesError, parse_prices
 from ingestion import constants as c
@@ -39,6 +40,9 @@ class Settings:
     state_machine_arn: str
     artifacts_bucket: str
     nessie_ui_url: str | None = None
+    # The catalog client of this function's role (WAP_NESSIE_TOKEN_ENDPOINT, _CLIENT_ID,
+    # _CLIENT_SECRET or _CLIENT_SECRET_ARN: contracts/catalog_tokens.py); None: no token.
+    catalog_credentials: CatalogCredentials | None = None
     job_py_files: str | None = None
     job_spark_parameters: str | None = None
     tables_config_prefix: str | None = None
@@ -143,6 +147,13 @@ def _http_url(env: Mapping[str, str], name: str) -> str | None:
     return raw.rstrip("/")
 
 
+def _catalog_credentials(env: Mapping[str, str]) -> CatalogCredentials | None:
+    try:
+        return CatalogCredentials.from_environment(env)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Build `Settings` from `env` (default: the process environment).
 
@@ -165,6 +176,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         logs_prefix=env[c.ENV_LOGS_PREFIX],
         state_machine_arn=env[c.ENV_STATE_MACHINE_ARN],
         nessie_ui_url=env.get(c.ENV_NESSIE_UI_URL) or None,
+        catalog_credentials=_catalog_credentials(env),
         job_py_files=env.get(c.ENV_JOB_PY_FILES) or None,
         job_spark_parameters=env.get(c.ENV_JOB_SPARK_PARAMETERS) or None,
         artifacts_bucket=env[c.ENV_ARTIFACTS_BUCKET],

@@ -16,7 +16,7 @@ from ingestion.ledger import Ledger
 from ingestion.log import logger
 from ingestion.maintenance.gc import Budget
 from ingestion.naming import utcnow
-from ingestion.nessie import NessieClient
+from ingestion.nessie import NessieClient, client_for
 from lambdas.maintenance import compaction
 from lambdas.maintenance.service import (
     load_maintenance_settings,
@@ -39,7 +39,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     `{"action": "compact_finish", "run_id": R}`. Output: the daily run in numbers, or the
     compaction's state (`status` RUNNING until its job run ended, then its outcome)."""
     settings = load_settings()
-    nessie = NessieClient(settings.nessie_uri)
+    nessie = client_for(settings)
     ledger = Ledger(settings.ledger_table, lease=settings.lock_lease)
     action = event.get("action") if isinstance(event, dict) else None
     if action == ACTION_COMPACT:

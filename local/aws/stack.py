@@ -30,11 +30,14 @@ import logging
 import os
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from contracts.catalog_authorization import COMPONENT_ROLES
+from contracts.catalog_tokens import CatalogCredentials
 from contracts.layout import TABLES_PREFIX
 from infra.constants import DEFAULT_REGION
 from local.aws import job_waits
@@ -182,6 +185,19 @@ class StackSettings:
     lambda_log_stream: Any = None
     # A template to run instead of the synthesized one (tests of the template contract).
     template: StackTemplate | None = None
+    # The catalog client of each role (the local Nessie's identity provider, e.g.
+    # `RunningServer.credentials`): each function calls Nessie as its component's role
+    # and the job as wap-job. None: no tokens (a catalog without authentication).
+    catalog_credentials: Callable[[str], CatalogCredentials] | None = None
+
+    def catalog_environment(self, handler: str) -> dict[str, str]:
+        """The catalog client variables of the function whose handler is `handler`
+        (`lambdas.<component>.handler.handler`), or of the job (`handler` "job")."""
+        component = "job" if handler == "job" else handler.split(".")[1]
+        role = COMPONENT_ROLES.get(component)
+        if self.catalog_credentials is None or role is None:
+            return {}
+        return self.catalog_credentials(role).environment()
 
     def deploy_context(self) -> dict[str, str]:
         """The `-c` values this local deployment is synthesized with."""
@@ -406,6 +422,9 @@ class LocalAwsStack:
                         runtime=configuration["Runtime"],
                         credentials=credentials[roles[name]],
                     ),
+                    # Its catalog client, as its AWS credentials: the function's identity,
+                    # not its configuration (on AWS the secret is read from Secrets Manager).
+                    **s.catalog_environment(function.handler),
                 },
             )
             self.dispatcher.register(
@@ -419,7 +438,9 @@ class LocalAwsStack:
         # The harness's own direct calls of plain functions (tests) read the process
         # environment; each handler sees only its sandbox's.
         self.env = common_environment(environments)
-        self._environment.set(self.env)
+        # The job runs in this process, outside every function's sandbox: the process's
+        # environment is the job's, as the driver's environment is on EMR Serverless.
+        self._environment.set({**self.env, **s.catalog_environment("job")})
 
         self._create_ingest_rule(resolver)
         self._create_schedule_rules(resolver)

@@ -12,6 +12,8 @@ from typing import Any
 
 REASONS = {
     400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
     404: "Not Found",
     409: "Conflict",
     413: "Payload Too Large",
@@ -52,6 +54,26 @@ class BadRequestError(NessieApiError):
 
     status = 400
     error_code = "BAD_REQUEST"
+
+
+class UnauthorizedError(NessieApiError):
+    """No bearer token, or one that is invalid or expired (Quarkus answers before Nessie:
+    the message is NessieAuthMechanism's; `WWW-Authenticate` says how to authenticate)."""
+
+    status = 401
+    error_code = "UNKNOWN"
+
+    def __init__(self, message: str, *, invalid: bool = False) -> None:
+        super().__init__(message)
+        # RFC 6750 3: a refused token is `invalid_token`; a missing one gets the bare scheme.
+        self.challenge = 'Bearer error="invalid_token"' if invalid else "Bearer"
+
+
+class ForbiddenError(NessieApiError):
+    """An authorization rule refused an operation (Nessie's AccessCheckException)."""
+
+    status = 403
+    error_code = "FORBIDDEN"
 
 
 class PayloadTooLargeError(BadRequestError):

@@ -16,12 +16,14 @@ from urllib.parse import unquote
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .authz import Checks, Security
 from .exceptions import (
     BadRequestError,
     NessieApiError,
     NotFoundError,
     PayloadTooLargeError,
     ServiceUnavailableError,
+    UnauthorizedError,
     UnsupportedMediaTypeError,
 )
 from .store import NessieStore
@@ -39,6 +41,8 @@ class Call:
     query: list[tuple[str, str]]
     headers: dict[str, str]
     raw_body: bytes = b""
+    # The caller's access checks (Nessie's BatchAccessChecker); without security, all pass.
+    access: Checks = field(default_factory=lambda: Checks(None, None))
     _json: Any = field(default=None, init=False)
 
     def arg(self, name: str, default: str | None = None) -> str | None:
@@ -157,13 +161,15 @@ def error_response(exc: NessieApiError, request: Request) -> JSONResponse:
     # Nessie's rule: the integer part of `Nessie-Client-Spec` (e.g. "2" or "2.1") >= 2.
     spec = request.headers.get("nessie-client-spec", "").strip().split(".", 1)[0]
     with_details = spec.isdigit() and int(spec) >= 2
-    return JSONResponse(exc.body(with_details), status_code=exc.status)
+    headers = {"WWW-Authenticate": exc.challenge} if isinstance(exc, UnauthorizedError) else None
+    return JSONResponse(exc.body(with_details), status_code=exc.status, headers=headers)
 
 
 def make_endpoint(
-    store: NessieStore, routes: list[Route], prefix: str
+    store: NessieStore, routes: list[Route], prefix: str, security: Security | None = None
 ) -> Callable[[Request], Awaitable[Response]]:
-    """A Starlette endpoint serving every route of one API version under `prefix`."""
+    """A Starlette endpoint serving every route of one API version under `prefix`; with
+    `security`, every request authenticated first and its operations authorized."""
     prefix_bytes = prefix.encode()
 
     async def endpoint(request: Request) -> Response:
@@ -174,6 +180,12 @@ def make_endpoint(
                 raise NotFoundError("No such API endpoint")
             rest = raw_path[len(prefix_bytes) :].decode("utf-8", "strict").strip("/")
             segments = rest.split("/") if rest else []
+            # Quarkus authenticates before Nessie routes: an unknown path is a 401 too.
+            principal = (
+                security.authenticate(request.headers.get("authorization"))
+                if security is not None
+                else None
+            )
             handler, params = route(routes, request.method, segments)
             call = Call(
                 request.method,
@@ -181,6 +193,8 @@ def make_endpoint(
                 list(request.query_params.multi_items()),
                 {k.lower(): v for k, v in request.headers.items()},
             )
+            if security is not None:
+                call.access = security.checks(principal)
             if request.method in ("POST", "PUT"):
                 call.raw_body = await read_body(request)
             status, payload = handler(store, call)

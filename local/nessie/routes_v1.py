@@ -9,18 +9,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from contracts.catalog_authorization import VIEW_REFERENCE
+
 from .exceptions import BadRequestError
 from .http import Call, Route
 from .models import Commit, Reference, parse_key, parse_merge, parse_operations
 from .refs import RefSpec, validate_hash, validate_ref_name
 from .responses import (
+    authorize_assign,
+    authorize_create,
+    authorize_delete,
+    authorize_merge,
     commit_properties,
     content_at,
+    content_checks,
     entries_page,
     log_entry,
     log_json,
     parse_ref_type,
+    readable_diffs,
+    readable_keys,
     ref_metadata,
+    validate_changes,
 )
 from .store import NessieStore, Resolved
 
@@ -79,20 +89,23 @@ def get_config(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 def list_references(store: NessieStore, call: Call) -> tuple[int, Any]:
     fetch_all = (call.arg("fetch") or "").upper() == "ALL"
-    return 200, {
-        "references": [ref_v1(store, r, fetch_all) for r in store.list_refs()],
-        "hasMore": False,
-    }
+    # Nessie lists only the references the caller may view (no 403).
+    visible = [r for r in store.list_refs() if call.access.allowed(VIEW_REFERENCE, r.name)]
+    return 200, {"references": [ref_v1(store, r, fetch_all) for r in visible], "hasMore": False}
 
 
 def get_default_branch(store: NessieStore, call: Call) -> tuple[int, Any]:
-    return 200, ref_v1(store, store.get_ref(store.default_branch))
+    ref = store.get_ref(store.default_branch)
+    call.access.view(ref.name).check_and_throw()
+    return 200, ref_v1(store, ref)
 
 
 def get_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     name = call.params["ref"]
     validate_ref_name(name)
-    return 200, ref_v1(store, store.get_ref(name), (call.arg("fetch") or "").upper() == "ALL")
+    ref = store.get_ref(name)
+    call.access.view(ref.name).check_and_throw()
+    return 200, ref_v1(store, ref, (call.arg("fetch") or "").upper() == "ALL")
 
 
 def create_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
@@ -100,7 +113,8 @@ def create_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     if not isinstance(body, dict) or not isinstance(body.get("name"), str):
         raise BadRequestError("Request body must be a Reference with a 'name'")
     ref_type = parse_ref_type(str(body.get("type") or ""))
-    ref = store.create_ref(body["name"], ref_type, RefSpec(call.arg("sourceRefName"), _hash(body)))
+    name, source = body["name"], RefSpec(call.arg("sourceRefName"), _hash(body))
+    ref = store.create_ref(name, ref_type, source, authorize_create(call.access, name))
     return 200, ref_v1(store, ref)
 
 
@@ -118,7 +132,12 @@ def assign_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
         raise BadRequestError("Request body must be a Reference")
     name = body.get("name")
     source = name if isinstance(name, str) and body.get("type") != "DETACHED" else None
-    store.assign_ref(RefSpec(call.params["name"], expected), ref_type, RefSpec(source, _hash(body)))
+    store.assign_ref(
+        RefSpec(call.params["name"], expected),
+        ref_type,
+        RefSpec(source, _hash(body)),
+        authorize_assign(call.access),
+    )
     return 204, None
 
 
@@ -126,15 +145,18 @@ def delete_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     ref_type = parse_ref_type(call.params["type"])
     expected = _expected_hash(call)
     _not_null("deleteReference", expectedHash=expected)
-    store.delete_ref(RefSpec(call.params["name"], expected), ref_type)
+    store.delete_ref(
+        RefSpec(call.params["name"], expected), ref_type, authorize_delete(call.access)
+    )
     return 204, None
 
 
 def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.params["ref"], call.arg("hashOnRef"))
+    call.access.read_entries(resolved.check_name).check_and_throw()
     tree = store.tree(resolved.hash)
     page, token = entries_page(
-        sorted(tree),
+        readable_keys(call.access, resolved.check_name, tree, sorted(tree)),
         tree,
         call.arg("filter"),
         call.arg("pageToken"),
@@ -152,6 +174,7 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
 def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
     youngest = call.arg("endHash") or call.arg("hashOnRef")
     resolved = _resolve(store, call.params["ref"], youngest)
+    call.access.list_commit_log(resolved.check_name).check_and_throw()
     page = store.log(
         resolved.hash,
         limit_hash=call.arg("startHash") or None,
@@ -159,12 +182,16 @@ def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
         page_token=call.arg("pageToken"),
     )
     fetch_all = (call.arg("fetch") or "").upper() == "ALL"
-    return 200, log_json([log_entry(c, commit_meta_v1, fetch_all) for c in page.commits], page)
+    entries = [
+        log_entry(c, commit_meta_v1, fetch_all, call.access, resolved.check_name)
+        for c in page.commits
+    ]
+    return 200, log_json(entries, page)
 
 
 def get_content(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.arg("ref"), call.arg("hashOnRef"))
-    return 200, content_at(store, resolved, call.params["key"])
+    return 200, content_at(store, resolved, call.params["key"], call.access)
 
 
 def get_multiple_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
@@ -174,6 +201,7 @@ def get_multiple_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
         raise BadRequestError("Request body must be a GetMultipleContentsRequest")
     tree = store.tree(resolved.hash)
     keys = [parse_key(k) for k in body["requestedKeys"]]
+    content_checks(call.access, resolved, tree, keys, for_write=False)
     return 200, {
         "contents": [{"key": {"elements": list(k)}, "content": tree[k]} for k in keys if k in tree]
     }
@@ -185,7 +213,7 @@ def commit(store: NessieStore, call: Call) -> tuple[int, Any]:
     expected = _expected_hash(call)
     _not_null("commitMultipleOperations", expectedHash=expected, operations=body)
     meta, ops = parse_operations(body)
-    ref, _, _ = store.commit(RefSpec(branch, expected), meta, ops)
+    ref, _, _ = store.commit(RefSpec(branch, expected), meta, ops, validate_changes(call.access))
     return 200, ref_v1(store, ref)
 
 
@@ -197,7 +225,12 @@ def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
     expected = _expected_hash(call)
     _not_null("mergeRefIntoBranch", expectedHash=expected, merge=request)
     assert request is not None  # refused by _not_null
-    result = store.merge(RefSpec(branch, expected), request)
+    result = store.merge(
+        RefSpec(branch, expected),
+        request,
+        authorize_merge(call.access),
+        validate_changes(call.access),
+    )
     return 200, {
         "wasApplied": result.was_applied,
         "wasSuccessful": result.was_successful,
@@ -232,8 +265,10 @@ def get_diff(store: NessieStore, call: Call) -> tuple[int, Any]:
         raise BadRequestError("Diff path must be '<from>...<to>'")
     from_text, _, to_text = spec.partition("...")
     from_ref, to_ref = _diff_side(store, from_text), _diff_side(store, to_text)
+    call.access.view(from_ref.check_name).view(to_ref.check_name).check_and_throw()
     diffs = []
-    for key, before, after in store.diff(from_ref.hash, to_ref.hash):
+    changes = store.diff(from_ref.hash, to_ref.hash)
+    for key, before, after in readable_diffs(call.access, from_ref, to_ref, changes):
         diffs.append({"key": {"elements": list(key)}, "from": before, "to": after})
     return 200, {"diffs": diffs, "hasMore": False}
 

@@ -1,12 +1,16 @@
 """Nessie REST API v2 (the subset Iceberg's NessieCatalog and the Nessie Java client use).
 
 Parse and serialise only: every rule lives in `store.py`. Paths, parameters and bodies follow
-Nessie's OpenAPI spec (`META-INF/openapi/openapi.yaml` in the Iceberg runtime jar).
+Nessie's OpenAPI spec (`META-INF/openapi/openapi.yaml` in the Iceberg runtime jar). Each
+handler asks for the access checks Nessie's service implementation asks for (`call.access`,
+local/nessie/authz.py; shared with API v1 in `responses.py`).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from contracts.catalog_authorization import VIEW_REFERENCE
 
 from .cel import (
     COMMIT_LOG_DECLARATIONS,
@@ -35,13 +39,21 @@ from .refs import (
     validate_ref_name,
 )
 from .responses import (
+    authorize_assign,
+    authorize_create,
+    authorize_delete,
+    authorize_merge,
     commit_properties,
     content_at,
+    content_checks,
     entries_page,
     log_entry,
     log_json,
     parse_ref_type,
+    readable_diffs,
+    readable_keys,
     ref_metadata,
+    validate_changes,
 )
 from .store import MAX_PAGE, NessieStore, Resolved
 
@@ -119,7 +131,9 @@ def get_config(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 def list_references(store: NessieStore, call: Call) -> tuple[int, Any]:
     fetch_all = _fetch_all(call)
-    refs = [reference_with_meta(store, r, fetch_all) for r in store.list_refs()]
+    # Nessie lists only the references the caller may view (no 403).
+    visible = [r for r in store.list_refs() if call.access.allowed(VIEW_REFERENCE, r.name)]
+    refs = [reference_with_meta(store, r, fetch_all) for r in visible]
     flt = call.arg("filter")
     if flt:
         predicate = compile_filter(flt, REFERENCES_DECLARATIONS)
@@ -144,7 +158,9 @@ def get_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     if spec.name is None or spec.hash is not None or spec.relative:
         raise BadRequestError(f"Only a reference name is allowed here, got '{call.params['ref']}'")
     name = store.default_branch if spec.name == "-" else spec.name
-    return 200, {"reference": reference_with_meta(store, store.get_ref(name), _fetch_all(call))}
+    ref = store.get_ref(name)
+    call.access.view(ref.name).check_and_throw()
+    return 200, {"reference": reference_with_meta(store, ref, _fetch_all(call))}
 
 
 def create_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
@@ -161,7 +177,7 @@ def create_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
         raise BadRequestError("Request body must be a Reference object")
     if body.get("name") is not None and not isinstance(body.get("name"), str):
         raise BadRequestError("Reference name must be a string")
-    ref = store.create_ref(name, ref_type, _body_ref(body))
+    ref = store.create_ref(name, ref_type, _body_ref(body), authorize_create(call.access, name))
     return 200, {"reference": ref_json(ref)}
 
 
@@ -170,25 +186,32 @@ def assign_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
     body = call.json()
     if not isinstance(body, dict):
         raise BadRequestError("Request body must be a Reference object")
-    ref = store.assign_ref(target, _ref_type(call), _body_ref(body))
+    ref = store.assign_ref(target, _ref_type(call), _body_ref(body), authorize_assign(call.access))
     return 200, {"reference": ref_json(ref)}
 
 
 def delete_reference(store: NessieStore, call: Call) -> tuple[int, Any]:
-    ref = store.delete_ref(parse_ref_spec(call.params["ref"]), _ref_type(call))
+    spec = parse_ref_spec(call.params["ref"])
+    ref = store.delete_ref(spec, _ref_type(call), authorize_delete(call.access))
     return 200, {"reference": ref_json(ref)}
 
 
 def get_content(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.params["ref"])
-    content = content_at(store, resolved, call.params["key"])
+    content = content_at(store, resolved, call.params["key"], call.access, _for_write(call))
     return 200, {"content": content, "effectiveReference": ref_json(resolved)}
 
 
+def _for_write(call: Call) -> bool:
+    """`for-write=true`: the caller means to commit what it reads (checked as such)."""
+    return call.bool_arg("for-write")
+
+
 def _contents(
-    store: NessieStore, resolved: Resolved, keys: list[tuple[str, ...]]
+    store: NessieStore, call: Call, resolved: Resolved, keys: list[tuple[str, ...]]
 ) -> dict[str, Any]:
     tree = store.tree(resolved.hash)
+    content_checks(call.access, resolved, tree, keys, _for_write(call))
     found = [{"key": {"elements": list(k)}, "content": tree[k]} for k in keys if k in tree]
     return {"contents": found, "effectiveReference": ref_json(resolved)}
 
@@ -196,7 +219,7 @@ def _contents(
 def get_several_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.params["ref"])
     keys = [tuple(key_from_path_string(k)) for k in call.args("key")]
-    return 200, _contents(store, resolved, keys)
+    return 200, _contents(store, call, resolved, keys)
 
 
 def get_multiple_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
@@ -207,13 +230,14 @@ def get_multiple_contents(store: NessieStore, call: Call) -> tuple[int, Any]:
     if len(body["requestedKeys"]) > 10_000:
         raise BadRequestError("Too many requested keys")
     keys = [parse_key(k) for k in body["requestedKeys"]]
-    return 200, _contents(store, resolved, keys)
+    return 200, _contents(store, call, resolved, keys)
 
 
 def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.params["ref"])
+    call.access.read_entries(resolved.check_name).check_and_throw()
     tree = store.tree(resolved.hash)
-    keys = sorted(tree)
+    keys = readable_keys(call.access, resolved.check_name, tree, sorted(tree))
     wanted = {tuple(key_from_path_string(k)) for k in call.args("key")}
     min_key, max_key, prefix = (call.arg("min-key"), call.arg("max-key"), call.arg("prefix-key"))
     if prefix and (min_key or max_key):
@@ -256,7 +280,7 @@ def get_entries(store: NessieStore, call: Call) -> tuple[int, Any]:
 def commit(store: NessieStore, call: Call) -> tuple[int, Any]:
     target = parse_ref_spec(call.params["branch"])
     meta, ops = parse_operations(call.json())
-    ref, added, _ = store.commit(target, meta, ops)
+    ref, added, _ = store.commit(target, meta, ops, validate_changes(call.access))
     return 200, {
         "targetBranch": ref_json(ref),
         "addedContents": [{"key": {"elements": list(k)}, "contentId": cid} for k, cid in added],
@@ -266,7 +290,9 @@ def commit(store: NessieStore, call: Call) -> tuple[int, Any]:
 def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
     target = parse_ref_spec(call.params["branch"])
     request = parse_merge(call.json())
-    result = store.merge(target, request)
+    result = store.merge(
+        target, request, authorize_merge(call.access), validate_changes(call.access)
+    )
     body: dict[str, Any] = {
         "wasApplied": result.was_applied,
         "wasSuccessful": result.was_successful,
@@ -284,7 +310,8 @@ def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
 def get_diff(store: NessieStore, call: Call) -> tuple[int, Any]:
     from_ref = _resolve(store, call.params["from"], '"From" hash')
     to_ref = _resolve(store, call.params["to"], '"To" hash')
-    diffs = store.diff(from_ref.hash, to_ref.hash)
+    call.access.view(from_ref.check_name).view(to_ref.check_name).check_and_throw()
+    diffs = readable_diffs(call.access, from_ref, to_ref, store.diff(from_ref.hash, to_ref.hash))
     wanted = {tuple(key_from_path_string(k)) for k in call.args("key")}
     prefix = call.arg("prefix-key")
     if wanted:
@@ -319,6 +346,7 @@ def get_diff(store: NessieStore, call: Call) -> tuple[int, Any]:
 
 def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
     resolved = _resolve(store, call.params["ref"], "Youngest hash")
+    call.access.list_commit_log(resolved.check_name).check_and_throw()
     limit = call.arg("limit-hash")
     page = store.log(
         resolved.hash,
@@ -331,7 +359,7 @@ def get_log(store: NessieStore, call: Call) -> tuple[int, Any]:
     flt = call.arg("filter")
     predicate = compile_filter(flt, COMMIT_LOG_DECLARATIONS) if flt else None
     for c in page.commits:
-        entry = log_entry(c, commit_meta_json, fetch_all)
+        entry = log_entry(c, commit_meta_json, fetch_all, call.access, resolved.check_name)
         if predicate is not None and not predicate(
             {
                 "commit": commit_variables(entry["commitMeta"]),

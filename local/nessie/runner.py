@@ -5,11 +5,17 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import uvicorn
 
+from contracts.catalog_authorization import load_rules
+from contracts.catalog_tokens import CatalogCredentials
+from local.idp import LocalIdentityProvider
+
 from .app import create_app
+from .authz import Security
 from .store import NessieStore
 
 
@@ -23,13 +29,26 @@ class RunningServer:
     _server: uvicorn.Server
     _thread: threading.Thread
     _socket: socket.socket
+    security: Security | None = None
+
+    @property
+    def idp(self) -> LocalIdentityProvider:
+        """The identity provider whose tokens this server takes (served under /idp)."""
+        if self.security is None:
+            raise RuntimeError("this server does not authenticate")
+        return self.security.idp
+
+    def credentials(self, role: str) -> CatalogCredentials:
+        """Client credentials of `role` (a name of contracts.catalog_authorization.ROLES)."""
+        return self.idp.credentials(role)
+
+    def token(self, role: str) -> str:
+        """A bearer token of `role`, signed by this server's identity provider."""
+        return self.idp.issue(role)
 
     @property
     def url(self) -> str:
-        # A wildcard bind is reached through loopback; IPv6 literals need brackets.
-        wildcard = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
-        host = wildcard.get(self.host, self.host)
-        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+        return base_url(self.host, self.port)
 
     @property
     def api_v1(self) -> str:
@@ -52,9 +71,22 @@ class RunningServer:
         self.store.close()
 
 
-def _config(store: NessieStore, host: str, port: int) -> uvicorn.Config:
+def make_security(
+    *,
+    secure: bool = True,
+    rules: Mapping[str, str] | None = None,
+    idp: LocalIdentityProvider | None = None,
+) -> Security | None:
+    """What a server enforces: nothing (`secure=False`), or tokens of `idp` (a new one by
+    default) and `rules` (the service's rules file by default)."""
+    if not secure:
+        return None
+    return Security(idp or LocalIdentityProvider(), load_rules() if rules is None else rules)
+
+
+def _config(store: NessieStore, host: str, port: int, security: Security | None) -> uvicorn.Config:
     return uvicorn.Config(
-        create_app(store),
+        create_app(store, security=security),
         host=host,
         port=port,
         log_level="warning",
@@ -64,11 +96,22 @@ def _config(store: NessieStore, host: str, port: int) -> uvicorn.Config:
     )
 
 
-def start_server(db_path: str, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
-    """Start a server on `host:port` (0 = a free port) backed by the SQLite file `db_path`.
+def start_server(
+    db_path: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    secure: bool = True,
+    rules: Mapping[str, str] | None = None,
+    idp: LocalIdentityProvider | None = None,
+) -> RunningServer:
+    """Start a server on `host:port` (0 = a free port) backed by the SQLite file `db_path`,
+    authenticating and authorizing as `make_security` says (the service's rules, a new
+    identity provider, by default).
 
     Returns once the server accepts connections.
     """
+    security = make_security(secure=secure, rules=rules, idp=idp)
     store = NessieStore(db_path)
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are
     # TCP, and without it Nagle + delayed ACKs cost ~40 ms per response.
@@ -77,7 +120,9 @@ def start_server(db_path: str, host: str = "127.0.0.1", port: int = 0) -> Runnin
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
-    server = uvicorn.Server(_config(store, host, bound_port))
+    if security is not None:
+        security.idp.bind(base_url(host, bound_port))
+    server = uvicorn.Server(_config(store, host, bound_port, security))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"nessie-{bound_port}", daemon=True
     )
@@ -90,13 +135,23 @@ def start_server(db_path: str, host: str = "127.0.0.1", port: int = 0) -> Runnin
             store.close()
             raise RuntimeError(f"Nessie server on {host}:{bound_port} did not start")
         time.sleep(0.01)
-    return RunningServer(host, bound_port, store, server, thread, sock)
+    return RunningServer(host, bound_port, store, server, thread, sock, security)
 
 
-def serve_forever(db_path: str, host: str, port: int) -> None:
+def base_url(host: str, port: int) -> str:
+    """The URL a server bound to `host:port` is reached at."""
+    # A wildcard bind is reached through loopback; IPv6 literals need brackets.
+    wildcard = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
+    host = wildcard.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def serve_forever(db_path: str, host: str, port: int, security: Security | None = None) -> None:
     """Serve in the foreground until interrupted."""
     store = NessieStore(db_path)
+    if security is not None:
+        security.idp.bind(base_url(host, port))
     try:
-        uvicorn.Server(_config(store, host, port)).run()
+        uvicorn.Server(_config(store, host, port, security)).run()
     finally:
         store.close()

@@ -75,6 +75,11 @@ class Resolved:
     type: str
     hash: str
 
+    @property
+    def check_name(self) -> str:
+        """The reference name Nessie's access checks see (DETACHED for a bare hash)."""
+        return DETACHED if self.name is None else self.name
+
     def as_reference(self) -> dict[str, Any]:
         if self.name is None:
             return {"type": DETACHED, "name": DETACHED, "hash": self.hash}
@@ -99,6 +104,13 @@ class MergeResult:
 class LogPage:
     commits: list[Commit]
     token: str | None
+
+
+# Access checks run where Nessie runs them, inside each operation once what they name is
+# resolved (local/nessie/authz.py); each raises ForbiddenError to refuse.
+Authorize = Callable[..., None]
+# (branch, [(CREATE | UPDATE | DELETE, key, content type)]): Nessie's commit validator.
+ValidateChanges = Callable[[str, list[tuple[str, Key, str]]], None]
 
 
 class NessieStore:
@@ -364,14 +376,19 @@ class NessieStore:
             hash_ = commit.parent
         return NO_ANCESTOR
 
-    def create_ref(self, name: str, ref_type: str, source: RefSpec) -> Reference:
+    def create_ref(
+        self, name: str, ref_type: str, source: RefSpec, authorize: Authorize | None = None
+    ) -> Reference:
         """Create a branch or tag at `source.hash` (plus its relative part), which must be on
-        the reference `source.name` (any commit when the source is detached)."""
+        the reference `source.name` (any commit when the source is detached). `authorize`
+        (the source's name) runs once the source is resolved (TreeApiImpl.createReference)."""
         validate_ref_name(name)
         if ref_type not in (BRANCH, TAG):
             raise BadRequestError(f"Invalid reference type '{ref_type}'")
         with self._write() as conn:
             target = self._commit_on_source(source)
+            if authorize is not None:
+                authorize(self._source_name(source))
             try:
                 conn.execute("INSERT INTO refs VALUES (?, ?, ?)", (name, ref_type, target))
             except sqlite3.IntegrityError:
@@ -380,6 +397,10 @@ class NessieStore:
 
     def _ref_name(self, name: str) -> str:
         return self.default_branch if name == "-" else name
+
+    def _source_name(self, spec: RefSpec) -> str:
+        """The name Nessie's checks see for a create's or assign's source (DETACHED: none)."""
+        return DETACHED if spec.name is None else self._ref_name(spec.name)
 
     def _commit_named(self, spec: RefSpec, what: str) -> str:
         """The commit a write acts on: `spec.hash` plus its relative part (Nessie's
@@ -422,11 +443,18 @@ class NessieStore:
             raise BadRequestError(f"{what} must be a branch.")
         return ref
 
-    def assign_ref(self, target: RefSpec, ref_type: str | None, assign_to: RefSpec) -> Reference:
+    def assign_ref(
+        self,
+        target: RefSpec,
+        ref_type: str | None,
+        assign_to: RefSpec,
+        authorize: Authorize | None = None,
+    ) -> Reference:
         """Point `target.name` at `assign_to`, if it is still at `target.hash`.
 
         Checks run in `TreeApiImpl.assignReference`'s order: the reference and its expected
-        hash, then the new commit, then the type, then the compare-and-swap.
+        hash, then the new commit, then the type, then `authorize(reference, new source)`,
+        then the compare-and-swap.
         """
         with self._write() as conn:
             if target.name is None:
@@ -435,6 +463,8 @@ class NessieStore:
             expected = self._expected_head(target)
             new_hash = self._commit_on_source(assign_to)
             self._check_type(ref, ref_type)
+            if authorize is not None:
+                authorize(ref.name, self._source_name(assign_to))
             if expected != ref.hash:
                 raise ReferenceConflictError.unexpected_hash(ref.name, expected, ref.hash)
             cur = conn.execute(
@@ -444,11 +474,13 @@ class NessieStore:
                 raise ReferenceConflictError.unexpected_hash(ref.name, ref.hash, "?")
         return Reference(ref.name, ref.type, new_hash)
 
-    def delete_ref(self, target: RefSpec, ref_type: str | None) -> Reference:
+    def delete_ref(
+        self, target: RefSpec, ref_type: str | None, authorize: Authorize | None = None
+    ) -> Reference:
         """Delete a branch or tag, if it is still at `target.hash`; never the default branch.
 
-        The type and default-branch checks come before the hash check, as in
-        `TreeApiImpl.deleteReference`.
+        The type and default-branch checks, then `authorize(reference)`, come before the hash
+        check, as in `TreeApiImpl.deleteReference`.
         """
         with self._write() as conn:
             if target.name is None:
@@ -457,6 +489,8 @@ class NessieStore:
             self._check_type(ref, ref_type)
             if ref.name == self.default_branch and ref.type == BRANCH:
                 raise BadRequestError(f"Default branch '{ref.name}' cannot be deleted.")
+            if authorize is not None:
+                authorize(ref.name)
             expected = self._expected_head(target)
             if expected != ref.hash:
                 raise ReferenceConflictError.unexpected_hash(ref.name, expected, ref.hash)
@@ -465,13 +499,18 @@ class NessieStore:
 
     # ------------------------------------------------------------------ commit
     def commit(
-        self, target: RefSpec, meta_sent: dict[str, Any], ops: list[Operation]
+        self,
+        target: RefSpec,
+        meta_sent: dict[str, Any],
+        ops: list[Operation],
+        validate: ValidateChanges | None = None,
     ) -> tuple[Reference, list[tuple[Key, str]], Commit]:
         """Commit operations to branch `target.name` on top of its head.
 
         Per-key conflict detection: for every key the commit touches, the value at the
         expected hash must equal the value at the head (Nessie's rule; the expected hash may
-        be older than the head when unrelated keys changed meanwhile).
+        be older than the head when unrelated keys changed meanwhile). `validate` sees the
+        branch and each key's change before anything is written (Nessie's commit validator).
         """
         meta = build_commit_meta(meta_sent)
         with self._write() as conn:
@@ -483,6 +522,8 @@ class NessieStore:
             head_tree = self.tree(head)
             expected_tree = head_tree if expected_full == head else self.tree(expected_full)
             new_tree, stored_ops, added = self._apply(head_tree, expected_tree, ops)
+            if validate is not None:
+                validate(branch, _changes(head_tree, stored_ops))
             commit = self._insert_commit(conn, head, None, meta, stored_ops, new_tree)
             cur = conn.execute(
                 "UPDATE refs SET hash=? WHERE name=? AND hash=?", (commit.hash, branch, head)
@@ -660,11 +701,19 @@ class NessieStore:
         return commit
 
     # ------------------------------------------------------------------ merge
-    def merge(self, target_spec: RefSpec, request: MergeRequest) -> MergeResult:
+    def merge(
+        self,
+        target_spec: RefSpec,
+        request: MergeRequest,
+        authorize: Authorize | None = None,
+        validate: ValidateChanges | None = None,
+    ) -> MergeResult:
         """Merge the source's changes since the merge base into `target` as one merge commit.
 
         A key changed on both sides since the merge base (to different values) is a conflict,
         unless its merge behaviour is FORCE (take the source) or DROP (skip the key).
+        `authorize(source, target)` runs once both are resolved; `validate` sees the target
+        and each key's change before anything is written (TreeApiImpl.mergeRefIntoBranch).
         """
         with self._write() as conn:
             # Nessie resolves the source before the target (`TreeApiImpl.mergeRefIntoBranch`).
@@ -680,6 +729,8 @@ class NessieStore:
                 raise ReferenceNotFoundError.hash_not_on_ref(expected, target)
             if source is not None and not self._on_chain(source.hash, from_hash):
                 raise ReferenceNotFoundError.hash_not_on_ref(from_hash, source_name)
+            if authorize is not None:
+                authorize(source_name, target)
             base = self.merge_base(head, from_hash)
             result = MergeResult(False, True, head, base, target, head, expected)
             if base == from_hash:  # nothing on the source that the target does not have
@@ -723,6 +774,8 @@ class NessieStore:
                     new_tree[key] = new_value
                     stored.append({"type": "PUT", "key": list(key), "content": new_value})
             conflicts.extend(self._namespace_conflicts(new_tree, stored))
+            if validate is not None and not conflicts:
+                validate(target, _changes(target_tree, stored))
             if conflicts:
                 if not request.return_conflict_as_result:
                     raise ReferenceConflictError(conflicts)
@@ -780,6 +833,20 @@ class NessieStore:
 
     def config_times(self) -> tuple[str, str]:
         return self.created, self.created
+
+
+def _changes(before: Tree, stored: list[dict[str, Any]]) -> list[tuple[str, Key, str]]:
+    """Each stored operation as Nessie's validator sees it: CREATE, UPDATE or DELETE of a key,
+    with the content's type (the new one for a put, the removed one for a delete)."""
+    out = []
+    for op in stored:
+        key = tuple(op["key"])
+        old = before.get(key)
+        if op["type"] == "DELETE":
+            out.append(("DELETE", key, (old or {}).get("type", "")))
+        else:
+            out.append(("CREATE" if old is None else "UPDATE", key, op["content"].get("type", "")))
+    return out
 
 
 def _apply_operations(tree: Tree, ops: list[dict[str, Any]]) -> None:

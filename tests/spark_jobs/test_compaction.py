@@ -29,7 +29,7 @@ def small_files(lake, nessie_api):
     )
     for i in range(DROPS):
         lake.sql(f"INSERT INTO lake.{table} VALUES ({i}, {i * 1.5}, 't{i % 2}')")
-    branch = f"compact_cmp_orders{n}"
+    branch = f"wap_cmp_orders{n}"  # a compaction branch, named as ingestion/compaction.py does
     nessie_api.create_branch(branch)
     return table, branch
 

@@ -16,6 +16,7 @@ from contracts.table_config import TableConfigError as ContractTableConfigError
 from local.nessie.exceptions import ReferenceConflictError
 from spark_jobs import wap_job
 from spark_jobs.catalog import nessie_branch_hash
+from spark_jobs.conf import catalog_auth_conf
 from spark_jobs.errors import (
     INFRASTRUCTURE,
     INPUT,
@@ -27,6 +28,7 @@ from spark_jobs.errors import (
 from spark_jobs.jvm import java_iterable
 from spark_jobs.report import Report
 from spark_jobs.wap_job import main, run_ingest
+from tests.fixtures.catalog_auth import harness_credentials
 from tests.fixtures.spark_files import write_parquet
 from tests.spark_jobs.test_wap_job import ORDERS, _read_report
 
@@ -68,6 +70,7 @@ def seeded(lake, nessie, nessie_api, ingest, tmp_path):
             f"{prefix}.ref": "main",
             f"{prefix}.warehouse": lake.conf.get(f"{LAKE}.warehouse"),
             f"{prefix}.cache-enabled": "false",
+            **catalog_auth_conf(harness_credentials(nessie), prefix),  # the harness's client
         }.items():
             lake.conf.set(key, value)
         lake.sql(

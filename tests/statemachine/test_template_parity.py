@@ -51,6 +51,9 @@ NO_OVERRIDES = {
     "job_retry_base_seconds": None,
     "slack_api_url": None,
     "aws_console_links": True,
+    # No catalog client in the functions' sandboxes (their identity, added like their AWS
+    # credentials; these tests call no Nessie).
+    "catalog_credentials": None,
 }
 
 

@@ -44,7 +44,8 @@ def test_serve_answers_the_links_of_alerts_until_interrupted(home):
 
     process = start_serve(home, port)
     try:
-        wait_for(f"http://127.0.0.1:{port}/api/v2/config", timeout=60)
+        # the identity provider answers anonymously; the API wants a token
+        wait_for(f"http://127.0.0.1:{port}/idp/.well-known/openid-configuration", timeout=60)
         page = requests.get(url, timeout=30)
         assert page.status_code == 200 and FAILED_ID in page.text
         second = run_wap("--home", str(home), "serve", "--port", str(port))

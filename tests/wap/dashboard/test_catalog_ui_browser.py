@@ -55,7 +55,9 @@ def serving(demo_home):
         preexec_fn=default_sigint,  # the test's Ctrl-C must reach it (see the helper)
     )
     try:
-        wait_for(f"http://127.0.0.1:{demo_home.catalog_port}/api/v2/config", timeout=60)
+        # the identity provider answers anonymously; the API wants a token
+        base = f"http://127.0.0.1:{demo_home.catalog_port}"
+        wait_for(f"{base}/idp/.well-known/openid-configuration", timeout=60)
         yield
     finally:
         process.send_signal(signal.SIGINT)

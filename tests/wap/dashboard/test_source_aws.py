@@ -20,6 +20,17 @@ FAILED_ID, QUEUED_ID = "a1a1a1a1a1a1a1a1", "b2b2b2b2b2b2b2b2"
 CONFIG = "schema_policy: strict\nchecks:\n  - {kind: not_null, column: order_id}\n"
 
 
+@pytest.fixture(scope="module")
+def nessie(tmp_path_factory):
+    """The deployed stack's Nessie: `wap --aws` does not authenticate to it yet (issue 41's
+    AWS half), so it takes anonymous calls."""
+    from local.nessie.runner import start_server
+
+    server = start_server(str(tmp_path_factory.mktemp("nessie") / "nessie.db"), secure=False)
+    yield server
+    server.stop()
+
+
 def _template(nessie) -> str:
     return json.dumps(
         {

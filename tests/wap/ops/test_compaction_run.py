@@ -220,7 +220,7 @@ def daily_compactions(cmp_lake, data_files: dict[str, int]) -> dict[str, list[st
     collection (in its sandbox: its environment and role), given main's data files."""
     from ingestion.config import load_settings
     from ingestion.ledger import Ledger
-    from ingestion.nessie import NessieClient
+    from ingestion.nessie import client_for
     from lambdas.maintenance.compaction import daily
     from lambdas.maintenance.service import table_maintenance
 
@@ -229,7 +229,7 @@ def daily_compactions(cmp_lake, data_files: dict[str, int]) -> dict[str, list[st
         return daily(
             settings,
             Ledger(settings.ledger_table, lease=settings.lock_lease),
-            NessieClient(settings.nessie_uri),
+            client_for(settings),  # the maintenance Lambda's client (its role)
             data_files,
             table_maintenance(settings, sorted(data_files)),
         )
