@@ -61,7 +61,7 @@ from local.aws.moto_fidelity import (
 from local.aws.overrides import Kind, LocalParityError, apply_overrides, common_environment
 from local.aws.s3_events import S3EventBridge
 from local.aws.schedule import LocalSchedule, ScheduledTarget, rate_seconds
-from local.aws.template import StackTemplate, stack_template
+from local.aws.template import StackTemplate, TemplateError, stack_template
 
 _log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -353,6 +353,7 @@ class LocalAwsStack:
         role_arns = {lid: self._create_role(resolver, lid, iam) for lid in set(roles.values())}
         self._create_emr_application(resolver)
         self._create_slack_secret(resolver)
+        self._create_catalog_identity(resolver)
         resolver.bind("Catalog/Alb", DNSName=alb_dns_name(s.nessie_api_v1))
 
         overrides = s.overrides()
@@ -526,6 +527,38 @@ class LocalAwsStack:
         )
         arn = secrets.create_secret(Name="wap/slack", **extra)["ARN"]
         resolver.bind("Alerts/SlackBotToken", arn)
+
+    def _create_catalog_identity(self, resolver: Resolver) -> None:
+        """The template's catalog clients (infra/identity.py): each machine role's client id
+        and its client credentials secret, created in Secrets Manager as the deploy's holds
+        them (JSON `client_id`, `client_secret`, `token_endpoint`, `scope`), with the local
+        identity provider's client of that role."""
+        from contracts import catalog_authorization as authz
+        from infra.constants import CATALOG_RESOURCE_SERVER
+        from infra.identity import construct_name
+
+        assert self.template is not None
+        secrets = self.client("secretsmanager")
+        resolver.bind("Identity/Users", "local-user-pool")
+        resolver.bind("Identity/Users/Login", "local")
+        for role in authz.ROLES:
+            secret_path = f"Identity/{construct_name(role)}Credentials"
+            try:
+                self.template.logical_id(secret_path)
+            except TemplateError:
+                continue  # a people's role: a group, no client
+            client = self._local_client(role)
+            resolver.bind(f"Identity/Users/{construct_name(role)}Client", client["client_id"])
+            arn = secrets.create_secret(
+                Name=f"wap/catalog-client/{role}",
+                SecretString=json.dumps({**client, "scope": f"{CATALOG_RESOURCE_SERVER}/{role}"}),
+            )["ARN"]
+            resolver.bind(secret_path, arn)
+
+    def _local_client(self, role: str) -> dict[str, str]:
+        """The local identity provider's client of `role` (the local Nessie's), else a
+        client no token endpoint knows (a catalog without authentication)."""
+        return {"client_id": f"local-{role}", "client_secret": "", "token_endpoint": ""}
 
     def _create_ingest_rule(self, resolver: Resolver) -> None:
         """The template's S3 "Object Created" rule (pattern and Lambda target), named locally."""
