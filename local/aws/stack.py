@@ -556,9 +556,21 @@ class LocalAwsStack:
             resolver.bind(secret_path, arn)
 
     def _local_client(self, role: str) -> dict[str, str]:
-        """The local identity provider's client of `role` (the local Nessie's), else a
-        client no token endpoint knows (a catalog without authentication)."""
-        return {"client_id": f"local-{role}", "client_secret": "", "token_endpoint": ""}
+        """The local identity provider's client of `role` (`catalog_credentials`, the local
+        Nessie's), else one no token endpoint answers (a catalog without authentication)."""
+        of_role = getattr(self.settings, "catalog_credentials", None)
+        if of_role is not None:
+            credentials = of_role(role)
+            return {
+                "client_id": credentials.client_id,
+                "client_secret": credentials.client_secret,
+                "token_endpoint": credentials.token_endpoint,
+            }
+        return {
+            "client_id": f"local-{role}",
+            "client_secret": f"local-{role}-unused",
+            "token_endpoint": "http://127.0.0.1:9/no-identity-provider/token",
+        }
 
     def _create_ingest_rule(self, resolver: Resolver) -> None:
         """The template's S3 "Object Created" rule (pattern and Lambda target), named locally."""
