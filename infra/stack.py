@@ -215,6 +215,14 @@ class WapStack(Stack):
         CfnOutput(self, "CatalogLoginUrl", value=identity.login_base_url)
         CfnOutput(self, "CatalogCliClientId", value=identity.cli_client.user_pool_client_id)
         CfnOutput(self, "UserPoolId", value=identity.user_pool.user_pool_id)
+        # `wap doctor` checks each machine role's token: role -> its secret's ARN (JSON).
+        CfnOutput(
+            self,
+            "CatalogCredentialSecrets",
+            value=self.to_json_string(
+                {role: secret.secret_arn for role, secret in identity.credentials.items()}
+            ),
+        )
         CfnOutput(self, "SlackSecretArn", value=alert_channel.slack_token.secret_arn)
         CfnOutput(self, "AlarmTopicArn", value=alert_channel.topic.topic_arn)
         # Where `wap publish` / `discard --aws` send the OpenLineage event of a review.

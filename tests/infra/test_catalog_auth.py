@@ -194,3 +194,9 @@ def test_people_sign_in_with_what_the_outputs_name(synthesized):
     assert {"CatalogIssuerUrl", "CatalogLoginUrl", "CatalogCliClientId", "UserPoolId"} <= set(
         outputs
     )
+    # `wap doctor` finds each machine role's secret: role -> ARN, a JSON object.
+    rendered = json.dumps(outputs["CatalogCredentialSecrets"]["Value"])
+    secrets = _credential_secrets(synthesized)
+    for role in MACHINE_ROLES:
+        assert f'\\"{role}\\":\\"' in rendered, role
+    assert _referenced_ids(outputs["CatalogCredentialSecrets"]["Value"]) == set(secrets)
