@@ -389,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     drops = 20 if args.quick else args.drops
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="mh-bench-"))
-    server = start_server(str(tmp / "nessie.db"))
+    server = start_server(str(tmp / "nessie.db"), secure=False)  # measures the job, not auth
     spark = build_local_spark((tmp / "warehouse").as_uri(), server.api_v2, app_name="mh-bench")
     try:
         if not args.skip_read:

@@ -341,7 +341,7 @@ def run(scales: list[float], repeats: int, *, warm_up: bool = True) -> list[dict
     from local.spark import build_local_spark
 
     tmp = Path(tempfile.mkdtemp(prefix="wap-bench-"))
-    server = start_server(str(tmp / "nessie.db"))
+    server = start_server(str(tmp / "nessie.db"), secure=False)  # measures the job, not auth
     spark = build_local_spark((tmp / "warehouse").as_uri(), server.api_v2, app_name="wap-job-bench")
     bench = Bench(spark, Nessie(server.api_v2), tmp)
     rows = []

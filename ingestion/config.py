@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
+from contracts.catalog_tokens import CatalogCredentials
 from contracts.dataset_config import DATASET_CONFIGS_DIR
 from ingestion import constants as c
 from ingestion.exceptions import ConfigError
@@ -40,6 +41,9 @@ class Settings:
     nessie_ui_url: str | None = None
     # The job's catalog client secret (its ARN): what a job run's arguments name.
     job_catalog_secret_arn: str | None = None
+    # The catalog client of this function's role (WAP_NESSIE_TOKEN_ENDPOINT, _CLIENT_ID,
+    # _CLIENT_SECRET or _CLIENT_SECRET_ARN: contracts/catalog_tokens.py); None: no token.
+    catalog_credentials: CatalogCredentials | None = None
     job_py_files: str | None = None
     job_spark_parameters: str | None = None
     tables_config_prefix: str | None = None
@@ -140,6 +144,13 @@ def _http_url(env: Mapping[str, str], name: str) -> str | None:
     return raw.rstrip("/")
 
 
+def _catalog_credentials(env: Mapping[str, str]) -> CatalogCredentials | None:
+    try:
+        return CatalogCredentials.from_environment(env)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Build `Settings` from `env` (default: the process environment).
 
@@ -163,6 +174,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         state_machine_arn=env[c.ENV_STATE_MACHINE_ARN],
         nessie_ui_url=env.get(c.ENV_NESSIE_UI_URL) or None,
         job_catalog_secret_arn=env.get(c.ENV_JOB_NESSIE_CREDENTIALS_SECRET_ARN) or None,
+        catalog_credentials=_catalog_credentials(env),
         job_py_files=env.get(c.ENV_JOB_PY_FILES) or None,
         job_spark_parameters=env.get(c.ENV_JOB_SPARK_PARAMETERS) or None,
         artifacts_bucket=env[c.ENV_ARTIFACTS_BUCKET],

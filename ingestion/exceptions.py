@@ -40,6 +40,16 @@ class NessieNotFoundError(NessieError):
     """A Nessie reference (or the content asked for on it) does not exist."""
 
 
+class NessieForbiddenError(NessieError):
+    """Nessie's authorization rules refused this caller's role an operation (HTTP 403); the
+    message names the operation and the reference. Permanent: nothing was changed."""
+
+
+class NessieAuthenticationError(NessieError):
+    """The catalog did not accept this caller's credentials: the token endpoint refused the
+    client, or Nessie refused a freshly fetched token (HTTP 401)."""
+
+
 class InvalidNessieNameError(NessieError, ValueError):
     """A reference name or commit hash is malformed; refused before it reaches a URL."""
 

@@ -10,6 +10,12 @@ listing a reference's tables with their metadata in one call per page. Every
 transport error becomes one of our exceptions here and nowhere else; reference
 names and hashes are validated before they reach a URL.
 
+Authentication: with `credentials` (a role's OAuth2 client, contracts/catalog_tokens.py)
+every request, v1 and v2, carries a bearer token of that role, fetched by client
+credentials, cached per process and renewed before it expires; a 401 (the token expired
+or the server restarted with new keys) fetches a new token and retries the call once. A
+403 is `NessieForbiddenError`, naming the operation and the reference Nessie refused.
+
 The Spark job does not use this client: on EMR it runs on Python 3.9 with no
 packages beyond pyspark, and it only reads its branch's head hash
 (`spark_jobs/catalog.py`, a few lines of urllib).
@@ -20,16 +26,26 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from contracts.catalog_tokens import (
+    CatalogCredentials,
+    TokenCache,
+    TokenEndpointUnavailableError,
+    TokenError,
+    shared_cache,
+)
+from ingestion.config import Settings
 from ingestion.constants import MAIN_BRANCH
 from ingestion.exceptions import (
     InvalidNessieNameError,
     MergeConflictError,
+    NessieAuthenticationError,
     NessieError,
+    NessieForbiddenError,
     NessieNotFoundError,
     NessieUnavailableError,
 )
@@ -77,6 +93,45 @@ class MergeMeta:
     properties: Mapping[str, str] = field(default_factory=dict)
 
 
+def client_for(settings: Settings) -> NessieClient:
+    """The Nessie client of a Lambda: its settings' URI, as its role (`catalog_credentials`;
+    a secret kept in Secrets Manager is read with the function's AWS credentials)."""
+    return NessieClient(
+        settings.nessie_uri,
+        credentials=settings.catalog_credentials,
+        secret_loader=read_client_secret,
+    )
+
+
+def read_client_secret(secret_arn: str) -> str:
+    """The client secret kept in Secrets Manager: the secret string itself, or the
+    `client_secret` of a JSON object. The value is never logged or raised."""
+    import json
+
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from ingestion import aws
+
+    try:
+        text = aws.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "unknown")
+        raise TokenError(f"cannot read the catalog client secret {secret_arn}: {code}") from exc
+    except BotoCoreError as exc:
+        raise TokenEndpointUnavailableError(
+            f"cannot read the catalog client secret {secret_arn}: {type(exc).__name__}"
+        ) from exc
+    if text.lstrip().startswith("{"):
+        try:
+            value = json.loads(text).get("client_secret")
+        except (ValueError, AttributeError):
+            value = None
+        if not isinstance(value, str) or not value:
+            raise TokenError(f"secret {secret_arn} is JSON without a client_secret string")
+        return value
+    return text
+
+
 def check_ref_name(name: str) -> str:
     """`name` if it is a valid Nessie reference name; `InvalidNessieNameError` otherwise."""
     return _matching(name, NESSIE_REF_NAME, "a valid Nessie reference name")
@@ -108,7 +163,18 @@ class NessieClient:
     refusal). Lookups return None for what does not exist instead of raising.
     """
 
-    def __init__(self, uri: str, *, timeout: float = _TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        timeout: float = _TIMEOUT_SECONDS,
+        credentials: CatalogCredentials | None = None,
+        tokens: TokenCache | None = None,
+        secret_loader: Callable[[str], str] | None = None,
+    ) -> None:
+        """A client of the server at `uri`, as the role of `credentials` (its tokens from the
+        process's shared cache; `secret_loader` reads a secret kept in Secrets Manager) or
+        of `tokens`; with neither, requests carry no token."""
         import pynessie
         import requests
 
@@ -126,6 +192,15 @@ class NessieClient:
             }
         )
         self._http = requests.Session()
+        if tokens is None and credentials is not None:
+            tokens = shared_cache(credentials, secret_loader=secret_loader)
+        self.tokens = tokens
+        if tokens is not None:
+            auth = _BearerAuth(tokens)
+            self._http.auth = auth
+            # pynessie 0.67 only takes a fixed token (`auth.type: bearer`); its client sends
+            # whatever `requests` auth it holds, so it gets ours, which renews the token.
+            self._v1._auth = auth
 
     # ---- references ------------------------------------------------------------------------
 
@@ -337,16 +412,31 @@ class NessieClient:
         **kwargs: Any,
     ) -> Any:
         """pynessie's `fn(*args)`, its failures as our errors; None for a missing reference
-        or content when `missing_ok`."""
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            translated = _translate(exc, f"{action} (Nessie at {self.base})")
-            if translated is exc:
-                raise
-            if missing_ok and isinstance(translated, NessieNotFoundError):
-                return None
-            raise translated from exc
+        or content when `missing_ok`. A 401 renews the token and calls once more."""
+        from pynessie.error import NessieUnauthorizedException
+
+        for attempt in (1, 2):
+            try:
+                return fn(*args, **kwargs)
+            except NessieUnauthorizedException as exc:
+                if attempt == 1 and self._renew_token():
+                    continue
+                raise _unauthorized(f"{action} (Nessie at {self.base})", _one_line(exc)) from exc
+            except Exception as exc:
+                translated = _translate(exc, f"{action} (Nessie at {self.base})")
+                if translated is exc:
+                    raise
+                if missing_ok and isinstance(translated, NessieNotFoundError):
+                    return None
+                raise translated from exc
+        raise AssertionError("unreachable")
+
+    def _renew_token(self) -> bool:
+        """Forget the token after a 401; whether there is one to fetch anew (then retry)."""
+        if self.tokens is None:
+            return False
+        self.tokens.invalidate()
+        return True
 
     def _v2_call(
         self,
@@ -359,14 +449,24 @@ class NessieClient:
     ) -> dict[str, Any]:
         import requests
 
-        try:
-            response = self._http.request(
-                method, f"{self.api_v2}/{path}", params=params, json=json, timeout=self._timeout
-            )
-        except requests.RequestException as exc:
-            raise NessieUnavailableError(
-                f"Nessie at {self.base} unreachable while trying to {action}: {type(exc).__name__}"
-            ) from exc
+        for attempt in (1, 2):
+            try:
+                response = self._http.request(
+                    method,
+                    f"{self.api_v2}/{path}",
+                    params=params,
+                    json=json,
+                    timeout=self._timeout,
+                )
+            except requests.RequestException as exc:
+                raise NessieUnavailableError(
+                    f"Nessie at {self.base} unreachable while trying to {action}: "
+                    f"{type(exc).__name__}"
+                ) from exc
+            except TokenError as exc:
+                raise _token_error(exc, action) from exc
+            if response.status_code != 401 or attempt == 2 or not self._renew_token():
+                break
         if response.status_code < 400:
             try:
                 body = response.json() if response.content else {}
@@ -389,15 +489,20 @@ class NessieClient:
 
 
 def _translate(exc: Exception, action: str) -> Exception:
-    """A pynessie/requests failure as our error; other exceptions unchanged."""
+    """A pynessie/requests/token failure as our error; other exceptions unchanged."""
     import requests
     from pynessie.error import (
         NessieConflictException,
         NessieException,
         NessieNotFoundException,
+        NessiePermissionException,
         NessieServerException,
     )
 
+    if isinstance(exc, TokenError):
+        return _token_error(exc, action)
+    if isinstance(exc, NessiePermissionException):
+        return NessieForbiddenError(f"Nessie refused to {action}: {_one_line(exc)}")
     if isinstance(exc, requests.RequestException):
         return NessieUnavailableError(f"Nessie unreachable while trying to {action}: {exc}")
     if isinstance(exc, NessieServerException):
@@ -411,7 +516,34 @@ def _translate(exc: Exception, action: str) -> Exception:
     return exc
 
 
+def _token_error(exc: TokenError, action: str) -> Exception:
+    if isinstance(exc, TokenEndpointUnavailableError):
+        return NessieUnavailableError(f"no catalog token to {action}: {exc}")
+    return NessieAuthenticationError(f"no catalog token to {action}: {exc}")
+
+
+def _unauthorized(action: str, message: str) -> Exception:
+    return NessieAuthenticationError(
+        f"Nessie did not accept the credentials to {action} (HTTP 401): {message}"
+    )
+
+
+class _BearerAuth:
+    """`requests` auth: the cache's current token on every request (pynessie's and ours)."""
+
+    def __init__(self, tokens: TokenCache) -> None:
+        self.tokens = tokens
+
+    def __call__(self, request: Any) -> Any:
+        request.headers["Authorization"] = f"Bearer {self.tokens.token()}"
+        return request
+
+
 def _error_for_status(status: int, action: str, message: str) -> Exception:
+    if status == 401:
+        return _unauthorized(action, message)
+    if status == 403:
+        return NessieForbiddenError(f"Nessie refused to {action} (HTTP 403): {message}")
     if status >= 500:
         return NessieUnavailableError(f"Nessie server error while trying to {action}: {message}")
     if status == 404:

@@ -81,6 +81,7 @@ class Principal:
 
     name: str
     roles: tuple[str, ...]
+    expires_at: float = 0.0  # the token's `exp`
 
 
 class InvalidTokenError(Exception):
@@ -118,6 +119,12 @@ class LocalIdentityProvider:
     @property
     def token_endpoint(self) -> str:
         return self.issuer + "/token"
+
+    def register(self, client_id: str, roles: tuple[str, ...]) -> CatalogCredentials:
+        """Add a client whose tokens carry `roles` (kept if it exists); its credentials."""
+        if client_id not in self.clients:
+            self.clients[client_id] = LocalClient(client_id, secrets.token_urlsafe(24), roles)
+        return self.credentials(client_id)
 
     def credentials(self, client_id: str) -> CatalogCredentials:
         """What a caller acting as `client_id` (a role's name) needs to get tokens."""
@@ -163,7 +170,7 @@ class LocalIdentityProvider:
         roles = claims.get(ROLES_CLAIM) or []
         if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
             raise InvalidTokenError(f"invalid token: '{ROLES_CLAIM}' is not a list of names")
-        return Principal(str(claims["sub"]), tuple(roles))
+        return Principal(str(claims["sub"]), tuple(roles), float(claims["exp"]))
 
     # ---- the token endpoint ----------------------------------------------------------------
 

@@ -8,6 +8,8 @@ Kept free of imports beyond the standard library: it ships in the job's zip too.
 
 from __future__ import annotations
 
+from contracts.catalog_tokens import CatalogCredentials
+
 CATALOG = "lake"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 # The upstream runtime jar carries S3FileIO's classes but not the AWS SDK v2 they load;
@@ -17,11 +19,39 @@ HADOOP_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO"
 SESSION_TIME_ZONE = "UTC"
 
 
+# The Nessie client's OAuth2 keys as an Iceberg catalog takes them (Nessie's
+# `nessie.authentication.*` without the `nessie.` prefix).
+AUTH_TYPE = "authentication.type"
+OAUTH2_TOKEN_ENDPOINT = "authentication.oauth2.token-endpoint"  # noqa: S105 - a key
+OAUTH2_CLIENT_ID = "authentication.oauth2.client-id"
+OAUTH2_CLIENT_SECRET = "authentication.oauth2.client-secret"  # noqa: S105 - a key's name
+
+
+def catalog_auth_conf(credentials: CatalogCredentials, prefix: str) -> dict[str, str]:
+    """Conf keys under `prefix` (`spark.sql.catalog.<name>`) that make its Nessie client
+    fetch tokens by OAuth2 client credentials. Set at run time, never submitted: the job's
+    arguments and submitted conf carry no secret."""
+    if not credentials.client_secret:
+        raise ValueError(f"client {credentials.client_id!r}: its secret was not read")
+    return {
+        f"{prefix}.{AUTH_TYPE}": "OAUTH2",
+        f"{prefix}.{OAUTH2_TOKEN_ENDPOINT}": credentials.token_endpoint,
+        f"{prefix}.{OAUTH2_CLIENT_ID}": credentials.client_id,
+        f"{prefix}.{OAUTH2_CLIENT_SECRET}": credentials.client_secret,
+    }
+
+
 def lake_catalog_conf(
-    nessie_uri_v2: str, warehouse_uri: str, catalog: str = CATALOG, ref: str = "main"
+    nessie_uri_v2: str,
+    warehouse_uri: str,
+    catalog: str = CATALOG,
+    ref: str = "main",
+    credentials: CatalogCredentials | None = None,
 ) -> dict[str, str]:
-    """Spark conf of an Iceberg catalog backed by Nessie (API v2 base URI)."""
+    """Spark conf of an Iceberg catalog backed by Nessie (API v2 base URI), as the client of
+    `credentials` when given (local sessions; the deployed job's conf has none)."""
     prefix = f"spark.sql.catalog.{catalog}"
+    auth = catalog_auth_conf(credentials, prefix) if credentials is not None else {}
     return {
         prefix: "org.apache.iceberg.spark.SparkCatalog",
         f"{prefix}.catalog-impl": "org.apache.iceberg.nessie.NessieCatalog",
@@ -31,6 +61,7 @@ def lake_catalog_conf(
         f"{prefix}.io-impl": HADOOP_FILE_IO,
         # Tables on a branch move under us (other runs, merges): never serve a stale copy.
         f"{prefix}.cache-enabled": "false",
+        **auth,
     }
 
 

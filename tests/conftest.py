@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from contracts.catalog_authorization import JOB
+
 pytest_plugins = ["tests.plugins.xdist_support"]
 
 
@@ -51,12 +53,28 @@ def spark(warehouse):
 
 @pytest.fixture(scope="module")
 def lake(spark, nessie):
-    """Point the `lake` catalog template at this module's Nessie server.
+    """Point the `lake` catalog template at this module's Nessie server, as the harness.
 
     Per-run catalogs are copies of `spark.sql.catalog.lake.*` made when a run
-    starts, so changing the template between modules is safe.
+    starts, so changing the template between modules is safe. The job's runs call
+    Nessie as wap-job: its client is in the process environment, where the job reads
+    it (spark_jobs/catalog.py), as the local EMR stand-in sets it.
     """
+    from spark_jobs.conf import catalog_auth_conf
+    from tests.fixtures.catalog_auth import harness_credentials
+
     spark.conf.set("spark.sql.catalog.lake.uri", nessie.api_v2)
+    harness = catalog_auth_conf(harness_credentials(nessie), "spark.sql.catalog.lake")
+    for key, value in harness.items():
+        spark.conf.set(key, value)
+    job_env = nessie.credentials(JOB).environment()
+    saved = {name: os.environ.get(name) for name in job_env}
+    os.environ.update(job_env)
     # Spark caches catalog instances by name: drop them so `lake` reconnects to this server.
     spark._jsparkSession.sessionState().catalogManager().reset()
-    return spark
+    yield spark
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

@@ -8,7 +8,7 @@ from ingestion.config import load_settings
 from ingestion.exceptions import InvalidEventError
 from ingestion.ledger import Ledger
 from ingestion.log import logger
-from ingestion.nessie import NessieClient
+from ingestion.nessie import client_for
 from ingestion.state import parse_state
 from lambdas.finish.service import finish, state_from_ledger
 
@@ -32,7 +32,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     result = finish(
         settings,
         ledger,
-        NessieClient(settings.nessie_uri),
+        client_for(settings),
         state,
         event.get("execution_arn"),
     )

@@ -12,7 +12,7 @@ from ingestion.config import load_settings
 from ingestion.exceptions import InvalidEventError
 from ingestion.ledger import Ledger
 from ingestion.log import logger
-from ingestion.nessie import NessieClient
+from ingestion.nessie import client_for
 from lambdas.maintenance import compaction
 from lambdas.maintenance.service import (
     load_maintenance_settings,
@@ -31,7 +31,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     `{"action": "compact_finish", "run_id": R}`. Output: the daily run in numbers, or the
     compaction's state (`status` RUNNING until its job run ended, then its outcome)."""
     settings = load_settings()
-    nessie = NessieClient(settings.nessie_uri)
+    nessie = client_for(settings)
     ledger = Ledger(settings.ledger_table, lease=settings.lock_lease)
     action = event.get("action") if isinstance(event, dict) else None
     if action == ACTION_COMPACT:

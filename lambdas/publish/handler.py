@@ -7,7 +7,7 @@ from typing import Any
 from ingestion.config import load_settings
 from ingestion.ledger import Ledger
 from ingestion.log import logger
-from ingestion.nessie import NessieClient
+from ingestion.nessie import client_for
 from ingestion.state import parse_state
 from lambdas.publish.service import publish
 
@@ -21,7 +21,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     result = publish(
         settings,
         Ledger(settings.ledger_table, lease=settings.lock_lease),
-        NessieClient(settings.nessie_uri),
+        client_for(settings),
         state,
     )
     logger.info("publish done", extra={"status": result.status})

@@ -10,7 +10,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from ingestion.config import load_settings
 from ingestion.ledger import Ledger, QueueStat
 from ingestion.log import logger
-from ingestion.nessie import NessieClient
+from ingestion.nessie import client_for
 from lambdas.sweeper.service import sweep
 
 
@@ -19,7 +19,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Input: the schedule's event (ignored). Output: what was recovered and discarded."""
     settings = load_settings()
     ledger = Ledger(settings.ledger_table, lease=settings.lock_lease)
-    report = sweep(settings, ledger, NessieClient(settings.nessie_uri))
+    report = sweep(settings, ledger, client_for(settings))
     emit_queue_metrics(report.queues)
     logger.info("sweep done", extra=asdict(report))
     return asdict(report)

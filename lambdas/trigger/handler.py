@@ -8,7 +8,7 @@ from typing import Any
 from ingestion.config import load_settings
 from ingestion.ledger import Ledger
 from ingestion.log import logger
-from ingestion.nessie import NessieClient
+from ingestion.nessie import client_for
 from lambdas.trigger.doctor import is_doctor_event, run_check
 from lambdas.trigger.events import parse_event
 from lambdas.trigger.service import handle_object
@@ -22,7 +22,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if is_doctor_event(event):
         return run_check(event, settings)
     ledger = Ledger(settings.ledger_table, lease=settings.lock_lease)
-    nessie = NessieClient(settings.nessie_uri)
+    nessie = client_for(settings)
     results = []
     for obj in parse_event(event):
         result = handle_object(obj, settings, ledger, nessie)

@@ -30,11 +30,14 @@ import logging
 import os
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from contracts.catalog_authorization import COMPONENT_ROLES
+from contracts.catalog_tokens import CatalogCredentials
 from contracts.layout import TABLES_PREFIX
 from infra.constants import DEFAULT_REGION
 from local.aws import job_waits
@@ -182,6 +185,30 @@ class StackSettings:
     lambda_log_stream: Any = None
     # A template to run instead of the synthesized one (tests of the template contract).
     template: StackTemplate | None = None
+    # The catalog client of each role (the local Nessie's identity provider, e.g.
+    # `RunningServer.credentials`): each function calls Nessie as its component's role
+    # and the job as wap-job. None: no tokens (a catalog without authentication).
+    catalog_credentials: Callable[[str], CatalogCredentials] | None = None
+
+    def catalog_environment(self, handler: str) -> dict[str, str]:
+        """The catalog client variables of the function whose handler is `handler`
+        (`lambdas.<component>.handler.handler`), or of the job (`handler` "job")."""
+        component = "job" if handler == "job" else handler.split(".")[1]
+        role = COMPONENT_ROLES.get(component)
+        if self.catalog_credentials is None or role is None:
+            return {}
+        return self.catalog_credentials(role).environment()
+
+    def function_catalog_overrides(self, handler: str) -> dict[str, str]:
+        """What a function's catalog client differs in from the template's: only the token
+        endpoint (Cognito's on AWS, the local identity provider's here). Its client id is
+        the template's client, bound to the local client of its role, and its secret is
+        read from Secrets Manager by the template's ARN, as on AWS (the stack creates the
+        secrets: `_create_catalog_identity`)."""
+        from contracts.catalog_tokens import ENV_TOKEN_ENDPOINT
+
+        environment = self.catalog_environment(handler)
+        return {ENV_TOKEN_ENDPOINT: environment[ENV_TOKEN_ENDPOINT]} if environment else {}
 
     def deploy_context(self) -> dict[str, str]:
         """The `-c` values this local deployment is synthesized with."""
@@ -365,7 +392,12 @@ class LocalAwsStack:
                 key: resolver.resolve_text(value, f"{where} Environment.{key}")
                 for key, value in function.environment.items()
             }
-            environments[name] = apply_overrides(Kind.ENVIRONMENT, variables, overrides, where)
+            environments[name] = apply_overrides(
+                Kind.ENVIRONMENT,
+                variables,
+                {**overrides, **s.function_catalog_overrides(function.handler)},
+                where,
+            )
             configuration = {
                 "FunctionName": name,
                 "Runtime": function.properties["Runtime"],
@@ -420,7 +452,9 @@ class LocalAwsStack:
         # The harness's own direct calls of plain functions (tests) read the process
         # environment; each handler sees only its sandbox's.
         self.env = common_environment(environments)
-        self._environment.set(self.env)
+        # The job runs in this process, outside every function's sandbox: the process's
+        # environment is the job's, as the driver's environment is on EMR Serverless.
+        self._environment.set({**self.env, **s.catalog_environment("job")})
 
         self._create_ingest_rule(resolver)
         self._create_schedule_rules(resolver)
@@ -558,9 +592,8 @@ class LocalAwsStack:
     def _local_client(self, role: str) -> dict[str, str]:
         """The local identity provider's client of `role` (`catalog_credentials`, the local
         Nessie's), else one no token endpoint answers (a catalog without authentication)."""
-        of_role = getattr(self.settings, "catalog_credentials", None)
-        if of_role is not None:
-            credentials = of_role(role)
+        if self.settings.catalog_credentials is not None:
+            credentials = self.settings.catalog_credentials(role)
             return {
                 "client_id": credentials.client_id,
                 "client_secret": credentials.client_secret,

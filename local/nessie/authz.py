@@ -53,6 +53,7 @@ _MACRO_VAR = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Z
 _VIEW_ALL_ID = "__ALLOW_VIEWING_REF_ID"
 _VIEW_ALL = f"op=='{VIEW_REFERENCE}' && ref.matches('.*')"
 
+_VERIFIED_TOKENS = 1024  # tokens remembered as verified (then the expired ones are dropped)
 Key = tuple[str, ...]
 Check = tuple[str, str, str, str]  # op, ref, path, contentType
 
@@ -127,16 +128,33 @@ class Security:
     def __init__(self, idp: LocalIdentityProvider, rules: Mapping[str, str] | None) -> None:
         self.idp = idp
         self.authorizer = Authorizer(rules) if rules is not None else None
+        # Verified tokens until they expire: a signature is checked once per token, not
+        # once per request (a client sends the same token for up to an hour).
+        self._verified: dict[str, Principal] = {}
+        self._lock = threading.Lock()
 
     def authenticate(self, authorization: str | None) -> Principal:
         """The caller of a request with this `Authorization` header; UnauthorizedError."""
         scheme, _, token = (authorization or "").strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise UnauthorizedError("Missing or unrecognized credentials")
+        token = token.strip()
+        now = self.idp.clock()
+        with self._lock:
+            known = self._verified.get(token)
+        if known is not None and now < known.expires_at:
+            return known
         try:
-            return self.idp.verify(token.strip())
+            principal = self.idp.verify(token)
         except InvalidTokenError:
             raise UnauthorizedError("Missing or unrecognized credentials", invalid=True) from None
+        with self._lock:
+            if len(self._verified) >= _VERIFIED_TOKENS:
+                self._verified = {t: p for t, p in self._verified.items() if now < p.expires_at}
+                if len(self._verified) >= _VERIFIED_TOKENS:
+                    self._verified.clear()
+            self._verified[token] = principal
+        return principal
 
     def checks(self, principal: Principal | None) -> Checks:
         return Checks(self.authorizer, principal)

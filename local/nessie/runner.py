@@ -48,7 +48,7 @@ class RunningServer:
 
     @property
     def url(self) -> str:
-        return _base_url(self.host, self.port)
+        return base_url(self.host, self.port)
 
     @property
     def api_v1(self) -> str:
@@ -73,7 +73,7 @@ class RunningServer:
 
 def make_security(
     *,
-    secure: bool = False,
+    secure: bool = True,
     rules: Mapping[str, str] | None = None,
     idp: LocalIdentityProvider | None = None,
 ) -> Security | None:
@@ -101,7 +101,7 @@ def start_server(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
-    secure: bool = False,
+    secure: bool = True,
     rules: Mapping[str, str] | None = None,
     idp: LocalIdentityProvider | None = None,
 ) -> RunningServer:
@@ -121,7 +121,7 @@ def start_server(
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
     if security is not None:
-        security.idp.bind(_base_url(host, bound_port))
+        security.idp.bind(base_url(host, bound_port))
     server = uvicorn.Server(_config(store, host, bound_port, security))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"nessie-{bound_port}", daemon=True
@@ -138,7 +138,8 @@ def start_server(
     return RunningServer(host, bound_port, store, server, thread, sock, security)
 
 
-def _base_url(host: str, port: int) -> str:
+def base_url(host: str, port: int) -> str:
+    """The URL a server bound to `host:port` is reached at."""
     # A wildcard bind is reached through loopback; IPv6 literals need brackets.
     wildcard = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
     host = wildcard.get(host, host)
@@ -149,7 +150,7 @@ def serve_forever(db_path: str, host: str, port: int, security: Security | None 
     """Serve in the foreground until interrupted."""
     store = NessieStore(db_path)
     if security is not None:
-        security.idp.bind(_base_url(host, port))
+        security.idp.bind(base_url(host, port))
     try:
         uvicorn.Server(_config(store, host, port, security)).run()
     finally:

@@ -21,6 +21,7 @@ from ingestion.exceptions import (
 )
 from ingestion.nessie import MergeMeta, NessieClient, api_base
 from ingestion.published import merge_audited_commit
+from tests.fixtures.catalog_auth import harness_client, harness_headers
 from tests.fixtures.nessie_api import commit, head, unique
 
 META = MergeMeta(message="publish for the test", author="tester", properties={"wap.k": "v"})
@@ -28,12 +29,12 @@ META = MergeMeta(message="publish for the test", author="tester", properties={"w
 
 @pytest.fixture
 def client(nessie) -> NessieClient:
-    return NessieClient(nessie.api_v1)
+    return harness_client(nessie, nessie.api_v1)
 
 
 @pytest.fixture
 def api(nessie):
-    with httpx.Client(base_url=nessie.api_v2, timeout=30) as http:
+    with httpx.Client(base_url=nessie.api_v2, timeout=30, headers=harness_headers(nessie)) as http:
         yield http
 
 

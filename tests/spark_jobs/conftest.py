@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from spark_jobs.wap_job import JobArgs, run_ingest
+from tests.fixtures.catalog_auth import harness_headers
 from tests.fixtures.spark_files import write_file
 
 _counter = itertools.count()
@@ -20,8 +21,9 @@ _counter = itertools.count()
 class NessieV2:
     """Just enough of Nessie REST API v2 to set up and inspect a test."""
 
-    def __init__(self, base: str):
+    def __init__(self, base: str, headers: dict[str, str] | None = None):
         self.base = base.rstrip("/")
+        self.headers = dict(headers or {})  # the harness's token (tests/fixtures/catalog_auth.py)
 
     def _call(self, method: str, path: str, body=None) -> dict:
         data = json.dumps(body).encode() if body is not None else None
@@ -29,7 +31,11 @@ class NessieV2:
             self.base + path,
             data=data,
             method=method,
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                **self.headers,
+            },
         )
         with urllib.request.urlopen(request, timeout=30) as response:
             text = response.read()
@@ -62,7 +68,7 @@ class NessieV2:
 
 @pytest.fixture(scope="module")
 def nessie_api(nessie) -> NessieV2:
-    return NessieV2(nessie.api_v2)
+    return NessieV2(nessie.api_v2, harness_headers(nessie))
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ingestion import metrics
-from ingestion.nessie import NessieClient
+from tests.fixtures.catalog_auth import harness_client
 from tests.fixtures.local_stack import (
     branch_exists,
     fake_parquet,
@@ -108,7 +108,7 @@ class StackBackend(Backend):
     """What `wap` commands work on, over this test's stack."""
 
     def __init__(self, stack, nessie) -> None:
-        super().__init__(stack.ledger(), NessieClient(nessie.api_v2))
+        super().__init__(stack.ledger(), harness_client(nessie))
         self.stack = stack
 
     @property

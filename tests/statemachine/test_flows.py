@@ -13,6 +13,7 @@ import time
 import pytest
 
 from ingestion.exceptions import NessieUnavailableError
+from tests.fixtures.catalog_auth import harness_auth
 from tests.fixtures.local_stack import (
     branch_exists,
     fake_parquet,
@@ -306,7 +307,9 @@ def test_outside_writer_on_main_forces_a_rebase(nessie, make_stack, nessie_clien
         result = inner(argv)
         calls.append(argv[argv.index("--branch") + 1])
         if len(calls) == 1:  # someone else appends to the same table on main meanwhile
-            commit_table_on_branch(nessie.api_v1, "rebase.orders", "main", "outside")
+            commit_table_on_branch(
+                nessie.api_v1, "rebase.orders", "main", "outside", auth=harness_auth(nessie)
+            )
         return result
 
     stack = make_stack(job=job_with_outside_writer)
@@ -329,7 +332,13 @@ def test_rebase_gives_up_after_max_attempts(nessie, make_stack, nessie_client, s
 
     def always_raced(argv: list[str]):
         result = inner(argv)
-        commit_table_on_branch(nessie.api_v1, "raced.orders", "main", f"outside{time.time()}")
+        commit_table_on_branch(
+            nessie.api_v1,
+            "raced.orders",
+            "main",
+            f"outside{time.time()}",
+            auth=harness_auth(nessie),
+        )
         return result
 
     stack = make_stack(job=always_raced, max_publish_attempts=2)
@@ -379,7 +388,9 @@ def test_publish_merges_the_audited_hash_not_a_later_branch_head(nessie, make_st
     def job_then_unaudited_commit(argv: list[str]):
         report = inner(argv)  # audited: the report names this hash
         branch = argv[argv.index("--branch") + 1]
-        commit_table_on_branch(nessie.api_v1, "exact.orders", branch, "unaudited")
+        commit_table_on_branch(
+            nessie.api_v1, "exact.orders", branch, "unaudited", auth=harness_auth(nessie)
+        )
         return report
 
     stack = make_stack(job=job_then_unaudited_commit)

@@ -15,6 +15,7 @@ import pytest
 from ingestion.nessie import NessieClient
 from lakeview.iceberg import open_table
 from local.aws.emr_serverless import spark_job
+from tests.fixtures.catalog_auth import harness_client
 from tests.fixtures.local_stack import drop_dataset_files, wait_for_batch
 
 pytestmark = pytest.mark.slow
@@ -77,7 +78,7 @@ def test_readers_of_main_see_every_table_of_a_dataset_at_once(
     (tmp_path / "datasets").mkdir()
     (tmp_path / "datasets" / "orders_with_items.yaml").write_text(DATASET)
     stack = make_stack(job=spark_job(lake), tables_dir=tmp_path, poll_interval_seconds=1)
-    client = NessieClient(nessie.api_v2)
+    client = harness_client(nessie)
 
     reader = MainReader(client, ("rt.orders", "rt.order_items"))
     reader.start()

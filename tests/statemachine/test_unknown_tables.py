@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from tests.fixtures.catalog_auth import harness_auth
 from tests.fixtures.local_stack import branch_exists, fake_parquet, table_on, wait_for_key
 from tests.fixtures.standin_job import commit_table_on_branch
 
@@ -46,7 +47,9 @@ def test_a_mistyped_table_is_rejected_naming_the_configured_one_and_nothing_is_c
 
 
 def test_the_suggestions_include_tables_on_main(make_stack, slack, nessie_client, nessie):
-    commit_table_on_branch(nessie.api_v1, "inventory.stock", "main", "seed-stock")
+    commit_table_on_branch(
+        nessie.api_v1, "inventory.stock", "main", "seed-stock", auth=harness_auth(nessie)
+    )
     stack = make_stack(create_tables=False)
 
     stack.drop_file("inventory/stok/f.parquet", fake_parquet("stok"))
@@ -73,7 +76,9 @@ def test_with_the_opt_in_an_upload_creates_its_table_as_before(make_stack, slack
 
 
 def test_a_table_on_main_without_a_config_is_accepted(make_stack, slack, nessie_client, nessie):
-    commit_table_on_branch(nessie.api_v1, "legacy.events", "main", "seed-legacy")
+    commit_table_on_branch(
+        nessie.api_v1, "legacy.events", "main", "seed-legacy", auth=harness_auth(nessie)
+    )
     stack = make_stack(create_tables=False)
     assert stack.env["WAP_CREATE_TABLES_FROM_UPLOADS"] == "false"
 
@@ -101,7 +106,9 @@ def test_an_upload_into_a_metrics_table_is_refused_even_when_uploads_create_tabl
 ):
     """docs/metric-history.md: `<table>__audit_metrics` is written by the audits only; an
     upload under its prefix would make drops their own baseline."""
-    commit_table_on_branch(nessie.api_v1, "inventory.stock__audit_metrics", "main", "seed")
+    commit_table_on_branch(
+        nessie.api_v1, "inventory.stock__audit_metrics", "main", "seed", auth=harness_auth(nessie)
+    )
     stack = make_stack(create_tables=True)
 
     stack.drop_file("inventory/stock__audit_metrics/f.parquet", fake_parquet("m"))

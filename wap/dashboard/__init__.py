@@ -15,7 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from contracts.catalog_authorization import READER
 from wap.dashboard.options import to_args
+from wap.ops.backend import ENV_CATALOG_ROLE
 from wap.ops.backends import DEFAULT_STACK, Target
 
 APP_PATH = Path(__file__).with_name("app.py")
@@ -99,7 +101,9 @@ def launch(
             try:
                 # Its own process group: Ctrl-C in a terminal reaches `wap` alone, which
                 # then stops the group (Streamlit and whatever it started), as for SIGTERM.
-                process = subprocess.Popen(command, start_new_session=True)  # noqa: S603
+                # The dashboard only looks: it reads the local catalog as wap-reader.
+                env = {ENV_CATALOG_ROLE: READER, **os.environ}
+                process = subprocess.Popen(command, start_new_session=True, env=env)  # noqa: S603
                 return process.wait()
             except _Stopped:
                 if process is not None:

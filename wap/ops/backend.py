@@ -7,9 +7,12 @@ The public operations in `wap.ops.operations` are written once against this clas
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any
 
+from contracts.catalog_authorization import OPERATOR, ROLES
 from ingestion.ledger import Ledger
 from ingestion.naming import split_s3_uri
 from ingestion.nessie import NessieClient
@@ -123,6 +126,21 @@ class Backend(ABC):
         self.close()
 
 
+ENV_CATALOG_ROLE = "WAP_CATALOG_ROLE"
+
+
+def catalog_role(env: Mapping[str, str] | None = None) -> str:
+    """The role `wap` commands call the local catalog as: wap-operator (people), unless
+    `$WAP_CATALOG_ROLE` names another of contracts.catalog_authorization.ROLES (e.g.
+    wap-reader, to look around without being able to change anything)."""
+    from wap.exceptions import BackendError
+
+    role = ((os.environ if env is None else env).get(ENV_CATALOG_ROLE) or OPERATOR).strip()
+    if role not in ROLES:
+        raise BackendError(f"{ENV_CATALOG_ROLE} must be one of {', '.join(ROLES)}, not {role!r}")
+    return role
+
+
 class LocalBackend(Backend):
     """The embedded stack over a home directory (`wap.runtime.embedded_stack`)."""
 
@@ -132,7 +150,7 @@ class LocalBackend(Backend):
         self.stack = stack  # a started EmbeddedStack
         super().__init__(
             Ledger(stack.aws.settings.ledger_table, stack.dynamodb()),
-            NessieClient(stack.nessie.api_v2),
+            stack.catalog_client(catalog_role()),
         )
 
     @property

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from contracts.catalog_authorization import MAINTENANCE
 from contracts.compaction import CompactionVerdict
 from contracts.table_config import MaintenanceOptions
 from ingestion import compaction as rules
@@ -125,6 +126,7 @@ def stack_hooks(
     finish Lambda does, inside its sandbox (its environment and role)."""
     from ingestion.config import load_settings
     from ingestion.ingest import release_and_start_next
+    from ingestion.nessie import client_for
 
     dispatcher = aws_stack.dispatcher
 
@@ -133,7 +135,9 @@ def stack_hooks(
 
     def start_next(table: str, run_id: str) -> Any:
         with dispatcher.sandboxes["finish"].running():
-            return release_and_start_next(load_settings(), ledger, nessie, table, run_id)
+            settings = load_settings()
+            # The finish Lambda's client (its role), not the caller's.
+            return release_and_start_next(settings, ledger, client_for(settings), table, run_id)
 
     return alert, start_next
 
@@ -167,11 +171,13 @@ def compact_on(
 
     table = parse_table(table).qualified
     options = options or table_maintenance(backend).get(table) or MaintenanceOptions()
-    alert, start_next = stack_hooks(stack.aws, backend.ledger, backend.nessie)
+    # The maintenance Lambda's work, in-process: as its role (the job's catalog is wap-job's).
+    nessie = stack.catalog_client(MAINTENANCE)
+    alert, start_next = stack_hooks(stack.aws, backend.ledger, nessie)
     try:
         return compact_table(
             ledger=backend.ledger,
-            nessie=backend.nessie,
+            nessie=nessie,
             spark=stack.spark,
             table=table,
             options=options,

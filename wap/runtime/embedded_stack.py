@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contracts.catalog_authorization import OPERATOR
 from ingestion.nessie import NessieClient
 from local.aws.moto_fidelity import make_dynamodb_requests_atomic, make_transactions_item_scoped
 from local.aws.stack import (
@@ -189,6 +190,7 @@ class EmbeddedStack:
                 settings = StackSettings(
                     nessie_api_v1=self.nessie.api_v1,
                     job=job,
+                    catalog_credentials=self.nessie.credentials,
                     # Alerts outlive this command and its server: they link to the fixed
                     # address `wap serve` serves the same catalog on.
                     nessie_ui_url=catalog_url(),
@@ -209,7 +211,11 @@ class EmbeddedStack:
                         f"could not synthesize the stack the local mode runs: {exc}"
                     ) from exc
             else:
-                settings = StackSettings(nessie_api_v1=self.nessie.api_v1, job=_no_spark_job)
+                settings = StackSettings(
+                    nessie_api_v1=self.nessie.api_v1,
+                    job=_no_spark_job,
+                    catalog_credentials=self.nessie.credentials,
+                )
                 self.aws = StorageOnly(settings).start()
             self.store = StateStore(
                 self.home,
@@ -224,7 +230,7 @@ class EmbeddedStack:
                     self.dynamodb(),
                     self.aws.client("s3"),
                     recover_interrupted=self.options.recover_interrupted,
-                    nessie=NessieClient(self.nessie.api_v1),
+                    nessie=self.catalog_client(OPERATOR),
                 )
         except Exception:
             self.stop()
@@ -251,12 +257,23 @@ class EmbeddedStack:
             )
         # Runs copy `lake.*` when they start: point the template at this home's catalog,
         # and put a borrowed session's template back afterwards.
-        for key, value in lake_catalog_conf(self.nessie.api_v2, warehouse).items():
+        # The session's own catalog reads and writes as the person (`wap`); each job run's
+        # catalog is the job's (wap-job, from the environment the local EMR sets).
+        conf = lake_catalog_conf(
+            self.nessie.api_v2, warehouse, credentials=self.nessie.credentials(OPERATOR)
+        )
+        for key, value in conf.items():
             if not self._owns_spark:
                 self._borrowed_conf.setdefault(key, spark.conf.get(key, None))
             spark.conf.set(key, value)
         _forget_catalog_instances(spark)
         return spark
+
+    def catalog_client(self, role: str) -> NessieClient:
+        """A client of this stack's catalog acting as `role` (contracts.catalog_authorization):
+        the `wap` commands as wap-operator, the in-process maintenance as wap-maintenance."""
+        assert self.nessie is not None
+        return NessieClient(self.nessie.api_v2, credentials=self.nessie.credentials(role))
 
     def dynamodb(self) -> Any:
         import boto3

@@ -111,9 +111,11 @@ def test_deletes_unreachable_files_but_none_a_reference_made_during_the_run_reac
         # has written but not committed yet: all after the mark, before the sweep.
         created = requests.post(
             f"{gc_lake.nessie.api_v2}/trees",
-            params={"name": "gc_mid_run", "type": "BRANCH"},
+            params={"name": "wap_gc_mid_run", "type": "BRANCH"},
             json={"type": "BRANCH", "name": "main", "hash": gc_lake.first_main},
             timeout=10,
+            # the harness's token (its client's, tests/fixtures/catalog_auth.py)
+            headers={"Authorization": f"Bearer {gc_lake.nessie.tokens.token()}"},
         )
         assert created.ok, created.text
         made["record"] = gc_lake.ingest("meanwhile", [(7, 7.0)])
@@ -135,7 +137,7 @@ def test_deletes_unreachable_files_but_none_a_reference_made_during_the_run_reac
     assert not gc_lake.discarded_files & left
     # Nothing any live reference reaches now was deleted: main (with the new ingest), the
     # open failed branch, the branch made mid-run at an old commit.
-    for ref, rows in (("main", 4), (open_branch, 4), ("gc_mid_run", 2)):
+    for ref, rows in (("main", 4), (open_branch, 4), ("wap_gc_mid_run", 2)):
         assert gc_lake.table_files(ref) <= left, ref
         location = gc_lake.nessie.metadata_location(ref, TABLE)
         assert read_rows(open_table(location)).num_rows == rows, ref  # every file readable
@@ -146,7 +148,7 @@ def test_deletes_unreachable_files_but_none_a_reference_made_during_the_run_reac
 
 def test_history_older_than_the_retention_stops_being_live_and_its_files_go(gc_lake):
     """After the run above: main's earlier commits (FIRST's, SECOND's) are history."""
-    gc_lake.nessie.delete_branch("gc_mid_run")
+    gc_lake.nessie.delete_branch("wap_gc_mid_run")
     warehouse = LocalWarehouse(gc_lake.warehouse)
     kept = collect(
         gc_lake.nessie, warehouse, GcOptions(retention=timedelta(hours=1), grace=timedelta(0))

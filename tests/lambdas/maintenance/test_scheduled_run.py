@@ -16,6 +16,7 @@ import pytest
 from ingestion import metrics
 from lambdas.maintenance.fileio import PROPERTIES
 from local.aws.stack import LambdaInvocationError
+from tests.fixtures.catalog_auth import harness_auth
 from tests.fixtures.lake_seed import NessieSeeder
 
 SCHEDULED = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
@@ -51,7 +52,7 @@ def stack(make_stack, nessie, tmp_path):
     )
     for order in (1, 2):
         table.append(pa.Table.from_pylist([{"order_id": order, "amount": 1.5}], schema=SCHEMA))
-    seeder = NessieSeeder(nessie.api_v2)
+    seeder = NessieSeeder(nessie.api_v2, harness_auth(nessie))
     seeder.put_table("main", glue.load_table("sales.orders"), with_namespace=True)
     # A table without a config keeps the defaults (the run asks for a config that is not
     # there: S3 answers 404 only to a caller that may list the bucket).

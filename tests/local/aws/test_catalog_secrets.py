@@ -28,7 +28,9 @@ def test_the_job_reads_the_jobs_catalog_secret_and_no_other(make_stack, monkeypa
         "client_factory",
         lambda region: boto3.client("secretsmanager", region_name=region, **keys),
     )
-    assert catalog_secret.read_catalog_secret(job_secret).client_id == "local-wap-job"
+    local = stack.settings.catalog_credentials
+    expected = local("wap-job").client_id if local else "local-wap-job"
+    assert catalog_secret.read_catalog_secret(job_secret).client_id == expected
     with pytest.raises(CatalogError, match="AccessDenied"):
         catalog_secret.read_catalog_secret(trigger["WAP_NESSIE_CLIENT_SECRET_ARN"])
     # The stack holds each secret as the deploy does: the client's id, secret, endpoint, scope.
@@ -60,5 +62,5 @@ def test_a_job_run_names_the_jobs_secret_by_arn(make_stack):
             "SecretString"
         ]
     )
-    assert value["client_id"] not in json.dumps(detail, default=str)
+    assert value["client_secret"] not in json.dumps(detail, default=str)
     assert record.status

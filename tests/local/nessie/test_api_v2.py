@@ -18,6 +18,7 @@ from bench.nessie_requests import (
     reference_body,
 )
 from local.nessie.runner import start_server
+from tests.fixtures.catalog_auth import harness_headers
 from tests.fixtures.nessie_api import commit, create_branch, head, unique
 
 
@@ -38,16 +39,18 @@ def make_table(api, branch: str, ns: str, table: str = "t", location: str = "s3:
 def test_fresh_repository_starts_main_at_the_no_ancestor_hash(tmp_path, validate):
     server = start_server(str(tmp_path / "fresh.db"))
     try:
-        config = httpx.get(server.api_v2 + "/config").json()
+        config = httpx.get(server.api_v2 + "/config", headers=harness_headers(server)).json()
         validate("NessieConfiguration_V2", config)
         empty = hashlib.sha256(b"empty").hexdigest()
         assert config["defaultBranch"] == "main"
         assert config["noAncestorHash"] == empty
         assert (config["minSupportedApiVersion"], config["maxSupportedApiVersion"]) == (1, 2)
-        refs = httpx.get(server.api_v2 + "/trees").json()
+        refs = httpx.get(server.api_v2 + "/trees", headers=harness_headers(server)).json()
         validate("ReferencesResponse_V2", refs)
         assert refs["references"] == [{"type": "BRANCH", "name": "main", "hash": empty}]
-        log = httpx.get(server.api_v2 + "/trees/main/history").json()
+        log = httpx.get(
+            server.api_v2 + "/trees/main/history", headers=harness_headers(server)
+        ).json()
         assert log["logEntries"] == []
     finally:
         server.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -34,8 +35,23 @@ def test_serve_command(tmp_path):
                 assert proc.poll() is None, proc.stdout.read().decode()
                 assert time.monotonic() < deadline, "server did not start"
                 time.sleep(0.1)
+        # The API takes only tokens of the server's identity provider, whose clients the
+        # command wrote beside the database (for this user only).
+        assert config.status_code == 401
+        clients_file = db.with_name("nessie.db.clients.json")
+        assert clients_file.stat().st_mode & 0o777 == 0o600
+        clients = json.loads(clients_file.read_text())
+        reader = clients["clients"]["wap-reader"]
+        token = httpx.post(
+            clients["token_endpoint"],
+            data={"grant_type": "client_credentials"},
+            auth=("wap-reader", reader["client_secret"]),
+        ).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        config = httpx.get(f"http://127.0.0.1:{port}/api/v2/config", headers=headers)
         assert config.json()["defaultBranch"] == "main"
-        assert httpx.get(f"http://127.0.0.1:{port}/api/v1/trees/tree").json()["name"] == "main"
+        tree = httpx.get(f"http://127.0.0.1:{port}/api/v1/trees/tree", headers=headers)
+        assert tree.json()["name"] == "main"
         assert db.is_file()
     finally:
         proc.terminate()
@@ -62,7 +78,8 @@ def test_start_server_contract(tmp_path):
         assert server.url == f"http://127.0.0.1:{server.port}"
         assert server.api_v1 == server.url + "/api/v1"
         assert server.api_v2 == server.url + "/api/v2"
-        assert httpx.get(server.api_v1 + "/trees/tree").json()["type"] == "BRANCH"
+        headers = {"Authorization": f"Bearer {server.token('wap-reader')}"}
+        assert httpx.get(server.api_v1 + "/trees/tree", headers=headers).json()["type"] == "BRANCH"
     finally:
         server.stop()
     with socket.socket() as s:

@@ -17,7 +17,9 @@ from bench.nessie_requests import (
     reference_body,
 )
 from local.nessie.runner import start_server
+from tests.fixtures.catalog_auth import harness_headers
 from tests.fixtures.nessie_api import commit, create_branch, head, unique
+from tests.local.nessie.conftest import API_RULES
 
 
 def everything(client: httpx.Client) -> dict:
@@ -42,9 +44,9 @@ def _in_threads(worker, count: int) -> None:
 
 def test_restart_on_the_same_file_keeps_refs_contents_and_history(tmp_path):
     db = str(tmp_path / "nessie.db")
-    server = start_server(db)
+    server = start_server(db, rules=API_RULES)
     try:
-        with httpx.Client(base_url=server.api_v2) as api:
+        with httpx.Client(base_url=server.api_v2, headers=harness_headers(server)) as api:
             ns = unique("dur")
             commit(api, "main", head(api), put_op([ns], namespace_content([ns])))
             branch = unique("wap")
@@ -59,9 +61,9 @@ def test_restart_on_the_same_file_keeps_refs_contents_and_history(tmp_path):
     finally:
         server.stop()
 
-    restarted = start_server(db)
+    restarted = start_server(db, rules=API_RULES)
     try:
-        with httpx.Client(base_url=restarted.api_v2) as api:
+        with httpx.Client(base_url=restarted.api_v2, headers=harness_headers(restarted)) as api:
             assert everything(api) == before
             assert set(before) == {"main", branch, "v1"}
             # and the repository keeps working from where it was
@@ -102,7 +104,9 @@ def test_eight_threads_updating_one_table_land_or_get_409_and_nothing_is_lost(
     lock = threading.Lock()
 
     def writer(worker: int) -> None:
-        with httpx.Client(base_url=nessie.api_v2, timeout=60) as client:
+        with httpx.Client(
+            base_url=nessie.api_v2, headers=harness_headers(nessie), timeout=60
+        ) as client:
             for attempt in range(6):
                 expected = head(client, branch)
                 location = f"s3://t/w{worker}-{attempt}"
@@ -122,7 +126,7 @@ def test_eight_threads_updating_one_table_land_or_get_409_and_nothing_is_lost(
     assert other == []
     assert len(landed) + len(refused) == 48
     assert landed, "at least one commit must land"
-    with httpx.Client(base_url=nessie.api_v2) as client:
+    with httpx.Client(base_url=nessie.api_v2, headers=harness_headers(nessie)) as client:
         log = client.get(
             f"/trees/{branch}/history", params={"fetch": "ALL", "limit-hash": start}
         ).json()["logEntries"]
@@ -147,7 +151,9 @@ def test_eight_threads_on_distinct_keys_with_one_stale_hash_all_land(nessie, con
     results: list[int] = []
 
     def writer(worker: int) -> None:
-        with httpx.Client(base_url=nessie.api_v2, timeout=60) as client:
+        with httpx.Client(
+            base_url=nessie.api_v2, headers=harness_headers(nessie), timeout=60
+        ) as client:
             resp = commit(
                 client, branch, start, put_op([ns, f"k{worker}"], iceberg_table(f"s3://k/{worker}"))
             )
@@ -155,7 +161,7 @@ def test_eight_threads_on_distinct_keys_with_one_stale_hash_all_land(nessie, con
 
     _in_threads(writer, 8)
     assert results == [200] * 8
-    with httpx.Client(base_url=nessie.api_v2) as client:
+    with httpx.Client(base_url=nessie.api_v2, headers=harness_headers(nessie)) as client:
         log = client.get(f"/trees/{branch}/history", params={"limit-hash": start}).json()
         keys = client.get(f"/trees/{branch}/entries", params={"prefix-key": ns}).json()
     assert len(log["logEntries"]) == 9
@@ -172,9 +178,9 @@ def test_long_history_reads_back_identically_after_restart(tmp_path):
     expected: dict[str, dict[tuple[str, ...], str]] = {}  # commit hash -> key -> location
     side_keys = {("h", f"t{i}") for i in range(6)}  # side writes t0..t5, main t6..t11
     merges = 0
-    server = start_server(db)
+    server = start_server(db, rules=API_RULES)
     try:
-        with httpx.Client(base_url=server.api_v2) as api:
+        with httpx.Client(base_url=server.api_v2, headers=harness_headers(server)) as api:
             h = commit(api, "main", head(api), put_op(["h"], namespace_content(["h"])))
             expected[h.json()["targetBranch"]["hash"]] = {}
             create_branch(api, "side")
@@ -212,9 +218,9 @@ def test_long_history_reads_back_identically_after_restart(tmp_path):
         server.stop()
     assert merges == 4
 
-    restarted = start_server(db)
+    restarted = start_server(db, rules=API_RULES)
     try:
-        with httpx.Client(base_url=restarted.api_v2) as api:
+        with httpx.Client(base_url=restarted.api_v2, headers=harness_headers(restarted)) as api:
             for hash_, tree in expected.items():
                 entries = api.get(f"/trees/@{hash_}/entries", params={"content": "true"}).json()
                 got = {

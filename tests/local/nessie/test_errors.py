@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from bench.nessie_requests import iceberg_table, namespace_content, put_op, reference_body
+from tests.fixtures.catalog_auth import harness_headers
 from tests.fixtures.nessie_api import commit, create_branch, head, unique
 
 REF_RULE = (
@@ -264,10 +265,12 @@ def test_bad_parameters_filters_and_routes(api, branch, unchanged):
 
 def test_error_details_only_for_clients_speaking_spec_2(nessie, branch):
     url = f"{nessie.api_v2}/trees/no_such/history/commit"
-    plain = httpx.post(url, json={"commitMeta": {}, "operations": []})
+    plain = httpx.post(
+        url, json={"commitMeta": {}, "operations": []}, headers=harness_headers(nessie)
+    )
     assert plain.status_code == 404 and "errorDetails" not in plain.json()
     ns = unique("d")
-    with httpx.Client(base_url=nessie.api_v2) as client:
+    with httpx.Client(base_url=nessie.api_v2, headers=harness_headers(nessie)) as client:
         h = head(client, branch)
         resp = commit(client, branch, h, put_op([ns, "t"], iceberg_table("s3://t")))
     assert resp.status_code == 409 and "errorDetails" not in resp.json()

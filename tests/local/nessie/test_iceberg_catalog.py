@@ -8,6 +8,7 @@ from pynessie import init as pynessie_client
 from pynessie.error import NessieConflictException
 
 from local.spark import lake_catalog_conf
+from tests.fixtures.catalog_auth import harness_auth, harness_credentials
 from tests.fixtures.nessie_api import unique
 
 pytestmark = pytest.mark.slow
@@ -16,7 +17,10 @@ pytestmark = pytest.mark.slow
 def catalog_for(spark, nessie, warehouse: str, ref: str) -> str:
     """A fresh Spark catalog name on `ref` (SparkCatalog caches its Nessie client per name)."""
     name = unique("t")
-    for key, value in lake_catalog_conf(nessie.api_v2, warehouse, catalog=name, ref=ref).items():
+    conf = lake_catalog_conf(
+        nessie.api_v2, warehouse, catalog=name, ref=ref, credentials=harness_credentials(nessie)
+    )
+    for key, value in conf.items():
         spark.conf.set(key, value)
     return name
 
@@ -27,9 +31,11 @@ def ids(spark, table: str) -> list[int]:
 
 @pytest.fixture
 def client(nessie):
-    return pynessie_client(
+    client = pynessie_client(
         config_dict={"endpoint": nessie.api_v1, "verify": True, "default_branch": "main"}
     )
+    client._auth = harness_auth(nessie)  # pynessie sends the `requests` auth it holds
+    return client
 
 
 def test_append_on_branch_is_invisible_on_main_until_merged(lake, nessie, warehouse, client):

@@ -13,14 +13,17 @@ from pynessie.error import (
 )
 from pynessie.model import Branch, ContentKey, IcebergTable, Namespace, Put
 
+from tests.fixtures.catalog_auth import harness_auth
 from tests.fixtures.nessie_api import unique
 
 
 @pytest.fixture
 def client(nessie):
-    return pynessie_client(
+    client = pynessie_client(
         config_dict={"endpoint": nessie.api_v1, "verify": True, "default_branch": "main"}
     )
+    client._auth = harness_auth(nessie)  # pynessie sends the `requests` auth it holds
+    return client
 
 
 def table(location: str, content_id: str | None = None) -> IcebergTable:

@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from ingestion.alerting.links import nessie_branch_url, nessie_table_url
+from tests.fixtures.catalog_auth import harness_session
 from tests.fixtures.lake_seed import (
     BRANCH,
     BRANCH_ROWS,
@@ -23,6 +24,7 @@ from tests.fixtures.lake_seed import (
     SOURCE,
     seed_home,
 )
+from tests.local.nessie.conftest import API_RULES
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +32,7 @@ def server(tmp_path_factory):
     from local.nessie.runner import start_server
 
     home = seed_home(tmp_path_factory.mktemp("ui") / "home").root
-    running = start_server(str(home / "nessie.db"))
+    running = start_server(str(home / "nessie.db"), rules=API_RULES)
     yield running
     running.stop()
 
@@ -96,9 +98,13 @@ def test_every_value_is_escaped(server):
     assert "<b>Barbara</b>" not in page
     assert "&lt;b&gt;Barbara&lt;/b&gt;" in page
     assert "O&#x27;Neil" in page
-    head = requests.get(f"{server.api_v2}/trees/main", timeout=10).json()["reference"]["hash"]
+    head = (
+        harness_session(server)
+        .get(f"{server.api_v2}/trees/main", timeout=10)
+        .json()["reference"]["hash"]
+    )
     nasty = '<img src=x onerror="alert(1)">'
-    requests.post(
+    harness_session(server).post(
         f"{server.api_v2}/trees/main@{head}/history/commit",
         json={
             "commitMeta": {"message": "<script>alert(2)</script>"},
@@ -157,8 +163,12 @@ def test_root_and_bare_paths_lead_to_the_default_branch(server):
 
 
 def test_a_reference_name_with_a_slash_is_one_encoded_segment(server):
-    head = requests.get(f"{server.api_v2}/trees/main", timeout=10).json()["reference"]["hash"]
-    requests.post(
+    head = (
+        harness_session(server)
+        .get(f"{server.api_v2}/trees/main", timeout=10)
+        .json()["reference"]["hash"]
+    )
+    harness_session(server).post(
         f"{server.api_v2}/trees",
         params={"name": "feature/x", "type": "BRANCH"},
         json={"type": "BRANCH", "name": "main", "hash": head},
@@ -170,7 +180,10 @@ def test_a_reference_name_with_a_slash_is_one_encoded_segment(server):
 
 
 def test_the_api_is_still_served_beside_the_ui(server):
-    assert requests.get(f"{server.api_v2}/config", timeout=10).json()["defaultBranch"] == "main"
+    assert (
+        harness_session(server).get(f"{server.api_v2}/config", timeout=10).json()["defaultBranch"]
+        == "main"
+    )
 
 
 def test_hostile_names_and_commit_metadata_are_escaped_on_every_page(server):
@@ -179,14 +192,14 @@ def test_hostile_names_and_commit_metadata_are_escaped_on_every_page(server):
 
     api = server.api_v2
     script = "<script>alert(1)</script>"
-    head = requests.get(f"{api}/trees/main", timeout=10).json()["reference"]
-    requests.post(
+    head = harness_session(server).get(f"{api}/trees/main", timeout=10).json()["reference"]
+    harness_session(server).post(
         f"{api}/trees",
         params={"name": "hostile", "type": "BRANCH"},
         json=head,
         timeout=10,
     ).raise_for_status()
-    resp = requests.post(
+    resp = harness_session(server).post(
         f"{api}/trees/hostile@{head['hash']}/history/commit",
         json={
             "commitMeta": {

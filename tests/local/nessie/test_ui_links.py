@@ -17,7 +17,9 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import pytest
 import requests
 
+from tests.fixtures.catalog_auth import harness_session
 from tests.fixtures.lake_seed import BRANCH, MAIN_ROWS, STOCK_TABLE, seed_history_home
+from tests.local.nessie.conftest import API_RULES
 
 MAX_PAGES = 500
 
@@ -27,7 +29,7 @@ def seeded(tmp_path_factory):
     from local.nessie.runner import start_server
 
     home = seed_history_home(tmp_path_factory.mktemp("history") / "home")
-    running = start_server(str(home.root / "nessie.db"))
+    running = start_server(str(home.root / "nessie.db"), rules=API_RULES)
     yield running, home
     running.stop()
 
@@ -102,7 +104,11 @@ def test_the_diff_shows_the_branchs_own_changes_not_what_main_gained_since(serve
 
 def test_the_diff_compares_with_the_merge_base_on_main(seeded):
     server, home = seeded
-    main = requests.get(f"{server.api_v2}/trees/main", timeout=10).json()["reference"]["hash"]
+    main = (
+        harness_session(server)
+        .get(f"{server.api_v2}/trees/main", timeout=10)
+        .json()["reference"]["hash"]
+    )
     assert main == home.stock_merge
     page = get(server, f"/diff/{BRANCH}").text
     # against main as it was when the branch forked: the published ingest's merge commit
@@ -132,11 +138,11 @@ def test_merge_commits_link_both_parents(seeded):
 
 def test_a_table_the_branch_removed_links_to_it_as_the_base_had_it(server):
     api = server.api_v2
-    head = requests.get(f"{api}/trees/main", timeout=10).json()["reference"]
-    requests.post(
+    head = harness_session(server).get(f"{api}/trees/main", timeout=10).json()["reference"]
+    harness_session(server).post(
         f"{api}/trees", params={"name": "drops_stock", "type": "BRANCH"}, json=head, timeout=10
     ).raise_for_status()
-    requests.post(
+    harness_session(server).post(
         f"{api}/trees/drops_stock@{head['hash']}/history/commit",
         json={
             "commitMeta": {"message": "drop the stock table"},
@@ -157,7 +163,7 @@ def test_a_table_the_branch_removed_links_to_it_as_the_base_had_it(server):
 
 
 def test_a_reference_pinned_to_a_commit_outside_its_history_is_not_found(server):
-    branch_head = requests.get(f"{server.api_v2}/trees/{BRANCH}", timeout=10).json()
+    branch_head = harness_session(server).get(f"{server.api_v2}/trees/{BRANCH}", timeout=10).json()
     pinned = f"main@{branch_head['reference']['hash']}"  # the failed branch was never merged
     assert get(server, f"/content/{pinned}/sales/orders").status_code == 404
     assert get(server, f"/tree/{pinned}").status_code == 404

@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from bench.nessie_requests import namespace_content, operations_body, put_op
+from tests.fixtures.catalog_auth import harness_headers
 from tests.fixtures.nessie_api import commit, create_branch, head, unique
 
 AMBIGUOUS_TIME = "*2023-01-01T00:00:00.000Z"
@@ -356,7 +357,9 @@ def test_merge_resolves_unambiguous_relative_hashes(api, lay, source):
 
 @pytest.fixture
 def v1(nessie) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=nessie.api_v1, timeout=30) as client:
+    with httpx.Client(
+        base_url=nessie.api_v1, timeout=30, headers=harness_headers(nessie)
+    ) as client:
         yield client
 
 

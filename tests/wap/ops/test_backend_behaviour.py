@@ -334,6 +334,21 @@ def test_refused_publish_and_discard_change_nothing(world: World):
     assert world.state() == before
 
 
+def test_a_publish_by_a_reader_is_refused_naming_the_operation_and_changes_nothing(world: World):
+    if world.kind != "local":
+        pytest.skip("`wap --aws` authenticates people to Nessie in issue 41's AWS half")
+    before = world.state()
+    result = world.wap(
+        "publish", BRANCH, "--reason", "looks fine", env={"WAP_CATALOG_ROLE": "wap-reader"}
+    )
+    assert_one_line_error(
+        result,
+        "'COMMIT_CHANGE_AGAINST_REFERENCE' is not allowed for role 'wap-reader' on reference "
+        "'main'",
+    )
+    assert world.state() == before  # no merge, no ledger record claiming a publish
+
+
 def test_a_branch_that_moved_since_its_audit_is_not_published(world: World):
     before = world.state()
     result = world.wap("publish", MOVED_BRANCH, "--reason", "looks fine")

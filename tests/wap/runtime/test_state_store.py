@@ -107,13 +107,13 @@ def test_a_killed_command_loses_no_ledger_write_and_a_merged_ingest_is_published
     import subprocess
     import sys
 
-    from ingestion.nessie import NessieClient
+    from tests.fixtures.catalog_auth import harness_auth, harness_client
     from tests.fixtures.standin_job import commit_table_on_branch, snapshot_of
 
     use_fake_credentials(monkeypatch)
     home = WapHome(tmp_path / "home").create()
     # Main holds c's audited snapshot: the merge went through, the recording did not.
-    commit_table_on_branch(nessie.api_v1, "ns.t", "main", "c" * 16)
+    commit_table_on_branch(nessie.api_v1, "ns.t", "main", "c" * 16, auth=harness_auth(nessie))
     repo = str(REPO)
     script = KILLED.format(repo=repo, home=str(home.root), snapshot=snapshot_of("c" * 16))
     killed = subprocess.run(
@@ -125,7 +125,7 @@ def test_a_killed_command_loses_no_ledger_write_and_a_merged_ingest_is_published
         dynamodb, s3 = _resources()
         store = StateStore(home, ledger_table="ledger", buckets=BUCKETS)
         interrupted = store.restore(
-            dynamodb, s3, recover_interrupted=True, nessie=NessieClient(nessie.api_v1)
+            dynamodb, s3, recover_interrupted=True, nessie=harness_client(nessie, nessie.api_v1)
         )
         ledger = Ledger("ledger", dynamodb)
         merged, cut = ledger.get_ingest("c" * 16), ledger.get_ingest("d" * 16)
