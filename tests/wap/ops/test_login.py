@@ -130,3 +130,24 @@ def test_without_a_sign_in_the_cli_says_what_to_run(environ):
 def test_a_stack_without_sign_in_outputs_is_named():
     with pytest.raises(signin.LoginError, match="CatalogLoginUrl"):
         signin.LoginConfig.from_outputs({}, "WapIngest", "eu-west-1")
+
+
+def test_the_cli_calls_the_catalog_as_the_signed_in_person(environ, tmp_path):
+    from ingestion.nessie import NessieClient
+    from local.nessie.runner import start_server
+    from wap.ops.aws_backend import _person_tokens
+
+    server = start_server(str(tmp_path / "nessie.db"), secure=True)
+    try:
+        outputs = {"CatalogLoginUrl": CONFIG.login_url, "CatalogCliClientId": "cli-client"}
+        tokens = _person_tokens(outputs, "WapIngest", "eu-west-1")
+        assert tokens.config == CONFIG
+        tokens = signin.PersonTokens(CONFIG, environ=environ)
+        client = NessieClient(server.api_v1, tokens=tokens)
+        with pytest.raises(signin.LoginError, match="wap --aws login"):
+            client.reference("main")
+        person = signin.StoredTokens(server.token("wap-operator"), 1e12, "refresh-1")
+        signin.save_tokens(signin.token_file(CONFIG.cache_key, environ), person)
+        assert client.reference("main").name == "main"
+    finally:
+        server.stop()
