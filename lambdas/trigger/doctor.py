@@ -30,7 +30,7 @@ def run_check(event: dict[str, Any], settings: Settings) -> dict[str, Any]:
     request = event[DOCTOR_KEY] if isinstance(event[DOCTOR_KEY], dict) else {}
     check = request.get("check")
     if check == "nessie":
-        return {"check": check, "config": nessie_config(settings.nessie_uri)}
+        return {"check": check, "config": nessie_config(settings.nessie_uri, _token(settings))}
     if check == "smoke_job":
         run_id = str(request.get("run_id", ""))
         if not _RUN_ID.match(run_id):
@@ -48,10 +48,22 @@ def run_check(event: dict[str, Any], settings: Settings) -> dict[str, Any]:
     raise DoctorRequestError(f"unknown doctor check {check!r} (nessie, smoke_job)")
 
 
-def nessie_config(nessie_uri: str) -> dict[str, Any]:
-    """GET `<Nessie>/api/v2/config` (the deployment's URI names API v1)."""
+def _token(settings: Settings) -> str | None:
+    """This function's catalog token (its role's client), None without a catalog client:
+    with authentication on, Nessie answers nothing under /api without one."""
+    from ingestion.nessie import client_for
+
+    tokens = client_for(settings).tokens
+    return None if tokens is None else tokens.token()
+
+
+def nessie_config(nessie_uri: str, token: str | None = None) -> dict[str, Any]:
+    """GET `<Nessie>/api/v2/config` (the deployment's URI names API v1), with `token`."""
     base = re.sub(r"/api/v[12]/?$", "", nessie_uri.rstrip("/"))
     if not base.startswith(("http://", "https://")):
         raise DoctorRequestError(f"Nessie URI {nessie_uri!r} is not http(s)")
-    with urllib.request.urlopen(f"{base}/api/v2/config", timeout=10) as response:  # noqa: S310
+    request = urllib.request.Request(f"{base}/api/v2/config")  # noqa: S310
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
         return json.load(response)
