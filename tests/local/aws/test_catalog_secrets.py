@@ -46,9 +46,9 @@ def test_a_job_run_names_the_jobs_secret_by_arn(make_stack):
     record = wait_for_key(stack, "sales/orders/a.parquet")
     (run,) = [
         r
-        for r in stack.client("emr-serverless").list_job_runs(
-            applicationId=stack.application_id
-        )["jobRuns"]
+        for r in stack.client("emr-serverless").list_job_runs(applicationId=stack.application_id)[
+            "jobRuns"
+        ]
     ]
     detail = stack.client("emr-serverless").get_job_run(
         applicationId=stack.application_id, jobRunId=run["id"]
@@ -58,9 +58,7 @@ def test_a_job_run_names_the_jobs_secret_by_arn(make_stack):
     assert arguments[at + 1] == stack.env["WAP_JOB_NESSIE_CREDENTIALS_SECRET_ARN"]
     # Nothing of the secret's value is in the run's details.
     value = json.loads(
-        stack.client("secretsmanager").get_secret_value(SecretId=arguments[at + 1])[
-            "SecretString"
-        ]
+        stack.client("secretsmanager").get_secret_value(SecretId=arguments[at + 1])["SecretString"]
     )
     assert value["client_secret"] not in json.dumps(detail, default=str)
     assert record.status
