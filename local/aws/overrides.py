@@ -82,14 +82,6 @@ OVERRIDES: tuple[Override, ...] = (
         "WAP_MAX_PUBLISH_ATTEMPTS", Kind.ENVIRONMENT, "tests exhaust the rebase bound in fewer runs"
     ),
     Override(
-        "WAP_NESSIE_TOKEN_ENDPOINT",
-        Kind.ENVIRONMENT,
-        "the token endpoint of the local identity provider (local/idp.py, served by the "
-        "local Nessie) instead of the Cognito domain's; the client id and the secret (read "
-        "from Secrets Manager by its ARN) are the template's, bound to the local client of "
-        "the function's role",
-    ),
-    Override(
         "WAP_BLOCKED_START_SECONDS",
         Kind.ENVIRONMENT,
         "tests see a blocked table retried and alerted in seconds, not minutes",

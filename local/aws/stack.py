@@ -204,7 +204,7 @@ class StackSettings:
         endpoint (Cognito's on AWS, the local identity provider's here). Its client id is
         the template's client, bound to the local client of its role, and its secret is
         read from Secrets Manager by the template's ARN, as on AWS (the stack creates the
-        secrets: `_create_catalog_identity`)."""
+        secrets: `_create_catalog_identity`), so each function's grant is used."""
         from contracts.catalog_tokens import ENV_TOKEN_ENDPOINT
 
         environment = self.catalog_environment(handler)
@@ -392,12 +392,7 @@ class LocalAwsStack:
                 key: resolver.resolve_text(value, f"{where} Environment.{key}")
                 for key, value in function.environment.items()
             }
-            environments[name] = apply_overrides(
-                Kind.ENVIRONMENT,
-                variables,
-                {**overrides, **s.function_catalog_overrides(function.handler)},
-                where,
-            )
+            environments[name] = apply_overrides(Kind.ENVIRONMENT, variables, overrides, where)
             configuration = {
                 "FunctionName": name,
                 "Runtime": function.properties["Runtime"],
@@ -439,6 +434,12 @@ class LocalAwsStack:
                         runtime=configuration["Runtime"],
                         credentials=credentials[roles[name]],
                     ),
+                    # Its catalog client, as its AWS credentials: the function's identity,
+                    # not its configuration. Only the token endpoint differs from the
+                    # template's (the local identity provider's, not Cognito's): the client id
+                    # is the template's, bound to its role's local client, and the secret is
+                    # read from Secrets Manager by the template's ARN, as on AWS.
+                    **s.function_catalog_overrides(function.handler),
                 },
             )
             self.dispatcher.register(
