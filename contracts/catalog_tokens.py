@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 import time
 import urllib.error
@@ -225,7 +226,10 @@ def shared_cache(
 ) -> TokenCache:
     """The process's one cache for `credentials` (a Lambda's warm invocations and a
     command's clients reuse its token instead of fetching one each)."""
+    # Per function too: on Lambda each function is a process of its own that reads its
+    # role's secret itself (its own grant); the local stack runs them in one process.
     key = (
+        os.environ.get("AWS_LAMBDA_FUNCTION_NAME", ""),
         credentials.token_endpoint,
         credentials.client_id,
         credentials.client_secret,

@@ -6,7 +6,9 @@ and so does the local EMR stand-in, which rewrites their URIs to local copies. O
 point runs three kinds of run: an ingest (`JobArgs`), `wap doctor`'s smoke run
 (`SmokeArgs`, `--smoke`) and a compaction (`CompactionArgs`, `--compact`).
 
-Only names and URIs travel here, never a secret (EMR records the arguments of every run).
+Only names and URIs travel here, never a secret (EMR records the arguments of every run):
+the job's catalog client credentials are named by their Secrets Manager secret's ARN
+(`--catalog-credentials-secret`), which the job reads when it starts.
 Standard library only and Python 3.9-compatible: the job imports it on EMR.
 """
 
@@ -45,6 +47,7 @@ def _parser(prog: str, mode_flag: str | None, *required: str) -> _Parser:
     for flag in required:
         parser.add_argument(flag, required=True)
     parser.add_argument("--catalog", default=DEFAULT_CATALOG)
+    parser.add_argument("--catalog-credentials-secret", default=None)
     return parser
 
 
@@ -52,8 +55,11 @@ def _repeated(flag: str, values: Sequence[str]) -> list[str]:
     return [arg for value in values for arg in (flag, value)]
 
 
-def _catalog(catalog: str) -> list[str]:
-    return [] if catalog == DEFAULT_CATALOG else ["--catalog", catalog]
+def _catalog(catalog: str, credentials_secret: str | None = None) -> list[str]:
+    named = [] if catalog == DEFAULT_CATALOG else ["--catalog", catalog]
+    if credentials_secret:
+        named += ["--catalog-credentials-secret", credentials_secret]
+    return named
 
 
 _Args = TypeVar("_Args")
@@ -90,6 +96,8 @@ class JobArgs:
     # order of `sources`; `table` is then the dataset's first table.
     dataset_config_uri: str | None = None
     source_tables: tuple[str, ...] = ()
+    # The ARN of the secret holding the job's catalog client (never its value).
+    catalog_credentials_secret: str | None = None
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -139,7 +147,7 @@ class JobArgs:
             args += ["--table-config-uri", self.table_config_uri]
         if self.all_or_nothing:
             args.append("--all-or-nothing")
-        return args + _catalog(self.catalog)
+        return args + _catalog(self.catalog, self.catalog_credentials_secret)
 
     @classmethod
     def from_args(cls, argv: Sequence[str]) -> JobArgs:
@@ -161,16 +169,17 @@ class SmokeArgs:
     branch: str
     report_uri: str
     catalog: str = DEFAULT_CATALOG
+    catalog_credentials_secret: str | None = None
 
     def to_args(self) -> list[str]:
-        """`--smoke --branch B --report-uri U [--catalog C]`."""
+        """`--smoke --branch B --report-uri U [--catalog C] [--catalog-credentials-secret A]`."""
         return [
             SMOKE_FLAG,
             "--branch",
             self.branch,
             "--report-uri",
             self.report_uri,
-            *_catalog(self.catalog),
+            *_catalog(self.catalog, self.catalog_credentials_secret),
         ]
 
     @classmethod
@@ -191,6 +200,7 @@ class CompactionArgs:
     target_file_size: int = DEFAULT_TARGET_FILE_SIZE
     min_files: int = DEFAULT_MIN_FILES
     catalog: str = DEFAULT_CATALOG
+    catalog_credentials_secret: str | None = None
 
     def __post_init__(self) -> None:
         if self.target_file_size < 1 or self.min_files < 1:
@@ -218,7 +228,7 @@ class CompactionArgs:
             str(self.target_file_size),
             "--min-files",
             str(self.min_files),
-            *_catalog(self.catalog),
+            *_catalog(self.catalog, self.catalog_credentials_secret),
         ]
 
     @classmethod

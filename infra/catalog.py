@@ -2,17 +2,63 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
+from contracts.catalog_authorization import nessie_properties
 from infra import constants, names
 from infra.log_groups import log_group
+
+
+@dataclass(frozen=True)
+class CatalogAuth:
+    """What Nessie needs to authenticate and authorize every call (docs/deploy.md)."""
+
+    issuer_url: str  # Quarkus OIDC discovers the keys at <issuer>/.well-known/openid-configuration
+    api_client_id: str
+    ui_client_id: str
+    ui_client_secret: secretsmanager.ISecret  # JSON with `client_secret`
+    rules: Mapping[str, str]  # rule id -> CEL, as the rules file has them
+
+
+def nessie_auth_settings(auth: CatalogAuth) -> dict[str, str]:
+    """Nessie's (Quarkus) properties for OIDC bearer tokens, the UI's login tenant and the
+    authorization rules, each under its own property name (the container's environment
+    variables are named exactly so: MicroProfile Config reads an environment variable of the
+    property's exact name first, which keeps rule ids and the `ui-app` tenant unambiguous)."""
+    common = {
+        "roles.role-claim-path": "roles",
+        "roles.source": "accesstoken",
+        "token.principal-claim": "principal",
+    }
+    settings = {
+        "nessie.server.authentication.enabled": "true",
+        "quarkus.oidc.auth-server-url": auth.issuer_url,
+        "quarkus.oidc.client-id": auth.api_client_id,
+        **{f"quarkus.oidc.{key}": value for key, value in common.items()},
+        "quarkus.oidc.ui-app.auth-server-url": auth.issuer_url,
+        "quarkus.oidc.ui-app.client-id": auth.ui_client_id,
+        "quarkus.oidc.ui-app.application-type": "web-app",
+        "quarkus.oidc.ui-app.tenant-paths": constants.NESSIE_UI_TENANT_PATHS,
+        # Cognito matches the callback URL exactly: always come back to the UI's root,
+        # then Quarkus restores the page asked for.
+        "quarkus.oidc.ui-app.authentication.redirect-path": "/",
+        "quarkus.oidc.ui-app.authentication.restore-path-after-redirect": "true",
+        "quarkus.oidc.ui-app.authentication.scopes": "openid,profile",
+        **{f"quarkus.oidc.ui-app.{key}": value for key, value in common.items()},
+        "nessie.server.authorization.enabled": "true",
+    }
+    return {**settings, **nessie_properties(auth.rules)}
 
 
 class NessieCatalog(Construct):
@@ -32,6 +78,7 @@ class NessieCatalog(Construct):
         access_logs: s3.IBucket,
         removal_policy: RemovalPolicy,
         ui_allowed_cidr: str | None,
+        auth: CatalogAuth | None = None,
         image_tag: str = constants.NESSIE_IMAGE_TAG,
         adopt_tables: bool = False,
     ) -> None:
@@ -83,7 +130,19 @@ class NessieCatalog(Construct):
                 "QUARKUS_DYNAMODB_AWS_REGION": stack.region,
                 # The task role, via the container credentials endpoint.
                 "QUARKUS_DYNAMODB_AWS_CREDENTIALS_TYPE": "default",
+                **(nessie_auth_settings(auth) if auth else {}),
             },
+            # The UI's client secret: ECS reads it at start (the execution role), it is no
+            # plain environment variable of the task definition.
+            secrets=(
+                {
+                    "quarkus.oidc.ui-app.credentials.secret": ecs.Secret.from_secrets_manager(
+                        auth.ui_client_secret, "client_secret"
+                    )
+                }
+                if auth
+                else None
+            ),
             port_mappings=[
                 ecs.PortMapping(container_port=constants.NESSIE_API_PORT),
                 ecs.PortMapping(container_port=constants.NESSIE_MANAGEMENT_PORT),

@@ -68,6 +68,19 @@ NESSIE_MEMORY_MIB = 2048
 # both hash-keyed on the string attribute "k" (DynamoDB2Backend / DynamoDB2Constants).
 NESSIE_TABLE_SUFFIXES = ("refs", "objs")
 NESSIE_TABLE_KEY = "k"
+# Who may do what in the catalog: contracts/catalog_authorization.properties, deployed
+# verbatim. The Cognito resource server whose scopes `wap/<role>` name a machine client's
+# role (infra/token_roles.py turns them into the `roles` claim).
+CATALOG_RESOURCE_SERVER = "wap"
+# The Nessie UI's login (Quarkus OIDC tenant `ui-app`, Nessie's docs): the UI's pages.
+NESSIE_UI_TENANT_PATHS = "/,/tree*,/content*,/notfound*,/commits*"
+# Where operators open the UI without `-c nessieUiUrl`: the SSM port forward (docs/deploy.md).
+# Cognito accepts plain http callbacks for localhost only.
+NESSIE_LOCAL_UI_URL = "http://localhost:19120"
+# `wap --aws login`: the public client's localhost redirects (Cognito matches them exactly,
+# port included, so the CLI tries these ports in order).
+CLI_LOGIN_PORTS = (8765, 8766, 8767)
+CLI_LOGIN_PATH = "/callback"
 
 # --- Storage -----------------------------------------------------------------
 JOB_CODE_PREFIX = "jobs/"

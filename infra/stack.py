@@ -11,11 +11,14 @@ from aws_cdk import aws_iam as iam
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
+from contracts import catalog_authorization as authz
+from contracts import catalog_tokens as tokens
 from infra import constants, names
 from infra.alerts import AlertChannel, PipelineAlarms
-from infra.catalog import NessieCatalog
+from infra.catalog import CatalogAuth, NessieCatalog
 from infra.compute import SparkCompute
 from infra.constants import Capability, FunctionSpec, SourceTree
+from infra.identity import CatalogIdentity, CatalogRoles
 from infra.network import Network
 from infra.observability import IngestObservability
 from infra.pipeline import Pipeline, state_machine_arn
@@ -64,6 +67,13 @@ class WapStack(Stack):
             removal_policy=removal,
             auto_delete_objects=settings.destroy_data_on_delete,
         )
+        identity = CatalogIdentity(
+            self,
+            "Identity",
+            roles=catalog_roles(functions),
+            ui_callback_url=f"{ui_login_base(settings.nessie_ui_url)}/",
+            removal_policy=removal,
+        )
         catalog: NessieCatalog | None = None
         if settings.nessie_endpoint:
             base = settings.nessie_endpoint
@@ -78,6 +88,13 @@ class WapStack(Stack):
                 removal_policy=removal,
                 ui_allowed_cidr=settings.nessie_ui_allowed_cidr,
                 adopt_tables=settings.adopt_nessie_tables,
+                auth=CatalogAuth(
+                    issuer_url=identity.issuer_url,
+                    api_client_id=identity.cli_client.user_pool_client_id,
+                    ui_client_id=identity.ui_client.user_pool_client_id,
+                    ui_client_secret=identity.ui_client_secret,
+                    rules=authz.load_rules(),
+                ),
             )
             nessie_v1, nessie_v2, nessie_ui = catalog.api_v1_uri, catalog.api_v2_uri, catalog.ui_url
         # Where operators open the UI (e.g. through a port forward), used in Slack links.
@@ -167,6 +184,7 @@ class WapStack(Stack):
         )
 
         self._grant_job_role(storage, compute)
+        _grant_catalog_credentials(pipeline, compute, identity)
         if "maintenance" in pipeline.functions:
             _configure_maintenance(pipeline, storage, gc_delete=settings.gc_delete)
         self._grant_functions(pipeline, storage, compute, alert_channel)
@@ -186,6 +204,7 @@ class WapStack(Stack):
 
         self.storage, self.catalog, self.compute = storage, catalog, compute
         self.pipeline, self.alert_channel = pipeline, alert_channel
+        self.identity = identity
         CfnOutput(self, "SourceBucketName", value=storage.source.bucket_name)
         CfnOutput(self, "LakeBucketName", value=storage.lake.bucket_name)
         CfnOutput(self, "ArtifactsBucketName", value=storage.artifacts.bucket_name)
@@ -199,6 +218,19 @@ class WapStack(Stack):
                 "MaintenanceFunctionName",
                 value=pipeline.functions["maintenance"].function_name,
             )
+        # `wap --aws login` signs people in with these (docs/deploy.md).
+        CfnOutput(self, "CatalogIssuerUrl", value=identity.issuer_url)
+        CfnOutput(self, "CatalogLoginUrl", value=identity.login_base_url)
+        CfnOutput(self, "CatalogCliClientId", value=identity.cli_client.user_pool_client_id)
+        CfnOutput(self, "UserPoolId", value=identity.user_pool.user_pool_id)
+        # `wap doctor` checks each machine role's token: role -> its secret's ARN (JSON).
+        CfnOutput(
+            self,
+            "CatalogCredentialSecrets",
+            value=self.to_json_string(
+                {role: secret.secret_arn for role, secret in identity.credentials.items()}
+            ),
+        )
         CfnOutput(self, "SlackSecretArn", value=alert_channel.slack_token.secret_arn)
         CfnOutput(self, "AlarmTopicArn", value=alert_channel.topic.topic_arn)
         # Where `wap publish` / `discard --aws` send the OpenLineage event of a review.
@@ -329,6 +361,65 @@ class WapStack(Stack):
                 Capability.START_EXECUTION, ["states:StartExecution"], [pipeline.state_machine_arn]
             )
             grant(Capability.WATCH_EXECUTION, ["states:DescribeExecution"], [executions])
+
+
+def catalog_roles(functions: tuple[FunctionSpec, ...]) -> CatalogRoles:
+    """The catalog's roles: the machine ones (a client credentials secret each) are those
+    of the functions and the job; people's are groups."""
+    machines = {catalog_role(spec) for spec in functions} - {None} | {authz.JOB}
+    return CatalogRoles(
+        machines=tuple(sorted(machines)),
+        people=tuple(role for role in authz.ROLES if role not in machines),
+    )
+
+
+def catalog_role(spec: FunctionSpec) -> str | None:
+    """The catalog role a function's Nessie client acts as (None: it calls no Nessie)."""
+    if Capability.NESSIE not in spec.capabilities:
+        return None
+    return authz.COMPONENT_ROLES[spec.name]
+
+
+def ui_login_base(nessie_ui_url: str | None) -> str:
+    """Where the UI's login comes back to: the deploy's `-c nessieUiUrl` when Cognito accepts
+    it as a callback (https, or http on localhost), else the SSM port forward's address."""
+    if nessie_ui_url and (
+        nessie_ui_url.startswith("https://") or nessie_ui_url.startswith("http://localhost")
+    ):
+        return nessie_ui_url
+    return constants.NESSIE_LOCAL_UI_URL
+
+
+def _grant_catalog_credentials(
+    pipeline: Pipeline, compute: SparkCompute, identity: CatalogIdentity
+) -> None:
+    """Each function that calls Nessie reads its role's client credentials (and no other
+    role's); each that starts a job run names the job's secret in the run's arguments; the
+    job's role reads the job's secret only."""
+    from ingestion import constants as c
+
+    job_secret = identity.credentials[authz.JOB]
+    for name, function in pipeline.functions.items():
+        spec = pipeline.specs[name]
+        role = catalog_role(spec)
+        if role:
+            secret = identity.credentials[role]
+            # contracts/catalog_tokens.py: the client, and where its secret is kept.
+            function.add_environment(tokens.ENV_TOKEN_ENDPOINT, identity.token_endpoint)
+            function.add_environment(tokens.ENV_CLIENT_ID, identity.client_ids[role])
+            function.add_environment(tokens.ENV_CLIENT_SECRET_ARN, secret.secret_arn)
+            function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["secretsmanager:GetSecretValue"], resources=[secret.secret_arn]
+                )
+            )
+        if Capability.START_JOB in spec.capabilities:
+            function.add_environment(c.ENV_JOB_NESSIE_CREDENTIALS_SECRET_ARN, job_secret.secret_arn)
+    compute.execution_role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["secretsmanager:GetSecretValue"], resources=[job_secret.secret_arn]
+        )
+    )
 
 
 def _grant(

@@ -40,6 +40,8 @@ class Settings:
     state_machine_arn: str
     artifacts_bucket: str
     nessie_ui_url: str | None = None
+    # The job's catalog client secret (its ARN): what a job run's arguments name.
+    job_catalog_secret_arn: str | None = None
     # The catalog client of this function's role (WAP_NESSIE_TOKEN_ENDPOINT, _CLIENT_ID,
     # _CLIENT_SECRET or _CLIENT_SECRET_ARN: contracts/catalog_tokens.py); None: no token.
     catalog_credentials: CatalogCredentials | None = None
@@ -176,6 +178,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         logs_prefix=env[c.ENV_LOGS_PREFIX],
         state_machine_arn=env[c.ENV_STATE_MACHINE_ARN],
         nessie_ui_url=env.get(c.ENV_NESSIE_UI_URL) or None,
+        job_catalog_secret_arn=env.get(c.ENV_JOB_NESSIE_CREDENTIALS_SECRET_ARN) or None,
         catalog_credentials=_catalog_credentials(env),
         job_py_files=env.get(c.ENV_JOB_PY_FILES) or None,
         job_spark_parameters=env.get(c.ENV_JOB_SPARK_PARAMETERS) or None,

@@ -63,6 +63,9 @@ UNKNOWN_TABLE = "unknown_table"
 ENV_LEDGER_TABLE = "WAP_LEDGER_TABLE"
 ENV_NESSIE_URI = "WAP_NESSIE_URI"
 ENV_NESSIE_UI_URL = "WAP_NESSIE_UI_URL"
+# The Secrets Manager secret holding the job's Nessie client credentials, whose ARN (never
+# its value) a job run's arguments carry (the functions' own: contracts/catalog_tokens.py).
+ENV_JOB_NESSIE_CREDENTIALS_SECRET_ARN = "WAP_JOB_NESSIE_CREDENTIALS_SECRET_ARN"  # noqa: S105
 ENV_EMR_APPLICATION_ID = "WAP_EMR_APPLICATION_ID"
 ENV_EMR_EXECUTION_ROLE_ARN = "WAP_EMR_EXECUTION_ROLE_ARN"
 ENV_JOB_ENTRYPOINT = "WAP_JOB_ENTRYPOINT"

@@ -8,6 +8,7 @@ run is deduplicated by `clientToken`, the execution by its name.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from datetime import datetime
@@ -177,6 +178,11 @@ def _submit(
     log_uri: str,
     tags: dict[str, str],
 ) -> str:
+    if settings.job_catalog_secret_arn:
+        # The job reads its catalog client when it starts; the run names only the secret.
+        arguments = dataclasses.replace(
+            arguments, catalog_credentials_secret=settings.job_catalog_secret_arn
+        )
     submit: dict[str, Any] = {
         "entryPoint": settings.job_entrypoint,
         "entryPointArguments": arguments.to_args(),

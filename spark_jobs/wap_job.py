@@ -47,7 +47,7 @@ from contracts.table_config import (
     parse_table_config_text,
     too_large_text,
 )
-from spark_jobs import compaction, hadoop_fs
+from spark_jobs import catalog_secret, compaction, hadoop_fs
 from spark_jobs.audit import ROWS, observation_aggregates, run_audit
 from spark_jobs.catalog import configure_run_catalog, nessie_branch_hash
 from spark_jobs.checks import (
@@ -644,6 +644,9 @@ def run(spark, argv: list[str]) -> dict:
 
 def _run_parsed(spark, kind: str, args) -> dict:
     from spark_jobs.smoke import run_smoke
+
+    # The run's catalog client (its secret's ARN is in the arguments), before any catalog.
+    catalog_secret.use_catalog_secret(args.catalog_credentials_secret)
 
     if kind == SMOKE:
         return run_smoke(spark, args)

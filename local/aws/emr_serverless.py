@@ -318,6 +318,10 @@ class LocalEmrServerless:
                 check_submit(submission)
             args = parse_run_args(argv)  # malformed: the run fails, as the job exits 2
             local_args, staged, local_report = self._stage(args, workdir)
+            # The job reads its catalog secret with its own role's keys, as on EMR.
+            use_keys = getattr(self._job, "use_aws_credentials", None)
+            if use_keys is not None:
+                use_keys(self.credentials)
             result = self._job(local_args.to_args())
             if run.cancel.is_set():
                 raise _Cancelled()
@@ -552,6 +556,18 @@ class ArchiveJob:
         gateway = getattr(self.spark.sparkContext, "_gateway", None)
         process = getattr(gateway, "proc", None)
         return [process.pid] if process is not None else []
+
+    def use_aws_credentials(self, credentials: dict[str, str] | None) -> None:
+        """The AWS keys the job's own AWS calls sign with (its catalog secret's read): the
+        job role's, as EMR Serverless gives the driver; None: the process's."""
+        import boto3
+
+        keys = {f"aws_{name[4:].lower()}": value for name, value in (credentials or {}).items()}
+        self.module.catalog_secret.client_factory = (
+            (lambda region: boto3.client("secretsmanager", region_name=region, **keys))
+            if credentials
+            else None
+        )
 
     def check_submit(self, submission: SparkSubmit) -> None:
         """Refuse a run submitted with other Spark conf than this session's, or other code."""

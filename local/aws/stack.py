@@ -64,7 +64,7 @@ from local.aws.moto_fidelity import (
 from local.aws.overrides import Kind, LocalParityError, apply_overrides, common_environment
 from local.aws.s3_events import S3EventBridge
 from local.aws.schedule import LocalSchedule, ScheduledTarget, rate_seconds
-from local.aws.template import StackTemplate, stack_template
+from local.aws.template import StackTemplate, TemplateError, stack_template
 
 _log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -198,6 +198,17 @@ class StackSettings:
         if self.catalog_credentials is None or role is None:
             return {}
         return self.catalog_credentials(role).environment()
+
+    def function_catalog_overrides(self, handler: str) -> dict[str, str]:
+        """What a function's catalog client differs in from the template's: only the token
+        endpoint (Cognito's on AWS, the local identity provider's here). Its client id is
+        the template's client, bound to the local client of its role, and its secret is
+        read from Secrets Manager by the template's ARN, as on AWS (the stack creates the
+        secrets: `_create_catalog_identity`), so each function's grant is used."""
+        from contracts.catalog_tokens import ENV_TOKEN_ENDPOINT
+
+        environment = self.catalog_environment(handler)
+        return {ENV_TOKEN_ENDPOINT: environment[ENV_TOKEN_ENDPOINT]} if environment else {}
 
     def deploy_context(self) -> dict[str, str]:
         """The `-c` values this local deployment is synthesized with."""
@@ -369,6 +380,7 @@ class LocalAwsStack:
         role_arns = {lid: self._create_role(resolver, lid, iam) for lid in set(roles.values())}
         self._create_emr_application(resolver)
         self._create_slack_secret(resolver)
+        self._create_catalog_identity(resolver)
         resolver.bind("Catalog/Alb", DNSName=alb_dns_name(s.nessie_api_v1))
 
         overrides = s.overrides()
@@ -423,8 +435,11 @@ class LocalAwsStack:
                         credentials=credentials[roles[name]],
                     ),
                     # Its catalog client, as its AWS credentials: the function's identity,
-                    # not its configuration (on AWS the secret is read from Secrets Manager).
-                    **s.catalog_environment(function.handler),
+                    # not its configuration. Only the token endpoint differs from the
+                    # template's (the local identity provider's, not Cognito's): the client id
+                    # is the template's, bound to its role's local client, and the secret is
+                    # read from Secrets Manager by the template's ARN, as on AWS.
+                    **s.function_catalog_overrides(function.handler),
                 },
             )
             self.dispatcher.register(
@@ -547,6 +562,49 @@ class LocalAwsStack:
         )
         arn = secrets.create_secret(Name="wap/slack", **extra)["ARN"]
         resolver.bind("Alerts/SlackBotToken", arn)
+
+    def _create_catalog_identity(self, resolver: Resolver) -> None:
+        """The template's catalog clients (infra/identity.py): each machine role's client id
+        and its client credentials secret, created in Secrets Manager as the deploy's holds
+        them (JSON `client_id`, `client_secret`, `token_endpoint`, `scope`), with the local
+        identity provider's client of that role."""
+        from contracts import catalog_authorization as authz
+        from infra.constants import CATALOG_RESOURCE_SERVER
+        from infra.identity import construct_name
+
+        assert self.template is not None
+        secrets = self.client("secretsmanager")
+        resolver.bind("Identity/Users", "local-user-pool")
+        resolver.bind("Identity/Users/Login", "local")
+        for role in authz.ROLES:
+            secret_path = f"Identity/{construct_name(role)}Credentials"
+            try:
+                self.template.logical_id(secret_path)
+            except TemplateError:
+                continue  # a people's role: a group, no client
+            client = self._local_client(role)
+            resolver.bind(f"Identity/Users/{construct_name(role)}Client", client["client_id"])
+            arn = secrets.create_secret(
+                Name=f"wap/catalog-client/{role}",
+                SecretString=json.dumps({**client, "scope": f"{CATALOG_RESOURCE_SERVER}/{role}"}),
+            )["ARN"]
+            resolver.bind(secret_path, arn)
+
+    def _local_client(self, role: str) -> dict[str, str]:
+        """The local identity provider's client of `role` (`catalog_credentials`, the local
+        Nessie's), else one no token endpoint answers (a catalog without authentication)."""
+        if self.settings.catalog_credentials is not None:
+            credentials = self.settings.catalog_credentials(role)
+            return {
+                "client_id": credentials.client_id,
+                "client_secret": credentials.client_secret,
+                "token_endpoint": credentials.token_endpoint,
+            }
+        return {
+            "client_id": f"local-{role}",
+            "client_secret": f"local-{role}-unused",
+            "token_endpoint": "http://127.0.0.1:9/no-identity-provider/token",
+        }
 
     def _create_ingest_rule(self, resolver: Resolver) -> None:
         """The template's S3 "Object Created" rule (pattern and Lambda target), named locally."""

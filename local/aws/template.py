@@ -51,6 +51,10 @@ _SKIP_NAMES = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 _SKIP_SUFFIXES = (".pyc", ".pyo")
 # CDK's own deploy-time helpers: they configure what the local stack creates directly.
 CDK_PROVIDER_PREFIXES = ("BucketNotificationsHandler", "Custom::")
+# Functions of the identity provider, not of the pipeline: Cognito invokes its pre token
+# generation trigger (infra/token_roles.py) while it issues a token; locally the stand-in
+# (local/idp.py) writes the same `roles` claim itself.
+IDENTITY_PROVIDER_FUNCTIONS = ("Identity/TokenRoles",)
 LAMBDA_PACKAGE_PREFIX = "lambdas."
 
 
@@ -154,7 +158,7 @@ class StackTemplate:
             path = self.path(lid)
             properties = resource["Properties"]
             handler = properties.get("Handler", "")
-            if path.startswith(CDK_PROVIDER_PREFIXES):
+            if path.startswith(CDK_PROVIDER_PREFIXES) or path in IDENTITY_PROVIDER_FUNCTIONS:
                 continue
             if not handler.startswith(LAMBDA_PACKAGE_PREFIX) or handler.count(".") < 2:
                 raise TemplateError(

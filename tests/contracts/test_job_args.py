@@ -174,3 +174,36 @@ def test_a_model_refuses_what_its_parser_refuses():
         )
     with pytest.raises(JobArgsError, match="--source"):
         JobArgs(sources=[], table="a.b", branch="b", ingest_id="i", report_uri="u")
+
+
+SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:WapIngestIdentityWapJob-AbCdEf"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        JobArgs(
+            sources=["s3://s/a.csv"],
+            table="a.b",
+            branch="wap_b",
+            ingest_id="0123456789abcdef",
+            report_uri="s3://r/x.json",
+            catalog_credentials_secret=SECRET,
+        ),
+        SmokeArgs(
+            branch="wap-doctor-1", report_uri="s3://r/d.json", catalog_credentials_secret=SECRET
+        ),
+        CompactionArgs(
+            table="a.b",
+            branch="wap_c",
+            run_id="0123456789abcdef",
+            report_uri="s3://r/c.json",
+            catalog_credentials_secret=SECRET,
+        ),
+    ],
+    ids=["ingest", "smoke", "compaction"],
+)
+def test_every_kind_of_run_names_its_catalog_secret_by_arn_only(args):
+    rendered = args.to_args()
+    assert rendered[-2:] == ["--catalog-credentials-secret", SECRET]
+    assert parse_run_args(rendered) == args

@@ -700,7 +700,15 @@ def test_each_lambda_only_gets_the_permissions_it_uses(synthesized):
     # Rejections are alerted by the trigger itself (ingestion.alerts -> Slack).
     assert "secretsmanager:GetSecretValue" in actions_of("trigger")
     assert not {a for a in actions_of("job_status") if a.startswith("dynamodb:")}
-    assert not {"secretsmanager:GetSecretValue", "states:StartExecution"} & actions_of("publish")
+    assert "states:StartExecution" not in actions_of("publish")
+    # publish reads its catalog client credentials only, never the Slack token.
+    slack_id = _ref_id(synthesized.template.to_json()["Outputs"]["SlackSecretArn"]["Value"])
+    publish_secrets = [
+        s
+        for s in _statements_of_role(synthesized, _ref_id(functions["publish"][1]["Role"]))
+        if "secretsmanager:GetSecretValue" in _actions([s])
+    ]
+    assert not [s for s in publish_secrets if slack_id in json.dumps(s["Resource"])]
 
 
 def test_the_job_role_may_be_passed_to_emr_serverless_only(synthesized):
@@ -738,7 +746,8 @@ def test_job_role_is_assumable_by_emr_serverless_only(synthesized):
 
 
 def test_slack_secret_is_created_empty(synthesized):
-    (secret,) = synthesized.of_type("AWS::SecretsManager::Secret").values()
+    slack_id = _ref_id(synthesized.template.to_json()["Outputs"]["SlackSecretArn"]["Value"])
+    secret = synthesized.of_type("AWS::SecretsManager::Secret")[slack_id]
     assert "GenerateSecretString" not in secret["Properties"]
     assert "SecretString" not in secret["Properties"]
 

@@ -21,6 +21,7 @@ from wap.cli.commands import (
     reading,
     replaying,
     serving,
+    signing_in,
     suggesting,
 )
 from wap.ops.backends import DEFAULT_STACK, Target
@@ -116,6 +117,7 @@ app.command()(ingesting.demo)
 app.command()(replaying.replay)
 app.command()(maintenance.maintain)
 app.command()(maintenance.gc)
+app.command()(signing_in.login)
 
 
 def main() -> None:

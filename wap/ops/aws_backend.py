@@ -17,6 +17,16 @@ from wap.ops.backend import Backend
 REQUIRED_OUTPUTS = ("SourceBucketName", "NessieApiUrl", "StateMachineArn")
 
 
+def _person_tokens(outputs: dict[str, str], stack_name: str, region: str | None) -> Any:
+    """The signed-in person's tokens for a stack whose catalog authenticates (it has the
+    sign-in outputs); None for one deployed before issue 41."""
+    from wap.ops.login import LoginConfig, PersonTokens
+
+    if "CatalogLoginUrl" not in outputs:
+        return None
+    return PersonTokens(LoginConfig.from_outputs(outputs, stack_name, region or "default"))
+
+
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
@@ -33,14 +43,16 @@ class AwsBackend(Backend):
         ledger_table: str,
         *,
         nessie_url: str | None = None,
+        catalog_tokens: Any = None,
     ) -> None:
         self.session = session
         self.outputs = outputs
         self.ledger_table = ledger_table
-        # NessieApiUrl is the API v2 URL; --nessie-url may name the server's base.
+        # NessieApiUrl is the API v2 URL; --nessie-url may name the server's base. The
+        # catalog is called as the signed-in person (`wap --aws login`: catalog_tokens).
         super().__init__(
             Ledger(ledger_table, session.resource("dynamodb")),
-            NessieClient(nessie_url or outputs["NessieApiUrl"]),
+            NessieClient(nessie_url or outputs["NessieApiUrl"], tokens=catalog_tokens),
         )
         self._s3: Any = None
 
@@ -73,7 +85,13 @@ class AwsBackend(Backend):
             raise BackendError(
                 f"cannot read CloudFormation stack {stack_name}: {_one_line(exc)}"
             ) from exc
-        return cls(session, outputs, ledger_table, nessie_url=nessie_url)
+        return cls(
+            session,
+            outputs,
+            ledger_table,
+            nessie_url=nessie_url,
+            catalog_tokens=_person_tokens(outputs, stack_name, session.region_name),
+        )
 
     @property
     def source_bucket(self) -> str:

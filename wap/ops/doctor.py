@@ -10,6 +10,7 @@ secret is printed: the Slack check says whether a token is set, never which.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -86,6 +87,7 @@ def run_doctor(
     trigger = functions.get("trigger")
     nessie = _invoke_doctor(target, trigger, {"check": "nessie"})
     checks.append(_nessie_check(nessie))
+    checks += _role_checks(target)
     checks += _smoke_checks(
         target,
         trigger,
@@ -96,6 +98,23 @@ def run_doctor(
         clock=clock,
     )
     return checks
+
+
+def _role_checks(target: DoctorTarget) -> list[Check]:
+    """Each catalog role's token gets what the rules say (wap/ops/role_checks.py), for the
+    roles whose tokens the target can get (`catalog_tokens`: none for a catalog without
+    authentication)."""
+    from wap.ops.role_checks import check_roles
+
+    tokens_of = getattr(target, "catalog_tokens", None)
+    found = tokens_of() if tokens_of is not None else None
+    if not found:
+        return []
+    nessie_v2, tokens = found
+    return [
+        Check(f"catalog role {verdict.role}", verdict.ok, verdict.detail)
+        for verdict in check_roles(nessie_v2, tokens)
+    ]
 
 
 def _function_check(target: DoctorTarget, name: str, function: str | None) -> Check:
@@ -263,12 +282,57 @@ class LocalDoctorTarget:
 class AwsDoctorTarget:
     """A deployed stack, through the user's boto3 session."""
 
-    def __init__(self, session: Any, stack_name: str, outputs: dict[str, str]) -> None:
+    def __init__(
+        self,
+        session: Any,
+        stack_name: str,
+        outputs: dict[str, str],
+        *,
+        nessie_url: str | None = None,
+    ) -> None:
         self.session = session
         self.stack_name = stack_name
         self._outputs = outputs
         self._configurations: dict[str, dict[str, Any]] = {}
         self.label = f"stack {stack_name} in {session.region_name}"
+        self.nessie_url = nessie_url
+
+    def catalog_tokens(self) -> tuple[str, dict[str, Callable[[], str]]] | None:
+        """Nessie's API v2 URL (`--nessie-url` through a port forward, else the stack's) and
+        a token per role: each machine role's from its client credentials (its secret, read
+        with the user's AWS credentials: the operator needs secretsmanager:GetSecretValue
+        on them) and the signed-in person's (`wap --aws login`), under their roles claim."""
+        from contracts.catalog_tokens import CatalogCredentials, request_token
+        from wap.ops.login import LoginConfig, PersonTokens
+        from wap.ops.role_checks import token_roles
+
+        secrets = json.loads(self._outputs.get("CatalogCredentialSecrets") or "{}")
+        if not secrets:
+            return None
+        client = self.client("secretsmanager")
+
+        def machine(arn: str) -> Callable[[], str]:
+            def token() -> str:
+                value = json.loads(client.get_secret_value(SecretId=arn)["SecretString"])
+                credentials = CatalogCredentials(
+                    value["token_endpoint"], value["client_id"], value["client_secret"]
+                )
+                return request_token(credentials, value["client_secret"], now=time.time()).value
+
+            return token
+
+        tokens = {role: machine(arn) for role, arn in sorted(secrets.items())}
+        try:
+            person = PersonTokens(
+                LoginConfig.from_outputs(self._outputs, self.stack_name, self.session.region_name)
+            )
+            token = person.token()
+            for role in token_roles(token) or ():
+                tokens[role] = person.token
+        except Exception:  # noqa: S110 - not signed in: the machine roles are still checked
+            pass
+        base = self.nessie_url or self._outputs["NessieApiUrl"]
+        return re.sub(r"/api(/v[12])?/?$", "", base.rstrip("/")) + "/api/v2", tokens
 
     def outputs(self) -> dict[str, str]:
         return dict(self._outputs)

@@ -21,7 +21,12 @@ def doctor(
 
     def read(backend: Any) -> tuple[list[Any], str]:
         if backend.kind == "aws":
-            where = checkup.AwsDoctorTarget(backend.session, cmd.target(ctx).stack, backend.outputs)
+            where = checkup.AwsDoctorTarget(
+                backend.session,
+                cmd.target(ctx).stack,
+                backend.outputs,
+                nessie_url=cmd.target(ctx).nessie_url,
+            )
             return checkup.run_doctor(where, timeout=timeout), where.label
         where = checkup.LocalDoctorTarget(backend.stack.aws)
         return checkup.run_doctor(where, timeout=timeout, poll_seconds=0.5), where.label
