@@ -22,6 +22,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.doc import bench_parser, finish
@@ -230,16 +231,18 @@ def measure(
     rows: int,
     repeats: int,
     warm_files: dict[str, Path] | None = None,
+    nessie_headers: Callable[[], dict[str, str]] | None = None,
 ) -> tuple[list[dict], dict[str, int]]:
     """Every format x variant on `files` (`rows` rows each), `repeats` times (variant
     order alternated); per format the medians and the median of paired ratios, and the
-    file sizes. `warm_files` (5,000 rows): JIT, catalog and reader warm-up, not measured."""
+    file sizes. `warm_files` (5,000 rows): JIT, catalog and reader warm-up, not measured.
+    `nessie_headers`: what each catalog call adds (a token, for a server that authenticates)."""
     if warm_files is not None:
-        warmer = CsvBench(spark, Nessie(nessie_api), work, 5_000)
+        warmer = CsvBench(spark, Nessie(nessie_api, nessie_headers), work, 5_000)
         for fmt in FORMATS:
             for variant in VARIANTS:
                 getattr(warmer, variant)(warm_files[fmt])
-    bench = CsvBench(spark, Nessie(nessie_api), work, rows)
+    bench = CsvBench(spark, Nessie(nessie_api, nessie_headers), work, rows)
     samples = {fmt: {v: [] for v in VARIANTS} for fmt in FORMATS}
     for repeat in range(repeats):
         for fmt in FORMATS:

@@ -143,7 +143,7 @@ def run(rows: int, repeats: int, warm: bool) -> list[dict]:
     from local.spark import build_local_spark
 
     tmp = Path(tempfile.mkdtemp(prefix="quarantine-bench-"))
-    server = start_server(str(tmp / "nessie.db"))
+    server = start_server(str(tmp / "nessie.db"), secure=False)  # measures the job, not auth
     spark = build_local_spark(
         (tmp / "warehouse").as_uri(), server.api_v2, app_name="quarantine-bench"
     )

@@ -26,6 +26,7 @@ import time
 import urllib.parse
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,17 +158,19 @@ def _inject_violations(clean: Path, dirty: Path) -> None:
 
 
 class Nessie:
-    """Branch, merge and delete through Nessie API v2 (what publish does)."""
+    """Branch, merge and delete through Nessie API v2 (what publish does). `headers`: what
+    each call adds (a token, for a server that authenticates)."""
 
-    def __init__(self, base: str):
+    def __init__(self, base: str, headers: Callable[[], dict[str, str]] | None = None):
         self.base = base
+        self.headers = headers or dict
 
     def _call(self, method: str, path: str, body=None) -> dict:
         request = urllib.request.Request(
             self.base + path,
             method=method,
             data=json.dumps(body).encode() if body else None,
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", **self.headers()},
         )
         with urllib.request.urlopen(request, timeout=60) as response:
             text = response.read()

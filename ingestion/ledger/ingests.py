@@ -118,7 +118,8 @@ class IngestRecords:
         only_if: tuple[str, Any] | None = None,
     ) -> bool:
         """Set `fields` on an existing record; False when its status is not in `only_if_status`
-        (or, with `only_if` = (field, value), that field has another value).
+        (or, with `only_if` = (field, value), that field has another value; (field, None):
+        that field is set already).
 
         A final status also sets the record's expiry (TTL) and marks it for the sweeper
         (branch and staged copy clean-up), unless `fields` say otherwise. A status change
@@ -222,7 +223,10 @@ class IngestRecords:
             keys = [f":s{i}" for i in range(len(statuses))]
             values.update(dict(zip(keys, statuses, strict=True)))
             condition += f" AND #status IN ({', '.join(keys)})"
-        if only_if is not None:
+        if only_if is not None and only_if[1] is None:  # (field, None): only if not set yet
+            names["#only"] = only_if[0]
+            condition += " AND attribute_not_exists(#only)"
+        elif only_if is not None:
             names["#only"], values[":only"] = only_if
             condition += " AND #only = :only"
         return {

@@ -384,8 +384,12 @@ def _alert_blocked_once(
 ) -> None:
     """One alert per blocked file: which table waits, since when, and why."""
     iid, table = record.ingest_id, lock.table
+    # Conditional on the field too: two sweeps that overlap both read it unset.
     if record.blocked_alerted_at or not ledger.update_ingest(
-        iid, blocked_alerted_at=iso(now), only_if_status=c.PENDING_STATUSES
+        iid,
+        blocked_alerted_at=iso(now),
+        only_if_status=c.PENDING_STATUSES,
+        only_if=("blocked_alerted_at", None),
     ):
         return
     since = lock.active_since or record.created_at

@@ -95,6 +95,15 @@ def test_update_ingest_respects_the_expected_status(ledger):
     assert not ledger.update_ingest("d" * 16, {"status": "PUBLISHED"})  # no such ingest
 
 
+def test_update_ingest_only_if_a_field_is_not_set_yet(ledger):
+    ledger.create_ingest("f" * 16, {"status": "QUEUED"})
+    first, later = "2026-11-27T12:00:00+00:00", "2026-11-27T12:05:00+00:00"
+    unset = ("blocked_alerted_at", None)
+    assert ledger.update_ingest("f" * 16, {"blocked_alerted_at": first}, only_if=unset)
+    assert not ledger.update_ingest("f" * 16, {"blocked_alerted_at": later}, only_if=unset)
+    assert ledger.get_ingest("f" * 16).blocked_alerted_at == first
+
+
 def test_set_once_keeps_the_first_value(ledger):
     ledger.create_ingest("e" * 16, {"status": "RECEIVED"})
     assert ledger.set_once("e" * 16, "branch", "wap_a") == "wap_a"

@@ -6,16 +6,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-import boto3
-import pytest
-from moto import mock_aws
-
 from contracts.report import AuditReport
 from ingestion import constants as c
 from ingestion.config import Settings
-from ingestion.ledger import IngestRecord, Ledger
+from ingestion.ledger import IngestRecord
 from lambdas.sweeper import service
-from local.aws.stack import create_ledger_table
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 SETTINGS = Settings(
@@ -37,16 +32,6 @@ class _Nessie:
 
     def delete_branch(self, branch: str) -> None:
         self.deleted.append(branch)
-
-
-@pytest.fixture
-def ledger(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    with mock_aws():
-        create_ledger_table(boto3.client("dynamodb"), "ledger")
-        yield Ledger("ledger")
 
 
 def _adopt(ledger, tmp_path, quarantined: int) -> tuple[IngestRecord, list]:
