@@ -14,10 +14,12 @@ pytest_plugins = ["tests.plugins.xdist_support", "tests.plugins.file_order"]
 def pytest_configure(config):
     """Subprocesses the tests start (`python -m bench --quick`, the demo) inherit the
     suite's JVM options (tests/fixtures/suite_jvm.py)."""
+    from local.aws.botocore_data import share_botocore_data
     from local.spark import ENV_JVM_OPTIONS
     from tests.fixtures.suite_jvm import SUITE_JVM_OPTIONS
 
     os.environ.setdefault(ENV_JVM_OPTIONS, SUITE_JVM_OPTIONS)
+    share_botocore_data()  # also what tests with mock_aws() but no local stack create
 
 
 def pytest_collection_modifyitems(config, items):

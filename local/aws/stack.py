@@ -41,6 +41,7 @@ from contracts.catalog_tokens import CatalogCredentials
 from contracts.layout import TABLES_PREFIX
 from infra.constants import DEFAULT_REGION
 from local.aws import job_waits
+from local.aws.botocore_data import share_botocore_data
 from local.aws.emr_serverless import JobFunction, LocalEmrServerless
 from local.aws.iam import (
     STATE_MACHINE_INTERPRETER_KEY,
@@ -295,6 +296,7 @@ class LocalAwsStack:
                 f"{self.settings.region}"
             )
         self._environment.set({**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": self.settings.region})
+        share_botocore_data()
         make_dynamodb_requests_atomic()
         make_transactions_item_scoped()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
