@@ -5,41 +5,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from contracts.report import AuditReport, SourceVerdict
 from ingestion import batching
 from ingestion import constants as c
 from ingestion.batching import settle_members
-from ingestion.config import Settings
-from ingestion.ledger import BatchRecord, IngestRecord, Ledger
-from local.aws.stack import create_ledger_table
+from ingestion.ledger import BatchRecord, IngestRecord
+from tests.fixtures.moto_ledger import SETTINGS, moto_ledger
 
 BATCH = "b" * 16
 MEMBERS = ("1" * 16, "2" * 16)
-SETTINGS = Settings(
-    ledger_table="ledger",
-    nessie_uri="http://nessie.invalid/api/v2",
-    emr_application_id="app",
-    emr_execution_role_arn="arn:aws:iam::123456789012:role/job",
-    job_entrypoint="s3://artifacts/job.py",
-    reports_prefix="s3://artifacts/reports/",
-    logs_prefix="s3://artifacts/logs/",
-    state_machine_arn="arn:aws:states:us-east-1:123456789012:stateMachine:ingest",
-    artifacts_bucket="artifacts",
-)
 
 
 @pytest.fixture
 def ledger(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    with mock_aws():
-        create_ledger_table(boto3.client("dynamodb"), "ledger")
-        yield Ledger("ledger")
+    yield from moto_ledger(monkeypatch)
 
 
 def test_the_files_of_a_batch_discarded_before_they_were_settled_are_discarded(ledger):

@@ -3,35 +3,24 @@ cost shared out over its files by bytes, and the phases of an ingest adding up."
 
 from __future__ import annotations
 
-import boto3
+import dataclasses
+
 import pytest
-from moto import mock_aws
 
 from contracts.pricing import EMR_SERVERLESS_PRICES, parse_prices, prices_for, split_by_bytes
 from contracts.state import JobUsage, Outcome
 from ingestion import constants as c
 from ingestion.batching import settle_members
-from ingestion.config import Settings
 from ingestion.job_cost import usage_fields
-from ingestion.ledger import BatchRecord, IngestRecord, Ledger
+from ingestion.ledger import BatchRecord, IngestRecord
 from ingestion.time_split import time_split, upload_to_outcome_seconds
-from local.aws.stack import create_ledger_table
+from tests.fixtures.moto_ledger import SETTINGS as PLAIN_SETTINGS
+from tests.fixtures.moto_ledger import moto_ledger
 
 BATCH = "b" * 16
 MEMBERS = ("1" * 16, "2" * 16, "3" * 16)
 SIZES = (100, 300, 600)
-SETTINGS = Settings(
-    ledger_table="ledger",
-    nessie_uri="http://nessie.invalid/api/v2",
-    emr_application_id="app",
-    emr_execution_role_arn="arn:aws:iam::123456789012:role/job",
-    job_entrypoint="s3://artifacts/job.py",
-    reports_prefix="s3://artifacts/reports/",
-    logs_prefix="s3://artifacts/logs/",
-    state_machine_arn="arn:aws:states:us-east-1:123456789012:stateMachine:ingest",
-    artifacts_bucket="artifacts",
-    region="us-east-1",
-)
+SETTINGS = dataclasses.replace(PLAIN_SETTINGS, region="us-east-1")
 USAGE = JobUsage(
     vcpu_hours=0.4,
     memory_gb_hours=1.6,
@@ -44,12 +33,7 @@ USAGE = JobUsage(
 
 @pytest.fixture
 def ledger(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    with mock_aws():
-        create_ledger_table(boto3.client("dynamodb"), "ledger")
-        yield Ledger("ledger")
+    yield from moto_ledger(monkeypatch)
 
 
 def test_a_runs_billed_resources_are_priced_at_the_regions_rates():

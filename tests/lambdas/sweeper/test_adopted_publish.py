@@ -8,22 +8,11 @@ from datetime import UTC, datetime
 
 from contracts.report import AuditReport
 from ingestion import constants as c
-from ingestion.config import Settings
 from ingestion.ledger import IngestRecord
 from lambdas.sweeper import service
+from tests.fixtures.moto_ledger import SETTINGS
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
-SETTINGS = Settings(
-    ledger_table="ledger",
-    nessie_uri="http://nessie.invalid/api/v2",
-    emr_application_id="app",
-    emr_execution_role_arn="arn:aws:iam::123456789012:role/job",
-    job_entrypoint="s3://artifacts/job.py",
-    reports_prefix="s3://artifacts/reports/",
-    logs_prefix="s3://artifacts/logs/",
-    state_machine_arn="arn:aws:states:us-east-1:123456789012:stateMachine:ingest",
-    artifacts_bucket="artifacts",
-)
 
 
 class _Nessie:
