@@ -30,15 +30,13 @@ the wall-time ratio cannot fall far below the ratio of what the two sides decode
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from bench.doc import bench_parser, finish
+from bench.scratch import spark_and_catalog
 from bench.wap_job_bench import CHECKS, TABLE_CONFIG, generate
 
 # The heading of its section in docs/benchmarks.md.
@@ -212,15 +210,7 @@ def run(
     """Median seconds per step on one snapshot of the dirty file at `scale`, what each
     side reads (one more run of each) and the table's column count. `warm_up`: run each
     step once, unmeasured, first (a smoke test's single repeat measures nothing anyway)."""
-    from local.nessie.runner import start_server
-    from local.spark import build_local_spark
-
-    tmp = Path(tempfile.mkdtemp(prefix="audit-floor-"))
-    server = start_server(str(tmp / "nessie.db"), secure=False)  # measures the job, not auth
-    spark = build_local_spark(
-        (tmp / "warehouse").as_uri(), server.api_v2, app_name="audit-floor-bench"
-    )
-    try:
+    with spark_and_catalog("audit-floor-", "audit-floor-bench") as (spark, _, _):
         _, dirty = generate(scale)
         spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
         spark.read.parquet(dirty.as_uri()).writeTo(TABLE).create()
@@ -239,10 +229,6 @@ def run(
                     times["samples"].append(result["audit_samples_s"])
         reads = volume()
         width = len(spark.table(TABLE).columns)
-    finally:
-        spark.stop()
-        server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
     medians = {name: statistics.median(values) for name, values in times.items()}
     return medians, scanned, reads, width
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 import gzip
 import shutil
 import statistics
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from bench.doc import bench_parser, finish
+from bench.scratch import spark_and_catalog
 from bench.wap_job_bench import Bench, Nessie, Sample, _median
 
 # The heading of its section in docs/benchmarks.md.
@@ -201,26 +201,16 @@ class CsvBench(Bench):
 
 def run(rows: int, repeats: int, warm: bool) -> tuple[list[dict], dict[str, int]]:
     """`measure` in a SparkSession and Nessie server of its own, stopped afterwards."""
-    from local.nessie.runner import start_server
-    from local.spark import build_local_spark
-
-    tmp = Path(tempfile.mkdtemp(prefix="csv-bench-"))
-    server = start_server(str(tmp / "nessie.db"), secure=False)  # measures the job, not auth
-    spark = build_local_spark((tmp / "warehouse").as_uri(), server.api_v2, app_name="csv-bench")
-    try:
+    with spark_and_catalog("csv-bench-", "csv-bench") as (spark, nessie_api, tmp):
         return measure(
             spark,
-            server.api_v2,
+            nessie_api,
             tmp,
             generate(rows),
             rows,
             repeats,
             generate(5_000) if warm else None,
         )
-    finally:
-        spark.stop()
-        server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def measure(

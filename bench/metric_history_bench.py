@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
 from bench.doc import bench_parser, publish
+from bench.scratch import spark_and_catalog
 from bench.wap_job_bench import TABLE_CONFIG, Bench, Nessie, generate
 
 JOB_TARGET, READ_TARGET = 1.05, 1.1
@@ -374,8 +373,6 @@ def render_parts(job: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run both parts, print the table, write it to docs/benchmarks.md."""
-    from local.nessie.runner import start_server
-    from local.spark import build_local_spark
 
     parser = bench_parser("bench.metric_history_bench", "SF 0.01, 1 repeat, 10 vs 20 drops")
     parser.add_argument("--scale", type=float, default=1.0)
@@ -388,25 +385,18 @@ def main(argv: list[str] | None = None) -> int:
     repeats = 1 if args.quick else args.repeats
     drops = 20 if args.quick else args.drops
     started = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix="mh-bench-"))
-    server = start_server(str(tmp / "nessie.db"), secure=False)  # measures the job, not auth
-    spark = build_local_spark((tmp / "warehouse").as_uri(), server.api_v2, app_name="mh-bench")
-    try:
+    with spark_and_catalog("mh-bench-", "mh-bench") as (spark, nessie_api, tmp):
         if not args.skip_read:
             read_repeats = 1 if args.quick else max(repeats, 5)
             read = run_read((10, drops), read_repeats, spark, tmp / "history")
             print(f"  read: {read}", flush=True)
         if args.skip_job:
             return 0
-        job = run_job(scale, repeats, spark, Nessie(server.api_v2), tmp, warm_up=not args.quick)
+        job = run_job(scale, repeats, spark, Nessie(nessie_api), tmp, warm_up=not args.quick)
         print(f"  job: {job}", flush=True)
         if args.skip_read:
             print(render_parts(job))
             return 0
-    finally:
-        spark.stop()
-        server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
     publish(
         args,
         argv,

@@ -16,15 +16,14 @@ alternated per repeat). Results go to stdout and docs/benchmarks.md.
 
 from __future__ import annotations
 
-import shutil
 import statistics
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
 from bench.csv_bench import COLUMNS, STATUSES, _orders
 from bench.doc import bench_parser, finish
+from bench.scratch import spark_and_catalog
 from bench.wap_job_bench import Bench, Nessie, Sample, _median
 
 TITLE = "Quarantine: 0.1% bad rows set aside vs all clean (issue 40)"
@@ -139,28 +138,16 @@ class QuarantineBench(Bench):
 
 def run(rows: int, repeats: int, warm: bool) -> list[dict]:
     """`measure` in a SparkSession and Nessie server of its own, stopped afterwards."""
-    from local.nessie.runner import start_server
-    from local.spark import build_local_spark
-
-    tmp = Path(tempfile.mkdtemp(prefix="quarantine-bench-"))
-    server = start_server(str(tmp / "nessie.db"), secure=False)  # measures the job, not auth
-    spark = build_local_spark(
-        (tmp / "warehouse").as_uri(), server.api_v2, app_name="quarantine-bench"
-    )
-    try:
+    with spark_and_catalog("quarantine-bench-", "quarantine-bench") as (spark, nessie_api, tmp):
         return measure(
             spark,
-            server.api_v2,
+            nessie_api,
             tmp,
             generate(rows),
             rows,
             repeats,
             generate(2_000) if warm else None,
         )
-    finally:
-        spark.stop()
-        server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def measure(

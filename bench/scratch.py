@@ -15,6 +15,25 @@ from typing import Any
 
 
 @contextmanager
+def spark_and_catalog(prefix: str, app_name: str) -> Iterator[tuple[Any, str, Path]]:
+    """A SparkSession and a Nessie server of the benchmark's own over a fresh directory:
+    (session, the server's API v2 URI, directory); stopped and removed afterwards. The
+    server does not authenticate: the benchmarks measure the job, not authentication."""
+    from local.nessie.runner import start_server
+    from local.spark import build_local_spark
+
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    server = start_server(str(scratch / "nessie.db"), secure=False)
+    spark = build_local_spark((scratch / "warehouse").as_uri(), server.api_v2, app_name=app_name)
+    try:
+        yield spark, server.api_v2, scratch
+    finally:
+        spark.stop()
+        server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
 def scratch_with_tables(prefix: str, configs: dict[str, str]) -> Iterator[Path]:
     """A fresh directory whose `tables/` holds `configs` (table -> YAML text), named by
     WAP_TABLES_DIR meanwhile; afterwards the variable is restored and the directory gone."""

@@ -17,11 +17,9 @@ from __future__ import annotations
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -31,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.doc import bench_parser, finish
+from bench.scratch import spark_and_catalog
 from contracts.properties import INGEST_ID_PROPERTY
 
 # The heading of its section in docs/benchmarks.md.
@@ -340,15 +339,9 @@ def run(scales: list[float], repeats: int, *, warm_up: bool = True) -> list[dict
     """Every scale x data x variant, `repeats` times (variant order rotated); medians.
     `warm_up`: run each variant once on SF 0.01 first, unmeasured (a smoke test's single
     repeat measures nothing anyway)."""
-    from local.nessie.runner import start_server
-    from local.spark import build_local_spark
-
-    tmp = Path(tempfile.mkdtemp(prefix="wap-bench-"))
-    server = start_server(str(tmp / "nessie.db"), secure=False)  # measures the job, not auth
-    spark = build_local_spark((tmp / "warehouse").as_uri(), server.api_v2, app_name="wap-job-bench")
-    bench = Bench(spark, Nessie(server.api_v2), tmp)
-    rows = []
-    try:
+    with spark_and_catalog("wap-bench-", "wap-job-bench") as (spark, nessie_api, tmp):
+        bench = Bench(spark, Nessie(nessie_api), tmp)
+        rows = []
         files = {scale: generate(scale) for scale in scales}
         if warm_up:  # JIT and catalog warm-up, not measured
             warm_clean, warm_dirty = generate(0.01)
@@ -371,10 +364,6 @@ def run(scales: list[float], repeats: int, *, warm_up: bool = True) -> list[dict
                     }
                 )
                 _print_row(rows[-1])
-    finally:
-        spark.stop()
-        server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
     return rows
 
 
