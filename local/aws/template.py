@@ -226,8 +226,9 @@ def cache_dir(root: Path = REPO_ROOT) -> Path:
 
 
 @contextlib.contextmanager
-def _exclusive(lock_file: Path) -> Iterator[None]:
-    """One synth at a time per checkout: concurrent test runs wait and read the result."""
+def exclusive_lock(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_file` (one synth at a time per checkout: concurrent
+    test runs wait and read the result)."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_file, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -335,7 +336,7 @@ def cached_template(context: Mapping[str, str], *, root: Path = REPO_ROOT) -> St
     cached = _read_cached(path)
     if cached is not None:
         return cached
-    with _exclusive(cache_dir(root) / ".lock"):
+    with exclusive_lock(cache_dir(root) / ".lock"):
         cached = _read_cached(path)  # another process may have synthesized it meanwhile
         if cached is not None:
             return cached
