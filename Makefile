@@ -8,6 +8,9 @@ STAMP := $(VENV)/.installed
 # a shared cache): most of a fresh clone's `make test` before the first test is this install.
 # --compile-bytecode as pip does: with PYTHONDONTWRITEBYTECODE (below) nothing else would
 # write the .pyc files, and every process of the suite would compile boto3, moto, pyspark...
+# Never --upgrade: it implies --refresh, so every install rebuilt pyspark's 300 MB sdist (a
+# minute, and 600 MB of cache each time, until a CI run found the disk full); pip is pinned in
+# requirements-dev.txt instead.
 UV_PIN := uv==0.13.8
 UV := $(VENV)/bin/uv
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -18,7 +21,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 $(STAMP): requirements.txt requirements-dev.txt requirements-lambda.txt requirements-lambda-maintenance.txt pyproject.toml package.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check $(UV_PIN)
-	$(UV) pip install --quiet --compile-bytecode --python $(PY) --upgrade pip -r requirements-dev.txt
+	$(UV) pip install --quiet --compile-bytecode --python $(PY) -r requirements-dev.txt
 	$(UV) pip install --quiet --python $(PY) --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
