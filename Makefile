@@ -8,9 +8,13 @@ STAMP := $(VENV)/.installed
 # a shared cache): most of a fresh clone's `make test` before the first test is this install.
 # --compile-bytecode as pip does: with PYTHONDONTWRITEBYTECODE (below) nothing else would
 # write the .pyc files, and every process of the suite would compile boto3, moto, pyspark...
-# Never --upgrade: it implies --refresh, so every install rebuilt pyspark's 300 MB sdist (a
-# minute, and 600 MB of cache each time, until a CI run found the disk full); pip is pinned in
-# requirements-dev.txt instead.
+# pyspark is only an sdist on PyPI, and this machine's package proxy answers every cache
+# revalidation with "modified": uv rebuilt it on each install (18 s) and kept every copy in its
+# cache (600 MB each, until a CI run found the disk full). So uv runs without a cache and the
+# pyspark wheel is built once, by pip, into a wheelhouse that later installs find (1 s).
+# Never --upgrade: it implies --refresh. pip is pinned in requirements-dev.txt instead.
+WHEELHOUSE ?= $(HOME)/.cache/wap-lakehouse/wheels
+PYSPARK_PIN := $(shell grep -m1 '^pyspark==' requirements.txt)
 UV_PIN := uv==0.13.8
 UV := $(VENV)/bin/uv
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -21,8 +25,12 @@ export PYTHONDONTWRITEBYTECODE := 1
 $(STAMP): requirements.txt requirements-dev.txt requirements-lambda.txt requirements-lambda-maintenance.txt pyproject.toml package.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check $(UV_PIN)
-	$(UV) pip install --quiet --compile-bytecode --python $(PY) -r requirements-dev.txt
-	$(UV) pip install --quiet --python $(PY) --no-deps -e .
+	ls $(WHEELHOUSE)/pyspark-$(subst pyspark==,,$(PYSPARK_PIN))-*.whl >/dev/null 2>&1 || { \
+	  tmp=$$(mktemp -d) && $(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps \
+	    --wheel-dir $$tmp "$(PYSPARK_PIN)" && mkdir -p $(WHEELHOUSE) && mv $$tmp/*.whl $(WHEELHOUSE)/ \
+	    && rm -rf $$tmp; }
+	$(UV) pip install --quiet --no-cache --find-links $(WHEELHOUSE) --compile-bytecode --python $(PY) -r requirements-dev.txt
+	$(UV) pip install --quiet --no-cache --python $(PY) --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
