@@ -21,6 +21,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from bench.scratch import bench_spark
 
 # The heading of its section in docs/benchmarks.md.
 TITLE = "Per-file verdicts: the audit pass grouped by source file"
@@ -48,57 +51,55 @@ def run(
 ) -> tuple[dict[str, float], int, int]:
     """Median seconds per step, the rows and the files the grouped pass gave verdicts for.
     `warm_up`: run each step once, unmeasured, first."""
+    tmp = Path(tempfile.mkdtemp(prefix="per-source-audit-"))
+    try:
+        with bench_spark((tmp / "warehouse").as_uri(), None, "per-source-audit-bench") as spark:
+            return _measure(spark, scale, files, repeats, tmp, warm_up=warm_up)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure(
+    spark: Any, scale: float, files: int, repeats: int, tmp: Path, *, warm_up: bool
+) -> tuple[dict[str, float], int, int]:
     import yaml
     from pyspark.sql import functions as F
 
     from bench.wap_job_bench import TABLE_CONFIG, generate
     from contracts.table_config import parse_table_config_text
-    from local.spark import build_local_spark
     from spark_jobs.audit import count_aggregates
     from spark_jobs.checks import compile_checks
 
-    tmp = Path(tempfile.mkdtemp(prefix="per-source-audit-"))
-    spark = build_local_spark(
-        (tmp / "warehouse").as_uri(), "http://127.0.0.1:9/api/v2", app_name="per-source-audit-bench"
-    )
-    try:
-        _, dirty = generate(scale)
-        paths = split(dirty, tmp / "parts", files)
-        rows = spark.read.parquet(*[p.as_uri() for p in paths])
-        config = parse_table_config_text(TABLE_CONFIG, yaml=yaml)
-        checks = compile_checks(spark, config, rows.schema)
-        aggregates = count_aggregates(checks, list(range(len(checks))))
+    _, dirty = generate(scale)
+    paths = split(dirty, tmp / "parts", files)
+    rows = spark.read.parquet(*[p.as_uri() for p in paths])
+    config = parse_table_config_text(TABLE_CONFIG, yaml=yaml)
+    checks = compile_checks(spark, config, rows.schema)
+    aggregates = count_aggregates(checks, list(range(len(checks))))
 
-        def one_pass() -> int:
-            return int(rows.agg(*aggregates).first()[0])
+    def one_pass() -> int:
+        return int(rows.agg(*aggregates).first()[0])
 
-        def grouped() -> int:
-            return len(
-                rows.groupBy(F.input_file_name().alias("_source")).agg(*aggregates).collect()
-            )
+    def grouped() -> int:
+        return len(rows.groupBy(F.input_file_name().alias("_source")).agg(*aggregates).collect())
 
-        def per_file() -> int:
-            return sum(
-                int(spark.read.parquet(p.as_uri()).agg(*aggregates).first()[0]) for p in paths
-            )
+    def per_file() -> int:
+        return sum(int(spark.read.parquet(p.as_uri()).agg(*aggregates).first()[0]) for p in paths)
 
-        parts: dict[str, Callable[[], int]] = {
-            "one pass": one_pass,
-            "grouped": grouped,
-            "per file": per_file,
-        }
-        for step in parts.values() if warm_up else ():  # JIT warm-up, not measured
-            step()
-        total, verdicts = one_pass(), grouped()
-        times: dict[str, list[float]] = {name: [] for name in STEPS}
-        for repeat in range(repeats):
-            for name in STEPS[repeat % len(STEPS) :] + STEPS[: repeat % len(STEPS)]:
-                start = time.perf_counter()
-                parts[name]()
-                times[name].append(time.perf_counter() - start)
-    finally:
-        spark.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    parts: dict[str, Callable[[], int]] = {
+        "one pass": one_pass,
+        "grouped": grouped,
+        "per file": per_file,
+    }
+    for step in parts.values() if warm_up else ():  # JIT warm-up, not measured
+        step()
+    total, verdicts = one_pass(), grouped()
+    times: dict[str, list[float]] = {name: [] for name in STEPS}
+    for repeat in range(repeats):
+        for name in STEPS[repeat % len(STEPS) :] + STEPS[: repeat % len(STEPS)]:
+            start = time.perf_counter()
+            parts[name]()
+            times[name].append(time.perf_counter() - start)
     return {name: statistics.median(v) for name, v in times.items()}, total, verdicts
 
 

@@ -1,15 +1,18 @@
 """The benchmarks still run and still measure what they claim (smoke size, SF 0.01).
 
-They run in processes apart from the test session: a benchmark starts and stops its own
-SparkSession, which must not be the test session's; those that run Spark (SHARED) share
-one process, as `make bench` runs them. Timings are not asserted (they belong to `make bench`);
-what is asserted comes from the TPC-H generator and Iceberg, not from our code: SF 0.01
-lineitem has 60,175 rows, and a `not_null` on a column whose file reports no nulls is
-answered from metrics without reading a row.
+Those that run Spark (SHARED) run here, one after another as `make bench` runs them, in
+the suite's own SparkSession (bench.scratch.lend_spark): a fresh JVM's start and warm-up
+cost more than the benchmarks' smoke sizes. The others run in processes of their own, as
+`python -m bench...` does. Timings are not asserted (they belong to `make bench`); what is
+asserted comes from the TPC-H generator and Iceberg, not from our code: SF 0.01 lineitem
+has 60,175 rows, and a `not_null` on a column whose file reports no nulls is answered from
+metrics without reading a row.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 
@@ -33,15 +36,21 @@ def _run_quick(module: str, *args: str, timeout: float = 600) -> str:
     return done.stdout
 
 
-# The benchmarks that run Spark go in one process, one after another, as `make bench` runs
-# them: one JVM start instead of four (the suite's time budget).
+# The benchmarks that run Spark, in this process and its JVM (the suite's time budget).
 SHARED = ("audit_floor", "wap_job", "burst", "per_source_audit", "quarantine")
 
 
 @pytest.fixture(scope="module")
-def quick_outputs() -> dict[str, str]:
+def quick_outputs(spark) -> dict[str, str]:
     """Each of SHARED's output (`python -m bench --quick --no-doc ...`), by name."""
-    out = _run_quick("bench", *SHARED, timeout=1200)
+    from bench.__main__ import main
+    from bench.scratch import lend_spark
+
+    printed = io.StringIO()
+    with lend_spark(spark), contextlib.redirect_stdout(printed):
+        failed = main([*SHARED, "--quick", "--no-doc"])
+    out = printed.getvalue()
+    assert failed == 0, out[-4000:]
     sections = out.split("\n=== ")
     outputs = {section.split(" ===", 1)[0]: section for section in sections[1:]}
     assert sorted(outputs) == sorted(SHARED), out[-2000:]
