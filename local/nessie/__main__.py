@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from .runner import base_url, make_security, serve_forever
+from .runner import base_url, make_security, people_of, serve_forever
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger(__name__).info(
         "Nessie API v2 on http://%s:%d/api/v2, db %s", args.host, args.port, db
     )
-    security = make_security()
+    security = make_security(people=people_of(str(db)))
     assert security is not None
     security.idp.bind(base_url(args.host, args.port))
     clients = Path(args.clients) if args.clients else db.with_name(db.name + ".clients.json")
