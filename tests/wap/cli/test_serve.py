@@ -77,3 +77,15 @@ def test_the_dashboard_serves_the_catalog_unless_the_port_is_taken(home, monkeyp
         assert "in use" in capsys.readouterr().err
     finally:
         server.stop()
+
+
+def test_a_people_table_that_is_not_one_is_a_one_line_error(tmp_path):
+    from wap.runtime.home import WapHome
+
+    home = WapHome(tmp_path / "home").create()
+    (home.root / "people.yaml").write_text("eve: wap-publisher\n")  # a machine's role
+    result = run_wap("--home", str(home.root), "serve", "--port", str(free_port()))
+    assert_one_line_error(result, "people.yaml", "'wap-publisher' is not a people's role")
+    # Every command serves the UI while it runs.
+    result = run_wap("--home", str(home.root), "branches")
+    assert_one_line_error(result, "people.yaml", "'wap-publisher' is not a people's role")
