@@ -15,10 +15,11 @@ under `/idp` (no process of its own):
   at the token endpoint (`grant_type=authorization_code`) by a web client registered with
   its redirect URI (`register_web_client`), which gets no client-credentials token.
 - `GET /idp/jwks`: the signing key set; `GET /idp/.well-known/openid-configuration`.
-Tokens are RS256 JWTs (joserfc) with `iss`, `sub` (the client id: Nessie's principal
-name, the `role` of its rules), `roles` (contracts.catalog_authorization.ROLES_CLAIM),
-`iat`, `exp`, `jti`. `verify` checks what Quarkus OIDC checks for a bearer token:
-signature, issuer and expiry, with the injectable clock.
+Tokens are RS256 JWTs (joserfc) with `iss`, `sub` (the client id, or a signed-in
+person's name: Nessie's principal name, the `role` of its rules), `client_id`, `roles`
+(contracts.catalog_authorization.ROLES_CLAIM), `iat`, `exp`, `jti`. `verify` checks what
+Quarkus OIDC checks for a bearer token: signature, issuer and expiry, with the injectable
+clock.
 
 Each role of contracts.catalog_authorization has a client whose id is the role's name;
 secrets are random per provider (a server process), handed to in-process callers by
@@ -356,7 +357,8 @@ class LocalIdentityProvider:
         if grant.client_id != client_id or grant.redirect_uri != redirect_uri:
             raise InvalidGrantError("the code was issued to another client or redirect")
         if grant.challenge is not None and (
-            verifier is None or not secrets.compare_digest(_s256(verifier), grant.challenge)
+            verifier is None
+            or not secrets.compare_digest(_s256(verifier).encode(), grant.challenge.encode())
         ):
             raise InvalidGrantError("the PKCE verifier does not match the challenge")
         if grant.person not in self.people:

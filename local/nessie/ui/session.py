@@ -83,7 +83,9 @@ class UiSignIn:
         back to the page first asked for. SignInError when the answer cannot be taken."""
         state, wanted = _kept(request.cookies.get(LOGIN_COOKIE, ""))
         params = request.query_params
-        if not state or not secrets.compare_digest(state, params.get("state", "")):
+        if not state or not secrets.compare_digest(
+            state.encode(), params.get("state", "").encode()
+        ):
             raise SignInError(400, "This sign-in was not started here, or took too long: reload.")
         if "error" in params:
             raise SignInError(401, f"Sign-in refused: {params['error']}")

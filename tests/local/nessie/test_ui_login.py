@@ -192,3 +192,14 @@ def test_the_people_table(tmp_path):
     table.write_text("- ada\n")
     with pytest.raises(PeopleError, match="name: role"):
         load_people(table)
+
+
+def test_a_state_or_challenge_that_is_not_ascii_is_refused_not_a_crash(server):
+    asked = requests.Session()
+    get(f"{server.url}/tree/main", asked)
+    answer = get(f"{server.url}/?code=abc&state=%C3%A9", asked)
+    assert answer.status_code == 400
+    idp = _provider()
+    code = idp.grant_code("ada", "app", "http://127.0.0.1:1/", "é")
+    with pytest.raises(InvalidGrantError, match="PKCE"):
+        idp.redeem("app", code, "http://127.0.0.1:1/", "v" * 50)
