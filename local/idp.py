@@ -9,11 +9,16 @@ under `/idp` (no process of its own):
   contracts/catalog_tokens.py both use it.
 - `GET|POST /idp/authorize`: the authorization code flow (RFC 6749 4.1, PKCE of RFC 7636
   when the client sends a challenge) for people, what Cognito's hosted login page does for
-  Nessie's `ui-app` tenant: a login form for a person of the people table (`people.yaml`
-  next to the catalog's database: name -> roles; without one, a single operator,
-  DEFAULT_PERSON). No password: the server answers this machine only. The code is traded
-  at the token endpoint (`grant_type=authorization_code`) by a web client registered with
-  its redirect URI (`register_web_client`), which gets no client-credentials token.
+  Nessie's `ui-app` tenant and `wap --aws login`: a login form for a person of the people
+  table (`people.yaml` next to the catalog's database: name -> roles; without one, a
+  single operator, DEFAULT_PERSON). No password: the server answers this machine only.
+  The code is traded at the token endpoint (`grant_type=authorization_code`) by a client
+  registered with that redirect URI: a web client (`register_web_client`, with its
+  secret) or a public one (`register_public_client`, PKCE required, as a CLI's); either
+  gets no client-credentials token. The answer has a refresh token
+  (`grant_type=refresh_token`: a new access token, the same refresh token, as Cognito).
+  Cognito's paths (`/oauth2/authorize`, `/oauth2/token`) are served under /idp too, so
+  wap/ops/login.py signs in here with the login URL `<server>/idp`.
 - `GET /idp/jwks`: the signing key set; `GET /idp/.well-known/openid-configuration`.
 Tokens are RS256 JWTs (joserfc) with `iss`, `sub` (the client id, or a signed-in
 person's name: Nessie's principal name, the `role` of its rules), `client_id`, `roles`
@@ -183,6 +188,7 @@ class LocalIdentityProvider:
         self.clients = dict(role_clients() if clients is None else clients)
         self.people = dict(default_people() if people is None else people)
         self._codes: dict[str, _Grant] = {}
+        self._refresh: dict[str, tuple[str, str]] = {}  # refresh token -> person, client id
         self._codes_lock = threading.Lock()
         self.clock = clock
         self.lifetime_seconds = lifetime_seconds
@@ -208,6 +214,11 @@ class LocalIdentityProvider:
         client = LocalClient(client_id, secrets.token_urlsafe(24), (), (redirect_uri,))
         self.clients[client_id] = client
         return client
+
+    def register_public_client(self, client_id: str, redirect_uris: tuple[str, ...]) -> None:
+        """Add (or replace) a client without a secret (a CLI: PKCE binds its codes instead)
+        that signs people in and is sent back to one of `redirect_uris`."""
+        self.clients[client_id] = LocalClient(client_id, "", (), redirect_uris)
 
     def register(self, client_id: str, roles: tuple[str, ...]) -> CatalogCredentials:
         """Add a client whose tokens carry `roles` (kept if it exists); its credentials."""
@@ -295,29 +306,40 @@ class LocalIdentityProvider:
         if not grant:
             return _oauth_error(400, "invalid_request", "grant_type is required")
         client = self.clients.get(client_id or "")
-        if (
-            client is None
-            or secret is None
-            or not secrets.compare_digest(client.client_secret.encode(), secret.encode())
+        public = client is not None and not client.client_secret  # 3.2.1: identified by id
+        if client is None or (
+            not public
+            and (
+                secret is None
+                or not secrets.compare_digest(client.client_secret.encode(), secret.encode())
+            )
         ):
             return _oauth_error(401, "invalid_client", "client authentication failed", basic)
-        if grant == "authorization_code" and client.redirect_uris:
-            try:
-                token = self.redeem(
+        body: dict[str, Any] = {}
+        people_grants = ("authorization_code", "refresh_token")
+        try:
+            if grant == "authorization_code" and client.redirect_uris:
+                taken = self._take_code(
                     client.client_id,
                     form.get("code", ""),
                     form.get("redirect_uri", ""),
                     form.get("code_verifier"),
                 )
-            except InvalidGrantError as exc:
-                return _oauth_error(400, "invalid_grant", str(exc))
-        elif grant == "client_credentials" and not client.redirect_uris:
-            token = self.issue(client.client_id)
-        elif grant in ("authorization_code", "client_credentials"):
-            return _oauth_error(400, "unauthorized_client", f"grant_type {grant!r}")
-        else:
-            return _oauth_error(400, "unsupported_grant_type", f"grant_type {grant!r}")
-        body = {"access_token": token, "token_type": "Bearer", "expires_in": self.lifetime_seconds}
+                token = self.issue_person(taken.person, client.client_id)
+                body["refresh_token"] = self._new_refresh(taken.person, client.client_id)
+            elif grant == "refresh_token" and client.redirect_uris:
+                token = self._refreshed(client.client_id, form.get("refresh_token", ""))
+            elif grant == "client_credentials" and not client.redirect_uris:
+                token = self.issue(client.client_id)
+            elif grant in ("client_credentials", *people_grants):
+                return _oauth_error(400, "unauthorized_client", f"grant_type {grant!r}")
+            else:
+                return _oauth_error(400, "unsupported_grant_type", f"grant_type {grant!r}")
+        except InvalidGrantError as exc:
+            return _oauth_error(400, "invalid_grant", str(exc))
+        body.update(
+            {"access_token": token, "token_type": "Bearer", "expires_in": self.lifetime_seconds}
+        )
         # 5.1: token answers are not cached.
         return JSONResponse(body, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
 
@@ -350,6 +372,27 @@ class LocalIdentityProvider:
         """The person's access token for a code (4.1.3: once, by the client it was issued
         to, with the same redirect URI, and the PKCE verifier when it had a challenge);
         InvalidGrantError otherwise."""
+        return self.issue_person(
+            self._take_code(client_id, code, redirect_uri, verifier).person, client_id
+        )
+
+    def _new_refresh(self, person: str, client_id: str) -> str:
+        token = secrets.token_urlsafe(32)
+        with self._codes_lock:
+            self._refresh[token] = (person, client_id)
+        return token
+
+    def _refreshed(self, client_id: str, refresh_token: str) -> str:
+        """6: a new access token for a refresh token of this client."""
+        with self._codes_lock:
+            person, owner = self._refresh.get(refresh_token, ("", ""))
+        if owner != client_id or person not in self.people:
+            raise InvalidGrantError("the refresh token is unknown or not this client's")
+        return self.issue_person(person, client_id)
+
+    def _take_code(
+        self, client_id: str, code: str, redirect_uri: str, verifier: str | None
+    ) -> _Grant:
         with self._codes_lock:
             grant = self._codes.pop(code, None)
         if grant is None or grant.expires_at <= self.clock():
@@ -363,13 +406,14 @@ class LocalIdentityProvider:
             raise InvalidGrantError("the PKCE verifier does not match the challenge")
         if grant.person not in self.people:
             raise InvalidGrantError("the person is no longer in the people table")
-        return self.issue_person(grant.person, client_id)
+        return grant
 
     def authorize_response(self, params: Mapping[str, str], submitted: bool) -> Response:
         """4.1.1: the login form for an authorization request; once a person's name is
         submitted, the redirect back with a code (4.1.2) or the form again."""
         client_id, redirect_uri = params.get("client_id", ""), params.get("redirect_uri", "")
-        if self.web_client(client_id, redirect_uri) is None:
+        client = self.web_client(client_id, redirect_uri)
+        if client is None:
             # 4.1.2.1: never redirect to an unverified URI; tell the person instead.
             return _login_page(400, "Unknown client or redirect URI.", {}, "")
         if params.get("response_type") != "code":
@@ -377,7 +421,8 @@ class LocalIdentityProvider:
         method = params.get(
             "code_challenge_method", "plain" if params.get("code_challenge") else ""
         )
-        if method not in ("", "S256"):
+        if method not in ("", "S256") or (not client.client_secret and not method):
+            # Only S256; a public client's code is bound to it by PKCE or by nothing.
             return _redirect_error(redirect_uri, "invalid_request", params)
         carried = {
             k: params[k]
@@ -407,7 +452,7 @@ class LocalIdentityProvider:
             "jwks_uri": self.issuer + "/jwks",
             "response_types_supported": ["code"],
             "code_challenge_methods_supported": ["S256"],
-            "grant_types_supported": ["client_credentials", "authorization_code"],
+            "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
             "id_token_signing_alg_values_supported": [ALGORITHM],
         }
@@ -446,6 +491,9 @@ class LocalIdentityProvider:
         return [
             Route(PATH + "/token", token, methods=["POST"]),
             Route(PATH + "/authorize", authorize, methods=["GET", "POST"]),
+            # Cognito's paths, where wap/ops/login.py looks for them under the login URL.
+            Route(PATH + "/oauth2/token", token, methods=["POST"]),
+            Route(PATH + "/oauth2/authorize", authorize, methods=["GET", "POST"]),
             Route(PATH + "/jwks", jwks, methods=["GET"]),
             Route(PATH + "/.well-known/openid-configuration", discovery, methods=["GET"]),
         ]

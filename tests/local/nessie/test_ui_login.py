@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -203,3 +204,29 @@ def test_a_state_or_challenge_that_is_not_ascii_is_refused_not_a_crash(server):
     code = idp.grant_code("ada", "app", "http://127.0.0.1:1/", "é")
     with pytest.raises(InvalidGrantError, match="PKCE"):
         idp.redeem("app", code, "http://127.0.0.1:1/", "v" * 50)
+
+
+def test_a_public_client_needs_pkce_and_its_refresh_token_is_its_own():
+    idp = _provider()
+    idp.register_public_client("cli", ("http://localhost:1/callback",))
+    request = {"response_type": "code", "client_id": "cli", "state": "s", "person": "ada"}
+    request["redirect_uri"] = "http://localhost:1/callback"
+    refused = idp.authorize_response(request, submitted=True)
+    assert "error=invalid_request" in refused.headers["location"]  # no code without PKCE
+    verifier = "v" * 50
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    request.update(code_challenge=challenge.rstrip(b"=").decode(), code_challenge_method="S256")
+    answer = urlsplit(idp.authorize_response(request, submitted=True).headers["location"])
+    code = parse_qs(answer.query)["code"][0]
+    trade = {"grant_type": "authorization_code", "client_id": "cli", "code": code}
+    trade.update(redirect_uri="http://localhost:1/callback", code_verifier=verifier)
+    traded = json.loads(idp.token_response(trade, None).body)
+    assert idp.verify(traded["access_token"]).name == "ada"
+    renew = {"grant_type": "refresh_token", "refresh_token": traded["refresh_token"]}
+    renewed = json.loads(idp.token_response({**renew, "client_id": "cli"}, None).body)
+    assert idp.verify(renewed["access_token"]).name == "ada"
+    app = idp.clients["app"]
+    stolen = idp.token_response(
+        {**renew, "client_id": "app", "client_secret": app.client_secret}, None
+    )
+    assert stolen.status_code == 400 and b"invalid_grant" in stolen.body
