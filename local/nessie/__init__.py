@@ -11,7 +11,8 @@ provider, local/idp.py, served under /idp; the authorization rules of
 contracts/catalog_authorization.properties at Nessie's check points), `ui/` (the read-only
 web UI), `runner.py` / `__main__.py`.
 
-By default the server authenticates every API call (401 without a valid token) and
+By default the server authenticates every API call (401 without a valid token; a UI page
+without a session goes to the login instead) and
 authorizes each operation with the service's rules (403 naming what was refused), as
 Nessie with `nessie.server.authentication.enabled` and `authorization.enabled` does;
 `start_server(secure=False)` serves without either (benchmarks).
@@ -26,8 +27,9 @@ Known differences from real Nessie (clients treat all of these as opaque or unus
   since the merge base to different values (FORCE / DROP per-key modes honoured).
 - Not implemented: transplant, reflog, repository config, `/recent-changes`, v1 namespace
   endpoints. Nessie's React UI is replaced by a small read-only server-rendered one on the
-  same paths (`ui/`), which reads the store itself: it asks for no login (Nessie's UI
-  logs in through its `ui-app` OIDC tenant) and serves this machine only. CEL filters are
+  same paths (`ui/`), which reads the store itself, for people signed in at the local
+  identity provider as Nessie's UI signs them in through its `ui-app` OIDC tenant
+  (`ui/session.py`), each page authorized with their roles. CEL filters are
   full CEL (cel-rust) without Nessie's static type-checker: unknown variables, attributes
   and functions are refused up front, other type errors (`entry.name + 1`) only when an item
   is evaluated, and

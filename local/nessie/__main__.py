@@ -15,7 +15,9 @@ import os
 import sys
 from pathlib import Path
 
-from .runner import base_url, make_security, serve_forever
+from local.idp import PeopleError
+
+from .runner import base_url, make_security, people_of, serve_forever
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger(__name__).info(
         "Nessie API v2 on http://%s:%d/api/v2, db %s", args.host, args.port, db
     )
-    security = make_security()
+    try:
+        people = people_of(str(db))
+    except PeopleError as exc:
+        parser.error(str(exc))
+    security = make_security(people=people)
     assert security is not None
     security.idp.bind(base_url(args.host, args.port))
     clients = Path(args.clients) if args.clients else db.with_name(db.name + ".clients.json")

@@ -23,7 +23,8 @@ def create_app(
     """Serve Nessie API v1 under /api/v1 and v2 under /api/v2 from `store`, and the read-only
     UI on the paths of Nessie's web UI (tables read with `iceberg_properties`). With
     `security`, the APIs take only its IdP's tokens (served under /idp) and authorize
-    every operation; the UI stays open to this machine (see local/nessie/__init__.py)."""
+    every operation, and the UI signs people in at that IdP (ui/session.py) and shows what
+    their roles may read."""
     v1 = make_endpoint(store, routes_v1.ROUTES, "/api/v1", security)
     v2 = make_endpoint(store, routes_v2.ROUTES, "/api/v2", security)
     idp_routes = security.idp.routes() if security is not None else []
@@ -34,6 +35,6 @@ def create_app(
             Route("/api/v2", v2, methods=_METHODS),
             Route("/api/v2/{rest:path}", v2, methods=_METHODS),
             *idp_routes,
-            *ui_routes(store, iceberg_properties),
+            *ui_routes(store, iceberg_properties, security),
         ]
     )

@@ -7,12 +7,13 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvicorn
 
 from contracts.catalog_authorization import load_rules
 from contracts.catalog_tokens import CatalogCredentials
-from local.idp import LocalIdentityProvider
+from local.idp import PEOPLE_FILE, LocalIdentityProvider, Person, load_people
 
 from .app import create_app
 from .authz import Security
@@ -76,12 +77,20 @@ def make_security(
     secure: bool = True,
     rules: Mapping[str, str] | None = None,
     idp: LocalIdentityProvider | None = None,
+    people: Mapping[str, Person] | None = None,
 ) -> Security | None:
     """What a server enforces: nothing (`secure=False`), or tokens of `idp` (a new one by
-    default) and `rules` (the service's rules file by default)."""
+    default, signing in `people`) and `rules` (the service's rules file by default)."""
     if not secure:
         return None
-    return Security(idp or LocalIdentityProvider(), load_rules() if rules is None else rules)
+    provider = idp or LocalIdentityProvider(people=people)
+    return Security(provider, load_rules() if rules is None else rules)
+
+
+def people_of(db_path: str) -> dict[str, Person]:
+    """The people who may sign in to the catalog UI: the table next to the database (the
+    home's `people.yaml`), else one operator (local/idp.py)."""
+    return load_people(Path(db_path).with_name(PEOPLE_FILE))
 
 
 def _config(store: NessieStore, host: str, port: int, security: Security | None) -> uvicorn.Config:
@@ -107,11 +116,12 @@ def start_server(
 ) -> RunningServer:
     """Start a server on `host:port` (0 = a free port) backed by the SQLite file `db_path`,
     authenticating and authorizing as `make_security` says (the service's rules, a new
-    identity provider, by default).
+    identity provider signing in the people of `people_of(db_path)`, by default).
 
     Returns once the server accepts connections.
     """
-    security = make_security(secure=secure, rules=rules, idp=idp)
+    people = people_of(db_path) if secure and idp is None else None
+    security = make_security(secure=secure, rules=rules, idp=idp, people=people)
     store = NessieStore(db_path)
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are
     # TCP, and without it Nagle + delayed ACKs cost ~40 ms per response.

@@ -41,6 +41,7 @@ def catalog_url(port: int | None = None) -> str:
 def start_catalog(home: WapHome, port: int, host: str = CATALOG_HOST) -> RunningServer:
     """Serve the home's catalog in a background thread (stop it with `.stop()`);
     HomeError when the home has no state or the port is taken."""
+    from local.idp import PeopleError
     from local.nessie.runner import start_server
 
     if not home.exists():
@@ -50,6 +51,8 @@ def start_catalog(home: WapHome, port: int, host: str = CATALOG_HOST) -> Running
         )
     try:
         return start_server(str(home.nessie_db), host=host, port=port)
+    except PeopleError as exc:  # who may sign in to the UI: the home's people.yaml
+        raise HomeError(str(exc)) from None
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise HomeError(

@@ -165,13 +165,17 @@ class EmbeddedStack:
         self.store: StateStore | None = None
 
     def start(self) -> EmbeddedStack:
+        from local.idp import PeopleError
         from local.lineage_receiver import LineageReceiver
         from local.nessie.runner import start_server
         from local.slack_standin import SlackStandin
 
         self.home.create()
         try:
-            self.nessie = start_server(str(self.home.nessie_db))
+            try:
+                self.nessie = start_server(str(self.home.nessie_db))
+            except PeopleError as exc:  # the catalog UI's people (the home's people.yaml)
+                raise StackStartError(str(exc)) from None
             if self.options.run_ingests:
                 from local.aws.emr_serverless import spark_job
 

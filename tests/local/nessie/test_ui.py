@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from ingestion.alerting.links import nessie_branch_url, nessie_table_url
-from tests.fixtures.catalog_auth import API_RULES, harness_session
+from tests.fixtures.catalog_auth import API_RULES, harness_session, ui_login
 from tests.fixtures.lake_seed import (
     BRANCH,
     BRANCH_ROWS,
@@ -32,12 +32,13 @@ def server(tmp_path_factory):
 
     home = seed_home(tmp_path_factory.mktemp("ui") / "home").root
     running = start_server(str(home / "nessie.db"), rules=API_RULES)
+    running.browser = ui_login(running.url)  # signed in as the default person
     yield running
     running.stop()
 
 
 def get(server, path: str, **kwargs) -> requests.Response:
-    return requests.get(server.url + path, timeout=30, allow_redirects=False, **kwargs)
+    return server.browser.get(server.url + path, timeout=30, allow_redirects=False, **kwargs)
 
 
 def text_of(response: requests.Response) -> str:
@@ -46,7 +47,7 @@ def text_of(response: requests.Response) -> str:
 
 
 def test_the_alerts_table_link_shows_schema_snapshot_and_the_rows_the_branch_adds(server):
-    response = requests.get(nessie_table_url(server.url, BRANCH, "sales.orders"), timeout=30)
+    response = server.browser.get(nessie_table_url(server.url, BRANCH, "sales.orders"), timeout=30)
 
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
@@ -63,7 +64,7 @@ def test_the_alerts_table_link_shows_schema_snapshot_and_the_rows_the_branch_add
 
 
 def test_the_alerts_branch_link_lists_the_namespace_and_its_tables(server):
-    page = text_of(requests.get(nessie_branch_url(server.url, BRANCH), timeout=30))
+    page = text_of(server.browser.get(nessie_branch_url(server.url, BRANCH), timeout=30))
     assert "sales" in page
     listing = text_of(get(server, f"/tree/{BRANCH}/sales"))
     assert "orders" in listing and "customers" in listing

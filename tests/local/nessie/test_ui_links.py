@@ -17,7 +17,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import pytest
 import requests
 
-from tests.fixtures.catalog_auth import API_RULES, harness_session
+from tests.fixtures.catalog_auth import API_RULES, harness_session, ui_login
 from tests.fixtures.lake_seed import BRANCH, MAIN_ROWS, STOCK_TABLE, seed_history_home
 
 MAX_PAGES = 500
@@ -29,6 +29,7 @@ def seeded(tmp_path_factory):
 
     home = seed_history_home(tmp_path_factory.mktemp("history") / "home")
     running = start_server(str(home.root / "nessie.db"), rules=API_RULES)
+    running.browser = ui_login(running.url)  # signed in as the default person
     yield running, home
     running.stop()
 
@@ -39,7 +40,7 @@ def server(seeded):
 
 
 def get(server, path: str) -> requests.Response:
-    return requests.get(server.url + path, timeout=30, allow_redirects=False)
+    return server.browser.get(server.url + path, timeout=30, allow_redirects=False)
 
 
 def text_of(response: requests.Response) -> str:

@@ -9,9 +9,9 @@ import subprocess
 import sys
 
 import pytest
-import requests
 
 from ingestion.alerting.links import nessie_table_url
+from tests.fixtures.catalog_auth import ui_login
 from tests.fixtures.lake_seed import BRANCH, FAILED_ID, seed_home
 from tests.fixtures.wap_cli import assert_one_line_error, default_sigint, run_wap
 from tests.wap.cli.test_dashboard_command import REPO, free_port, wait_for
@@ -46,7 +46,10 @@ def test_serve_answers_the_links_of_alerts_until_interrupted(home):
     try:
         # the identity provider answers anonymously; the API wants a token
         wait_for(f"http://127.0.0.1:{port}/idp/.well-known/openid-configuration", timeout=60)
-        page = requests.get(url, timeout=30)
+        # The alert's link: the login, then the page itself.
+        base = f"http://127.0.0.1:{port}"
+        browser = ui_login(base, wanted=url[len(base) :])
+        page = browser.get(url, timeout=30)
         assert page.status_code == 200 and FAILED_ID in page.text
         second = run_wap("--home", str(home), "serve", "--port", str(port))
         assert_one_line_error(second, f"port {port}", "in use")
@@ -68,8 +71,21 @@ def test_the_dashboard_serves_the_catalog_unless_the_port_is_taken(home, monkeyp
     monkeypatch.setenv("WAP_CATALOG_PORT", str(port))
     server = serve_catalog(str(home))
     try:
-        assert requests.get(f"http://127.0.0.1:{port}/tree/{BRANCH}", timeout=30).ok
+        base = f"http://127.0.0.1:{port}"
+        assert ui_login(base).get(f"{base}/tree/{BRANCH}", timeout=30).ok
         assert serve_catalog(str(home)) is None  # taken: the dashboard still starts
         assert "in use" in capsys.readouterr().err
     finally:
         server.stop()
+
+
+def test_a_people_table_that_is_not_one_is_a_one_line_error(tmp_path):
+    from wap.runtime.home import WapHome
+
+    home = WapHome(tmp_path / "home").create()
+    (home.root / "people.yaml").write_text("eve: wap-publisher\n")  # a machine's role
+    result = run_wap("--home", str(home.root), "serve", "--port", str(free_port()))
+    assert_one_line_error(result, "people.yaml", "'wap-publisher' is not a people's role")
+    # Every command serves the UI while it runs.
+    result = run_wap("--home", str(home.root), "branches")
+    assert_one_line_error(result, "people.yaml", "'wap-publisher' is not a people's role")

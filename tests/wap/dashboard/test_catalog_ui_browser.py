@@ -2,8 +2,9 @@
 
 The demo ran with WAP_CATALOG_PORT set (tests/wap/dashboard/conftest.py) and printed the links
 of the alert the local Slack stand-in received. Nothing serves that port once the demo is
-done; `wap serve` serves it again from the home. Expected values come from the demo's
-input: the broken batch (40 rows, 3 negative amounts) is what the branch adds to main.
+done; `wap serve` serves it again from the home, behind its login. Expected values come from
+the demo's input: the broken batch (40 rows, 3 negative amounts) is what the branch adds to
+main.
 """
 
 from __future__ import annotations
@@ -81,7 +82,12 @@ def test_the_alerts_link_shows_the_table_its_ingest_and_the_rows_the_branch_adds
 
     request.getfixturevalue("serving")
     page.goto(table_link, timeout=LOAD_MS)
+    # The catalog wants a login, as Nessie's `ui-app` does: the local identity provider's
+    # form (its default person, an operator), then back to the page the link named.
+    page.get_by_role("heading", name="Sign in to the local catalog").wait_for(timeout=LOAD_MS)
+    page.get_by_role("button", name="Sign in").click()
     page.get_by_role("heading", name="sales.orders on").wait_for(timeout=LOAD_MS)
+    assert page.url == table_link
     ingest_row = page.locator("tr").filter(has_text="wap.ingest-id").first
     assert ingest_row.inner_text().split() == ["wap.ingest-id", failed["ingest_id"]]
 

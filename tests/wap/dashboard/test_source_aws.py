@@ -8,7 +8,9 @@ import json
 import pytest
 from moto import mock_aws
 
+from contracts.catalog_authorization import READER
 from ingestion.ledger import Ledger, table_schema
+from tests.fixtures.catalog_auth import sign_in, sign_in_outputs
 from tests.fixtures.fake_aws import use_fake_credentials
 from wap.dashboard import source
 from wap.exceptions import DashboardError
@@ -22,11 +24,10 @@ CONFIG = "schema_policy: strict\nchecks:\n  - {kind: not_null, column: order_id}
 
 @pytest.fixture(scope="module")
 def nessie(tmp_path_factory):
-    """The deployed stack's Nessie: `wap --aws` does not authenticate to it yet (issue 41's
-    AWS half), so it takes anonymous calls."""
+    """The deployed stack's Nessie, authenticating and authorizing as the deployed one."""
     from local.nessie.runner import start_server
 
-    server = start_server(str(tmp_path_factory.mktemp("nessie") / "nessie.db"), secure=False)
+    server = start_server(str(tmp_path_factory.mktemp("nessie") / "nessie.db"))
     yield server
     server.stop()
 
@@ -54,14 +55,19 @@ def _template(nessie) -> str:
                 "StateMachineArn": {
                     "Value": f"arn:aws:states:{REGION}:123456789012:stateMachine:{STACK}-ingest"
                 },
+                **{name: {"Value": value} for name, value in sign_in_outputs(nessie).items()},
             },
         }
     )
 
 
 @pytest.fixture
-def deployed(nessie, monkeypatch):
+def deployed(nessie, monkeypatch, tmp_path):
+    """The stack, read by the dashboard of a person who signed in with `wap --aws login` and
+    holds the wap-reader role only (the dashboard only reads)."""
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    sign_in(nessie, STACK, REGION, "rae", READER, tmp_path / "config")
     for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(name, raising=False)
     use_fake_credentials(monkeypatch)

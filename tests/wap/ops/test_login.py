@@ -151,3 +151,27 @@ def test_the_cli_calls_the_catalog_as_the_signed_in_person(environ, tmp_path):
         assert client.reference("main").name == "main"
     finally:
         server.stop()
+
+
+def test_wap_login_at_the_local_identity_provider_and_a_renewal_there(tmp_path):
+    """The whole sign-in against a real server: the local IdP's login form, its PKCE check
+    of the public CLI client, a refresh at its token endpoint (Cognito's paths)."""
+    from ingestion.nessie import NessieClient
+    from local.nessie.runner import start_server
+    from tests.fixtures.catalog_auth import sign_in, sign_in_outputs
+
+    server = start_server(str(tmp_path / "nessie.db"))
+    try:
+        path = sign_in(server, "WapIngest", "eu-west-1", "ada", "wap-operator", tmp_path / "cfg")
+        first = signin.load_tokens(path)
+        assert first is not None and first.refresh_token
+        assert server.idp.verify(first.access_token).roles == ("wap-operator",)
+        config = signin.LoginConfig.from_outputs(sign_in_outputs(server), "WapIngest", "eu-west-1")
+        due = first.expires_at  # inside the renewal margin
+        environ = {"XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+        tokens = signin.PersonTokens(config, clock=lambda: due, environ=environ)
+        renewed = tokens.token()
+        assert renewed != first.access_token and server.idp.verify(renewed).name == "ada"
+        assert NessieClient(server.api_v2, tokens=tokens).reference("main").name == "main"
+    finally:
+        server.stop()
