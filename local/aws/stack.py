@@ -28,6 +28,7 @@ import io
 import json
 import logging
 import os
+import threading
 import time
 import zipfile
 from collections.abc import Callable
@@ -266,6 +267,9 @@ class LocalAwsStack:
         self._retry_clock = ScaledRetryClock(settings.state_retry_scale)
         self.schedule = LocalSchedule(self.dispatcher.invoke_async)
         self._mock: Any = None
+        # Tests poll the ledger: one boto3 resource per polling thread, not one per poll
+        # (building one costs more CPU than the query; boto3's are not shared across threads).
+        self._ledgers = threading.local()
         self._environment = SavedEnvironment()
         self.template: StackTemplate | None = None
         self.functions: dict[str, LocalFunction] = {}
@@ -332,6 +336,7 @@ class LocalAwsStack:
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
+        self._ledgers = threading.local()
         lambda_aws.reset()
         self._environment.restore()
 
@@ -728,9 +733,13 @@ class LocalAwsStack:
         return backend.get_job_run(self.application_id, job_run_id)
 
     def ledger(self) -> Any:
+        """The stack's ledger, as a test or the CLI reads it (one per calling thread)."""
         from ingestion.ledger import Ledger
 
-        return Ledger(self.settings.ledger_table, self._dynamodb())
+        ledger = getattr(self._ledgers, "ledger", None)
+        if ledger is None:
+            ledger = self._ledgers.ledger = Ledger(self.settings.ledger_table, self._dynamodb())
+        return ledger
 
     def _dynamodb(self) -> Any:
         import boto3
