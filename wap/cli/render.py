@@ -259,15 +259,18 @@ def _quarantined(record: Record, report: AuditReport | None) -> str | None:
 
 def _cost(record: Record) -> str | None:
     """'$0.0123 (0.0400 vCPU-h, 0.1600 GB-h memory, 0.0000 GB-h storage; us-east-1
-    prices)', a batch's file saying it is its share; None until EMR billed the run."""
-    if record.cost_usd is None:
+    prices)', a batch's file saying it is its share; 'unknown (...)' when EMR billed the
+    run in a region without prices (contracts/pricing.py); None until EMR billed it."""
+    if record.cost_usd is None and record.vcpu_hours is None:
         return None
     billed = (
         f"{record.vcpu_hours or 0:.4f} vCPU-h, {record.memory_gb_hours or 0:.4f} GB-h memory, "
-        f"{record.storage_gb_hours or 0:.4f} GB-h storage; {record.price_region} prices"
+        f"{record.storage_gb_hours or 0:.4f} GB-h storage"
     )
+    if record.cost_usd is None:
+        return f"unknown ({billed}; no prices for the stack's region: set -c emrPrices=...)"
     share = " its share by bytes of batch " + str(record.batch_id) if _in_batch(record) else ""
-    return f"{cost_text(record.cost_usd)}{share} ({billed})"
+    return f"{cost_text(record.cost_usd)}{share} ({billed}; {record.price_region} prices)"
 
 
 def _in_batch(record: Record) -> bool:
