@@ -458,6 +458,7 @@ class LocalAwsStack:
         credentials, statements = {}, {}
         for lid, arn in role_arns.items():
             credentials[lid], statements[lid] = self._attach_policies(resolver, lid, arn, iam, sts)
+        self.iam.grant_keys = self.template.grants()
         for principal, lid in roles.items():
             key = credentials[lid]["AWS_ACCESS_KEY_ID"]
             if principal == "state-machine":
