@@ -71,10 +71,10 @@ def cost_text(usd: float | None) -> str | None:
 def runs_table(rows: Sequence[RunRow]) -> Table:
     """The ingests; a batch column only when some ingest ran in a batch, a quarantined
     one only when some ingest set rows aside, a cost one when EMR billed some load (they
-    cost width)."""
+    cost width; `unknown` where the stack's region has no price)."""
     batched = any(r.batch_id for r in rows)
     quarantined = any(r.quarantined_rows for r in rows)
-    costed = any(r.cost_usd is not None for r in rows)
+    costed = any(r.cost_usd is not None or r.cost_unknown for r in rows)
     columns = (
         "ingest id",
         "table",
@@ -96,7 +96,11 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
                 r.source,
                 status_text(r.status),
                 *((str(r.quarantined_rows or 0),) if quarantined else ()),
-                *((cost_text(r.cost_usd),) if costed else ()),
+                *(
+                    (cost_text(r.cost_usd) or ("unknown" if r.cost_unknown else None),)
+                    if costed
+                    else ()
+                ),
                 *((r.batch_id,) if batched else ()),
                 r.branch,
                 r.when,
@@ -104,6 +108,10 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
             for r in rows
         ],
     )
+
+
+def _run_cost(row: RunRow) -> str | None:
+    return cost_text(row.cost_usd) or ("unknown" if row.cost_unknown else None)
 
 
 def batches_table(rows: Sequence[BatchRow]) -> Table:

@@ -213,3 +213,14 @@ def test_show_says_a_billed_load_without_a_price_has_an_unknown_cost():
     )
     shown = _text(*render.show_view(view))
     assert "unknown" in shown and "emrPrices" in shown and "0.0400 vCPU-h" in shown
+
+
+def test_runs_says_a_billed_load_without_a_price_has_an_unknown_cost():
+    unpriced = _run_row("e", 5, cost_unknown=True)
+    listing = _text(render.runs_table([unpriced, _run_row("f", 5)]))
+    assert "cost" in listing and "unknown" in listing
+    document = render.runs_json([unpriced], [], [])
+    assert document["ingests"][0]["cost_usd"] is None
+    assert document["ingests"][0]["cost_unknown"] is True
+    schema = json.loads((REPO / "docs" / "cli-schemas" / "runs.json").read_text())
+    Draft202012Validator(schema).validate(document)
