@@ -6,13 +6,16 @@ reports what it billed as `billedResourceUtilization` (vCPUHour, memoryGBHour,
 storageGBHour; https://docs.aws.amazon.com/emr-serverless/latest/APIReference/API_JobRun.html).
 This module is the one place that turns those into money.
 
-Prices are USD per unit-hour of the x86_64 architecture (the stack's), on demand, from
-https://aws.amazon.com/emr/pricing/ ("Amazon EMR Serverless"), as listed there for US East
-(N. Virginia) and recorded here on PRICES_AS_OF. They were not re-read on that date from
-this machine (no internet): check them, and set your own (`EMR_PRICES` on the Lambdas, the
-deploy setting `-c emrPrices=...`) for another region, Graviton or a negotiated rate. A
-region without an entry is priced at `DEFAULT_PRICE_REGION`'s rates and says so
-(`EmrPrices.region`), so a cost is never shown as if it were that region's own.
+Prices are USD per unit-hour of the x86_64 architecture (the stack's), on demand, each
+region's from the source PRICE_SOURCES names, recorded here on PRICES_AS_OF. Only regions
+whose prices were found in a source are listed: us-east-1 (US East (N. Virginia)). The
+regional prices of us-east-2, us-west-2, eu-west-1, eu-central-1 and ap-southeast-2 were
+looked for and not found in a readable source (AWS's pricing page renders them in the
+browser), so they are left out rather than guessed. A region without an entry has no
+price: a run's billed resources are recorded and its cost is unknown (never another
+region's rates), until the deploy sets its own (`-c emrPrices=...`, `WAP_EMR_PRICES` on
+the Lambdas), which also wins where the table has the region (Graviton, a negotiated
+rate). `wap doctor` and the synth say when a stack's costs will be unknown.
 
 Standard library only and Python 3.9-compatible, like the rest of `contracts`.
 """
@@ -24,9 +27,7 @@ from dataclasses import dataclass
 
 from contracts.fields import ContractError
 
-PRICES_SOURCE = "https://aws.amazon.com/emr/pricing/"
 PRICES_AS_OF = "2026-11-27"
-DEFAULT_PRICE_REGION = "us-east-1"
 CONFIGURED = "configured"  # EmrPrices.region of prices set by the deploy (EMR_PRICES)
 
 
@@ -53,11 +54,18 @@ class EmrPrices:
         )
 
 
-# The table: one entry per region whose prices were read (see the module docstring).
+# The table: one entry per region whose prices were read, each with its source in
+# PRICE_SOURCES (see the module docstring).
 EMR_SERVERLESS_PRICES: Mapping[str, EmrPrices] = {
     "us-east-1": EmrPrices(
         vcpu_hour=0.052624, memory_gb_hour=0.0057785, storage_gb_hour=0.000111, region="us-east-1"
     ),
+}
+
+
+PRICE_SOURCES: Mapping[str, str] = {
+    # "Amazon EMR Serverless" on the EMR pricing page, US East (N. Virginia), x86.
+    "us-east-1": "https://aws.amazon.com/emr/pricing/",
 }
 
 
@@ -82,12 +90,25 @@ def parse_prices(text: str) -> EmrPrices:
     return EmrPrices(values["vcpu"], values["memory"], values["storage"], region=CONFIGURED)
 
 
-def prices_for(region: str | None, configured: str | None = None) -> EmrPrices:
+def prices_for(region: str | None, configured: str | None = None) -> EmrPrices | None:
     """The prices to use in `region`: the configured ones when set, else the table's entry
-    for the region, else DEFAULT_PRICE_REGION's (the result names the region it is for)."""
+    for the region, else None (the cost is unknown: no other region's rates stand in)."""
     if configured:
         return parse_prices(configured)
-    return EMR_SERVERLESS_PRICES.get(region or "") or EMR_SERVERLESS_PRICES[DEFAULT_PRICE_REGION]
+    return EMR_SERVERLESS_PRICES.get(region or "")
+
+
+def missing_prices(region: str | None, configured: str | None = None) -> str | None:
+    """Why loads in `region` will have no cost (one sentence naming the setting), or None
+    when they will be priced."""
+    if prices_for(region, configured) is not None:
+        return None
+    return (
+        f"no EMR Serverless prices for {region or 'an unknown region'} in contracts/pricing.py "
+        f"(priced: {', '.join(sorted(EMR_SERVERLESS_PRICES))}): each load's billed "
+        "resources are recorded and its cost shows as unknown; set "
+        "-c emrPrices=vcpu=<usd>,memory=<usd>,storage=<usd> (per hour) to price them"
+    )
 
 
 def split_by_bytes(total: float, sizes: Sequence[int]) -> list:

@@ -51,6 +51,15 @@ class SourceTree:
         """What a Lambda that reads Iceberg metadata adds (`FunctionSpec.reads_iceberg`)."""
         return self.root / "requirements-lambda-maintenance.txt"
 
+    def dependency_layers(self) -> dict[str, tuple[Path, ...]]:
+        """The Lambda dependency layers by construct id (under `Pipeline`) and the
+        requirement files each resolves together: infra/pipeline.py builds them, the local
+        stack finds each function's layers (its zone data) by them."""
+        return {
+            "Dependencies": (self.lambda_requirements,),
+            "IcebergDependencies": (self.lambda_requirements, self.iceberg_lambda_requirements),
+        }
+
 
 STACK_NAME = "WapIngest"
 DEFAULT_REGION = "eu-west-1"

@@ -72,10 +72,11 @@ class Pipeline(Construct):
             retention_period=Duration.days(14),
         )
 
+        layers = source_tree.dependency_layers()
         self.layer = _dependency_layer(
             self,
             "Dependencies",
-            [source_tree.lambda_requirements],
+            layers["Dependencies"],
             "Pinned requirements-lambda.txt (boto3 comes with the runtime)",
         )
         # The Lambdas that read Iceberg metadata get a layer of both requirement files
@@ -84,7 +85,7 @@ class Pipeline(Construct):
             _dependency_layer(
                 self,
                 "IcebergDependencies",
-                [source_tree.lambda_requirements, source_tree.iceberg_lambda_requirements],
+                layers["IcebergDependencies"],
                 "Pinned requirements-lambda.txt + requirements-lambda-maintenance.txt",
             )
             if any(spec.reads_iceberg for spec in functions)

@@ -6,13 +6,14 @@ import functools
 from dataclasses import replace
 from typing import Any
 
-from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy, Stack
+from aws_cdk import Annotations, ArnFormat, CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from contracts import catalog_authorization as authz
 from contracts import catalog_tokens as tokens
+from contracts.pricing import missing_prices
 from infra import constants, names
 from infra.alerts import AlertChannel, PipelineAlarms
 from infra.catalog import CatalogAuth, NessieCatalog
@@ -152,6 +153,10 @@ class WapStack(Stack):
                 else {}
             ),
         }
+        # Said once, at synth (and by `wap doctor`): the loads' costs will be unknown.
+        unpriced = missing_prices(self.region, settings.emr_prices)
+        if unpriced:
+            Annotations.of(self).add_warning(unpriced)
         pipeline = Pipeline(
             self,
             "Pipeline",

@@ -20,7 +20,8 @@ JOB_TIME_FIELDS = ("job_submitted_at", "job_running_at", "job_ended_at")
 
 def usage_fields(settings: Settings, usage: JobUsage | None) -> dict[str, Any]:
     """The ledger fields of an ended run's usage: EMR's state times, and when EMR billed
-    it, the resources and their price (none of them when nothing is known)."""
+    it, the resources and their price (no price where the region has none; none of them
+    when nothing is known)."""
     if usage is None:
         return {}
     fields: dict[str, Any] = {
@@ -32,14 +33,11 @@ def usage_fields(settings: Settings, usage: JobUsage | None) -> dict[str, Any]:
         vcpu = usage.vcpu_hours or 0.0
         memory = usage.memory_gb_hours or 0.0
         storage = usage.storage_gb_hours or 0.0
+        fields.update(vcpu_hours=vcpu, memory_gb_hours=memory, storage_gb_hours=storage)
+        # No prices for the region (and none configured): the cost stays unknown.
         prices = prices_for(settings.region, settings.emr_prices)
-        fields.update(
-            vcpu_hours=vcpu,
-            memory_gb_hours=memory,
-            storage_gb_hours=storage,
-            cost_usd=prices.cost(vcpu, memory, storage),
-            price_region=prices.region,
-        )
+        if prices is not None:
+            fields.update(cost_usd=prices.cost(vcpu, memory, storage), price_region=prices.region)
     return {name: value for name, value in fields.items() if value is not None}
 
 
@@ -51,7 +49,7 @@ def member_fields(batch: BatchRecord) -> dict[str, dict[str, Any]]:
     result: dict[str, dict[str, Any]] = {
         member: {k: v for k, v in times.items() if v is not None} for member in members
     }
-    if batch.cost_usd is None:
+    if all(batch.field_value(name) is None for name in COST_FIELDS):
         return result
     sizes = list(batch.sizes) if len(batch.sizes) == len(members) else [0] * len(members)
     for name in COST_FIELDS:
@@ -60,6 +58,7 @@ def member_fields(batch: BatchRecord) -> dict[str, dict[str, Any]]:
             continue
         for member, share in zip(members, split_by_bytes(float(total), sizes), strict=True):
             result[member][name] = share
-    for member in members:
-        result[member]["price_region"] = batch.price_region
+    if batch.price_region is not None:
+        for member in members:
+            result[member]["price_region"] = batch.price_region
     return result

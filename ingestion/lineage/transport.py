@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -204,7 +205,8 @@ def _transport(url: str, secret_arn: str | None, timeout: float, secrets: Any = 
         TokenProvider,
     )
 
-    api_key = _api_key(secret_arn, secrets) if secret_arn else None
+    function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
+    api_key = _api_key(secret_arn, secrets, function) if secret_arn else None
     auth = ApiKeyTokenProvider({"api_key": api_key}) if api_key else TokenProvider({})
     # urljoin keeps a base path (DataHub's /openapi/openlineage/) only with its slash.
     return HttpTransport(
@@ -226,9 +228,10 @@ def _transport(url: str, secret_arn: str | None, timeout: float, secrets: Any = 
 
 
 @cache
-def _api_key(secret_arn: str, secrets: Any = None) -> str | None:
+def _api_key(secret_arn: str, secrets: Any = None, function: str = "") -> str | None:
     """The receiver's API key: the secret's string, or its JSON `apiKey`; None when empty.
-    Cached per process (a warm Lambda reads it once)."""
+    Cached per process and `function` (a warm Lambda reads it once; the local stack runs
+    several functions in one process, each reading it as its own role)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from ingestion import aws

@@ -15,7 +15,9 @@ denied where AWS allows them. So each call is evaluated on the client side, at
 - `requests_for` names the IAM actions and resource ARNs a call needs, as the service
   authorizes it (a versioned read needs `s3:GetObjectVersion`; a copy needs a read of the
   source and a write of the target; a transaction needs each item's action on its table;
-  `StartJobRun` needs `iam:PassRole` on the execution role and `TagResource` for tags).
+  `StartJobRun` needs `iam:PassRole` on the execution role and `TagResource` for tags;
+  `GetSecretValue` of a secret under a customer managed KMS key needs `kms:Decrypt` on the
+  key by way of Secrets Manager, as Secrets Manager decrypts as the caller).
   A call it cannot name is refused loudly (`UnmappedCall`): a gap in the double is never
   an allow.
 - a request is allowed when an Allow statement matches the action and resource (IAM
@@ -381,6 +383,10 @@ class IamEnforcer:
         self._original: Any = None
         # Tests remove a statement to prove enforcement bites: principal -> statement keys.
         self.revoked: dict[str, set[tuple[str, int]]] = {}
+        # The template's grants by position -> their keys (StackTemplate.grants): what the
+        # session log records, so grants are judged the same in every variant of the
+        # template. Unset (a test's own policies): nothing goes into the session log.
+        self.grant_keys: Mapping[tuple[str, int, int], tuple[tuple[str, ...], ...]] = {}
 
     def add(self, access_key: str, principal: Principal) -> None:
         """Calls signed with `access_key` are `principal`'s."""
@@ -465,7 +471,9 @@ class IamEnforcer:
         with _active_lock:
             if _active is self:
                 _active = None
-        SESSION_USAGE.add(self.used_grants())
+        SESSION_USAGE.add(
+            {key for used in self.used_grants() for key in self.grant_keys.get(used, ())}
+        )
 
     def _caller(self, client: Any) -> Principal | None:
         credentials = getattr(client._request_signer, "_credentials", None)
@@ -478,9 +486,12 @@ class IamEnforcer:
     ) -> None:
         """Raise the service's AccessDenied unless `principal` may make this call."""
         service = client.meta.service_model.service_name
-        for request in requests_for(
+        requests = requests_for(
             service, operation, params, region=self.region, account=self.account
-        ):
+        )
+        if service == "secretsmanager" and operation == "GetSecretValue":
+            requests = [*requests, *self._secret_decrypt(params["SecretId"])]
+        for request in requests:
             grant = self._grant(principal, request)
             with self._lock:
                 (self.records if grant else self.denied).append(
@@ -494,6 +505,25 @@ class IamEnforcer:
                 )
             if grant is None:
                 raise _access_denied(client, service, operation, principal, request)
+
+    def _secret_decrypt(self, secret_id: str) -> list[Request]:
+        """What reading the secret needs of KMS: Secrets Manager decrypts it with its key as
+        the caller, so a customer managed key needs `kms:Decrypt` on that key by way of
+        Secrets Manager (`kms:ViaService`); the AWS managed key `aws/secretsmanager` needs
+        no grant (moto reads the secret without asking KMS at all)."""
+        from moto.secretsmanager.models import secretsmanager_backends
+
+        secret = secretsmanager_backends[self.account][self.region].secrets.get(secret_id)
+        key = getattr(secret, "kms_key_id", None)
+        if not key or key.endswith("alias/aws/secretsmanager"):
+            return []
+        if "alias/" in key:
+            raise UnmappedCall(f"secretsmanager:GetSecretValue under the KMS alias {key!r}")
+        arn = (
+            key if key.startswith("arn:") else f"arn:aws:kms:{self.region}:{self.account}:key/{key}"
+        )
+        via = ("kms:ViaService", f"secretsmanager.{self.region}.amazonaws.com")
+        return [Request("kms:Decrypt", arn, (via,))]
 
     def _grant(self, principal: Principal, request: Request) -> tuple[str, int, int] | None:
         """The grant that allows `request` (recorded as used), or None."""
@@ -554,20 +584,33 @@ def _access_denied(
 
 
 class UsageLog:
-    """The grants (policy path, statement index, resource index) every local stack of this
-    process used (the suite's least-privilege check reads it once every other test ran)."""
+    """The grants (their keys: local.aws.template.GrantKey) every local stack of this
+    process used, and the variants of the template besides the default one whose grants
+    are judged too (the suite's least-privilege check reads both once every other test
+    ran: tests/local/aws/least_privilege.py)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._used: set[tuple[str, int, int]] = set()
+        self._used: set[tuple[str, ...]] = set()
+        self._variants: dict[str, Mapping[str, Any]] = {}
 
-    def add(self, used: set[tuple[str, int, int]]) -> None:
+    def add(self, used: set[tuple[str, ...]]) -> None:
         with self._lock:
             self._used |= used
 
-    def used(self) -> set[tuple[str, int, int]]:
+    def used(self) -> set[tuple[str, ...]]:
         with self._lock:
             return set(self._used)
+
+    def add_variant(self, name: str, body: Mapping[str, Any]) -> None:
+        """Judge the grants of template `body` too (a variant a test ran a local stack of):
+        each must be used by some call of the suite, in whichever variant."""
+        with self._lock:
+            self._variants[name] = body
+
+    def variants(self) -> dict[str, Mapping[str, Any]]:
+        with self._lock:
+            return dict(self._variants)
 
 
 SESSION_USAGE = UsageLog()

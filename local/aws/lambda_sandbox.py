@@ -11,14 +11,23 @@ per thread, while its handler runs (`Sandbox.running()`):
 - `tempfile` hands out paths in the function's own temporary directory, and an audit hook
   refuses every write outside it with EROFS, as Lambda's file system would (tests run as
   root here, so `chmod` would prove nothing);
-- `boto3`'s default session is the function's: clients sign with its role's credentials.
+- `boto3`'s default session is the function's: clients sign with its role's credentials;
+- `zoneinfo` finds IANA zones only in the `tzdata` package of the function's layers, never
+  in the host's /usr/share/zoneinfo. The Lambda runtime's system zone database is not
+  something to rely on: the AL2023-based runtimes (python3.12's among them) shipped
+  without one (aws/aws-lambda-dotnet#1620, Nov 2023: "tzdb is not installed"; rolled out
+  later, amazonlinux/amazon-linux-2023#615, Jan 2024), and a function keeps the runtime
+  version it was deployed on when its runtime updates are pinned. So the layer carries
+  `tzdata` (requirements-lambda.txt) and the sandbox proves that is enough.
 
 Known limits, each looser than Lambda: threads a handler starts itself do not inherit its
 sandbox (the standard library does not copy context into new threads); concurrent
 invocations of one function share its sandbox (Lambda would give each its own execution
 environment; our handlers write to the environment only NESSIEDIR, idempotently); and
 modules are imported once per process, not once per function (our functions share only
-`ingestion`, whose client cache is keyed per function).
+`ingestion`, whose client cache is keyed per function); and zoneinfo caches the zones the
+process loaded (outside any sandbox too) process-wide, so a zone the harness already
+loaded is found inside a sandbox whatever its layers carry (tests clear that key first).
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ import tempfile
 import threading
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 _current: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar(
     "lambda_sandbox", default=None
@@ -66,6 +75,9 @@ class Sandbox:
     function_name: str
     environment: dict[str, str]
     tmp: str = ""
+    # The `python/` directories of the function's layers (Lambda's /opt/python): where its
+    # zone data (the `tzdata` package) is looked up.
+    layer_paths: tuple[str, ...] = ()
     _session: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -99,6 +111,17 @@ class Sandbox:
                     # part of a cold session and they are the same for all functions.
                     share_service_models(self._session)
             return self._session
+
+    def open_zone(self, key: str) -> BinaryIO:
+        """The TZif file of IANA zone `key` from the `tzdata` package of the function's
+        layers, as zoneinfo falls back to it where the system has no zone database."""
+        from zoneinfo import ZoneInfoNotFoundError
+
+        for path in self.layer_paths:
+            candidate = os.path.join(path, "tzdata", "zoneinfo", *key.split("/"))
+            if os.path.isfile(candidate):
+                return open(candidate, "rb")
+        raise ZoneInfoNotFoundError(f"No time zone found with key {key}")
 
     def remove(self) -> None:
         """Delete the temporary directory (when the local stack stops)."""
@@ -213,6 +236,7 @@ def install() -> None:
             os.environ = _SandboxEnviron(os.environ)  # type: ignore[assignment]  # noqa: B003
         _patch_tempfile()
         _patch_boto3()
+        _patch_zoneinfo()
         _installed = True
 
 
@@ -240,6 +264,31 @@ def _patch_boto3() -> None:
         return process_default() if sandbox is None else sandbox.boto3_session()
 
     boto3._get_default_session = default_session
+
+
+class _SandboxTzPath(tuple):  # type: ignore[type-arg]
+    """zoneinfo's search path for system zone files: none inside a sandbox (see the module's
+    docstring), the process's outside."""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(()) if _current.get() is not None else super().__iter__()
+
+
+def _patch_zoneinfo() -> None:
+    # zoneinfo (its C implementation too) reads `_tzpath.TZPATH` and calls
+    # `_common.load_tzdata` by name on every zone it has not cached.
+    import zoneinfo._common
+    import zoneinfo._tzpath
+
+    if not isinstance(zoneinfo._tzpath.TZPATH, _SandboxTzPath):
+        zoneinfo._tzpath.TZPATH = _SandboxTzPath(zoneinfo._tzpath.TZPATH)
+    process_load_tzdata = zoneinfo._common.load_tzdata
+
+    def load_tzdata(key: str) -> BinaryIO:
+        sandbox = _current.get()
+        return process_load_tzdata(key) if sandbox is None else sandbox.open_zone(key)
+
+    zoneinfo._common.load_tzdata = load_tzdata
 
 
 def reserved_environment(

@@ -66,7 +66,7 @@ from local.aws.moto_fidelity import (
 from local.aws.overrides import Kind, LocalParityError, apply_overrides, common_environment
 from local.aws.s3_events import S3EventBridge
 from local.aws.schedule import LocalSchedule, ScheduledTarget, rate_seconds
-from local.aws.template import StackTemplate, TemplateError, stack_template
+from local.aws.template import FunctionResource, StackTemplate, TemplateError, stack_template
 
 _log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -138,6 +138,25 @@ def alb_dns_name(nessie_api_v1: str) -> str:
             "builds Nessie URLs as http://<load balancer>/api/v1)"
         )
     return parts.netloc
+
+
+def _local_emr_prices() -> str:
+    """The deploy setting `emrPrices` of every local stack: us-east-1's list prices.
+
+    The local EMR stand-in bills what the local run used; no AWS region's price applies
+    to it, and the local region (eu-west-1) has none in contracts/pricing.py, so its loads
+    would cost "unknown". A local load is priced at these nominal rates instead, labelled
+    `configured` as any deploy's own prices are."""
+    from contracts.pricing import EMR_SERVERLESS_PRICES
+
+    nominal = EMR_SERVERLESS_PRICES["us-east-1"]
+    return (
+        f"vcpu={nominal.vcpu_hour},memory={nominal.memory_gb_hour},"
+        f"storage={nominal.storage_gb_hour}"
+    )
+
+
+LOCAL_EMR_PRICES = _local_emr_prices()
 
 
 @dataclass
@@ -214,7 +233,11 @@ class StackSettings:
 
     def deploy_context(self) -> dict[str, str]:
         """The `-c` values this local deployment is synthesized with."""
-        context = {"region": self.region, "slackChannel": self.slack_channel}
+        context = {
+            "region": self.region,
+            "slackChannel": self.slack_channel,
+            "emrPrices": LOCAL_EMR_PRICES,
+        }
         if self.create_tables:
             context["createTablesFromUploads"] = "true"
         return context
@@ -242,6 +265,27 @@ class StackSettings:
         if self.blocked_start_seconds is not None:
             values["WAP_BLOCKED_START_SECONDS"] = str(self.blocked_start_seconds)
         return values
+
+
+def _layer_paths(template: StackTemplate, function: FunctionResource) -> tuple[str, ...]:
+    """The `python/` directories of the dependency layers `function` names in the template
+    (built by infra/bundling.py, as the synth built them): what its sandbox may import
+    zone data from, as Lambda's /opt/python."""
+    from infra import bundling
+    from infra.constants import SourceTree
+
+    known = SourceTree().dependency_layers()
+    paths = []
+    for layer in function.properties.get("Layers", []):
+        construct_id = template.path(layer["Ref"]).rsplit("/", 1)[-1]
+        if construct_id not in known:
+            raise TemplateError(
+                f"Lambda {function.path} has layer {construct_id!r}: the local stack knows "
+                f"the dependency layers {sorted(known)} (infra/constants.py)"
+            )
+        layer_dir = bundling.dependency_layer(requirements=known[construct_id])
+        paths.append(str(layer_dir / "python"))
+    return tuple(paths)
 
 
 @dataclass(frozen=True)
@@ -419,6 +463,7 @@ class LocalAwsStack:
         credentials, statements = {}, {}
         for lid, arn in role_arns.items():
             credentials[lid], statements[lid] = self._attach_policies(resolver, lid, arn, iam, sts)
+        self.iam.grant_keys = self.template.grants()
         for principal, lid in roles.items():
             key = credentials[lid]["AWS_ACCESS_KEY_ID"]
             if principal == "state-machine":
@@ -431,7 +476,8 @@ class LocalAwsStack:
             configuration = self.functions[name].configuration
             sandbox = Sandbox(
                 name,
-                {
+                layer_paths=_layer_paths(self.template, function),
+                environment={
                     **environments[name],
                     **reserved_environment(
                         function_name=name,

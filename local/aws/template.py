@@ -58,6 +58,11 @@ IDENTITY_PROVIDER_FUNCTIONS = ("Identity/TokenRoles",)
 LAMBDA_PACKAGE_PREFIX = "lambdas."
 
 
+# One action of a grant, named apart from its position in its policy: (policy path, effect,
+# action, condition, resource), the last two as JSON text (StackTemplate.grants).
+GrantKey = tuple[str, str, str, str, str]
+
+
 class TemplateError(RuntimeError):
     """The template could not be synthesized, or lacks what the local stack needs."""
 
@@ -146,6 +151,31 @@ class StackTemplate:
             for lid, r in self.of_type("AWS::IAM::Policy").items()
             if {"Ref": role_logical_id} in r["Properties"].get("Roles", [])
         }
+
+    def grants(self) -> dict[tuple[str, int, int], tuple[GrantKey, ...]]:
+        """Every grant of the template's IAM policies: (policy path, statement index,
+        resource index), as local/aws/iam.py records a grant a call used, -> the keys of
+        its actions on that resource (one GrantKey per action), which name the grant apart
+        from how it is written: CDK groups statements differently with other settings and
+        feature flags (minimizePolicies), so a grant's position and its statement's action
+        list differ between variants of the template, its keys do not."""
+        found: dict[tuple[str, int, int], tuple[GrantKey, ...]] = {}
+        for policy_id, resource in self.of_type("AWS::IAM::Policy").items():
+            path = self.path(policy_id)
+            statements = resource["Properties"]["PolicyDocument"]["Statement"]
+            for index, statement in enumerate(statements):
+                actions = statement["Action"]
+                actions = actions if isinstance(actions, list) else [actions]
+                resources = statement["Resource"]
+                resources = resources if isinstance(resources, list) else [resources]
+                condition = json.dumps(statement.get("Condition"), sort_keys=True)
+                effect = statement.get("Effect", "Allow")
+                for r_index, granted in enumerate(resources):
+                    text = json.dumps(granted, sort_keys=True)
+                    found[(path, index, r_index)] = tuple(
+                        (path, effect, action, condition, text) for action in actions
+                    )
+        return found
 
     def functions(self) -> dict[str, FunctionResource]:
         """Our Lambdas by package name (`lambdas.<name>.handler.handler`).

@@ -174,3 +174,31 @@ def test_local_emr_double_runs_the_job_archive_the_deploy_uploads(synthesized):
 
     uploaded = _job_package(synthesized) / "spark_jobs.zip"
     assert spark_job(None).archive.read_bytes() == uploaded.read_bytes()
+
+
+SWEEPER_ZONE_OFFSET = r"""
+import json, sys, zoneinfo
+from datetime import datetime
+sys.path[:0] = json.loads(sys.argv[1])
+zoneinfo.reset_tzpath([])  # no system zone database: the function's bundle must carry it
+from contracts.arrivals import load_zone
+print(load_zone("Europe/Berlin").utcoffset(datetime(2026, 7, 1)).total_seconds())
+"""
+
+
+def test_the_sweeper_resolves_iana_zones_from_its_bundle_alone(synthesized, python, tmp_path):
+    """Expected arrivals (`expect: {timezone: Europe/Berlin}`) need IANA zone data, which
+    the Lambda runtime's minimal image is not guaranteed to have (local/aws/lambda_sandbox.py
+    says why): the sweeper's layer carries the `tzdata` package."""
+    assets = _asset_dirs(synthesized)
+    (sweeper,) = [
+        f for f in _our_functions(synthesized) if f["Handler"].startswith("lambdas.sweeper.")
+    ]
+    code = assets[sweeper["Code"]["S3Key"]]
+    paths = [str(code), *map(str, _layer_dirs(synthesized, sweeper, assets))]
+    paths.append(str(bundling.runtime_site()))
+    result = run_process(
+        [python, *ISOLATED, SWEEPER_ZONE_OFFSET, json.dumps(paths)], cwd=tmp_path, timeout=60
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert float(result.stdout.strip()) == 7200.0  # CEST, not UTC's 0

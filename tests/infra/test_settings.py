@@ -92,3 +92,20 @@ def test_a_stack_name_is_refused_when_a_name_derived_from_it_would_be_too_long()
         settings(stackName=longest + "b")
     for derived in names.DERIVED:
         assert len(derived.of(longest)) <= derived.limit, derived.what
+
+
+def test_the_synth_warns_once_when_the_regions_loads_will_have_no_price(
+    synthesized, synthesized_external_nessie
+):
+    """eu-west-1 (the default region) has no list prices in contracts/pricing.py: the deploy
+    says so once; with `emrPrices` set it has nothing to say."""
+    from contracts.pricing import EMR_SERVERLESS_PRICES
+
+    assert synthesized.region not in EMR_SERVERLESS_PRICES
+
+    def price_warnings(synth):
+        return [m for _, m in synth.annotations("warning") if "emrPrices" in m]
+
+    (warning,) = price_warnings(synthesized)
+    assert synthesized.region in warning and "unknown" in warning
+    assert price_warnings(synthesized_external_nessie) == []

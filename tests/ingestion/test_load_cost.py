@@ -7,7 +7,13 @@ import dataclasses
 
 import pytest
 
-from contracts.pricing import EMR_SERVERLESS_PRICES, parse_prices, prices_for, split_by_bytes
+from contracts.pricing import (
+    EMR_SERVERLESS_PRICES,
+    PRICE_SOURCES,
+    parse_prices,
+    prices_for,
+    split_by_bytes,
+)
 from contracts.state import JobUsage, Outcome
 from ingestion import constants as c
 from ingestion.batching import settle_members
@@ -43,11 +49,31 @@ def test_a_runs_billed_resources_are_priced_at_the_regions_rates():
     assert fields["cost_usd"] == pytest.approx(0.4 * prices.vcpu_hour + 1.6 * prices.memory_gb_hour)
     assert fields["price_region"] == "us-east-1"
     assert fields["job_running_at"] == "2026-11-27T10:01:10Z"
-    # A region without an entry says whose rates priced it; configured prices win.
-    assert prices_for("eu-west-1").region == "us-east-1"
+    # Configured prices win.
     assert prices_for("eu-west-1", "vcpu=1,memory=0.5,storage=0").cost(2, 2, 9) == 3.0
     with pytest.raises(ValueError, match="memory"):
         parse_prices("vcpu=1,storage=0")
+
+
+def test_a_region_without_prices_records_the_resources_and_an_unknown_cost():
+    """Not another region's rates: no price at all, until the deploy sets `emrPrices`."""
+    unpriced = dataclasses.replace(SETTINGS, region="ap-south-1")
+    assert "ap-south-1" not in EMR_SERVERLESS_PRICES
+    assert prices_for("ap-south-1") is None
+
+    fields = usage_fields(unpriced, USAGE)
+
+    assert fields["vcpu_hours"] == 0.4 and fields["memory_gb_hours"] == 1.6
+    assert "cost_usd" not in fields and "price_region" not in fields
+    configured = dataclasses.replace(unpriced, emr_prices="vcpu=1,memory=0.5,storage=0")
+    assert usage_fields(configured, USAGE)["cost_usd"] == pytest.approx(1.2)
+    assert usage_fields(configured, USAGE)["price_region"] == "configured"
+
+
+def test_every_priced_region_names_its_source():
+    for region, prices in EMR_SERVERLESS_PRICES.items():
+        assert prices.region == region
+        assert PRICE_SOURCES[region].startswith("https://"), region
 
 
 def test_a_run_emr_has_not_billed_records_its_times_and_no_cost():
@@ -96,6 +122,31 @@ def test_a_batchs_cost_is_split_across_its_files_by_bytes(ledger):
     assert [f.vcpu_hours for f in files] == pytest.approx([0.04, 0.12, 0.24])
     assert {f.job_running_at for f in files} == {"2026-11-27T10:01:10Z"}
     assert {f.price_region for f in files} == {"us-east-1"}
+
+
+def test_a_batchs_resources_are_split_across_its_files_when_its_cost_is_unknown(ledger):
+    unpriced = dataclasses.replace(SETTINGS, region="ap-south-1")
+    for member, size in zip(MEMBERS, SIZES, strict=True):
+        ledger.create_ingest(
+            IngestRecord(ingest_id=member, table="s.t", status=c.RUNNING, batch_id=BATCH, size=size)
+        )
+    ledger.create_ingest(
+        BatchRecord(
+            ingest_id=BATCH,
+            table="s.t",
+            members=MEMBERS,
+            sizes=SIZES,
+            status=c.PUBLISHED,
+            **usage_fields(unpriced, USAGE),
+        )
+    )
+
+    settle_members(unpriced, ledger, ledger.get_ingest(BATCH))
+
+    files = [ledger.get_ingest(member) for member in MEMBERS]
+    assert [f.vcpu_hours for f in files] == pytest.approx([0.04, 0.12, 0.24])
+    assert {f.cost_usd for f in files} == {None}
+    assert {f.price_region for f in files} == {None}
 
 
 def test_the_time_split_adds_up_to_the_upload_to_publish_time():

@@ -17,6 +17,7 @@ import os
 import pytest
 
 _USAGE_KEY = "iam_usage"
+_VARIANTS_KEY = "iam_variants"  # the template variants whose grants are judged too
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Workers start with COLUMNS=80 and LINES=24 in their environment, which a `wap`
@@ -48,6 +49,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from local.aws.iam import SESSION_USAGE
 
         config.workeroutput[_USAGE_KEY] = json.dumps(sorted(SESSION_USAGE.used()))
+        config.workeroutput[_VARIANTS_KEY] = json.dumps(SESSION_USAGE.variants())
     elif runs_on_workers(config) and whole_suite(config) and session.exitstatus in (0, 1):
         _judge_on_controller(session)
 
@@ -59,6 +61,8 @@ def pytest_testnodedown(node, error) -> None:
 
     output = getattr(node, "workeroutput", None) or {}
     SESSION_USAGE.add({tuple(item) for item in json.loads(output.get(_USAGE_KEY, "[]"))})
+    for name, body in json.loads(output.get(_VARIANTS_KEY, "{}")).items():
+        SESSION_USAGE.add_variant(name, body)
 
 
 def _judge_on_controller(session: pytest.Session) -> None:
@@ -66,7 +70,7 @@ def _judge_on_controller(session: pytest.Session) -> None:
     from tests.local.aws.least_privilege import unused_grants
 
     used = SESSION_USAGE.used()
-    unused = unused_grants(used) if used else []
+    unused = unused_grants(used, SESSION_USAGE.variants()) if used else []
     if not used:
         problem: str | None = "no local stack recorded a call: did the suite run?"
     elif unused:

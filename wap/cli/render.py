@@ -71,10 +71,10 @@ def cost_text(usd: float | None) -> str | None:
 def runs_table(rows: Sequence[RunRow]) -> Table:
     """The ingests; a batch column only when some ingest ran in a batch, a quarantined
     one only when some ingest set rows aside, a cost one when EMR billed some load (they
-    cost width)."""
+    cost width; `unknown` where the stack's region has no price)."""
     batched = any(r.batch_id for r in rows)
     quarantined = any(r.quarantined_rows for r in rows)
-    costed = any(r.cost_usd is not None for r in rows)
+    costed = any(r.cost_usd is not None or r.cost_unknown for r in rows)
     columns = (
         "ingest id",
         "table",
@@ -96,7 +96,11 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
                 r.source,
                 status_text(r.status),
                 *((str(r.quarantined_rows or 0),) if quarantined else ()),
-                *((cost_text(r.cost_usd),) if costed else ()),
+                *(
+                    (cost_text(r.cost_usd) or ("unknown" if r.cost_unknown else None),)
+                    if costed
+                    else ()
+                ),
                 *((r.batch_id,) if batched else ()),
                 r.branch,
                 r.when,
@@ -104,6 +108,10 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
             for r in rows
         ],
     )
+
+
+def _run_cost(row: RunRow) -> str | None:
+    return cost_text(row.cost_usd) or ("unknown" if row.cost_unknown else None)
 
 
 def batches_table(rows: Sequence[BatchRow]) -> Table:
@@ -259,15 +267,18 @@ def _quarantined(record: Record, report: AuditReport | None) -> str | None:
 
 def _cost(record: Record) -> str | None:
     """'$0.0123 (0.0400 vCPU-h, 0.1600 GB-h memory, 0.0000 GB-h storage; us-east-1
-    prices)', a batch's file saying it is its share; None until EMR billed the run."""
-    if record.cost_usd is None:
+    prices)', a batch's file saying it is its share; 'unknown (...)' when EMR billed the
+    run in a region without prices (contracts/pricing.py); None until EMR billed it."""
+    if record.cost_usd is None and record.vcpu_hours is None:
         return None
     billed = (
         f"{record.vcpu_hours or 0:.4f} vCPU-h, {record.memory_gb_hours or 0:.4f} GB-h memory, "
-        f"{record.storage_gb_hours or 0:.4f} GB-h storage; {record.price_region} prices"
+        f"{record.storage_gb_hours or 0:.4f} GB-h storage"
     )
+    if record.cost_usd is None:
+        return f"unknown ({billed}; no prices for the stack's region: set -c emrPrices=...)"
     share = " its share by bytes of batch " + str(record.batch_id) if _in_batch(record) else ""
-    return f"{cost_text(record.cost_usd)}{share} ({billed})"
+    return f"{cost_text(record.cost_usd)}{share} ({billed}; {record.price_region} prices)"
 
 
 def _in_batch(record: Record) -> bool:

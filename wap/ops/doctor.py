@@ -84,6 +84,7 @@ def run_doctor(
     for name in FUNCTIONS:
         checks.append(_function_check(target, name, functions.get(name)))
     checks.append(_slack_check(target, outputs.get("SlackSecretArn")))
+    checks.append(_prices_check(target, functions.get("finish")))
     trigger = functions.get("trigger")
     nessie = _invoke_doctor(target, trigger, {"check": "nessie"})
     checks.append(_nessie_check(nessie))
@@ -124,6 +125,34 @@ def _function_check(target: DoctorTarget, name: str, function: str | None) -> Ch
     if failure:
         return Check(f"lambda {name}", False, f"handler does not import: {failure}")
     return Check(f"lambda {name}", True, f"{function}: no failed cold start")
+
+
+def emr_prices_check(region: str | None, configured: str | None) -> Check:
+    """Whether each load's cost will be known: the region's list prices, the deploy's own
+    (`emrPrices`), or none (costs show as unknown: a warning, never a failure)."""
+    from contracts.pricing import missing_prices
+
+    missing = missing_prices(region, configured)
+    if missing:
+        return Check("emr prices", True, f"costs will be unknown: {missing}")
+    if configured:
+        return Check("emr prices", True, "loads are priced at the configured emrPrices")
+    return Check("emr prices", True, f"loads are priced at {region}'s list prices")
+
+
+def _prices_check(target: DoctorTarget, finish: str | None) -> Check:
+    """emr_prices_check for the finish function (it prices each run) as deployed."""
+    from ingestion import constants as c
+
+    if finish is None:
+        return Check("emr prices", True, "not checked: no finish function")
+    client = target.client("lambda")
+    try:
+        configuration = client.get_function_configuration(FunctionName=finish)
+    except Exception as exc:
+        return Check("emr prices", True, f"not checked: {type(exc).__name__}: {exc}")
+    variables = configuration.get("Environment", {}).get("Variables", {})
+    return emr_prices_check(client.meta.region_name, variables.get(c.ENV_EMR_PRICES))
 
 
 def _slack_check(target: DoctorTarget, secret_arn: str | None) -> Check:

@@ -70,6 +70,8 @@ class RunRow:
     # by bytes), and the seconds from its upload to its outcome (ingestion/time_split.py).
     cost_usd: float | None = None
     upload_to_outcome_seconds: float | None = None
+    # EMR billed its run but the stack's region has no price (contracts/pricing.py).
+    cost_unknown: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ def list_runs(
             quarantined_rows=r.quarantined_rows,
             cost_usd=r.cost_usd,
             upload_to_outcome_seconds=upload_to_outcome_seconds(r),
+            cost_unknown=r.cost_usd is None and r.vcpu_hours is not None,
         )
         for r in reversed(records)
     ]

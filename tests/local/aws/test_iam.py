@@ -246,3 +246,62 @@ def test_a_removed_statement_is_access_denied(make_stack, principal, action, sce
     assert denied, f"no call of {principal} was denied"
     # The service's AccessDenied, or Step Functions' report of the Lambda API's refusal.
     assert "AccessDenied" in evidence or "is not authorized to perform" in evidence, evidence
+
+
+def test_a_secret_under_a_customer_managed_key_needs_kms_decrypt_through_secrets_manager():
+    """GetSecretValue decrypts with the secret's KMS key as the caller: a customer managed
+    key needs `kms:Decrypt` on it (by way of Secrets Manager: `kms:ViaService`), the AWS
+    managed `aws/secretsmanager` key no grant
+    (https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html)."""
+    import boto3
+    from botocore.exceptions import ClientError
+    from moto import mock_aws
+
+    from local.aws.iam import IamEnforcer
+
+    key_arn = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+    def client(access_key: str):
+        return boto3.client(
+            "secretsmanager",
+            region_name=REGION,
+            aws_access_key_id=access_key,
+            aws_secret_access_key="secret",
+        )
+
+    with mock_aws():
+        admin = client("AKIAADMIN")
+        under_key = admin.create_secret(Name="cmk", SecretString="k", KmsKeyId=key_arn)["ARN"]
+        managed = admin.create_secret(Name="managed", SecretString="k")["ARN"]
+        read = {
+            "Effect": "Allow",
+            "Action": "secretsmanager:GetSecretValue",
+            "Resource": [under_key, managed],
+        }
+        decrypt = {
+            "Effect": "Allow",
+            "Action": "kms:Decrypt",
+            "Resource": key_arn,
+            "Condition": {
+                "StringEquals": {"kms:ViaService": f"secretsmanager.{REGION}.amazonaws.com"}
+            },
+        }
+        principal = Principal(
+            "sender",
+            "Sender/ServiceRole",
+            f"arn:aws:iam::{ACCOUNT}:role/sender",
+            statements_of("Sender/Policy", {"Statement": [read]}),
+        )
+        enforcer = IamEnforcer(region=REGION, account=ACCOUNT)
+        enforcer.add("AKIASENDER", principal)
+        enforcer.install()
+        try:
+            sender = client("AKIASENDER")
+            assert sender.get_secret_value(SecretId=managed)["SecretString"] == "k"
+            with pytest.raises(ClientError, match="kms:Decrypt"):
+                sender.get_secret_value(SecretId=under_key)
+            principal.statements = statements_of("Sender/Policy", {"Statement": [read, decrypt]})
+            assert sender.get_secret_value(SecretId=under_key)["SecretString"] == "k"
+            assert ("Sender/Policy", 1, 0) in enforcer.used_grants()
+        finally:
+            enforcer.uninstall()

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
+import zoneinfo
+from datetime import datetime
+from pathlib import Path
 
 import boto3
+import pytest
 
 from local.aws.lambda_sandbox import Sandbox
 from tests.fixtures.local_stack import fake_parquet, wait_for_key
@@ -72,3 +77,49 @@ def test_each_handler_signs_with_its_own_role(make_stack):
     assert env["trigger"]["AWS_ACCESS_KEY_ID"] != env["publish"]["AWS_ACCESS_KEY_ID"]
     assert "POWERTOOLS_SERVICE_NAME" in env["trigger"]
     assert env["trigger"]["POWERTOOLS_SERVICE_NAME"] != env["publish"]["POWERTOOLS_SERVICE_NAME"]
+
+
+def _zone_layer(root: Path, *keys: str) -> Path:
+    """A layer's `python/` directory whose `tzdata` package holds `keys` (copied from the
+    host's zone database)."""
+    python = root / "python"
+    for key in keys:
+        target = python / "tzdata" / "zoneinfo" / key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path("/usr/share/zoneinfo") / key, target)
+    return python
+
+
+@pytest.mark.skipif(
+    not Path("/usr/share/zoneinfo/America/Argentina/Ushuaia").is_file(),
+    reason="needs the host's zone database to prove the sandbox does not read it",
+)
+def test_zone_data_comes_only_from_the_functions_layers(tmp_path):
+    """The host's /usr/share/zoneinfo is invisible inside a sandbox (the Lambda runtime's
+    image need not have one); the `tzdata` package of the function's layers is found."""
+    key = "America/Argentina/Ushuaia"  # one the harness never loads (zoneinfo caches zones)
+    zoneinfo.ZoneInfo.clear_cache(only_keys=[key])
+    bare = Sandbox("bare", {})
+    layered = Sandbox("layered", {}, layer_paths=(str(_zone_layer(tmp_path, key)),))
+    with bare.running(), pytest.raises(zoneinfo.ZoneInfoNotFoundError):
+        zoneinfo.ZoneInfo(key)
+    zoneinfo.ZoneInfo.clear_cache(only_keys=[key])
+    with layered.running():
+        zone = zoneinfo.ZoneInfo(key)
+        with pytest.raises(zoneinfo.ZoneInfoNotFoundError):
+            zoneinfo.ZoneInfo("Europe/Lisbon")  # not in that layer
+    assert zone.utcoffset(datetime(2026, 7, 1)).total_seconds() == -3 * 3600
+    assert zoneinfo.ZoneInfo("Europe/Lisbon")  # the harness keeps its own zone database
+    bare.remove(), layered.remove()
+
+
+def test_the_sweeper_resolves_expected_arrival_zones_in_its_sandbox(make_stack):
+    """The sweeper's expected-arrival deadlines in `Europe/Berlin` use that zone (from the
+    `tzdata` package its layer carries), not UTC."""
+    from contracts.arrivals import load_zone
+
+    stack = make_stack()
+    zoneinfo.ZoneInfo.clear_cache(only_keys=["Europe/Berlin"])  # as a new process has it
+    with stack.dispatcher.sandboxes["sweeper"].running():
+        offset = load_zone("Europe/Berlin").utcoffset(datetime(2026, 7, 1))
+    assert offset.total_seconds() == 2 * 3600

@@ -24,5 +24,5 @@ def test_every_policy_grant_is_used_by_the_suite(request):
         )
     used = SESSION_USAGE.used()
     assert used, "no local stack recorded a call: did the suite run?"
-    unused = unused_grants(used)
+    unused = unused_grants(used, SESSION_USAGE.variants())
     assert unused == [], "grants no call used (remove them from infra/):\n" + "\n".join(unused)

@@ -190,3 +190,37 @@ def test_runs_and_show_say_what_a_load_cost_and_where_its_time_went():
     assert sum(phase["seconds"] for phase in document["time_split"]) == 153
     show_schema = json.loads((REPO / "docs" / "cli-schemas" / "show.json").read_text())
     Draft202012Validator(show_schema).validate(json.loads(render.to_json(document)))
+
+
+def test_show_says_a_billed_load_without_a_price_has_an_unknown_cost():
+    from wap.ops.operations import IngestView
+
+    record = IngestRecord(
+        ingest_id="d" * 16,
+        table="s.t",
+        status="PUBLISHED",
+        vcpu_hours=0.04,
+        memory_gb_hours=0.16,
+        storage_gb_hours=0.0,
+    )
+    view = IngestView(
+        record=record,
+        report=None,
+        branch_open=False,
+        main_rows=None,
+        branch_rows=None,
+        failed_checks=[],
+    )
+    shown = _text(*render.show_view(view))
+    assert "unknown" in shown and "emrPrices" in shown and "0.0400 vCPU-h" in shown
+
+
+def test_runs_says_a_billed_load_without_a_price_has_an_unknown_cost():
+    unpriced = _run_row("e", 5, cost_unknown=True)
+    listing = _text(render.runs_table([unpriced, _run_row("f", 5)]))
+    assert "cost" in listing and "unknown" in listing
+    document = render.runs_json([unpriced], [], [])
+    assert document["ingests"][0]["cost_usd"] is None
+    assert document["ingests"][0]["cost_unknown"] is True
+    schema = json.loads((REPO / "docs" / "cli-schemas" / "runs.json").read_text())
+    Draft202012Validator(schema).validate(document)

@@ -138,3 +138,15 @@ def test_the_deployed_import_check_reads_each_functions_own_log_group():
         # A redeploy after the failure: the old error no longer counts.
         target._configurations["fn"]["LastModified"] = "2099-01-01T00:00:00.000+0000"
         assert target.init_failure("fn") is None
+
+
+def test_the_doctor_says_once_when_loads_will_have_no_price():
+    from contracts.pricing import EMR_SERVERLESS_PRICES
+    from wap.ops.doctor import emr_prices_check
+
+    unpriced = emr_prices_check("ap-south-1", None)
+    assert unpriced.ok and unpriced.name == "emr prices"  # a warning, not a failure
+    assert "unknown" in unpriced.detail and "emrPrices" in unpriced.detail
+    assert "us-east-1" in EMR_SERVERLESS_PRICES
+    assert "unknown" not in emr_prices_check("us-east-1", None).detail
+    assert "configured" in emr_prices_check("ap-south-1", "vcpu=1,memory=1,storage=0").detail
