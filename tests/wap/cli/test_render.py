@@ -7,6 +7,7 @@ import json
 import pytest
 
 from ingestion.ledger import BatchRecord, IngestRecord, QueueStat
+from tests.fixtures.run_rows import run_row
 from tests.fixtures.wap_cli import valid_cli_json
 from wap.cli import render
 
@@ -23,10 +24,8 @@ def _text(*renderables) -> str:
 
 def _run_row(char: str, rows: int, **extra):
     """A PUBLISHED row of `wap runs` for ingest `char * 16` of s.t."""
-    from wap.ops.operations import RunRow
-
-    uri = f"s3://b/s/t/{char}.parquet"
-    return RunRow(char * 16, "s.t", uri, "PUBLISHED", None, "now", rows, None, **extra)
+    source = f"s3://b/s/t/{char}.parquet"
+    return run_row(char * 16, table="s.t", source=source, when="now", rows_written=rows, **extra)
 
 
 def _closed_view(record, report=None):

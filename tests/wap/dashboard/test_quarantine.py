@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.fixtures.home_ingests import store_ingest
 from tests.fixtures.quarantine import QUARANTINE_CHECK
+from tests.fixtures.run_rows import run_row
 from wap.dashboard import APP_PATH, shaping
-from wap.ops.operations import RunRow
 from wap.runtime.home import ENV_HOME, WapHome
 
 IID = "0c0c0c0c0c0c0c0c"
@@ -25,15 +25,8 @@ REPORT = {
     "quarantined_rows": 3,
     "checks": [QUARANTINE_CHECK],
 }
-RUN = RunRow(
-    ingest_id=IID,
-    table="sales.orders",
-    source="s3://src/sales/orders/a.csv",
-    status="PUBLISHED",
-    branch=None,
-    when="2026-11-27T09:00:00Z",
-    rows_written=97,
-    reason=None,
+RUN = run_row(
+    IID, source="s3://src/sales/orders/a.csv", when="2026-11-27T09:00:00Z", rows_written=97
 )
 
 
