@@ -23,55 +23,26 @@ import json
 import statistics
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 from bench.doc import bench_parser, finish
+from bench.view_history import NOW, ViewHistory
 
 # The heading of its section in docs/benchmarks.md.
 TITLE = "Garbage collection: the mark's work and its time budget"
-NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 
-class History:
-    """`refs` references of `depth` commits over `tables` views; counts content visits."""
-
-    def __init__(self, root: Path, refs: int, depth: int, tables: int) -> None:
-        self.root, self.tables, self.visits = root, tables, 0
-        self.logs = {
-            ("main" if r == 0 else f"b{r}"): [f"{r:05d}{c:059d}" for c in range(depth)]
-            for r in range(refs)
-        }
-
-    def references(self):
-        return [SimpleNamespace(name=name, hash=log[0]) for name, log in self.logs.items()]
-
-    def commit_log(self, ref: str, head: str):
-        log = self.logs[ref]
-        for age, commit in enumerate(log[log.index(head) :]):
-            yield SimpleNamespace(
-                hash=commit, commit_time=(NOW - timedelta(minutes=age)).isoformat()
-            )
-
-    def contents_at(self, ref: str, commit: str):
-        self.visits += self.tables
-        return [
-            SimpleNamespace(
-                key=f"ns.t{t}",
-                type="ICEBERG_VIEW",
-                metadata_location=f"file://{self.root}/ns/t{t}/metadata/{commit}.json",
-                snapshot_id=None,
-            )
-            for t in range(self.tables)
-        ]
+def _history(root: Path, refs: int, depth: int, tables: int) -> ViewHistory:
+    """`refs` references of `depth` commits over `tables` views (no files: nothing reads them)."""
+    return ViewHistory(root, refs, depth, views=tuple(f"ns.t{t}" for t in range(tables)))
 
 
-def collect_once(history: History, budget_seconds: float | None = None, resume=None):
+def collect_once(history: ViewHistory, budget_seconds: float | None = None, resume=None):
     """One collection (report, seconds, contents visited)."""
     from ingestion.maintenance.gc import Budget, GcOptions, LocalWarehouse, collect
 
-    history.visits = 0
+    history.reads = 0
     budget = (
         None
         if budget_seconds is None
@@ -86,7 +57,7 @@ def collect_once(history: History, budget_seconds: float | None = None, resume=N
         budget=budget,
         resume=resume,
     )
-    return report, time.perf_counter() - began, history.visits
+    return report, time.perf_counter() - began, history.reads * len(history.views)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,10 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="wap-gc-budget-") as tmp:
         root = Path(tmp)
         (root / "ns").mkdir()
-        base = History(root, refs, depth, tables)
-        deep = History(root, refs, depth * 2, tables)
+        base = _history(root, refs, depth, tables)
+        deep = _history(root, refs, depth * 2, tables)
         repeats = 1 if args.quick else 3
-        collect_once(History(root, 2, 5, 2))  # warm-up: imports
+        collect_once(_history(root, 2, 5, 2))  # warm-up: imports
         whole = [collect_once(base) for _ in range(repeats)]
         doubled = [collect_once(deep) for _ in range(repeats)]
         seconds = statistics.median(s for _, s, _ in whole)

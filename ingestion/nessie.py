@@ -50,6 +50,7 @@ from ingestion.exceptions import (
     NessieUnavailableError,
 )
 from ingestion.naming import NESSIE_REF_NAME, TableRef
+from ingestion.secrets import SecretUnreadableError, read_secret_string, secret_field
 
 _TIMEOUT_SECONDS = 10
 _HASH = re.compile(r"[0-9a-fA-F]{8,64}")
@@ -106,30 +107,18 @@ def client_for(settings: Settings) -> NessieClient:
 def read_client_secret(secret_arn: str) -> str:
     """The client secret kept in Secrets Manager: the secret string itself, or the
     `client_secret` of a JSON object. The value is never logged or raised."""
-    import json
-
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from ingestion import aws
-
     try:
-        text = aws.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "unknown")
-        raise TokenError(f"cannot read the catalog client secret {secret_arn}: {code}") from exc
-    except BotoCoreError as exc:
-        raise TokenEndpointUnavailableError(
-            f"cannot read the catalog client secret {secret_arn}: {type(exc).__name__}"
-        ) from exc
-    if text.lstrip().startswith("{"):
-        try:
-            value = json.loads(text).get("client_secret")
-        except (ValueError, AttributeError):
-            value = None
-        if not isinstance(value, str) or not value:
-            raise TokenError(f"secret {secret_arn} is JSON without a client_secret string")
-        return value
-    return text
+        text = read_secret_string(secret_arn)
+    except SecretUnreadableError as exc:
+        error = TokenError if exc.answered else TokenEndpointUnavailableError
+        raise error(f"cannot read the catalog client secret {secret_arn}: {exc.code}") from exc
+    if not text:  # a binary secret
+        raise TokenError(f"secret {secret_arn} holds no secret string")
+    refused = TokenError(f"secret {secret_arn} is JSON without a client_secret string")
+    value = secret_field(text, "client_secret", unparseable=refused)
+    if not isinstance(value, str) or not value:
+        raise refused
+    return value
 
 
 def check_ref_name(name: str) -> str:

@@ -13,8 +13,6 @@ logged: the client puts it in a header, and failures are described by type and s
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 import threading
 import time
@@ -26,10 +24,7 @@ from typing import Any
 from ingestion import metrics
 from ingestion.config import Settings
 from ingestion.log import logger
-
-# botocore logs every response body at DEBUG, GetSecretValue's (the API key) included, as
-# ingestion/alerting/secrets.py says for the Slack token: keep it above DEBUG here too.
-logging.getLogger("botocore.parsers").setLevel(logging.INFO)
+from ingestion.secrets import SecretUnreadableError, read_secret_string, secret_field
 
 ENDPOINT = "api/v1/lineage"  # Marquez's and DataHub's (under /openapi/openlineage/) path
 
@@ -232,27 +227,10 @@ def _api_key(secret_arn: str, secrets: Any = None, function: str = "") -> str | 
     """The receiver's API key: the secret's string, or its JSON `apiKey`; None when empty.
     Cached per process and `function` (a warm Lambda reads it once; the local stack runs
     several functions in one process, each reading it as its own role)."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from ingestion import aws
-
     try:
-        client = secrets if secrets is not None else aws.client("secretsmanager")
-        secret = client.get_secret_value(SecretId=secret_arn)
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "unknown")
-        raise LineageKeyError(f"cannot read the lineage API key secret: {code}") from None
-    except BotoCoreError as exc:
-        raise LineageKeyError(
-            f"cannot read the lineage API key secret: {type(exc).__name__}"
-        ) from None
-    value = (secret.get("SecretString") or "").strip()
-    if value.startswith("{"):
-        try:
-            document = json.loads(value)
-        except json.JSONDecodeError:
-            raise LineageKeyError(
-                "the lineage API key secret is JSON that does not parse"
-            ) from None
-        value = str(document.get("apiKey") or "").strip() if isinstance(document, dict) else ""
-    return value or None
+        text = read_secret_string(secret_arn, secrets)
+    except SecretUnreadableError as exc:
+        raise LineageKeyError(f"cannot read the lineage API key secret: {exc.code}") from None
+    unparseable = LineageKeyError("the lineage API key secret is JSON that does not parse")
+    value = secret_field(text.strip(), "apiKey", unparseable=unparseable)
+    return str(value or "").strip() or None

@@ -176,11 +176,36 @@ def _recorded_and_staged(
     staged, once. `intake`: its table's (the format it is read as); `table`: the table
     when its key does not name it; `member_of`: the fields that make it a multi-table
     dataset's file from the start (`batch_id`, `dataset`): only its dataset runs it, and
-    only its dataset alerts about it."""
+    only its dataset alerts about it (a rejection included)."""
     iid = ingest_id(obj.bucket, obj.key, obj.version)
-    record = _ingest(ledger.get_ingest(iid)) or _record_new(
-        iid, obj, settings, ledger, s3, intake, table, member_of
-    )
+    record = _ingest(ledger.get_ingest(iid))
+    if record is None:  # recorded with a conditional put: the first invocation wins
+        reason = rejection_reason(obj, s3, intake, table)
+        try:
+            table = table or route_key(obj.key).qualified
+        except UnroutableKeyError:
+            table = None
+        recorded = IngestRecord(
+            ingest_id=iid,
+            table=table,
+            bucket=obj.bucket,
+            key=obj.key,
+            source_uri=s3_uri(obj.bucket, obj.key),  # what the user dropped (for display)
+            object_version=obj.version,
+            # What every reader reads: that exact version, copied before the ingest can run.
+            staged_uri=None if reason else staged_uri(settings.artifacts_bucket, iid, obj.key),
+            size=obj.size,
+            uploaded_at=obj.uploaded_at,
+            attempts=0,
+            status=c.RECEIVED,
+            **(member_of or {}),
+        )
+        if reason:
+            settle_new(settings, ledger, recorded, c.REJECTED, reason, announced=member_of is None)
+        else:
+            ledger.create_ingest(recorded)
+        record = _ingest(ledger.get_ingest(iid))
+        assert record is not None
     if record.status == c.RECEIVED and not record.staged_at:
         record = _stage(record, obj, settings, ledger, s3, quiet=member_of is not None)
     return record
@@ -303,44 +328,3 @@ def _stage(
         return _ingest(ledger.get_ingest(iid)) or record
     ledger.update_ingest(iid, staged_at=iso(utcnow()))
     return _ingest(ledger.get_ingest(iid)) or record
-
-
-def _record_new(
-    iid: str,
-    obj: ObjectCreated,
-    settings: Settings,
-    ledger: Ledger,
-    s3: Any,
-    intake: Intake,
-    table: str | None = None,
-    member_of: dict[str, Any] | None = None,
-) -> IngestRecord:
-    """Record the ingest (conditional put: the first invocation wins); reject bad input
-    (alerted unless it is a dataset's file, `member_of`: its dataset's alert names it)."""
-    reason = rejection_reason(obj, s3, intake, table)
-    try:
-        table = table or route_key(obj.key).qualified
-    except UnroutableKeyError:
-        table = None
-    recorded = IngestRecord(
-        ingest_id=iid,
-        table=table,
-        bucket=obj.bucket,
-        key=obj.key,
-        source_uri=s3_uri(obj.bucket, obj.key),  # what the user dropped (for display)
-        object_version=obj.version,
-        # What every reader reads: that exact version, copied before the ingest can run.
-        staged_uri=None if reason else staged_uri(settings.artifacts_bucket, iid, obj.key),
-        size=obj.size,
-        uploaded_at=obj.uploaded_at,
-        attempts=0,
-        status=c.RECEIVED,
-        **(member_of or {}),
-    )
-    if reason:
-        settle_new(settings, ledger, recorded, c.REJECTED, reason, announced=member_of is None)
-    else:
-        ledger.create_ingest(recorded)
-    record = _ingest(ledger.get_ingest(iid))
-    assert record is not None
-    return record

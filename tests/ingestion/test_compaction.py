@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from contracts.compaction import CompactionVerdict
 from ingestion import compaction as rules
 from ingestion.exceptions import MergeConflictError, NessieUnavailableError
 from ingestion.ledger import Ledger
-from local.aws.stack import create_ledger_table
-from tests.fixtures.fake_aws import use_fake_credentials
+from tests.fixtures.moto_ledger import moto_ledger
 
 TABLE = "sales.orders"
 BASE, HEAD, MERGED = "a" * 64, "b" * 64, "c" * 64
@@ -63,10 +60,7 @@ class FlakyNessie:
 
 @pytest.fixture
 def ledger(monkeypatch):
-    use_fake_credentials(monkeypatch, "us-east-1")
-    with mock_aws():
-        create_ledger_table(boto3.client("dynamodb"), "ledger")
-        yield Ledger("ledger")
+    yield from moto_ledger(monkeypatch)
 
 
 def verdict(branch: str) -> CompactionVerdict:

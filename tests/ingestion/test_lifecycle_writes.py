@@ -23,25 +23,23 @@ def ledger(monkeypatch):
     yield from moto_ledger(monkeypatch)
 
 
-def test_the_files_of_a_batch_discarded_before_they_were_settled_are_discarded(ledger):
-    # Finish recorded the batch JOB_FAILED and stopped before handing the table on; a
-    # person discarded it (its files, still RUNNING, do not follow a discard); the sweep
-    # that frees the table then settles the files with the batch's outcome.
+def _batch_of_running_files(ledger, **fields) -> BatchRecord:
+    """The batch BATCH of MEMBERS (its record's `fields`), each file still RUNNING in it."""
     for member in MEMBERS:
         ledger.create_ingest(
             IngestRecord(ingest_id=member, table="s.t", status=c.RUNNING, batch_id=BATCH)
         )
-    ledger.create_ingest(
-        BatchRecord(
-            ingest_id=BATCH,
-            table="s.t",
-            members=MEMBERS,
-            status=c.DISCARDED,
-            previous_status=c.JOB_FAILED,
-            error="the job failed",
-        )
+    ledger.create_ingest(BatchRecord(ingest_id=BATCH, table="s.t", members=MEMBERS, **fields))
+    return ledger.get_ingest(BATCH)
+
+
+def test_the_files_of_a_batch_discarded_before_they_were_settled_are_discarded(ledger):
+    # Finish recorded the batch JOB_FAILED and stopped before handing the table on; a
+    # person discarded it (its files, still RUNNING, do not follow a discard); the sweep
+    # that frees the table then settles the files with the batch's outcome.
+    batch = _batch_of_running_files(
+        ledger, status=c.DISCARDED, previous_status=c.JOB_FAILED, error="the job failed"
     )
-    batch = ledger.get_ingest(BATCH)
 
     assert settle_members(SETTINGS, ledger, batch) == []
 
@@ -91,23 +89,15 @@ def test_each_file_of_a_published_batch_records_the_rows_it_had_set_aside(ledger
         quarantined_rows=3,
     )
     monkeypatch.setattr(batching.aws, "read_json_s3", lambda uri: report.to_dict())
-    for member in MEMBERS:
-        ledger.create_ingest(
-            IngestRecord(ingest_id=member, table="s.t", status=c.RUNNING, batch_id=BATCH)
-        )
-    ledger.create_ingest(
-        BatchRecord(
-            ingest_id=BATCH,
-            table="s.t",
-            members=MEMBERS,
-            sources=sources,
-            status=c.PUBLISHED,
-            report_uri="s3://artifacts/reports/b.json",
-            quarantined_rows=3,
-        )
+    batch = _batch_of_running_files(
+        ledger,
+        sources=sources,
+        status=c.PUBLISHED,
+        report_uri="s3://artifacts/reports/b.json",
+        quarantined_rows=3,
     )
 
-    assert settle_members(SETTINGS, ledger, ledger.get_ingest(BATCH)) == []
+    assert settle_members(SETTINGS, ledger, batch) == []
 
     members = [ledger.get_ingest(member) for member in MEMBERS]
     assert [(m.status, m.rows_written, m.quarantined_rows) for m in members] == [

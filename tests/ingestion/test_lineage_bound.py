@@ -5,18 +5,16 @@ here waits seconds."""
 
 from __future__ import annotations
 
-import io
-import json
 import socket
 import threading
 import time
 
 import pytest
 
-from ingestion import metrics
 from ingestion.lineage import transport
 from ingestion.log import logger
 from local.lineage_receiver import LineageReceiver
+from tests.fixtures.lineage import metrics_log, not_sent
 from tests.ingestion.test_lineage_transport import event, settings
 
 QUICK = transport.RetryPolicy(tries=3, base_delay_seconds=0.5, timeout_seconds=0.05)
@@ -70,15 +68,7 @@ def silent():
 
 @pytest.fixture
 def counted(monkeypatch):
-    stream = io.StringIO()
-    monkeypatch.setattr(metrics, "_log_stream", lambda: stream)
-    return stream
-
-
-def _not_sent(stream: io.StringIO) -> int:
-    return sum(
-        json.loads(line).get("LineageEventsNotSent", 0) for line in stream.getvalue().splitlines()
-    )
+    return metrics_log(monkeypatch)
 
 
 def test_a_receiver_that_never_answers_costs_one_timeout_and_the_rest_are_not_tried(
@@ -97,7 +87,7 @@ def test_a_receiver_that_never_answers_costs_one_timeout_and_the_rest_are_not_tr
 
     assert sent == 0
     assert silent.connections(1) == 1 and waits == []  # no retry of a hung receiver
-    assert _not_sent(counted) == 20  # every event counted as not sent
+    assert not_sent(counted) == 20  # every event counted as not sent
     assert took < 2
 
 
@@ -113,7 +103,7 @@ def test_within_one_invocation_the_loops_events_share_the_bound(silent, counted)
         assert silent.connections(2) == 2
     finally:
         logger.remove_keys(["function_request_id"])
-    assert _not_sent(counted) == 6
+    assert not_sent(counted) == 6
 
 
 def test_what_one_invocation_spends_on_lineage_is_bounded(monkeypatch, counted):
@@ -134,4 +124,4 @@ def test_what_one_invocation_spends_on_lineage_is_bounded(monkeypatch, counted):
     # 2 s a request and 1 s a wait: 10 s (INVOCATION_SECONDS) go by the fourth request.
     assert transport.INVOCATION_SECONDS == 10.0
     assert len(receiver.refused) == 4 and waits == [1.0, 1.0]
-    assert _not_sent(counted) == 10
+    assert not_sent(counted) == 10

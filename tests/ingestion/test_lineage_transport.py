@@ -3,18 +3,18 @@ nothing sent without a receiver (ingestion/lineage/transport.py)."""
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 from datetime import UTC, datetime
 
 import pytest
 
-from ingestion import aws, metrics
+from ingestion import aws
 from ingestion.config import Settings
 from ingestion.lineage import LineageInput, start_event, transport
 from local.lineage_receiver import LineageReceiver
 from tests.fixtures.fake_aws import use_fake_credentials
+from tests.fixtures.lineage import metrics_log
 
 API_KEY = "olk-4f1d9c2b7e"
 REGION = "eu-west-1"
@@ -71,9 +71,7 @@ def keyed_receiver():
 
 @pytest.fixture
 def counted(monkeypatch):
-    stream = io.StringIO()
-    monkeypatch.setattr(metrics, "_log_stream", lambda: stream)
-    return stream
+    return metrics_log(monkeypatch)
 
 
 def test_the_key_in_its_secret_authorizes_the_event(secrets, keyed_receiver, counted):

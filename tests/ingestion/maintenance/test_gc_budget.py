@@ -2,66 +2,19 @@
 that outlasts its budget stops between commits, sweeps nothing and returns a checkpoint; a
 run resumed from it continues where the last stopped and ends as one run would have.
 
-The catalog holds views (a view's metadata JSON is all it marks: no Iceberg reads), the
-warehouse is a directory, and the budget's clock is the catalog's work (one tick a commit
-read), so nothing here waits.
+The catalog (bench/view_history.py) holds views (a view's metadata JSON is all it marks:
+no Iceberg reads), the warehouse is a directory, and the budget's clock is the catalog's
+work (one tick a commit read), so nothing here waits.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
+from datetime import timedelta
 
+from bench.view_history import NOW, ViewHistory
 from ingestion.maintenance.gc import Budget, GcOptions, LocalWarehouse, collect
-
-NOW = datetime(2030, 1, 1, tzinfo=UTC)
-
-
-class ViewHistory:
-    """`refs` references, each `commits` deep (one a minute), each commit holding one view
-    whose metadata file is its own; counts the commits whose contents were read."""
-
-    def __init__(self, root, refs: int, commits: int) -> None:
-        self.root, self.reads = root, 0
-        self.logs = {
-            ("main" if r == 0 else f"b{r}"): [f"{r:04d}{c:060d}" for c in range(commits)]
-            for r in range(refs)
-        }
-        for log in self.logs.values():
-            for commit in log:
-                path = self.location(commit)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w") as handle:
-                    handle.write("{}")
-
-    def location(self, commit: str) -> str:
-        return str(self.root / "ns" / "v" / "metadata" / f"{commit}.json")
-
-    def references(self):
-        return [SimpleNamespace(name=name, hash=log[0]) for name, log in self.logs.items()]
-
-    def commit_log(self, ref: str, head: str):
-        log = self.logs[ref]
-        for age, commit in enumerate(log[log.index(head) :]):
-            yield SimpleNamespace(
-                hash=commit, commit_time=(NOW - timedelta(minutes=age)).isoformat()
-            )
-
-    def contents_at(self, ref: str, commit: str):
-        self.reads += 1
-        return [
-            SimpleNamespace(
-                key="ns.v",
-                type="ICEBERG_VIEW",
-                metadata_location=f"file://{self.location(commit)}",
-                snapshot_id=None,
-            )
-        ]
-
-    def clock(self) -> float:
-        return float(self.reads)
 
 
 def _garbage(root, names: int) -> set[str]:
@@ -77,7 +30,7 @@ def _garbage(root, names: int) -> set[str]:
 def test_a_mark_that_outlasts_its_budget_sweeps_nothing_and_the_next_run_continues_it(
     tmp_path,
 ):
-    history = ViewHistory(tmp_path / "w", refs=4, commits=6)
+    history = ViewHistory(tmp_path / "w", refs=4, commits=6, write_files=True)
     orphans = _garbage(tmp_path / "w", 3)
     warehouse = LocalWarehouse(tmp_path / "w")
     options = GcOptions(grace=timedelta(0), delete=True)
@@ -111,7 +64,7 @@ def test_a_mark_that_outlasts_its_budget_sweeps_nothing_and_the_next_run_continu
 
 
 def test_a_resumed_run_finds_what_one_unbudgeted_run_finds(tmp_path):
-    history = ViewHistory(tmp_path / "w", refs=3, commits=5)
+    history = ViewHistory(tmp_path / "w", refs=3, commits=5, write_files=True)
     orphans = _garbage(tmp_path / "w", 2)
     warehouse = LocalWarehouse(tmp_path / "w")
     options = GcOptions(grace=timedelta(0))
@@ -137,7 +90,7 @@ def test_a_resumed_run_finds_what_one_unbudgeted_run_finds(tmp_path):
 
 
 def test_a_reference_that_moved_between_the_runs_is_walked_from_its_new_head(tmp_path):
-    history = ViewHistory(tmp_path / "w", refs=2, commits=4)
+    history = ViewHistory(tmp_path / "w", refs=2, commits=4, write_files=True)
     warehouse = LocalWarehouse(tmp_path / "w")
     options = GcOptions(grace=timedelta(0))
     cut = collect(history, warehouse, options, clock=lambda: NOW, budget=Budget(history.clock, 2.0))
@@ -146,8 +99,7 @@ def test_a_reference_that_moved_between_the_runs_is_walked_from_its_new_head(tmp
     new_head = "9" * 64
     history.logs["b1"].insert(0, new_head)
     path = history.location(new_head)
-    with open(path, "w") as handle:
-        handle.write("{}")
+    history.write(path)
     resumed = collect(history, warehouse, options, clock=lambda: NOW, resume=cut.checkpoint)
     assert path not in {f.path for f in resumed.garbage}
     assert resumed.complete

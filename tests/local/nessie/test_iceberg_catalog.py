@@ -4,11 +4,10 @@ with pynessie 0.67 (API v1) creating branches and merging, as the service does."
 from __future__ import annotations
 
 import pytest
-from pynessie import init as pynessie_client
 from pynessie.error import NessieConflictException
 
 from local.spark import lake_catalog_conf
-from tests.fixtures.catalog_auth import harness_auth, harness_credentials
+from tests.fixtures.catalog_auth import harness_credentials, harness_pynessie
 from tests.fixtures.nessie_api import unique
 
 pytestmark = pytest.mark.slow
@@ -31,11 +30,7 @@ def ids(spark, table: str) -> list[int]:
 
 @pytest.fixture
 def client(nessie):
-    client = pynessie_client(
-        config_dict={"endpoint": nessie.api_v1, "verify": True, "default_branch": "main"}
-    )
-    client._auth = harness_auth(nessie)  # pynessie sends the `requests` auth it holds
-    return client
+    return harness_pynessie(nessie)
 
 
 def test_append_on_branch_is_invisible_on_main_until_merged(lake, nessie, warehouse, client):

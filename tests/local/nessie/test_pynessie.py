@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from pynessie import init as pynessie_client
 from pynessie.error import (
     NessieConflictException,
     NessieContentNotFoundException,
@@ -13,17 +12,13 @@ from pynessie.error import (
 )
 from pynessie.model import Branch, ContentKey, IcebergTable, Namespace, Put
 
-from tests.fixtures.catalog_auth import harness_auth
+from tests.fixtures.catalog_auth import harness_pynessie
 from tests.fixtures.nessie_api import unique
 
 
 @pytest.fixture
 def client(nessie):
-    client = pynessie_client(
-        config_dict={"endpoint": nessie.api_v1, "verify": True, "default_branch": "main"}
-    )
-    client._auth = harness_auth(nessie)  # pynessie sends the `requests` auth it holds
-    return client
+    return harness_pynessie(nessie)
 
 
 def table(location: str, content_id: str | None = None) -> IcebergTable:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from jsonschema import Draft202012Validator
 
 from ingestion.ledger import BatchRecord, IngestRecord, QueueStat
-from tests.fixtures.paths import REPO
+from tests.fixtures.run_rows import run_row
+from tests.fixtures.wap_cli import valid_cli_json
 from wap.cli import render
 
 
@@ -24,10 +24,22 @@ def _text(*renderables) -> str:
 
 def _run_row(char: str, rows: int, **extra):
     """A PUBLISHED row of `wap runs` for ingest `char * 16` of s.t."""
-    from wap.ops.operations import RunRow
+    source = f"s3://b/s/t/{char}.parquet"
+    return run_row(char * 16, table="s.t", source=source, when="now", rows_written=rows, **extra)
 
-    uri = f"s3://b/s/t/{char}.parquet"
-    return RunRow(char * 16, "s.t", uri, "PUBLISHED", None, "now", rows, None, **extra)
+
+def _closed_view(record, report=None):
+    """What `wap show` knows of an ingest whose branch is gone (no row counts to compare)."""
+    from wap.ops.operations import IngestView
+
+    return IngestView(
+        record=record,
+        report=report,
+        branch_open=False,
+        main_rows=None,
+        branch_rows=None,
+        failed_checks=[],
+    )
 
 
 def test_queue_lines_say_how_many_files_wait_and_for_how_long():
@@ -57,21 +69,13 @@ def test_runs_show_a_batch_column_only_when_an_ingest_ran_in_a_batch():
 def test_show_lists_the_files_of_a_batch_that_did_not_pass():
 
     from contracts.report import AuditReport, SourceVerdict
-    from wap.ops.operations import IngestView
 
     def shown(*sources: SourceVerdict) -> str:
         report = AuditReport(
             ingest_id="d" * 16, table="s.t", branch="wap_s_t_x", outcome="failed", sources=sources
         )
-        view = IngestView(
-            record=BatchRecord(ingest_id="d" * 16, members=("x",) * len(sources)),
-            report=report,
-            branch_open=False,
-            main_rows=None,
-            branch_rows=None,
-            failed_checks=[],
-        )
-        return _text(*render.show_view(view))
+        record = BatchRecord(ingest_id="d" * 16, members=("x",) * len(sources))
+        return _text(*render.show_view(_closed_view(record, report)))
 
     good = SourceVerdict("s3://b/s/t/run/part-0.parquet", "passed", rows=5)
     bad = SourceVerdict(
@@ -110,7 +114,6 @@ def test_next_steps_suggest_publish_only_where_it_is_accepted(status):
 def test_runs_and_show_say_how_many_rows_were_quarantined():
 
     from contracts.report import AuditReport
-    from wap.ops.operations import IngestView
 
     clean = _run_row("a", 5)
     quarantined = _run_row("b", 17, quarantined_rows=3)
@@ -119,8 +122,7 @@ def test_runs_and_show_say_how_many_rows_were_quarantined():
     assert "quarantined" in listing and " 3 " in listing
     document = render.runs_json([clean, quarantined], [], [])
     assert [r["quarantined_rows"] for r in document["ingests"]] == [None, 3]
-    schema = json.loads((REPO / "docs" / "cli-schemas" / "runs.json").read_text())
-    Draft202012Validator(schema).validate(document)
+    valid_cli_json(document, "runs")
 
     report = AuditReport(
         ingest_id="b" * 16,
@@ -130,22 +132,12 @@ def test_runs_and_show_say_how_many_rows_were_quarantined():
         rows_written=17,
         quarantined_rows=3,
     )
-    view = IngestView(
-        record=IngestRecord(
-            ingest_id="b" * 16, table="s.t", status="PUBLISHED", quarantined_rows=3
-        ),
-        report=report,
-        branch_open=False,
-        main_rows=None,
-        branch_rows=None,
-        failed_checks=[],
-    )
-    shown = _text(*render.show_view(view))
+    record = IngestRecord(ingest_id="b" * 16, table="s.t", status="PUBLISHED", quarantined_rows=3)
+    shown = _text(*render.show_view(_closed_view(record, report)))
     assert "quarantined" in shown and "3 rows in s.t__quarantine" in shown
 
 
 def test_runs_and_show_say_what_a_load_cost_and_where_its_time_went():
-    from wap.ops.operations import IngestView
 
     costed = _run_row("a", 5, cost_usd=0.01234, upload_to_outcome_seconds=153.0)
     uncosted = _run_row("b", 5)
@@ -154,8 +146,7 @@ def test_runs_and_show_say_what_a_load_cost_and_where_its_time_went():
     assert "cost" in listing and "$0.0123" in listing
     document = render.runs_json([costed, uncosted], [], [])
     assert [r["cost_usd"] for r in document["ingests"]] == [0.01234, None]
-    schema = json.loads((REPO / "docs" / "cli-schemas" / "runs.json").read_text())
-    Draft202012Validator(schema).validate(document)
+    valid_cli_json(document, "runs")
 
     record = IngestRecord(
         ingest_id="a" * 16,
@@ -174,27 +165,17 @@ def test_runs_and_show_say_what_a_load_cost_and_where_its_time_went():
         cost_usd=0.01234,
         price_region="us-east-1",
     )
-    view = IngestView(
-        record=record,
-        report=None,
-        branch_open=False,
-        main_rows=None,
-        branch_rows=None,
-        failed_checks=[],
-    )
+    view = _closed_view(record)
     shown = _text(*render.show_view(view))
     assert "$0.0123 its share by bytes of batch " + "c" * 16 in shown
     assert "0.0400 vCPU-h" in shown and "us-east-1 prices" in shown
     assert "EMR start-up 65 s" in shown and "= 153 s from upload" in shown
     document = render.show_json(view)
     assert sum(phase["seconds"] for phase in document["time_split"]) == 153
-    show_schema = json.loads((REPO / "docs" / "cli-schemas" / "show.json").read_text())
-    Draft202012Validator(show_schema).validate(json.loads(render.to_json(document)))
+    valid_cli_json(json.loads(render.to_json(document)), "show")
 
 
 def test_show_says_a_billed_load_without_a_price_has_an_unknown_cost():
-    from wap.ops.operations import IngestView
-
     record = IngestRecord(
         ingest_id="d" * 16,
         table="s.t",
@@ -203,15 +184,7 @@ def test_show_says_a_billed_load_without_a_price_has_an_unknown_cost():
         memory_gb_hours=0.16,
         storage_gb_hours=0.0,
     )
-    view = IngestView(
-        record=record,
-        report=None,
-        branch_open=False,
-        main_rows=None,
-        branch_rows=None,
-        failed_checks=[],
-    )
-    shown = _text(*render.show_view(view))
+    shown = _text(*render.show_view(_closed_view(record)))
     assert "unknown" in shown and "emrPrices" in shown and "0.0400 vCPU-h" in shown
 
 
@@ -222,5 +195,4 @@ def test_runs_says_a_billed_load_without_a_price_has_an_unknown_cost():
     document = render.runs_json([unpriced], [], [])
     assert document["ingests"][0]["cost_usd"] is None
     assert document["ingests"][0]["cost_unknown"] is True
-    schema = json.loads((REPO / "docs" / "cli-schemas" / "runs.json").read_text())
-    Draft202012Validator(schema).validate(document)
+    valid_cli_json(document, "runs")

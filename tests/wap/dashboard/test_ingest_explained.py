@@ -3,14 +3,12 @@ and where it came from, in the checks table's `message` column (AppTest, no Spar
 
 from __future__ import annotations
 
-import json
-
 from streamlit.testing.v1 import AppTest
 
+from tests.fixtures.home_ingests import store_ingest
 from tests.fixtures.metrics_seed import anomaly_entry, failed_drop_report
 from wap.dashboard import APP_PATH
 from wap.runtime.home import ENV_HOME, WapHome
-from wap.runtime.state_store import write_ledger_items
 
 IID = "0a1b2c3d4e5f6a7b"
 EXPLAINED = "row_count 500; expected 9,700 to 10,300 from the last 10 published drops"
@@ -20,24 +18,16 @@ def test_the_checks_table_shows_an_anomaly_checks_message(tmp_path, monkeypatch)
     home = WapHome(tmp_path / "wap-home").create()
     key = f"reports/sales.orders/{IID}/attempt-1/report.json"
     report = failed_drop_report(IID, [anomaly_entry(500)])
-    path = home.objects / "wap-artifacts" / key
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(report))
-    write_ledger_items(
+    store_ingest(
         home,
-        [
-            {
-                "pk": f"ingest#{IID}",
-                "kind": "ingest",
-                "ingest_id": IID,
-                "table": "sales.orders",
-                "status": "AUDIT_FAILED",
-                "error": report["reason"],
-                "report_uri": f"s3://wap-artifacts/{key}",
-                "created_at": "2026-11-22T10:00:00Z",
-                "finished_at": "2026-11-22T10:01:00Z",
-            }
-        ],
+        IID,
+        report,
+        key,
+        table="sales.orders",
+        status="AUDIT_FAILED",
+        error=report["reason"],
+        created_at="2026-11-22T10:00:00Z",
+        finished_at="2026-11-22T10:01:00Z",
     )
     monkeypatch.setenv(ENV_HOME, str(home.root))
     app = AppTest.from_file(str(APP_PATH), default_timeout=60).run()

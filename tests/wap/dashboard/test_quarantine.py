@@ -4,17 +4,15 @@ page names its quarantine table (AppTest, no browser, no Spark)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from streamlit.testing.v1 import AppTest
 
-from tests.fixtures.ledger_items import ledger_item
+from tests.fixtures.home_ingests import store_ingest
 from tests.fixtures.quarantine import QUARANTINE_CHECK
+from tests.fixtures.run_rows import run_row
 from wap.dashboard import APP_PATH, shaping
-from wap.ops.operations import RunRow
 from wap.runtime.home import ENV_HOME, WapHome
-from wap.runtime.state_store import write_ledger_items
 
 IID = "0c0c0c0c0c0c0c0c"
 REPORT = {
@@ -27,15 +25,8 @@ REPORT = {
     "quarantined_rows": 3,
     "checks": [QUARANTINE_CHECK],
 }
-RUN = RunRow(
-    ingest_id=IID,
-    table="sales.orders",
-    source="s3://src/sales/orders/a.csv",
-    status="PUBLISHED",
-    branch=None,
-    when="2026-11-27T09:00:00Z",
-    rows_written=97,
-    reason=None,
+RUN = run_row(
+    IID, source="s3://src/sales/orders/a.csv", when="2026-11-27T09:00:00Z", rows_written=97
 )
 
 
@@ -56,24 +47,16 @@ def test_a_quarantine_checks_samples_are_titled_as_quarantined_rows():
 
 def _home(tmp_path):
     home = WapHome(tmp_path / "wap-home").create()
-    key = f"reports/{IID}.json"
-    path = home.objects / "wap-artifacts" / key
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(REPORT))
-    write_ledger_items(
+    store_ingest(
         home,
-        [
-            ledger_item(
-                IID,
-                table="sales.orders",
-                status="PUBLISHED",
-                rows_written=97,
-                quarantined_rows=3,
-                report_uri=f"s3://wap-artifacts/{key}",
-                created_at="2026-11-27T09:00:00Z",
-                finished_at="2026-11-27T09:01:00Z",
-            )
-        ],
+        IID,
+        REPORT,
+        table="sales.orders",
+        status="PUBLISHED",
+        rows_written=97,
+        quarantined_rows=3,
+        created_at="2026-11-27T09:00:00Z",
+        finished_at="2026-11-27T09:01:00Z",
     )
     return home.root
 

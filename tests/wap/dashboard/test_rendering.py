@@ -11,6 +11,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.fixtures.home_ingests import store_ingest
 from tests.fixtures.ledger_items import ledger_item
 from wap.dashboard import APP_PATH
 from wap.runtime.home import ENV_HOME, WapHome
@@ -156,7 +157,6 @@ def test_a_schema_rejected_ingest_shows_what_was_refused_not_a_match(tmp_path, m
     home = WapHome(tmp_path / "wap-home").create()
     iid = "0e0e0e0e0e0e0e0e"
     refused = "schema policy 'strict' rejects the file: new column discount (double)"
-    key = f"reports/{iid}.json"
     report = {
         "report_version": 1,
         "ingest_id": iid,
@@ -169,23 +169,16 @@ def test_a_schema_rejected_ingest_shows_what_was_refused_not_a_match(tmp_path, m
         "reason": refused,
         "reason_code": "schema_policy",
     }
-    path = home.objects / "wap-artifacts" / key
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report))
-    write_ledger_items(
+    store_ingest(
         home,
-        [
-            ledger_item(
-                iid,
-                table="sales.orders",
-                status="REJECTED",
-                error=refused,
-                reason_code="schema_policy",
-                report_uri=f"s3://wap-artifacts/{key}",
-                created_at="2026-11-22T10:00:00Z",
-                finished_at="2026-11-22T10:01:00Z",
-            )
-        ],
+        iid,
+        report,
+        table="sales.orders",
+        status="REJECTED",
+        error=refused,
+        reason_code="schema_policy",
+        created_at="2026-11-22T10:00:00Z",
+        finished_at="2026-11-22T10:01:00Z",
     )
 
     app = _ingest_page(home.root, monkeypatch, iid)

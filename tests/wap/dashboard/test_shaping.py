@@ -10,55 +10,34 @@ import yaml
 
 from contracts.table_config import parse_table_config_text
 from ingestion.ledger import IngestRecord
+from tests.fixtures.run_rows import run_row
 from wap.dashboard import shaping
 from wap.ops.backends import Target
-from wap.ops.operations import BranchRow, RunRow
+from wap.ops.operations import BranchRow
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
 
-def run(
-    iid: str,
-    status: str,
-    *,
-    table: str = "sales.orders",
-    when: str | None = None,
-    branch: str | None = None,
-    reason: str | None = None,
-    source: str = "s3://src/sales/orders/a.parquet",
-) -> RunRow:
-    return RunRow(
-        ingest_id=iid,
-        table=table,
-        source=source,
-        status=status,
-        branch=branch,
-        when=when,
-        rows_written=10,
-        reason=reason,
-    )
-
-
 RUNS = [  # newest first, as list_runs returns them
-    run("a" * 16, "QUEUED", when="2026-11-22T11:58:00Z"),
-    run("b" * 16, "RUNNING", when="2026-11-22T11:50:00Z"),
-    run(
+    run_row("a" * 16, "QUEUED", when="2026-11-22T11:58:00Z"),
+    run_row("b" * 16, "RUNNING", when="2026-11-22T11:50:00Z"),
+    run_row(
         "c" * 16,
         "AUDIT_FAILED",
         when="2026-11-22T10:00:00Z",
         branch="wap_sales_orders_c",
         reason="1 error-severity check(s) did not pass: amount_range",
     ),
-    run(
+    run_row(
         "d" * 16,
         "REJECTED",
         table="sales.refunds",
         when="2026-11-21T09:00:00Z",
         reason="schema policy strict: column `x` added",
     ),
-    run("e" * 16, "PUBLISHED", when="2026-11-21T08:00:00Z"),
-    run("f" * 16, "DISCARDED", when="2026-11-20T08:00:00Z", branch="wap_sales_orders_f"),
-    run("0" * 16, "JOB_FAILED", when=None, branch="wap_sales_orders_0"),
+    run_row("e" * 16, "PUBLISHED", when="2026-11-21T08:00:00Z"),
+    run_row("f" * 16, "DISCARDED", when="2026-11-20T08:00:00Z", branch="wap_sales_orders_f"),
+    run_row("0" * 16, "JOB_FAILED", when=None, branch="wap_sales_orders_0"),
 ]
 BRANCHES = [
     BranchRow(
@@ -426,7 +405,7 @@ def test_md_escape_renders_data_literally():
 
 def test_a_batch_member_is_shown_running_in_its_batch():
     member = replace(
-        run(
+        run_row(
             "c" * 16, "RUNNING", when="2026-11-22T10:00:00Z", source="s3://b/sales/orders/c.parquet"
         ),
         rows_written=None,
@@ -630,15 +609,15 @@ def test_table_health_counts_mains_files_and_takes_reclaimable_bytes_from_the_la
     }
     compaction = "maintenance:compaction"
     runs = [
-        run("a" * 16, "PUBLISHED", when="2026-11-22T11:00:00Z"),
-        run(
+        run_row("a" * 16, "PUBLISHED", when="2026-11-22T11:00:00Z"),
+        run_row(
             "b" * 16,
             "AUDIT_FAILED",
             when="2026-11-22T10:00:00Z",
             source=compaction,
             reason="content changed",
         ),
-        run("c" * 16, "PUBLISHED", when="2026-11-21T10:00:00Z", source=compaction),
+        run_row("c" * 16, "PUBLISHED", when="2026-11-21T10:00:00Z", source=compaction),
     ]
 
     health = shaping.table_health("sales.orders", snapshots, 2, gc, runs)
@@ -677,14 +656,14 @@ def test_table_health_without_totals_or_a_collection():
 
 def test_cost_per_table_per_day_sums_the_priced_loads():
     runs = [
-        replace(run("a" * 16, "PUBLISHED", when="2026-11-22T11:58:00Z"), cost_usd=0.01),
-        replace(run("b" * 16, "PUBLISHED", when="2026-11-22T01:00:00Z"), cost_usd=0.02),
+        replace(run_row("a" * 16, "PUBLISHED", when="2026-11-22T11:58:00Z"), cost_usd=0.01),
+        replace(run_row("b" * 16, "PUBLISHED", when="2026-11-22T01:00:00Z"), cost_usd=0.02),
         replace(
-            run("c" * 16, "AUDIT_FAILED", table="sales.refunds", when="2026-11-22T03:00:00Z"),
+            run_row("c" * 16, "AUDIT_FAILED", table="sales.refunds", when="2026-11-22T03:00:00Z"),
             cost_usd=0.005,
         ),
-        replace(run("d" * 16, "PUBLISHED", when="2026-11-21T23:00:00Z"), cost_usd=0.04),
-        run("e" * 16, "RUNNING", when="2026-11-22T12:00:00Z"),  # not billed yet
+        replace(run_row("d" * 16, "PUBLISHED", when="2026-11-21T23:00:00Z"), cost_usd=0.04),
+        run_row("e" * 16, "RUNNING", when="2026-11-22T12:00:00Z"),  # not billed yet
     ]
 
     assert shaping.cost_rows(runs) == [
