@@ -12,8 +12,9 @@
    drops, so the anomaly checks are judged against a real band. Target: at most 1.05x.
 2. The history read: `spark_jobs.history.read_history` for a window of 10 (the checks of
    part 1), on a metrics table of 1,000 published drops against one of 10. The drops
-   are appended as published drops are, one Iceberg append (one snapshot, one file of
-   about 80 rows: a lineitem profile) each. Target: at most 1.1x.
+   are committed by the job's own commit code, as published drops leave them: one
+   Iceberg merge append (one snapshot, one file of about 80 rows: a lineitem profile)
+   each. Target: at most 1.1x.
 
 Variants alternate within each repeat and ratios come from the same run.
 """
@@ -29,6 +30,7 @@ from pathlib import Path
 from bench.doc import bench_parser, publish
 from bench.scratch import spark_and_catalog
 from bench.wap_job_bench import TABLE_CONFIG, Bench, Nessie, generate
+from contracts.metric_history import METRICS_TABLE_SUFFIX
 
 JOB_TARGET, READ_TARGET = 1.05, 1.1
 ANOMALY_CHECKS = (
@@ -208,62 +210,30 @@ def profile_rows(drop: int, when: dt.datetime) -> list[tuple]:
     return rows
 
 
-def build_history(spark, name: str, drops: int, folder: Path) -> None:
-    """A metrics table of `drops` published drops: one file and one Iceberg append
-    (one snapshot) per drop, as the merges of published drops leave it. The files are
-    written by pyarrow and committed through Iceberg's Java API: a Spark write per drop
-    would take minutes for 1,000."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from contracts.metric_history import METRICS_TABLE_COLUMNS
-    from contracts.properties import INGEST_ID_PROPERTY
+def build_history(spark, name: str, drops: int) -> None:
+    """A metrics table of `drops` published drops, committed by the job's own code: the
+    first drop by `record_metrics` (which creates the table as a job does), each later
+    one by the commit it makes (`commit_metric_rows`: one parquet file, one Iceberg merge
+    append), so the table's snapshots and manifests are what published drops leave
+    (merge appends merge the table's manifests from 100 on). Only the job's check for a
+    re-run's earlier commit is left out: it walks the whole history once per drop."""
+    from spark_jobs.history import commit_metric_rows, record_metrics
     from spark_jobs.metrics import load_iceberg_table
+    from spark_jobs.writer import CatalogTable
 
-    columns = ", ".join(
-        f"`{n}` {kind}{'' if nullable else ' NOT NULL'}"
-        for n, kind, nullable in METRICS_TABLE_COLUMNS
-    )
-    spark.sql(f"CREATE TABLE {name} ({columns}) USING iceberg TBLPROPERTIES ('format-version'='2')")
-    table = load_iceberg_table(spark, name)
-    ids = {f.name(): f.fieldId() for f in table.schema().columns()}
-    arrow = {
-        "string": pa.string(),
-        "timestamp": pa.timestamp("us", tz="UTC"),
-        "double": pa.float64(),
-    }
-    schema = pa.schema(
-        [
-            pa.field(n, arrow[kind], nullable, metadata={"PARQUET:field_id": str(ids[n])})
-            for n, kind, nullable in METRICS_TABLE_COLUMNS
-        ]
-    )
-    jvm = spark._jvm
-    config = jvm.org.apache.iceberg.MetricsConfig.forTable(table)
-    folder.mkdir(parents=True, exist_ok=True)
+    catalog, namespace, data_table = name.split(".")
+    data_table = data_table.removesuffix(METRICS_TABLE_SUFFIX)
     start = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-    for drop in range(drops):
+    first = profile_rows(0, start)
+    record_metrics(spark, CatalogTable(catalog, namespace, data_table), "drop00000", first)
+    table = load_iceberg_table(spark, name)
+    for drop in range(1, drops):
         rows = profile_rows(drop, start + dt.timedelta(hours=drop))
-        path = folder / f"drop{drop:05d}.parquet"
-        pq.write_table(
-            pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema),
-            path,
-        )
-        source = table.io().newInputFile(path.as_uri())
-        data_file = (
-            jvm.org.apache.iceberg.DataFiles.builder(table.spec())
-            .withInputFile(source)
-            .withFormat(jvm.org.apache.iceberg.FileFormat.PARQUET)
-            .withMetrics(jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(source, config))
-            .build()
-        )
-        table.newFastAppend().appendFile(data_file).set(
-            INGEST_ID_PROPERTY, f"drop{drop:05d}"
-        ).commit()
+        commit_metric_rows(spark, table, f"drop{drop:05d}", rows)
     spark.sql(f"REFRESH TABLE {name}")
 
 
-def run_read(drop_counts: tuple[int, int], repeats: int, spark, tmp: Path) -> dict:
+def run_read(drop_counts: tuple[int, int], repeats: int, spark) -> dict:
     """Medians of read_history (window 10, the job's three series) on each history."""
     from spark_jobs.history import read_history
     from spark_jobs.writer import CatalogTable
@@ -278,7 +248,7 @@ def run_read(drop_counts: tuple[int, int], repeats: int, spark, tmp: Path) -> di
     for drops in drop_counts:
         name = f"h{drops}"
         started = time.perf_counter()
-        build_history(spark, f"lake.bench.{name}__audit_metrics", drops, tmp / name)
+        build_history(spark, f"lake.bench.{name}{METRICS_TABLE_SUFFIX}", drops)
         print(f"  built {drops} drops in {time.perf_counter() - started:.0f}s", flush=True)
         refs[drops] = CatalogTable("lake", "bench", name)
     # A job loads the metrics table from the catalog; the tables built above are cached
@@ -345,8 +315,9 @@ def render(job: dict, read: dict, repeats: int) -> str:
             f"(1, 5, 15 min) {load} when the job runs started. Each job run appends into a "
             f"fresh table whose metrics table holds {HISTORY_DROPS} published drops; one "
             "local SparkSession (local[2], 4g driver) and one Nessie server for both. The "
-            "history tables are built as published drops leave them: one append (one "
-            "snapshot, one file of a lineitem profile, 79 rows) per drop.",
+            "history tables are built by the job's own commit code, as published drops "
+            "leave them: one merge append (one snapshot, one file of a lineitem profile, "
+            "79 rows) per drop.",
             "",
             "Outside the data write (the same work on both sides, and most of the run), "
             f"the history adds {job['paired_outside_s']:.2f} s of wall time and "
@@ -388,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     with spark_and_catalog("mh-bench-", "mh-bench") as (spark, nessie_api, tmp):
         if not args.skip_read:
             read_repeats = 1 if args.quick else max(repeats, 5)
-            read = run_read((10, drops), read_repeats, spark, tmp / "history")
+            read = run_read((10, drops), read_repeats, spark)
             print(f"  read: {read}", flush=True)
         if args.skip_job:
             return 0

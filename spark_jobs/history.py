@@ -269,13 +269,13 @@ def record_metrics(
                 "TBLPROPERTIES ('format-version'='2')"
             )
             existing = load_table(spark, table)
-        _append_rows(spark, existing, ingest_id, rows)
+        commit_metric_rows(spark, existing, ingest_id, rows)
         return True
     except Exception as exc:
         raise as_job_error(exc, f"recording the audit's metrics failed: {describe(exc)}") from exc
 
 
-def _append_rows(spark: SparkSession, table, ingest_id: str, rows: list[tuple]) -> None:
+def commit_metric_rows(spark: SparkSession, table, ingest_id: str, rows: list[tuple]) -> None:
     """One data file of `rows` (tuples in METRICS_TABLE_COLUMNS order) and one append
     of it to the Java Iceberg `table`, its snapshot marked with `ingest_id`."""
     iceberg = spark._jvm.org.apache.iceberg
