@@ -118,28 +118,30 @@ def usual_values(source: Path) -> dict[tuple, float]:
 
 
 def seed_history(spark, name: str, usual: dict[tuple, float]) -> None:
-    """`HISTORY_DROPS` published drops of the monitored metrics, within 0.5% of usual."""
-    from contracts.metric_history import METRICS_TABLE_COLUMNS
-    from spark_jobs.history import METRICS_SCHEMA
+    """`HISTORY_DROPS` published drops of the monitored metrics, within 0.5% of usual,
+    each committed by the job's own metrics commit (see `build_history`)."""
+    from spark_jobs.history import record_metrics
+    from spark_jobs.writer import CatalogTable
 
-    columns = ", ".join(f"`{n}` {kind}" for n, kind, _ in METRICS_TABLE_COLUMNS)
-    spark.sql(f"CREATE TABLE {name} ({columns}) USING iceberg")
+    catalog, namespace, table = name.split(".")
+    ref = CatalogTable(catalog, namespace, table.removesuffix(METRICS_TABLE_SUFFIX))
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    rows = [
-        (
-            f"past{drop}",
-            now - dt.timedelta(days=HISTORY_DROPS - drop),
-            "table",
-            None,
-            column,
-            metric,
-            None,
-            value * (1 + 0.001 * (drop % 5 - 2)),
-        )
-        for drop in range(HISTORY_DROPS)
-        for (metric, column), value in usual.items()
-    ]
-    spark.createDataFrame(rows, METRICS_SCHEMA).coalesce(1).writeTo(name).append()
+    for drop in range(HISTORY_DROPS):
+        ingest = f"past{drop}"
+        rows = [
+            (
+                ingest,
+                now - dt.timedelta(days=HISTORY_DROPS - drop),
+                "table",
+                None,
+                column,
+                metric,
+                None,
+                value * (1 + 0.001 * (drop % 5 - 2)),
+            )
+            for (metric, column), value in usual.items()
+        ]
+        record_metrics(spark, ref, ingest, rows)
 
 
 def run_job(scale: float, repeats: int, spark, nessie, tmp: Path, warm_up: bool = True) -> dict:
