@@ -9,6 +9,9 @@ from __future__ import annotations
 
 # The ingest (or batch, or maintenance run) a snapshot or merge belongs to.
 INGEST_ID_PROPERTY = "wap.ingest-id"
+# The one data file a metrics-table append added (docs/metric-history.md): the history
+# read opens the window's files by it, without the table's manifests.
+METRICS_FILE_PROPERTY = "wap.metrics-file"
 # The uploaded object versions a snapshot's rows came from, comma-separated.
 SOURCE_PROPERTY = "wap.source"
 # What made a merge: `publish`, `manual-publish`.

@@ -9,6 +9,9 @@ serializes its writers, so its history is a straight line of the drops main publ
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
+import re
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
+from pyspark.sql.utils import AnalysisException
 
 from contracts.metric_history import (
     CHECK,
@@ -25,11 +29,12 @@ from contracts.metric_history import (
     SCOPE_TABLE,
     as_number,
 )
-from contracts.properties import INGEST_ID_PROPERTY
+from contracts.properties import INGEST_ID_PROPERTY, METRICS_FILE_PROPERTY
 from contracts.report import CheckResult
 from spark_jobs.errors import as_job_error, describe
+from spark_jobs.metrics import load_iceberg_table
 from spark_jobs.profile import Measured
-from spark_jobs.writer import CatalogTable, create_namespace, find_ingest_snapshot, load_table
+from spark_jobs.writer import CatalogTable, create_namespace, find_ingest_snapshot
 
 SPARK_TYPES = {"string": T.StringType(), "timestamp": T.TimestampType(), "double": T.DoubleType()}
 METRICS_SCHEMA = T.StructType(
@@ -64,22 +69,30 @@ def read_history(
 
     The driver reads them through Iceberg's Java API (a few dozen rows of a few small
     files): a Spark query of them cost five times the CPU, for planning and a job
-    (docs/benchmarks.md, "Metric history")."""
+    (docs/benchmarks.md, "Metric history"). The window's files are the ones its
+    snapshots name (`wap.metrics-file`): the table's manifests, which merge appends
+    gather into one listing every drop, are not read."""
     history: dict[Series, list[Point]] = {series: [] for series in wanted}
     if not wanted:
         return history
-    table = metrics_ref(main_table)
     try:
-        metrics = load_table(spark, table)
+        metrics = _load_metrics(spark, metrics_ref(main_table))
         if metrics is None or metrics.currentSnapshot() is None:
             return history
-        rows = _read_rows(spark, metrics, _window_start(metrics, max(wanted.values())), wanted)
+        drops = max(wanted.values())
+        files = _window_files(metrics, drops)
+        if files is not None:
+            rows = _read_files(spark, metrics, files)
+        else:
+            rows = _read_rows(spark, metrics, _window_start(metrics, drops), wanted)
     except Exception as exc:
         # Without its history the audit cannot judge: the run is an error, retried.
         raise as_job_error(exc, f"reading the metric history failed: {describe(exc)}") from exc
     newest_first: dict[Series, list] = {series: [] for series in wanted}
     for row in sorted(rows, key=lambda row: row["recorded_at"], reverse=True):
         series = (row["metric"], row["column_name"])
+        if row["scope"] != SCOPE_TABLE:
+            continue
         if series in newest_first and len(newest_first[series]) < wanted[series]:
             newest_first[series].append(row)
     for series, kept in newest_first.items():
@@ -137,6 +150,98 @@ class HistoryRead:
             self._future.exception()
 
 
+def _load_metrics(spark: SparkSession, ref: CatalogTable):
+    """The Java Iceberg metrics table, None when it does not exist: one load of its
+    metadata where `load_table` makes two (the catalog's existence check loads it too,
+    and the metadata lists every published drop's snapshot). Only a failed load asks
+    the catalog whether the table exists, as `load_table` does."""
+    try:
+        return load_iceberg_table(spark, ref.sql)
+    except AnalysisException:
+        if not spark.catalog.tableExists(ref.sql):
+            return None
+        raise
+
+
+def _window_files(metrics, drops: int) -> list[tuple[str, int]] | None:
+    """(location, size) of the data file each of the latest `drops` snapshots added,
+    newest first, when each is an append of `commit_metric_rows` (which names its one
+    file in the snapshot's summary); None when one is not (drops recorded before the
+    summary named the file, a compaction, a delete), and the caller plans the read
+    from the manifests."""
+    files = []
+    snapshot = metrics.currentSnapshot()
+    while snapshot is not None and len(files) < drops:
+        if snapshot.operation() != "append":
+            return None
+        summary = snapshot.summary()
+        location = summary.get(METRICS_FILE_PROPERTY)
+        if location is None or summary.get("added-data-files") != "1":
+            return None
+        files.append((location, int(summary.get("added-files-size"))))
+        parent = snapshot.parentId()
+        if parent is None:  # the table's whole history is within the window
+            return files
+        snapshot = metrics.snapshot(parent)
+        if snapshot is None:  # expired: the files before it are not named here
+            return None
+    return files
+
+
+# What the read keeps of each row, in the order Iceberg's JSON names them by field id.
+READ_COLUMNS = ("scope", "recorded_at", "metric", "column_name", "value")
+
+
+def _read_files(spark: SparkSession, metrics, files: list[tuple[str, int]]) -> list[dict]:
+    """The rows (`READ_COLUMNS`) of the metrics table's data `files`: read by Iceberg's
+    parquet reader on the driver and handed to Python as one JSON text (Iceberg's
+    single-value JSON of a list of structs), not a py4j call per row and field."""
+    iceberg = spark._jvm.org.apache.iceberg
+    projection = metrics.schema().select(list(READ_COLUMNS))
+    io = metrics.io()
+    readers = spark._jvm.java.util.ArrayList()
+    for location, size in files:
+        source = io.newInputFile(location, size)
+        reader = iceberg.InternalData.read(iceberg.FileFormat.PARQUET, source)
+        readers.add(reader.project(projection).build())
+    records = iceberg.io.CloseableIterable.concat(readers)
+    try:
+        collected = iceberg.relocated.com.google.common.collect.Lists.newArrayList(records)
+    finally:
+        records.close()
+    text = iceberg.SingleValueParser.toJson(
+        iceberg.types.Types.ListType.ofRequired(0, projection.asStruct()), collected
+    )
+    ids = {name: str(projection.findField(name).fieldId()) for name in READ_COLUMNS}
+    timestamp = projection.findField("recorded_at").type()
+    spark_type = T.TimestampType() if timestamp.shouldAdjustToUTC() else T.TimestampNTZType()
+    return [
+        {
+            "scope": row.get(ids["scope"]),
+            # recorded_at as Spark would return it (see _read_rows)
+            "recorded_at": spark_type.fromInternal(_iso_micros(row[ids["recorded_at"]])),
+            "metric": row.get(ids["metric"]),
+            "column_name": row.get(ids["column_name"]),
+            "value": row.get(ids["value"]),
+        }
+        for row in json.loads(text)
+    ]
+
+
+_FRACTION = re.compile(r"\.(\d+)")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)  # noqa: UP017 (Python 3.9)
+
+
+def _iso_micros(text: str) -> int:
+    """Microseconds since the epoch of Iceberg's ISO text of a timestamp (UTC when it
+    names no offset). Python 3.9's fromisoformat takes 3 or 6 fraction digits only."""
+    padded = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], text, count=1)
+    moment = dt.datetime.fromisoformat(padded)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)  # noqa: UP017
+    return (moment - _EPOCH) // dt.timedelta(microseconds=1)
+
+
 def _window_start(metrics, drops: int) -> int | None:
     """The snapshot after which the latest `drops` published drops were appended, None
     to read the whole table. Main's metrics table is a straight line of appends, one per
@@ -186,6 +291,7 @@ def _read_rows(
                 record = found.next()
                 rows.append(
                     {
+                        "scope": SCOPE_TABLE,  # the filter kept only these
                         "recorded_at": spark_type.fromInternal(
                             micros_of(record.getField("recorded_at"))
                         ),
@@ -255,7 +361,7 @@ def record_metrics(
     cost (docs/benchmarks.md, "Metric history")."""
     table = metrics_ref(branch_table)
     try:
-        existing = load_table(spark, table)
+        existing = _load_metrics(spark, table)
         if existing is not None and find_ingest_snapshot(existing, ingest_id) is not None:
             return False
         if existing is None:
@@ -268,50 +374,85 @@ def record_metrics(
                 f"CREATE TABLE IF NOT EXISTS {table.sql} ({columns}) USING iceberg "
                 "TBLPROPERTIES ('format-version'='2')"
             )
-            existing = load_table(spark, table)
-        _append_rows(spark, existing, ingest_id, rows)
+            existing = _load_metrics(spark, table)
+        commit_metric_rows(spark, existing, ingest_id, rows)
         return True
     except Exception as exc:
         raise as_job_error(exc, f"recording the audit's metrics failed: {describe(exc)}") from exc
 
 
-def _append_rows(spark: SparkSession, table, ingest_id: str, rows: list[tuple]) -> None:
+def commit_metric_rows(spark: SparkSession, table, ingest_id: str, rows: list[tuple]) -> None:
     """One data file of `rows` (tuples in METRICS_TABLE_COLUMNS order) and one append
-    of it to the Java Iceberg `table`, its snapshot marked with `ingest_id`."""
+    of it to the Java Iceberg `table`, its snapshot marked with `ingest_id`.
+
+    The rows go to the JVM as one JSON text (Iceberg's single-value JSON of a list of
+    structs, parsed into its internal values) and are written by Iceberg's parquet
+    writer in one call: a py4j call per row and field cost a third of the commit."""
     iceberg = spark._jvm.org.apache.iceberg
     parquet = iceberg.FileFormat.PARQUET
     schema = table.schema()
-    factory = iceberg.data.GenericAppenderFactory(schema, table.spec()).setAll(table.properties())
+    struct = iceberg.types.Types.ListType.ofRequired(0, schema.asStruct())
+    text, unwritten = _rows_json(schema, rows)
+    records = iceberg.SingleValueParser.fromJson(struct, text)
+    for index, position, value in unwritten:  # NaN, infinities: set one by one
+        records.get(index).set(position, value)
     output = iceberg.io.OutputFileFactory.builderFor(table, 0, 0).format(parquet).build()
-    writer = factory.newDataWriter(output.newOutputFile(), parquet, None)
-    template = iceberg.data.GenericRecord.create(schema)
-    kinds = [(name, kind) for name, kind, _ in METRICS_TABLE_COLUMNS]
-    moments = {}  # the Java value of each timestamp (one per audit)
+    target = output.newOutputFile().encryptingOutputFile()
+    appender = iceberg.InternalData.write(parquet, target).forTable(table).build()
     try:
-        for row in rows:
-            record = template.copy()
-            # Not zip(strict=True): EMR runs Python 3.9 (a row has every column).
-            for (name, kind), value in zip(kinds, row):  # noqa: B905
-                if value is None:
-                    continue
-                if kind == "timestamp":
-                    if value not in moments:
-                        moments[value] = _java_timestamp(iceberg, schema.findField(name), value)
-                    value = moments[value]
-                elif kind == "double":
-                    value = float(value)  # py4j would pass an int as a Java Integer
-                record.setField(name, value)
-            writer.write(record)
+        appender.addAll(records)
     finally:
-        writer.close()
-    table.newAppend().appendFile(writer.toDataFile()).set(INGEST_ID_PROPERTY, ingest_id).commit()
+        appender.close()
+    data_file = (
+        iceberg.DataFiles.builder(table.spec())
+        .withPath(target.location())
+        .withFormat(parquet)
+        .withFileSizeInBytes(appender.length())
+        .withMetrics(appender.metrics())
+        .withSplitOffsets(appender.splitOffsets())
+        .build()
+    )
+    # The summary names the file: the history read opens it without the manifests.
+    table.newAppend().appendFile(data_file).set(INGEST_ID_PROPERTY, ingest_id).set(
+        METRICS_FILE_PROPERTY, data_file.location()
+    ).commit()
 
 
-def _java_timestamp(iceberg, field, value: dt.datetime):
-    """`value` as the Java value Iceberg's writer takes for `field`: the instant Spark
-    would store (a naive value is the driver's local time, as in `createDataFrame`), an
-    OffsetDateTime for a timestamp with zone, else a LocalDateTime in UTC."""
-    micros = T.TimestampType().toInternal(value)
-    if field.type().shouldAdjustToUTC():
-        return iceberg.util.DateTimeUtil.timestamptzFromMicros(micros)
-    return iceberg.util.DateTimeUtil.timestampFromMicros(micros)
+def _rows_json(schema, rows: list[tuple]) -> tuple[str, list[tuple[int, int, float]]]:
+    """`rows` as Iceberg's single-value JSON of a list of the table's structs: each an
+    object keyed by field id, a timestamp as ISO text of the instant Spark would store
+    (a naive value is the driver's local time, as in `createDataFrame`), nulls left out;
+    and (row, position in the struct, value) of each NaN or infinity, which JSON cannot
+    say and are left out too."""
+    positions = {field.name(): index for index, field in enumerate(schema.columns())}
+    columns = []
+    for name, kind, _ in METRICS_TABLE_COLUMNS:
+        field = schema.findField(name)
+        zoned = kind == "timestamp" and field.type().shouldAdjustToUTC()
+        columns.append((str(field.fieldId()), positions[name], kind, zoned))
+    texts: dict = {}  # the ISO text of each timestamp (one per audit)
+    objects, unwritten = [], []
+    for index, row in enumerate(rows):
+        values = {}
+        # Not zip(strict=True): EMR runs Python 3.9 (a row has every column).
+        for (field_id, position, kind, zoned), value in zip(columns, row):  # noqa: B905
+            if value is None:
+                continue
+            if kind == "timestamp":
+                if value not in texts:
+                    texts[value] = _iso_text(T.TimestampType().toInternal(value), zoned)
+                value = texts[value]
+            elif kind == "double":
+                value = float(value)
+                if not math.isfinite(value):
+                    unwritten.append((index, position, value))
+                    continue
+            values[field_id] = value
+        objects.append(values)
+    return json.dumps(objects, allow_nan=False), unwritten
+
+
+def _iso_text(micros: int, zoned: bool) -> str:
+    """Iceberg's ISO text of a timestamp given in microseconds since the epoch (UTC)."""
+    moment = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)
+    return moment.isoformat() + ("+00:00" if zoned else "")

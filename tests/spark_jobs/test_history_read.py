@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from contracts.metric_history import METRICS_TABLE_COLUMNS
-from spark_jobs.history import METRICS_SCHEMA, read_history
+from spark_jobs.history import METRICS_SCHEMA, _iso_micros, read_history, record_metrics
 from spark_jobs.jvm import java_iterable
 from spark_jobs.metrics import load_iceberg_table
 from spark_jobs.writer import CatalogTable
@@ -29,6 +29,21 @@ def _history(spark, table: str, drops: int) -> str:
         row = (f"d{number}", when, "table", None, None, "row_count", None, float(number))
         spark.createDataFrame([row], METRICS_SCHEMA).coalesce(1).writeTo(name).append()
     return name
+
+
+def _recorded(spark, table: str, drops: range) -> None:
+    """Drops committed by the job's own metrics commit (`record_metrics`): drop n recorded
+    n rows on day n (half a second past midnight), one file-scope row and a null mean."""
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.hist")
+    for number in drops:
+        when = dt.datetime(2026, 1, 1, 0, 0, 0, 500000) + dt.timedelta(days=number)
+        ingest = f"d{number}"
+        rows = [
+            (ingest, when, "table", None, None, "row_count", None, float(number)),
+            (ingest, when, "file", "s3://in/a.csv", None, "row_count", None, 99.0),
+            (ingest, when, "table", None, "amount", "mean", None, None),
+        ]
+        assert record_metrics(spark, CatalogTable("lake", "hist", table), ingest, rows)
 
 
 def _values(spark, table: str, window: int) -> list[float]:
@@ -71,3 +86,39 @@ def test_the_read_runs_no_spark_job_and_gives_what_spark_reads(lake):
     assert [(p.recorded_at, p.value) for p in history[ROWS]] == [
         (row["recorded_at"], row["value"]) for row in spark_rows
     ]
+
+
+def test_drops_the_job_recorded_are_read_from_their_files_without_the_manifests(lake):
+    # Merge appends gather the table's manifests into one that lists every drop: the
+    # window's snapshots name their files, and the read opens only those.
+    _recorded(lake, "merged", range(5))
+    name = "lake.hist.merged__audit_metrics"
+    spark_rows = lake.table(name).where("scope = 'table' AND metric = 'row_count'")
+    expected = [(row["recorded_at"], row["value"]) for row in spark_rows.collect()]
+    table = load_iceberg_table(lake, name)
+    for snapshot in java_iterable(table.snapshots()):
+        for manifest in java_iterable(snapshot.allManifests(table.io())):
+            Path(urlparse(str(manifest.path())).path).unlink(missing_ok=True)
+        Path(urlparse(str(snapshot.manifestListLocation())).path).unlink()
+
+    history = read_history(
+        lake, CatalogTable("lake", "hist", "merged"), {ROWS: 3, ("mean", "amount"): 3}
+    )
+
+    assert [(p.recorded_at, p.value) for p in history[ROWS]] == sorted(expected)[-3:]
+    assert history[("mean", "amount")] == []
+
+
+def test_a_window_reaching_drops_recorded_before_their_files_were_named_reads_them_too(lake):
+    _history(lake, "older", 3)  # Spark appends: their snapshots name no file
+    _recorded(lake, "older", range(3, 5))
+
+    assert _values(lake, "older", 2) == [3.0, 4.0]
+    assert _values(lake, "older", 4) == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_iceberg_timestamp_text_to_micros():
+    second = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
+    assert _iso_micros("2026-01-01T00:00:00+00:00") == second
+    assert _iso_micros("2026-01-01T00:00:00.5+00:00") == second + 500_000
+    assert _iso_micros("2026-01-01T00:00:00.000001") == second + 1

@@ -5,6 +5,7 @@ read in a thread of its own while the run goes on."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import threading
 
 import pytest
@@ -80,3 +81,21 @@ def test_a_failed_history_read_fails_where_the_history_is_needed(monkeypatch):
     read.wait()  # a run that ends otherwise does not raise it again
     with pytest.raises(RuntimeError, match="catalog down"):
         read.result()
+
+
+def test_values_json_cannot_say_are_recorded_as_they_are(lake):
+    # The rows reach the JVM as JSON, which has no NaN or infinity: those are set apart.
+    lake.sql("CREATE NAMESPACE IF NOT EXISTS lake.rec")
+    rows = [
+        ("odd", WHEN, "table", None, "amount", "mean", None, float("nan")),
+        ("odd", WHEN, "table", None, "amount", "max", None, float("inf")),
+        ("odd", WHEN, "table", None, "amount", "min", None, float("-inf")),
+        ("odd", WHEN, "table", None, None, "row_count", None, 3),
+    ]
+    assert record_metrics(lake, CatalogTable("lake", "rec", "odd"), "odd", rows)
+
+    got = lake.table("lake.rec.odd__audit_metrics").collect()
+    values = {row["metric"]: row["value"] for row in got}
+    assert math.isnan(values["mean"])
+    assert (values["max"], values["min"], values["row_count"]) == (math.inf, -math.inf, 3.0)
+    assert {row["recorded_at"] for row in got} == {WHEN}
