@@ -201,15 +201,16 @@ class CsvBench(Bench):
 
 def run(rows: int, repeats: int, warm: bool) -> tuple[list[dict], dict[str, int]]:
     """`measure` in a SparkSession and Nessie server of its own, stopped afterwards."""
-    with spark_and_catalog("csv-bench-", "csv-bench") as (spark, nessie_api, tmp):
+    with spark_and_catalog("csv-bench-", "csv-bench") as (spark, catalog, tmp):
         return measure(
             spark,
-            nessie_api,
+            catalog.api,
             tmp,
             generate(rows),
             rows,
             repeats,
             generate(5_000) if warm else None,
+            nessie_headers=catalog.headers,
         )
 
 

@@ -382,14 +382,16 @@ def main(argv: list[str] | None = None) -> int:
     repeats = 1 if args.quick else args.repeats
     drops = 20 if args.quick else args.drops
     started = time.perf_counter()
-    with spark_and_catalog("mh-bench-", "mh-bench") as (spark, nessie_api, tmp):
+    with spark_and_catalog("mh-bench-", "mh-bench") as (spark, catalog, tmp):
         if not args.skip_read:
             read_repeats = 1 if args.quick else max(repeats, 5)
             read = run_read((10, drops), read_repeats, spark)
             print(f"  read: {read}", flush=True)
         if args.skip_job:
             return 0
-        job = run_job(scale, repeats, spark, Nessie(nessie_api), tmp, warm_up=not args.quick)
+        job = run_job(
+            scale, repeats, spark, Nessie(catalog.api, catalog.headers), tmp, warm_up=not args.quick
+        )
         print(f"  job: {job}", flush=True)
         if args.skip_read:
             print(render_parts(job))

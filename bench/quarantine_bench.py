@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.csv_bench import COLUMNS, STATUSES, _orders
@@ -138,15 +139,16 @@ class QuarantineBench(Bench):
 
 def run(rows: int, repeats: int, warm: bool) -> list[dict]:
     """`measure` in a SparkSession and Nessie server of its own, stopped afterwards."""
-    with spark_and_catalog("quarantine-bench-", "quarantine-bench") as (spark, nessie_api, tmp):
+    with spark_and_catalog("quarantine-bench-", "quarantine-bench") as (spark, catalog, tmp):
         return measure(
             spark,
-            nessie_api,
+            catalog.api,
             tmp,
             generate(rows),
             rows,
             repeats,
             generate(2_000) if warm else None,
+            nessie_headers=catalog.headers,
         )
 
 
@@ -158,12 +160,14 @@ def measure(
     rows: int,
     repeats: int,
     warm_files: dict[str, Path] | None = None,
+    nessie_headers: Callable[[], dict[str, str]] | None = None,
 ) -> list[dict]:
     """Both variants on `files`, `repeats` times (order alternated); each variant's
-    medians, and the medians of the paired dirty / clean ratios (wall and CPU)."""
-    bench = QuarantineBench(spark, Nessie(nessie_api), work, rows)
+    medians, and the medians of the paired dirty / clean ratios (wall and CPU).
+    `nessie_headers`: what each catalog call adds (a token, for a server that authenticates)."""
+    bench = QuarantineBench(spark, Nessie(nessie_api, nessie_headers), work, rows)
     if warm_files is not None:
-        warmer = QuarantineBench(spark, Nessie(nessie_api), work, 2_000)
+        warmer = QuarantineBench(spark, Nessie(nessie_api, nessie_headers), work, 2_000)
         for variant in VARIANTS:
             warmer.run(variant, warm_files[variant])
         # The JIT keeps compiling over the first full-size runs: one of each, not measured.

@@ -8,14 +8,19 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from contracts.catalog_tokens import CatalogCredentials
 
 # A SparkSession lent by the caller (the test suite's smoke runs, `lend_spark`): benchmarks
 # then run in it, in the JVM that is already up and warm, instead of starting their own.
 _lent_spark: Any = None
+# The benchmarks' own client of their Nessie (spark_and_catalog).
+BENCH_CLIENT = "wap-bench"
 
 
 @contextmanager
@@ -35,14 +40,23 @@ def lend_spark(spark: Any) -> Iterator[None]:
 
 
 @contextmanager
-def bench_spark(warehouse_uri: str, nessie_api: str | None, app_name: str) -> Iterator[Any]:
-    """A SparkSession whose `lake` catalog is on `nessie_api` (None: no catalog used): its
-    own, stopped afterwards, or the lent one (`lend_spark`), its catalog restored."""
+def bench_spark(
+    warehouse_uri: str,
+    nessie_api: str | None,
+    app_name: str,
+    credentials: CatalogCredentials | None = None,
+) -> Iterator[Any]:
+    """A SparkSession whose `lake` catalog is on `nessie_api` (None: no catalog used), as
+    the client of `credentials`: its own, stopped afterwards, or the lent one
+    (`lend_spark`), its catalog restored."""
     from local.spark import build_local_spark
+    from spark_jobs.conf import lake_catalog_conf
 
+    placeholder = "http://127.0.0.1:9/api/v2"  # never contacted: no catalog used
     if _lent_spark is None:
+        conf = lake_catalog_conf(nessie_api or placeholder, warehouse_uri, credentials=credentials)
         spark = build_local_spark(
-            warehouse_uri, nessie_api or "http://127.0.0.1:9/api/v2", app_name=app_name
+            warehouse_uri, nessie_api or placeholder, app_name=app_name, extra_conf=conf
         )
         try:
             yield spark
@@ -52,9 +66,8 @@ def bench_spark(warehouse_uri: str, nessie_api: str | None, app_name: str) -> It
     if nessie_api is None:
         yield _lent_spark
         return
-    from spark_jobs.conf import lake_catalog_conf
-
-    with _catalog_conf(_lent_spark, lake_catalog_conf(nessie_api, warehouse_uri)):
+    conf = lake_catalog_conf(nessie_api, warehouse_uri, credentials=credentials)
+    with _catalog_conf(_lent_spark, conf):
         yield _lent_spark
 
 
@@ -86,24 +99,69 @@ def _catalog_conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
         use(saved)
 
 
+@dataclass(frozen=True)
+class BenchCatalog:
+    """A benchmark's own Nessie, which authenticates as the deployed one does: its API v2
+    URI, and the header each of the benchmark's own calls adds (a token)."""
+
+    api: str
+    headers: Callable[[], dict[str, str]]
+
+
 @contextmanager
-def spark_and_catalog(prefix: str, app_name: str) -> Iterator[tuple[Any, str, Path]]:
+def spark_and_catalog(prefix: str, app_name: str) -> Iterator[tuple[Any, BenchCatalog, Path]]:
     """A SparkSession (`bench_spark`) and a Nessie server of the benchmark's own over a
-    fresh directory: (session, the server's API v2 URI, directory); stopped and removed
-    afterwards. The server does not authenticate: the benchmarks measure the job, not
-    authentication."""
+    fresh directory: (session, its catalog, directory); stopped and removed afterwards.
+
+    The server authenticates and authorizes as every local one does: the session calls it
+    as a client holding every role (as the test harness does: benchmarks create tables on
+    main), the job's runs as the job, through the environment as the local EMR does."""
+    from contracts.catalog_authorization import JOB, ROLES
     from local.nessie.runner import start_server
 
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
-    server = start_server(str(scratch / "nessie.db"), secure=False)
+    server = start_server(str(scratch / "nessie.db"))
+    bench = server.idp.register(BENCH_CLIENT, ROLES)
+    catalog = BenchCatalog(server.api_v2, _bearer(server.idp))
     try:
-        with bench_spark(
-            (scratch / "warehouse").as_uri(), server.api_v2, app_name=app_name
-        ) as spark:
-            yield spark, server.api_v2, scratch
+        with (
+            _environment(server.credentials(JOB).environment()),
+            bench_spark(
+                (scratch / "warehouse").as_uri(), server.api_v2, app_name, credentials=bench
+            ) as spark,
+        ):
+            yield spark, catalog, scratch
     finally:
         server.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _bearer(idp: Any) -> Callable[[], dict[str, str]]:
+    """Headers with a token of BENCH_CLIENT, renewed every five minutes (a benchmark's
+    calls are timed: they must not each sign a token)."""
+    issued: list[tuple[float, str]] = []
+
+    def headers() -> dict[str, str]:
+        if not issued or time.monotonic() - issued[0][0] > 300:
+            issued[:] = [(time.monotonic(), idp.issue(BENCH_CLIENT))]
+        return {"Authorization": f"Bearer {issued[0][1]}"}
+
+    return headers
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """`values` in os.environ meanwhile (where the job's runs find their catalog client)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager

@@ -302,7 +302,7 @@ class Bench:
 
         table = self._fresh_table(source)
         ingest_id = uuid.uuid4().hex[:16]
-        branch = f"seed_bench_{table}_{ingest_id[:8]}"
+        branch = f"wap_seed_{table}_{ingest_id[:8]}"  # the rules let only wap_* be opened
         catalog = f"seed_{ingest_id[:8]}"
         start = self._start()
         self.nessie.branch(branch)
@@ -339,8 +339,8 @@ def run(scales: list[float], repeats: int, *, warm_up: bool = True) -> list[dict
     """Every scale x data x variant, `repeats` times (variant order rotated); medians.
     `warm_up`: run each variant once on SF 0.01 first, unmeasured (a smoke test's single
     repeat measures nothing anyway)."""
-    with spark_and_catalog("wap-bench-", "wap-job-bench") as (spark, nessie_api, tmp):
-        bench = Bench(spark, Nessie(nessie_api), tmp)
+    with spark_and_catalog("wap-bench-", "wap-job-bench") as (spark, catalog, tmp):
+        bench = Bench(spark, Nessie(catalog.api, catalog.headers), tmp)
         rows = []
         files = {scale: generate(scale) for scale in scales}
         if warm_up:  # JIT and catalog warm-up, not measured

@@ -15,7 +15,7 @@ By default the server authenticates every API call (401 without a valid token; a
 without a session goes to the login instead) and
 authorizes each operation with the service's rules (403 naming what was refused), as
 Nessie with `nessie.server.authentication.enabled` and `authorization.enabled` does;
-`start_server(secure=False)` serves without either (benchmarks).
+`start_server(secure=False)` serves without either (the Nessie server's own benchmark).
 
 Known differences from real Nessie (clients treat all of these as opaque or unused):
 - Commit hashes are sha256 over our own canonical JSON of (parents, metadata, operations), so
