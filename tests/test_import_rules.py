@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 import subprocess
 from pathlib import Path
@@ -40,6 +41,8 @@ FIRST_PARTY = (
 DEPLOYED = ("contracts", "ingestion", "lambdas", "spark_jobs", "infra")
 
 
+# Parsed once per test process: a dozen rules read the same graph (read-only).
+@functools.cache
 def _imports() -> dict[str, set[tuple[str, str]]]:
     """Package -> {(imported module, file that imports it)} over every first-party file."""
     found: dict[str, set[tuple[str, str]]] = {}
@@ -244,6 +247,7 @@ def test_no_import_cycles_between_packages():
     assert cycles == set(), cycles
 
 
+@functools.cache
 def _module_imports() -> dict[str, set[str]]:
     """Module -> the first-party modules it imports anywhere in its file (inside functions
     too; relative imports resolved; `from p import m` names the module p.m when there is
