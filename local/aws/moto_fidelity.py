@@ -83,6 +83,17 @@ class ScaledRetryClock:
 _write_observers: list[Callable[[Any], None]] = []
 
 
+# The DynamoDB requests that change items.
+WRITE_ACTIONS = frozenset(
+    {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+)
+
+
+def request_action(handler: Any) -> str | None:
+    """The action of the DynamoDB request `handler` served (`PutItem`, `Query`, ...)."""
+    return handler.get_endpoint_name(handler.headers)
+
+
 def observe_dynamodb_writes(observer: Callable[[Any], None]) -> None:
     """Call `observer(handler)` after each DynamoDB request, inside the request's lock (so
     observers see the requests in the order they took effect)."""

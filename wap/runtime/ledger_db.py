@@ -38,11 +38,6 @@ def _text(item: dict[str, Any], name: str) -> str | None:
     return value.get("S") if isinstance(value, dict) else None
 
 
-_WRITE_ACTIONS = frozenset(
-    {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
-)
-
-
 class LedgerDatabase:
     """Items as DynamoDB JSON (`{"pk": {"S": ...}, ...}`), keyed by their partition key."""
 
@@ -197,8 +192,10 @@ class LedgerJournal:
 
     def observe(self, handler: Any) -> None:
         """After one DynamoDB request: store the current state of every item it named."""
-        action = handler.get_endpoint_name(handler.headers)
-        if action not in _WRITE_ACTIONS:
+        from local.aws.moto_fidelity import WRITE_ACTIONS, request_action
+
+        action = request_action(handler)
+        if action not in WRITE_ACTIONS:
             return
         keys = [
             key
