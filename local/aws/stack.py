@@ -311,8 +311,9 @@ class LocalAwsStack:
         self._retry_clock = ScaledRetryClock(settings.state_retry_scale)
         self.schedule = LocalSchedule(self.dispatcher.invoke_async)
         self._mock: Any = None
-        # Tests poll the ledger: one boto3 resource per polling thread, not one per poll
-        # (building one costs more CPU than the query; boto3's are not shared across threads).
+        # Tests poll the ledger and the executions: one boto3 resource and client per polling
+        # thread, not one per poll (building one costs more CPU than the call; boto3's are not
+        # shared across threads).
         self._ledgers = threading.local()
         self._environment = SavedEnvironment()
         self.template: StackTemplate | None = None
@@ -793,7 +794,9 @@ class LocalAwsStack:
         return boto3.resource("dynamodb", region_name=self.settings.region)
 
     def executions(self) -> list[dict[str, Any]]:
-        sfn = self.client("stepfunctions")
+        sfn = getattr(self._ledgers, "stepfunctions", None)  # wait_idle() polls this too
+        if sfn is None:
+            sfn = self._ledgers.stepfunctions = self.client("stepfunctions")
         return sfn.list_executions(stateMachineArn=self.state_machine_arn)["executions"]
 
     def execution_history(self, execution_arn: str) -> list[dict[str, Any]]:
