@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,9 @@ import pytest
 from tests.fixtures.local_stack import (
     fake_parquet,
     record_for_key,
-    status_for_key,
     wait_for_key,
+    wait_for_status,
+    wait_until,
 )
 from tests.fixtures.standin_job import standin_job
 
@@ -56,18 +56,12 @@ def burst(
     file to be queued before dropping the next, for tests whose runs depend on the order.
     """
     dropped = [stack.drop_file(keys[0], fake_parquet(keys[0]))]
-    deadline = time.monotonic() + 60
-    while status_for_key(stack, keys[0]) != "RUNNING":
-        assert time.monotonic() < deadline, stack.describe()
-        time.sleep(0.05)
+    wait_for_status(stack, keys[0], "RUNNING", timeout=60)
     for queued, key in enumerate(keys[1:], start=1):
         dropped.append(stack.drop_file(key, fake_parquet(key)))
-        while in_order and queue_depth(stack) < queued:
-            assert time.monotonic() < deadline, stack.describe()
-            time.sleep(0.02)
-    while queue_depth(stack) < len(keys) - 1:
-        assert time.monotonic() < deadline, stack.describe()
-        time.sleep(0.1)
+        if in_order:
+            wait_until(stack, lambda: queue_depth(stack), lambda n, q=queued: n >= q, poll=0.02)
+    wait_until(stack, lambda: queue_depth(stack), lambda n: n >= len(keys) - 1, poll=0.1)
     gate.set()
     return dropped
 
@@ -222,8 +216,7 @@ def test_a_duplicate_delivery_of_a_batched_file_appends_it_once(batch_stack):
     keys = [f"bt/orders/dup-{i}.parquet" for i in range(3)]
     dropped = burst(stack, keys, gate)
     # While the batch runs, and again after, S3 delivers dup-1's event once more.
-    while status_for_key(stack, keys[1]) != "RUNNING":
-        time.sleep(0.05)
+    wait_for_status(stack, keys[1], "RUNNING", timeout=300)
     redeliver(stack, dropped[1])
     records = [wait_for_key(stack, key) for key in keys]
     redeliver(stack, dropped[1])

@@ -20,6 +20,7 @@ from tests.fixtures.local_stack import (
     record_for_key,
     s3_notification,
     wait_for_key,
+    wait_until,
 )
 
 pytestmark = pytest.mark.slow
@@ -230,8 +231,9 @@ def test_a_mixed_burst_ends_with_exact_outcomes_per_file(make_stack, lake, slack
         stack.drop_file(key, parquet(rows))
     for key, body in bad.items():
         stack.drop_file(key, body)
-    while len(stack.ledger().get_lock("e2e_m.orders").queue) < 6:
-        time.sleep(0.05)
+    wait_until(
+        stack, lambda: len(stack.ledger().get_lock("e2e_m.orders").queue), lambda n: n >= 6, 600
+    )
     gate.set()
     records = {
         key.rsplit("/", 1)[-1]: wait_for_key(stack, key, timeout=600)
@@ -314,8 +316,9 @@ def test_snapshots_name_the_uploaded_object_versions_alone_and_in_a_batch(make_s
     # While the first runs: the same key uploaded again (a new version), and another file.
     again = stack.drop_file(key, parquet([(2, 2.0)]))
     other = stack.drop_file("e2e_v/orders/other.parquet", parquet([(3, 3.0)]))
-    while len(stack.ledger().get_lock("e2e_v.orders").queue) < 2:
-        time.sleep(0.05)
+    wait_until(
+        stack, lambda: len(stack.ledger().get_lock("e2e_v.orders").queue), lambda n: n >= 2, 600
+    )
     gate.set()
     stack.wait_idle(timeout=600)
     assert len(runs) == 2, stack.describe()  # the first alone, then the other two together
@@ -353,8 +356,9 @@ def test_a_burst_of_parquet_and_csv_publishes_each_good_file_and_fails_the_bad_c
     stack.drop_file("e2e_mix/orders/more.parquet", parquet([(2, 2.0)]))
     stack.drop_file("e2e_mix/orders/good.csv", b"order_id,amount\n3,3.0\n4,4.0\n")
     stack.drop_file("e2e_mix/orders/bad.csv", b"order_id,amount\n5,5.0\n6,six\n")
-    while len(stack.ledger().get_lock("e2e_mix.orders").queue) < 3:
-        time.sleep(0.05)
+    wait_until(
+        stack, lambda: len(stack.ledger().get_lock("e2e_mix.orders").queue), lambda n: n >= 3, 600
+    )
     gate.set()
     stack.wait_idle(timeout=600)
 

@@ -21,7 +21,6 @@ from tests.fixtures.local_stack import (
     fake_parquet,
     record_for_key,
     s3_notification,
-    status_for_key,
     table_on,
     upload_with_notification,
     wait_for_key,
@@ -454,10 +453,7 @@ def test_a_state_that_breaks_its_contract_still_ends_with_a_recorded_outcome(mak
     stack = make_stack()
     stack.emr.inject_hang(match="/first.parquet")
     stack.drop_file("contract/orders/first.parquet", fake_parquet("c1"))
-    deadline = time.monotonic() + 30
-    while status_for_key(stack, "contract/orders/first.parquet") != "RUNNING":
-        assert time.monotonic() < deadline, stack.describe()
-        time.sleep(0.1)
+    wait_for_status(stack, "contract/orders/first.parquet", "RUNNING")
     stack.drop_file("contract/orders/second.parquet", fake_parquet("c2"))
     first = record_for_key(stack, "contract/orders/first.parquet")
     broken = {

@@ -16,7 +16,6 @@ from tests.fixtures.local_stack import (
     drop_dataset,
     fake_parquet,
     record_for_key,
-    status_for_key,
     trigger_while_nessie_is_down,
     upload_with_notification,
     wait_for_batch,
@@ -30,10 +29,7 @@ def _iso(at: datetime) -> str:
 
 
 def _wait_status(stack, key: str, status: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while status_for_key(stack, key) != status:
-        assert time.monotonic() < deadline, stack.describe()
-        time.sleep(0.1)
+    wait_for_status(stack, key, status, timeout)
 
 
 def test_lock_of_a_dead_execution_is_recovered_and_the_queue_moves_on(
