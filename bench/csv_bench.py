@@ -21,7 +21,6 @@ import shutil
 import statistics
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from bench.doc import bench_parser, finish
@@ -204,36 +203,34 @@ def run(rows: int, repeats: int, warm: bool) -> tuple[list[dict], dict[str, int]
     with spark_and_catalog("csv-bench-", "csv-bench") as (spark, catalog, tmp):
         return measure(
             spark,
-            catalog.api,
+            Nessie(catalog.api, catalog.headers),
             tmp,
             generate(rows),
             rows,
             repeats,
             generate(5_000) if warm else None,
-            nessie_headers=catalog.headers,
         )
 
 
 def measure(
     spark,
-    nessie_api: str,
+    nessie: Nessie,
     work: Path,
     files: dict[str, Path],
     rows: int,
     repeats: int,
     warm_files: dict[str, Path] | None = None,
-    nessie_headers: Callable[[], dict[str, str]] | None = None,
 ) -> tuple[list[dict], dict[str, int]]:
     """Every format x variant on `files` (`rows` rows each), `repeats` times (variant
     order alternated); per format the medians and the median of paired ratios, and the
-    file sizes. `warm_files` (5,000 rows): JIT, catalog and reader warm-up, not measured.
-    `nessie_headers`: what each catalog call adds (a token, for a server that authenticates)."""
+    file sizes, publishing through `nessie`. `warm_files` (5,000 rows): JIT, catalog and
+    reader warm-up, not measured."""
     if warm_files is not None:
-        warmer = CsvBench(spark, Nessie(nessie_api, nessie_headers), work, 5_000)
+        warmer = CsvBench(spark, nessie, work, 5_000)
         for fmt in FORMATS:
             for variant in VARIANTS:
                 getattr(warmer, variant)(warm_files[fmt])
-    bench = CsvBench(spark, Nessie(nessie_api, nessie_headers), work, rows)
+    bench = CsvBench(spark, nessie, work, rows)
     samples = {fmt: {v: [] for v in VARIANTS} for fmt in FORMATS}
     for repeat in range(repeats):
         for fmt in FORMATS:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import statistics
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from bench.csv_bench import COLUMNS, STATUSES, _orders
@@ -142,32 +141,30 @@ def run(rows: int, repeats: int, warm: bool) -> list[dict]:
     with spark_and_catalog("quarantine-bench-", "quarantine-bench") as (spark, catalog, tmp):
         return measure(
             spark,
-            catalog.api,
+            Nessie(catalog.api, catalog.headers),
             tmp,
             generate(rows),
             rows,
             repeats,
             generate(2_000) if warm else None,
-            nessie_headers=catalog.headers,
         )
 
 
 def measure(
     spark,
-    nessie_api: str,
+    nessie: Nessie,
     work: Path,
     files: dict[str, Path],
     rows: int,
     repeats: int,
     warm_files: dict[str, Path] | None = None,
-    nessie_headers: Callable[[], dict[str, str]] | None = None,
 ) -> list[dict]:
     """Both variants on `files`, `repeats` times (order alternated); each variant's
-    medians, and the medians of the paired dirty / clean ratios (wall and CPU).
-    `nessie_headers`: what each catalog call adds (a token, for a server that authenticates)."""
-    bench = QuarantineBench(spark, Nessie(nessie_api, nessie_headers), work, rows)
+    medians, and the medians of the paired dirty / clean ratios (wall and CPU), publishing
+    through `nessie`."""
+    bench = QuarantineBench(spark, nessie, work, rows)
     if warm_files is not None:
-        warmer = QuarantineBench(spark, Nessie(nessie_api, nessie_headers), work, 2_000)
+        warmer = QuarantineBench(spark, nessie, work, 2_000)
         for variant in VARIANTS:
             warmer.run(variant, warm_files[variant])
         # The JIT keeps compiling over the first full-size runs: one of each, not measured.

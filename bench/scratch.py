@@ -50,13 +50,14 @@ def bench_spark(
     the client of `credentials`: its own, stopped afterwards, or the lent one
     (`lend_spark`), its catalog restored."""
     from local.spark import build_local_spark
-    from spark_jobs.conf import lake_catalog_conf
+    from spark_jobs.conf import CATALOG, catalog_auth_conf, lake_catalog_conf
 
-    placeholder = "http://127.0.0.1:9/api/v2"  # never contacted: no catalog used
     if _lent_spark is None:
-        conf = lake_catalog_conf(nessie_api or placeholder, warehouse_uri, credentials=credentials)
+        # build_local_spark sets the catalog; only its client's credentials are added here.
+        auth = catalog_auth_conf(credentials, f"spark.sql.catalog.{CATALOG}") if credentials else {}
+        placeholder = "http://127.0.0.1:9/api/v2"  # never contacted: no catalog used
         spark = build_local_spark(
-            warehouse_uri, nessie_api or placeholder, app_name=app_name, extra_conf=conf
+            warehouse_uri, nessie_api or placeholder, app_name=app_name, extra_conf=auth
         )
         try:
             yield spark

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from bench.csv_bench import FORMATS, generate, measure, render
+from bench.wap_job_bench import Nessie
 from tests.fixtures.catalog_auth import harness_headers
 
 ROWS = 2_000
@@ -34,12 +35,11 @@ def test_csv_bench_measures_every_source_and_reads_csv_with_the_jobs_options(
 
     results, sizes = measure(
         lake,
-        nessie.api_v2,
+        Nessie(nessie.api_v2, lambda: harness_headers(nessie)),
         tmp_path,
         generate(ROWS, tmp_path),
         ROWS,
         repeats=1,
-        nessie_headers=lambda: harness_headers(nessie),
     )
 
     # For csv and csv.gz: the job's counting read (with the corrupt-record column), its
