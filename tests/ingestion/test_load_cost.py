@@ -97,7 +97,9 @@ def test_shares_by_bytes_add_up_to_the_whole():
     assert split_by_bytes(1.0, [0, 0]) == [0.5, 0.5]  # no sizes known: equal shares
 
 
-def test_a_batchs_cost_is_split_across_its_files_by_bytes(ledger):
+def _published_batch(ledger, settings):
+    """A PUBLISHED batch of MEMBERS (RUNNING, of SIZES bytes) that used USAGE in the region
+    of `settings`, as the ledger holds it."""
     for member, size in zip(MEMBERS, SIZES, strict=True):
         ledger.create_ingest(
             IngestRecord(ingest_id=member, table="s.t", status=c.RUNNING, batch_id=BATCH, size=size)
@@ -109,10 +111,14 @@ def test_a_batchs_cost_is_split_across_its_files_by_bytes(ledger):
             members=MEMBERS,
             sizes=SIZES,
             status=c.PUBLISHED,
-            **usage_fields(SETTINGS, USAGE),
+            **usage_fields(settings, USAGE),
         )
     )
-    batch = ledger.get_ingest(BATCH)
+    return ledger.get_ingest(BATCH)
+
+
+def test_a_batchs_cost_is_split_across_its_files_by_bytes(ledger):
+    batch = _published_batch(ledger, SETTINGS)
 
     settle_members(SETTINGS, ledger, batch)
 
@@ -126,22 +132,7 @@ def test_a_batchs_cost_is_split_across_its_files_by_bytes(ledger):
 
 def test_a_batchs_resources_are_split_across_its_files_when_its_cost_is_unknown(ledger):
     unpriced = dataclasses.replace(SETTINGS, region="ap-south-1")
-    for member, size in zip(MEMBERS, SIZES, strict=True):
-        ledger.create_ingest(
-            IngestRecord(ingest_id=member, table="s.t", status=c.RUNNING, batch_id=BATCH, size=size)
-        )
-    ledger.create_ingest(
-        BatchRecord(
-            ingest_id=BATCH,
-            table="s.t",
-            members=MEMBERS,
-            sizes=SIZES,
-            status=c.PUBLISHED,
-            **usage_fields(unpriced, USAGE),
-        )
-    )
-
-    settle_members(unpriced, ledger, ledger.get_ingest(BATCH))
+    settle_members(unpriced, ledger, _published_batch(ledger, unpriced))
 
     files = [ledger.get_ingest(member) for member in MEMBERS]
     assert [f.vcpu_hours for f in files] == pytest.approx([0.04, 0.12, 0.24])
