@@ -188,7 +188,9 @@ class Split:
             [self.parse_errors] if self.parse_errors else []
         )
 
-    def published(self, flagged: DataFrame, observation: Observation) -> DataFrame:
+    def published(
+        self, flagged: DataFrame, observation: Observation, target: T.StructType
+    ) -> DataFrame:
         """The rows that go to the table (they parsed and fail no quarantine check), with
         the quarantine counts observed on the way."""
         kept = F.size(F.col(FAILED_COLUMN)) == 0
@@ -197,10 +199,11 @@ class Split:
         table_columns = [c for c in flagged.columns if c not in (*HELPER_COLUMNS, PARSE_ERROR)]
         observed = flagged.observe(observation, *self.counting())
         if self.capture and not self.counted_per_partition and PARSE_ERROR not in flagged.columns:
-            # The failing rows as they stream by (a struct only for them; nulls are not
-            # collected): a clean drop pays one null per row.
+            # The failing rows as they stream by, already shaped for the quarantine table
+            # (a struct only for them; nulls are not collected): a clean drop pays one
+            # null per row, a dirty one no query to shape or keep them after the write.
             self.captured = Observation(f"wap_quarantine_rows_{self.ingest_id}:{self.table.table}")
-            row = F.struct(*[F.col(quote(c)) for c in flagged.columns])
+            row = F.struct(*self.quarantine_columns(flagged, target))
             failing = F.when(F.size(F.col(FAILED_COLUMN)) > 0, row)
             observed = observed.observe(self.captured, F.collect_list(failing).alias(CAPTURED))
         return observed.where(kept).select(*[F.col(quote(c)) for c in table_columns])
@@ -242,9 +245,9 @@ class Split:
             found = find_ingest_snapshot(existing, self.ingest_id) if existing else None
             if found is not None:
                 return found
-            kept = self._captured_rows(spark, flagged.schema)
-            if kept is not None:  # as the table's write read them
-                self.aside = self.quarantined(kept, target).localCheckpoint(eager=True)
+            kept = self._captured_rows(spark, flagged, target)
+            if kept is not None:  # as the table's write read them: rows in the driver
+                self.aside = kept
             else:
                 # One read of the sources, keeping only the rows set aside (few): the
                 # write, its samples and per-file counts then read those.
@@ -257,11 +260,15 @@ class Split:
         files = max(1, self.counts[QUARANTINED] // ROWS_PER_FILE)
         return write_quarantined(spark, self, self.aside.coalesce(files))
 
-    def _captured_rows(self, spark: SparkSession, schema: T.StructType) -> DataFrame | None:
-        """The failing rows the table's write kept (`capture`), as a frame of `schema`
-        built in the JVM (no Python rows); None when it kept none, or they did not come."""
+    def _captured_rows(
+        self, spark: SparkSession, flagged: DataFrame, target: T.StructType
+    ) -> DataFrame | None:
+        """The failing rows the table's write kept (`capture`), shaped for the quarantine
+        table: a frame of rows in the driver, built in the JVM (no Python rows); None when
+        it kept none, or they did not come."""
         if self.captured is None:
             return None
+        schema = flagged.select(F.struct(*self.quarantine_columns(flagged, target))).schema
         jo = self.captured._jo
         try:
             metrics = jo.getClass().getDeclaredField("metrics")
@@ -275,7 +282,7 @@ class Split:
             rows = jo.getAsJava().get(CAPTURED)
             jvm = spark._jvm
             listed = jvm.scala.collection.JavaConverters.seqAsJavaListConverter(rows).asJava()
-            jschema = spark._jsparkSession.parseDataType(schema.json())
+            jschema = spark._jsparkSession.parseDataType(schema.fields[0].dataType.json())
             return DataFrame(spark._jsparkSession.createDataFrame(listed, jschema), spark)
         except Exception:
             log.exception("cannot read the failing rows kept by the write; reading again")
@@ -318,6 +325,19 @@ class Split:
 
     def quarantined(self, flagged: DataFrame, target: T.StructType) -> DataFrame:
         """The rows set aside, shaped for the quarantine table."""
+        # The boolean first, the names for the rows it keeps alone (unused, the flagged
+        # names are pruned from this query).
+        text = PARSE_ERROR in flagged.columns
+        failing = (
+            flagged.drop(FAILED_COLUMN)
+            .where(self.fails(text))
+            .select("*", self.failed_checks(text).alias(FAILED_COLUMN))
+        )
+        return failing.select(*self.quarantine_columns(failing, target))
+
+    def quarantine_columns(self, flagged: DataFrame, target: T.StructType) -> list[Column]:
+        """A flagged row's columns in the quarantine table: the table's, then the
+        quarantine's own (`QUARANTINE_COLUMNS`)."""
         key = F.regexp_replace(F.expr(f"url_decode({FILE_COLUMN})"), FILE_KEY_PATTERN, "/")
         source = F.col(FILE_COLUMN)
         for path, origin in self.origins.items():
@@ -326,7 +346,9 @@ class Split:
         for path, first in self.lines.items():
             line = F.when(key == F.lit(path), F.col(ROW_COLUMN) + F.lit(first)).otherwise(line)
         raw = F.col(PARSE_ERROR) if PARSE_ERROR in flagged.columns else F.lit(None).cast("string")
-        at = self.quarantined_at or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)  # noqa: UP017
+        if self.quarantined_at is None:  # one time for every row of the run
+            self.quarantined_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)  # noqa: UP017
+        at = self.quarantined_at
         metadata = {
             "_wap_failed_checks": F.col(FAILED_COLUMN),
             "_wap_source_file": source,
@@ -337,16 +359,7 @@ class Split:
             "_wap_source_line": line,
         }
         columns = [F.col(quote(f.name)) for f in target.fields]
-        columns += [metadata[name].alias(name) for name, _, _ in QUARANTINE_COLUMNS]
-        # The boolean first, the names for the rows it keeps alone (unused, the flagged
-        # names are pruned from this query).
-        text = PARSE_ERROR in flagged.columns
-        failing = (
-            flagged.drop(FAILED_COLUMN)
-            .where(self.fails(text))
-            .select("*", self.failed_checks(text).alias(FAILED_COLUMN))
-        )
-        return failing.select(*columns)
+        return columns + [metadata[name].alias(name) for name, _, _ in QUARANTINE_COLUMNS]
 
 
 def row_index(frame: DataFrame) -> tuple[Column, bool]:

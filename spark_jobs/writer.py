@@ -314,7 +314,7 @@ def _write(
     if split is not None:  # each row's failed quarantine checks, computed once
         flagged = split.flag(frame, plan.projection(data_schema(frame)))
         set_aside = Observation(f"wap_quarantine_{ingest_id}:{ref.namespace}.{ref.table}")
-        shaped = split.published(flagged, set_aside)
+        shaped = split.published(flagged, set_aside, plan.target)
     else:
         shaped = parsed_rows(frame).select(*plan.projection(data_schema(frame)))
     observation = None
