@@ -348,12 +348,29 @@ def metric_rows(
     return rows
 
 
+# The metrics table's metadata keeps at least this many of its latest snapshots (one per
+# published drop), and as many as the longest window its checks read (`kept_drops`); older
+# ones are dropped from it (`_forget_old_snapshots`), so loading the table, which every
+# history read does, costs the same after 10,000 drops as after 100.
+KEPT_DROPS = 100
+
+
+def kept_drops(wanted: dict[Series, int]) -> int:
+    """How many of its latest snapshots the metrics table keeps for checks that read
+    `wanted` (series -> the drops its window needs)."""
+    return max(KEPT_DROPS, *wanted.values()) if wanted else KEPT_DROPS
+
+
 def record_metrics(
-    spark: SparkSession, branch_table: CatalogTable, ingest_id: str, rows: list[tuple]
+    spark: SparkSession,
+    branch_table: CatalogTable,
+    ingest_id: str,
+    rows: list[tuple],
+    keep: int = KEPT_DROPS,
 ) -> bool:
     """Append `rows` to the metrics table on the run's branch (creating it there), once
     per ingest: a re-run finds its earlier snapshot and appends nothing. Returns whether
-    it appended.
+    it appended. `keep`: the latest snapshots the table's metadata keeps (`kept_drops`).
 
     The rows (a few dozen) are written by the driver through Iceberg's Java API, one
     parquet file and one append commit: a Spark write of them would plan and run a job
@@ -375,15 +392,19 @@ def record_metrics(
                 "TBLPROPERTIES ('format-version'='2')"
             )
             existing = _load_metrics(spark, table)
-        commit_metric_rows(spark, existing, ingest_id, rows)
+        commit_metric_rows(spark, existing, ingest_id, rows, keep)
         return True
     except Exception as exc:
         raise as_job_error(exc, f"recording the audit's metrics failed: {describe(exc)}") from exc
 
 
-def commit_metric_rows(spark: SparkSession, table, ingest_id: str, rows: list[tuple]) -> None:
+def commit_metric_rows(
+    spark: SparkSession, table, ingest_id: str, rows: list[tuple], keep: int = KEPT_DROPS
+) -> None:
     """One data file of `rows` (tuples in METRICS_TABLE_COLUMNS order) and one append
-    of it to the Java Iceberg `table`, its snapshot marked with `ingest_id`.
+    of it to the Java Iceberg `table`, its snapshot marked with `ingest_id`; in the same
+    commit, once the table holds twice `keep` snapshots, those older than the latest
+    `keep` are dropped from its metadata (`_forget_old_snapshots`).
 
     The rows go to the JVM as one JSON text (Iceberg's single-value JSON of a list of
     structs, parsed into its internal values) and are written by Iceberg's parquet
@@ -413,9 +434,41 @@ def commit_metric_rows(spark: SparkSession, table, ingest_id: str, rows: list[tu
         .build()
     )
     # The summary names the file: the history read opens it without the manifests.
-    table.newAppend().appendFile(data_file).set(INGEST_ID_PROPERTY, ingest_id).set(
+    transaction = table.newTransaction()
+    transaction.newAppend().appendFile(data_file).set(INGEST_ID_PROPERTY, ingest_id).set(
         METRICS_FILE_PROPERTY, data_file.location()
     ).commit()
+    _forget_old_snapshots(spark, transaction, keep)
+    transaction.commitTransaction()
+
+
+def _forget_old_snapshots(spark: SparkSession, transaction, keep: int) -> None:
+    """Within `transaction` (one Nessie commit with the append), once the table holds
+    more than twice `keep` snapshots, drop all but the latest `keep` from its metadata.
+
+    Their files stay: older Nessie commits still name them, and Nessie's GC (with ours,
+    ingestion/maintenance/gc.py) decides when they go; Iceberg's ExpireSnapshots, which
+    refuses to run on a table with `gc.enabled=false` as Nessie's tables are, is not
+    used. The data files all stay live (the table is only appended to), so a window
+    longer than the snapshots kept is still read whole, from the manifests
+    (`_window_start`). Twice `keep`: the chain is walked once per `keep` drops, not on
+    every commit."""
+    ops = transaction.table().operations()
+    base = ops.current()
+    if base.snapshots().size() <= 2 * keep:
+        return
+    kept, snapshot = set(), base.currentSnapshot()
+    while snapshot is not None and len(kept) < keep:
+        kept.add(snapshot.snapshotId())
+        parent = snapshot.parentId()
+        snapshot = base.snapshot(parent) if parent is not None else None
+    old = [s for s in base.snapshots() if s.snapshotId() not in kept]
+    if old:
+        dropped = spark._jvm.java.util.ArrayList()
+        for snapshot in old:
+            dropped.add(snapshot)
+        builder = spark._jvm.org.apache.iceberg.TableMetadata.buildFrom(base)
+        ops.commit(base, builder.removeSnapshots(dropped).build())
 
 
 def _rows_json(schema, rows: list[tuple]) -> tuple[str, list[tuple[int, int, float]]]:

@@ -64,7 +64,7 @@ from spark_jobs.errors import (
     WapJobError,
     classify,
 )
-from spark_jobs.history import HistoryRead, metric_rows, record_metrics
+from spark_jobs.history import HistoryRead, kept_drops, metric_rows, record_metrics
 from spark_jobs.identifiers import (
     split_table_name,
     validate_branch,
@@ -451,7 +451,8 @@ def _write_and_audit(
     )
     rows = metric_rows(args.ingest_id, now, measured, report.checks, files)
     start = time.perf_counter()
-    if recording and record_metrics(spark, ref, args.ingest_id, rows):
+    keep = kept_drops(history.wanted)
+    if recording and record_metrics(spark, ref, args.ingest_id, rows, keep):
         # The merge publishes the branch's head: the data and the metrics of its audit.
         report.branch_hash = nessie_branch_hash(conf, args.run_catalog, args.branch)
     report.timed("record_metrics_s", start)

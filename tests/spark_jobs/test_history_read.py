@@ -31,7 +31,7 @@ def _history(spark, table: str, drops: int) -> str:
     return name
 
 
-def _recorded(spark, table: str, drops: range) -> None:
+def _recorded(spark, table: str, drops: range, keep: int = 100) -> None:
     """Drops committed by the job's own metrics commit (`record_metrics`): drop n recorded
     n rows on day n (half a second past midnight), one file-scope row and a null mean."""
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.hist")
@@ -43,7 +43,7 @@ def _recorded(spark, table: str, drops: range) -> None:
             (ingest, when, "file", "s3://in/a.csv", None, "row_count", None, 99.0),
             (ingest, when, "table", None, "amount", "mean", None, None),
         ]
-        assert record_metrics(spark, CatalogTable("lake", "hist", table), ingest, rows)
+        assert record_metrics(spark, CatalogTable("lake", "hist", table), ingest, rows, keep)
 
 
 def _values(spark, table: str, window: int) -> list[float]:
@@ -115,6 +115,19 @@ def test_a_window_reaching_drops_recorded_before_their_files_were_named_reads_th
 
     assert _values(lake, "older", 2) == [3.0, 4.0]
     assert _values(lake, "older", 4) == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_the_metadata_keeps_the_latest_snapshots_and_every_drop_stays_readable(lake):
+    _recorded(lake, "kept", range(7), keep=3)  # the 7th commit holds more than 2 x 3
+
+    name = "lake.hist.kept__audit_metrics"
+    table = load_iceberg_table(lake, name)
+    kept = sorted(s.summary().get("wap.ingest-id") for s in java_iterable(table.snapshots()))
+    assert kept == ["d4", "d5", "d6"]  # dropped in the same commit as d6's append
+    assert _values(lake, "kept", 3) == [4.0, 5.0, 6.0]  # from the files the snapshots name
+    # A longer window than the snapshots kept: read from the manifests, nothing lost.
+    assert _values(lake, "kept", 7) == [float(n) for n in range(7)]
+    assert lake.table(name).count() == 7 * 3
 
 
 def test_iceberg_timestamp_text_to_micros():
