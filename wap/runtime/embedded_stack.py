@@ -55,7 +55,22 @@ class EmbeddedOptions:
 
 
 def tables_dir_from_env() -> Path:
+    """Where the local stack reads table configs: `WAP_TABLES_DIR`, else the repository's
+    tables/ (whatever the working directory)."""
     return Path(os.environ.get(ENV_TABLES_DIR) or DEFAULT_TABLES_DIR)
+
+
+def unread_config_note(path: Path) -> str | None:
+    """A note when the table config at `path` is not in the folder the local stack reads
+    (`tables_dir_from_env`): `wap suggest -o tables/...` run outside the repository writes
+    one that `wap ingest` would not see. None when it is read."""
+    directory = tables_dir_from_env()
+    if path.resolve().parent == directory.resolve():
+        return None
+    return (
+        f"note: {path} is not read by the local stack, which reads table configs from "
+        f"{directory}: move it there, or set {ENV_TABLES_DIR}={path.resolve().parent}"
+    )
 
 
 class StackStartError(RuntimeError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import random
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import yaml
@@ -118,6 +119,8 @@ def test_the_config_goes_to_stdout_or_to_a_file_and_json_gives_the_suggestions(
     printed = wap(tmp_path, "suggest", str(sample), "--delimiter", ";", spark=spark)
 
     document = json_document(written, "suggest")
+    # Written outside the folder the local stack reads: the user is told so (stderr).
+    assert f"note: {output} is not read by the local stack" in written.stderr
     text = output.read_text()
     assert printed.exit_code == 0, printed.output
     assert printed.stdout == text == document["config"]
@@ -189,3 +192,27 @@ def test_the_suggested_config_is_accepted_and_its_checks_pass_on_the_sample(
     assert {c["name"] for c in checks} >= {check.name for check in config.checks}
     assert [c for c in checks if c["severity"] == "error" and c["status"] != "passed"] == []
     assert shown["report"]["rows_written"] == SAMPLE_ROWS
+
+
+def test_a_config_outside_the_tables_folder_is_named_with_where_configs_are_read(
+    tmp_path, monkeypatch
+):
+    from wap.runtime.embedded_stack import ENV_TABLES_DIR, unread_config_note
+
+    mine = tmp_path / "tables" / "fin.pay.yaml"
+    mine.parent.mkdir()
+    mine.write_text("checks: []\n")
+    monkeypatch.chdir(tmp_path)
+
+    note = unread_config_note(Path("tables/fin.pay.yaml"))
+    assert note is not None and f"{ENV_TABLES_DIR}={mine.parent}" in note
+    # `wap ingest` run beside it says so before anything starts (here: a missing file).
+    result = wap(tmp_path, "ingest", "absent.csv", "--table", "fin.pay")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == note, result.stderr
+    assert "no such file" in result.stderr.splitlines()[-1]
+
+    monkeypatch.setenv(ENV_TABLES_DIR, str(mine.parent))
+    assert unread_config_note(Path("tables/fin.pay.yaml")) is None
+    result = wap(tmp_path, "ingest", "absent.csv", "--table", "fin.pay")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -14,7 +14,7 @@ from wap.cli import outcomes, render
 from wap.cli.command import console
 from wap.ops import operations as ops
 from wap.ops.backends import open_backend
-from wap.runtime.embedded_stack import tables_dir_from_env
+from wap.runtime.embedded_stack import tables_dir_from_env, unread_config_note
 from wap.runtime.home import HomeError, WapHome
 
 INGEST_TIMEOUT_SECONDS = 900
@@ -53,6 +53,11 @@ def ingest(
 
     def work() -> None:
         ops.parse_table(table)  # bad input fails before anything starts
+        beside = Path("tables") / f"{table}.yaml"  # e.g. written by `wap suggest -o tables/...`
+        if not target.is_aws and beside.is_file():
+            note = unread_config_note(beside)
+            if note and not (tables_dir_from_env() / beside.name).is_file():
+                typer.echo(note, err=True)
         # The local stack reads this config; on AWS the deployed one is not read here, so
         # the extension decides and the trigger checks again with the deployed config.
         configured = (

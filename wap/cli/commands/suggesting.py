@@ -94,5 +94,11 @@ def suggest(
                 f"{len(suggested.checks)} checks from {suggested.profile.rows:,} rows",
                 soft_wrap=True,
             )
+        if output is not None:
+            from wap.runtime.embedded_stack import unread_config_note
+
+            note = unread_config_note(output)
+            if note:
+                typer.echo(note, err=True)
 
     cmd.run(work)
