@@ -286,3 +286,11 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         reads_iceberg=True,
     ),
 )
+
+
+def construct_name(role: str) -> str:
+    """A role's part of its constructs' ids: `wap-trigger` -> `WapTrigger` (the client
+    `Identity/Users/WapTriggerClient`, its secret `Identity/WapTriggerCredentials`). Here,
+    not in infra/identity.py, because the local stack names them too and importing a
+    module of constructs starts the CDK's Node runtime (jsii)."""
+    return "".join(part.title() for part in role.replace("_", "-").split("-"))

@@ -42,12 +42,6 @@ class CatalogRoles:
         return (*self.machines, *self.people)
 
 
-def construct_name(role: str) -> str:
-    """A role's part of its constructs' ids: `wap-trigger` -> `WapTrigger` (the client
-    `Identity/Users/WapTriggerClient`, its secret `Identity/WapTriggerCredentials`)."""
-    return "".join(part.title() for part in role.replace("_", "-").split("-"))
-
-
 class CatalogIdentity(Construct):
     """The user pool, its domain (login pages and token endpoint), the clients and the
     client-credential secrets.
@@ -128,7 +122,7 @@ class CatalogIdentity(Construct):
         self.client_ids: dict[str, str] = {}
         for role in roles.machines:
             client = self.user_pool.add_client(
-                f"{construct_name(role)}Client",
+                f"{constants.construct_name(role)}Client",
                 generate_secret=True,
                 o_auth=cognito.OAuthSettings(
                     flows=cognito.OAuthFlows(client_credentials=True),
@@ -143,7 +137,7 @@ class CatalogIdentity(Construct):
         for role in roles.people:
             cognito.CfnUserPoolGroup(
                 self,
-                f"{construct_name(role)}Group",
+                f"{constants.construct_name(role)}Group",
                 user_pool_id=self.user_pool.user_pool_id,
                 group_name=role,
                 description=f"People with the catalog role {role}",
@@ -217,7 +211,7 @@ class CatalogIdentity(Construct):
         """One role's client credentials, read by that role's principals only."""
         secret = secretsmanager.Secret(
             self,
-            f"{construct_name(role)}Credentials",
+            f"{constants.construct_name(role)}Credentials",
             description=f"Client credentials of the catalog role {role} (Cognito app client)",
             secret_object_value={
                 "client_id": SecretValue.unsafe_plain_text(client.user_pool_client_id),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -354,3 +355,38 @@ def test_no_module_imports_a_conftest():
             ):
                 bad.append(str(path.relative_to(REPO)))
     assert bad == []
+
+
+def test_nothing_outside_infra_loads_the_cdk():
+    """Importing a module of constructs (aws_cdk) starts the CDK's Node runtime (jsii): a
+    second or more, and on an end-of-life Node a banner on the user's stderr. The local
+    stack and the tools read infra's plain modules (`infra.constants`, `infra.bundling`),
+    inside functions too, never one that loads the CDK."""
+    graph = _module_imports()
+    cdk = {
+        module
+        for module in graph.keys() | {m for targets in graph.values() for m in targets}
+        if module.startswith("infra.")
+        and re.search(
+            r"^\s*(from|import) (aws_cdk|constructs)\b",
+            (REPO / (module.replace(".", "/") + ".py")).read_text()
+            if (REPO / (module.replace(".", "/") + ".py")).is_file()
+            else "",
+            re.MULTILINE,
+        )
+    }
+    assert "infra.identity" in cdk  # the scan sees a module of constructs
+
+    def reaches(module: str, seen: set[str]) -> set[str]:
+        for target in graph.get(module, ()):
+            if target not in seen:
+                seen.add(target)
+                reaches(target, seen)
+        return seen
+
+    bad = {
+        module: sorted(reaches(module, set()) & cdk)
+        for module in graph
+        if module.split(".")[0] not in ("infra", "tests", "bench") and reaches(module, set()) & cdk
+    }
+    assert bad == {}

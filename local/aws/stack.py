@@ -623,8 +623,7 @@ class LocalAwsStack:
         them (JSON `client_id`, `client_secret`, `token_endpoint`, `scope`), with the local
         identity provider's client of that role."""
         from contracts import catalog_authorization as authz
-        from infra.constants import CATALOG_RESOURCE_SERVER
-        from infra.identity import construct_name
+        from infra.constants import CATALOG_RESOURCE_SERVER, construct_name
 
         assert self.template is not None
         secrets = self.client("secretsmanager")
