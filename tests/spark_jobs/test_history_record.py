@@ -99,3 +99,16 @@ def test_values_json_cannot_say_are_recorded_as_they_are(lake):
     assert math.isnan(values["mean"])
     assert (values["max"], values["min"], values["row_count"]) == (math.inf, -math.inf, 3.0)
     assert {row["recorded_at"] for row in got} == {WHEN}
+
+
+def test_the_read_in_its_own_thread_finds_a_catalog_the_session_has_not_used_yet(lake):
+    # A job's first use of the catalog may be this thread's (a fresh `wap ingest` process):
+    # it must resolve `lake` as the session does, not as a namespace of spark_catalog.
+    lake.sql("CREATE NAMESPACE IF NOT EXISTS lake.rec")
+    ref = CatalogTable("lake", "rec", "fresh")
+    assert record_metrics(lake, ref, "ing1", _rows("ing1"))
+    lake._jsparkSession.sessionState().catalogManager().reset()  # no catalog loaded yet
+
+    read = HistoryRead(lake, ref, {("row_count", None): 10})
+
+    assert [point.value for point in read.result()[("row_count", None)]] == [3.0]
