@@ -135,19 +135,28 @@ def baseline_csv_options() -> dict[str, str]:
     }
 
 
-class CsvBench(Bench):
-    """Bench's session, CPU clock and Nessie calls; tables of the orders schema."""
+class OrdersBench(Bench):
+    """Bench's session, CPU clock and Nessie calls; tables of the orders schema (`COLUMNS`),
+    ingested under `table_config` (a subclass's table config text)."""
+
+    table_config: str
 
     def __init__(self, spark, nessie: Nessie, work: Path, rows: int):
         super().__init__(spark, nessie, work)
         self.rows = rows
         self.config = work / "orders.yaml"
-        self.config.write_text(TABLE_CONFIG)
+        self.config.write_text(self.table_config)
 
     def _fresh_table(self, source: Path) -> str:
         name = f"orders_{uuid.uuid4().hex[:8]}"  # new in every run, session and catalog
         columns = ", ".join(f"`{name}` {type_}" for name, type_ in COLUMNS)
         return self._create_table(name, columns)
+
+
+class CsvBench(OrdersBench):
+    """The plain read + append (`baseline`) and our job (`wap`) of one file."""
+
+    table_config = TABLE_CONFIG
 
     def baseline(self, source: Path) -> Sample:
         from pyspark.sql import types as T

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import statistics
 import time
-import uuid
 from pathlib import Path
 
-from bench.csv_bench import COLUMNS, STATUSES, _orders
+from bench.csv_bench import STATUSES, OrdersBench, _orders
 from bench.doc import bench_parser, finish
 from bench.scratch import spark_and_catalog
-from bench.wap_job_bench import Bench, Nessie, Sample, _median
+from bench.wap_job_bench import Nessie, Sample, _median
 
 TITLE = "Quarantine: 0.1% bad rows set aside vs all clean (issue 40)"
 
@@ -86,19 +85,10 @@ def bad_rows(rows: int) -> int:
     return sum(1 for _ in range(step // 2, rows, step))
 
 
-class QuarantineBench(Bench):
-    """Bench's session, CPU clock and Nessie calls; tables of the orders schema."""
+class QuarantineBench(OrdersBench):
+    """One ingest + publish of the clean or the dirty file, under `TABLE_CONFIG`."""
 
-    def __init__(self, spark, nessie: Nessie, work: Path, rows: int):
-        super().__init__(spark, nessie, work)
-        self.rows = rows
-        self.config = work / "orders.yaml"
-        self.config.write_text(TABLE_CONFIG)
-
-    def _fresh_table(self, source: Path) -> str:
-        name = f"orders_{uuid.uuid4().hex[:8]}"
-        columns = ", ".join(f"`{name}` {type_}" for name, type_ in COLUMNS)
-        return self._create_table(name, columns)
+    table_config = TABLE_CONFIG
 
     def run(self, variant: str, source: Path) -> Sample:
         """One ingest + publish of `source`; checks it set aside what it should. The CPU

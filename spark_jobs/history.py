@@ -167,29 +167,57 @@ def _load_metrics(spark: SparkSession, ref: CatalogTable):
         raise
 
 
+class _WindowWalk:
+    """The latest `drops` snapshots of a metrics table, newest first, walked from its
+    current one by parent ids while they are appends: the line of published drops that
+    `_window_files` and `_window_start` read. Once iterated, `end` says why the walk
+    ended: FULL, `drops` appends walked (`before` is the snapshot before them); BEGINS,
+    the table's history begins within the window; BROKEN, a snapshot is not an append
+    or has expired (a compaction, a delete, metadata that no longer lists it)."""
+
+    FULL, BEGINS, BROKEN = "full", "begins", "broken"
+
+    def __init__(self, metrics, drops: int):
+        self._metrics = metrics
+        self._drops = drops
+        self.end: str | None = None
+        self.before = None
+
+    def __iter__(self):
+        snapshot = self._metrics.currentSnapshot()
+        for _ in range(self._drops):
+            if snapshot.operation() != "append":
+                self.end = self.BROKEN
+                return
+            yield snapshot
+            parent = snapshot.parentId()
+            if parent is None:
+                self.end = self.BEGINS
+                return
+            snapshot = self._metrics.snapshot(parent)
+            if snapshot is None:  # expired
+                self.end = self.BROKEN
+                return
+        self.end, self.before = self.FULL, snapshot
+
+
 def _window_files(metrics, drops: int) -> list[tuple[str, int]] | None:
     """(location, size) of the data file each of the latest `drops` snapshots added,
     newest first, when each is an append of `commit_metric_rows` (which names its one
     file in the snapshot's summary); None when one is not (drops recorded before the
-    summary named the file, a compaction, a delete), and the caller plans the read
+    summary named the file, a compaction, a delete) or the snapshot before the window
+    has expired (the files before it are not named here), and the caller plans the read
     from the manifests."""
+    walk = _WindowWalk(metrics, drops)
     files = []
-    snapshot = metrics.currentSnapshot()
-    while snapshot is not None and len(files) < drops:
-        if snapshot.operation() != "append":
-            return None
+    for snapshot in walk:
         summary = snapshot.summary()
         location = summary.get(METRICS_FILE_PROPERTY)
         if location is None or summary.get("added-data-files") != "1":
             return None
         files.append((location, int(summary.get("added-files-size"))))
-        parent = snapshot.parentId()
-        if parent is None:  # the table's whole history is within the window
-            return files
-        snapshot = metrics.snapshot(parent)
-        if snapshot is None:  # expired: the files before it are not named here
-            return None
-    return files
+    # BEGINS: the table's whole history is within the window.
+    return files if walk.end != walk.BROKEN else None
 
 
 # What the read keeps of each row, in the order Iceberg's JSON names them by field id.
@@ -262,19 +290,13 @@ def _window_start(metrics, drops: int) -> int | None:
     to read the whole table. Main's metrics table is a straight line of appends, one per
     published drop (the data table's lock serializes its writers), so the window is the
     files the newest `drops` snapshots added (an incremental read of them, planned from
-    their manifests alone). Any other history (a compaction, expired snapshots) is read
-    whole."""
-    snapshot = metrics.currentSnapshot()
-    for _ in range(drops):
-        if snapshot.operation() != "append":
-            return None
-        parent = snapshot.parentId()
-        if parent is None:  # the table's whole history is within the window
-            return None
-        snapshot = metrics.snapshot(parent)
-        if snapshot is None:  # expired: what lies before it cannot be read incrementally
-            return None
-    return snapshot.snapshotId()
+    their manifests alone). Any other history (a compaction, expired snapshots: what
+    lies before them cannot be read incrementally), or one that begins within the
+    window, is read whole."""
+    walk = _WindowWalk(metrics, drops)
+    for _ in walk:
+        pass
+    return walk.before.snapshotId() if walk.end == walk.FULL else None
 
 
 def _read_rows(
