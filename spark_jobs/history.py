@@ -171,11 +171,12 @@ class _WindowWalk:
     """The latest `drops` snapshots of a metrics table, newest first, walked from its
     current one by parent ids while they are appends: the line of published drops that
     `_window_files` and `_window_start` read. Once iterated, `end` says why the walk
-    ended: FULL, `drops` appends walked (`before` is the snapshot before them); BEGINS,
+    ended: FULL, `drops` appends walked (`before` is the snapshot before them); CUT, the
+    same but the snapshot before them is no longer in the metadata (`KEPT_DROPS`); BEGINS,
     the table's history begins within the window; BROKEN, a snapshot is not an append
     or has expired (a compaction, a delete, metadata that no longer lists it)."""
 
-    FULL, BEGINS, BROKEN = "full", "begins", "broken"
+    FULL, CUT, BEGINS, BROKEN = "full", "cut", "begins", "broken"
 
     def __init__(self, metrics, drops: int):
         self._metrics = metrics
@@ -185,7 +186,7 @@ class _WindowWalk:
 
     def __iter__(self):
         snapshot = self._metrics.currentSnapshot()
-        for _ in range(self._drops):
+        for walked in range(1, self._drops + 1):
             if snapshot.operation() != "append":
                 self.end = self.BROKEN
                 return
@@ -195,8 +196,8 @@ class _WindowWalk:
                 self.end = self.BEGINS
                 return
             snapshot = self._metrics.snapshot(parent)
-            if snapshot is None:  # expired
-                self.end = self.BROKEN
+            if snapshot is None:  # expired, or dropped from the metadata
+                self.end = self.CUT if walked == self._drops else self.BROKEN
                 return
         self.end, self.before = self.FULL, snapshot
 
@@ -216,7 +217,7 @@ def _window_files(metrics, drops: int) -> list[tuple[str, int]] | None:
         if location is None or summary.get("added-data-files") != "1":
             return None
         files.append((location, int(summary.get("added-files-size"))))
-    # BEGINS: the table's whole history is within the window.
+    # BEGINS: the table's whole history is within the window; CUT: the window is whole.
     return files if walk.end != walk.BROKEN else None
 
 

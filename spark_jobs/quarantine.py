@@ -7,15 +7,18 @@ that publishes the branch publishes both.
 Each row lands on exactly one side: one array column of the names of the checks it
 fails is computed once per row (a predicate that is NULL counts as passed, as the audit
 counts it), and the two sides are `size(...) = 0` and `size(...) > 0` of that same
-value. The table's write observes how many rows fail; only when some do, one more
-read of the sources keeps those rows (`localCheckpoint`: few, by the gate), from which
-the quarantine table is written and its samples and per-file counts taken: a clean
-drop pays for the flags column alone (caching the flagged rows for the second write
-instead made a clean million-row drop about twice as slow, measured locally; the cost
-of a dirty one is in docs/benchmarks.md, bench/quarantine_bench.py).
-The second read must find exactly the rows the first one counted, else the run stops
-before anything is published (an expression that answers differently each time, such as
-one over `rand()` or `current_timestamp()`, cannot split rows).
+value. The table's write observes how many rows fail and, for a parquet drop up to
+`CAPTURE_MAX_BYTES`, keeps those rows already shaped for the quarantine table (an
+observed `collect_list`): the quarantine table is written from them, and its samples and
+per-file counts taken, without reading the sources again. A larger drop, or one with
+text sources, reads them once more when a row failed, keeping only those rows
+(`localCheckpoint`: few, by the gate). A clean drop pays for the flags column and one
+null per row (caching the flagged rows for a second write instead made a clean
+million-row drop about twice as slow; the cost of a dirty one is in docs/benchmarks.md,
+bench/quarantine_bench.py). The second read must find exactly the rows the first one
+counted, else the run stops before anything is published: an expression that answers
+differently each time (`rand()`, `current_timestamp()`) cannot split rows. Kept rows
+come from the one pass that split them, so there the split holds whatever the check.
 """
 
 from __future__ import annotations
@@ -124,8 +127,9 @@ class Split:
     written: object | None = None
     # Seconds setting the rows aside after the table's write (the report's `quarantine_s`).
     seconds: float = 0.0
-    # The rows this run set aside, kept (`localCheckpoint`) from the one read that found
-    # them; None before, or when a re-run found them written.
+    # The rows this run set aside: as the write kept them (`capture`), else kept
+    # (`localCheckpoint`) from the one read that found them; None before, or when a
+    # re-run found them written.
     aside: DataFrame | None = None
     # Whether the table's write keeps the failing rows (`CAPTURE_MAX_BYTES`), and the
     # observation that holds them.
@@ -339,12 +343,15 @@ class Split:
         """A flagged row's columns in the quarantine table: the table's, then the
         quarantine's own (`QUARANTINE_COLUMNS`)."""
         key = F.regexp_replace(F.expr(f"url_decode({FILE_COLUMN})"), FILE_KEY_PATTERN, "/")
+        # One map lookup per row, not a CASE WHEN per file: a batch of 500 files nested
+        # 500 deep and overflowed the JVM's stack planning the table's write.
         source = F.col(FILE_COLUMN)
-        for path, origin in self.origins.items():
-            source = F.when(key == F.lit(path), F.lit(origin)).otherwise(source)
+        if self.origins:
+            source = F.coalesce(F.try_element_at(_literal_map(self.origins), key), source)
         line = F.lit(None).cast("bigint")
-        for path, first in self.lines.items():
-            line = F.when(key == F.lit(path), F.col(ROW_COLUMN) + F.lit(first)).otherwise(line)
+        if self.lines:
+            first = F.try_element_at(_literal_map(self.lines), key)
+            line = (F.col(ROW_COLUMN) + first).cast("bigint")
         raw = F.col(PARSE_ERROR) if PARSE_ERROR in flagged.columns else F.lit(None).cast("string")
         if self.quarantined_at is None:  # one time for every row of the run
             self.quarantined_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)  # noqa: UP017
@@ -360,6 +367,11 @@ class Split:
         }
         columns = [F.col(quote(f.name)) for f in target.fields]
         return columns + [metadata[name].alias(name) for name, _, _ in QUARANTINE_COLUMNS]
+
+
+def _literal_map(mapping: dict) -> Column:
+    """`mapping` as a Spark map literal."""
+    return F.create_map(*[F.lit(item) for pair in mapping.items() for item in pair])
 
 
 def row_index(frame: DataFrame) -> tuple[Column, bool]:

@@ -76,3 +76,42 @@ def test_a_text_row_set_aside_carries_its_row_and_line(lake, nessie, ingest, tmp
         ("o.jsonl", 13): (0, 1),
         ("o.jsonl", 11): (2, 3),
     }
+
+
+def test_a_batch_of_500_files_names_each_rows_file_and_line_in_one_lookup(spark, tmp_path):
+    # batching's most files per run: a CASE WHEN per file nested 500 deep overflowed the
+    # JVM's stack planning the table's write (the kept rows are shaped inside it).
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from spark_jobs.hadoop_fs import path_key
+    from spark_jobs.quarantine import Split
+    from spark_jobs.schema_policy import SchemaPlan
+    from spark_jobs.text_sources import data_schema
+    from spark_jobs.writer import CatalogTable
+    from tests.fixtures.spark_files import write_parquet
+
+    source = write_parquet(tmp_path / "a.parquet", {"id": [1, 2], "amount": [1.0, -2.0]})
+    frame = spark.read.parquet(source)
+    files = {f"/in/{n}.parquet": f"s3://in/{n}.parquet" for n in range(499)}
+    split = Split(
+        table=CatalogTable("lake", "x", "t__quarantine"),
+        ingest_id="i",
+        checks=[("amount_range", F.col("amount") < 0)],
+        origins={**files, path_key(source): "s3://in/a.parquet"},
+        lines={**dict.fromkeys(files, 1), path_key(source): 2},
+    )
+    split.capture = True
+    target = data_schema(frame)
+    flagged = split.flag(frame, SchemaPlan(target=target).projection(target))
+
+    split.published(flagged, Observation("many"), target).write.format("noop").mode(
+        "overwrite"
+    ).save()
+    [row] = split.quarantined(flagged, target).collect()
+
+    assert (row["_wap_source_file"], row["_wap_source_row"], row["_wap_source_line"]) == (
+        "s3://in/a.parquet",
+        1,
+        3,
+    )
