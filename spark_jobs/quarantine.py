@@ -624,6 +624,7 @@ def counts_of_reused(
     aside now."""
     found = recount(spark, split)
     if found is not None:
+        split.samples = split.sample(spark, split.written, target)  # as the first run's
         return found
     flagged = split.flag(frame, SchemaPlan(target=target).projection(data_schema(frame)))
     split.set_aside(spark, None, flagged, target)

@@ -166,6 +166,9 @@ def test_a_rerun_counts_the_rows_its_first_run_set_aside_and_adds_none(
     assert again["reused_snapshot"] and again["outcome"] == "passed", again["reason"]
     assert (again["rows_written"], again["quarantined_rows"]) == (17, 3)
     assert _check(again, "amount_range")["violations"] == 3
+    # Its samples too, read back from the quarantine table: `wap show` and the alert.
+    assert _check(again, "amount_range")["samples"] == _check(first, "amount_range")["samples"]
+    assert len(_check(again, "known_status")["samples"]) == 1
     assert first["quarantined_rows"] == 3
     assert _ids(lake, nessie, args.branch, "sales.qrerun__quarantine") == sorted(BAD)
 
