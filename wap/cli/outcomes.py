@@ -64,6 +64,7 @@ def outcome_json(dropped: ops.Dropped, record: Record | None) -> dict[str, Any]:
         "ingest_id": dropped.ingest_id,
         "status": record.status if record else None,
         "rows_written": record.rows_written if record else None,
+        "quarantined_rows": getattr(record, "quarantined_rows", None) if record else None,
         "reason": (record.error or None) if record else None,
         "branch": record.branch if record else None,
         "branch_open": branch_open(record) if record else False,
@@ -116,6 +117,8 @@ def print_outcomes(
                 ReportView.of(views[i].report).published_text if views is not None else "published"
             )
             detail = f"{passed}; merged into main, branch deleted"
+            if getattr(r, "quarantined_rows", None):
+                detail += f"; {r.quarantined_rows:,} row(s) quarantined (wap show {r.ingest_id})"
         else:
             detail = r.error or "-"
             if views is not None and views[i].failed_checks:

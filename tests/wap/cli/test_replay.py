@@ -42,6 +42,7 @@ def lake(tmp_path_factory, spark):
     done = _ingest(home, env, spark, drop)
     [ingest] = json_document(done, "ingest")["ingests"]
     assert ingest["status"] == "PUBLISHED", done.output
+    assert ingest["quarantined_rows"] == 2  # -5.00 (a range check) and "ten" (unparsed)
     return home, env, ingest["ingest_id"], root
 
 
@@ -73,6 +74,7 @@ def test_export_fix_and_drop_again_publishes_the_fixed_rows_once(lake, spark):
     dropped = _ingest(home, env, spark, exported)
     [again] = json_document(dropped, "ingest")["ingests"]
     assert again["status"] == "PUBLISHED", dropped.output
+    assert again["quarantined_rows"] is None  # none set aside
     assert count_rows(spark, home, "shop.payments") == 4
 
     # The fixed file dropped a second time is refused before anything is uploaded.
