@@ -206,9 +206,9 @@ def _window_files(metrics, drops: int) -> list[tuple[str, int]] | None:
     """(location, size) of the data file each of the latest `drops` snapshots added,
     newest first, when each is an append of `commit_metric_rows` (which names its one
     file in the snapshot's summary); None when one is not (drops recorded before the
-    summary named the file, a compaction, a delete) or the snapshot before the window
-    has expired (the files before it are not named here), and the caller plans the read
-    from the manifests."""
+    summary named the file, a compaction, a delete) or one within the window is no
+    longer in the metadata (its file is not named here), and the caller plans the read
+    from the manifests. The snapshot before the window need not be there."""
     walk = _WindowWalk(metrics, drops)
     files = []
     for snapshot in walk:
