@@ -76,10 +76,6 @@ def read_history(
     if not wanted:
         return history
     try:
-        # Called in a thread of its own (`HistoryRead`), whose py4j calls run in a JVM
-        # thread without the session as its active one: a catalog the session has not
-        # loaded yet was not found there, `lake.ns` read as a namespace of spark_catalog.
-        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
         metrics = _load_metrics(spark, metrics_ref(main_table))
         if metrics is None or metrics.currentSnapshot() is None:
             return history

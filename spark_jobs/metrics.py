@@ -44,7 +44,14 @@ class SnapshotStats:
 
 
 def load_iceberg_table(spark, name: str):
-    """The Java Iceberg `Table` behind a Spark table name (quoted multi-part)."""
+    """The Java Iceberg `Table` behind a Spark table name (quoted multi-part), from any
+    thread.
+
+    A Python thread's py4j calls run in a JVM thread of their own, which has no active
+    session; Spark's own API sets it, this call does not. A catalog the session had not
+    loaded yet was then not found (`lake.ns` read as a namespace of spark_catalog): the
+    history read, in its thread, failed so on a fresh process's first job."""
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
     return spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
         spark._jsparkSession, name
     )
