@@ -131,10 +131,11 @@ class Split:
     # (`localCheckpoint`) from the one read that found them; None before, or when a
     # re-run found them written.
     aside: DataFrame | None = None
-    # Whether the table's write keeps the failing rows (`CAPTURE_MAX_BYTES`), and the
-    # observation that holds them.
+    # Whether the table's write keeps the failing rows (`CAPTURE_MAX_BYTES`), the
+    # observation that holds them and the struct each is kept as.
     capture: bool = False
     captured: Observation | None = None
+    captured_row: Column | None = None
 
     def failed_checks(self, text: bool) -> Column:
         """The names of the quarantine checks a row fails (each predicate once; NULL is
@@ -207,8 +208,8 @@ class Split:
             # (a struct only for them; nulls are not collected): a clean drop pays one
             # null per row, a dirty one no query to shape or keep them after the write.
             self.captured = Observation(f"wap_quarantine_rows_{self.ingest_id}:{self.table.table}")
-            row = F.struct(*self.quarantine_columns(flagged, target))
-            failing = F.when(F.size(F.col(FAILED_COLUMN)) > 0, row)
+            self.captured_row = F.struct(*self.quarantine_columns(flagged, target))
+            failing = F.when(F.size(F.col(FAILED_COLUMN)) > 0, self.captured_row)
             observed = observed.observe(self.captured, F.collect_list(failing).alias(CAPTURED))
         return observed.where(kept).select(*[F.col(quote(c)) for c in table_columns])
 
@@ -249,7 +250,7 @@ class Split:
             found = find_ingest_snapshot(existing, self.ingest_id) if existing else None
             if found is not None:
                 return found
-            kept = self._captured_rows(spark, flagged, target)
+            kept = self._captured_rows(spark, flagged)
             if kept is not None:  # as the table's write read them: rows in the driver
                 self.aside = kept
             else:
@@ -264,15 +265,12 @@ class Split:
         files = max(1, self.counts[QUARANTINED] // ROWS_PER_FILE)
         return write_quarantined(spark, self, self.aside.coalesce(files))
 
-    def _captured_rows(
-        self, spark: SparkSession, flagged: DataFrame, target: T.StructType
-    ) -> DataFrame | None:
+    def _captured_rows(self, spark: SparkSession, flagged: DataFrame) -> DataFrame | None:
         """The failing rows the table's write kept (`capture`), shaped for the quarantine
         table: a frame of rows in the driver, built in the JVM (no Python rows); None when
         it kept none, or they did not come."""
         if self.captured is None:
             return None
-        schema = flagged.select(F.struct(*self.quarantine_columns(flagged, target))).schema
         jo = self.captured._jo
         try:
             metrics = jo.getClass().getDeclaredField("metrics")
@@ -286,8 +284,9 @@ class Split:
             rows = jo.getAsJava().get(CAPTURED)
             jvm = spark._jvm
             listed = jvm.scala.collection.JavaConverters.seqAsJavaListConverter(rows).asJava()
-            jschema = spark._jsparkSession.parseDataType(schema.fields[0].dataType.json())
-            return DataFrame(spark._jsparkSession.createDataFrame(listed, jschema), spark)
+            # The kept struct's type as the JVM has it (no JSON of it through py4j).
+            kept_type = flagged.select(self.captured_row)._jdf.schema().fields()[0].dataType()
+            return DataFrame(spark._jsparkSession.createDataFrame(listed, kept_type), spark)
         except Exception:
             log.exception("cannot read the failing rows kept by the write; reading again")
             return None
