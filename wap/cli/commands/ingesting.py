@@ -53,18 +53,15 @@ def ingest(
 
     def work() -> None:
         ops.parse_table(table)  # bad input fails before anything starts
-        beside = Path("tables") / f"{table}.yaml"  # e.g. written by `wap suggest -o tables/...`
-        if not target.is_aws and beside.is_file():
-            note = unread_config_note(beside)
-            if note and not (tables_dir_from_env() / beside.name).is_file():
-                typer.echo(note, err=True)
         # The local stack reads this config; on AWS the deployed one is not read here, so
         # the extension decides and the trigger checks again with the deployed config.
-        configured = (
-            None
-            if target.is_aws
-            else ops.configured_format(tables_dir_from_env() / f"{table}.yaml")
-        )
+        config = tables_dir_from_env() / f"{table}.yaml"
+        configured = None if target.is_aws else ops.configured_format(config)
+        beside = Path("tables") / config.name  # e.g. written by `wap suggest -o tables/...`
+        if not target.is_aws and beside.is_file() and not config.is_file():
+            note = unread_config_note(beside)
+            if note:
+                typer.echo(note, err=True)
         for path in files:
             ops.check_source_file(path, configured)
         starting = (
