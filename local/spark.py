@@ -10,6 +10,7 @@ import os
 
 # Re-exported: the tests and the CLI configure catalogs through these names.
 from infra.bundling import iceberg_runtime_jar
+from local.jvm_names import remember_jvm_names
 from spark_jobs.conf import job_spark_conf, lake_catalog_conf
 
 __all__ = ["ENV_JVM_OPTIONS", "build_local_spark", "iceberg_runtime_jar", "lake_catalog_conf"]
@@ -62,6 +63,7 @@ def build_local_spark(
         _launch_jvm(builder, jvm_output)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    remember_jvm_names(spark._jvm)
     return spark
 
 
