@@ -188,3 +188,29 @@ def _restore_items(backend: Any, saved: list[tuple]) -> None:
                 backend.delete_item(table_name, key)
         else:
             backend.put_item(table_name, attrs)
+
+
+def validate_each_definition_once() -> None:
+    """moto's CreateStateMachine parses the definition with its ANTLR grammar only to
+    validate it, and throws the parse away: 23 ms of CPU for ours, on each local stack's
+    start. A definition that parsed once parses again; one that failed is parsed (and
+    refused) again, so what is refused stays refused."""
+    global _validation_remembered
+    with _lock:
+        if _validation_remembered:
+            return
+        from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+        original = StepFunctionsParserBackend._validate_definition
+        valid: set[str] = set()
+
+        def _validate_definition(definition: str) -> None:
+            if definition not in valid:
+                original(definition)
+                valid.add(definition)
+
+        StepFunctionsParserBackend._validate_definition = staticmethod(_validate_definition)
+        _validation_remembered = True
+
+
+_validation_remembered = False

@@ -62,6 +62,7 @@ from local.aws.moto_fidelity import (
     ScaledRetryClock,
     make_dynamodb_requests_atomic,
     make_transactions_item_scoped,
+    validate_each_definition_once,
 )
 from local.aws.overrides import Kind, LocalParityError, apply_overrides, common_environment
 from local.aws.s3_events import S3EventBridge
@@ -348,6 +349,7 @@ class LocalAwsStack:
         share_botocore_data()
         make_dynamodb_requests_atomic()
         make_transactions_item_scoped()
+        validate_each_definition_once()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         default_session_sharing_models()  # after the mock dropped the process's
