@@ -53,3 +53,17 @@ def test_packages_still_lead_to_classes_and_a_missing_name_still_fails(spark):
         spark._jvm.java.util.ArrayList.noSuchMethod()
     # A name that is neither is answered as a package by py4j, never remembered as a class.
     assert isinstance(spark._jvm.no_such.thing, JavaPackage)
+
+
+def _member_lookups(sent: list[str]) -> list[str]:
+    # py4j's "get member" command: "r\nm\n<class>\n<name>\n..." (REFLECTION, MEMBER).
+    return [".".join(c.split("\n")[2:4]) for c in sent if c.startswith("r\nm\n")]
+
+
+def test_a_static_method_is_asked_once_a_static_field_every_time(spark, round_trips):
+    integer = spark._jvm.java.lang.Integer
+    assert integer.parseInt("42") == 42 and integer.parseInt("7") == 7
+    assert integer.MAX_VALUE == 2**31 - 1 and integer.MAX_VALUE == 2**31 - 1
+    asked = _member_lookups(round_trips)
+    assert asked.count("java.lang.Integer.parseInt") <= 1, asked
+    assert asked.count("java.lang.Integer.MAX_VALUE") == 2, asked
