@@ -32,28 +32,26 @@ def _remembered(found: Any, memo: dict[str, Any], name: str) -> Any:
     return found  # a static field's value is read anew each time
 
 
-class _RememberingClass(JavaClass):
+class _Remembering:
+    """What a name below this package, class or view resolved to, asked of the JVM once."""
+
     def __getattr__(self, name: str) -> Any:
         memo = self.__dict__.setdefault("_wap_memo", {})
         if name in memo:
             return memo[name]
-        return _remembered(super().__getattr__(name), memo, name)
+        return _remembered(super().__getattr__(name), memo, name)  # type: ignore[misc]
 
 
-class _RememberingPackage(JavaPackage):
-    def __getattr__(self, name: str) -> Any:
-        memo = self.__dict__.setdefault("_wap_memo", {})
-        if name in memo:
-            return memo[name]
-        return _remembered(super().__getattr__(name), memo, name)
+class _RememberingClass(_Remembering, JavaClass):
+    pass
 
 
-class _RememberingView(JVMView):
-    def __getattr__(self, name: str) -> Any:
-        memo = self.__dict__.setdefault("_wap_memo", {})
-        if name in memo:
-            return memo[name]
-        return _remembered(super().__getattr__(name), memo, name)
+class _RememberingPackage(_Remembering, JavaPackage):
+    pass
+
+
+class _RememberingView(_Remembering, JVMView):
+    pass
 
 
 def remember_jvm_names(jvm: JVMView) -> None:
