@@ -193,8 +193,8 @@ def _restore_items(backend: Any, saved: list[tuple]) -> None:
 def validate_each_definition_once() -> None:
     """moto's CreateStateMachine parses the definition with its ANTLR grammar only to
     validate it, and throws the parse away: 23 ms of CPU for ours, on each local stack's
-    start. A definition that parsed once parses again; one that failed is parsed (and
-    refused) again, so what is refused stays refused."""
+    start. A definition that parsed once is accepted again without parsing it; one that
+    failed is parsed (and refused) again, so what is refused stays refused."""
     global _validation_remembered
     with _lock:
         if _validation_remembered:
