@@ -317,6 +317,12 @@ class Learned:
     needed: int
     seasonal: bool
 
+    @property
+    def source(self) -> str:
+        """Where the band came from, as explanations say it (`metric_bounds` gives a
+        metric check's): `the last 10 published drops on the same weekday`."""
+        return history_text(self.drops, self.seasonal)
+
 
 def configured_bound(params: dict, key: str) -> Any:
     """A check's `min`/`max` as configured: a HistoryBound when written as a history

@@ -225,9 +225,7 @@ def _anomaly(
         "drops": band.size,
         "seasonality": spec.params.get("seasonality"),
     }
-    message = expectation_text(
-        label, value, band.low, band.high, history_text(band.size, learned.seasonal)
-    )
+    message = expectation_text(label, value, band.low, band.high, learned.source)
     return _result(spec, PASSED if band.holds(value) else FAILED, value, threshold, message)
 
 

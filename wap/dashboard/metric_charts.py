@@ -19,7 +19,6 @@ from contracts.metric_history import (
     ROW_COUNT,
     SCOPE_TABLE,
     expectation_text,
-    history_text,
     learn_anomaly_band,
     metric_bounds,
     metric_label,
@@ -163,10 +162,10 @@ def _band(
     published values `before` it; None when it was not judged against a band."""
     params = monitor.params
     if monitor.kind == "anomaly":
-        band = learn_anomaly_band(params, before, at)
-        if band.band is None:
+        learned = learn_anomaly_band(params, before, at)
+        if learned.band is None:
             return None
-        return band.band.low, band.band.high, history_text(band.band.size, band.seasonal)
+        return learned.band.low, learned.band.high, learned.source
     if monitor.kind == "metric":
         low, high, source = metric_bounds(params, [p[1] for p in before])
         if low is None and high is None:
