@@ -12,7 +12,7 @@ state (`ExecutionState`) and returns one part of it: job_status and publish the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from contracts.alert import AlertEvent
@@ -148,17 +148,9 @@ class JobUsage:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The `job_usage` object (fields without a value are left out)."""
-        return drop_none(
-            {
-                "vcpu_hours": self.vcpu_hours,
-                "memory_gb_hours": self.memory_gb_hours,
-                "storage_gb_hours": self.storage_gb_hours,
-                "created_at": self.created_at,
-                "started_at": self.started_at,
-                "ended_at": self.ended_at,
-            }
-        )
+        """The `job_usage` object (fields without a value are left out): every field is a
+        plain value, so the object is the fields themselves."""
+        return drop_none(asdict(self))
 
     @property
     def billed(self) -> bool:
