@@ -30,7 +30,6 @@ class SparkCompute(Construct):
         construct_id: str,
         *,
         vpc: ec2.IVpc,
-        subnets: ec2.SubnetSelection,
         artifacts: s3.IBucket,
         release_label: str,
         max_cpu: str,

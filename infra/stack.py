@@ -105,7 +105,6 @@ class WapStack(Stack):
             self,
             "Compute",
             vpc=network.vpc,
-            subnets=network.private_subnets,
             artifacts=storage.artifacts,
             release_label=settings.emr_release_label,
             max_cpu=settings.emr_max_cpu,

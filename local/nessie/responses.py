@@ -1,6 +1,6 @@
 """What Nessie REST API v1 and v2 answer alike: commit properties, operations, a reference's
-metadata, a content lookup, a page of entries, a page of the log, and the access checks of
-each (Nessie's ContentApiImpl and TreeApiImpl, local/nessie/authz.py).
+metadata, a content lookup, a page of entries, a page of the log, a merge's outcome, and the
+access checks of each (Nessie's ContentApiImpl and TreeApiImpl, local/nessie/authz.py).
 
 Each version's `routes_v*.py` parses its own parameters and wraps these in its own bodies.
 """
@@ -17,7 +17,7 @@ from .cel import compile_filter, entry_variables
 from .exceptions import BadRequestError, ContentNotFoundError
 from .models import BRANCH, NO_ANCESTOR, TAG, Commit, Key, Reference
 from .refs import key_from_path_string, key_to_path_string
-from .store import MAX_PAGE, LogPage, NessieStore, Resolved
+from .store import MAX_PAGE, LogPage, MergeResult, NessieStore, Resolved
 
 MERGE_PARENT_PROPERTY = "_merge_parent"
 
@@ -228,3 +228,16 @@ def log_json(entries: list[dict[str, Any]], page: LogPage) -> dict[str, Any]:
     if page.token:
         out["token"] = page.token
     return out
+
+
+def merge_json(result: MergeResult) -> dict[str, Any]:
+    """A merge's outcome as both versions' `MergeResponse` begins; each adds its own
+    `expectedHash` and `details`."""
+    return {
+        "wasApplied": result.was_applied,
+        "wasSuccessful": result.was_successful,
+        "resultantTargetHash": result.resultant_target_hash,
+        "commonAncestor": result.common_ancestor,
+        "targetBranch": result.target_branch,
+        "effectiveTargetHash": result.effective_target_hash,
+    }

@@ -26,6 +26,7 @@ from .responses import (
     entries_page,
     log_entry,
     log_json,
+    merge_json,
     parse_ref_type,
     readable_diffs,
     readable_keys,
@@ -232,12 +233,7 @@ def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
         validate_changes(call.access),
     )
     return 200, {
-        "wasApplied": result.was_applied,
-        "wasSuccessful": result.was_successful,
-        "resultantTargetHash": result.resultant_target_hash,
-        "commonAncestor": result.common_ancestor,
-        "targetBranch": result.target_branch,
-        "effectiveTargetHash": result.effective_target_hash,
+        **merge_json(result),
         "expectedHash": result.expected_hash,
         "sourceCommits": [],
         "targetCommits": None,

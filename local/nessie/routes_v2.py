@@ -49,6 +49,7 @@ from .responses import (
     entries_page,
     log_entry,
     log_json,
+    merge_json,
     parse_ref_type,
     readable_diffs,
     readable_keys,
@@ -293,15 +294,7 @@ def merge(store: NessieStore, call: Call) -> tuple[int, Any]:
     result = store.merge(
         target, request, authorize_merge(call.access), validate_changes(call.access)
     )
-    body: dict[str, Any] = {
-        "wasApplied": result.was_applied,
-        "wasSuccessful": result.was_successful,
-        "resultantTargetHash": result.resultant_target_hash,
-        "commonAncestor": result.common_ancestor,
-        "targetBranch": result.target_branch,
-        "effectiveTargetHash": result.effective_target_hash,
-        "details": result.details,
-    }
+    body: dict[str, Any] = {**merge_json(result), "details": result.details}
     if result.expected_hash:
         body["expectedHash"] = result.expected_hash
     return 200, body

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from urllib.parse import unquote
 
 from starlette.requests import Request
@@ -39,7 +39,20 @@ SECURITY_HEADERS = {
 }
 _METHODS = ["GET", "HEAD"]
 
-View = Callable[[NessieStore, dict[str, str], list[str], Request, Checks], Response]
+
+@dataclass(frozen=True)
+class PageCall:
+    """One page request as a view sees it: the path's segments after the view's prefix, the
+    request (its query), the signed-in person's access checks, and the pyiceberg properties
+    tables are read with."""
+
+    segments: list[str]
+    request: Request
+    access: Checks
+    props: dict[str, str]
+
+
+View = Callable[[NessieStore, PageCall], Response]
 
 
 def _segments(request: Request, prefix: str) -> list[str]:
@@ -60,9 +73,8 @@ def _ref(spec: str) -> str:
     return spec.partition("@")[0]
 
 
-def _tree(
-    store: NessieStore, props: dict[str, str], seg: list[str], req: Request, access: Checks
-) -> Response:
+def _tree(store: NessieStore, call: PageCall) -> Response:
+    seg, access = call.segments, call.access
     if not seg:
         return RedirectResponse(html.tree_url(store.default_branch), status_code=302)
     access.read_entries(_ref(seg[0])).check_and_throw()  # Nessie's UI: getEntries
@@ -72,9 +84,8 @@ def _tree(
     return _html(html.render_tree(replace(page, refs=refs)))
 
 
-def _content(
-    store: NessieStore, props: dict[str, str], seg: list[str], req: Request, access: Checks
-) -> Response:
+def _content(store: NessieStore, call: PageCall) -> Response:
+    seg, access = call.segments, call.access
     if len(seg) < 2:  # Nessie's UI sends a bare `/content/<ref>` back to the listing
         target = html.tree_url(seg[0]) if seg else html.tree_url(store.default_branch)
         return RedirectResponse(target, status_code=302)
@@ -82,34 +93,32 @@ def _content(
     key = tuple(seg[1:])
     access.read_entity(_ref(seg[0]), key, None).read_entity(store.default_branch, key, None)
     access.check_and_throw()
-    return _html(html.render_content(pages.content_page(store, seg[0], seg[1:], props)))
+    return _html(html.render_content(pages.content_page(store, seg[0], seg[1:], call.props)))
 
 
-def _commits(
-    store: NessieStore, props: dict[str, str], seg: list[str], req: Request, access: Checks
-) -> Response:
+def _commits(store: NessieStore, call: PageCall) -> Response:
+    seg, access = call.segments, call.access
     if not seg:
         return RedirectResponse(html.commits_url(store.default_branch), status_code=302)
     access.list_commit_log(_ref(seg[0])).check_and_throw()  # Nessie's UI: getCommitLog
     if len(seg) == 1:
-        page = pages.log_page(store, seg[0], req.query_params.get("page") or None)
+        page = pages.log_page(store, seg[0], call.request.query_params.get("page") or None)
         return _html(html.render_log(page))
     if len(seg) == 2:
         return _html(html.render_commit(pages.commit_page(store, seg[0], seg[1])))
     raise NotFoundError("No such page")
 
 
-def _diff(
-    store: NessieStore, props: dict[str, str], seg: list[str], req: Request, access: Checks
-) -> Response:
+def _diff(store: NessieStore, call: PageCall) -> Response:
+    seg, access = call.segments, call.access
     if len(seg) != 1:
         raise NotFoundError("Use /diff/<reference>[?base=<reference>]")
-    base = req.query_params.get("base") or None
+    base = call.request.query_params.get("base") or None
     # Ours: both references' entries and tables, and their logs (for the merge base).
     for name in (_ref(seg[0]), _ref(base or store.default_branch)):
         access.read_entries(name).list_commit_log(name)
     access.check_and_throw()
-    return _html(html.render_diff(pages.diff_page(store, seg[0], props, base_name=base)))
+    return _html(html.render_diff(pages.diff_page(store, seg[0], call.props, base_name=base)))
 
 
 def _endpoint(
@@ -125,7 +134,7 @@ def _endpoint(
                 if principal is None:
                     return sign_in.to_login(request)
                 access = sign_in.security.checks(principal)
-            return view(store, props, _segments(request, prefix), request, access)
+            return view(store, PageCall(_segments(request, prefix), request, access, props))
         except NessieApiError as exc:
             return _html(html.render_error(exc.status, exc.message), exc.status)
         except UnicodeDecodeError:
