@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.fixtures.home_ingests import store_ingest
-from tests.fixtures.ledger_items import ORDERS_RUN, ledger_item
+from tests.fixtures.ledger_items import DISCARDED_BY_ALICE, ORDERS_RUN, ledger_item
 from wap.dashboard import APP_PATH
 from wap.runtime.home import ENV_HOME, WapHome
 from wap.runtime.state_store import write_ledger_items
@@ -198,18 +198,13 @@ def test_a_rejected_ingest_without_a_report_claims_no_schema_match(hostile_home,
 def test_a_discarded_ingest_still_says_why_it_failed_and_who_discarded_it(tmp_path, monkeypatch):
     home = WapHome(tmp_path / "wap-home").create()
     iid = "0f0f0f0f0f0f0f0f"
-    failure = "1 error-severity check(s) did not pass: amount_range (failed, 3 violation(s))"
     write_ledger_items(
         home,
         [
             ledger_item(
                 iid,
                 **ORDERS_RUN,
-                status="DISCARDED",
-                previous_status="AUDIT_FAILED",
-                error=failure,
-                discarded_by="alice",
-                discard_reason="discarded by alice: wrong export",
+                **DISCARDED_BY_ALICE,
                 branch="wap_sales_orders_f",
                 branch_deleted_at="2026-11-22T11:00:00Z",
             )
