@@ -14,43 +14,25 @@ from ingestion.exceptions import (
     NessieUnavailableError,
 )
 from ingestion.nessie import NessieClient
-from local.idp import LocalIdentityProvider
-
-
-class Clock:
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fixtures.idp_clock import ManualClock, nessie_on_clock
 
 
 @pytest.fixture(scope="module")
-def server_clock() -> Clock:
-    return Clock()
+def server(tmp_path_factory):
+    yield from nessie_on_clock(tmp_path_factory.mktemp("tokens"))
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, server_clock):
-    from local.nessie.runner import start_server
-
-    running = start_server(
-        str(tmp_path_factory.mktemp("tokens") / "nessie.db"),
-        idp=LocalIdentityProvider(clock=server_clock),
-    )
-    yield running
-    running.stop()
-
-
-def client_of(server, role: str, clock: Clock, api: str = "v2") -> tuple[NessieClient, TokenCache]:
+def client_of(
+    server, role: str, clock: ManualClock, api: str = "v2"
+) -> tuple[NessieClient, TokenCache]:
     tokens = TokenCache(server.credentials(role), clock=clock)
     uri = server.api_v2 if api == "v2" else server.api_v1
     return NessieClient(uri, tokens=tokens), tokens
 
 
 @pytest.mark.parametrize("call", ["references", "reference"])  # API v2 (requests), v1 (pynessie)
-def test_an_expired_token_is_fetched_again_once_and_the_call_retried(server, server_clock, call):
-    client, tokens = client_of(server, READER, Clock(server_clock.now))
+def test_an_expired_token_is_fetched_again_once_and_the_call_retried(server, call):
+    client, tokens = client_of(server, READER, ManualClock(server.idp.clock.now))
 
     def read():
         return client.reference("main") if call == "reference" else client.references()
@@ -58,13 +40,13 @@ def test_an_expired_token_is_fetched_again_once_and_the_call_retried(server, ser
     assert read()
     assert tokens.fetched == 1
     # The server's clock passes the token's expiry; the client's cache still trusts it.
-    server_clock.now += 3600 + 1
+    server.idp.clock.now += 3600 + 1
     assert read()  # refused once (401), then answered with a new token
     assert tokens.fetched == 2
 
 
-def test_a_token_is_renewed_before_it_expires(server, server_clock):
-    clock = Clock(server_clock.now)
+def test_a_token_is_renewed_before_it_expires(server):
+    clock = ManualClock(server.idp.clock.now)
     client, tokens = client_of(server, READER, clock)
     client.references()
     clock.now += 3600 - 59  # within the refresh margin (60 s) of its expiry
@@ -93,8 +75,8 @@ def test_a_401_after_a_fresh_token_is_an_authentication_error_after_one_retry(se
     assert len(fetched) == 3  # the cached token, then one more after its 401
 
 
-def test_a_refusal_names_the_operation_and_the_reference(server, server_clock):
-    client, _ = client_of(server, TRIGGER, Clock(server_clock.now), api="v1")
+def test_a_refusal_names_the_operation_and_the_reference(server):
+    client, _ = client_of(server, TRIGGER, ManualClock(server.idp.clock.now), api="v1")
     client.ensure_branch_from_main("wap_sales_orders_20261127T110000_abcdef12")
     with pytest.raises(NessieForbiddenError) as refused:
         client.delete_branch("wap_sales_orders_20261127T110000_abcdef12")

@@ -8,6 +8,7 @@ from contracts.report import AuditReport, CheckResult
 from contracts.table_config import QuarantineGate
 from spark_jobs.quarantine import QUARANTINED, Split, judge_quarantine
 from spark_jobs.writer import CatalogTable
+from tests.fixtures.quarantine import quarantined_report
 
 
 def _result(name: str, kind: str = "range") -> CheckResult:
@@ -34,14 +35,7 @@ def test_each_quarantine_check_that_set_rows_aside_says_how_many():
     assert by_name["known_status"].quarantined_rows == 0
     assert by_name["rows"].quarantined_rows is None
     assert by_name["quarantine_gate"].quarantined_rows is None
-    report = AuditReport(
-        ingest_id="a" * 16,
-        table="sales.orders",
-        branch="b",
-        outcome="passed",
-        quarantined_rows=3,
-        checks=tuple(checks),
-    )
+    report = quarantined_report(rows_written=17, checks=tuple(checks))
     parsed = AuditReport.from_dict(report.to_dict())
     assert [check.name for check in parsed.quarantining_checks] == ["amount_range"]
     assert "quarantined_rows" not in report.to_dict()["checks"][2]  # other entries unchanged

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ingestion.ledger.records import Record
 from tests.fixtures.local_stack import (
     fake_parquet,
     record_for_key,
@@ -66,6 +67,17 @@ def burst(
     return dropped
 
 
+def settle_burst(
+    stack, keys: list[str], gate: threading.Event, *, in_order: bool = False
+) -> list[Record]:
+    """`burst` the keys, then each one's record once it reached its outcome, in the order
+    of `keys`, after the stack has gone idle (alerts sent, locks released)."""
+    burst(stack, keys, gate, in_order=in_order)
+    records = [wait_for_key(stack, key) for key in keys]
+    stack.wait_idle()
+    return records
+
+
 def run_sources(calls: list[dict[str, Any]]) -> list[list[str]]:
     """The sources of each job run, by file name (sorted), in run order."""
     return [sorted(uri.rsplit("/", 1)[-1] for uri in call["sources"]) for call in calls]
@@ -90,9 +102,7 @@ def batch_stack(make_stack, nessie, tmp_path):
 def test_a_burst_queued_behind_a_run_is_one_batch_and_every_file_is_published(batch_stack):
     stack, calls, gate = batch_stack()
     keys = [f"bt/orders/part-{i:02d}.parquet" for i in range(12)]
-    burst(stack, keys, gate)
-    records = [wait_for_key(stack, key) for key in keys]
-    stack.wait_idle()
+    records = settle_burst(stack, keys, gate)
 
     assert [r.status for r in records] == ["PUBLISHED"] * 12, stack.describe()
     assert run_sources(calls) == [
@@ -131,9 +141,8 @@ def test_a_mixed_burst_publishes_the_good_files_and_fails_each_bad_one_alone(bat
     stack, calls, gate = batch_stack()
     names = ["first", "a-ok", "b-fail", "c-reject", "d-ok", "e-fail"]
     keys = [f"bt/orders/{name}.parquet" for name in names]
-    burst(stack, keys, gate, in_order=True)  # the halves are halves of the queue's order
-    records = {name: wait_for_key(stack, key) for name, key in zip(names, keys, strict=True)}
-    stack.wait_idle()
+    # The halves are halves of the queue's order.
+    records = dict(zip(names, settle_burst(stack, keys, gate, in_order=True), strict=True))
 
     assert {name: r.status for name, r in records.items()} == {
         "first": "PUBLISHED",
@@ -179,9 +188,8 @@ def test_a_batch_that_fails_with_no_file_to_blame_runs_its_halves_apart(batch_st
     stack, calls, gate = batch_stack()
     names = ["first", "a", "twin-1", "b", "c", "d", "twin-2", "e"]
     keys = [f"bt/orders/{name}.parquet" for name in names]
-    burst(stack, keys, gate, in_order=True)  # the halves are halves of the queue's order
-    records = [wait_for_key(stack, key) for key in keys]
-    stack.wait_idle()
+    # The halves are halves of the queue's order.
+    records = settle_burst(stack, keys, gate, in_order=True)
 
     assert [r.status for r in records] == ["PUBLISHED"] * 8, stack.describe()
     assert (
@@ -240,9 +248,7 @@ def test_the_alert_of_a_file_rejected_in_a_batch_speaks_of_that_file_only(batch_
     stack, _calls, gate = batch_stack()
     names = ["first", "a-ok", "c-reject", "d-ok"]
     keys = [f"bt/orders/{name}.parquet" for name in names]
-    burst(stack, keys, gate)
-    records = {name: wait_for_key(stack, key) for name, key in zip(names, keys, strict=True)}
-    stack.wait_idle()
+    records = dict(zip(names, settle_burst(stack, keys, gate), strict=True))
 
     assert records["c-reject"].status == "REJECTED"
     assert records["a-ok"].status == records["d-ok"].status == "PUBLISHED"
@@ -279,9 +285,7 @@ def test_a_batch_rejected_with_no_verdict_runs_its_halves_not_each_file(make_sta
     stack = make_stack(job=job)
     names = ["first", *[f"p{i}" for i in range(7)], "p-reject-undecodable"]
     keys = [f"bt/orders/{name}.parquet" for name in names]
-    burst(stack, keys, gate, in_order=True)
-    records = {name: wait_for_key(stack, key) for name, key in zip(names, keys, strict=True)}
-    stack.wait_idle()
+    records = dict(zip(names, settle_burst(stack, keys, gate, in_order=True), strict=True))
 
     assert records.pop("p-reject-undecodable").status == "REJECTED"
     assert {r.status for r in records.values()} == {"PUBLISHED"}
@@ -296,9 +300,7 @@ def test_each_load_records_its_cost_and_a_batchs_cost_is_split_across_its_files(
 
     stack, _calls, gate = batch_stack()
     keys = [f"bt/orders/cost-{i}.parquet" for i in range(3)]
-    burst(stack, keys, gate)
-    records = [wait_for_key(stack, key) for key in keys]
-    stack.wait_idle()
+    records = settle_burst(stack, keys, gate)
     records = [record_for_key(stack, key) for key in keys]  # as settled
     [batch] = stack.ledger().list_batches()
 

@@ -9,17 +9,9 @@ import pytest
 from contracts.alert import AlertEvent
 from ingestion.alerting.exceptions import AlertEventError
 from ingestion.alerts import alert_event
-from ingestion.ledger import IngestRecord
+from tests.fixtures.alerts import alerted_record
 
-RECORD = IngestRecord(
-    ingest_id="abc123",
-    table="sales.orders",
-    source_uri="s3://src/k.parquet",
-    branch="wap_sales_orders_x",
-    report_uri="s3://art/reports/r.json",
-    execution_arn="arn:aws:states:eu-west-1:1:execution:m:abc123",
-    log_uri=None,
-)
+RECORD = alerted_record(execution_arn="arn:aws:states:eu-west-1:1:execution:m:0123456789abcdef")
 
 
 def test_what_the_functions_build_the_alert_lambda_parses_unchanged():

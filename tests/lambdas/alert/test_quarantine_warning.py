@@ -15,21 +15,13 @@ from ingestion.alerting.message import build_message
 from ingestion.alerting.notify import send_alert
 from ingestion.alerting.report import failed_checks
 from ingestion.alerts import alert_event, alerts_on
-from ingestion.ledger import IngestRecord
+from tests.fixtures.alerts import alerted_record
 from tests.fixtures.quarantine import QUARANTINE_CHECK, SAMPLE
 
 from .blockkit import all_text, assert_valid_blocks
 
 UI = "https://nessie.example.com"
-PUBLISHED_RECORD = IngestRecord(
-    ingest_id="0123456789abcdef",
-    table="sales.orders",
-    source_uri="s3://wap-source/sales/orders/2026-11-27.csv",
-    branch="wap_sales_orders_20261127T101500_01234567",
-    report_uri="s3://wap-artifacts/reports/0123456789abcdef.json",
-    rows_written=999_997,
-    quarantined_rows=3,
-)
+PUBLISHED_RECORD = alerted_record(rows_written=999_997, quarantined_rows=3)
 REPORT = {
     "report_version": 1,
     "ingest_id": "0123456789abcdef",

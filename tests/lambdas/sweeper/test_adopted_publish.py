@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from contracts.report import AuditReport
 from ingestion import constants as c
 from ingestion.ledger import IngestRecord
 from lambdas.sweeper import service
 from tests.fixtures.moto_ledger import SETTINGS
+from tests.fixtures.quarantine import quarantined_report
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
@@ -24,14 +24,7 @@ class _Nessie:
 
 
 def _adopt(ledger, tmp_path, quarantined: int) -> tuple[IngestRecord, list]:
-    report = AuditReport(
-        ingest_id="a" * 16,
-        table="sales.orders",
-        branch="wap_a",
-        outcome="passed",
-        rows_written=997,
-        quarantined_rows=quarantined,
-    )
+    report = quarantined_report(quarantined_rows=quarantined)
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report.to_dict()))
     record = IngestRecord(

@@ -10,34 +10,14 @@ import pytest
 from contracts.catalog_authorization import JOB, PUBLISHER, READER, TRIGGER
 from local.idp import LocalIdentityProvider, new_signing_key
 from tests.fixtures.catalog_auth import harness_headers
+from tests.fixtures.idp_clock import nessie_on_clock
 from tests.fixtures.nessie_api import EMPTY_HASH, unique
 
 
-class Clock:
-    """The identity provider's clock, moved by the tests (no sleeping)."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture(scope="module")
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, clock):
-    """A server with the service's rules and an identity provider on `clock`."""
-    from local.nessie.runner import start_server
-
-    running = start_server(
-        str(tmp_path_factory.mktemp("authz") / "nessie.db"), idp=LocalIdentityProvider(clock=clock)
-    )
-    yield running
-    running.stop()
+def server(tmp_path_factory):
+    """A server with the service's rules and an identity provider on a clock the tests move."""
+    yield from nessie_on_clock(tmp_path_factory.mktemp("authz"))
 
 
 def call(server, role: str | None, method: str, path: str, **kwargs) -> httpx.Response:
@@ -99,11 +79,11 @@ def test_a_token_not_signed_by_the_identity_provider_is_refused(server):
     assert basic.status_code == 401
 
 
-def test_an_expired_token_is_refused(server, clock):
+def test_an_expired_token_is_refused(server):
     token = server.idp.issue(READER, lifetime_seconds=60)
     headers = {"Authorization": f"Bearer {token}"}
     assert httpx.get(server.api_v2 + "/trees", headers=headers, timeout=30).status_code == 200
-    clock.now += 61
+    server.idp.clock.now += 61
     assert httpx.get(server.api_v2 + "/trees", headers=headers, timeout=30).status_code == 401
     assert call(server, READER, "GET", "/trees").status_code == 200  # a fresh one is taken
 

@@ -113,7 +113,7 @@ def test_next_steps_suggest_publish_only_where_it_is_accepted(status):
 
 def test_runs_and_show_say_how_many_rows_were_quarantined():
 
-    from contracts.report import AuditReport
+    from tests.fixtures.quarantine import quarantined_report
 
     clean = _run_row("a", 5)
     quarantined = _run_row("b", 17, quarantined_rows=3)
@@ -124,13 +124,8 @@ def test_runs_and_show_say_how_many_rows_were_quarantined():
     assert [r["quarantined_rows"] for r in document["ingests"]] == [None, 3]
     valid_cli_json(document, "runs")
 
-    report = AuditReport(
-        ingest_id="b" * 16,
-        table="s.t",
-        branch="wap_s_t_x",
-        outcome="passed",
-        rows_written=17,
-        quarantined_rows=3,
+    report = quarantined_report(
+        ingest_id="b" * 16, table="s.t", branch="wap_s_t_x", rows_written=17
     )
     record = IngestRecord(ingest_id="b" * 16, table="s.t", status="PUBLISHED", quarantined_rows=3)
     shown = _text(*render.show_view(_closed_view(record, report)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 from tests.fixtures.home_ingests import store_ingest
+from tests.fixtures.ledger_items import ORDERS_RUN
 from tests.fixtures.metrics_seed import anomaly_entry, failed_drop_report
 from wap.dashboard import APP_PATH
 from wap.runtime.home import ENV_HOME, WapHome
@@ -23,11 +24,9 @@ def test_the_checks_table_shows_an_anomaly_checks_message(tmp_path, monkeypatch)
         IID,
         report,
         key,
-        table="sales.orders",
+        **ORDERS_RUN,
         status="AUDIT_FAILED",
         error=report["reason"],
-        created_at="2026-11-22T10:00:00Z",
-        finished_at="2026-11-22T10:01:00Z",
     )
     monkeypatch.setenv(ENV_HOME, str(home.root))
     app = AppTest.from_file(str(APP_PATH), default_timeout=60).run()

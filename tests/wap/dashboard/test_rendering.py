@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.fixtures.home_ingests import store_ingest
-from tests.fixtures.ledger_items import ledger_item
+from tests.fixtures.ledger_items import DISCARDED_BY_ALICE, ORDERS_RUN, ledger_item
 from wap.dashboard import APP_PATH
 from wap.runtime.home import ENV_HOME, WapHome
 from wap.runtime.state_store import write_ledger_items
@@ -28,12 +28,10 @@ def hostile_home(tmp_path):
     items = [
         ledger_item(
             REJECTED_ID,
-            table="sales.orders",
+            **ORDERS_RUN,
             status="REJECTED",
             error=HOSTILE,
             source_uri="s3://wap-source/sales/orders/<b>x<i>.parquet",
-            created_at="2026-11-22T10:00:00Z",
-            finished_at="2026-11-22T10:01:00Z",
         ),
         ledger_item(
             PUBLISHED_ID,
@@ -173,12 +171,10 @@ def test_a_schema_rejected_ingest_shows_what_was_refused_not_a_match(tmp_path, m
         home,
         iid,
         report,
-        table="sales.orders",
+        **ORDERS_RUN,
         status="REJECTED",
         error=refused,
         reason_code="schema_policy",
-        created_at="2026-11-22T10:00:00Z",
-        finished_at="2026-11-22T10:01:00Z",
     )
 
     app = _ingest_page(home.root, monkeypatch, iid)
@@ -202,22 +198,15 @@ def test_a_rejected_ingest_without_a_report_claims_no_schema_match(hostile_home,
 def test_a_discarded_ingest_still_says_why_it_failed_and_who_discarded_it(tmp_path, monkeypatch):
     home = WapHome(tmp_path / "wap-home").create()
     iid = "0f0f0f0f0f0f0f0f"
-    failure = "1 error-severity check(s) did not pass: amount_range (failed, 3 violation(s))"
     write_ledger_items(
         home,
         [
             ledger_item(
                 iid,
-                table="sales.orders",
-                status="DISCARDED",
-                previous_status="AUDIT_FAILED",
-                error=failure,
-                discarded_by="alice",
-                discard_reason="discarded by alice: wrong export",
+                **ORDERS_RUN,
+                **DISCARDED_BY_ALICE,
                 branch="wap_sales_orders_f",
                 branch_deleted_at="2026-11-22T11:00:00Z",
-                created_at="2026-11-22T10:00:00Z",
-                finished_at="2026-11-22T10:01:00Z",
             )
         ],
     )
@@ -244,12 +233,10 @@ def test_the_table_page_shows_files_reclaimable_bytes_and_the_last_compaction(
         [
             ledger_item(
                 iid,
-                table="sales.orders",
+                **ORDERS_RUN,
                 status="AUDIT_FAILED",
                 source_uri="maintenance:compaction",
                 error="compaction changed the table's content: row count 10 != 9",
-                created_at="2026-11-22T10:00:00Z",
-                finished_at="2026-11-22T10:01:00Z",
             )
         ],
     )

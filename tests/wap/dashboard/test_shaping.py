@@ -10,6 +10,7 @@ import yaml
 
 from contracts.table_config import parse_table_config_text
 from ingestion.ledger import IngestRecord
+from tests.fixtures.ledger_items import DISCARDED_BY_ALICE
 from tests.fixtures.run_rows import run_row
 from wap.dashboard import shaping
 from wap.ops.backends import Target
@@ -572,14 +573,7 @@ def test_a_freshness_threshold_shows_in_its_configured_form(seconds, shown):
 
 
 def test_a_discarded_ingest_keeps_why_it_failed_and_says_who_discarded_it():
-    record = IngestRecord(
-        ingest_id="c" * 16,
-        status="DISCARDED",
-        previous_status="AUDIT_FAILED",
-        error="1 error-severity check(s) did not pass: amount_range (failed, 3 violation(s))",
-        discarded_by="alice",
-        discard_reason="discarded by alice: wrong export",
-    )
+    record = IngestRecord(ingest_id="c" * 16, **DISCARDED_BY_ALICE)
     assert shaping.discarded_lines(record, None) == [
         (
             "failed as",
