@@ -182,28 +182,27 @@ def render(single: Measured, burst: Measured, mixed: Measured) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
     from bench import cost_model
-    from bench.doc import bench_parser, finish
+    from bench.cli import BenchParser, Option
+    from bench.doc import finish
 
-    parser = bench_parser("bench.burst_bench", "5 files of 200 rows, no warm-up (smoke test)")
-    parser.add_argument("--files", type=int, default=100)
-    parser.add_argument("--rows", type=int, default=1000, help="rows per file of the burst")
-    parser.add_argument("--timeout", type=float, default=3600)
-    parser.add_argument(
-        "--fixed",
-        type=float,
-        default=60.0,
-        help="the cost model's fixed seconds per run on AWS (assumed)",
-    )
-    args = parser.parse_args(argv)
-    files, rows = (5, 200) if args.quick else (args.files, args.rows)
+    args = BenchParser(
+        "bench.burst_bench",
+        "5 files of 200 rows, no warm-up (smoke test)",
+        files=Option(100, 5),
+        rows=Option(1000, 200, help="rows per file of the burst"),
+        timeout=Option(3600.0),
+        fixed=Option(60.0, help="the cost model's fixed seconds per run on AWS (assumed)"),
+    ).parse_args(argv)
     started = time.perf_counter()
-    single, burst, mixed, per_file = run(files, rows, args.timeout, warm_up=not args.quick)
+    single, burst, mixed, per_file = run(
+        args.files, args.rows, args.timeout, warm_up=not args.quick
+    )
     text = (
         render(single, burst, mixed)
         + "\n\n"
         + cost_model.render(fixed=args.fixed, per_file=per_file)
     )
-    title = f"A burst of {files} files against one file of the same rows (real local flow)"
+    title = f"A burst of {args.files} files against one file of the same rows (real local flow)"
     return finish(args, argv, "bench.burst_bench", title, text, started)
 
 

@@ -16,19 +16,24 @@ same rows is printed for information. Results go to stdout and docs/benchmarks.m
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import shutil
-import statistics
 import time
 import uuid
 from pathlib import Path
 
-from bench.doc import bench_parser, finish
+from bench.cli import Benchmark, Option
 from bench.scratch import spark_and_catalog
-from bench.wap_job_bench import Bench, Nessie, Sample, _median
+from bench.timing import Sample, medians, paired_ratio, print_sample, rotated
+from bench.wap_job_bench import Bench, Nessie
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "CSV ingest vs plain read + append (issue 26)"
+BENCHMARK = Benchmark(
+    "bench.csv_bench",
+    "CSV ingest vs plain read + append (issue 26)",
+    "5,000 rows, 1 repeat, no warm-up (smoke test)",
+    {"rows": Option(1_000_000, 5_000), "repeats": Option(3, 1)},
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "csv"
@@ -243,24 +248,16 @@ def measure(
     samples = {fmt: {v: [] for v in VARIANTS} for fmt in FORMATS}
     for repeat in range(repeats):
         for fmt in FORMATS:
-            order = VARIANTS if repeat % 2 == 0 else VARIANTS[::-1]
-            for variant in order:
+            for variant in rotated(VARIANTS, repeat):
                 sample = getattr(bench, variant)(files[fmt])
                 samples[fmt][variant].append(sample)
-                print(
-                    f"    repeat {repeat + 1} {fmt} {variant}: {sample.total_s:.2f}s "
-                    f"({sample.cpu_s:.1f} cpu-s)",
-                    flush=True,
-                )
+                print_sample(repeat, f"{fmt} {variant}", sample)
     results = []
     for fmt in FORMATS:
         row = {
             "format": fmt,
-            **{v: _median(samples[fmt][v]) for v in VARIANTS},
-            "paired": statistics.median(
-                w.total_s / b.total_s
-                for w, b in zip(samples[fmt]["wap"], samples[fmt]["baseline"], strict=True)
-            ),
+            **{v: medians(samples[fmt][v]) for v in VARIANTS},
+            "paired": paired_ratio(samples[fmt]["wap"], samples[fmt]["baseline"]),
         }
         results.append(row)
         print(
@@ -358,18 +355,15 @@ def render(results: list[dict], sizes: dict[str, int], rows: int, repeats: int) 
     return "\n".join(lines)
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The tables of a run at the sizes of `args`."""
+    results, sizes = run(args.rows, args.repeats, warm=not args.quick)
+    return render(results, sizes, args.rows, args.repeats)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the tables, write them to docs/benchmarks.md."""
-    parser = bench_parser("bench.csv_bench", "5,000 rows, 1 repeat, no warm-up (smoke test)")
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
-    rows = 5_000 if args.quick else args.rows
-    repeats = 1 if args.quick else args.repeats
-    started = time.perf_counter()
-    results, sizes = run(rows, repeats, warm=not args.quick)
-    text = render(results, sizes, rows, repeats)
-    return finish(args, argv, "bench.csv_bench", TITLE, text, started)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

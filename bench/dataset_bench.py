@@ -13,6 +13,7 @@ against the larger single-table ingest (target: one run, one merge, at most 1.3x
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import tempfile
 import time
@@ -23,11 +24,21 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.cli import Benchmark, Option
 from bench.cpu import cores, tree_cpu_seconds
 from bench.scratch import job_timings, scratch_with_tables, wait_final
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "A two-table dataset against the two tables ingested one after the other (real local flow)"
+BENCHMARK = Benchmark(
+    "bench.dataset_bench",
+    "A two-table dataset against the two tables ingested one after the other (real local flow)",
+    "1,000 orders, one round",
+    {
+        "orders": Option(100_000, 1000),
+        "items_per_order": Option(3),
+        "repeats": Option(3, 1),
+        "timeout": Option(1800.0),
+    },
+)
 
 DATASET = """tables: [{ns}.orders, {ns}.order_items]
 checks:
@@ -244,22 +255,15 @@ def render(rounds: list[dict[str, Any]], orders: int, per_order: int) -> str:
     return "\n".join(lines)
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The table of a run at the sizes of `args`."""
+    rounds = run(args.orders, args.items_per_order, args.repeats, args.timeout)
+    return render(rounds, args.orders, args.items_per_order)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import bench_parser, finish
-
-    parser = bench_parser("bench.dataset_bench", "1,000 orders, one round")
-    parser.add_argument("--orders", type=int, default=100_000)
-    parser.add_argument("--items-per-order", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--timeout", type=float, default=1800)
-    args = parser.parse_args(argv)
-    orders, repeats = (1000, 1) if args.quick else (args.orders, args.repeats)
-    started = time.perf_counter()
-    text = render(
-        run(orders, args.items_per_order, repeats, args.timeout), orders, args.items_per_order
-    )
-    return finish(args, argv, "bench.dataset_bench", TITLE, text, started)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

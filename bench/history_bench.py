@@ -24,7 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.doc import bench_parser, finish
+from bench.cli import BenchParser
+from bench.doc import finish
+from bench.timing import rotated
 
 # The heading of its section in docs/benchmarks.md.
 TITLE = "Local mode as history grows"
@@ -119,7 +121,7 @@ def time_ingest_writes(root: Path, rounds: int = 20) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = bench_parser("bench.history_bench", "N = 500, one repeat, no warm-up")
+    parser = BenchParser("bench.history_bench", "N = 500, one repeat, no warm-up")
     parser.add_argument("--ingests", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None)
     args = parser.parse_args(argv)
@@ -138,8 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         writes: dict[str, list[float]] = {name: [] for name in homes}
         cold: dict[str, list[float]] = {name: [] for name in homes}
         for repeat in range(repeats):
-            order = list(homes) if repeat % 2 == 0 else list(reversed(homes))
-            for name in order:
+            for name in rotated(list(homes), repeat):
                 starts[name].append(time_start(homes[name]))
                 writes[name].append(time_ingest_writes(homes[name]))
                 cold[name].append(time_cold_runs(homes[name]))

@@ -15,6 +15,7 @@ smoke run. On one fresh local stack (real handlers, state machine, Spark job, Ne
 
 from __future__ import annotations
 
+import argparse
 import io
 import statistics
 import time
@@ -25,10 +26,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.cli import Benchmark, Option
 from bench.scratch import scratch_with_tables, wait_final
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "Maintenance: compaction and garbage collection"
+BENCHMARK = Benchmark(
+    "bench.maintenance_bench",
+    "Maintenance: compaction and garbage collection",
+    "8 drops, 3 failed (smoke test)",
+    {
+        "drops": Option(200, 8),
+        "rows": Option(1000),
+        "failed": Option(50, 3),
+        "timeout": Option(3600.0),
+    },
+)
 
 TABLE = "bench.drops"
 CONFIG = """
@@ -197,19 +208,14 @@ def render(m: dict[str, Any]) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    from bench.doc import bench_parser, finish
+def markdown(args: argparse.Namespace) -> str:
+    """The tables of a run at the sizes of `args`."""
+    return render(run(args.drops, args.rows, args.failed, args.timeout))
 
-    parser = bench_parser("bench.maintenance_bench", "8 drops, 3 failed (smoke test)")
-    parser.add_argument("--drops", type=int, default=200)
-    parser.add_argument("--rows", type=int, default=1000)
-    parser.add_argument("--failed", type=int, default=50)
-    parser.add_argument("--timeout", type=float, default=3600)
-    args = parser.parse_args(argv)
-    drops, failed = (8, 3) if args.quick else (args.drops, args.failed)
-    measured = run(drops, args.rows, failed, args.timeout)
-    text = render(measured)
-    return finish(args, argv, "bench.maintenance_bench", TITLE, text)
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the tables."""
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

@@ -16,16 +16,21 @@ alternated per repeat). Results go to stdout and docs/benchmarks.md.
 
 from __future__ import annotations
 
-import statistics
-import time
+import argparse
 from pathlib import Path
 
+from bench.cli import Benchmark, Option
 from bench.csv_bench import STATUSES, OrdersBench, _orders
-from bench.doc import bench_parser, finish
 from bench.scratch import spark_and_catalog
-from bench.wap_job_bench import Nessie, Sample, _median
+from bench.timing import Sample, medians, paired_ratio, print_sample, rotated
+from bench.wap_job_bench import Nessie
 
-TITLE = "Quarantine: 0.1% bad rows set aside vs all clean (issue 40)"
+BENCHMARK = Benchmark(
+    "bench.quarantine_bench",
+    "Quarantine: 0.1% bad rows set aside vs all clean (issue 40)",
+    "2,000 rows, 1 repeat, no warm-up (smoke)",
+    {"rows": Option(1_000_000, 2_000), "repeats": Option(3, 1)},
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "quarantine"
@@ -162,20 +167,15 @@ def measure(
             bench.run(variant, files[variant])
     samples: dict[str, list[Sample]] = {v: [] for v in VARIANTS}
     for repeat in range(repeats):
-        for variant in VARIANTS if repeat % 2 == 0 else VARIANTS[::-1]:
+        for variant in rotated(VARIANTS, repeat):
             sample = bench.run(variant, files[variant])
             samples[variant].append(sample)
-            print(
-                f"    repeat {repeat + 1} {variant}: {sample.total_s:.2f}s "
-                f"({sample.cpu_s:.1f} cpu-s)",
-                flush=True,
-            )
-    pairs = list(zip(samples["dirty"], samples["clean"], strict=True))
+            print_sample(repeat, variant, sample)
     return [
         {
-            **{v: _median(samples[v]) for v in VARIANTS},
-            "paired_wall": statistics.median(d.total_s / c.total_s for d, c in pairs),
-            "paired_cpu": statistics.median(d.cpu_s / c.cpu_s for d, c in pairs),
+            **{v: medians(samples[v]) for v in VARIANTS},
+            "paired_wall": paired_ratio(samples["dirty"], samples["clean"]),
+            "paired_cpu": paired_ratio(samples["dirty"], samples["clean"], "cpu_s"),
         }
     ]
 
@@ -232,18 +232,15 @@ def _load() -> str:
     return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores"
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The tables of a run at the sizes of `args`."""
+    results = run(args.rows, args.repeats, warm=not args.quick)
+    return render(results, args.rows, args.repeats, _load())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the tables, write them to docs/benchmarks.md."""
-    parser = bench_parser("bench.quarantine_bench", "2,000 rows, 1 repeat, no warm-up (smoke)")
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
-    rows = 2_000 if args.quick else args.rows
-    repeats = 1 if args.quick else args.repeats
-    started = time.perf_counter()
-    results = run(rows, repeats, warm=not args.quick)
-    text = render(results, rows, repeats, _load())
-    return finish(args, argv, "bench.quarantine_bench", TITLE, text, started)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ most 1.5 x show.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import statistics
@@ -26,10 +27,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.doc import bench_parser, finish
+from bench.cli import Benchmark, Option
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "Cold `wap query` vs cold `wap show`"
+BENCHMARK = Benchmark(
+    "bench.query_bench",
+    "Cold `wap query` vs cold `wap show`",
+    "1 repeat, no warm-up (smoke test)",
+    {
+        "home": Option(
+            None, help="a wap home with a failed branch (default: a fresh demo)", parse=str
+        ),
+        "repeats": Option(7, 1),
+    },
+)
 
 WAP = [sys.executable, "-c", "from wap.cli import main; main()"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,14 +135,8 @@ def render(
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print the table."""
-    parser = bench_parser("bench.query_bench", "1 repeat, no warm-up (smoke test)")
-    parser.add_argument("--home", help="a wap home with a failed branch (default: a fresh demo)")
-    parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args(argv)
-    repeats = 1 if args.quick else args.repeats
-    started = time.perf_counter()
+def markdown(args: argparse.Namespace) -> str:
+    """The table of a run at the sizes of `args`, on `args.home` or a fresh demo's."""
     scratch = None
     if args.home:
         home = Path(args.home).resolve()
@@ -144,12 +148,16 @@ def main(argv: list[str] | None = None) -> int:
         _wap(home, "demo")
         note = "a fresh `wap demo` home (sales.orders: 40 rows on main, 80 on the branch)"
     try:
-        times = run(home, repeats, warm_up=not args.quick)
-        text = render(times, failed_branch(home), note, warm_up=not args.quick)
+        times = run(home, args.repeats, warm_up=not args.quick)
+        return render(times, failed_branch(home), note, warm_up=not args.quick)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    return finish(args, argv, "bench.query_bench", TITLE, text, started)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the table."""
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ Overhead = variant time - append time. Results go to stdout and docs/benchmarks.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -25,15 +26,27 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.doc import bench_parser, finish
+from bench.cli import Benchmark, Option, comma_separated
 from bench.scratch import spark_and_catalog
+from bench.timing import Sample, medians, rotated
 from contracts.properties import INGEST_ID_PROPERTY
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "WAP job vs plain append vs seed approach"
+BENCHMARK = Benchmark(
+    "bench.wap_job_bench",
+    "WAP job vs plain append vs seed approach",
+    "SF 0.01, 1 repeat, no warm-up (smoke test)",
+    {
+        "scales": Option(
+            [0.1, 1.0],
+            [0.01],
+            help="comma-separated TPC-H scale factors",
+            parse=comma_separated(float),
+        ),
+        "repeats": Option(5, 1),
+    },
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "wap_job"
@@ -77,15 +90,6 @@ INJECT = {
     "l_partkey": 1499,
     "l_discount": 2003,
 }
-
-
-@dataclass
-class Sample:
-    """One timed run of one variant."""
-
-    total_s: float
-    parts: dict[str, float] = field(default_factory=dict)
-    cpu_s: float = 0.0
 
 
 def generate(scale: float) -> tuple[Path, Path]:
@@ -352,28 +356,18 @@ def run(scales: list[float], repeats: int, *, warm_up: bool = True) -> list[dict
             for label, source in zip(("clean", "dirty"), files[scale], strict=True):
                 samples: dict[str, list[Sample]] = {v: [] for v in VARIANTS}
                 for repeat in range(repeats):
-                    order = VARIANTS[repeat % 3 :] + VARIANTS[: repeat % 3]
-                    for variant in order:
+                    for variant in rotated(VARIANTS, repeat):
                         samples[variant].append(getattr(bench, variant)(source))
                 rows.append(
                     {
                         "scale": scale,
                         "data": label,
-                        **{v: _median(samples[v]) for v in VARIANTS},
+                        **{v: medians(samples[v]) for v in VARIANTS},
                         "overhead": _paired_overheads(samples),
                     }
                 )
                 _print_row(rows[-1])
     return rows
-
-
-def _median(samples: list[Sample]) -> dict:
-    keys = samples[0].parts.keys()
-    return {
-        "total_s": statistics.median(s.total_s for s in samples),
-        "cpu_s": statistics.median(s.cpu_s for s in samples),
-        **{k: statistics.median(s.parts.get(k, 0.0) for s in samples) for k in keys},
-    }
 
 
 def _paired_overheads(samples: dict[str, list[Sample]]) -> dict[str, float]:
@@ -510,18 +504,14 @@ def render(rows: list[dict], repeats: int) -> str:
     return "\n".join(lines)
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The tables of a run at the sizes of `args`."""
+    return render(run(args.scales, args.repeats, warm_up=not args.quick), args.repeats)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the table, write it to docs/benchmarks.md."""
-    parser = bench_parser("bench.wap_job_bench", "SF 0.01, 1 repeat, no warm-up (smoke test)")
-    parser.add_argument("--scales", default="0.1,1", help="comma-separated TPC-H scale factors")
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
-    scales = [0.01] if args.quick else [float(s) for s in args.scales.split(",")]
-    repeats = 1 if args.quick else args.repeats
-    started = time.perf_counter()
-    rows = run(scales, repeats, warm_up=not args.quick)
-    text = render(rows, repeats)
-    return finish(args, argv, "bench.wap_job_bench", TITLE, text, started)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":
