@@ -24,9 +24,9 @@ import uuid
 from pathlib import Path
 
 from bench.cli import Benchmark, Option
-from bench.scratch import spark_and_catalog
-from bench.timing import Sample, medians, paired_ratio, print_sample, rotated
-from bench.wap_job_bench import Bench, Nessie
+from bench.scratch import Nessie, spark_and_catalog
+from bench.timing import Sample, medians, met, paired_ratio, print_sample, rotated
+from bench.wap_job_bench import Bench
 
 BENCHMARK = Benchmark(
     "bench.csv_bench",
@@ -214,16 +214,9 @@ class CsvBench(OrdersBench):
 
 def run(rows: int, repeats: int, warm: bool) -> tuple[list[dict], dict[str, int]]:
     """`measure` in a SparkSession and Nessie server of its own, stopped afterwards."""
-    with spark_and_catalog("csv-bench-", "csv-bench") as (spark, catalog, tmp):
-        return measure(
-            spark,
-            Nessie(catalog.api, catalog.headers),
-            tmp,
-            generate(rows),
-            rows,
-            repeats,
-            generate(5_000) if warm else None,
-        )
+    with spark_and_catalog("csv-bench-", "csv-bench") as (spark, nessie, tmp):
+        warm_files = generate(5_000) if warm else None
+        return measure(spark, nessie, tmp, generate(rows), rows, repeats, warm_files)
 
 
 def measure(
@@ -269,10 +262,6 @@ def measure(
     return results, {fmt: path.stat().st_size for fmt, path in files.items()}
 
 
-def _met(ratio: float) -> str:
-    return "met" if ratio <= TARGET else "**missed**"
-
-
 def render(results: list[dict], sizes: dict[str, int], rows: int, repeats: int) -> str:
     """The markdown tables (also printed)."""
     by = {row["format"]: row for row in results}
@@ -288,7 +277,11 @@ def render(results: list[dict], sizes: dict[str, int], rows: int, repeats: int) 
         row = by[fmt]
         base, wap = row["baseline"], row["wap"]
         ratio, cpu = wap["total_s"] / base["total_s"], wap["cpu_s"] / base["cpu_s"]
-        verdict = f"wall {_met(ratio)}, cpu {_met(cpu)}" if fmt != "parquet" else "(information)"
+        verdict = (
+            f"wall {met(ratio, TARGET)}, cpu {met(cpu, TARGET)}"
+            if fmt != "parquet"
+            else "(information)"
+        )
         lines.append(
             f"| {fmt} | {base['total_s']:.2f} | {wap['total_s']:.2f} | "
             f"**{ratio:.2f}** | {row['paired']:.2f} | {base['cpu_s']:.1f} | "

@@ -31,7 +31,7 @@ from bench.cli import BenchParser, Option
 from bench.doc import publish
 from bench.scratch import spark_and_catalog
 from bench.timing import rotated
-from bench.wap_job_bench import TABLE_CONFIG, Bench, Nessie, generate
+from bench.wap_job_bench import TABLE_CONFIG, Bench, generate
 from contracts.metric_history import METRICS_TABLE_SUFFIX
 
 JOB_TARGET, READ_TARGET = 1.05, 1.1
@@ -382,14 +382,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-read", action="store_true", help="the job only (no doc)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    with spark_and_catalog("mh-bench-", "mh-bench") as (spark, catalog, tmp):
+    with spark_and_catalog("mh-bench-", "mh-bench") as (spark, nessie, tmp):
         if not args.skip_read:
             read_repeats = 1 if args.quick else max(args.repeats, 5)
             read = run_read((10, args.drops), read_repeats, spark)
             print(f"  read: {read}", flush=True)
         if args.skip_job:
             return 0
-        nessie = Nessie(catalog.api, catalog.headers)
         job = run_job(args.scale, args.repeats, spark, nessie, tmp, warm_up=not args.quick)
         print(f"  job: {job}", flush=True)
         if args.skip_read:

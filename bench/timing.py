@@ -1,5 +1,5 @@
 """What the benchmarks' timing loops share: a timed run (`Sample`), the order variants run
-in within a repeat, and the medians and paired ratios over repeats."""
+in within a repeat, the medians and paired ratios over repeats, and a ratio's verdict."""
 
 from __future__ import annotations
 
@@ -52,3 +52,8 @@ def print_sample(repeat: int, label: str, sample: Sample) -> None:
         f"    repeat {repeat + 1} {label}: {sample.total_s:.2f}s ({sample.cpu_s:.1f} cpu-s)",
         flush=True,
     )
+
+
+def met(ratio: float, target: float) -> str:
+    """The verdict on a ratio whose target is at most `target`."""
+    return "met" if ratio <= target else "**missed**"

@@ -15,21 +15,17 @@ Overhead = variant time - append time. Results go to stdout and docs/benchmarks.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from bench.cli import Benchmark, Option, comma_separated
-from bench.scratch import spark_and_catalog
+from bench.scratch import Nessie, spark_and_catalog
 from bench.timing import Sample, medians, rotated
 from contracts.properties import INGEST_ID_PROPERTY
 
@@ -158,42 +154,6 @@ def _inject_violations(clean: Path, dirty: Path) -> None:
                 )
             writer.write_table(table)
             offset += table.num_rows
-
-
-class Nessie:
-    """Branch, merge and delete through Nessie API v2 (what publish does). `headers`: what
-    each call adds (a token, for a server that authenticates)."""
-
-    def __init__(self, base: str, headers: Callable[[], dict[str, str]] | None = None):
-        self.base = base
-        self.headers = headers or dict
-
-    def _call(self, method: str, path: str, body=None) -> dict:
-        request = urllib.request.Request(
-            self.base + path,
-            method=method,
-            data=json.dumps(body).encode() if body else None,
-            headers={"Content-Type": "application/json", **self.headers()},
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            text = response.read()
-        return json.loads(text) if text else {}
-
-    def ref(self, name: str) -> dict:
-        return self._call("GET", f"/trees/{urllib.parse.quote(name, safe='')}")["reference"]
-
-    def branch(self, name: str) -> None:
-        query = urllib.parse.urlencode({"name": name, "type": "BRANCH"})
-        self._call("POST", f"/trees?{query}", self.ref("main"))
-
-    def publish(self, name: str, audited_hash: str) -> None:
-        main = self.ref("main")
-        self._call(
-            "POST",
-            f"/trees/main@{main['hash']}/history/merge",
-            {"fromRefName": name, "fromHash": audited_hash},
-        )
-        self._call("DELETE", f"/trees/{name}@{self.ref(name)['hash']}")
 
 
 class Bench:
@@ -343,8 +303,8 @@ def run(scales: list[float], repeats: int, *, warm_up: bool = True) -> list[dict
     """Every scale x data x variant, `repeats` times (variant order rotated); medians.
     `warm_up`: run each variant once on SF 0.01 first, unmeasured (a smoke test's single
     repeat measures nothing anyway)."""
-    with spark_and_catalog("wap-bench-", "wap-job-bench") as (spark, catalog, tmp):
-        bench = Bench(spark, Nessie(catalog.api, catalog.headers), tmp)
+    with spark_and_catalog("wap-bench-", "wap-job-bench") as (spark, nessie, tmp):
+        bench = Bench(spark, nessie, tmp)
         rows = []
         files = {scale: generate(scale) for scale in scales}
         if warm_up:  # JIT and catalog warm-up, not measured
@@ -411,6 +371,22 @@ def _print_row(row: dict) -> None:
     )
 
 
+def _overhead_row(row: dict, measure: str, overhead: str, digits: int, *more: str) -> str:
+    """A table row of one scale and data: each variant's median `measure` (`total_s` or
+    `cpu_s`) and the paired overheads of wap and seed (`overhead`: the suffix of their
+    keys), to `digits` decimals; the ratio of the two overheads; then `more` cells."""
+    over_wap, over_seed = row["overhead"][f"wap{overhead}"], row["overhead"][f"seed{overhead}"]
+    values = [*(row[v][measure] for v in VARIANTS), over_wap, over_seed]
+    cells = [
+        f"{row['scale']:g}",
+        row["data"],
+        *(f"{value:.{digits}f}" for value in values),
+        _ratio(over_wap, over_seed),
+        *more,
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
 def render(rows: list[dict], repeats: int) -> str:
     """The markdown table (also printed)."""
     from spark_jobs.wap_job import DEFAULT_OBSERVE_MAX_BYTES, OBSERVE_MAX_BYTES_CONF
@@ -421,14 +397,9 @@ def render(rows: list[dict], repeats: int) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        base = row["append"]["total_s"]
-        wap, seed = row["wap"]["total_s"], row["seed"]["total_s"]
-        over_wap, over_seed = row["overhead"]["wap"], row["overhead"]["seed"]
-        lines.append(
-            f"| {row['scale']:g} | {row['data']} | {base:.2f} | {wap:.2f} | "
-            f"{seed:.2f} | {over_wap:.2f} | {over_seed:.2f} | "
-            f"{_ratio(over_wap, over_seed)} | {wap / base:.2f} | {seed / base:.2f} |"
-        )
+        # Each variant's time as a multiple of the append's.
+        times = [f"{row[v]['total_s'] / row['append']['total_s']:.2f}" for v in ("wap", "seed")]
+        lines.append(_overhead_row(row, "total_s", "", 2, *times))
     lines += [
         "",
         "The same runs in CPU seconds (Spark JVM + Python process; on a shared machine "
@@ -438,13 +409,7 @@ def render(rows: list[dict], repeats: int) -> str:
         "wap/seed overhead |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for row in rows:
-        over_wap, over_seed = row["overhead"]["wap_cpu"], row["overhead"]["seed_cpu"]
-        lines.append(
-            f"| {row['scale']:g} | {row['data']} | {row['append']['cpu_s']:.1f} | "
-            f"{row['wap']['cpu_s']:.1f} | {row['seed']['cpu_s']:.1f} | {over_wap:.1f} | "
-            f"{over_seed:.1f} | {_ratio(over_wap, over_seed)} |"
-        )
+    lines += [_overhead_row(row, "cpu_s", "_cpu", 1) for row in rows]
     lines += [
         "",
         "The wall-time overheads split at the Spark append call that every variant "
