@@ -18,16 +18,14 @@ most 1.5 x show.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 from bench.cli import Benchmark, Option
+from bench.timing import rotated
+from bench.wap_process import cold_wap
 
 BENCHMARK = Benchmark(
     "bench.query_bench",
@@ -41,28 +39,7 @@ BENCHMARK = Benchmark(
     },
 )
 
-WAP = [sys.executable, "-c", "from wap.cli import main; main()"]
-ROOT = Path(__file__).resolve().parent.parent
 TARGET_RATIO = 1.5
-
-
-def _wap(home: Path, *args: str) -> float:
-    """Seconds one `wap --home HOME ARGS` process takes, start to exit (output discarded)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    started = time.perf_counter()
-    done = subprocess.run(
-        [*WAP, "--home", str(home), *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        check=False,
-    )
-    elapsed = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"wap {' '.join(args)} failed: {done.stderr.strip()[-2000:]}")
-    return elapsed
 
 
 def failed_branch(home: Path) -> str:
@@ -97,12 +74,11 @@ def run(home: Path, repeats: int, *, warm_up: bool = True) -> dict[str, list[flo
     assert sql is not None
     commands = {"show": ["show", branch], "query": ["query", branch, sql]}
     for args in commands.values() if warm_up else ():  # warm-up: page cache, bytecode
-        _wap(home, *args)
+        cold_wap(home, *args)
     times: dict[str, list[float]] = {name: [] for name in commands}
     for i in range(repeats):
-        order = list(commands) if i % 2 == 0 else list(reversed(commands))
-        for name in order:
-            times[name].append(_wap(home, *commands[name]))
+        for name in rotated(list(commands), i):
+            times[name].append(cold_wap(home, *commands[name]))
     return times
 
 
@@ -145,7 +121,7 @@ def markdown(args: argparse.Namespace) -> str:
         scratch = Path(tempfile.mkdtemp(prefix="wap-query-bench-"))
         home = scratch / "home"
         print("running `wap demo` for a failed branch (Spark: about a minute)…", flush=True)
-        _wap(home, "demo")
+        cold_wap(home, "demo")
         note = "a fresh `wap demo` home (sales.orders: 40 rows on main, 80 on the branch)"
     try:
         times = run(home, args.repeats, warm_up=not args.quick)
