@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.scratch import job_timings, scratch_with_tables, wait_final
+from bench.scratch import job_timings, local_lake, wait_final
 
 if TYPE_CHECKING:
     from ingestion.ledger.records import Record
@@ -130,31 +130,23 @@ def run(
 ) -> tuple[Measured, Measured, Measured, float]:
     """(one file of files x rows rows, files files of rows rows, the same with 3 bad files),
     on one fresh local stack; `warm_up`: one small ingest first, unmeasured."""
-    from wap.ops.backends import Target, open_backend
-
-    with scratch_with_tables("wap-burst-bench-", {MIXED_TABLE: MIXED_CONFIG}) as scratch:
-        target = Target(home=str(scratch / "home"))
-        # The bench's tables have no config and are not on main yet: let uploads create them.
-        with open_backend(
-            target, run_ingests=True, mutates=True, create=True, create_tables=True
-        ) as backend:
-            # JIT, class loading and Spark's first plans must not count against the baseline.
-            if warm_up:
-                ingest_at_once(backend, WARM_UP_TABLE, [parquet_bytes(0, 10)], timeout)
-            single = ingest_at_once(
-                backend, SINGLE_TABLE, [parquet_bytes(0, files * rows)], timeout
-            )
-            burst = ingest_at_once(
-                backend, BURST_TABLE, [parquet_bytes(i * rows, rows) for i in range(files)], timeout
-            )
-            bad = {position % files: body for position, body in bad_files(rows).items()}
-            mixed = ingest_at_once(
-                backend,
-                MIXED_TABLE,
-                [bad.get(i) or parquet_bytes(i * rows, rows) for i in range(files)],
-                timeout,
-            )
-            per_file = per_file_seconds(backend, BURST_TABLE)
+    # The bench's other tables have no config and are not on main yet: uploads create them.
+    with local_lake("wap-burst-bench-", {MIXED_TABLE: MIXED_CONFIG}) as backend:
+        # JIT, class loading and Spark's first plans must not count against the baseline.
+        if warm_up:
+            ingest_at_once(backend, WARM_UP_TABLE, [parquet_bytes(0, 10)], timeout)
+        single = ingest_at_once(backend, SINGLE_TABLE, [parquet_bytes(0, files * rows)], timeout)
+        burst = ingest_at_once(
+            backend, BURST_TABLE, [parquet_bytes(i * rows, rows) for i in range(files)], timeout
+        )
+        bad = {position % files: body for position, body in bad_files(rows).items()}
+        mixed = ingest_at_once(
+            backend,
+            MIXED_TABLE,
+            [bad.get(i) or parquet_bytes(i * rows, rows) for i in range(files)],
+            timeout,
+        )
+        per_file = per_file_seconds(backend, BURST_TABLE)
         return single, burst, mixed, per_file
 
 

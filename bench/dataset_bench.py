@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from bench.cli import Benchmark, Option
 from bench.cpu import cores, tree_cpu_seconds
-from bench.scratch import job_timings, scratch_with_tables, wait_final
+from bench.scratch import job_timings, local_lake, wait_final
 
 BENCHMARK = Benchmark(
     "bench.dataset_bench",
@@ -157,23 +157,13 @@ def as_dataset(backend: Any, ns: str, files: tuple[Path, Path], timeout: float) 
 
 def run(orders: int, per_order: int, repeats: int, timeout: float) -> list[dict[str, Any]]:
     """`repeats` rounds of (orders alone, items alone, both as a dataset), fresh tables each."""
-    from wap.ops.backends import Target, open_backend
-
     rounds = []
-    with (
-        scratch_with_tables("wap-dataset-bench-", {}) as scratch,
-        tempfile.TemporaryDirectory() as data,
-    ):
-        datasets = scratch / "tables" / "datasets"
-        datasets.mkdir()
+    numbers = range(repeats + 1)  # round 0 warms up the JVM and Spark's plans
+    datasets = {f"datasets/ds{n}_shop": DATASET.format(ns=f"ds{n}") for n in numbers}
+    with tempfile.TemporaryDirectory() as data:
         files = write_files(Path(data), orders, per_order)
-        for number in range(repeats + 1):  # round 0 warms up the JVM and Spark's plans
-            (datasets / f"ds{number}_shop.yaml").write_text(DATASET.format(ns=f"ds{number}"))
-        target = Target(home=str(scratch / "home"))
-        with open_backend(
-            target, run_ingests=True, mutates=True, create=True, create_tables=True
-        ) as backend:
-            for number in range(repeats + 1):
+        with local_lake("wap-dataset-bench-", datasets) as backend:
+            for number in numbers:
                 first, second = one_after_the_other(backend, f"seq{number}", files, timeout)
                 together = as_dataset(backend, f"ds{number}", files, timeout)
                 if number:

@@ -1,6 +1,7 @@
-"""A scratch directory for a benchmark's own local stack, and what the benchmarks that run
-ingests on it share: their client of its Nessie, waiting for their outcomes and reading
-their jobs' timings."""
+"""A benchmark's own local stack over a scratch directory (a SparkSession and a Nessie
+server, or the whole embedded stack), and what the benchmarks that run ingests on it
+share: their client of its Nessie, waiting for their outcomes and reading their jobs'
+timings."""
 
 from __future__ import annotations
 
@@ -197,25 +198,32 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 
 @contextmanager
-def scratch_with_tables(prefix: str, configs: dict[str, str]) -> Iterator[Path]:
-    """A fresh directory whose `tables/` holds `configs` (table -> YAML text), named by
-    WAP_TABLES_DIR meanwhile; afterwards the variable is restored and the directory gone."""
+def local_lake(prefix: str, configs: dict[str, str]) -> Iterator[Any]:
+    """The backend of an embedded stack over a fresh directory, which runs ingests for real
+    (upload, trigger, state machine, Spark job, publish) and lets uploads create the tables
+    they name. Its table configs are `configs` (a name under `tables/`: a table, or
+    `datasets/<name>` -> YAML text), found through WAP_TABLES_DIR meanwhile. Stopped, the
+    variable restored and the directory removed afterwards."""
+    from wap.ops.backends import Target, open_backend
     from wap.runtime.embedded_stack import ENV_TABLES_DIR
 
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
     tables = scratch / "tables"
-    tables.mkdir()
-    for table, text in configs.items():
-        (tables / f"{table}.yaml").write_text(text)
-    previous = os.environ.get(ENV_TABLES_DIR)
-    os.environ[ENV_TABLES_DIR] = str(tables)
     try:
-        yield scratch
+        tables.mkdir()
+        for name, text in configs.items():
+            path = tables / f"{name}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        target = Target(home=str(scratch / "home"))
+        with (
+            _environment({ENV_TABLES_DIR: str(tables)}),
+            open_backend(
+                target, run_ingests=True, mutates=True, create=True, create_tables=True
+            ) as backend,
+        ):
+            yield backend
     finally:
-        if previous is None:
-            os.environ.pop(ENV_TABLES_DIR, None)
-        else:
-            os.environ[ENV_TABLES_DIR] = previous
         shutil.rmtree(scratch, ignore_errors=True)
 
 
