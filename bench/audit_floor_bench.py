@@ -37,9 +37,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench.cli import Benchmark, Option
+from bench.lineitem import CHECKS, TABLE_CONFIG, generate
 from bench.scratch import spark_and_catalog
 from bench.timing import rotated
-from bench.wap_job_bench import CHECKS, TABLE_CONFIG, generate
 
 BENCHMARK = Benchmark(
     "bench.audit_floor_bench",

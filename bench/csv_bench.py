@@ -24,9 +24,9 @@ import uuid
 from pathlib import Path
 
 from bench.cli import Benchmark, Option
+from bench.job_runs import Bench
 from bench.scratch import Nessie, spark_and_catalog
 from bench.timing import Sample, medians, met, paired_ratio, print_sample, rotated
-from bench.wap_job_bench import Bench
 
 BENCHMARK = Benchmark(
     "bench.csv_bench",

@@ -29,9 +29,10 @@ from pathlib import Path
 
 from bench.cli import BenchParser, Option
 from bench.doc import publish
+from bench.job_runs import Bench
+from bench.lineitem import TABLE_CONFIG, generate
 from bench.scratch import spark_and_catalog
 from bench.timing import rotated
-from bench.wap_job_bench import TABLE_CONFIG, Bench, generate
 from contracts.metric_history import METRICS_TABLE_SUFFIX
 
 JOB_TARGET, READ_TARGET = 1.05, 1.1

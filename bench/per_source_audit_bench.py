@@ -72,7 +72,7 @@ def _measure(
     import yaml
     from pyspark.sql import functions as F
 
-    from bench.wap_job_bench import TABLE_CONFIG, generate
+    from bench.lineitem import TABLE_CONFIG, generate
     from contracts.table_config import parse_table_config_text
     from spark_jobs.audit import count_aggregates
     from spark_jobs.checks import compile_checks

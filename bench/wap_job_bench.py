@@ -15,17 +15,15 @@ Overhead = variant time - append time. Results go to stdout and docs/benchmarks.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import statistics
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 from bench.cli import Benchmark, Option, comma_separated
-from bench.scratch import Nessie, spark_and_catalog
+from bench.job_runs import Bench
+from bench.lineitem import CHECKS, TABLE_CONFIG, generate
+from bench.scratch import spark_and_catalog
 from bench.timing import Sample, medians, rotated
 from contracts.properties import INGEST_ID_PROPERTY
 
@@ -44,188 +42,9 @@ BENCHMARK = Benchmark(
     },
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-WORK = ROOT / ".bench" / "wap_job"
 
-# The 10 checks, as our table config and as the seed's per-check violation predicate.
-CHECKS = [
-    ("{kind: not_null, column: l_orderkey}", "l_orderkey IS NULL"),
-    ("{kind: not_null, column: l_partkey}", "l_partkey IS NULL"),
-    ("{kind: range, column: l_quantity, min: 1, max: 50}", "l_quantity < 1 OR l_quantity > 50"),
-    ("{kind: range, column: l_discount, min: 0, max: 0.1}", "l_discount < 0 OR l_discount > 0.1"),
-    ("{kind: range, column: l_tax, min: 0, max: 0.08}", "l_tax < 0 OR l_tax > 0.08"),
-    (
-        "{kind: range, column: l_shipdate, min: 1992-01-01, max: 1998-12-31}",
-        "l_shipdate < DATE'1992-01-01' OR l_shipdate > DATE'1998-12-31'",
-    ),
-    (
-        "{kind: accepted_values, column: l_returnflag, values: [A, N, R]}",
-        "l_returnflag NOT IN ('A', 'N', 'R')",
-    ),
-    (
-        "{kind: accepted_values, column: l_linestatus, values: [O, F]}",
-        "l_linestatus NOT IN ('O', 'F')",
-    ),
-    (
-        "{kind: accepted_values, column: l_shipmode, "
-        "values: [AIR, 'REG AIR', RAIL, SHIP, TRUCK, MAIL, FOB]}",
-        "l_shipmode NOT IN ('AIR', 'REG AIR', 'RAIL', 'SHIP', 'TRUCK', 'MAIL', 'FOB')",
-    ),
-    (
-        "{kind: expression, name: received_after_shipped, sql: 'l_receiptdate >= l_shipdate'}",
-        "NOT (l_receiptdate >= l_shipdate)",
-    ),
-]
-TABLE_CONFIG = "schema_policy: additive\nchecks:\n" + "".join(f"  - {c}\n" for c, _ in CHECKS)
-# Dirty data: every n-th row breaks one check (spread over every row group, so no
-# file can be skipped): 5 of the 10 checks fail.
-INJECT = {
-    "l_returnflag": 1000,
-    "l_quantity": 997,
-    "l_receiptdate": 1013,
-    "l_partkey": 1499,
-    "l_discount": 2003,
-}
-
-
-def generate(scale: float) -> tuple[Path, Path]:
-    """lineitem at `scale` (tpchgen-cli) and a dirty copy; cached under .bench/."""
-    folder = WORK / f"sf{scale:g}"
-    clean, dirty = folder / "lineitem.parquet", folder / "lineitem_dirty.parquet"
-    if not clean.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        cli = Path(sys.executable).parent / "tpchgen-cli"
-        subprocess.run(
-            [
-                str(cli),
-                "parquet",
-                "-s",
-                f"{scale:g}",
-                "--tables=lineitem",
-                f"--output-dir={folder}",
-            ],
-            check=True,
-            capture_output=True,
-        )
-    if not dirty.exists():
-        _inject_violations(clean, dirty)
-    return clean, dirty
-
-
-def _inject_violations(clean: Path, dirty: Path) -> None:
-    import datetime as dt
-    from decimal import Decimal
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    source = pq.ParquetFile(clean)
-    # Plain strings and nullable fields (the dirty file has nulls in l_partkey).
-    schema = pa.schema(
-        [
-            pa.field(
-                f.name, pa.string() if pa.types.is_string_view(f.type) else f.type, nullable=True
-            )
-            for f in source.schema_arrow
-        ]
-    )
-    bad = {
-        "l_returnflag": "X",
-        "l_quantity": Decimal("0.00"),
-        "l_partkey": None,
-        "l_discount": Decimal("0.50"),
-    }
-    offset = 0
-    with pq.ParquetWriter(dirty, schema) as writer:
-        for group in range(source.num_row_groups):
-            table = source.read_row_group(group).cast(schema)
-            shipdate = table.column("l_shipdate")
-            for name, every in INJECT.items():
-                values = table.column(name).to_pylist()
-                for i in range(-offset % every, table.num_rows, every):
-                    values[i] = (
-                        shipdate[i].as_py() - dt.timedelta(days=1)
-                        if name == "l_receiptdate"
-                        else bad[name]
-                    )
-                index = schema.get_field_index(name)
-                table = table.set_column(
-                    index, schema.field(index), pa.array(values, schema.field(index).type)
-                )
-            writer.write_table(table)
-            offset += table.num_rows
-
-
-class Bench:
-    """One SparkSession, one Nessie server, fresh tables per run."""
-
-    def __init__(self, spark, nessie: Nessie, work: Path):
-        self.spark, self.nessie, self.work = spark, nessie, work
-        self.count = 0
-        self.jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
-        self._cpu_start = 0.0
-
-    def cpu(self) -> float:
-        """CPU seconds of the Spark JVM (driver + local executors) and this process
-        (PySpark, the Nessie server threads): a measure of work that contention on a
-        shared machine distorts far less than wall time."""
-        ticks = os.sysconf("SC_CLK_TCK")
-        fields = Path(f"/proc/{self.jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        jvm = (int(fields[11]) + int(fields[12])) / ticks
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        return jvm + own.ru_utime + own.ru_stime
-
-    def _start(self) -> float:
-        self._cpu_start = self.cpu()
-        return time.perf_counter()
-
-    def _sample(self, total_s: float, parts: dict | None = None) -> Sample:
-        return Sample(total_s, parts or {}, self.cpu() - self._cpu_start)
-
-    def _fresh_table(self, source: Path) -> str:
-        self.count += 1
-        name = f"li_{self.count}"
-        schema = self.spark.read.parquet(source.as_uri()).schema
-        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in schema.fields)
-        return self._create_table(name, columns)
-
-    def _create_table(self, name: str, columns: str) -> str:
-        """An empty Iceberg v2 table `lake.bench.<name>` of `columns` (DDL); its name."""
-        self.spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
-        self.spark.sql(
-            f"CREATE TABLE lake.bench.{name} ({columns}) USING iceberg "
-            "TBLPROPERTIES ('format-version' = '2')"
-        )
-        return name
-
-    def _ingest(
-        self, source: Path, config: Path, table: str | None = None
-    ) -> tuple[dict, float, float, float]:
-        """The WAP job on `source` into `table` (default: a fresh one), on a branch of its
-        own, published when the audit passed: its report and the times it started, the
-        job ended and the publish ended (`start` also starts the CPU clock)."""
-        from spark_jobs.wap_job import JobArgs, run_ingest
-
-        table = table or self._fresh_table(source)
-        ingest_id = uuid.uuid4().hex[:16]
-        branch = f"wap_bench_{table}_{ingest_id[:8]}"
-        start = self._start()
-        self.nessie.branch(branch)
-        report = run_ingest(
-            self.spark,
-            JobArgs(
-                sources=[source.as_uri()],
-                table=f"bench.{table}",
-                branch=branch,
-                ingest_id=ingest_id,
-                report_uri=(self.work / f"{ingest_id}.json").as_uri(),
-                table_config_uri=config.as_uri(),
-            ),
-        )
-        job_done = time.perf_counter()
-        if report["outcome"] == "passed":
-            self.nessie.publish(branch, report["branch_hash"])
-        return report, start, job_done, time.perf_counter()
+class WapJobBench(Bench):
+    """The plain append, our job and the seed approach, each on one file into a fresh table."""
 
     def append(self, source: Path) -> Sample:
         table = self._fresh_table(source)
@@ -304,7 +123,7 @@ def run(scales: list[float], repeats: int, *, warm_up: bool = True) -> list[dict
     `warm_up`: run each variant once on SF 0.01 first, unmeasured (a smoke test's single
     repeat measures nothing anyway)."""
     with spark_and_catalog("wap-bench-", "wap-job-bench") as (spark, nessie, tmp):
-        bench = Bench(spark, nessie, tmp)
+        bench = WapJobBench(spark, nessie, tmp)
         rows = []
         files = {scale: generate(scale) for scale in scales}
         if warm_up:  # JIT and catalog warm-up, not measured
