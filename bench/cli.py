@@ -47,7 +47,7 @@ class BenchParser(argparse.ArgumentParser):
             if option.quick is not _SAME:
                 self._quick_values[name] = option.quick
 
-    def parse_args(  # type: ignore[override]
+    def parse_args(
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> argparse.Namespace:
         """The arguments, each option at its `quick` value when `--quick` is given."""
@@ -77,6 +77,7 @@ class Benchmark:
     options: Mapping[str, Option] = field(default_factory=dict)
 
     def parser(self) -> BenchParser:
+        """The parser of its command line."""
         return BenchParser(self.module, self.quick, **self.options)
 
     def main(self, argv: list[str] | None, measure: Callable[[argparse.Namespace], str]) -> int:
