@@ -29,18 +29,24 @@ the wall-time ratio cannot fall far below the ratio of what the two sides decode
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.doc import bench_parser, finish
+from bench.cli import Benchmark, Option
+from bench.lineitem import CHECKS, TABLE_CONFIG, generate
 from bench.scratch import spark_and_catalog
-from bench.wap_job_bench import CHECKS, TABLE_CONFIG, generate
+from bench.timing import rotated
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "What auditing dirty data costs at least"
+BENCHMARK = Benchmark(
+    "bench.audit_floor_bench",
+    "What auditing dirty data costs at least",
+    "SF 0.01, 1 repeat, no warm-up (smoke test)",
+    {"scale": Option(1.0, 0.01, help="TPC-H scale factor"), "repeats": Option(5, 1)},
+)
 
 TABLE = "lake.bench.floor"
 VOLUME_LABEL = "floor-volume"
@@ -220,7 +226,7 @@ def run(
             step()
         times: dict[str, list[float]] = {name: [] for name in ROWS_SHOWN}
         for repeat in range(repeats):
-            for name in STEPS[repeat % len(STEPS) :] + STEPS[: repeat % len(STEPS)]:
+            for name in rotated(STEPS, repeat):
                 start = time.perf_counter()
                 result = parts[name]()
                 times[name].append(time.perf_counter() - start)
@@ -305,17 +311,15 @@ def render_reads(reads: list[Read], width: int) -> list[str]:
     return lines
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The tables of a run at the sizes of `args`."""
+    medians, scanned, reads, width = run(args.scale, args.repeats, warm_up=not args.quick)
+    return render(args.scale, medians, scanned, args.repeats, reads, width)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    parser = bench_parser("bench.audit_floor_bench", "SF 0.01, 1 repeat, no warm-up (smoke test)")
-    parser.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor")
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
-    scale, repeats = (0.01, 1) if args.quick else (args.scale, args.repeats)
-    started = time.perf_counter()
-    medians, scanned, reads, width = run(scale, repeats, warm_up=not args.quick)
-    text = render(scale, medians, scanned, repeats, reads, width)
-    return finish(args, argv, "bench.audit_floor_bench", TITLE, text, started)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.scratch import job_timings, scratch_with_tables, wait_final
+from bench.scratch import job_timings, local_lake, wait_final
 
 if TYPE_CHECKING:
     from ingestion.ledger.records import Record
@@ -130,31 +130,23 @@ def run(
 ) -> tuple[Measured, Measured, Measured, float]:
     """(one file of files x rows rows, files files of rows rows, the same with 3 bad files),
     on one fresh local stack; `warm_up`: one small ingest first, unmeasured."""
-    from wap.ops.backends import Target, open_backend
-
-    with scratch_with_tables("wap-burst-bench-", {MIXED_TABLE: MIXED_CONFIG}) as scratch:
-        target = Target(home=str(scratch / "home"))
-        # The bench's tables have no config and are not on main yet: let uploads create them.
-        with open_backend(
-            target, run_ingests=True, mutates=True, create=True, create_tables=True
-        ) as backend:
-            # JIT, class loading and Spark's first plans must not count against the baseline.
-            if warm_up:
-                ingest_at_once(backend, WARM_UP_TABLE, [parquet_bytes(0, 10)], timeout)
-            single = ingest_at_once(
-                backend, SINGLE_TABLE, [parquet_bytes(0, files * rows)], timeout
-            )
-            burst = ingest_at_once(
-                backend, BURST_TABLE, [parquet_bytes(i * rows, rows) for i in range(files)], timeout
-            )
-            bad = {position % files: body for position, body in bad_files(rows).items()}
-            mixed = ingest_at_once(
-                backend,
-                MIXED_TABLE,
-                [bad.get(i) or parquet_bytes(i * rows, rows) for i in range(files)],
-                timeout,
-            )
-            per_file = per_file_seconds(backend, BURST_TABLE)
+    # The bench's other tables have no config and are not on main yet: uploads create them.
+    with local_lake("wap-burst-bench-", {MIXED_TABLE: MIXED_CONFIG}) as backend:
+        # JIT, class loading and Spark's first plans must not count against the baseline.
+        if warm_up:
+            ingest_at_once(backend, WARM_UP_TABLE, [parquet_bytes(0, 10)], timeout)
+        single = ingest_at_once(backend, SINGLE_TABLE, [parquet_bytes(0, files * rows)], timeout)
+        burst = ingest_at_once(
+            backend, BURST_TABLE, [parquet_bytes(i * rows, rows) for i in range(files)], timeout
+        )
+        bad = {position % files: body for position, body in bad_files(rows).items()}
+        mixed = ingest_at_once(
+            backend,
+            MIXED_TABLE,
+            [bad.get(i) or parquet_bytes(i * rows, rows) for i in range(files)],
+            timeout,
+        )
+        per_file = per_file_seconds(backend, BURST_TABLE)
         return single, burst, mixed, per_file
 
 
@@ -182,28 +174,27 @@ def render(single: Measured, burst: Measured, mixed: Measured) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
     from bench import cost_model
-    from bench.doc import bench_parser, finish
+    from bench.cli import BenchParser, Option
+    from bench.doc import finish
 
-    parser = bench_parser("bench.burst_bench", "5 files of 200 rows, no warm-up (smoke test)")
-    parser.add_argument("--files", type=int, default=100)
-    parser.add_argument("--rows", type=int, default=1000, help="rows per file of the burst")
-    parser.add_argument("--timeout", type=float, default=3600)
-    parser.add_argument(
-        "--fixed",
-        type=float,
-        default=60.0,
-        help="the cost model's fixed seconds per run on AWS (assumed)",
-    )
-    args = parser.parse_args(argv)
-    files, rows = (5, 200) if args.quick else (args.files, args.rows)
+    args = BenchParser(
+        "bench.burst_bench",
+        "5 files of 200 rows, no warm-up (smoke test)",
+        files=Option(100, 5),
+        rows=Option(1000, 200, help="rows per file of the burst"),
+        timeout=Option(3600.0),
+        fixed=Option(60.0, help="the cost model's fixed seconds per run on AWS (assumed)"),
+    ).parse_args(argv)
     started = time.perf_counter()
-    single, burst, mixed, per_file = run(files, rows, args.timeout, warm_up=not args.quick)
+    single, burst, mixed, per_file = run(
+        args.files, args.rows, args.timeout, warm_up=not args.quick
+    )
     text = (
         render(single, burst, mixed)
         + "\n\n"
         + cost_model.render(fixed=args.fixed, per_file=per_file)
     )
-    title = f"A burst of {files} files against one file of the same rows (real local flow)"
+    title = f"A burst of {args.files} files against one file of the same rows (real local flow)"
     return finish(args, argv, "bench.burst_bench", title, text, started)
 
 

@@ -17,6 +17,17 @@ def _stat(pid: int) -> list[str] | None:
     return text[text.rindex(")") + 2 :].split()  # fields after the command name
 
 
+def _cpu_seconds(fields: list[str]) -> float:
+    # After the name: state, ppid, ..., utime (14th field overall), stime (15th).
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of process `pid` (0.0 once it is gone)."""
+    fields = _stat(pid)
+    return 0.0 if fields is None else _cpu_seconds(fields)
+
+
 def tree_cpu_seconds(root: int | None = None) -> float:
     """User plus system CPU seconds of `root` (this process) and its live descendants."""
     root = os.getpid() if root is None else root
@@ -28,9 +39,8 @@ def tree_cpu_seconds(root: int | None = None) -> float:
         fields = _stat(int(entry.name))
         if fields is None:
             continue
-        # After the name: state, ppid, ..., utime (14th field overall), stime (15th).
         parents[int(entry.name)] = int(fields[1])
-        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / _TICKS
+        used[int(entry.name)] = _cpu_seconds(fields)
     total, frontier = 0.0, [root]
     while frontier:
         pid = frontier.pop()

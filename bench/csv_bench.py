@@ -16,19 +16,24 @@ same rows is printed for information. Results go to stdout and docs/benchmarks.m
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import shutil
-import statistics
 import time
 import uuid
 from pathlib import Path
 
-from bench.doc import bench_parser, finish
-from bench.scratch import spark_and_catalog
-from bench.wap_job_bench import Bench, Nessie, Sample, _median
+from bench.cli import Benchmark, Option
+from bench.job_runs import Bench
+from bench.scratch import Nessie, spark_and_catalog
+from bench.timing import Sample, medians, met, paired_ratio, print_sample, rotated
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "CSV ingest vs plain read + append (issue 26)"
+BENCHMARK = Benchmark(
+    "bench.csv_bench",
+    "CSV ingest vs plain read + append (issue 26)",
+    "5,000 rows, 1 repeat, no warm-up (smoke test)",
+    {"rows": Option(1_000_000, 5_000), "repeats": Option(3, 1)},
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "csv"
@@ -209,16 +214,9 @@ class CsvBench(OrdersBench):
 
 def run(rows: int, repeats: int, warm: bool) -> tuple[list[dict], dict[str, int]]:
     """`measure` in a SparkSession and Nessie server of its own, stopped afterwards."""
-    with spark_and_catalog("csv-bench-", "csv-bench") as (spark, catalog, tmp):
-        return measure(
-            spark,
-            Nessie(catalog.api, catalog.headers),
-            tmp,
-            generate(rows),
-            rows,
-            repeats,
-            generate(5_000) if warm else None,
-        )
+    with spark_and_catalog("csv-bench-", "csv-bench") as (spark, nessie, tmp):
+        warm_files = generate(5_000) if warm else None
+        return measure(spark, nessie, tmp, generate(rows), rows, repeats, warm_files)
 
 
 def measure(
@@ -243,24 +241,16 @@ def measure(
     samples = {fmt: {v: [] for v in VARIANTS} for fmt in FORMATS}
     for repeat in range(repeats):
         for fmt in FORMATS:
-            order = VARIANTS if repeat % 2 == 0 else VARIANTS[::-1]
-            for variant in order:
+            for variant in rotated(VARIANTS, repeat):
                 sample = getattr(bench, variant)(files[fmt])
                 samples[fmt][variant].append(sample)
-                print(
-                    f"    repeat {repeat + 1} {fmt} {variant}: {sample.total_s:.2f}s "
-                    f"({sample.cpu_s:.1f} cpu-s)",
-                    flush=True,
-                )
+                print_sample(repeat, f"{fmt} {variant}", sample)
     results = []
     for fmt in FORMATS:
         row = {
             "format": fmt,
-            **{v: _median(samples[fmt][v]) for v in VARIANTS},
-            "paired": statistics.median(
-                w.total_s / b.total_s
-                for w, b in zip(samples[fmt]["wap"], samples[fmt]["baseline"], strict=True)
-            ),
+            **{v: medians(samples[fmt][v]) for v in VARIANTS},
+            "paired": paired_ratio(samples[fmt]["wap"], samples[fmt]["baseline"]),
         }
         results.append(row)
         print(
@@ -270,10 +260,6 @@ def measure(
             flush=True,
         )
     return results, {fmt: path.stat().st_size for fmt, path in files.items()}
-
-
-def _met(ratio: float) -> str:
-    return "met" if ratio <= TARGET else "**missed**"
 
 
 def render(results: list[dict], sizes: dict[str, int], rows: int, repeats: int) -> str:
@@ -291,7 +277,11 @@ def render(results: list[dict], sizes: dict[str, int], rows: int, repeats: int) 
         row = by[fmt]
         base, wap = row["baseline"], row["wap"]
         ratio, cpu = wap["total_s"] / base["total_s"], wap["cpu_s"] / base["cpu_s"]
-        verdict = f"wall {_met(ratio)}, cpu {_met(cpu)}" if fmt != "parquet" else "(information)"
+        verdict = (
+            f"wall {met(ratio, TARGET)}, cpu {met(cpu, TARGET)}"
+            if fmt != "parquet"
+            else "(information)"
+        )
         lines.append(
             f"| {fmt} | {base['total_s']:.2f} | {wap['total_s']:.2f} | "
             f"**{ratio:.2f}** | {row['paired']:.2f} | {base['cpu_s']:.1f} | "
@@ -358,18 +348,15 @@ def render(results: list[dict], sizes: dict[str, int], rows: int, repeats: int) 
     return "\n".join(lines)
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The tables of a run at the sizes of `args`."""
+    results, sizes = run(args.rows, args.repeats, warm=not args.quick)
+    return render(results, sizes, args.rows, args.repeats)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the tables, write them to docs/benchmarks.md."""
-    parser = bench_parser("bench.csv_bench", "5,000 rows, 1 repeat, no warm-up (smoke test)")
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
-    rows = 5_000 if args.quick else args.rows
-    repeats = 1 if args.quick else args.repeats
-    started = time.perf_counter()
-    results, sizes = run(rows, repeats, warm=not args.quick)
-    text = render(results, sizes, rows, repeats)
-    return finish(args, argv, "bench.csv_bench", TITLE, text, started)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ against the larger single-table ingest (target: one run, one merge, at most 1.3x
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import tempfile
 import time
@@ -23,11 +24,21 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.cli import Benchmark, Option
 from bench.cpu import cores, tree_cpu_seconds
-from bench.scratch import job_timings, scratch_with_tables, wait_final
+from bench.scratch import job_timings, local_lake, wait_final
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "A two-table dataset against the two tables ingested one after the other (real local flow)"
+BENCHMARK = Benchmark(
+    "bench.dataset_bench",
+    "A two-table dataset against the two tables ingested one after the other (real local flow)",
+    "1,000 orders, one round",
+    {
+        "orders": Option(100_000, 1000),
+        "items_per_order": Option(3),
+        "repeats": Option(3, 1),
+        "timeout": Option(1800.0),
+    },
+)
 
 DATASET = """tables: [{ns}.orders, {ns}.order_items]
 checks:
@@ -146,23 +157,13 @@ def as_dataset(backend: Any, ns: str, files: tuple[Path, Path], timeout: float) 
 
 def run(orders: int, per_order: int, repeats: int, timeout: float) -> list[dict[str, Any]]:
     """`repeats` rounds of (orders alone, items alone, both as a dataset), fresh tables each."""
-    from wap.ops.backends import Target, open_backend
-
     rounds = []
-    with (
-        scratch_with_tables("wap-dataset-bench-", {}) as scratch,
-        tempfile.TemporaryDirectory() as data,
-    ):
-        datasets = scratch / "tables" / "datasets"
-        datasets.mkdir()
+    numbers = range(repeats + 1)  # round 0 warms up the JVM and Spark's plans
+    datasets = {f"datasets/ds{n}_shop": DATASET.format(ns=f"ds{n}") for n in numbers}
+    with tempfile.TemporaryDirectory() as data:
         files = write_files(Path(data), orders, per_order)
-        for number in range(repeats + 1):  # round 0 warms up the JVM and Spark's plans
-            (datasets / f"ds{number}_shop.yaml").write_text(DATASET.format(ns=f"ds{number}"))
-        target = Target(home=str(scratch / "home"))
-        with open_backend(
-            target, run_ingests=True, mutates=True, create=True, create_tables=True
-        ) as backend:
-            for number in range(repeats + 1):
+        with local_lake("wap-dataset-bench-", datasets) as backend:
+            for number in numbers:
                 first, second = one_after_the_other(backend, f"seq{number}", files, timeout)
                 together = as_dataset(backend, f"ds{number}", files, timeout)
                 if number:
@@ -244,22 +245,15 @@ def render(rounds: list[dict[str, Any]], orders: int, per_order: int) -> str:
     return "\n".join(lines)
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The table of a run at the sizes of `args`."""
+    rounds = run(args.orders, args.items_per_order, args.repeats, args.timeout)
+    return render(rounds, args.orders, args.items_per_order)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import bench_parser, finish
-
-    parser = bench_parser("bench.dataset_bench", "1,000 orders, one round")
-    parser.add_argument("--orders", type=int, default=100_000)
-    parser.add_argument("--items-per-order", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--timeout", type=float, default=1800)
-    args = parser.parse_args(argv)
-    orders, repeats = (1000, 1) if args.quick else (args.orders, args.repeats)
-    started = time.perf_counter()
-    text = render(
-        run(orders, args.items_per_order, repeats, args.timeout), orders, args.items_per_order
-    )
-    return finish(args, argv, "bench.dataset_bench", TITLE, text, started)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

@@ -35,15 +35,6 @@ def command_line(module: str, argv: list[str] | None) -> str:
     return " ".join(["python -m", module, *args])
 
 
-def bench_parser(module: str, quick: str) -> argparse.ArgumentParser:
-    """The parser of `python -m module`, with the two flags every benchmark takes:
-    `--quick` (a smoke run; `quick` says what it runs) and `--no-doc`."""
-    parser = argparse.ArgumentParser(prog=f"python -m {module}")
-    parser.add_argument("--quick", action="store_true", help=quick)
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
-    return parser
-
-
 def publish(
     args: argparse.Namespace,
     argv: list[str] | None,

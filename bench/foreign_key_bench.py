@@ -13,6 +13,7 @@ tables; Iceberg would also skip data files by key range for small lookups.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import tempfile
 import time
@@ -22,8 +23,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "A dataset's foreign key as the parent table grows"
+from bench.cli import Benchmark, Option, comma_separated
+
+BENCHMARK = Benchmark(
+    "bench.foreign_key_bench",
+    "A dataset's foreign key as the parent table grows",
+    "20,000 parents, one round",
+    {
+        "parents": Option([2_000_000, 8_000_000], [20_000], parse=comma_separated(int)),
+        "old_keys": Option(100),
+        "repeats": Option(5, 1),
+    },
+)
 
 CONFIG = """tables: [s.orders, s.order_items]
 checks: [{kind: foreign_key, table: s.order_items, column: order_id,
@@ -119,19 +130,14 @@ def render(rows: list[tuple[int, float, float]], old_keys: int) -> str:
     return "\n".join(lines)
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The table of a run at the sizes of `args`."""
+    return render(run(args.parents, args.repeats, args.old_keys), args.old_keys)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import bench_parser, finish
-
-    parser = bench_parser("bench.foreign_key_bench", "20,000 parents, one round")
-    parser.add_argument("--parents", default="2000000,8000000")
-    parser.add_argument("--old-keys", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
-    parents = [20_000] if args.quick else [int(p) for p in args.parents.split(",")]
-    repeats = 1 if args.quick else args.repeats
-    text = render(run(parents, repeats, args.old_keys), args.old_keys)
-    return finish(args, argv, "bench.foreign_key_bench", TITLE, text)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from bench.doc import bench_parser, finish
+from bench.cli import BenchParser
+from bench.doc import finish
 from bench.view_history import NOW, ViewHistory
 
 # The heading of its section in docs/benchmarks.md.
@@ -61,7 +62,7 @@ def collect_once(history: ViewHistory, budget_seconds: float | None = None, resu
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = bench_parser("bench.gc_budget_bench", "8 references x 50 commits x 4 tables")
+    parser = BenchParser("bench.gc_budget_bench", "8 references x 50 commits x 4 tables")
     args = parser.parse_args(argv)
     refs, depth, tables = (8, 50, 4) if args.quick else (40, 250, 8)
     started = time.perf_counter()

@@ -16,21 +16,20 @@ Printed: the medians and the ratio big / empty for each. The target: at most 1.2
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.doc import bench_parser, finish
+from bench.cli import BenchParser
+from bench.doc import finish
+from bench.timing import rotated
+from bench.wap_process import cold_wap
 
 # The heading of its section in docs/benchmarks.md.
 TITLE = "Local mode as history grows"
 
 TARGET_RATIO = 1.2
-REPO = Path(__file__).resolve().parent.parent
 
 
 def build_home(root: Path, ingests: int) -> Path:
@@ -75,23 +74,6 @@ def time_start(root: Path) -> float:
     return elapsed
 
 
-def time_cold_runs(root: Path) -> float:
-    """Seconds one cold `wap --home ROOT runs` process takes, as a person types it."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", "from wap.cli import main; main()", "--home", str(root), "runs"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"wap runs failed: {done.stderr[-2000:]}")
-    return time.perf_counter() - started
-
-
 def time_ingest_writes(root: Path, rounds: int = 20) -> float:
     """Seconds per ingest for the ledger writes of `rounds` ingests, in a started stack."""
     from ingestion.ledger import Ledger
@@ -119,7 +101,7 @@ def time_ingest_writes(root: Path, rounds: int = 20) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = bench_parser("bench.history_bench", "N = 500, one repeat, no warm-up")
+    parser = BenchParser("bench.history_bench", "N = 500, one repeat, no warm-up")
     parser.add_argument("--ingests", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None)
     args = parser.parse_args(argv)
@@ -138,11 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         writes: dict[str, list[float]] = {name: [] for name in homes}
         cold: dict[str, list[float]] = {name: [] for name in homes}
         for repeat in range(repeats):
-            order = list(homes) if repeat % 2 == 0 else list(reversed(homes))
-            for name in order:
+            for name in rotated(list(homes), repeat):
                 starts[name].append(time_start(homes[name]))
                 writes[name].append(time_ingest_writes(homes[name]))
-                cold[name].append(time_cold_runs(homes[name]))
+                cold[name].append(cold_wap(homes[name], "runs"))
 
     rows = []
     ratios = {}

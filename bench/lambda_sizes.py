@@ -97,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     """Print size and cold-import figures per Lambda; return 1 if the trigger misses a target.
     Takes every benchmark's --quick and --no-doc (`python -m bench` passes them): it is
     quick already and writes no doc section."""
-    from bench.doc import bench_parser
+    from bench.cli import BenchParser
 
-    bench_parser("bench.lambda_sizes", "the same run (it is quick already)").parse_args(
+    BenchParser("bench.lambda_sizes", "the same run (it is quick already)").parse_args(
         [] if argv is None else argv
     )
     tree = SourceTree()

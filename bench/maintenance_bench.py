@@ -15,6 +15,7 @@ smoke run. On one fresh local stack (real handlers, state machine, Spark job, Ne
 
 from __future__ import annotations
 
+import argparse
 import io
 import statistics
 import time
@@ -25,10 +26,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.scratch import scratch_with_tables, wait_final
+from bench.cli import Benchmark, Option
+from bench.scratch import local_lake, wait_final
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "Maintenance: compaction and garbage collection"
+BENCHMARK = Benchmark(
+    "bench.maintenance_bench",
+    "Maintenance: compaction and garbage collection",
+    "8 drops, 3 failed (smoke test)",
+    {
+        "drops": Option(200, 8),
+        "rows": Option(1000),
+        "failed": Option(50, 3),
+        "timeout": Option(3600.0),
+    },
+)
 
 TABLE = "bench.drops"
 CONFIG = """
@@ -96,67 +107,62 @@ def run(drops: int, rows: int, failed: int, timeout: float) -> dict[str, Any]:
     from contracts.table_config import MaintenanceOptions
     from ingestion.maintenance.gc import GcOptions
     from wap.ops import operations as ops
-    from wap.ops.backends import Target, open_backend
     from wap.ops.compaction import compact_on
     from wap.ops.maintenance import collect_garbage
 
     out: dict[str, Any] = {"drops": drops, "rows": rows, "failed": failed}
-    with scratch_with_tables("wap-maintenance-bench-", {TABLE: CONFIG}) as scratch:
-        target = Target(home=str(scratch / "home"))
-        with open_backend(
-            target, run_ingests=True, mutates=True, create=True, create_tables=True
-        ) as backend:
-            warehouse = Path(backend.stack.home.warehouse)
-            started = time.perf_counter()
-            records = drop_all(
-                backend, [parquet_bytes(i * rows, rows, 1.0) for i in range(drops)], "good", timeout
-            )
-            out["ingest_s"] = time.perf_counter() - started
-            out["published"] = sum(r.status == "PUBLISHED" for r in records)
-            files, size, location = main_files(backend)
-            out.update(files_before=files, bytes_before=size)
-            out["scan_before_s"], out["scan_rows_before"] = scan_seconds(location)
-            options = MaintenanceOptions()
-            started = time.perf_counter()
-            done = compact_on(backend, TABLE, options)
-            out["compaction_s"] = time.perf_counter() - started
-            out["compaction_status"] = done.status
-            files, size, location = main_files(backend)
-            out.update(
-                files_after=files,
-                bytes_after=size,
-                target_files=-(-out["bytes_before"] // options.target_file_size) + 1,
-            )
-            out["scan_after_s"], out["scan_rows_after"] = scan_seconds(location)
+    with local_lake("wap-maintenance-bench-", {TABLE: CONFIG}) as backend:
+        warehouse = Path(backend.stack.home.warehouse)
+        started = time.perf_counter()
+        records = drop_all(
+            backend, [parquet_bytes(i * rows, rows, 1.0) for i in range(drops)], "good", timeout
+        )
+        out["ingest_s"] = time.perf_counter() - started
+        out["published"] = sum(r.status == "PUBLISHED" for r in records)
+        files, size, location = main_files(backend)
+        out.update(files_before=files, bytes_before=size)
+        out["scan_before_s"], out["scan_rows_before"] = scan_seconds(location)
+        options = MaintenanceOptions()
+        started = time.perf_counter()
+        done = compact_on(backend, TABLE, options)
+        out["compaction_s"] = time.perf_counter() - started
+        out["compaction_status"] = done.status
+        files, size, location = main_files(backend)
+        out.update(
+            files_after=files,
+            bytes_after=size,
+            target_files=-(-out["bytes_before"] // options.target_file_size) + 1,
+        )
+        out["scan_after_s"], out["scan_rows_after"] = scan_seconds(location)
 
-            before = warehouse_files(warehouse)
-            bad = drop_all(
-                backend,
-                [parquet_bytes(10**9 + i * rows, rows, -1.0) for i in range(failed)],
-                "bad",
-                timeout,
-            )
-            out["audit_failed"] = sum(r.status == "AUDIT_FAILED" for r in bad)
-            written = {p: s for p, s in warehouse_files(warehouse).items() if p not in before}
-            out["failed_bytes_written"] = sum(written.values())
-            for record in bad:
-                ops.discard(backend, record.ingest_id, actor="bench", reason="benchmark")
-            live = collect_garbage(
+        before = warehouse_files(warehouse)
+        bad = drop_all(
+            backend,
+            [parquet_bytes(10**9 + i * rows, rows, -1.0) for i in range(failed)],
+            "bad",
+            timeout,
+        )
+        out["audit_failed"] = sum(r.status == "AUDIT_FAILED" for r in bad)
+        written = {p: s for p, s in warehouse_files(warehouse).items() if p not in before}
+        out["failed_bytes_written"] = sum(written.values())
+        for record in bad:
+            ops.discard(backend, record.ingest_id, actor="bench", reason="benchmark")
+        live = collect_garbage(
+            backend, GcOptions(retention=timedelta(days=3650), grace=timedelta(0))
+        )
+        reachable = set(warehouse_files(warehouse)) - {f.path for f in live.garbage}
+        started = time.perf_counter()
+        report = collect_garbage(backend, GcOptions(grace=timedelta(0), delete=True))
+        out["gc_s"] = time.perf_counter() - started
+        deleted = {f.path: f.size for f in report.garbage}
+        out["gc_deleted_bytes"] = sum(deleted.values())
+        out["gc_reclaimed_of_failed"] = sum(s for p, s in deleted.items() if p in written)
+        out["gc_deleted_reachable_bytes"] = sum(s for p, s in deleted.items() if p in reachable)
+        out["gc_missing_after"] = len(
+            collect_garbage(
                 backend, GcOptions(retention=timedelta(days=3650), grace=timedelta(0))
-            )
-            reachable = set(warehouse_files(warehouse)) - {f.path for f in live.garbage}
-            started = time.perf_counter()
-            report = collect_garbage(backend, GcOptions(grace=timedelta(0), delete=True))
-            out["gc_s"] = time.perf_counter() - started
-            deleted = {f.path: f.size for f in report.garbage}
-            out["gc_deleted_bytes"] = sum(deleted.values())
-            out["gc_reclaimed_of_failed"] = sum(s for p, s in deleted.items() if p in written)
-            out["gc_deleted_reachable_bytes"] = sum(s for p, s in deleted.items() if p in reachable)
-            out["gc_missing_after"] = len(
-                collect_garbage(
-                    backend, GcOptions(retention=timedelta(days=3650), grace=timedelta(0))
-                ).missing
-            )
+            ).missing
+        )
         return out
 
 
@@ -197,19 +203,14 @@ def render(m: dict[str, Any]) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    from bench.doc import bench_parser, finish
+def markdown(args: argparse.Namespace) -> str:
+    """The tables of a run at the sizes of `args`."""
+    return render(run(args.drops, args.rows, args.failed, args.timeout))
 
-    parser = bench_parser("bench.maintenance_bench", "8 drops, 3 failed (smoke test)")
-    parser.add_argument("--drops", type=int, default=200)
-    parser.add_argument("--rows", type=int, default=1000)
-    parser.add_argument("--failed", type=int, default=50)
-    parser.add_argument("--timeout", type=float, default=3600)
-    args = parser.parse_args(argv)
-    drops, failed = (8, 3) if args.quick else (args.drops, args.failed)
-    measured = run(drops, args.rows, failed, args.timeout)
-    text = render(measured)
-    return finish(args, argv, "bench.maintenance_bench", TITLE, text)
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the tables."""
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

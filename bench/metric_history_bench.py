@@ -27,9 +27,12 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.doc import bench_parser, publish
+from bench.cli import BenchParser, Option
+from bench.doc import publish
+from bench.job_runs import Bench
+from bench.lineitem import TABLE_CONFIG, generate
 from bench.scratch import spark_and_catalog
-from bench.wap_job_bench import TABLE_CONFIG, Bench, Nessie, generate
+from bench.timing import rotated
 from contracts.metric_history import METRICS_TABLE_SUFFIX
 
 JOB_TARGET, READ_TARGET = 1.05, 1.1
@@ -158,7 +161,7 @@ def run_job(scale: float, repeats: int, spark, nessie, tmp: Path, warm_up: bool 
     cpu: dict[bool, list[float]] = {False: [], True: []}
     parts: dict[bool, list[dict]] = {False: [], True: []}
     for repeat in range(repeats):
-        for history in (False, True) if repeat % 2 == 0 else (True, False):
+        for history in rotated((False, True), repeat):
             wall, cpu_s = bench.job(clean, history, usual)
             samples[history].append(wall)
             cpu[history].append(cpu_s)
@@ -271,8 +274,7 @@ def run_read(drop_counts: tuple[int, int], repeats: int, spark) -> dict:
     samples: dict[int, list[float]] = {drops: [] for drops in drop_counts}
     cpu: dict[int, list[float]] = {drops: [] for drops in drop_counts}
     for repeat in range(repeats):
-        order = drop_counts if repeat % 2 == 0 else drop_counts[::-1]
-        for drops in order:
+        for drops in rotated(drop_counts, repeat):
             start, start_cpu = time.perf_counter(), meter.cpu()
             for _ in range(READS_PER_SAMPLE):
                 read_history(spark, refs[drops], wanted)
@@ -370,28 +372,25 @@ def render_parts(job: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run both parts, print the table, write it to docs/benchmarks.md."""
-
-    parser = bench_parser("bench.metric_history_bench", "SF 0.01, 1 repeat, 10 vs 20 drops")
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--drops", type=int, default=1000)
+    parser = BenchParser(
+        "bench.metric_history_bench",
+        "SF 0.01, 1 repeat, 10 vs 20 drops",
+        scale=Option(1.0, 0.01),
+        repeats=Option(5, 1),
+        drops=Option(1000, 20),
+    )
     parser.add_argument("--skip-job", action="store_true", help="the history read only")
     parser.add_argument("--skip-read", action="store_true", help="the job only (no doc)")
     args = parser.parse_args(argv)
-    scale = 0.01 if args.quick else args.scale
-    repeats = 1 if args.quick else args.repeats
-    drops = 20 if args.quick else args.drops
     started = time.perf_counter()
-    with spark_and_catalog("mh-bench-", "mh-bench") as (spark, catalog, tmp):
+    with spark_and_catalog("mh-bench-", "mh-bench") as (spark, nessie, tmp):
         if not args.skip_read:
-            read_repeats = 1 if args.quick else max(repeats, 5)
-            read = run_read((10, drops), read_repeats, spark)
+            read_repeats = 1 if args.quick else max(args.repeats, 5)
+            read = run_read((10, args.drops), read_repeats, spark)
             print(f"  read: {read}", flush=True)
         if args.skip_job:
             return 0
-        job = run_job(
-            scale, repeats, spark, Nessie(catalog.api, catalog.headers), tmp, warm_up=not args.quick
-        )
+        job = run_job(args.scale, args.repeats, spark, nessie, tmp, warm_up=not args.quick)
         print(f"  job: {job}", flush=True)
         if args.skip_read:
             print(render_parts(job))
@@ -402,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         module="bench.metric_history_bench",
         section="metric_history_bench",
         title="Metric history: the job with it vs without; reading 1,000 drops vs 10",
-        text=render(job, read, repeats),
+        text=render(job, read, args.repeats),
         started=started,
     )
     return 0

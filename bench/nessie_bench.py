@@ -86,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     `argv` None means the defaults (so `python -m bench` can call `main()` whatever its own
     command line is); the script entry point passes `sys.argv[1:]`.
     """
-    from bench.doc import bench_parser
+    from bench.cli import BenchParser
 
-    parser = bench_parser(
+    parser = BenchParser(
         "bench.nessie_bench",
         f"{QUICK_REQUESTS} requests per operation (it writes no doc section either way)",
     )

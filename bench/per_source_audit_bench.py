@@ -15,6 +15,7 @@ It prints each as a multiple of the one pass.
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import statistics
 import tempfile
@@ -23,10 +24,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.cli import Benchmark, Option
 from bench.scratch import bench_spark
+from bench.timing import rotated
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "Per-file verdicts: the audit pass grouped by source file"
+BENCHMARK = Benchmark(
+    "bench.per_source_audit_bench",
+    "Per-file verdicts: the audit pass grouped by source file",
+    "SF 0.01, 10 files, 1 repeat, no warm-up",
+    {"scale": Option(0.1, 0.01), "files": Option(100, 10), "repeats": Option(3, 1)},
+)
 
 STEPS = ("one pass", "grouped", "per file")
 
@@ -65,7 +72,7 @@ def _measure(
     import yaml
     from pyspark.sql import functions as F
 
-    from bench.wap_job_bench import TABLE_CONFIG, generate
+    from bench.lineitem import TABLE_CONFIG, generate
     from contracts.table_config import parse_table_config_text
     from spark_jobs.audit import count_aggregates
     from spark_jobs.checks import compile_checks
@@ -96,7 +103,7 @@ def _measure(
     total, verdicts = one_pass(), grouped()
     times: dict[str, list[float]] = {name: [] for name in STEPS}
     for repeat in range(repeats):
-        for name in STEPS[repeat % len(STEPS) :] + STEPS[: repeat % len(STEPS)]:
+        for name in rotated(STEPS, repeat):
             start = time.perf_counter()
             parts[name]()
             times[name].append(time.perf_counter() - start)
@@ -116,20 +123,15 @@ def render(medians: dict[str, float], rows: int, files: int, verdicts: int) -> s
     return "\n".join(lines)
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The table of a run at the sizes of `args`."""
+    medians, rows, verdicts = run(args.scale, args.files, args.repeats, warm_up=not args.quick)
+    return render(medians, rows, args.files, verdicts)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from bench.doc import bench_parser, finish
-
-    parser = bench_parser("bench.per_source_audit_bench", "SF 0.01, 10 files, 1 repeat, no warm-up")
-    parser.add_argument("--scale", type=float, default=0.1)
-    parser.add_argument("--files", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
-    scale, files, repeats = (0.01, 10, 1) if args.quick else (args.scale, args.files, args.repeats)
-    started = time.perf_counter()
-    medians, rows, verdicts = run(scale, files, repeats, warm_up=not args.quick)
-    text = render(medians, rows, files, verdicts)
-    return finish(args, argv, "bench.per_source_audit_bench", TITLE, text, started)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

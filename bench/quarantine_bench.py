@@ -16,16 +16,20 @@ alternated per repeat). Results go to stdout and docs/benchmarks.md.
 
 from __future__ import annotations
 
-import statistics
-import time
+import argparse
 from pathlib import Path
 
+from bench.cli import Benchmark, Option
 from bench.csv_bench import STATUSES, OrdersBench, _orders
-from bench.doc import bench_parser, finish
 from bench.scratch import spark_and_catalog
-from bench.wap_job_bench import Nessie, Sample, _median
+from bench.timing import Sample, medians, met, paired_ratio, print_sample, rotated
 
-TITLE = "Quarantine: 0.1% bad rows set aside vs all clean (issue 40)"
+BENCHMARK = Benchmark(
+    "bench.quarantine_bench",
+    "Quarantine: 0.1% bad rows set aside vs all clean (issue 40)",
+    "2,000 rows, 1 repeat, no warm-up (smoke)",
+    {"rows": Option(1_000_000, 2_000), "repeats": Option(3, 1)},
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "quarantine"
@@ -127,61 +131,34 @@ class QuarantineBench(OrdersBench):
 
 
 def run(rows: int, repeats: int, warm: bool) -> list[dict]:
-    """`measure` in a SparkSession and Nessie server of its own, stopped afterwards."""
-    with spark_and_catalog("quarantine-bench-", "quarantine-bench") as (spark, catalog, tmp):
-        return measure(
-            spark,
-            Nessie(catalog.api, catalog.headers),
-            tmp,
-            generate(rows),
-            rows,
-            repeats,
-            generate(2_000) if warm else None,
-        )
-
-
-def measure(
-    spark,
-    nessie: Nessie,
-    work: Path,
-    files: dict[str, Path],
-    rows: int,
-    repeats: int,
-    warm_files: dict[str, Path] | None = None,
-) -> list[dict]:
-    """Both variants on `files`, `repeats` times (order alternated); each variant's
-    medians, and the medians of the paired dirty / clean ratios (wall and CPU), publishing
-    through `nessie`."""
-    bench = QuarantineBench(spark, nessie, work, rows)
-    if warm_files is not None:
-        warmer = QuarantineBench(spark, nessie, work, 2_000)
-        for variant in VARIANTS:
-            warmer.run(variant, warm_files[variant])
-        # The JIT keeps compiling over the first full-size runs: one of each, not measured.
-        for variant in VARIANTS:
-            bench.run(variant, files[variant])
-    samples: dict[str, list[Sample]] = {v: [] for v in VARIANTS}
-    for repeat in range(repeats):
-        for variant in VARIANTS if repeat % 2 == 0 else VARIANTS[::-1]:
-            sample = bench.run(variant, files[variant])
-            samples[variant].append(sample)
-            print(
-                f"    repeat {repeat + 1} {variant}: {sample.total_s:.2f}s "
-                f"({sample.cpu_s:.1f} cpu-s)",
-                flush=True,
-            )
-    pairs = list(zip(samples["dirty"], samples["clean"], strict=True))
+    """Both variants on `generate(rows)`'s files, `repeats` times (order alternated), in a
+    SparkSession and Nessie server of its own (stopped afterwards): each variant's medians,
+    and the medians of the paired dirty / clean ratios (wall and CPU). `warm`: each
+    variant first on 2,000 rows, then once at full size, not measured."""
+    with spark_and_catalog("quarantine-bench-", "quarantine-bench") as (spark, nessie, work):
+        files = generate(rows)
+        bench = QuarantineBench(spark, nessie, work, rows)
+        if warm:
+            warm_files = generate(2_000)
+            warmer = QuarantineBench(spark, nessie, work, 2_000)
+            for variant in VARIANTS:
+                warmer.run(variant, warm_files[variant])
+            # The JIT keeps compiling over the first full-size runs: one of each, not measured.
+            for variant in VARIANTS:
+                bench.run(variant, files[variant])
+        samples: dict[str, list[Sample]] = {v: [] for v in VARIANTS}
+        for repeat in range(repeats):
+            for variant in rotated(VARIANTS, repeat):
+                sample = bench.run(variant, files[variant])
+                samples[variant].append(sample)
+                print_sample(repeat, variant, sample)
     return [
         {
-            **{v: _median(samples[v]) for v in VARIANTS},
-            "paired_wall": statistics.median(d.total_s / c.total_s for d, c in pairs),
-            "paired_cpu": statistics.median(d.cpu_s / c.cpu_s for d, c in pairs),
+            **{v: medians(samples[v]) for v in VARIANTS},
+            "paired_wall": paired_ratio(samples["dirty"], samples["clean"]),
+            "paired_cpu": paired_ratio(samples["dirty"], samples["clean"], "cpu_s"),
         }
     ]
-
-
-def _met(ratio: float) -> str:
-    return "met" if ratio <= TARGET else "**missed**"
 
 
 def render(results: list[dict], rows: int, repeats: int, load: str) -> str:
@@ -198,7 +175,7 @@ def render(results: list[dict], rows: int, repeats: int, load: str) -> str:
         "|---|---|---|---|---|---|---|---|",
         f"| ingest + publish | {clean['total_s']:.2f} | {dirty['total_s']:.2f} | "
         f"**{wall:.2f}** | {clean['cpu_s']:.1f} | {dirty['cpu_s']:.1f} | **{cpu:.2f}** | "
-        f"<= {TARGET}: wall {_met(wall)}, cpu {_met(cpu)} |",
+        f"<= {TARGET}: wall {met(wall, TARGET)}, cpu {met(cpu, TARGET)} |",
         "",
         "Where the time goes (medians, seconds; the job's report `timings`, "
         "`quarantine_s` being the part of `append_s` after the table's write that sets "
@@ -232,18 +209,15 @@ def _load() -> str:
     return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores"
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The tables of a run at the sizes of `args`."""
+    results = run(args.rows, args.repeats, warm=not args.quick)
+    return render(results, args.rows, args.repeats, _load())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the tables, write them to docs/benchmarks.md."""
-    parser = bench_parser("bench.quarantine_bench", "2,000 rows, 1 repeat, no warm-up (smoke)")
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
-    rows = 2_000 if args.quick else args.rows
-    repeats = 1 if args.quick else args.repeats
-    started = time.perf_counter()
-    results = run(rows, repeats, warm=not args.quick)
-    text = render(results, rows, repeats, _load())
-    return finish(args, argv, "bench.quarantine_bench", TITLE, text, started)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

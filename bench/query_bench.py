@@ -17,42 +17,29 @@ most 1.5 x show.
 
 from __future__ import annotations
 
-import os
+import argparse
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from bench.doc import bench_parser, finish
+from bench.cli import Benchmark, Option
+from bench.timing import rotated
+from bench.wap_process import cold_wap
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "Cold `wap query` vs cold `wap show`"
+BENCHMARK = Benchmark(
+    "bench.query_bench",
+    "Cold `wap query` vs cold `wap show`",
+    "1 repeat, no warm-up (smoke test)",
+    {
+        "home": Option(
+            None, help="a wap home with a failed branch (default: a fresh demo)", parse=str
+        ),
+        "repeats": Option(7, 1),
+    },
+)
 
-WAP = [sys.executable, "-c", "from wap.cli import main; main()"]
-ROOT = Path(__file__).resolve().parent.parent
 TARGET_RATIO = 1.5
-
-
-def _wap(home: Path, *args: str) -> float:
-    """Seconds one `wap --home HOME ARGS` process takes, start to exit (output discarded)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    started = time.perf_counter()
-    done = subprocess.run(
-        [*WAP, "--home", str(home), *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        check=False,
-    )
-    elapsed = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"wap {' '.join(args)} failed: {done.stderr.strip()[-2000:]}")
-    return elapsed
 
 
 def failed_branch(home: Path) -> str:
@@ -87,12 +74,11 @@ def run(home: Path, repeats: int, *, warm_up: bool = True) -> dict[str, list[flo
     assert sql is not None
     commands = {"show": ["show", branch], "query": ["query", branch, sql]}
     for args in commands.values() if warm_up else ():  # warm-up: page cache, bytecode
-        _wap(home, *args)
+        cold_wap(home, *args)
     times: dict[str, list[float]] = {name: [] for name in commands}
     for i in range(repeats):
-        order = list(commands) if i % 2 == 0 else list(reversed(commands))
-        for name in order:
-            times[name].append(_wap(home, *commands[name]))
+        for name in rotated(list(commands), i):
+            times[name].append(cold_wap(home, *commands[name]))
     return times
 
 
@@ -125,14 +111,8 @@ def render(
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print the table."""
-    parser = bench_parser("bench.query_bench", "1 repeat, no warm-up (smoke test)")
-    parser.add_argument("--home", help="a wap home with a failed branch (default: a fresh demo)")
-    parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args(argv)
-    repeats = 1 if args.quick else args.repeats
-    started = time.perf_counter()
+def markdown(args: argparse.Namespace) -> str:
+    """The table of a run at the sizes of `args`, on `args.home` or a fresh demo's."""
     scratch = None
     if args.home:
         home = Path(args.home).resolve()
@@ -141,15 +121,19 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="wap-query-bench-"))
         home = scratch / "home"
         print("running `wap demo` for a failed branch (Spark: about a minute)…", flush=True)
-        _wap(home, "demo")
+        cold_wap(home, "demo")
         note = "a fresh `wap demo` home (sales.orders: 40 rows on main, 80 on the branch)"
     try:
-        times = run(home, repeats, warm_up=not args.quick)
-        text = render(times, failed_branch(home), note, warm_up=not args.quick)
+        times = run(home, args.repeats, warm_up=not args.quick)
+        return render(times, failed_branch(home), note, warm_up=not args.quick)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    return finish(args, argv, "bench.query_bench", TITLE, text, started)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the table."""
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

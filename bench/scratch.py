@@ -1,5 +1,7 @@
-"""A scratch directory for a benchmark's own local stack, and what the benchmarks that run
-ingests on it share: waiting for their outcomes and reading their jobs' timings."""
+"""A benchmark's own local stack over a scratch directory (a SparkSession and a Nessie
+server, or the whole embedded stack), and what the benchmarks that run ingests on it
+share: their client of its Nessie, waiting for their outcomes and reading their jobs'
+timings."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ import os
 import shutil
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,19 +103,48 @@ def _catalog_conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
         use(saved)
 
 
-@dataclass(frozen=True)
-class BenchCatalog:
-    """A benchmark's own Nessie, which authenticates as the deployed one does: its API v2
-    URI, and the header each of the benchmark's own calls adds (a token)."""
+class Nessie:
+    """A benchmark's Nessie, API v2 at `base`: branch, merge and delete (what publish
+    does). `headers`: what each call adds (a token: a benchmark's own Nessie authenticates
+    as the deployed one does)."""
 
-    api: str
-    headers: Callable[[], dict[str, str]]
+    def __init__(self, base: str, headers: Callable[[], dict[str, str]] | None = None):
+        self.base = base
+        self.headers = headers or dict
+
+    def _call(self, method: str, path: str, body=None) -> dict:
+        request = urllib.request.Request(
+            self.base + path,
+            method=method,
+            data=json.dumps(body).encode() if body else None,
+            headers={"Content-Type": "application/json", **self.headers()},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            text = response.read()
+        return json.loads(text) if text else {}
+
+    def ref(self, name: str) -> dict:
+        return self._call("GET", f"/trees/{urllib.parse.quote(name, safe='')}")["reference"]
+
+    def branch(self, name: str) -> None:
+        query = urllib.parse.urlencode({"name": name, "type": "BRANCH"})
+        self._call("POST", f"/trees?{query}", self.ref("main"))
+
+    def publish(self, name: str, audited_hash: str) -> None:
+        main = self.ref("main")
+        self._call(
+            "POST",
+            f"/trees/main@{main['hash']}/history/merge",
+            {"fromRefName": name, "fromHash": audited_hash},
+        )
+        self._call("DELETE", f"/trees/{name}@{self.ref(name)['hash']}")
 
 
 @contextmanager
-def spark_and_catalog(prefix: str, app_name: str) -> Iterator[tuple[Any, BenchCatalog, Path]]:
+def spark_and_catalog(prefix: str, app_name: str) -> Iterator[tuple[Any, Nessie, Path]]:
     """A SparkSession (`bench_spark`) and a Nessie server of the benchmark's own over a
-    fresh directory: (session, its catalog, directory); stopped and removed afterwards.
+    fresh directory: (session, the benchmark's client of the server, directory); stopped
+    and removed afterwards.
 
     The server authenticates and authorizes as every local one does: the session calls it
     as a client holding every role (as the test harness does: benchmarks create tables on
@@ -123,7 +155,7 @@ def spark_and_catalog(prefix: str, app_name: str) -> Iterator[tuple[Any, BenchCa
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
     server = start_server(str(scratch / "nessie.db"))
     bench = server.idp.register(BENCH_CLIENT, ROLES)
-    catalog = BenchCatalog(server.api_v2, _bearer(server.idp))
+    client = Nessie(server.api_v2, _bearer(server.idp))
     try:
         with (
             _environment(server.credentials(JOB).environment()),
@@ -131,7 +163,7 @@ def spark_and_catalog(prefix: str, app_name: str) -> Iterator[tuple[Any, BenchCa
                 (scratch / "warehouse").as_uri(), server.api_v2, app_name, credentials=bench
             ) as spark,
         ):
-            yield spark, catalog, scratch
+            yield spark, client, scratch
     finally:
         server.stop()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -166,25 +198,32 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 
 @contextmanager
-def scratch_with_tables(prefix: str, configs: dict[str, str]) -> Iterator[Path]:
-    """A fresh directory whose `tables/` holds `configs` (table -> YAML text), named by
-    WAP_TABLES_DIR meanwhile; afterwards the variable is restored and the directory gone."""
+def local_lake(prefix: str, configs: dict[str, str]) -> Iterator[Any]:
+    """The backend of an embedded stack over a fresh directory, which runs ingests for real
+    (upload, trigger, state machine, Spark job, publish) and lets uploads create the tables
+    they name. Its table configs are `configs` (a name under `tables/`: a table, or
+    `datasets/<name>` -> YAML text), found through WAP_TABLES_DIR meanwhile. Stopped, the
+    variable restored and the directory removed afterwards."""
+    from wap.ops.backends import Target, open_backend
     from wap.runtime.embedded_stack import ENV_TABLES_DIR
 
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
     tables = scratch / "tables"
-    tables.mkdir()
-    for table, text in configs.items():
-        (tables / f"{table}.yaml").write_text(text)
-    previous = os.environ.get(ENV_TABLES_DIR)
-    os.environ[ENV_TABLES_DIR] = str(tables)
     try:
-        yield scratch
+        tables.mkdir()
+        for name, text in configs.items():
+            path = tables / f"{name}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        target = Target(home=str(scratch / "home"))
+        with (
+            _environment({ENV_TABLES_DIR: str(tables)}),
+            open_backend(
+                target, run_ingests=True, mutates=True, create=True, create_tables=True
+            ) as backend,
+        ):
+            yield backend
     finally:
-        if previous is None:
-            os.environ.pop(ENV_TABLES_DIR, None)
-        else:
-            os.environ[ENV_TABLES_DIR] = previous
         shutil.rmtree(scratch, ignore_errors=True)
 
 

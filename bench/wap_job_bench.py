@@ -14,254 +14,37 @@ Overhead = variant time - append time. Results go to stdout and docs/benchmarks.
 
 from __future__ import annotations
 
-import json
-import os
-import resource
+import argparse
 import statistics
-import subprocess
-import sys
 import time
-import urllib.parse
-import urllib.request
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.doc import bench_parser, finish
+from bench.cli import Benchmark, Option, comma_separated
+from bench.job_runs import Bench
+from bench.lineitem import CHECKS, TABLE_CONFIG, generate
 from bench.scratch import spark_and_catalog
+from bench.timing import Sample, medians, rotated
 from contracts.properties import INGEST_ID_PROPERTY
 
-# The heading of its section in docs/benchmarks.md.
-TITLE = "WAP job vs plain append vs seed approach"
-
-ROOT = Path(__file__).resolve().parent.parent
-WORK = ROOT / ".bench" / "wap_job"
-
-# The 10 checks, as our table config and as the seed's per-check violation predicate.
-CHECKS = [
-    ("{kind: not_null, column: l_orderkey}", "l_orderkey IS NULL"),
-    ("{kind: not_null, column: l_partkey}", "l_partkey IS NULL"),
-    ("{kind: range, column: l_quantity, min: 1, max: 50}", "l_quantity < 1 OR l_quantity > 50"),
-    ("{kind: range, column: l_discount, min: 0, max: 0.1}", "l_discount < 0 OR l_discount > 0.1"),
-    ("{kind: range, column: l_tax, min: 0, max: 0.08}", "l_tax < 0 OR l_tax > 0.08"),
-    (
-        "{kind: range, column: l_shipdate, min: 1992-01-01, max: 1998-12-31}",
-        "l_shipdate < DATE'1992-01-01' OR l_shipdate > DATE'1998-12-31'",
-    ),
-    (
-        "{kind: accepted_values, column: l_returnflag, values: [A, N, R]}",
-        "l_returnflag NOT IN ('A', 'N', 'R')",
-    ),
-    (
-        "{kind: accepted_values, column: l_linestatus, values: [O, F]}",
-        "l_linestatus NOT IN ('O', 'F')",
-    ),
-    (
-        "{kind: accepted_values, column: l_shipmode, "
-        "values: [AIR, 'REG AIR', RAIL, SHIP, TRUCK, MAIL, FOB]}",
-        "l_shipmode NOT IN ('AIR', 'REG AIR', 'RAIL', 'SHIP', 'TRUCK', 'MAIL', 'FOB')",
-    ),
-    (
-        "{kind: expression, name: received_after_shipped, sql: 'l_receiptdate >= l_shipdate'}",
-        "NOT (l_receiptdate >= l_shipdate)",
-    ),
-]
-TABLE_CONFIG = "schema_policy: additive\nchecks:\n" + "".join(f"  - {c}\n" for c, _ in CHECKS)
-# Dirty data: every n-th row breaks one check (spread over every row group, so no
-# file can be skipped): 5 of the 10 checks fail.
-INJECT = {
-    "l_returnflag": 1000,
-    "l_quantity": 997,
-    "l_receiptdate": 1013,
-    "l_partkey": 1499,
-    "l_discount": 2003,
-}
+BENCHMARK = Benchmark(
+    "bench.wap_job_bench",
+    "WAP job vs plain append vs seed approach",
+    "SF 0.01, 1 repeat, no warm-up (smoke test)",
+    {
+        "scales": Option(
+            [0.1, 1.0],
+            [0.01],
+            help="comma-separated TPC-H scale factors",
+            parse=comma_separated(float),
+        ),
+        "repeats": Option(5, 1),
+    },
+)
 
 
-@dataclass
-class Sample:
-    """One timed run of one variant."""
-
-    total_s: float
-    parts: dict[str, float] = field(default_factory=dict)
-    cpu_s: float = 0.0
-
-
-def generate(scale: float) -> tuple[Path, Path]:
-    """lineitem at `scale` (tpchgen-cli) and a dirty copy; cached under .bench/."""
-    folder = WORK / f"sf{scale:g}"
-    clean, dirty = folder / "lineitem.parquet", folder / "lineitem_dirty.parquet"
-    if not clean.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        cli = Path(sys.executable).parent / "tpchgen-cli"
-        subprocess.run(
-            [
-                str(cli),
-                "parquet",
-                "-s",
-                f"{scale:g}",
-                "--tables=lineitem",
-                f"--output-dir={folder}",
-            ],
-            check=True,
-            capture_output=True,
-        )
-    if not dirty.exists():
-        _inject_violations(clean, dirty)
-    return clean, dirty
-
-
-def _inject_violations(clean: Path, dirty: Path) -> None:
-    import datetime as dt
-    from decimal import Decimal
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    source = pq.ParquetFile(clean)
-    # Plain strings and nullable fields (the dirty file has nulls in l_partkey).
-    schema = pa.schema(
-        [
-            pa.field(
-                f.name, pa.string() if pa.types.is_string_view(f.type) else f.type, nullable=True
-            )
-            for f in source.schema_arrow
-        ]
-    )
-    bad = {
-        "l_returnflag": "X",
-        "l_quantity": Decimal("0.00"),
-        "l_partkey": None,
-        "l_discount": Decimal("0.50"),
-    }
-    offset = 0
-    with pq.ParquetWriter(dirty, schema) as writer:
-        for group in range(source.num_row_groups):
-            table = source.read_row_group(group).cast(schema)
-            shipdate = table.column("l_shipdate")
-            for name, every in INJECT.items():
-                values = table.column(name).to_pylist()
-                for i in range(-offset % every, table.num_rows, every):
-                    values[i] = (
-                        shipdate[i].as_py() - dt.timedelta(days=1)
-                        if name == "l_receiptdate"
-                        else bad[name]
-                    )
-                index = schema.get_field_index(name)
-                table = table.set_column(
-                    index, schema.field(index), pa.array(values, schema.field(index).type)
-                )
-            writer.write_table(table)
-            offset += table.num_rows
-
-
-class Nessie:
-    """Branch, merge and delete through Nessie API v2 (what publish does). `headers`: what
-    each call adds (a token, for a server that authenticates)."""
-
-    def __init__(self, base: str, headers: Callable[[], dict[str, str]] | None = None):
-        self.base = base
-        self.headers = headers or dict
-
-    def _call(self, method: str, path: str, body=None) -> dict:
-        request = urllib.request.Request(
-            self.base + path,
-            method=method,
-            data=json.dumps(body).encode() if body else None,
-            headers={"Content-Type": "application/json", **self.headers()},
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            text = response.read()
-        return json.loads(text) if text else {}
-
-    def ref(self, name: str) -> dict:
-        return self._call("GET", f"/trees/{urllib.parse.quote(name, safe='')}")["reference"]
-
-    def branch(self, name: str) -> None:
-        query = urllib.parse.urlencode({"name": name, "type": "BRANCH"})
-        self._call("POST", f"/trees?{query}", self.ref("main"))
-
-    def publish(self, name: str, audited_hash: str) -> None:
-        main = self.ref("main")
-        self._call(
-            "POST",
-            f"/trees/main@{main['hash']}/history/merge",
-            {"fromRefName": name, "fromHash": audited_hash},
-        )
-        self._call("DELETE", f"/trees/{name}@{self.ref(name)['hash']}")
-
-
-class Bench:
-    """One SparkSession, one Nessie server, fresh tables per run."""
-
-    def __init__(self, spark, nessie: Nessie, work: Path):
-        self.spark, self.nessie, self.work = spark, nessie, work
-        self.count = 0
-        self.jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
-        self._cpu_start = 0.0
-
-    def cpu(self) -> float:
-        """CPU seconds of the Spark JVM (driver + local executors) and this process
-        (PySpark, the Nessie server threads): a measure of work that contention on a
-        shared machine distorts far less than wall time."""
-        ticks = os.sysconf("SC_CLK_TCK")
-        fields = Path(f"/proc/{self.jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        jvm = (int(fields[11]) + int(fields[12])) / ticks
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        return jvm + own.ru_utime + own.ru_stime
-
-    def _start(self) -> float:
-        self._cpu_start = self.cpu()
-        return time.perf_counter()
-
-    def _sample(self, total_s: float, parts: dict | None = None) -> Sample:
-        return Sample(total_s, parts or {}, self.cpu() - self._cpu_start)
-
-    def _fresh_table(self, source: Path) -> str:
-        self.count += 1
-        name = f"li_{self.count}"
-        schema = self.spark.read.parquet(source.as_uri()).schema
-        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in schema.fields)
-        return self._create_table(name, columns)
-
-    def _create_table(self, name: str, columns: str) -> str:
-        """An empty Iceberg v2 table `lake.bench.<name>` of `columns` (DDL); its name."""
-        self.spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
-        self.spark.sql(
-            f"CREATE TABLE lake.bench.{name} ({columns}) USING iceberg "
-            "TBLPROPERTIES ('format-version' = '2')"
-        )
-        return name
-
-    def _ingest(
-        self, source: Path, config: Path, table: str | None = None
-    ) -> tuple[dict, float, float, float]:
-        """The WAP job on `source` into `table` (default: a fresh one), on a branch of its
-        own, published when the audit passed: its report and the times it started, the
-        job ended and the publish ended (`start` also starts the CPU clock)."""
-        from spark_jobs.wap_job import JobArgs, run_ingest
-
-        table = table or self._fresh_table(source)
-        ingest_id = uuid.uuid4().hex[:16]
-        branch = f"wap_bench_{table}_{ingest_id[:8]}"
-        start = self._start()
-        self.nessie.branch(branch)
-        report = run_ingest(
-            self.spark,
-            JobArgs(
-                sources=[source.as_uri()],
-                table=f"bench.{table}",
-                branch=branch,
-                ingest_id=ingest_id,
-                report_uri=(self.work / f"{ingest_id}.json").as_uri(),
-                table_config_uri=config.as_uri(),
-            ),
-        )
-        job_done = time.perf_counter()
-        if report["outcome"] == "passed":
-            self.nessie.publish(branch, report["branch_hash"])
-        return report, start, job_done, time.perf_counter()
+class WapJobBench(Bench):
+    """The plain append, our job and the seed approach, each on one file into a fresh table."""
 
     def append(self, source: Path) -> Sample:
         table = self._fresh_table(source)
@@ -339,8 +122,8 @@ def run(scales: list[float], repeats: int, *, warm_up: bool = True) -> list[dict
     """Every scale x data x variant, `repeats` times (variant order rotated); medians.
     `warm_up`: run each variant once on SF 0.01 first, unmeasured (a smoke test's single
     repeat measures nothing anyway)."""
-    with spark_and_catalog("wap-bench-", "wap-job-bench") as (spark, catalog, tmp):
-        bench = Bench(spark, Nessie(catalog.api, catalog.headers), tmp)
+    with spark_and_catalog("wap-bench-", "wap-job-bench") as (spark, nessie, tmp):
+        bench = WapJobBench(spark, nessie, tmp)
         rows = []
         files = {scale: generate(scale) for scale in scales}
         if warm_up:  # JIT and catalog warm-up, not measured
@@ -352,28 +135,18 @@ def run(scales: list[float], repeats: int, *, warm_up: bool = True) -> list[dict
             for label, source in zip(("clean", "dirty"), files[scale], strict=True):
                 samples: dict[str, list[Sample]] = {v: [] for v in VARIANTS}
                 for repeat in range(repeats):
-                    order = VARIANTS[repeat % 3 :] + VARIANTS[: repeat % 3]
-                    for variant in order:
+                    for variant in rotated(VARIANTS, repeat):
                         samples[variant].append(getattr(bench, variant)(source))
                 rows.append(
                     {
                         "scale": scale,
                         "data": label,
-                        **{v: _median(samples[v]) for v in VARIANTS},
+                        **{v: medians(samples[v]) for v in VARIANTS},
                         "overhead": _paired_overheads(samples),
                     }
                 )
                 _print_row(rows[-1])
     return rows
-
-
-def _median(samples: list[Sample]) -> dict:
-    keys = samples[0].parts.keys()
-    return {
-        "total_s": statistics.median(s.total_s for s in samples),
-        "cpu_s": statistics.median(s.cpu_s for s in samples),
-        **{k: statistics.median(s.parts.get(k, 0.0) for s in samples) for k in keys},
-    }
 
 
 def _paired_overheads(samples: dict[str, list[Sample]]) -> dict[str, float]:
@@ -417,6 +190,22 @@ def _print_row(row: dict) -> None:
     )
 
 
+def _overhead_row(row: dict, measure: str, overhead: str, digits: int, *more: str) -> str:
+    """A table row of one scale and data: each variant's median `measure` (`total_s` or
+    `cpu_s`) and the paired overheads of wap and seed (`overhead`: the suffix of their
+    keys), to `digits` decimals; the ratio of the two overheads; then `more` cells."""
+    over_wap, over_seed = row["overhead"][f"wap{overhead}"], row["overhead"][f"seed{overhead}"]
+    values = [*(row[v][measure] for v in VARIANTS), over_wap, over_seed]
+    cells = [
+        f"{row['scale']:g}",
+        row["data"],
+        *(f"{value:.{digits}f}" for value in values),
+        _ratio(over_wap, over_seed),
+        *more,
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
 def render(rows: list[dict], repeats: int) -> str:
     """The markdown table (also printed)."""
     from spark_jobs.wap_job import DEFAULT_OBSERVE_MAX_BYTES, OBSERVE_MAX_BYTES_CONF
@@ -427,14 +216,9 @@ def render(rows: list[dict], repeats: int) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        base = row["append"]["total_s"]
-        wap, seed = row["wap"]["total_s"], row["seed"]["total_s"]
-        over_wap, over_seed = row["overhead"]["wap"], row["overhead"]["seed"]
-        lines.append(
-            f"| {row['scale']:g} | {row['data']} | {base:.2f} | {wap:.2f} | "
-            f"{seed:.2f} | {over_wap:.2f} | {over_seed:.2f} | "
-            f"{_ratio(over_wap, over_seed)} | {wap / base:.2f} | {seed / base:.2f} |"
-        )
+        # Each variant's time as a multiple of the append's.
+        times = [f"{row[v]['total_s'] / row['append']['total_s']:.2f}" for v in ("wap", "seed")]
+        lines.append(_overhead_row(row, "total_s", "", 2, *times))
     lines += [
         "",
         "The same runs in CPU seconds (Spark JVM + Python process; on a shared machine "
@@ -444,13 +228,7 @@ def render(rows: list[dict], repeats: int) -> str:
         "wap/seed overhead |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for row in rows:
-        over_wap, over_seed = row["overhead"]["wap_cpu"], row["overhead"]["seed_cpu"]
-        lines.append(
-            f"| {row['scale']:g} | {row['data']} | {row['append']['cpu_s']:.1f} | "
-            f"{row['wap']['cpu_s']:.1f} | {row['seed']['cpu_s']:.1f} | {over_wap:.1f} | "
-            f"{over_seed:.1f} | {_ratio(over_wap, over_seed)} |"
-        )
+    lines += [_overhead_row(row, "cpu_s", "_cpu", 1) for row in rows]
     lines += [
         "",
         "The wall-time overheads split at the Spark append call that every variant "
@@ -510,18 +288,14 @@ def render(rows: list[dict], repeats: int) -> str:
     return "\n".join(lines)
 
 
+def markdown(args: argparse.Namespace) -> str:
+    """The tables of a run at the sizes of `args`."""
+    return render(run(args.scales, args.repeats, warm_up=not args.quick), args.repeats)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the table, write it to docs/benchmarks.md."""
-    parser = bench_parser("bench.wap_job_bench", "SF 0.01, 1 repeat, no warm-up (smoke test)")
-    parser.add_argument("--scales", default="0.1,1", help="comma-separated TPC-H scale factors")
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
-    scales = [0.01] if args.quick else [float(s) for s in args.scales.split(",")]
-    repeats = 1 if args.quick else args.repeats
-    started = time.perf_counter()
-    rows = run(scales, repeats, warm_up=not args.quick)
-    text = render(rows, repeats)
-    return finish(args, argv, "bench.wap_job_bench", TITLE, text, started)
+    return BENCHMARK.main(argv, markdown)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from bench.csv_bench import FORMATS, generate, measure, render
-from bench.wap_job_bench import Nessie
+from bench.scratch import Nessie
 from tests.fixtures.catalog_auth import harness_headers
 
 ROWS = 2_000
