@@ -47,20 +47,6 @@ class HomeError(RuntimeError):
     """The home directory cannot be used (not ours, locked, not writable)."""
 
 
-class _Below:
-    """A fixed path of the home's layout, read as an attribute (`home.warehouse`): `name`
-    below the root or below another of its paths (`base`)."""
-
-    def __init__(self, base: str, name: str) -> None:
-        self.base = base
-        self.name = name
-
-    def __get__(self, home: WapHome | None, owner: type[WapHome]) -> Path:
-        if home is None:  # on the class (help(), introspection): the descriptor itself
-            return self  # type: ignore[return-value]
-        return getattr(home, self.base) / self.name
-
-
 @dataclass(frozen=True)
 class WapHome:
     """Paths inside one home directory."""
@@ -73,17 +59,39 @@ class WapHome:
         chosen = path or os.environ.get(ENV_HOME) or DEFAULT_HOME
         return cls(Path(chosen).expanduser().resolve())
 
-    # The layout (the module's docstring): each path below the root or below another path.
-    nessie_db = _Below("root", "nessie.db")
-    warehouse = _Below("root", "warehouse")
-    state = _Below("root", "state")
-    # Where homes kept the ledger before `ledger_db` (imported from once).
-    ledger_file = _Below("state", "ledger.json")
-    ledger_db = _Below("state", "ledger.sqlite")
-    objects = _Below("state", "s3")
-    samples = _Below("root", "samples")
-    # The local OpenLineage receiver's files, one per run (local/lineage_receiver.py).
-    lineage = _Below("root", "lineage")
+    @property
+    def nessie_db(self) -> Path:
+        return self.root / "nessie.db"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def ledger_file(self) -> Path:
+        """Where homes kept the ledger before `ledger_db` (imported from once)."""
+        return self.state / "ledger.json"
+
+    @property
+    def ledger_db(self) -> Path:
+        return self.state / "ledger.sqlite"
+
+    @property
+    def objects(self) -> Path:
+        return self.state / "s3"
+
+    @property
+    def samples(self) -> Path:
+        return self.root / "samples"
+
+    @property
+    def lineage(self) -> Path:
+        """The local OpenLineage receiver's files, one per run (local/lineage_receiver.py)."""
+        return self.root / "lineage"
 
     def exists(self) -> bool:
         return (self.root / MARKER).is_file()
