@@ -190,22 +190,6 @@ def _print_row(row: dict) -> None:
     )
 
 
-def _overhead_row(row: dict, measure: str, overhead: str, digits: int, *more: str) -> str:
-    """A table row of one scale and data: each variant's median `measure` (`total_s` or
-    `cpu_s`) and the paired overheads of wap and seed (`overhead`: the suffix of their
-    keys), to `digits` decimals; the ratio of the two overheads; then `more` cells."""
-    over_wap, over_seed = row["overhead"][f"wap{overhead}"], row["overhead"][f"seed{overhead}"]
-    values = [*(row[v][measure] for v in VARIANTS), over_wap, over_seed]
-    cells = [
-        f"{row['scale']:g}",
-        row["data"],
-        *(f"{value:.{digits}f}" for value in values),
-        _ratio(over_wap, over_seed),
-        *more,
-    ]
-    return "| " + " | ".join(cells) + " |"
-
-
 def render(rows: list[dict], repeats: int) -> str:
     """The markdown table (also printed)."""
     from spark_jobs.wap_job import DEFAULT_OBSERVE_MAX_BYTES, OBSERVE_MAX_BYTES_CONF
@@ -216,9 +200,14 @@ def render(rows: list[dict], repeats: int) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        # Each variant's time as a multiple of the append's.
-        times = [f"{row[v]['total_s'] / row['append']['total_s']:.2f}" for v in ("wap", "seed")]
-        lines.append(_overhead_row(row, "total_s", "", 2, *times))
+        base = row["append"]["total_s"]
+        wap, seed = row["wap"]["total_s"], row["seed"]["total_s"]
+        over_wap, over_seed = row["overhead"]["wap"], row["overhead"]["seed"]
+        lines.append(
+            f"| {row['scale']:g} | {row['data']} | {base:.2f} | {wap:.2f} | "
+            f"{seed:.2f} | {over_wap:.2f} | {over_seed:.2f} | "
+            f"{_ratio(over_wap, over_seed)} | {wap / base:.2f} | {seed / base:.2f} |"
+        )
     lines += [
         "",
         "The same runs in CPU seconds (Spark JVM + Python process; on a shared machine "
@@ -228,7 +217,13 @@ def render(rows: list[dict], repeats: int) -> str:
         "wap/seed overhead |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    lines += [_overhead_row(row, "cpu_s", "_cpu", 1) for row in rows]
+    for row in rows:
+        over_wap, over_seed = row["overhead"]["wap_cpu"], row["overhead"]["seed_cpu"]
+        lines.append(
+            f"| {row['scale']:g} | {row['data']} | {row['append']['cpu_s']:.1f} | "
+            f"{row['wap']['cpu_s']:.1f} | {row['seed']['cpu_s']:.1f} | {over_wap:.1f} | "
+            f"{over_seed:.1f} | {_ratio(over_wap, over_seed)} |"
+        )
     lines += [
         "",
         "The wall-time overheads split at the Spark append call that every variant "
