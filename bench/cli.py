@@ -29,12 +29,12 @@ class Option:
 
 
 class BenchParser(argparse.ArgumentParser):
-    """The parser of `python -m module`: `--quick` (a smoke run; `quick` says what it
+    """The parser of `python -m module`: `--quick` (a smoke run; `quick_help` says what it
     runs), `--no-doc`, and one `--<name>` (underscores as dashes) per `options` entry."""
 
-    def __init__(self, module: str, quick: str, **options: Option) -> None:
+    def __init__(self, module: str, quick_help: str, **options: Option) -> None:
         super().__init__(prog=f"python -m {module}")
-        self.add_argument("--quick", action="store_true", help=quick)
+        self.add_argument("--quick", action="store_true", help=quick_help)
         self.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
         self._quick_values = {}
         for name, option in options.items():
@@ -68,17 +68,17 @@ def comma_separated(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """`python -m module`: its command line (`quick` says what `--quick` runs; `options`
+    """`python -m module`: its command line (`quick_help` says what `--quick` runs; `options`
     by name) and `title`, the heading of its section in docs/benchmarks.md."""
 
     module: str
     title: str
-    quick: str
+    quick_help: str
     options: Mapping[str, Option] = field(default_factory=dict)
 
     def parser(self) -> BenchParser:
         """The parser of its command line."""
-        return BenchParser(self.module, self.quick, **self.options)
+        return BenchParser(self.module, self.quick_help, **self.options)
 
     def main(self, argv: list[str] | None, measure: Callable[[argparse.Namespace], str]) -> int:
         """`measure` at the sizes `argv` asks for; its text (markdown) printed with the
