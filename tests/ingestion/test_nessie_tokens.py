@@ -19,7 +19,8 @@ from tests.fixtures.idp_clock import ManualClock, nessie_on_clock
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    yield from nessie_on_clock(tmp_path_factory.mktemp("tokens"))
+    with nessie_on_clock(tmp_path_factory.mktemp("tokens")) as running:
+        yield running
 
 
 def client_of(

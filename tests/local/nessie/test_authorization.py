@@ -17,7 +17,8 @@ from tests.fixtures.nessie_api import EMPTY_HASH, unique
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A server with the service's rules and an identity provider on a clock the tests move."""
-    yield from nessie_on_clock(tmp_path_factory.mktemp("authz"))
+    with nessie_on_clock(tmp_path_factory.mktemp("authz")) as running:
+        yield running
 
 
 def call(server, role: str | None, method: str, path: str, **kwargs) -> httpx.Response:

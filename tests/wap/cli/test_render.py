@@ -125,7 +125,7 @@ def test_runs_and_show_say_how_many_rows_were_quarantined():
     valid_cli_json(document, "runs")
 
     report = quarantined_report(
-        ingest_id="b" * 16, table="s.t", branch="wap_s_t_x", rows_written=17
+        ingest_id="b" * 16, table="s.t", branch="wap_s_t_x", rows_written=17, quarantined_rows=3
     )
     record = IngestRecord(ingest_id="b" * 16, table="s.t", status="PUBLISHED", quarantined_rows=3)
     shown = _text(*render.show_view(_closed_view(record, report)))
