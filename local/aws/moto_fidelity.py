@@ -11,6 +11,7 @@ threads, so every DynamoDB request goes through one process-wide lock here.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import threading
@@ -214,3 +215,61 @@ def validate_each_definition_once() -> None:
 
 
 _validation_remembered = False
+
+
+# Step Functions' GetExecutionHistory page sizes: the default, and the largest allowed.
+HISTORY_PAGE_DEFAULT = 100
+HISTORY_PAGE_MAX = 1000
+
+
+def page_execution_histories() -> None:
+    """moto's GetExecutionHistory answers the whole history, oldest first, whatever
+    `maxResults`, `reverseOrder` and `nextToken` say. Step Functions answers one page of
+    `maxResults` events (0 or absent: 100; more than 1000 is refused), newest first with
+    `reverseOrder`, and a `nextToken` while events are left; a token it did not issue
+    for this execution and order is InvalidToken. So a caller that reads one page sees
+    one page here too (idempotent; lasts for the process)."""
+    global _histories_paged
+    with _lock:
+        if _histories_paged:
+            return
+        from moto.stepfunctions.responses import StepFunctionResponse
+
+        StepFunctionResponse.get_execution_history = _paged_execution_history
+        _histories_paged = True
+
+
+_histories_paged = False
+
+
+def _paged_execution_history(self: Any) -> Any:
+    from moto.core.responses import ActionResult
+    from moto.stepfunctions.exceptions import InvalidToken, ValidationException
+
+    arn = self._get_param("executionArn")
+    size = self._get_int_param("maxResults") or HISTORY_PAGE_DEFAULT
+    if size > HISTORY_PAGE_MAX:
+        raise ValidationException(
+            f"1 validation error detected: Value '{size}' at 'maxResults' failed to "
+            f"satisfy constraint: Member must have value less than or equal to "
+            f"{HISTORY_PAGE_MAX}"
+        )
+    newest_first = bool(self._get_bool_param("reverseOrder", False))
+    events = list(self.stepfunction_backend.get_execution_history(arn)["events"])
+    if newest_first:
+        events.reverse()
+    start = 0
+    token = self._get_param("nextToken")
+    if token is not None:
+        try:
+            issued = json.loads(base64.urlsafe_b64decode(token.encode()))
+            start = int(issued["start"])
+        except (ValueError, TypeError, KeyError):
+            raise InvalidToken("not a token this operation issued") from None
+        if (issued.get("arn"), issued.get("newest_first")) != (arn, newest_first):
+            raise InvalidToken("issued for another execution or order")
+    page: dict[str, Any] = {"events": events[start : start + size]}
+    if start + size < len(events):
+        issued = {"arn": arn, "newest_first": newest_first, "start": start + size}
+        page["nextToken"] = base64.urlsafe_b64encode(json.dumps(issued).encode()).decode()
+    return ActionResult(page)

@@ -62,6 +62,7 @@ from local.aws.moto_fidelity import (
     ScaledRetryClock,
     make_dynamodb_requests_atomic,
     make_transactions_item_scoped,
+    page_execution_histories,
     validate_each_definition_once,
 )
 from local.aws.overrides import Kind, LocalParityError, apply_overrides, common_environment
@@ -350,6 +351,7 @@ class LocalAwsStack:
         make_dynamodb_requests_atomic()
         make_transactions_item_scoped()
         validate_each_definition_once()
+        page_execution_histories()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         default_session_sharing_models()  # after the mock dropped the process's
@@ -801,9 +803,9 @@ class LocalAwsStack:
         return sfn.list_executions(stateMachineArn=self.state_machine_arn)["executions"]
 
     def execution_history(self, execution_arn: str) -> list[dict[str, Any]]:
-        return self.client("stepfunctions").get_execution_history(
-            executionArn=execution_arn, maxResults=1000
-        )["events"]
+        """Every event of one execution, oldest first (all its pages)."""
+        pages = self.client("stepfunctions").get_paginator("get_execution_history")
+        return [e for page in pages.paginate(executionArn=execution_arn) for e in page["events"]]
 
     def busy(self) -> bool:
         if not self.dispatcher.async_idle() or not self.emr.idle():

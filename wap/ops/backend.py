@@ -17,6 +17,9 @@ from ingestion.ledger import Ledger
 from ingestion.naming import split_s3_uri
 from ingestion.nessie import NessieClient
 
+# Events per GetExecutionHistory page while looking for the state an ingest is in.
+STEP_PAGE_SIZE = 20
+
 
 class Backend(ABC):
     """The resources one `wap` command works on."""
@@ -89,17 +92,24 @@ class Backend(ABC):
         if not arn or sfn is None:
             return None
         execution = arn.replace(":stateMachine:", ":execution:") + f":{ingest_id}"
+        # Newest events first, a small page at a time and without their data: a state's
+        # entry is among an execution's last few events, and `wap ingest` asks this for
+        # every running ingest twice a second (GetExecutionHistory is throttled per
+        # account; a page of the whole history, up to 1,000 events, each time was waste).
+        pages = sfn.get_paginator("get_execution_history").paginate(
+            executionArn=execution,
+            reverseOrder=True,
+            includeExecutionData=False,
+            PaginationConfig={"PageSize": STEP_PAGE_SIZE},
+        )
         try:
-            events = sfn.get_execution_history(
-                executionArn=execution, reverseOrder=True, maxResults=1000
-            )["events"]
+            for page in pages:
+                for event in page["events"]:
+                    if event.get("stateEnteredEventDetails"):
+                        return event["stateEnteredEventDetails"]["name"]
         except Exception:  # no execution yet, or no permission: progress is best effort
             return None
-        # Newest by id: moto returns oldest first whatever reverseOrder says.
-        entered = [e for e in events if e.get("stateEnteredEventDetails")]
-        if not entered:
-            return None
-        return max(entered, key=lambda e: e["id"])["stateEnteredEventDetails"]["name"]
+        return None
 
     def send_lineage(self, events: list[Any]) -> bool:
         """Send OpenLineage events (the client's models) where this stack's go; False when
