@@ -19,21 +19,32 @@ from collections.abc import Callable
 from typing import Any
 
 _lock = threading.RLock()
-_installed = False
 
 
+def _once(install: Callable[[], None]) -> Callable[[], None]:
+    """`install` (a patch of moto's classes) run once for the process, however many local
+    stacks start and from however many threads; later calls return at once."""
+    done = False
+
+    @functools.wraps(install)
+    def once() -> None:
+        nonlocal done
+        with _lock:
+            if not done:
+                install()
+                done = True
+
+    return once
+
+
+@_once
 def make_dynamodb_requests_atomic() -> None:
     """Serialise moto's DynamoDB requests (idempotent; lasts for the process)."""
-    global _installed
-    with _lock:
-        if _installed:
-            return
-        from moto.dynamodb.responses import DynamoHandler
+    from moto.dynamodb.responses import DynamoHandler
 
-        # One request, from parsing to the serialised response, is the unit: the handlers
-        # copy and serialise items outside the backend's methods.
-        _serialise(DynamoHandler, "call_action")
-        _installed = True
+    # One request, from parsing to the serialised response, is the unit: the handlers
+    # copy and serialise items outside the backend's methods.
+    _serialise(DynamoHandler, "call_action")
 
 
 def _serialise(cls: type, name: str) -> None:
@@ -115,38 +126,31 @@ def _notify_writes(handler: Any) -> None:
         observer(handler)
 
 
+@_once
 def make_transactions_item_scoped() -> None:
     """moto's TransactWriteItems deep-copies every table it touches to roll back (16 ms a
     transaction at 100 items, 323 ms at 10,000); DynamoDB's cost does not grow with the
     table. Here the rollback keeps the items the transaction names, and restores those:
     the same all-or-nothing answer, at a cost independent of the table's size."""
-    global _transactions_scoped
-    with _lock:
-        if _transactions_scoped:
-            return
-        from moto.dynamodb.models import DynamoDBBackend
-        from moto.dynamodb.models.table import Table
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
 
-        original = DynamoDBBackend.transact_write_items
+    original = DynamoDBBackend.transact_write_items
 
-        @functools.wraps(original)
-        def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-            with _lock:  # (DynamoDB requests hold it already; direct backend calls too)
-                saved = _items_named(self, transact_items)
-                Table.__deepcopy__ = _itself  # the original's whole-table backup: a no-op
-                try:
-                    return original(self, transact_items)
-                except Exception:
-                    _restore_items(self, saved)
-                    raise
-                finally:
-                    del Table.__deepcopy__
+    @functools.wraps(original)
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        with _lock:  # (DynamoDB requests hold it already; direct backend calls too)
+            saved = _items_named(self, transact_items)
+            Table.__deepcopy__ = _itself  # the original's whole-table backup: a no-op
+            try:
+                return original(self, transact_items)
+            except Exception:
+                _restore_items(self, saved)
+                raise
+            finally:
+                del Table.__deepcopy__
 
-        DynamoDBBackend.transact_write_items = transact_write_items
-        _transactions_scoped = True
-
-
-_transactions_scoped = False
+    DynamoDBBackend.transact_write_items = transact_write_items
 
 
 def _itself(table: Any, memo: Any) -> Any:
@@ -191,30 +195,23 @@ def _restore_items(backend: Any, saved: list[tuple]) -> None:
             backend.put_item(table_name, attrs)
 
 
+@_once
 def validate_each_definition_once() -> None:
     """moto's CreateStateMachine parses the definition with its ANTLR grammar only to
     validate it, and throws the parse away: 23 ms of CPU for ours, on each local stack's
     start. A definition that parsed once is accepted again without parsing it; one that
     failed is parsed (and refused) again, so what is refused stays refused."""
-    global _validation_remembered
-    with _lock:
-        if _validation_remembered:
-            return
-        from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-        original = StepFunctionsParserBackend._validate_definition
-        valid: set[str] = set()
+    original = StepFunctionsParserBackend._validate_definition
+    valid: set[str] = set()
 
-        def _validate_definition(definition: str) -> None:
-            if definition not in valid:
-                original(definition)
-                valid.add(definition)
+    def _validate_definition(definition: str) -> None:
+        if definition not in valid:
+            original(definition)
+            valid.add(definition)
 
-        StepFunctionsParserBackend._validate_definition = staticmethod(_validate_definition)
-        _validation_remembered = True
-
-
-_validation_remembered = False
+    StepFunctionsParserBackend._validate_definition = staticmethod(_validate_definition)
 
 
 # Step Functions' GetExecutionHistory page sizes: the default, and the largest allowed.
@@ -222,6 +219,7 @@ HISTORY_PAGE_DEFAULT = 100
 HISTORY_PAGE_MAX = 1000
 
 
+@_once
 def page_execution_histories() -> None:
     """moto's GetExecutionHistory answers the whole history, oldest first, whatever
     `maxResults`, `reverseOrder` and `nextToken` say. Step Functions answers one page of
@@ -229,17 +227,9 @@ def page_execution_histories() -> None:
     `reverseOrder`, and a `nextToken` while events are left; a token it did not issue
     for this execution and order is InvalidToken. So a caller that reads one page sees
     one page here too (idempotent; lasts for the process)."""
-    global _histories_paged
-    with _lock:
-        if _histories_paged:
-            return
-        from moto.stepfunctions.responses import StepFunctionResponse
+    from moto.stepfunctions.responses import StepFunctionResponse
 
-        StepFunctionResponse.get_execution_history = _paged_execution_history
-        _histories_paged = True
-
-
-_histories_paged = False
+    StepFunctionResponse.get_execution_history = _paged_execution_history
 
 
 def _paged_execution_history(self: Any) -> Any:
@@ -254,7 +244,7 @@ def _paged_execution_history(self: Any) -> Any:
             f"satisfy constraint: Member must have value less than or equal to "
             f"{HISTORY_PAGE_MAX}"
         )
-    newest_first = bool(self._get_bool_param("reverseOrder", False))
+    newest_first = self._get_bool_param("reverseOrder", False)
     events = list(self.stepfunction_backend.get_execution_history(arn)["events"])
     if newest_first:
         events.reverse()
