@@ -40,7 +40,8 @@ def test_overview_to_the_failed_ingest(page, served, demo_home, tmp_path):
     row.wait_for(timeout=LOAD_MS)
     cells = [c.strip() for c in row.locator("td, th").all_inner_texts()]
     assert cells[:6] == [FAILING_CHECK, "range", "amount", "error", "failed", VIOLATIONS]
-    assert page.get_by_text(f"Sample violating rows: {FAILING_CHECK}").is_visible()
+    # Streamlit sends a page element by element: wait for what is drawn after the table.
+    page.get_by_text(f"Sample violating rows: {FAILING_CHECK}").wait_for(timeout=LOAD_MS)
     assert _metric(page, "on main now") == str(DEMO_ROWS)
     assert _metric(page, "on the branch") == str(demo_home.rows_on_failed_branch())
     assert _metric(page, "written by this ingest") == str(DEMO_ROWS)
@@ -60,7 +61,8 @@ def test_table_page_shows_rows_on_main_and_configured_checks(page, served, tmp_p
 
     assert _metric(page, "rows on main") == str(DEMO_ROWS)
     assert _metric(page, "snapshots on main") == "1"
-    assert page.get_by_text("tables/sales.orders.yaml").count() >= 1
+    # The caption naming the config comes after the heading waited for above.
+    page.get_by_text("tables/sales.orders.yaml").first.wait_for(timeout=LOAD_MS)
     page.get_by_test_id("stVegaLiteChart").locator("svg.marks").first.wait_for(timeout=LOAD_MS)
     configured = page.get_by_test_id("stTable").locator("tr").filter(has_text=FAILING_CHECK)
     configured.wait_for(timeout=LOAD_MS)
