@@ -16,6 +16,7 @@ import importlib
 import json
 import logging
 import os
+import sys
 import threading
 import time
 import traceback
@@ -123,7 +124,7 @@ class LambdaDispatcher:
         log_stream: Any = None,
     ) -> None:
         self._handlers: dict[str, Handler] = {}
-        # The functions' stdout: None leaves their log handlers on the process's stdout.
+        # The functions' stdout: None is the process's `sys.stdout` as each call finds it.
         self.log_stream = log_stream
         self._log_streams: dict[logging.StreamHandler, Any] = {}  # handler -> its own stream
         self._contexts: dict[str, dict[str, Any]] = {}
@@ -176,17 +177,16 @@ class LambdaDispatcher:
             return handler(event, LambdaContext(name, **self._contexts[name]))
 
     def _route_logs(self) -> None:
-        """Point the functions' Powertools loggers at `log_stream`.
+        """Point the functions' Powertools loggers at `log_stream` (or the current stdout).
 
         On Lambda a function's stdout is its CloudWatch log stream, and Powertools' Logger
         writes there through a handler of its own (on `sys.stdout` as it was at import).
-        Here the functions are threads of the `wap` process, whose stdout is the command's
-        output: their handlers are re-pointed, the process's stdout is left alone. Loggers
-        are created when handler modules import, so this runs before every call (cheap).
+        Here the functions are threads of a process that runs many commands (`wap`, the
+        test suite), whose stdout at import may be closed by now: their handlers are
+        re-pointed, the process's stdout is left alone. Loggers are created when handler
+        modules import, so this runs before every call (cheap).
         """
-        stream = self.log_stream
-        if stream is None:
-            return
+        stream = sys.stdout if self.log_stream is None else self.log_stream
         for logger in list(logging.Logger.manager.loggerDict.values()):
             handler = getattr(logger, "powertools_handler", None)
             if isinstance(handler, logging.StreamHandler) and handler.stream is not stream:
