@@ -52,9 +52,12 @@ def nessie(tmp_path_factory):
 def spark(warehouse):
     """The one SparkSession of the test run (JVM start-up is the expensive part)."""
     from local.spark import build_local_spark
+    from tests.fixtures.suite_jvm import SUITE_SPARK_CONF
 
     # The module's Nessie URI is set by `lake` below; this placeholder is never contacted.
-    session = build_local_spark(warehouse, "http://127.0.0.1:9/api/v2", app_name="wap-tests")
+    session = build_local_spark(
+        warehouse, "http://127.0.0.1:9/api/v2", app_name="wap-tests", extra_conf=SUITE_SPARK_CONF
+    )
     yield session
     session.stop()
 

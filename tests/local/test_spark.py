@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from local.spark import ENV_JVM_OPTIONS
-from tests.fixtures.suite_jvm import SUITE_JVM_OPTIONS
+from tests.fixtures.suite_jvm import SUITE_JVM_OPTIONS, SUITE_SPARK_CONF
 
 
 def test_the_suite_jvm_runs_with_its_options(spark):
@@ -12,6 +12,11 @@ def test_the_suite_jvm_runs_with_its_options(spark):
     )
     assert set(SUITE_JVM_OPTIONS.split()) <= set(arguments), arguments
     assert "-Dlog4j2.level=WARN" in arguments
+
+
+def test_the_suite_session_runs_with_its_settings(spark):
+    for key, value in SUITE_SPARK_CONF.items():
+        assert spark.conf.get(key) == value, key
 
 
 def test_the_options_come_from_the_environment(monkeypatch):
