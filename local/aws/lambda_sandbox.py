@@ -128,7 +128,7 @@ class Sandbox:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def current() -> Sandbox | None:
+def current_sandbox() -> Sandbox | None:
     """The sandbox of the handler running on this thread, if any."""
     return _current.get()
 

@@ -55,6 +55,7 @@ from local.aws.intrinsics import Resolver, UnresolvedIntrinsic, substitute_defin
 from local.aws.lambda_dispatch import LambdaDispatcher
 from local.aws.lambda_sandbox import (
     Sandbox,
+    current_sandbox,
     default_session_sharing_models,
     reserved_environment,
 )
@@ -313,9 +314,9 @@ class LocalAwsStack:
         self._retry_clock = ScaledRetryClock(settings.state_retry_scale)
         self.schedule = LocalSchedule(self.dispatcher.invoke_async)
         self._mock: Any = None
-        # Tests poll the ledger and the executions: one boto3 resource and client per polling
-        # thread, not one per poll (building one costs more CPU than the call; boto3's are not
-        # shared across threads).
+        # Tests poll the ledger and the executions: one boto3 resource and clients per
+        # polling thread, not one per poll (building one costs more CPU than the call; boto3's
+        # resources are not shared across threads).
         self._ledgers = threading.local()
         self._environment = SavedEnvironment()
         self.template: StackTemplate | None = None
@@ -402,9 +403,21 @@ class LocalAwsStack:
             _log.exception("could not stop running executions")
 
     def client(self, service: str) -> Any:
+        """A boto3 client for `service`, signed as whoever calls: the harness, or inside a
+        handler the function's role (its sandbox's session). Kept per calling thread and
+        sandbox: tests and waits call this in loops, and building a client costs more CPU
+        than most calls through it."""
         import boto3
 
-        return boto3.client(service, region_name=self.settings.region)
+        sandbox = current_sandbox()
+        clients = getattr(self._ledgers, "clients", None)
+        if clients is None:
+            clients = self._ledgers.clients = {}
+        key = (service, None if sandbox is None else id(sandbox))
+        client = clients.get(key)
+        if client is None:
+            client = clients[key] = boto3.client(service, region_name=self.settings.region)
+        return client
 
     # ---- resources, from the template ------------------------------------------------------
 
@@ -797,9 +810,7 @@ class LocalAwsStack:
         return boto3.resource("dynamodb", region_name=self.settings.region)
 
     def executions(self) -> list[dict[str, Any]]:
-        sfn = getattr(self._ledgers, "stepfunctions", None)  # wait_idle() polls this too
-        if sfn is None:
-            sfn = self._ledgers.stepfunctions = self.client("stepfunctions")
+        sfn = self.client("stepfunctions")  # wait_idle() polls this too
         return sfn.list_executions(stateMachineArn=self.state_machine_arn)["executions"]
 
     def execution_history(self, execution_arn: str) -> list[dict[str, Any]]:
