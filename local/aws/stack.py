@@ -314,10 +314,10 @@ class LocalAwsStack:
         self._retry_clock = ScaledRetryClock(settings.state_retry_scale)
         self.schedule = LocalSchedule(self.dispatcher.invoke_async)
         self._mock: Any = None
-        # Tests poll the ledger and the executions: one boto3 resource and clients per
-        # polling thread, not one per poll (building one costs more CPU than the call; boto3's
-        # resources are not shared across threads).
-        self._ledgers = threading.local()
+        # Tests poll the ledger and the executions: one ledger (a boto3 resource) and clients
+        # per polling thread, not one per poll (building one costs more CPU than the call;
+        # boto3's resources are not shared across threads).
+        self._per_thread = threading.local()
         self._environment = SavedEnvironment()
         self.template: StackTemplate | None = None
         self.functions: dict[str, LocalFunction] = {}
@@ -386,7 +386,7 @@ class LocalAwsStack:
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
-        self._ledgers = threading.local()
+        self._per_thread = threading.local()
         lambda_aws.reset()
         self._environment.restore()
 
@@ -410,9 +410,9 @@ class LocalAwsStack:
         import boto3
 
         sandbox = current_sandbox()
-        clients = getattr(self._ledgers, "clients", None)
+        clients = getattr(self._per_thread, "clients", None)
         if clients is None:
-            clients = self._ledgers.clients = {}
+            clients = self._per_thread.clients = {}
         key = (service, None if sandbox is None else id(sandbox))
         client = clients.get(key)
         if client is None:
@@ -799,9 +799,9 @@ class LocalAwsStack:
         """The stack's ledger, as a test or the CLI reads it (one per calling thread)."""
         from ingestion.ledger import Ledger
 
-        ledger = getattr(self._ledgers, "ledger", None)
+        ledger = getattr(self._per_thread, "ledger", None)
         if ledger is None:
-            ledger = self._ledgers.ledger = Ledger(self.settings.ledger_table, self._dynamodb())
+            ledger = self._per_thread.ledger = Ledger(self.settings.ledger_table, self._dynamodb())
         return ledger
 
     def _dynamodb(self) -> Any:
