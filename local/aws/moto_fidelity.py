@@ -214,6 +214,26 @@ def validate_each_definition_once() -> None:
     StepFunctionsParserBackend._validate_definition = staticmethod(_validate_definition)
 
 
+@_once
+def make_start_execution_atomic() -> None:
+    """Step Functions' StartExecution is idempotent by name: a second start with the same
+    name and input returns the first execution. moto looks for one, then copies the state
+    machine and appends the new one without a lock, so two racing starts (two deliveries
+    of one upload) made two executions of one ingest. Here the look and the append are
+    one step (idempotent; lasts for the process)."""
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    original = StepFunctionsParserBackend.start_execution
+    starting = threading.Lock()
+
+    @functools.wraps(original)
+    def start_execution(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with starting:
+            return original(self, *args, **kwargs)
+
+    StepFunctionsParserBackend.start_execution = start_execution
+
+
 # Step Functions' GetExecutionHistory page sizes: the default, and the largest allowed.
 HISTORY_PAGE_DEFAULT = 100
 HISTORY_PAGE_MAX = 1000

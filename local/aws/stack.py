@@ -62,6 +62,7 @@ from local.aws.lambda_sandbox import (
 from local.aws.moto_fidelity import (
     ScaledRetryClock,
     make_dynamodb_requests_atomic,
+    make_start_execution_atomic,
     make_transactions_item_scoped,
     page_execution_histories,
     validate_each_definition_once,
@@ -351,6 +352,7 @@ class LocalAwsStack:
         share_botocore_data()
         make_dynamodb_requests_atomic()
         make_transactions_item_scoped()
+        make_start_execution_atomic()
         validate_each_definition_once()
         page_execution_histories()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
