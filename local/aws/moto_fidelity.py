@@ -16,6 +16,7 @@ import functools
 import json
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 _lock = threading.RLock()
@@ -44,17 +45,25 @@ def make_dynamodb_requests_atomic() -> None:
 
     # One request, from parsing to the serialised response, is the unit: the handlers
     # copy and serialise items outside the backend's methods.
-    _serialise(DynamoHandler, "call_action")
+    _serialise(DynamoHandler, "call_action", _lock, then=_notify_writes)
 
 
-def _serialise(cls: type, name: str) -> None:
+def _serialise(
+    cls: type,
+    name: str,
+    lock: AbstractContextManager[Any],
+    then: Callable[[Any], None] | None = None,
+) -> None:
+    """Method `name` of moto's `cls` runs whole under `lock`, followed (still under it) by
+    `then(instance)`."""
     original = getattr(cls, name)
 
     @functools.wraps(original)
     def atomic(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with _lock:
+        with lock:
             response = original(self, *args, **kwargs)
-            _notify_writes(self)
+            if then is not None:
+                then(self)
             return response
 
     setattr(cls, name, atomic)
@@ -223,15 +232,8 @@ def make_start_execution_atomic() -> None:
     one step (idempotent; lasts for the process)."""
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-    original = StepFunctionsParserBackend.start_execution
-    starting = threading.Lock()
-
-    @functools.wraps(original)
-    def start_execution(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with starting:
-            return original(self, *args, **kwargs)
-
-    StepFunctionsParserBackend.start_execution = start_execution
+    # A lock of its own: a start copies the state machine, no DynamoDB request need wait.
+    _serialise(StepFunctionsParserBackend, "start_execution", threading.Lock())
 
 
 # Step Functions' GetExecutionHistory page sizes: the default, and the largest allowed.
