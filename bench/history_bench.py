@@ -25,6 +25,7 @@ from bench.cli import BenchParser
 from bench.doc import finish
 from bench.timing import rotated
 from bench.wap_process import cold_wap
+from contracts.lifecycle import Status
 
 # The heading of its section in docs/benchmarks.md.
 TITLE = "Local mode as history grows"
@@ -47,7 +48,7 @@ def build_home(root: Path, ingests: int) -> Path:
                 "kind": "ingest",
                 "ingest_id": iid,
                 "table": f"hist.t{number % 20}",
-                "status": "PUBLISHED",
+                "status": Status.PUBLISHED,
                 "key": f"hist/t{number % 20}/part-{number}.parquet",
                 "source_uri": f"s3://wap-source/hist/t{number % 20}/part-{number}.parquet",
                 "created_at": f"2026-01-01T00:{(number // 60) % 60:02d}:{number % 60:02d}Z",
@@ -89,11 +90,11 @@ def time_ingest_writes(root: Path, rounds: int = 20) -> float:
         for number in range(rounds):
             iid = f"{(stamp + number) % 16**16:016x}"
             table = "hist.bench"
-            ledger.create_ingest(iid, {"table": table, "status": "RECEIVED", "size": 1})
+            ledger.create_ingest(iid, {"table": table, "status": Status.RECEIVED, "size": 1})
             ledger.acquire_or_enqueue(table, iid)
-            ledger.update_ingest(iid, status="RUNNING", branch=f"wap_b_{iid}")
+            ledger.update_ingest(iid, status=Status.RUNNING, branch=f"wap_b_{iid}")
             ledger.update_ingest(iid, job_run_id="run", report_uri="s3://r")
-            ledger.update_ingest(iid, status="PUBLISHED", finished_at="2026-01-03T01Z")
+            ledger.update_ingest(iid, status=Status.PUBLISHED, finished_at="2026-01-03T01Z")
             ledger.release(table, iid, take=lambda queue: 1, requeue=[])
         return (time.perf_counter() - started) / rounds
     finally:

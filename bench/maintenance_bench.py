@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from bench.cli import Benchmark, Option
 from bench.scratch import local_lake, wait_final
+from contracts.lifecycle import Status
 
 BENCHMARK = Benchmark(
     "bench.maintenance_bench",
@@ -118,7 +119,7 @@ def run(drops: int, rows: int, failed: int, timeout: float) -> dict[str, Any]:
             backend, [parquet_bytes(i * rows, rows, 1.0) for i in range(drops)], "good", timeout
         )
         out["ingest_s"] = time.perf_counter() - started
-        out["published"] = sum(r.status == "PUBLISHED" for r in records)
+        out["published"] = sum(r.status == Status.PUBLISHED for r in records)
         files, size, location = main_files(backend)
         out.update(files_before=files, bytes_before=size)
         out["scan_before_s"], out["scan_rows_before"] = scan_seconds(location)
@@ -142,7 +143,7 @@ def run(drops: int, rows: int, failed: int, timeout: float) -> dict[str, Any]:
             "bad",
             timeout,
         )
-        out["audit_failed"] = sum(r.status == "AUDIT_FAILED" for r in bad)
+        out["audit_failed"] = sum(r.status == Status.AUDIT_FAILED for r in bad)
         written = {p: s for p, s in warehouse_files(warehouse).items() if p not in before}
         out["failed_bytes_written"] = sum(written.values())
         for record in bad:

@@ -26,6 +26,7 @@ from pathlib import Path
 from bench.cli import Benchmark, Option
 from bench.timing import rotated
 from bench.wap_process import cold_wap
+from contracts.lifecycle import Status
 
 BENCHMARK = Benchmark(
     "bench.query_bench",
@@ -52,7 +53,7 @@ def failed_branch(home: Path) -> str:
     branches = [
         i["branch"]
         for i in items
-        if i.get("status") == "AUDIT_FAILED"
+        if i.get("status") == Status.AUDIT_FAILED
         and i.get("table") == "sales.orders"
         and i.get("report_uri")
     ]

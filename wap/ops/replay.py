@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from contracts.formats import CSV, JSONL, PARQUET, format_of
-from contracts.naming import INGEST_ID
+from contracts.naming import IDENTIFIER, INGEST_ID
 from contracts.table_config import CsvOptions, quarantine_table_name
 from ingestion import constants as c
 from lakeview import iceberg
@@ -44,7 +44,9 @@ ALL_CHECKS = "*"  # in a replay record: an export that took every row of the ing
 META_PREFIX = "_wap_"
 REPLAYS = "replays"
 # An exported file's name (`replay_name`), as `wap ingest` recognises it when dropped.
-REPLAY_FILE = re.compile(r"^[a-z_][a-z0-9_]*__replay_(?P<ingest>[0-9a-f]{16})(?:_[^.]+)?\.")
+REPLAY_FILE = re.compile(
+    rf"^{IDENTIFIER.pattern}__replay_(?P<ingest>{INGEST_ID.pattern})(?:_[^.]+)?\."
+)
 
 
 @dataclass(frozen=True)
