@@ -18,3 +18,8 @@ SOURCE_PROPERTY = "wap.source"
 ACTION_PROPERTY = "wap.action"
 # The maintenance a merge carries out: `compaction`.
 MAINTENANCE_PROPERTY = "wap.maintenance"
+# The audited snapshot an automatic publish merged.
+SNAPSHOT_ID_PROPERTY = "wap.snapshot-id"
+# Who published a held branch by hand (`wap publish`), and the reason they gave.
+REVIEWED_BY_PROPERTY = "wap.reviewed-by"
+REVIEW_REASON_PROPERTY = "wap.reason"

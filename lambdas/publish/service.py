@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from contracts.properties import ACTION_PROPERTY, INGEST_ID_PROPERTY
+from contracts.properties import ACTION_PROPERTY, INGEST_ID_PROPERTY, SNAPSHOT_ID_PROPERTY
 from contracts.state import ExecutionState, Outcome, Run
 from ingestion import constants as c
 from ingestion.config import Settings
@@ -115,7 +115,7 @@ def publish(
         properties={
             INGEST_ID_PROPERTY: ingest_id,
             ACTION_PROPERTY: "publish",
-            "wap.snapshot-id": str(snapshot_id),
+            SNAPSHOT_ID_PROPERTY: str(snapshot_id),
         },
     )
     try:

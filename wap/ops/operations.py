@@ -16,7 +16,12 @@ from typing import Any
 from contracts.formats import SNIFF_BYTES, content_problem, format_of, unsupported_format_text
 from contracts.layout import is_hidden_name
 from contracts.naming import BRANCH_PREFIX, ingest_id
-from contracts.properties import ACTION_PROPERTY, INGEST_ID_PROPERTY
+from contracts.properties import (
+    ACTION_PROPERTY,
+    INGEST_ID_PROPERTY,
+    REVIEW_REASON_PROPERTY,
+    REVIEWED_BY_PROPERTY,
+)
 from contracts.report import PASSED, AuditReport, CheckResult
 from contracts.table_config import (
     MAX_CONFIG_BYTES,
@@ -381,8 +386,8 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
         properties={
             INGEST_ID_PROPERTY: iid,
             ACTION_PROPERTY: "manual-publish",
-            "wap.reviewed-by": actor,
-            "wap.reason": reason,
+            REVIEWED_BY_PROPERTY: actor,
+            REVIEW_REASON_PROPERTY: reason,
         },
     )
     try:
