@@ -429,6 +429,10 @@ def test_publish_merges_the_audited_hash_with_the_review_in_the_message(world: W
     assert "carol" in head["message"] and BRANCH in head["message"]
     assert head["authors"] == ["carol"]
     assert head["allProperties"]["wap.ingest-id"] == [FAILED_ID]
+    # The review stays on the merge itself, for whoever reads main's log in the catalog.
+    assert head["allProperties"]["wap.action"] == ["manual-publish"]
+    assert head["allProperties"]["wap.reviewed-by"] == ["carol"]
+    assert head["allProperties"]["wap.reason"] == ["refunds are negative, confirmed with finance"]
     # The audited commit, nothing else: main's orders are the branch's as audited.
     assert world.metadata_location("main", "sales.orders") == world.lake.branch_metadata
     assert BRANCH not in world.refs()
