@@ -26,7 +26,8 @@ from contracts.arrivals import ExpectConfigError, ExpectedArrival, parse_expect
 from contracts.config_text import yaml_error_text
 from contracts.layout import is_manifest_path
 from contracts.naming import DATASETS_NAMESPACE, is_identifier, table_parts
-from contracts.table_config import SEVERITIES, CheckSpec, TableConfigError, config_text
+from contracts.report import SEVERITIES, SEVERITY_ERROR
+from contracts.table_config import CheckSpec, TableConfigError, config_text
 
 FOREIGN_KEY, ROW_COUNT_RELATION = "foreign_key", "row_count_relation"
 RELATION_KINDS = (FOREIGN_KEY, ROW_COUNT_RELATION)
@@ -135,7 +136,7 @@ def _parse_relation(entry: Any, index: int, config: DatasetConfig, where: str) -
             f"{where} ({kind}): takes {', '.join(sorted(_KEYS[kind]))}; "
             f"got {', '.join(sorted(params)) or 'none'}"
         )
-    severity = entry.get("severity", "error")
+    severity = entry.get("severity", SEVERITY_ERROR)
     if severity not in SEVERITIES:
         raise TableConfigError(f"{where}: severity must be error or warn, got {severity!r}")
     if kind == FOREIGN_KEY:

@@ -24,7 +24,9 @@ OUTCOMES = (PASSED, FAILED, REJECTED, ERROR)
 # Check statuses (`error`: the check itself could not be evaluated), severities, and
 # what settled a check.
 CHECK_STATUSES = (PASSED, FAILED, ERROR)
-SEVERITIES = ("error", "warn")
+# A failing `error` check holds the drop; a `warn` one is reported and published.
+SEVERITY_ERROR, SEVERITY_WARN = "error", "warn"
+SEVERITIES = (SEVERITY_ERROR, SEVERITY_WARN)
 # By the snapshot's file metrics, the write's own observation of the rows, or a scan.
 METRICS, WRITE, SCAN = "metrics", "write", "scan"
 SETTLED_BY = (METRICS, WRITE, SCAN)
@@ -177,7 +179,7 @@ class CheckResult:
     @property
     def blocking(self) -> bool:
         """True when this check keeps the ingest off main (error severity, not passed)."""
-        return self.severity == "error" and self.status != PASSED
+        return self.severity == SEVERITY_ERROR and self.status != PASSED
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object in the report."""

@@ -45,6 +45,7 @@ from contracts.metric_history import (
     is_history_text,
     parse_history_bound,
 )
+from contracts.report import SEVERITIES, SEVERITY_ERROR, SEVERITY_WARN
 
 # The largest config either reader takes (a bigger one is refused as a config error).
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -63,7 +64,6 @@ TOP_LEVEL_KEYS = (
     "expect",
 )
 SCHEMA_POLICIES = ("strict", "additive", "any")
-SEVERITIES = ("error", "warn")
 
 # kind -> (required params, optional params); `column`/`columns` handled separately.
 CHECK_PARAMS: dict[str, tuple[set[str], set[str]]] = {
@@ -187,7 +187,7 @@ class CheckSpec:
     name: str
     kind: str
     columns: tuple[str, ...] = ()
-    severity: str = "error"
+    severity: str = SEVERITY_ERROR
     params: dict[str, Any] = field(default_factory=dict)
     # hold | quarantine | warn (ON_FAIL); only row-level checks take another than hold.
     on_fail: str = HOLD
@@ -462,12 +462,12 @@ def _parse_check(entry: Any, index: int, source: str) -> CheckSpec:
         if kind in MONITOR_KINDS
         else _check_columns(entry, kind, where)
     )
-    severity = entry.get("severity", "error")
+    severity = entry.get("severity", SEVERITY_ERROR)
     if severity not in SEVERITIES:
         raise TableConfigError(f"{where}: severity must be error or warn, got {severity!r}")
     on_fail = _on_fail(entry, kind, params, f"{where} ({kind})")
     if on_fail == WARN:
-        severity = "warn"  # the job reports and judges it as any warning
+        severity = SEVERITY_WARN  # the job reports and judges it as any warning
     _validate_params(kind, params, where)
     name = entry.get("name") or "_".join((*columns, kind))
     if not isinstance(name, str):
@@ -493,12 +493,12 @@ def _on_fail(entry: dict, kind: str, params: dict, where: str) -> str:
             f"{kind} judges the whole drop: use severity: error or warn"
         )
     severity = entry.get("severity")
-    if on_fail == QUARANTINE and severity == "warn":
+    if on_fail == QUARANTINE and severity == SEVERITY_WARN:
         raise TableConfigError(
             f"{where}: severity: warn keeps failing rows in the table; on_fail: quarantine "
             "sets them aside: choose one"
         )
-    if on_fail == WARN and severity == "error":
+    if on_fail == WARN and severity == SEVERITY_ERROR:
         raise TableConfigError(
             f"{where}: on_fail: warn is severity: warn (the rows are published and the "
             "failure recorded); drop `severity: error` or choose hold"

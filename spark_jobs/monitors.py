@@ -32,7 +32,7 @@ from contracts.metric_history import (
     number_text,
     range_text,
 )
-from contracts.report import ERROR, FAILED, METRICS, PASSED, CheckResult
+from contracts.report import ERROR, FAILED, METRICS, PASSED, SEVERITY_WARN, CheckResult
 from contracts.table_config import MONITOR_KINDS, CheckSpec, TableConfig, history_bounds
 from spark_jobs.errors import TableConfigError
 from spark_jobs.history import Point, Series
@@ -213,7 +213,7 @@ def _anomaly(
         )
         threshold = {"min_history": learned.needed, "drops": learned.drops}
         return dataclasses.replace(
-            _result(spec, FAILED, value, threshold, message), severity="warn"
+            _result(spec, FAILED, value, threshold, message), severity=SEVERITY_WARN
         )
     if value is None:
         return _result(spec, ERROR, None, None, f"{label} has no value in this drop")

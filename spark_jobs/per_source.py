@@ -23,7 +23,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from contracts.report import SOURCE_FAILED, SOURCE_PASSED, SOURCE_REJECTED, SourceVerdict
+from contracts.report import (
+    SEVERITY_ERROR,
+    SOURCE_FAILED,
+    SOURCE_PASSED,
+    SOURCE_REJECTED,
+    SourceVerdict,
+)
 from spark_jobs import hadoop_fs
 from spark_jobs.audit import ROWS, count_aggregates, keys_on_main, raise_if_infrastructure
 from spark_jobs.checks import Check, ParseErrorsCheck
@@ -221,7 +227,7 @@ def judge_sources(
     for check in checks:
         if (
             check.needs_main
-            and check.spec.severity == "error"
+            and check.spec.severity == SEVERITY_ERROR
             and (check.spec.name in batch_failed)
         ):
             for source in _sources_with_keys_on_main(shaped, check, failed_on_main, by_path):

@@ -37,7 +37,7 @@ from pyspark.sql import types as T
 from pyspark.sql.utils import AnalysisException
 
 from contracts.properties import INGEST_ID_PROPERTY
-from contracts.report import FAILED, PASSED, WRITE, CheckResult
+from contracts.report import FAILED, PASSED, SEVERITY_ERROR, SEVERITY_WARN, WRITE, CheckResult
 from contracts.table_config import (
     QUARANTINE,
     QUARANTINE_COLUMNS,
@@ -578,7 +578,7 @@ def judge_quarantine(
             count = counts[result.name]
             result = replace(
                 result,
-                severity="warn",
+                severity=SEVERITY_WARN,
                 status=FAILED if count else PASSED,
                 violations=count,
                 observed=count,
@@ -602,7 +602,7 @@ def judge_quarantine(
         CheckResult(
             name=QUARANTINE_GATE,
             kind=QUARANTINE_GATE,
-            severity="error",
+            severity=SEVERITY_ERROR,
             status=FAILED if over else PASSED,
             violations=quarantined,
             threshold={"max_fraction": gate.max_fraction, "max_rows": gate.max_rows},

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from contracts.report import PASSED, AuditReport, CheckResult, ReportError
+from contracts.report import PASSED, SEVERITY_ERROR, AuditReport, CheckResult, ReportError
 from ingestion.alerting.exceptions import AlertError
 
 # A report with a few thousand checks and 5 samples each stays well below this.
@@ -84,5 +84,5 @@ def failed_checks(report: AuditReport) -> list[CheckResult]:
         if check.status != PASSED
     ]
     # Stable sort: report order within each group.
-    failures.sort(key=lambda f: (f.severity != "error", -(f.violations or 0)))
+    failures.sort(key=lambda f: (f.severity != SEVERITY_ERROR, -(f.violations or 0)))
     return failures

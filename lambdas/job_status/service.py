@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from contracts.report import AuditReport, ReportError
+from contracts.report import FAILED, SEVERITY_ERROR, AuditReport, ReportError
 from contracts.state import JobUsage, Outcome, Run
 from ingestion import aws
 from ingestion import constants as c
@@ -196,7 +196,7 @@ def outcome_from_report(report_uri: str, branch: str | None) -> Outcome:
         failed = [
             check.name
             for check in report.checks
-            if check.status == "failed" and check.severity == "error"
+            if check.status == FAILED and check.severity == SEVERITY_ERROR
         ]
         reason = f"failed checks: {', '.join(failed)}"
     return Outcome(

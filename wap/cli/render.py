@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from contracts.lifecycle import Status
-from contracts.report import AuditReport
+from contracts.report import FAILED, AuditReport
 from contracts.table_config import quarantine_table_name
 from ingestion.arrivals import SubjectFreshness
 from ingestion.ledger import QueueStat, Record
@@ -28,15 +28,15 @@ from wap.ops.report_view import CheckLine, ReportView, rows_written_of
 from wap.text import age_text
 
 STATUS_STYLES = {
-    "PUBLISHED": "green",
-    "AUDIT_FAILED": "red",
-    "REJECTED": "red",
-    "JOB_FAILED": "red",
-    "PUBLISH_FAILED": "red",
-    "DISCARDED": "dim",
-    "RUNNING": "yellow",
-    "QUEUED": "yellow",
-    "RECEIVED": "yellow",
+    Status.PUBLISHED: "green",
+    Status.AUDIT_FAILED: "red",
+    Status.REJECTED: "red",
+    Status.JOB_FAILED: "red",
+    Status.PUBLISH_FAILED: "red",
+    Status.DISCARDED: "dim",
+    Status.RUNNING: "yellow",
+    Status.QUEUED: "yellow",
+    Status.RECEIVED: "yellow",
 }
 
 
@@ -557,7 +557,7 @@ def inspect_lines(view: IngestView, ui_base: str | None, *, wap: str, local: boo
     queries = [
         (check.name, violation_query(check.to_dict(), table))
         for check in view.failed_checks
-        if table and check.status == "failed"
+        if table and check.status == FAILED
     ]
     queries = [(name, sql) for name, sql in queries if sql]
     if queries:

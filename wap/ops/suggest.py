@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.metric_history import DEFAULT_MIN_HISTORY, DEFAULT_SENSITIVITY, DEFAULT_WINDOW
+from contracts.report import SEVERITY_WARN
 from contracts.table_config import (
     TableConfig,
     TableConfigError,
@@ -313,7 +314,7 @@ def _anomaly(name: str, metric: str, column: str | None = None) -> dict[str, Any
         "sensitivity": SENSITIVITY,
         "window": WINDOW,
         "min_history": MIN_HISTORY,
-        "severity": "warn",
+        "severity": SEVERITY_WARN,
     }
 
 
