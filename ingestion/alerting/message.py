@@ -17,7 +17,9 @@ from contracts.alert import BLOCKED, LATE, RECOVERED, AlertEvent, ArrivalNotice,
 from contracts.lifecycle import Status
 from contracts.report import (
     AUDIT_FAILED_CODE,
+    FAILED,
     PARSE_ERRORS_KIND,
+    SOURCE_PASSED,
     AuditReport,
     CheckResult,
     samples_title,
@@ -169,7 +171,7 @@ def _files(report: AuditReport | None) -> str | None:
     """For a run over several files: how many it held, and which did not pass and why."""
     if report is None or len(report.sources) < 2:
         return None
-    failing = [verdict for verdict in report.sources if verdict.status != "passed"]
+    failing = [verdict for verdict in report.sources if verdict.status != SOURCE_PASSED]
     lines = [f"*Files:* {len(report.sources)} in this run, {len(failing)} did not pass"]
     used = len(lines[0])
     for shown, verdict in enumerate(failing):
@@ -227,7 +229,7 @@ def _check_text(index: int, check: CheckResult, samples_name: str | None = None)
     if check.columns:
         head += f" on {_code(', '.join(check.columns), 300)}"
     head += f" · severity {_value(check.severity, 20)}"
-    if check.status != "failed":
+    if check.status != FAILED:
         head += f" · status *{_value(check.status, 20)}*"
     lines = [head]
     count = "unknown" if check.violations is None else str(check.violations)
@@ -303,7 +305,7 @@ def _derived_reason(report: AuditReport | None, checks: list[CheckResult]) -> st
     """The fallback's "why" from the report, for an event without a reason."""
     text = ""
     if report and len(report.sources) > 1:
-        failing = sum(verdict.status != "passed" for verdict in report.sources)
+        failing = sum(verdict.status != SOURCE_PASSED for verdict in report.sources)
         text += f" ({failing} of {len(report.sources)} files did not pass)"
     if checks:
         names = ", ".join(_value(c.name, 80) for c in checks[:5])
