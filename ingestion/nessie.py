@@ -390,6 +390,32 @@ class NessieClient:
             raise NessieError(f"Nessie's merge answer names no resulting hash: {_one_line(body)}")
         return merged
 
+    def merge_conflicts(self, branch: str, audited_hash: str) -> list[str]:
+        """The content keys (`ns.table`) whose change on main since `branch` forked would
+        make merging `branch@audited_hash` conflict; [] when it would merge. A dry run:
+        nothing is committed."""
+        check_ref_name(branch)
+        check_hash(audited_hash)
+        main = self.main_hash()
+        body = self._v2_call(
+            "POST",
+            f"trees/{quote(MAIN_BRANCH, safe='')}@{check_hash(main)}/history/merge",
+            f"try merging {branch}@{audited_hash[:12]} into main",
+            json={
+                "fromRefName": branch,
+                "fromHash": audited_hash,
+                "dryRun": True,
+                "returnConflictAsResult": True,
+            },
+        )
+        if body.get("wasSuccessful", True):
+            return []
+        return [
+            ".".join((detail.get("key") or {}).get("elements") or ())
+            for detail in body.get("details") or ()
+            if detail.get("conflict")
+        ]
+
     # ---- transports ------------------------------------------------------------------------
 
     def _v1_call(

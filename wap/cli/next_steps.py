@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ingestion import constants as c
 from ingestion.ledger import Record
 from wap.ops import operations as ops
@@ -17,18 +19,21 @@ def branch_open(record: Record) -> bool:
     )
 
 
-def decisions(record: Record, wap: str) -> list[str]:
+def decisions(record: Record, wap: str, conflicts: Sequence[str] = ()) -> list[str]:
     """The commands that decide a failed ingest's open branch: publish only where it would
-    be accepted (an audited branch, AUDIT_FAILED), with a reason for the reviewer to fill."""
+    be accepted (an audited branch, AUDIT_FAILED, whose tables main has not changed since:
+    `conflicts`), with a reason for the reviewer to fill."""
     branch = record.branch
     lines = (
         [f'{wap} publish {branch} --reason "{REASON_PLACEHOLDER}"']
-        if (record.status in ops.PUBLISHABLE)
+        if record.status in ops.PUBLISHABLE and not conflicts
         else []
     )
     return [*lines, f"{wap} discard {branch}"]
 
 
-def next_step(record: Record, wap: str) -> str:
-    """`Next: <publish> or <discard>` on one line."""
-    return "Next: " + "   or   ".join(decisions(record, wap))
+def next_step(record: Record, wap: str, conflicts: Sequence[str] = ()) -> str:
+    """`Next: <publish> or <discard>` on one line, after why publish is not offered when
+    main changed the branch's tables since the audit."""
+    why = f"Not publishable: {ops.conflict_text(conflicts)}.\n" if conflicts else ""
+    return why + "Next: " + "   or   ".join(decisions(record, wap, conflicts))

@@ -640,6 +640,7 @@ def show_json(view: IngestView) -> dict[str, Any]:
         "time_split": [asdict(phase) for phase in time_split(view.record)],
         "report": view.report.to_dict() if view.report else None,
         "branch_open": view.branch_open,
+        "publish_conflicts": view.publish_conflicts,
         "main_rows": view.main_rows,
         "branch_rows": view.branch_rows,
         "failed_checks": [check.to_dict() for check in view.failed_checks],

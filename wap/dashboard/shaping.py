@@ -491,8 +491,11 @@ def discarded_lines(record: LedgerRecord, report: Report) -> list[tuple[str, str
     return lines
 
 
-def next_commands(record: LedgerRecord, branch_open: bool, target: Target) -> list[tuple[str, str]]:
-    """(what it does, shell command) for the decisions an operator can take on this ingest."""
+def next_commands(
+    record: LedgerRecord, branch_open: bool, target: Target, conflicts: Sequence[str] = ()
+) -> list[tuple[str, str]]:
+    """(what it does, shell command) for the decisions an operator can take on this ingest;
+    no publish when main changed its tables since the audit (`conflicts`)."""
     status, branch = record.status, record.branch
     iid = record.ingest_id
     ref = branch if branch and branch_open else iid
@@ -507,7 +510,7 @@ def next_commands(record: LedgerRecord, branch_open: bool, target: Target) -> li
             )
         ]
     commands: list[tuple[str, str]] = []
-    if status == c.AUDIT_FAILED and branch_open:
+    if status == c.AUDIT_FAILED and branch_open and not conflicts:
         commands.append(
             (
                 "publish anyway, after review (merges the audited commit into main)",

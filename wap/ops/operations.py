@@ -30,7 +30,7 @@ from contracts.table_config import (
     parse_table_config_text,
 )
 from ingestion import constants as c
-from ingestion.exceptions import AuditedCommitMismatchError, MergeConflictError
+from ingestion.exceptions import AuditedCommitMismatchError, MergeConflictError, NessieError
 from ingestion.ledger import BatchRecord, Changes, IngestRecord, QueueStat, Record, tables_of
 from ingestion.lifecycle import decide, share
 from ingestion.naming import iso, utcnow
@@ -250,6 +250,8 @@ class IngestView:
     failed_checks: list[CheckResult] = field(default_factory=list)
     # A multi-table dataset: each table's rows written, on main and on the branch.
     tables: list[TableRows] = field(default_factory=list)
+    # The tables main changed since the audit: a publish of the branch would conflict.
+    publish_conflicts: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -287,7 +289,37 @@ def show(backend: Backend, target: str) -> IngestView:
         branch_rows=branch_rows,
         failed_checks=failed,
         tables=per_table,
+        publish_conflicts=(
+            publish_conflicts(backend, record, report.branch_hash if report else None)
+            if branch_open
+            else []
+        ),
     )
+
+
+def conflict_text(tables: Sequence[str]) -> str:
+    """Why a branch whose tables main changed since its audit cannot be published, and
+    what to do instead."""
+    return (
+        f"main changed {', '.join(tables)} since the audit, so a publish of the branch "
+        "would conflict (a merge carries the branch's state of a table, not only its new "
+        "rows); to publish these rows, drop the file again: it is audited against main as "
+        "it is now"
+    )
+
+
+def publish_conflicts(backend: Backend, record: Record, reported: str | None = None) -> list[str]:
+    """The tables main changed since a publishable ingest's audit, which would make `wap
+    publish` of its branch conflict (Nessie merges the branch's table state, not its rows);
+    [] when it would merge, or when Nessie does not say (e.g. this role may not merge).
+    `reported`: the audited hash the report names, for records that do not."""
+    audited = record.branch_hash or reported
+    if record.status not in PUBLISHABLE or not record.branch or not audited:
+        return []
+    try:
+        return backend.nessie.merge_conflicts(record.branch, audited)
+    except NessieError:
+        return []
 
 
 def dataset_tables(
@@ -403,9 +435,7 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     except AuditedCommitMismatchError as exc:
         raise NotAllowedError(f"ingest {iid}: {exc}") from exc
     except MergeConflictError as exc:
-        raise NotAllowedError(
-            f"main changed {table} since the audit, the merge conflicts; re-ingest the file ({exc})"
-        ) from exc
+        raise NotAllowedError(f"{conflict_text(tables_of(record))} ({exc})") from exc
     now = iso(utcnow())
     published = {
         "previous_status": status,

@@ -277,6 +277,15 @@ def test_commands_for_a_failed_ingest_with_open_branch_reach_the_same_home():
     ]
 
 
+def test_no_publish_command_for_a_branch_whose_table_main_changed():
+    record = IngestRecord(ingest_id="c" * 16, status="AUDIT_FAILED", branch="wap_sales_orders_c")
+    commands = shaping.next_commands(record, True, Target(aws=True), ["sales.orders"])
+    assert [cmd for _, cmd in commands] == [
+        'wap --aws discard wap_sales_orders_c --reason "..."',
+        "wap --aws show wap_sales_orders_c",
+    ]
+
+
 def test_commands_on_aws_and_for_ingests_without_a_branch():
     rejected = IngestRecord(ingest_id="d" * 16, status="REJECTED", branch=None)
     commands = [

@@ -146,6 +146,23 @@ def test_show_prints_counts_the_failed_check_and_violating_rows(world: World, by
     ) in out
 
 
+def test_show_does_not_offer_to_publish_a_branch_whose_table_main_changed(world: World):
+    """A merge carries the branch's state of a table: once main changed that table, `wap
+    publish` would conflict, so `show` says so and offers discard alone (text, --json)."""
+    before = world.state()
+    result = world.wap("show", CONFLICT_BRANCH)
+    assert result.exit_code == 0, result.output
+    wap = shlex.join(["wap", *world.flags])
+    assert "Not publishable: main changed sales.customers since the audit" in result.stdout
+    assert f"{wap} publish {CONFLICT_BRANCH}" not in result.stdout
+    assert f"Next: {wap} discard {CONFLICT_BRANCH}\n" in result.stdout
+    shown = json_document(world.wap("show", CONFLICT_BRANCH, "--json"), "show")
+    assert shown["publish_conflicts"] == ["sales.customers"]
+    fresh = json_document(world.wap("show", BRANCH, "--json"), "show")
+    assert fresh["publish_conflicts"] == []
+    assert world.state() == before  # asking is a dry run: nothing merged
+
+
 def test_runs_branches_and_show_print_one_json_document(world: World):
     """--json: the same records as the tables, valid against docs/cli-schemas/."""
     runs = json_document(world.wap("runs", "--json"), "runs")

@@ -97,7 +97,11 @@ def show(
         if lines:
             console.print("\n" + "\n".join(lines), soft_wrap=True, markup=False)
         if view.branch_open and view.record.status in c.FAILED_STATUSES:
-            console.print("\n" + next_step(view.record, wap), markup=False, soft_wrap=True)
+            console.print(
+                "\n" + next_step(view.record, wap, view.publish_conflicts),
+                markup=False,
+                soft_wrap=True,
+            )
 
     cmd.run_command(
         ctx, read, print_view, as_json=as_json, document=lambda found: render.show_json(found[0])

@@ -3,6 +3,7 @@ Nessie links and the `wap publish` / `wap discard` commands."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -12,7 +13,7 @@ from ingestion.ledger import BatchRecord, IngestRecord, LedgerRecord, tables_of
 from wap.dashboard import shaping
 from wap.dashboard.views import common
 from wap.dashboard.views.common import INFO
-from wap.ops.operations import IngestView
+from wap.ops.operations import IngestView, conflict_text
 from wap.ops.report_view import ReportView, reason_of
 
 STATUS_COLORS = {
@@ -65,7 +66,9 @@ def render() -> None:
     _checks(report, report is not None)
     _samples(report)
     _schema_changes(report)
-    _actions(record, view.branch_open, data.nessie_ui_url, data.local_catalog)
+    _actions(
+        record, view.branch_open, data.nessie_ui_url, data.local_catalog, view.publish_conflicts
+    )
     common.back_to_overview()
 
 
@@ -204,8 +207,16 @@ def _schema_changes(report: Record) -> None:
         st.caption(shaping.md_escape(note))
 
 
-def _actions(record: LedgerRecord, branch_open: bool, ui_url: str | None, local: bool) -> None:
+def _actions(
+    record: LedgerRecord,
+    branch_open: bool,
+    ui_url: str | None,
+    local: bool,
+    conflicts: Sequence[str] = (),
+) -> None:
     st.subheader("What to do")
+    if conflicts:
+        st.warning(f"Not publishable: {shaping.md_escape(conflict_text(conflicts))}.")
     links = shaping.nessie_links(ui_url, record.branch, record.table, branch_open, with_diff=local)
     if not links and record.branch and branch_open:
         st.caption("No Nessie UI link: the stack has no NessieUiUrl output.")
@@ -218,7 +229,7 @@ def _actions(record: LedgerRecord, branch_open: bool, ui_url: str | None, local:
                 f"The local catalog UI at {shaping.md_escape(ui_url or '')}: "
                 "`wap dashboard` serves it while it runs, `wap serve` otherwise."
             )
-    for what, command in shaping.next_commands(record, branch_open, common.target()):
+    for what, command in shaping.next_commands(record, branch_open, common.target(), conflicts):
         st.caption(shaping.md_escape(what))
         st.code(command, language="bash")
 
