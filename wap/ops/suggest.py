@@ -8,8 +8,8 @@ the fact of the sample that supports it, and writes them as the YAML of a table 
 The rules (docs/cli.md, "wap suggest"):
 - `schema:` every column with its type; `required: true` only where the config given says so.
 - `row_count` min 1, and `not_null` for each column without nulls.
-- `unique` for a key: an integer or string column whose name says key (`id`, `*_id`,
-  `*Id`, `*_key`, `uuid`), with as many distinct values as rows and no null.
+- `unique` for a key, `against_main: true`: an integer or string column whose name says key
+  (`id`, `*_id`, `*Id`, `*_key`, `uuid`), with as many distinct values as rows and no null.
 - `accepted_values` for a string column with at most 20 distinct values, each seen twice
   on average (distinct values at most half the rows).
 - `range` for numbers (not for keys, which grow): the sample's range widened by 10% of its
@@ -205,9 +205,10 @@ def _column_checks(column: ColumnProfile, rows: int) -> list[Suggestion]:
     if _is_key(column, rows):
         found.append(
             Suggestion(
-                {"kind": "unique", "column": name},
+                {"kind": "unique", "column": name, "against_main": True},
                 f"{column.distinct:,} distinct values in {rows:,} rows, none null; "
-                "the name says key",
+                "the name says key (also looked up on main: a key, or a file, dropped "
+                "twice fails)",
             )
         )
     elif _few_values(column, rows):

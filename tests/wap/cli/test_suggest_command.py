@@ -138,6 +138,7 @@ def test_the_config_goes_to_stdout_or_to_a_file_and_json_gives_the_suggestions(
     assert [s["check"] for s in document["checks"]] == yaml.safe_load(text)["checks"]
     by_name = {check.name: check for check in config.checks}
     assert by_name["payment_id_unique"].kind == "unique"
+    assert by_name["payment_id_unique"].params == {"against_main": True}
     assert by_name["method_accepted_values"].params == {"values": ["card", "cash", "voucher"]}
     assert "coupon_not_null" not in by_name
     assert by_name["coupon_null_fraction_anomaly"].severity == "warn"

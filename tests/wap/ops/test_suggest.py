@@ -82,7 +82,12 @@ def test_unique_for_key_like_columns_only(name, type_, distinct, nulls, unique):
 
     assert (("unique", name) in found) is unique
     if unique:
-        assert found[("unique", name)].reason == (
+        assert found[("unique", name)].check == {
+            "kind": "unique",
+            "column": name,
+            "against_main": True,  # a key is the table's: a file dropped twice must fail
+        }
+        assert found[("unique", name)].reason.startswith(
             "10,000 distinct values in 10,000 rows, none null; the name says key"
         )
 
