@@ -7,6 +7,8 @@ definition (`spark_jobs.conf.job_spark_conf`), with the same Iceberg jar as a lo
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 # Re-exported: the tests and the CLI configure catalogs through these names.
 from infra.bundling import iceberg_runtime_jar
@@ -19,6 +21,9 @@ __all__ = ["ENV_JVM_OPTIONS", "build_local_spark", "iceberg_runtime_jar", "lake_
 # jobs run (the test suite sets it). They change how fast the JVM runs, never what Spark
 # computes; the benchmarks run without them, as EMR does.
 ENV_JVM_OPTIONS = "WAP_LOCAL_JVM_OPTIONS"
+# Spark's own catalog (never used: tables live in `lake`) still makes its warehouse folder
+# at start-up, by default `spark-warehouse/` in whatever folder `wap` was run from.
+SESSION_WAREHOUSE = Path(tempfile.gettempdir()) / "wap-spark-warehouse"
 
 
 def build_local_spark(
@@ -50,6 +55,7 @@ def build_local_spark(
         .config("spark.sql.shuffle.partitions", str(max(cores * 2, 2)))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", SESSION_WAREHOUSE.as_uri())
         .config("spark.driver.extraJavaOptions", _driver_java_options())
     )
     job_conf = job_spark_conf(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from local.spark import ENV_JVM_OPTIONS
+from pathlib import Path
+from urllib.parse import urlparse
+
+from local.spark import ENV_JVM_OPTIONS, SESSION_WAREHOUSE
 from tests.fixtures.suite_jvm import SUITE_JVM_OPTIONS, SUITE_SPARK_CONF
 
 
@@ -17,6 +20,12 @@ def test_the_suite_jvm_runs_with_its_options(spark):
 def test_the_suite_session_runs_with_its_settings(spark):
     for key, value in SUITE_SPARK_CONF.items():
         assert spark.conf.get(key) == value, key
+
+
+def test_spark_s_own_warehouse_is_not_made_where_wap_runs(spark):
+    """A `wap` command leaves no `spark-warehouse/` in the user's working folder."""
+    where = urlparse(spark.conf.get("spark.sql.warehouse.dir"))
+    assert (where.scheme, Path(where.path)) == ("file", SESSION_WAREHOUSE)
 
 
 def test_the_options_come_from_the_environment(monkeypatch):
