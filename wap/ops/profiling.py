@@ -40,6 +40,7 @@ from spark_jobs.text_sources import (
     SourceReader,
     check_parse_options,
     csv_read_options,
+    damaged_text_error,
     data_schema,
     datetime_options,
     every_column,
@@ -119,6 +120,10 @@ def profile_files(spark: SparkSession, paths: Sequence[Path], config: TableConfi
     except WapJobError as exc:
         raise OpsError(f"cannot read {names}: {exc}") from exc
     except Exception as exc:  # a Spark failure in the profile's own queries
+        # A gzip stream cut short fails in Hadoop's words: say where, as the job does.
+        damaged = damaged_text_error(spark, reader, uris)
+        if damaged is not None:
+            raise InvalidInputError(str(damaged)) from exc
         raise OpsError(f"cannot read {names}: {describe(exc)}") from exc
     if profile.rows == 0:
         why = f" ({profile.parse_errors:,} row(s) did not parse)" if profile.parse_errors else ""

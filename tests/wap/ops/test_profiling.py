@@ -168,3 +168,14 @@ def test_a_sample_the_job_would_refuse_or_without_rows_is_refused(
 
     with pytest.raises(InvalidInputError, match=fragment):
         profile_files(spark, [path], parse_table_config({}))
+
+
+def test_a_gzip_sample_cut_short_is_refused_saying_where(spark, tmp_path):
+    """An interrupted download is the file's fault, said as the job says it (bytes read,
+    line), not as Hadoop's `Unexpected end of input stream`."""
+    whole = gzip.compress(("payment_id;amount\n" + "1;9.99\n" * 20_000).encode())
+    path = tmp_path / "payments.csv.gz"
+    path.write_bytes(whole[: len(whole) // 2])
+
+    with pytest.raises(InvalidInputError, match=r"payments\.csv\.gz: the gzip stream ends early"):
+        profile_files(spark, [path], parse_table_config({"csv": {"delimiter": ";"}}))
