@@ -24,6 +24,7 @@ from typing import Any
 
 from contracts.arrivals import ExpectConfigError, ExpectedArrival, parse_expect
 from contracts.config_text import yaml_error_text
+from contracts.job_tables import job_table_reason
 from contracts.layout import is_manifest_path
 from contracts.naming import DATASETS_NAMESPACE, is_identifier, table_parts
 from contracts.report import SEVERITIES, SEVERITY_ERROR
@@ -76,6 +77,10 @@ def parse_dataset_config(raw: Any, name: str, source: str = "dataset config") ->
         )
     if len(set(tables)) != len(tables):
         raise TableConfigError(f"{source}: `tables` names a table twice")
+    for table in tables:  # a drop must not write what only the audits write
+        written_by_audits = job_table_reason(table)
+        if written_by_audits:
+            raise TableConfigError(f"{source}: `tables`: {written_by_audits}")
     config = DatasetConfig(name=name, tables=tuple(sorted(tables)))
     short = [config.short_name(table) for table in config.tables]
     if len(set(short)) != len(short):

@@ -27,8 +27,8 @@ from typing import Any, TypeGuard
 
 from contracts.batching import ARRIVAL_EVENT, ARRIVAL_MARKER, BatchLimits
 from contracts.config_text import CONFIG_ERROR
+from contracts.job_tables import is_job_table, job_table_reason
 from contracts.layout import file_name
-from contracts.metric_history import METRICS_TABLE_SUFFIX, is_metrics_table
 from contracts.report import SOURCE_PASSED, SOURCE_REJECTED, AuditReport, ReportError
 from contracts.table_config import (
     MAX_CONFIG_BYTES,
@@ -127,14 +127,14 @@ def unknown_table_reason(
     A table is known when it has a config (`intake.configured`) or is on main. Otherwise
     the upload would create it, which only a deploy with `createTablesFromUploads` allows:
     a mistyped prefix must not become a new table. The reason names the closest known
-    tables (configured or on main). Nessie being unreachable raises (retryable): the file
-    stays RECEIVED for the trigger's retries and then the sweeper, which check again.
+    tables (configured or on main; data tables only). A table only the audits write
+    (contracts/job_tables.py) is refused whatever the deploy allows. Nessie being
+    unreachable raises (retryable): the file stays RECEIVED for the trigger's retries and
+    then the sweeper, which check again.
     """
-    if is_metrics_table(table):  # written by the audits only (docs/metric-history.md)
-        return (
-            f"{table} is the metric history of {table.removesuffix(METRICS_TABLE_SUFFIX)}: "
-            "only its audits write it; upload the data under the data table's prefix"
-        )
+    written_by_audits = job_table_reason(table)  # a metric history or quarantine
+    if written_by_audits:
+        return written_by_audits
     if intake.configured or settings.create_tables_from_uploads:
         return None
     if nessie.metadata_location(c.MAIN_BRANCH, table) is not None:
@@ -142,7 +142,7 @@ def unknown_table_reason(
     known = sorted(
         name
         for name in set(configured_tables(settings)) | set(nessie.iceberg_tables(c.MAIN_BRANCH))
-        if not is_metrics_table(name)
+        if not is_job_table(name)
     )
     close = difflib.get_close_matches(table, known, n=MAX_SUGGESTIONS, cutoff=0.6)
     config = settings.table_config_uri(table)

@@ -17,6 +17,11 @@ class InvalidInputError(OpsError):
     """An argument is malformed (file, table name, branch name, reason)."""
 
 
+class ConfigurationError(OpsError):
+    """A setting of the command's environment is unusable (e.g. WAP_TABLES_DIR names no
+    directory): refused before anything runs without it."""
+
+
 class UnknownTargetError(OpsError):
     """No ingest or branch matches the given name or id."""
 

@@ -118,3 +118,24 @@ def test_an_upload_into_a_metrics_table_is_refused_even_when_uploads_create_tabl
     assert record.status == "REJECTED" and record.reason_code == "unknown_table"
     assert "is the metric history of inventory.stock" in record.error
     assert stack.emr.started_runs == []
+
+
+def test_an_upload_into_a_quarantine_table_is_refused_and_creates_nothing(
+    make_stack, slack, nessie_client, tmp_path
+):
+    """contracts/job_tables.py: `<table>__quarantine` holds the rows the audits set aside;
+    an upload under its prefix is refused like one into the metric history."""
+    (tmp_path / "lab.q.yaml").write_text(ORDERS_CONFIG)
+    stack = make_stack(tables_dir=tmp_path, create_tables=True)
+    refs_before = _refs(nessie_client)
+
+    stack.drop_file("lab/q__quarantine/clean.parquet", fake_parquet("q"))
+    record = wait_for_key(stack, "lab/q__quarantine/clean.parquet", timeout=20)
+    stack.wait_idle(timeout=30)
+
+    assert record.status == "REJECTED" and record.reason_code == "unknown_table"
+    assert "is the quarantine table of lab.q" in record.error
+    assert stack.emr.started_runs == [] and _refs(nessie_client) == refs_before
+    assert table_on(nessie_client, "main", "lab.q__quarantine") is None
+    assert table_on(nessie_client, "main", "lab.q__quarantine__audit_metrics") is None
+    assert len(slack.messages) == 1

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from contracts.job_tables import is_job_table
 from ingestion import constants as c
 from ingestion.ledger import IngestRecord, Record
 from wap.cli import render
@@ -146,7 +147,14 @@ def print_outcomes(
                 console.print(f"main now holds {v.main_rows} rows of {v.record.table}.")
                 break
     hint = home_flag(target)
-    unknown = sorted({r.table for r in records if r.reason_code == c.UNKNOWN_TABLE and r.table})
+    # A table only the audits write is refused whatever --create says: its reason is all.
+    unknown = sorted(
+        {
+            r.table
+            for r in records
+            if r.reason_code == c.UNKNOWN_TABLE and r.table and not is_job_table(r.table)
+        }
+    )
     for table_name in unknown:
         console.print(
             f"\n{table_name} is not a known table: check the name; to create the table, "

@@ -28,6 +28,7 @@ from local.aws.stack import (
     create_ledger_table,
 )
 from local.aws.template import TemplateError
+from wap.exceptions import ConfigurationError
 from wap.runtime import command_log
 from wap.runtime.catalog_server import catalog_url
 from wap.runtime.home import WapHome
@@ -54,17 +55,31 @@ class EmbeddedOptions:
     create_tables: bool = False
 
 
+def _tables_dir_setting() -> Path:
+    return Path(os.environ.get(ENV_TABLES_DIR) or DEFAULT_TABLES_DIR)
+
+
 def tables_dir_from_env() -> Path:
     """Where the local stack reads table configs: `WAP_TABLES_DIR`, else the repository's
-    tables/ (whatever the working directory)."""
-    return Path(os.environ.get(ENV_TABLES_DIR) or DEFAULT_TABLES_DIR)
+    tables/ (whatever the working directory; when absent, no table has a config).
+
+    Raises ConfigurationError when WAP_TABLES_DIR names no directory: read as an empty
+    one, a mistyped path would run every table without its config's checks."""
+    path = _tables_dir_setting()
+    if os.environ.get(ENV_TABLES_DIR) and not path.is_dir():
+        problem = "is not a directory" if path.exists() else "does not exist"
+        raise ConfigurationError(
+            f"{ENV_TABLES_DIR}={path} {problem}: set it to the folder of the table "
+            f"configs (<ns>.<table>.yaml), or unset it to read {DEFAULT_TABLES_DIR}"
+        )
+    return path
 
 
 def unread_config_note(path: Path) -> str | None:
     """A note when the table config at `path` is not in the folder the local stack reads
     (`tables_dir_from_env`): `wap suggest -o tables/...` run outside the repository writes
     one that `wap ingest` would not see. None when it is read."""
-    directory = tables_dir_from_env()
+    directory = _tables_dir_setting()  # unchecked: the note names even a wrong setting
     if path.resolve().parent == directory.resolve():
         return None
     return (
@@ -185,6 +200,10 @@ class EmbeddedStack:
         from local.nessie.runner import start_server
         from local.slack_standin import SlackStandin
 
+        # Checked before anything starts: a bad WAP_TABLES_DIR is one line, not a stack.
+        tables_dir = (
+            self.options.tables_dir or tables_dir_from_env() if self.options.run_ingests else None
+        )
         self.home.create()
         try:
             try:
@@ -217,7 +236,7 @@ class EmbeddedStack:
                     slack_token=SLACK_TOKEN,
                     slack_channel=SLACK_CHANNEL,
                     lineage_url=self.lineage.url,
-                    tables_dir=self.options.tables_dir or tables_dir_from_env(),
+                    tables_dir=tables_dir,
                     poll_interval_seconds=self.options.poll_interval_seconds,
                     async_retry_delay=0.5,
                     lambda_log_stream=_opened(command_log.active()),

@@ -77,6 +77,10 @@ def dashboard(
     from wap.dashboard import launch
 
     target = cmd.target(ctx)
+    if not target.is_aws:  # its table pages read the local configs: a bad setting ends here
+        from wap.runtime.embedded_stack import tables_dir_from_env
+
+        cmd.run(tables_dir_from_env)
     console.print(f"Dashboard on http://127.0.0.1:{port}/ (Ctrl-C to stop)")
     raise typer.Exit(
         launch(
