@@ -249,3 +249,12 @@ def test_runs_shows_a_late_table_first(tmp_path):
     [row] = document["freshness"]
     assert row["subject"] == "sales.orders" and row["late"]
     assert row["last_published_at"] is None and row["expected"] == "daily by 06:00 Europe/Berlin"
+
+
+def test_replay_into_a_missing_directory_is_refused_before_anything_starts(tmp_path):
+    home = tmp_path / "home"
+    result = run_wap(
+        "--home", str(home), "replay", "lab.q", "a" * 16, "--out", str(tmp_path / "nodir")
+    )
+    assert_one_line_error(result, "no such directory", "nodir")
+    assert not home.exists()
