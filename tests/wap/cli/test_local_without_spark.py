@@ -258,3 +258,12 @@ def test_replay_into_a_missing_directory_is_refused_before_anything_starts(tmp_p
     )
     assert_one_line_error(result, "no such directory", "nodir")
     assert not home.exists()
+
+
+def test_a_home_that_is_a_file_is_one_line(tmp_path):
+    home = tmp_path / "home"
+    home.write_text("not a directory\n")
+    for command in ("runs", "branches"):
+        result = run_wap(command, env={"WAP_HOME": str(home)})
+        assert_one_line_error(result, str(home), "not a directory")
+    assert home.read_text() == "not a directory\n"
