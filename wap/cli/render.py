@@ -23,7 +23,7 @@ from ingestion.ledger import QueueStat, Record
 from ingestion.ledger.records import record_attributes, tables_of
 from ingestion.time_split import time_split, upload_to_outcome_seconds
 from lakeview.check_sql import first_rows_query, violation_query
-from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
+from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow, discarded_by
 from wap.ops.report_view import CheckLine, ReportView, rows_written_of
 from wap.text import age_text
 
@@ -663,7 +663,7 @@ def doctor_json(checks: Sequence[Any], label: str) -> dict[str, Any]:
 def _review_text(reviewer: str, reason: str) -> str:
     """`by carol: <reason>`; a discard's reason as the ledger keeps it, which names the
     reviewer already (`discarded by bob: <reason>`), as it is."""
-    if reason.startswith(f"discarded by {reviewer}"):
+    if reason.startswith(discarded_by(reviewer)):
         return reason
     return f"by {reviewer}: {reason}".rstrip(": ")
 
