@@ -572,6 +572,8 @@ def judge_quarantine(
     of rows set aside."""
     counts = split.counts or {}
     quarantined = int(counts.get(QUARANTINED, 0))
+    # `ns.t__quarantine`, as the alert and the docs name it (the catalog is the job's own).
+    quarantine = f"{split.table.namespace}.{split.table.table}"
     judged = []
     for result in results:
         if result.name in split.names and result.name in counts:
@@ -589,7 +591,7 @@ def judge_quarantine(
                 if result.name == split.parse_errors
                 else tuple(split.samples.get(result.name, ())),
                 message=(
-                    f"{count} row(s) set aside in {split.table.table}, not published"
+                    f"{count} row(s) set aside in {quarantine}, not published"
                     if count
                     else result.message
                 ),

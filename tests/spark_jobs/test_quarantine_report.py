@@ -41,15 +41,29 @@ def test_each_quarantine_check_that_set_rows_aside_says_how_many():
     assert "quarantined_rows" not in report.to_dict()["checks"][2]  # other entries unchanged
 
 
-def test_the_gates_reason_says_how_many_rows_of_how_many_and_which_bound():
-    from spark_jobs.report import Report
-
-    split = Split(
+def _amount_range_split() -> Split:
+    """sales.orders' split after amount_range set 3 rows aside."""
+    return Split(
         table=CatalogTable("lake", "sales", "orders__quarantine"),
         ingest_id="a" * 16,
         checks=[("amount_range", None)],
         counts={QUARANTINED: 3, "amount_range": 3},
     )
+
+
+def test_a_quarantine_checks_message_names_the_table_with_its_namespace():
+    # As the alert and the docs do: `wap show` prints it in the check's expected column.
+    split = _amount_range_split()
+    [check, _gate], _ = judge_quarantine(
+        [_result("amount_range")], split, QuarantineGate(max_rows=10), published=17
+    )
+    assert check.message == "3 row(s) set aside in sales.orders__quarantine, not published"
+
+
+def test_the_gates_reason_says_how_many_rows_of_how_many_and_which_bound():
+    from spark_jobs.report import Report
+
+    split = _amount_range_split()
     for gate, bound in (
         (QuarantineGate(max_fraction=0.5), "max_fraction 0.5"),
         (QuarantineGate(max_rows=2, max_fraction=0.9), "max_rows 2"),

@@ -4,7 +4,8 @@ This module is the Typer app: its global options and its commands, registered in
 `wap --help` lists them. The commands live in wap/cli/commands/ by what they do; each
 parses its options, calls `wap.ops` and renders with rich through one skeleton
 (wap/cli/command.py). Bad input ends with one line on stderr and exit code 1, before
-anything changed.
+anything changed; a command line that cannot be parsed, with one line and exit code 2
+(wap/cli/usage.py).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from wap.cli.commands import (
     signing_in,
     suggesting,
 )
+from wap.cli.usage import OneLineUsageErrors
 from wap.ops.backends import DEFAULT_STACK, Target
 from wap.runtime.command_log import LOGS_DIR, CommandLog
 from wap.runtime.home import WapHome
 
 app = typer.Typer(
+    cls=OneLineUsageErrors,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,

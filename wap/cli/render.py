@@ -23,7 +23,7 @@ from ingestion.ledger import QueueStat, Record
 from ingestion.ledger.records import record_attributes, tables_of
 from ingestion.time_split import time_split, upload_to_outcome_seconds
 from lakeview.check_sql import first_rows_query, violation_query
-from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow
+from wap.ops.operations import BatchRow, BranchRow, IngestView, Progress, RunRow, discarded_by
 from wap.ops.report_view import CheckLine, ReportView, rows_written_of
 from wap.text import age_text
 
@@ -661,6 +661,14 @@ def doctor_json(checks: Sequence[Any], label: str) -> dict[str, Any]:
     return {"target": label, "ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}
 
 
+def _review_text(reviewer: str, reason: str) -> str:
+    """`by carol: <reason>`; a discard's reason as the ledger keeps it, which names the
+    reviewer already (`discarded by bob: <reason>`), as it is."""
+    if reason.startswith(discarded_by(reviewer)):
+        return reason
+    return f"by {reviewer}: {reason}".rstrip(": ")
+
+
 def lineage_line(event: dict[str, Any]) -> str:
     """One OpenLineage event on a line: when, what, the outcome, and its checks' results."""
     wap = event.get("run", {}).get("facets", {}).get("wap_ingest", {})
@@ -689,5 +697,5 @@ def lineage_line(event: dict[str, Any]) -> str:
                 + (f" (failed: {', '.join(map(str, failed))})" if failed else "")
             )
     if wap.get("reviewer"):
-        parts.append(f"by {wap['reviewer']}: {wap.get('reviewReason') or ''}".rstrip(": "))
+        parts.append(_review_text(wap["reviewer"], wap.get("reviewReason") or ""))
     return "  ".join(parts)

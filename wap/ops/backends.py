@@ -84,6 +84,7 @@ def open_backend(
     from wap.runtime.embedded_stack import EmbeddedOptions, EmbeddedStack
 
     home = WapHome.resolve(target.home)
+    home.check_not_a_file()
     if not create and not home.exists():
         raise NoLocalState(
             f"no local state in {home.root} yet: run `wap demo` or "

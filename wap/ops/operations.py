@@ -459,6 +459,11 @@ def publish(backend: Backend, target: str, *, reason: str, actor: str) -> Publis
     return Published(ingest_id=iid, branch=branch, main_hash=main_hash, message=message)
 
 
+def discarded_by(actor: str) -> str:
+    """How a discard's reason in the ledger begins: it names who discarded."""
+    return f"discarded by {actor}"
+
+
 def discard(backend: Backend, target: str, *, actor: str, reason: str | None = None) -> Record:
     """Delete a failed ingest's branch and mark it DISCARDED; returns the updated record."""
     reason = _clean_text(reason, "--reason", required=False)
@@ -478,7 +483,7 @@ def discard(backend: Backend, target: str, *, actor: str, reason: str | None = N
     discarded = {
         "previous_status": status,
         "discarded_by": actor,
-        "discard_reason": f"discarded by {actor}" + (f": {reason}" if reason else ""),
+        "discard_reason": discarded_by(actor) + (f": {reason}" if reason else ""),
     }
     _members_follow(backend, record, c.DISCARDED, discarded)
     decide(

@@ -68,6 +68,13 @@ def replay_name(table: str, ingest_id: str, check: str | None, fmt: str) -> str:
     return f"{name}__replay_{ingest_id}{'_' + check if check else ''}.{fmt}"
 
 
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse an `--out` that is not an existing directory, before anything is read: the
+    export is recorded only once its file is written, and a typo should not create one."""
+    if not Path(out_dir).is_dir():
+        raise InvalidInputError(f"no such directory: {out_dir}")
+
+
 def export_quarantined(
     backend: Backend,
     table: str,
@@ -80,6 +87,7 @@ def export_quarantined(
 ) -> ReplayExport:
     """Write the quarantined rows of `ingest_id` in `table` (those failing `check`, else
     all) that no earlier export took to a file in `out_dir`, and record the export."""
+    check_out_dir(out_dir)
     ref = parse_table(table)
     ingest_id = ingest_id.strip()
     if not INGEST_ID.fullmatch(ingest_id):

@@ -327,7 +327,18 @@ def _band_text() -> str:
 
 
 def _share(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.2g}%" if whole else "-"
+    """`100%`, `12%`, `2.5%`, `0.12%`, `<0.01%`: two significant digits, never an exponent,
+    and a part short of the whole never rounded up to 100%."""
+    if not whole:
+        return "-"
+    percent = 100 * part / whole
+    if part == whole:
+        return "100%"
+    if percent >= 10:
+        return f"{min(round(percent), 99)}%"
+    if part and percent < 0.01:
+        return "<0.01%"
+    return f"{percent:.2g}%"
 
 
 def _scalar(value: Any, type_: str) -> Any:

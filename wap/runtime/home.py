@@ -96,6 +96,12 @@ class WapHome:
     def exists(self) -> bool:
         return (self.root / MARKER).is_file()
 
+    def check_not_a_file(self) -> None:
+        """Refuse a home path that names something other than a directory: it is a mistake
+        (`WAP_HOME` set to a file), not a home with no state yet."""
+        if self.root.exists() and not self.root.is_dir():
+            raise HomeError(f"{self.root} is not a directory: --home / {ENV_HOME} must name one")
+
     def create(self) -> WapHome:
         """Create the directory tree (idempotent); refuse a non-empty directory that is not ours."""
         if self.root.exists() and not self.exists():

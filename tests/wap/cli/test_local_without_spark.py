@@ -249,3 +249,42 @@ def test_runs_shows_a_late_table_first(tmp_path):
     [row] = document["freshness"]
     assert row["subject"] == "sales.orders" and row["late"]
     assert row["last_published_at"] is None and row["expected"] == "daily by 06:00 Europe/Berlin"
+
+
+def test_replay_into_a_missing_directory_is_refused_before_anything_starts(tmp_path):
+    home = tmp_path / "home"
+    result = run_wap(
+        "--home", str(home), "replay", "lab.q", "a" * 16, "--out", str(tmp_path / "nodir")
+    )
+    assert_one_line_error(result, "no such directory", "nodir")
+    assert not home.exists()
+
+
+def test_a_home_that_is_a_file_is_one_line(tmp_path):
+    home = tmp_path / "home"
+    home.write_text("not a directory\n")
+    for command in ("runs", "branches"):
+        result = run_wap(command, env={"WAP_HOME": str(home)})
+        assert_one_line_error(result, str(home), "not a directory")
+    assert home.read_text() == "not a directory\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("ingest", "x.csv"), ("Missing option '--table'", "ingest --help")),
+        (("bogus",), ("No such command 'bogus'", "--help")),
+        (("runs", "--bogus"), ("No such option: --bogus", "runs --help")),
+        (("query", "main", "SELECT 1", "--limit", "x"), ("Invalid value for '--limit'",)),
+    ],
+)
+def test_usage_errors_are_one_line_with_exit_code_2(tmp_path, args, fragments):
+    result = run_wap("--home", str(tmp_path / "home"), *args)
+    assert result.exit_code == 2, result.output
+    assert_one_line_error(result, *fragments)
+    assert result.stdout == ""
+
+
+def test_wap_alone_still_prints_its_help():
+    result = run_wap()
+    assert "Usage: " in result.output and "ingest" in result.output

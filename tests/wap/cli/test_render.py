@@ -191,3 +191,25 @@ def test_runs_says_a_billed_load_without_a_price_has_an_unknown_cost():
     assert document["ingests"][0]["cost_usd"] is None
     assert document["ingests"][0]["cost_unknown"] is True
     valid_cli_json(document, "runs")
+
+
+def _review_event(status: str, reviewer: str, reason: str) -> dict:
+    """An OTHER event of an ingest's run carrying a review, as `wap lineage --json` lists it."""
+    facet = {"status": status, "reviewer": reviewer, "reviewReason": reason}
+    return {
+        "eventTime": "2026-11-28T03:00:00Z",
+        "eventType": "OTHER",
+        "job": {"name": "s.t"},
+        "run": {"facets": {"wap_ingest": facet}},
+    }
+
+
+def test_a_discard_names_its_reviewer_once():
+    # The ledger's discard_reason says who already ("discarded by bob: ..."); a manual
+    # publish's reason is the reviewer's text alone.
+    discarded = render.lineage_line(
+        _review_event("DISCARDED", "bob", "discarded by bob: wrong export")
+    )
+    assert discarded.endswith("  discarded by bob: wrong export"), discarded
+    published = render.lineage_line(_review_event("PUBLISHED", "carol", "confirmed"))
+    assert published.endswith("  by carol: confirmed"), published

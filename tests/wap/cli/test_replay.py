@@ -125,6 +125,15 @@ def test_bad_input_is_one_line(lake, args, fragments):
     assert_one_line_error(done, *fragments)
 
 
+def test_a_missing_out_directory_is_one_line(lake):
+    home, env, ingest_id, root = lake
+    missing = root / "nodir"
+    args = ("replay", "shop.payments", ingest_id, "--out", str(missing))
+    done = run_wap("--home", str(home), *args, env=env)
+    assert_one_line_error(done, "no such directory", str(missing))
+    assert not missing.exists()
+
+
 def test_an_ingest_without_quarantined_rows_is_one_line(lake, spark):
     home, env, _, root = lake
     clean = root / "clean.csv"

@@ -54,6 +54,23 @@ def test_not_null_where_the_sample_has_no_nulls_and_a_null_fraction_anomaly_wher
     assert ("null_fraction_anomaly", "status") not in found
 
 
+@pytest.mark.parametrize(
+    ("nulls", "rows", "share"),
+    [
+        (50, 50, "100%"),
+        (1, 200, "0.5%"),
+        (25, 1_000, "2.5%"),
+        (125, 1_000, "12%"),
+        (9_999, 10_000, "99%"),  # not all of them: never rounded up to 100%
+        (1, 1_000_000, "<0.01%"),
+    ],
+)
+def test_the_null_share_is_a_plain_percentage(nulls, rows, share):
+    found = checks_of(ColumnProfile("note", "string", nulls=nulls, distinct=9), rows=rows)
+    reason = found[("null_fraction_anomaly", "note")].reason
+    assert reason == f"{nulls:,} nulls in {rows:,} rows ({share})"
+
+
 def test_every_sample_gets_a_row_count_minimum_and_a_row_count_anomaly():
     found = checks_of(ColumnProfile("x", "boolean", nulls=0, distinct=2))
 

@@ -142,7 +142,7 @@ def query(
     table: Annotated[
         str | None,
         typer.Option(
-            "--table", "-t", help="ns.table the SQL may name by its short name (optional)"
+            "--table", "-t", help="ns.t: the table its short name t means in the SQL (optional)"
         ),
     ] = None,
     limit: Annotated[

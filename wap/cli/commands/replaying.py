@@ -20,9 +20,9 @@ def replay(
     check: Annotated[
         str | None, typer.Option("--check", help="only the rows that failed this check")
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="the directory to write the file to")] = Path(
-        "."
-    ),
+    out: Annotated[
+        Path, typer.Option("--out", help="the existing directory to write the file to")
+    ] = Path("."),
     as_json: JsonFlag = False,
 ) -> None:
     """Write an ingest's quarantined rows (of main's `<ns>.<table>__quarantine`) to a file
@@ -31,6 +31,7 @@ def replay(
     Each export is recorded; rows an earlier export of the ingest took are left out, and a
     second export of the same rows refuses: replayed rows are not published twice.
     """
+    cmd.run(lambda: replay_ops.check_out_dir(out))
     target = cmd.target(ctx)
     # The local stack reads the table config under WAP_TABLES_DIR; on AWS the deployed
     # config is not read here, so the source file's extension decides the format.
