@@ -240,3 +240,14 @@ def test_in_a_batch_only_the_file_with_a_quote_never_closed_is_rejected(lake, in
     assert verdicts["bad.csv"]["status"] == "rejected", verdicts
     assert "line 3" in verdicts["bad.csv"]["reason"], verdicts
     assert "good.csv" not in verdicts or verdicts["good.csv"]["status"] != "rejected", verdicts
+
+
+def test_a_repeated_run_rejects_a_quote_never_closed_again(lake, ingest, tmp_path):
+    sources = [write_file(tmp_path, "readings.csv", _readings(5, bad=2))]
+    args = ingest("damaged.quoteagain", sources, config=READINGS)
+    first = run_ingest(lake, args)  # its rows are on the branch; say its report was lost
+
+    second = run_ingest(lake, args)
+
+    assert second["reused_snapshot"] or second["snapshot_id"] is None, second
+    assert _rejected(second) == _rejected(first)
