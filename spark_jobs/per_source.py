@@ -286,8 +286,8 @@ def rejected_verdicts(usable: Usable) -> dict[str, SourceVerdict]:
 
 
 def rejected_verdicts_of(exc: BaseException) -> dict[str, SourceVerdict]:
-    """The verdicts an error that stopped the run knows (every source rejected), or none."""
-    return _rejected(exc.rejected) if isinstance(exc, NoUsableSourceError) else {}
+    """The verdicts an error that stopped the run knows (the sources it rejected), or none."""
+    return _rejected(exc.rejected) if isinstance(exc, SourcesRejectedError) else {}
 
 
 def _rejected(reasons: dict[str, str]) -> dict[str, SourceVerdict]:
@@ -297,12 +297,23 @@ def _rejected(reasons: dict[str, str]) -> dict[str, SourceVerdict]:
     }
 
 
-class NoUsableSourceError(InputRejectedError):
-    """Every source of the run was rejected (`rejected`: source URI -> reason)."""
+class SourcesRejectedError(InputRejectedError):
+    """The run is rejected for these of its sources (`rejected`: source URI -> reason),
+    each REJECTED on its own; a batch's other files run again (docs/batches.md)."""
 
     def __init__(self, message: str, rejected: dict[str, str]):
         super().__init__(message)
         self.rejected = rejected
+
+
+class NoUsableSourceError(SourcesRejectedError):
+    """Every source of the run was rejected (`rejected`: source URI -> reason)."""
+
+
+def sources_rejected(usable: Usable, reasons: dict[str, str]) -> SourcesRejectedError:
+    """The run rejected for its files with `reasons` (file URI -> reason), by source."""
+    rejected = {usable.owner.get(uri, uri): reason for uri, reason in reasons.items()}
+    return SourcesRejectedError("; ".join(rejected.values()), rejected)
 
 
 def _none_usable(usable: Usable) -> NoUsableSourceError:

@@ -8,7 +8,8 @@ of a second write; U+FFFD in a written value means a UTF-8 text source may hold 
 bytes. A reuse does not write, so it asks what it has: the snapshot names the sources it
 holds (`wap.source`), and only when that is not what this run would write does it search
 for the files to leave out again (the first run's search, its reasons); and the
-snapshot's rows are counted for U+FFFD before any UTF-8 source is streamed. A sound
+snapshot's rows are counted for U+FFFD (and for line breaks, behind which a CSV's quoted
+value may never close) before any source is streamed. A sound
 reuse reads no source file again.
 """
 
@@ -17,8 +18,15 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from contracts.properties import SOURCE_PROPERTY
-from spark_jobs.per_source import Usable, leave_out_undecodable
-from spark_jobs.text_sources import PARQUET, SourceReader, encoding_error, replaced_text_count
+from spark_jobs.per_source import Usable, leave_out_undecodable, sources_rejected
+from spark_jobs.text_sources import (
+    PARQUET,
+    SourceReader,
+    encoding_error,
+    line_break_count,
+    replaced_text_count,
+    unclosed_quote_error,
+)
 from spark_jobs.writer import MAX_SOURCE_PROPERTY, AppendResult, CatalogTable, rows_added
 
 
@@ -36,17 +44,23 @@ def recheck_reused(
     not all-or-nothing) and a snapshot that names less, the files whose rows do not
     decode are left out of `usable` with the first run's reasons. Then, when the
     snapshot's rows hold U+FFFD, InputRejectedError for the first UTF-8 text source with
-    bytes UTF-8 does not allow. Returns whether a source was left out (the caller reads
+    bytes UTF-8 does not allow; when they hold a line break, SourcesRejectedError for the
+    CSVs whose quoted value is never closed. Returns whether a source was left out (the caller reads
     the rest again)."""
     left_out = False
     if leaves_out and _recorded(reused) != ",".join(recorded)[:MAX_SOURCE_PROPERTY]:
         left_out = leave_out_undecodable(spark, usable, reader)
     if any(reader.format(uri).kind != PARQUET for uri in usable.uris):
         rows = rows_added(spark, ref, reused)
-        if rows.select(replaced_text_count(rows)).first()[0]:
+        seen = rows.select(replaced_text_count(rows), line_break_count(rows)).first()
+        replaced, line_breaks = seen[0], seen[1]
+        if replaced:
             invalid = encoding_error(spark, reader, usable.uris)
             if invalid is not None:
                 raise invalid
+        unclosed = unclosed_quote_error(spark, reader, usable.uris) if line_breaks else {}
+        if unclosed:
+            raise sources_rejected(usable, unclosed)
     return left_out
 
 

@@ -19,6 +19,7 @@ import codecs
 import csv
 import io
 import logging
+import re
 import zlib
 from dataclasses import dataclass, field
 
@@ -44,6 +45,7 @@ from spark_jobs.identifiers import quote
 log = logging.getLogger(__name__)
 PARSE_ERROR = "__wap_parse_error"
 REPLACED_TEXT = "__wap_replaced_text"
+LINE_BREAK_TEXT = "__wap_line_break_text"
 REPLACEMENT = "\ufffd"
 # Samples of unparsable rows kept in the report (all of them are counted).
 PARSE_ERROR_SAMPLES = 20
@@ -141,6 +143,19 @@ def replaced_text_count(frame: DataFrame) -> Column:
             seen = seen | F.col(quote(f.name)).contains(REPLACEMENT)
     if has_parse_errors_column(frame):
         seen = F.col(PARSE_ERROR).isNull() & seen
+    return F.count_if(seen)
+
+
+def line_break_count(frame: DataFrame) -> Column:
+    """Aggregate: how many rows hold a line break in a string value (or in the raw text
+    of a row that did not parse). Only then can a quoted value that is never closed
+    have taken in the lines after it, and only then are the CSVs scanned
+    (`unclosed_quote_error`)."""
+    seen = F.lit(False)
+    for f in frame.schema.fields:
+        if isinstance(f.dataType, T.StringType):
+            value = F.col(quote(f.name))
+            seen = seen | value.contains("\n") | value.contains("\r")
     return F.count_if(seen)
 
 
@@ -494,6 +509,95 @@ def _inflate(inflate, chunk: bytes):
         inflate = zlib.decompressobj(wbits=31)
         data += inflate.decompress(rest)
     return data, inflate
+
+
+def unclosed_quote_error(
+    spark: SparkSession, reader: SourceReader, files: list[str]
+) -> dict[str, str]:
+    """Each CSV source (read with `multiline`) whose last quoted value is never closed,
+    with the reason (file -> reason): Spark closes such a value at the end of the file,
+    quietly, with every line after its quote inside it. Called only when the write saw
+    a value holding a line break; one streaming read of each such CSV."""
+    found = {}
+    if not reader.csv.multiline:  # a value then ends with its line: none is taken in
+        return found
+    for uri in files:
+        fmt = reader.format(uri)
+        if fmt.kind != CSV:
+            continue
+        encoding = "utf-8" if reader.csv.encoding == "UTF-8" else "latin-1"
+        line = unclosed_quote_line(_text(spark, uri, fmt, encoding), reader.csv)
+        if line is not None:
+            found[uri] = (
+                f"{file_name(uri)}: the quoted value opened at line {line} is never closed: "
+                f"its quote ({reader.csv.quote}) runs to the end of the file, taking in "
+                "every line after it; close the value with a quote (a quote inside a value "
+                f"is written as {reader.csv.escape}{reader.csv.quote})"
+            )
+    return found
+
+
+def unclosed_quote_line(chunks, options: CsvOptions) -> int | None:
+    """The line (1-based) where the quoted value still open at the end of `chunks` (the
+    text of one CSV, in pieces) opens; None when every quoted value closes. A quote opens
+    a value only at a value's start (elsewhere it is a character of the value, as Spark
+    reads it); inside, the escape (RFC 4180: the quote itself, doubled) keeps the next
+    quote. Reads the text in jumps between delimiters, quotes and line ends."""
+    q, e, d = options.quote, options.escape, options.delimiter
+    doubled = e == q
+    value_end = re.compile("[" + re.escape(d) + "\r\n]")
+    in_quoted = re.compile("[" + re.escape(q if doubled else q + e) + "]")
+    start, in_quotes, after_quote, escaped = True, False, False, False
+    line = opened = 1
+    for text in chunks:
+        pos = counted = 0
+        while pos < len(text):
+            if escaped:  # the character after an escape is the value's own
+                escaped, pos = False, pos + 1
+            elif after_quote:  # a quote inside quotes: doubled, or the value's end
+                after_quote = False
+                if text[pos] == q:
+                    in_quotes, pos = True, pos + 1
+            elif in_quotes:
+                hit = in_quoted.search(text, pos)
+                if hit is None:
+                    break
+                pos = hit.end()
+                if hit.group() == q:
+                    in_quotes, after_quote = False, True
+                else:
+                    escaped = True
+            elif start and text[pos] == q:
+                line += text.count("\n", counted, pos)
+                counted = pos
+                opened, in_quotes, start, pos = line, True, False, pos + 1
+            else:  # an unquoted value (or what follows a closing quote): to its end
+                hit = value_end.search(text, pos)
+                if hit is None:
+                    start = False
+                    break
+                start, pos = True, hit.end()
+        line += text.count("\n", counted)
+    return opened if in_quotes else None
+
+
+def _text(spark: SparkSession, uri: str, fmt: SourceFormat, encoding: str):
+    """The whole file's text, decompressed and decoded, in chunks (a BOM left out)."""
+    size = hadoop_fs.list_files(spark, uri)[0].size
+    inflate = zlib.decompressobj(wbits=31) if fmt.gzip else None
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    offset, first = 0, True
+    while offset < size:
+        chunk = hadoop_fs.read_range(spark, uri, offset, min(STREAM_CHUNK, size - offset))
+        if not chunk:
+            break
+        offset += len(chunk)
+        if inflate is not None:
+            chunk, inflate = _inflate(inflate, chunk)
+        text = decoder.decode(chunk)
+        if first:
+            text, first = text.lstrip("\ufeff"), False
+        yield text
 
 
 def parse_error_samples(

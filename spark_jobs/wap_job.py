@@ -85,6 +85,7 @@ from spark_jobs.per_source import (
     leave_out_undecodable,
     rejected_verdicts,
     rejected_verdicts_of,
+    sources_rejected,
     usable_sources,
 )
 from spark_jobs.profile import Profile
@@ -113,6 +114,7 @@ from spark_jobs.text_sources import (
     parse_error_count,
     parse_error_samples,
     parsed_rows,
+    unclosed_quote_error,
 )
 from spark_jobs.writer import (
     AppendResult,
@@ -375,6 +377,10 @@ def _write_and_audit(
                 raise
             frame, files = read_sources(spark, usable.uris, reader), usable.uris
             written = append_checked(frame, files)
+        if written.line_breaks:  # a quoted value never closed takes in the lines after it
+            unclosed = unclosed_quote_error(spark, reader, files)
+            if unclosed:  # the rows written on the branch are never published
+                raise sources_rejected(usable, unclosed)
         step = report.timed("append_s", step)
         report.timings["observe_wait_s"] = written.observe_wait_s
     else:

@@ -33,11 +33,13 @@ from spark_jobs.metrics import load_iceberg_table
 from spark_jobs.parquet_footer import named_columns
 from spark_jobs.schema_policy import SchemaPlan
 from spark_jobs.text_sources import (
+    LINE_BREAK_TEXT,
     PARSE_ERROR,
     REPLACED_TEXT,
     data_schema,
     has_parse_errors_column,
     is_malformed_row,
+    line_break_count,
     parse_error_count,
     parsed_rows,
     replaced_text_count,
@@ -98,6 +100,10 @@ class AppendResult:
     # invalid in the declared encoding (or the file's own U+FFFD): the run then checks
     # the files' bytes (text_sources.encoding_error). Unknown counts as seen.
     replaced_text: bool = False
+    # True when a text value (or an unparsable row's text) holds a line break: only then
+    # can a quoted value never closed have taken in the lines after it, and the run
+    # scans its CSVs (text_sources.unclosed_quote_error). Unknown counts as seen.
+    line_breaks: bool = False
 
 
 def load_table(spark: SparkSession, ref: CatalogTable):
@@ -309,6 +315,7 @@ def _write(
             counted,
             *([parse_error_count().alias(PARSE_ERROR)] if parse_errors else []),
             replaced_text_count(frame).alias(REPLACED_TEXT),
+            line_break_count(frame).alias(LINE_BREAK_TEXT),
         )
     flagged = set_aside = None
     if split is not None:  # each row's failed quarantine checks, computed once
@@ -373,6 +380,7 @@ def _append_rows(
         if parse_errors:
             found.parse_errors = None if values is None else int(values[PARSE_ERROR])
         found.replaced_text = values is None or bool(values[REPLACED_TEXT])
+        found.line_breaks = values is None or bool(values[LINE_BREAK_TEXT])
     if observation is not None:
         started = time.perf_counter()
         found.observed = _observed_values(observation)

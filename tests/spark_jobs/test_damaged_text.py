@@ -164,3 +164,90 @@ def test_a_repeated_batch_rejects_its_cut_gzip_alone_again(lake, ingest, tmp_pat
     assert second["reused_snapshot"], second
     assert (second["outcome"], second["rows_written"]) == (first["outcome"], 1), second
     assert second["sources"] == first["sources"]
+
+
+# --- a quoted value never closed takes in every line after it: the file's fault -----
+
+READINGS = """schema:
+  - {name: reading_id, type: bigint}
+  - {name: sensor, type: string}
+  - {name: value, type: double}
+  - {name: note, type: string}
+"""
+
+
+def _readings(count: int, bad: int | None = None) -> str:
+    notes = {bad: '"oops'}  # an opening quote, never closed
+    rows = "".join(f"{i},s{i},{i}.5,{notes.get(i, 'ok')}\n" for i in range(1, count + 1))
+    return "reading_id,sensor,value,note\n" + rows
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ('a,b\n1,"x\n2,y\n', 2),  # last column, rest of the file taken in
+        ('a,b\n1,"x,y\n', 2),  # on the last line, nothing after it
+        ('a,b\n1,ok\n"2,y\n3,z', 3),
+        ('a,b\r\n1,"ok ""quoted"" and\r\nbroken",x\r\n2,"oops\r\n3,z\r\n', 4),
+    ],
+)
+def test_a_quote_never_closed_is_found_at_its_line(text, line):
+    from contracts.table_config import CsvOptions
+    from spark_jobs.text_sources import unclosed_quote_line
+
+    whole = unclosed_quote_line([text], CsvOptions())
+    by_char = unclosed_quote_line(list(text), CsvOptions())  # any chunking
+
+    assert whole == by_char == line
+
+
+@pytest.mark.parametrize(
+    ("text", "options"),
+    [
+        ('a,b\n1,"Smith, ""Ann""\nsecond line"\n2,""\n3,""""\n', {}),
+        ('a,b\n1,5" screen\n2,a"b"c\n', {}),  # a quote inside an unquoted value
+        ('a,b\n1,"say \\"hi\\"\nthere"\n', {"escape": "\\"}),
+        ("a;b\n1;'it''s\nfine'\n", {"quote": "'", "escape": "'", "delimiter": ";"}),
+        ("", {}),
+    ],
+)
+def test_quoted_values_closed_as_rfc_4180_says_are_sound(text, options):
+    from contracts.table_config import CsvOptions
+    from spark_jobs.text_sources import unclosed_quote_line
+
+    assert unclosed_quote_line([text], CsvOptions(**options)) is None
+    assert unclosed_quote_line(list(text), CsvOptions(**options)) is None
+
+
+def test_a_quote_never_closed_in_the_last_column_rejects_the_file(ingest_file):
+    report = ingest_file("damaged.quote", "readings.csv", _readings(40, bad=10), config=READINGS)
+
+    reason = _rejected(report)
+    assert reason.startswith("readings.csv: "), reason
+    assert "line 11" in reason and "never closed" in reason
+
+
+def test_in_a_batch_only_the_file_with_a_quote_never_closed_is_rejected(lake, ingest, tmp_path):
+    legit = 'reading_id,sensor,value,note\n1,s1,1.5,"two\nlines, ""quoted"""\n2,s2,2.5,ok\n'
+    sources = [
+        write_file(tmp_path, "good.csv", legit),
+        write_file(tmp_path, "bad.csv", _readings(5, bad=2)),
+    ]
+    report = run_ingest(lake, ingest("damaged.quotebatch", sources, config=READINGS))
+
+    assert report["outcome"] == "rejected", report
+    verdicts = {v["uri"].rsplit("/", 1)[-1]: v for v in report["sources"]}
+    assert verdicts["bad.csv"]["status"] == "rejected", verdicts
+    assert "line 3" in verdicts["bad.csv"]["reason"], verdicts
+    assert "good.csv" not in verdicts or verdicts["good.csv"]["status"] != "rejected", verdicts
+
+
+def test_a_repeated_run_rejects_a_quote_never_closed_again(lake, ingest, tmp_path):
+    sources = [write_file(tmp_path, "readings.csv", _readings(5, bad=2))]
+    args = ingest("damaged.quoteagain", sources, config=READINGS)
+    first = run_ingest(lake, args)  # its rows are on the branch; say its report was lost
+
+    second = run_ingest(lake, args)
+
+    assert second["reused_snapshot"] or second["snapshot_id"] is None, second
+    assert _rejected(second) == _rejected(first)
