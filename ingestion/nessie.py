@@ -365,22 +365,15 @@ class NessieClient:
         moves only by merging an audited commit. `MergeConflictError` when main changed
         the same content (or moved under the merge).
         """
-        check_ref_name(branch)
-        check_hash(audited_hash)
-        main = self.main_hash()
-        body = self._v2_call(
-            "POST",
-            f"trees/{quote(MAIN_BRANCH, safe='')}@{check_hash(main)}/history/merge",
-            f"merge {branch}@{audited_hash[:12]} into main",
-            json={
-                "fromRefName": branch,
-                "fromHash": audited_hash,
+        body = self._merge_request(
+            branch,
+            audited_hash,
+            "merge",
+            message=meta.message,
+            commitMeta={
                 "message": meta.message,
-                "commitMeta": {
-                    "message": meta.message,
-                    "authors": [meta.author],
-                    "properties": dict(meta.properties),
-                },
+                "authors": [meta.author],
+                "properties": dict(meta.properties),
             },
         )
         if not body.get("wasSuccessful", True):
@@ -394,19 +387,8 @@ class NessieClient:
         """The content keys (`ns.table`) whose change on main since `branch` forked would
         make merging `branch@audited_hash` conflict; [] when it would merge. A dry run:
         nothing is committed."""
-        check_ref_name(branch)
-        check_hash(audited_hash)
-        main = self.main_hash()
-        body = self._v2_call(
-            "POST",
-            f"trees/{quote(MAIN_BRANCH, safe='')}@{check_hash(main)}/history/merge",
-            f"try merging {branch}@{audited_hash[:12]} into main",
-            json={
-                "fromRefName": branch,
-                "fromHash": audited_hash,
-                "dryRun": True,
-                "returnConflictAsResult": True,
-            },
+        body = self._merge_request(
+            branch, audited_hash, "try merging", dryRun=True, returnConflictAsResult=True
         )
         if body.get("wasSuccessful", True):
             return []
@@ -415,6 +397,21 @@ class NessieClient:
             for detail in body.get("details") or ()
             if detail.get("conflict")
         ]
+
+    def _merge_request(
+        self, branch: str, audited_hash: str, action: str, **body: Any
+    ) -> dict[str, Any]:
+        """POST a merge of `branch@audited_hash` into main's current head with `body`'s
+        other fields; Nessie's answer."""
+        check_ref_name(branch)
+        check_hash(audited_hash)
+        main = self.main_hash()
+        return self._v2_call(
+            "POST",
+            f"trees/{quote(MAIN_BRANCH, safe='')}@{check_hash(main)}/history/merge",
+            f"{action} {branch}@{audited_hash[:12]} into main",
+            json={"fromRefName": branch, "fromHash": audited_hash, **body},
+        )
 
     # ---- transports ------------------------------------------------------------------------
 
