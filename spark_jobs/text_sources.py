@@ -53,8 +53,8 @@ SAMPLE_TEXT = 500
 HEADER_BYTES = 64 * 1024
 # How far the failure path reads a file to number the lines of its samples.
 LOCATE_MAX_BYTES = 1024**3
-LOCATE_CHUNK = 8 * 1024 * 1024
-# How much of a file the stream checks (gzip, encoding) read per call to the JVM.
+# How much of a file the stream checks (gzip, encoding) and the text readers (the line
+# numbers of samples, the unclosed-quote scan) read per call to the JVM.
 STREAM_CHUNK = 8 * 1024 * 1024
 # Spark prunes `from_json` to the fields a query reads; a value of an unread field that
 # does not fit its type would then not count as a parse error.
@@ -583,13 +583,17 @@ def unclosed_quote_line(chunks, options: CsvOptions) -> int | None:
     return opened if in_quotes else None
 
 
-def _text(spark: SparkSession, uri: str, fmt: SourceFormat, encoding: str):
-    """The whole file's text, decompressed and decoded, in chunks (a BOM left out)."""
+def _text(
+    spark: SparkSession, uri: str, fmt: SourceFormat, encoding: str, max_bytes: int | None = None
+):
+    """The file's text (its first `max_bytes` bytes as stored, when given), decompressed
+    and decoded, in chunks (a BOM left out)."""
     size = hadoop_fs.list_files(spark, uri)[0].size
+    end = size if max_bytes is None else min(size, max_bytes)
     inflate = zlib.decompressobj(wbits=31) if fmt.gzip else None
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
     offset, first = 0, True
-    while offset < size:
+    while offset < end:
         chunk = hadoop_fs.read_range(spark, uri, offset, min(STREAM_CHUNK, size - offset))
         if not chunk:
             break
@@ -663,18 +667,9 @@ def _locate(
 
 def _lines(spark: SparkSession, uri: str, fmt: SourceFormat, encoding: str):
     """The file's lines, decompressed and decoded, read in chunks up to LOCATE_MAX_BYTES."""
-    size = hadoop_fs.list_files(spark, uri)[0].size
-    inflate = zlib.decompressobj(wbits=31) if fmt.gzip else None
-    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-    pending, offset = "", 0
-    while offset < min(size, LOCATE_MAX_BYTES):
-        chunk = hadoop_fs.read_range(spark, uri, offset, min(LOCATE_CHUNK, size - offset))
-        offset += len(chunk)
-        if not chunk:
-            break
-        if inflate is not None:
-            chunk = inflate.decompress(chunk)
-        pending += decoder.decode(chunk)
+    pending = ""
+    for text in _text(spark, uri, fmt, encoding, LOCATE_MAX_BYTES):
+        pending += text
         *complete, pending = pending.split("\n")
         yield from complete
     if pending:
