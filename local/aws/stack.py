@@ -416,10 +416,11 @@ class LocalAwsStack:
         if clients is None:
             clients = self._per_thread.clients = {}
         key = (service, None if sandbox is None else id(sandbox))
-        client = clients.get(key)
-        if client is None:
-            client = clients[key] = boto3.client(service, region_name=self.settings.region)
-        return client
+        if key not in clients:
+            # The entry keeps its sandbox alive, so no later sandbox (a function registered
+            # again) can take that id and be handed a client signed with another role.
+            clients[key] = (sandbox, boto3.client(service, region_name=self.settings.region))
+        return clients[key][1]
 
     # ---- resources, from the template ------------------------------------------------------
 
