@@ -200,10 +200,9 @@ class EmbeddedStack:
         from local.nessie.runner import start_server
         from local.slack_standin import SlackStandin
 
-        # Checked before anything starts: a bad WAP_TABLES_DIR is one line, not a stack.
-        tables_dir = (
-            self.options.tables_dir or tables_dir_from_env() if self.options.run_ingests else None
-        )
+        tables_dir = None  # read by the ingest stack only
+        if self.options.run_ingests:  # before anything starts: a bad setting is one line
+            tables_dir = self.options.tables_dir or tables_dir_from_env()
         self.home.create()
         try:
             try:
